@@ -1,0 +1,22 @@
+//! # itemgraph
+//!
+//! A GraphQL server whose resolvers map onto DynamoDB item collections.
+//!
+//! # Layout
+//!
+//! - [`config`]: the command line (clap), every flag also an `ITEMGRAPH_*` variable.
+//! - [`keys`]: the entity chart in code; the only place that spells `ORG#`, `USER#` ….
+//! - [`model`]: plain domain records (serde), no GraphQL or AWS types.
+//! - [`store`]: the port (DynamoDB-shaped typed requests and errors) and its two engines,
+//!   `embedded` (redb) and `dynamo` (aws-sdk-dynamodb).
+//! - [`collections`]: one function per access pattern, each exactly one port call.
+//! - [`demo`]: the deterministic demo data set.
+//! - [`http`]: the axum router and `serve(listener, state, shutdown)`.
+
+pub mod collections;
+pub mod config;
+pub mod demo;
+pub mod http;
+pub mod keys;
+pub mod model;
+pub mod store;

@@ -1,0 +1,1 @@
+//! The DynamoDB engine on `aws-sdk-dynamodb`.

@@ -1,0 +1,529 @@
+//! The store port: DynamoDB's operation vocabulary in the project's own types.
+//!
+//! Everything above this module (keys, access patterns, GraphQL) speaks to a [`Store`];
+//! the engines below it ([`embedded::EmbeddedStore`], [`dynamo::DynamoStore`]) only execute
+//! operations. No backend type crosses this boundary: items are `serde_dynamo` attribute
+//! maps, conditions and updates are small typed trees rather than expression strings, and
+//! every failure is a [`StoreError`].
+//!
+//! Both engines run every request through [`validate`] first, so a request DynamoDB would
+//! reject is rejected identically by both, before any work is done. The contract tests
+//! check that DynamoDB Local rejects the same raw requests, so the validator never refuses
+//! what DynamoDB accepts.
+
+pub mod dynamo;
+pub mod embedded;
+pub mod validate;
+pub mod value;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+pub use serde_dynamo::AttributeValue;
+
+/// One item: attribute name to value, exactly as DynamoDB stores it.
+pub type Item = HashMap<String, AttributeValue>;
+
+/// The table's key attributes and secondary indexes. Every key attribute is a string (S).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableSchema {
+    /// Partition key attribute of the base table.
+    pub pk: String,
+    /// Sort key attribute of the base table.
+    pub sk: String,
+    /// Global secondary indexes, each with a string partition and sort key, projection ALL.
+    pub indexes: Vec<IndexSchema>,
+}
+
+/// A global secondary index: sparse, so only items carrying both its key attributes appear.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexSchema {
+    pub name: String,
+    pub pk: String,
+    pub sk: String,
+}
+
+impl TableSchema {
+    /// The single-table design of `DATA_MODEL.md`: `PK`/`SK`, `GSI1`, `GSI2`.
+    pub fn itemgraph() -> Self {
+        let gsi = |n: u8| IndexSchema {
+            name: format!("GSI{n}"),
+            pk: format!("GSI{n}PK"),
+            sk: format!("GSI{n}SK"),
+        };
+        TableSchema {
+            pk: "PK".into(),
+            sk: "SK".into(),
+            indexes: vec![gsi(1), gsi(2)],
+        }
+    }
+
+    /// The index of that name, if the table has it.
+    pub fn index(&self, name: &str) -> Option<&IndexSchema> {
+        self.indexes.iter().find(|i| i.name == name)
+    }
+
+    /// Whether `attr` is a key attribute of the table or of any index.
+    pub fn is_key_attribute(&self, attr: &str) -> bool {
+        attr == self.pk
+            || attr == self.sk
+            || self.indexes.iter().any(|i| i.pk == attr || i.sk == attr)
+    }
+
+    /// The primary key of an item, if it carries both key attributes as strings.
+    pub fn key_of(&self, item: &Item) -> Option<PrimaryKey> {
+        Some(PrimaryKey {
+            pk: as_s(item.get(&self.pk)?)?.to_owned(),
+            sk: as_s(item.get(&self.sk)?)?.to_owned(),
+        })
+    }
+
+    /// The index key of an item for one index, if the item appears in it.
+    pub fn index_key_of(&self, index: &IndexSchema, item: &Item) -> Option<IndexKey> {
+        Some(IndexKey {
+            pk: as_s(item.get(&index.pk)?)?.to_owned(),
+            sk: as_s(item.get(&index.sk)?)?.to_owned(),
+        })
+    }
+}
+
+fn as_s(v: &AttributeValue) -> Option<&str> {
+    match v {
+        AttributeValue::S(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// A base-table primary key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PrimaryKey {
+    pub pk: String,
+    pub sk: String,
+}
+
+impl PrimaryKey {
+    pub fn new(pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        PrimaryKey {
+            pk: pk.into(),
+            sk: sk.into(),
+        }
+    }
+}
+
+/// A secondary-index key (its partition and sort attribute values).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IndexKey {
+    pub pk: String,
+    pub sk: String,
+}
+
+/// Where a Query page stopped (`LastEvaluatedKey`) or resumes (`ExclusiveStartKey`).
+/// On an index it holds the index key and the base-table key, as DynamoDB's does.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PageKey {
+    pub table: PrimaryKey,
+    pub index: Option<IndexKey>,
+}
+
+/// GetItem.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetItem {
+    pub key: PrimaryKey,
+    pub consistent_read: bool,
+}
+
+/// BatchGetItem on one table: at most [`validate::MAX_BATCH_GET_KEYS`] distinct keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchGet {
+    pub keys: Vec<PrimaryKey>,
+    pub consistent_read: bool,
+}
+
+/// One page of BatchGetItem: what came back and what DynamoDB left unprocessed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BatchGetPage {
+    pub items: Vec<Item>,
+    pub unprocessed: Vec<PrimaryKey>,
+}
+
+/// The sort-key half of a key condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SortCondition {
+    Eq(String),
+    Lt(String),
+    Le(String),
+    Gt(String),
+    Ge(String),
+    Between(String, String),
+    BeginsWith(String),
+}
+
+/// Query: partition-key equality, an optional sort-key condition, direction and page size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// `None` queries the base table, `Some(name)` a global secondary index.
+    pub index: Option<String>,
+    pub partition: String,
+    pub sort: Option<SortCondition>,
+    /// `ScanIndexForward`: ascending by sort key when true.
+    pub forward: bool,
+    /// At most this many items (DynamoDB also cuts the page at 1 MB read).
+    pub limit: Option<u32>,
+    pub start: Option<PageKey>,
+    /// Strongly consistent read; allowed on the base table only.
+    pub consistent_read: bool,
+}
+
+impl Query {
+    /// A forward query of one whole partition of the base table, no limit.
+    pub fn partition(partition: impl Into<String>) -> Self {
+        Query {
+            index: None,
+            partition: partition.into(),
+            sort: None,
+            forward: true,
+            limit: None,
+            start: None,
+            consistent_read: false,
+        }
+    }
+}
+
+/// What one Query call returned.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct QueryOutput {
+    pub items: Vec<Item>,
+    /// Present when there may be more items: pass it back as `start` for the next page.
+    pub last_evaluated_key: Option<PageKey>,
+}
+
+/// Comparison operators of a condition expression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A condition expression over top-level attributes of the item being written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Condition {
+    /// `attribute_exists(a)`
+    Exists(String),
+    /// `attribute_not_exists(a)`
+    NotExists(String),
+    /// `a <op> :v`
+    Cmp(String, CmpOp, AttributeValue),
+    /// `a BETWEEN :lo AND :hi`
+    Between(String, AttributeValue, AttributeValue),
+    /// `begins_with(a, :prefix)` on strings
+    BeginsWith(String, String),
+    And(Vec<Condition>),
+    Or(Vec<Condition>),
+    Not(Box<Condition>),
+}
+
+impl Condition {
+    pub fn eq(attr: impl Into<String>, v: AttributeValue) -> Self {
+        Condition::Cmp(attr.into(), CmpOp::Eq, v)
+    }
+    pub fn exists(attr: impl Into<String>) -> Self {
+        Condition::Exists(attr.into())
+    }
+    pub fn not_exists(attr: impl Into<String>) -> Self {
+        Condition::NotExists(attr.into())
+    }
+}
+
+/// How a SET action computes the new value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetValue {
+    /// `SET a = :v`
+    Value(AttributeValue),
+    /// `SET a = if_not_exists(a, :v)`: keeps the current value when there is one.
+    IfNotExists(AttributeValue),
+}
+
+/// An update expression over top-level attributes. Key attributes of the table cannot be
+/// updated; index key attributes can (that moves the item between index partitions).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UpdateExpr {
+    pub set: Vec<(String, SetValue)>,
+    pub remove: Vec<String>,
+    /// `ADD a :n`: numbers only; a missing attribute counts as 0. Used for counters.
+    pub add: Vec<(String, AttributeValue)>,
+}
+
+impl UpdateExpr {
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.remove.is_empty() && self.add.is_empty()
+    }
+    pub fn set(mut self, attr: impl Into<String>, v: AttributeValue) -> Self {
+        self.set.push((attr.into(), SetValue::Value(v)));
+        self
+    }
+    pub fn add(mut self, attr: impl Into<String>, n: i64) -> Self {
+        self.add.push((attr.into(), AttributeValue::N(n.to_string())));
+        self
+    }
+    pub fn remove(mut self, attr: impl Into<String>) -> Self {
+        self.remove.push(attr.into());
+        self
+    }
+}
+
+/// What a write returns besides success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReturnValues {
+    #[default]
+    None,
+    /// The item as it was before the write (absent if there was none).
+    AllOld,
+    /// The item as it is after the write (UpdateItem only).
+    AllNew,
+}
+
+/// PutItem.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Put {
+    pub item: Item,
+    pub condition: Option<Condition>,
+    /// On a failed condition, report the current item in the error.
+    pub return_old_on_condition_failure: bool,
+}
+
+impl Put {
+    pub fn new(item: Item) -> Self {
+        Put {
+            item,
+            condition: None,
+            return_old_on_condition_failure: false,
+        }
+    }
+    pub fn when(mut self, condition: Condition) -> Self {
+        self.condition = Some(condition);
+        self
+    }
+}
+
+/// UpdateItem: creates the item when it is absent and the condition allows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    pub key: PrimaryKey,
+    pub update: UpdateExpr,
+    pub condition: Option<Condition>,
+    pub returns: ReturnValues,
+    pub return_old_on_condition_failure: bool,
+}
+
+impl Update {
+    pub fn new(key: PrimaryKey, update: UpdateExpr) -> Self {
+        Update {
+            key,
+            update,
+            condition: None,
+            returns: ReturnValues::None,
+            return_old_on_condition_failure: false,
+        }
+    }
+    pub fn when(mut self, condition: Condition) -> Self {
+        self.condition = Some(condition);
+        self
+    }
+    pub fn returning(mut self, returns: ReturnValues) -> Self {
+        self.returns = returns;
+        self
+    }
+}
+
+/// DeleteItem.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delete {
+    pub key: PrimaryKey,
+    pub condition: Option<Condition>,
+    pub returns: ReturnValues,
+    pub return_old_on_condition_failure: bool,
+}
+
+impl Delete {
+    pub fn new(key: PrimaryKey) -> Self {
+        Delete {
+            key,
+            condition: None,
+            returns: ReturnValues::None,
+            return_old_on_condition_failure: false,
+        }
+    }
+    pub fn when(mut self, condition: Condition) -> Self {
+        self.condition = Some(condition);
+        self
+    }
+}
+
+/// ConditionCheck inside a transaction: asserts without writing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConditionCheck {
+    pub key: PrimaryKey,
+    pub condition: Condition,
+    pub return_old_on_condition_failure: bool,
+}
+
+/// One action of TransactWriteItems. `return_old_on_condition_failure` asks for the
+/// current item in the cancellation reason; `returns` is ignored inside transactions.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TransactAction {
+    Put(Put),
+    Update(Update),
+    Delete(Delete),
+    ConditionCheck(ConditionCheck),
+}
+
+impl TransactAction {
+    /// The primary key of the item the action touches.
+    pub fn key(&self, schema: &TableSchema) -> Option<PrimaryKey> {
+        match self {
+            TransactAction::Put(p) => schema.key_of(&p.item),
+            TransactAction::Update(u) => Some(u.key.clone()),
+            TransactAction::Delete(d) => Some(d.key.clone()),
+            TransactAction::ConditionCheck(c) => Some(c.key.clone()),
+        }
+    }
+}
+
+/// Why one action of a cancelled transaction was cancelled (in action order).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CancelReason {
+    /// This action was fine; another one cancelled the transaction.
+    None,
+    /// Its condition did not hold; `item` is the current item when it was asked for.
+    ConditionalCheckFailed { item: Option<Item> },
+    /// Another transaction or write touched the item at the same time.
+    TransactionConflict,
+    /// The action was invalid only against the stored item (e.g. ADD to a non-number).
+    ValidationError(String),
+    /// Any other reason DynamoDB names, with its code and message.
+    Other { code: String, message: String },
+}
+
+/// Table status as DescribeTable reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableDescription {
+    pub name: String,
+    pub status: String,
+    pub indexes: Vec<String>,
+    pub item_count: Option<u64>,
+}
+
+/// Every failure of the port. The GraphQL layer maps each to an error code.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    /// DynamoDB would reject this request (`ValidationException`): a bug above the port,
+    /// or input that slipped past validation. Clients see `INTERNAL` or `BAD_USER_INPUT`.
+    #[error("validation error: {0}")]
+    Validation(String),
+    /// The condition expression of a single write did not hold. Clients see `CONFLICT`,
+    /// `NOT_FOUND` or `VERSION_MISMATCH`, decided by the access pattern that wrote.
+    #[error("the conditional request failed")]
+    ConditionFailed { item: Option<Box<Item>> },
+    /// TransactWriteItems was cancelled: one reason per action, in action order.
+    #[error("transaction cancelled: {}", describe_reasons(.reasons))]
+    TransactionCanceled { reasons: Vec<CancelReason> },
+    /// The table does not exist. Clients see `UNAVAILABLE`.
+    #[error("table not found: {0}")]
+    TableNotFound(String),
+    /// Throttled past the retry budget. Clients see `UNAVAILABLE`.
+    #[error("throttled: {0}")]
+    Throttled(String),
+    /// The store could not be reached or timed out. Clients see `UNAVAILABLE`.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else; logged with detail, clients see `INTERNAL`.
+    #[error("internal store error: {0}")]
+    Internal(String),
+}
+
+fn describe_reasons(reasons: &[CancelReason]) -> String {
+    reasons
+        .iter()
+        .map(|r| match r {
+            CancelReason::None => "None".to_string(),
+            CancelReason::ConditionalCheckFailed { .. } => "ConditionalCheckFailed".to_string(),
+            CancelReason::TransactionConflict => "TransactionConflict".to_string(),
+            CancelReason::ValidationError(m) => format!("ValidationError ({m})"),
+            CancelReason::Other { code, .. } => code.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// How long BatchGetItem keeps retrying `UnprocessedKeys` before giving up with an error.
+pub const BATCH_GET_MAX_ATTEMPTS: u32 = 8;
+
+/// The port. Engines implement the single-call operations; [`Store::batch_get_item`] is
+/// written once here and drives [`Store::batch_get_page`] until every key is answered.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// The table this store reads and writes.
+    fn table_name(&self) -> &str;
+    /// Its key attributes and indexes.
+    fn schema(&self) -> &TableSchema;
+    /// A short name for logs and test output (`embedded`, `dynamodb`).
+    fn engine_name(&self) -> &'static str;
+
+    /// Creates the table with its indexes; `Ok(false)` when it already exists.
+    async fn create_table(&self) -> StoreResult<bool>;
+    /// Deletes the table; `Ok(false)` when there was none.
+    async fn delete_table(&self) -> StoreResult<bool>;
+    /// The table's status, or `None` when it does not exist.
+    async fn describe_table(&self) -> StoreResult<Option<TableDescription>>;
+
+    async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>>;
+    /// One BatchGetItem call: may leave keys unprocessed.
+    async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage>;
+    async fn query(&self, req: Query) -> StoreResult<QueryOutput>;
+    async fn put_item(&self, req: Put) -> StoreResult<Option<Item>>;
+    /// Returns the item as `req.returns` asks (old or new), else `None`.
+    async fn update_item(&self, req: Update) -> StoreResult<Option<Item>>;
+    async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>>;
+    async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()>;
+
+    /// BatchGetItem for up to 100 keys, retrying `UnprocessedKeys` with jittered exponential
+    /// backoff. Never drops a key: when keys are still unprocessed after
+    /// [`BATCH_GET_MAX_ATTEMPTS`] calls, the whole call fails with `Throttled`.
+    /// Items come back in no particular order; absent keys are simply missing.
+    async fn batch_get_item(&self, req: BatchGet) -> StoreResult<Vec<Item>> {
+        validate::batch_get(self.schema(), &req)?;
+        let mut items = Vec::with_capacity(req.keys.len());
+        let mut pending = req.keys;
+        for attempt in 0..BATCH_GET_MAX_ATTEMPTS {
+            let page = self
+                .batch_get_page(BatchGet {
+                    keys: pending,
+                    consistent_read: req.consistent_read,
+                })
+                .await?;
+            items.extend(page.items);
+            if page.unprocessed.is_empty() {
+                return Ok(items);
+            }
+            pending = page.unprocessed;
+            tokio::time::sleep(backoff(attempt)).await;
+        }
+        Err(StoreError::Throttled(format!(
+            "BatchGetItem left {} keys unprocessed after {BATCH_GET_MAX_ATTEMPTS} attempts",
+            pending.len()
+        )))
+    }
+}
+
+/// Full-jitter exponential backoff: a random wait up to 25 ms × 2^attempt, capped at 1 s.
+pub fn backoff(attempt: u32) -> Duration {
+    let cap_ms = (25u64 << attempt.min(6)).min(1000);
+    Duration::from_millis(rand::random_range(0..=cap_ms))
+}

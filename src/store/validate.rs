@@ -1,0 +1,413 @@
+//! The requests DynamoDB rejects with `ValidationException`, checked once for both engines.
+//!
+//! Each engine calls these before doing any work, so both refuse a bad request with the
+//! same [`StoreError::Validation`] message. The messages follow DynamoDB's own wording; the
+//! contract tests send the same raw requests to DynamoDB Local and check that it rejects
+//! them too, which keeps this module from refusing anything DynamoDB accepts.
+
+use std::collections::HashSet;
+
+use super::value::{item_size, parse_number, type_name};
+use super::{
+    AttributeValue, BatchGet, Condition, Delete, GetItem, Item, PageKey, Put, Query,
+    ReturnValues, SetValue, SortCondition, StoreError, StoreResult, TableSchema,
+    TransactAction, Update,
+};
+
+/// DynamoDB's item size limit (400 KB).
+pub const MAX_ITEM_SIZE: usize = 400 * 1024;
+/// Partition key values are at most 2048 bytes.
+pub const MAX_PARTITION_KEY_BYTES: usize = 2048;
+/// Sort key values are at most 1024 bytes.
+pub const MAX_SORT_KEY_BYTES: usize = 1024;
+/// BatchGetItem takes at most 100 keys.
+pub const MAX_BATCH_GET_KEYS: usize = 100;
+/// TransactWriteItems takes at most 100 actions.
+pub const MAX_TRANSACT_ACTIONS: usize = 100;
+/// TransactWriteItems carries at most 4 MB of items.
+pub const MAX_TRANSACT_BYTES: usize = 4 * 1024 * 1024;
+/// Query reads at most 1 MB of items before it returns a page.
+pub const MAX_QUERY_PAGE_BYTES: usize = 1024 * 1024;
+
+fn invalid(msg: impl Into<String>) -> StoreError {
+    StoreError::Validation(msg.into())
+}
+
+fn key_value(attr: &str, value: &str, max: usize) -> StoreResult<()> {
+    if value.is_empty() {
+        return Err(invalid(format!(
+            "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: {attr}"
+        )));
+    }
+    if value.len() > max {
+        return Err(invalid(format!(
+            "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of {max} bytes (key {attr})"
+        )));
+    }
+    Ok(())
+}
+
+/// A base-table key: both parts non-empty and within DynamoDB's key length limits.
+pub fn primary_key(schema: &TableSchema, pk: &str, sk: &str) -> StoreResult<()> {
+    key_value(&schema.pk, pk, MAX_PARTITION_KEY_BYTES)?;
+    key_value(&schema.sk, sk, MAX_SORT_KEY_BYTES)
+}
+
+/// One attribute value: numbers parse, sets are non-empty and free of duplicates.
+pub fn value(v: &AttributeValue) -> StoreResult<()> {
+    match v {
+        AttributeValue::N(n) => parse_number(n).map(|_| ()).map_err(invalid),
+        AttributeValue::Ns(ns) => {
+            non_empty_set(ns.len(), "number")?;
+            let mut seen = HashSet::new();
+            for n in ns {
+                let d = parse_number(n).map_err(invalid)?;
+                if !seen.insert(d) {
+                    return Err(invalid(format!("Input collection {ns:?} contains duplicates.")));
+                }
+            }
+            Ok(())
+        }
+        AttributeValue::Ss(ss) => {
+            non_empty_set(ss.len(), "string")?;
+            no_duplicates(ss)
+        }
+        AttributeValue::Bs(bs) => {
+            non_empty_set(bs.len(), "binary")?;
+            no_duplicates(bs)
+        }
+        AttributeValue::L(l) => l.iter().try_for_each(value),
+        AttributeValue::M(m) => m.values().try_for_each(value),
+        _ => Ok(()),
+    }
+}
+
+fn non_empty_set(len: usize, kind: &str) -> StoreResult<()> {
+    if len == 0 {
+        return Err(invalid(format!(
+            "One or more parameter values were invalid: An {kind} set  may not be empty"
+        )));
+    }
+    Ok(())
+}
+
+fn no_duplicates<T: std::hash::Hash + Eq + std::fmt::Debug>(xs: &[T]) -> StoreResult<()> {
+    let mut seen = HashSet::new();
+    if xs.iter().all(|x| seen.insert(x)) {
+        Ok(())
+    } else {
+        Err(invalid(format!("Input collection {xs:?} contains duplicates.")))
+    }
+}
+
+fn attribute_name(name: &str) -> StoreResult<()> {
+    if name.is_empty() {
+        return Err(invalid(
+            "ExpressionAttributeNames contains invalid value: Empty attribute name",
+        ));
+    }
+    Ok(())
+}
+
+/// A whole item as PutItem would store it, or as an update leaves it.
+pub fn item(schema: &TableSchema, item: &Item) -> StoreResult<()> {
+    for attr in [&schema.pk, &schema.sk] {
+        match item.get(attr) {
+            None => {
+                return Err(invalid(format!(
+                    "One or more parameter values were invalid: Missing the key {attr} in the item"
+                )))
+            }
+            Some(AttributeValue::S(_)) => {}
+            Some(other) => {
+                return Err(invalid(format!(
+                    "One or more parameter values were invalid: Type mismatch for key {attr} expected: S actual: {}",
+                    type_name(other)
+                )))
+            }
+        }
+    }
+    let key = schema.key_of(item).expect("key attributes checked above");
+    primary_key(schema, &key.pk, &key.sk)?;
+    index_keys(schema, item)?;
+    for (name, v) in item {
+        attribute_name(name)?;
+        value(v)?;
+    }
+    item_within_size(item)
+}
+
+/// Index key attributes, where present, are non-empty strings within the key limits.
+pub fn index_keys(schema: &TableSchema, item: &Item) -> StoreResult<()> {
+    for index in &schema.indexes {
+        for (attr, max) in [
+            (&index.pk, MAX_PARTITION_KEY_BYTES),
+            (&index.sk, MAX_SORT_KEY_BYTES),
+        ] {
+            match item.get(attr) {
+                None => {}
+                Some(AttributeValue::S(s)) if s.is_empty() => {
+                    return Err(invalid(format!(
+                        "One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty string value. IndexName: {}, IndexKey: {attr}",
+                        index.name
+                    )))
+                }
+                Some(AttributeValue::S(s)) => key_value(attr, s, max)?,
+                Some(other) => {
+                    return Err(invalid(format!(
+                        "One or more parameter values were invalid: Type mismatch for Index Key {attr} Expected: S Actual: {} IndexName: {}",
+                        type_name(other),
+                        index.name
+                    )))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The 400 KB item limit.
+pub fn item_within_size(item: &Item) -> StoreResult<()> {
+    if item_size(item) > MAX_ITEM_SIZE {
+        return Err(invalid("Item size has exceeded the maximum allowed size"));
+    }
+    Ok(())
+}
+
+/// A condition expression: names non-empty, values valid, no empty AND/OR.
+pub fn condition(c: &Condition) -> StoreResult<()> {
+    match c {
+        Condition::Exists(a) | Condition::NotExists(a) => attribute_name(a),
+        Condition::Cmp(a, _, v) => {
+            attribute_name(a)?;
+            value(v)
+        }
+        Condition::Between(a, lo, hi) => {
+            attribute_name(a)?;
+            value(lo)?;
+            value(hi)
+        }
+        Condition::BeginsWith(a, _) => attribute_name(a),
+        Condition::And(cs) | Condition::Or(cs) => {
+            if cs.is_empty() {
+                return Err(invalid(
+                    "Invalid ConditionExpression: The expression can not be empty;",
+                ));
+            }
+            cs.iter().try_for_each(condition)
+        }
+        Condition::Not(c) => condition(c),
+    }
+}
+
+fn optional_condition(c: &Option<Condition>) -> StoreResult<()> {
+    c.as_ref().map_or(Ok(()), condition)
+}
+
+pub fn get_item(schema: &TableSchema, req: &GetItem) -> StoreResult<()> {
+    primary_key(schema, &req.key.pk, &req.key.sk)
+}
+
+/// 1 to 100 keys, each valid, none repeated.
+pub fn batch_get(schema: &TableSchema, req: &BatchGet) -> StoreResult<()> {
+    if req.keys.is_empty() {
+        return Err(invalid("1 validation error detected: Value at 'requestItems.1.member.keys' failed to satisfy constraint: Member must have length greater than or equal to 1"));
+    }
+    if req.keys.len() > MAX_BATCH_GET_KEYS {
+        return Err(invalid("Too many items requested for the BatchGetItem call"));
+    }
+    let mut seen = HashSet::new();
+    for k in &req.keys {
+        primary_key(schema, &k.pk, &k.sk)?;
+        if !seen.insert(k) {
+            return Err(invalid("Provided list of item keys contains duplicates"));
+        }
+    }
+    Ok(())
+}
+
+pub fn query(schema: &TableSchema, q: &Query) -> StoreResult<()> {
+    let (pk_attr, sk_attr) = match &q.index {
+        None => (schema.pk.as_str(), schema.sk.as_str()),
+        Some(name) => {
+            let Some(index) = schema.index(name) else {
+                return Err(invalid(format!(
+                    "The table does not have the specified index: {name}"
+                )));
+            };
+            if q.consistent_read {
+                return Err(invalid(
+                    "Consistent reads are not supported on global secondary indexes",
+                ));
+            }
+            (index.pk.as_str(), index.sk.as_str())
+        }
+    };
+    if q.limit == Some(0) {
+        return Err(invalid("1 validation error detected: Value '0' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1"));
+    }
+    key_value(pk_attr, &q.partition, MAX_PARTITION_KEY_BYTES)?;
+    if let Some(sort) = &q.sort {
+        let values: Vec<&String> = match sort {
+            SortCondition::Eq(v)
+            | SortCondition::Lt(v)
+            | SortCondition::Le(v)
+            | SortCondition::Gt(v)
+            | SortCondition::Ge(v)
+            | SortCondition::BeginsWith(v) => vec![v],
+            SortCondition::Between(lo, hi) => vec![lo, hi],
+        };
+        for v in &values {
+            key_value(sk_attr, v, MAX_SORT_KEY_BYTES)?;
+        }
+        if let SortCondition::Between(lo, hi) = sort {
+            if lo.as_bytes() > hi.as_bytes() {
+                return Err(invalid(format!(
+                    "Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {{S:{lo}}}, upper bound operand: AttributeValue: {{S:{hi}}}"
+                )));
+            }
+        }
+    }
+    if let Some(start) = &q.start {
+        start_key(schema, q, start)?;
+    }
+    Ok(())
+}
+
+fn start_key(schema: &TableSchema, q: &Query, start: &PageKey) -> StoreResult<()> {
+    let bad = || invalid("The provided starting key is invalid: The provided key element does not match the schema");
+    primary_key(schema, &start.table.pk, &start.table.sk).map_err(|_| bad())?;
+    let (partition, sort) = match (&q.index, &start.index) {
+        (None, None) => (&start.table.pk, &start.table.sk),
+        (Some(_), Some(ik)) => {
+            if ik.pk.is_empty() || ik.sk.is_empty() {
+                return Err(bad());
+            }
+            (&ik.pk, &ik.sk)
+        }
+        _ => return Err(bad()),
+    };
+    if *partition != q.partition {
+        return Err(invalid(
+            "The provided starting key is outside query boundaries based on provided conditions",
+        ));
+    }
+    if let Some(cond) = &q.sort {
+        if !sort_matches(cond, sort) {
+            return Err(invalid(
+                "The provided starting key does not match the range key predicate",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a sort key value satisfies a key condition (UTF-8 byte order).
+pub fn sort_matches(cond: &SortCondition, sk: &str) -> bool {
+    let s = sk.as_bytes();
+    match cond {
+        SortCondition::Eq(v) => s == v.as_bytes(),
+        SortCondition::Lt(v) => s < v.as_bytes(),
+        SortCondition::Le(v) => s <= v.as_bytes(),
+        SortCondition::Gt(v) => s > v.as_bytes(),
+        SortCondition::Ge(v) => s >= v.as_bytes(),
+        SortCondition::Between(lo, hi) => s >= lo.as_bytes() && s <= hi.as_bytes(),
+        SortCondition::BeginsWith(p) => s.starts_with(p.as_bytes()),
+    }
+}
+
+pub fn put(schema: &TableSchema, p: &Put) -> StoreResult<()> {
+    item(schema, &p.item)?;
+    optional_condition(&p.condition)
+}
+
+/// An update: key valid, no key attribute touched, no attribute named twice, ADD on
+/// numbers or sets only.
+pub fn update(schema: &TableSchema, u: &Update) -> StoreResult<()> {
+    primary_key(schema, &u.key.pk, &u.key.sk)?;
+    optional_condition(&u.condition)?;
+    let e = &u.update;
+    let names = e
+        .set
+        .iter()
+        .map(|(a, _)| a)
+        .chain(&e.remove)
+        .chain(e.add.iter().map(|(a, _)| a));
+    let mut seen = HashSet::new();
+    for name in names {
+        attribute_name(name)?;
+        if *name == schema.pk || *name == schema.sk {
+            return Err(invalid(format!(
+                "One or more parameter values were invalid: Cannot update attribute {name}. This attribute is part of the key"
+            )));
+        }
+        if !seen.insert(name) {
+            return Err(invalid(format!(
+                "Invalid UpdateExpression: Two document paths overlap with each other; must remove or rewrite one of these paths; path one: [{name}], path two: [{name}]"
+            )));
+        }
+    }
+    for (attr, set) in &e.set {
+        let (SetValue::Value(v) | SetValue::IfNotExists(v)) = set;
+        value(v)?;
+        let probe: Item = [(attr.clone(), v.clone())].into();
+        index_keys(schema, &probe)?;
+    }
+    for (_, v) in &e.add {
+        value(v)?;
+        if !matches!(
+            v,
+            AttributeValue::N(_) | AttributeValue::Ss(_) | AttributeValue::Ns(_) | AttributeValue::Bs(_)
+        ) {
+            return Err(invalid(format!(
+                "Invalid UpdateExpression: Incorrect operand type for operator or function; operator: ADD, operand type: {}",
+                type_name(v)
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn delete(schema: &TableSchema, d: &Delete) -> StoreResult<()> {
+    primary_key(schema, &d.key.pk, &d.key.sk)?;
+    if d.returns == ReturnValues::AllNew {
+        return Err(invalid("Return values set to invalid value"));
+    }
+    optional_condition(&d.condition)
+}
+
+/// 1 to 100 actions, each valid, no two on the same item, at most 4 MB in all.
+pub fn transact(schema: &TableSchema, actions: &[TransactAction]) -> StoreResult<()> {
+    if actions.is_empty() {
+        return Err(invalid("1 validation error detected: Value null at 'transactItems' failed to satisfy constraint: Member must have length greater than or equal to 1"));
+    }
+    if actions.len() > MAX_TRANSACT_ACTIONS {
+        return Err(invalid(format!("1 validation error detected: Value at 'transactItems' failed to satisfy constraint: Member must have length less than or equal to {MAX_TRANSACT_ACTIONS}")));
+    }
+    let mut seen = HashSet::new();
+    let mut bytes = 0;
+    for action in actions {
+        match action {
+            TransactAction::Put(p) => {
+                put(schema, p)?;
+                bytes += item_size(&p.item);
+            }
+            TransactAction::Update(u) => update(schema, u)?,
+            TransactAction::Delete(d) => delete(schema, d)?,
+            TransactAction::ConditionCheck(c) => {
+                primary_key(schema, &c.key.pk, &c.key.sk)?;
+                condition(&c.condition)?;
+            }
+        }
+        let key = action.key(schema).expect("validated above");
+        if !seen.insert(key) {
+            return Err(invalid(
+                "Transaction request cannot include multiple operations on one item",
+            ));
+        }
+    }
+    if bytes > MAX_TRANSACT_BYTES {
+        return Err(invalid("Transaction request size exceeds the maximum of 4 MB"));
+    }
+    Ok(())
+}
