@@ -1,1 +1,810 @@
-//! The embedded engine on `redb`.
+//! The embedded engine: DynamoDB's semantics on `redb`, so the server runs with nothing
+//! installed and tests run without a network.
+//!
+//! Layout inside the redb file, per DynamoDB table `T`:
+//! - `meta`: one row per table, so DescribeTable and "table not found" behave as DynamoDB's;
+//! - `items/T`: encoded `(PK, SK)` → the item as DynamoDB JSON;
+//! - `index/T/<index>`: encoded `(index PK, index SK, PK, SK)` → the encoded base key. Only
+//!   items carrying both index key attributes get a row, which makes the indexes sparse.
+//!
+//! Keys are encoded so that redb's byte order is DynamoDB's order: each string's UTF-8
+//! bytes with `0x00` escaped as `0x00 0xFF`, then the terminator `0x00 0x01`. A prefix then
+//! sorts before its extensions, and every key condition becomes one contiguous range.
+//!
+//! Every write runs in one redb write transaction (serializable, one writer at a time), so
+//! conditions are checked and effects applied atomically, and TransactWriteItems is all or
+//! nothing. Reads are snapshot reads, hence always strongly consistent.
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redb::{Database, ReadableTable, TableDefinition};
+
+use super::validate::{self, MAX_QUERY_PAGE_BYTES};
+use super::value::{self, canonical_number, canonicalize, item_size, parse_number};
+use super::{
+    AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp, Condition, Delete, GetItem,
+    IndexKey, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, ReturnValues, SetValue,
+    SortCondition, Store, StoreError, StoreResult, TableDescription, TableSchema,
+    TransactAction, Update, UpdateExpr,
+};
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+type Bytes<'a> = TableDefinition<'a, &'static [u8], &'static [u8]>;
+
+/// BatchGetItem answers at most 16 MB; the rest comes back as unprocessed keys.
+const MAX_BATCH_GET_BYTES: usize = 16 * 1024 * 1024;
+
+/// The embedded engine for one table. Cheap to clone.
+#[derive(Clone)]
+pub struct EmbeddedStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Database,
+    table: String,
+    schema: TableSchema,
+    items_name: String,
+    index_names: Vec<String>,
+}
+
+fn internal(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Internal(format!("embedded engine: {e}"))
+}
+
+fn not_found() -> StoreError {
+    StoreError::TableNotFound("Cannot do operations on a non-existent table".into())
+}
+
+impl EmbeddedStore {
+    /// Opens (or creates) a redb file. The table inside is created by `create_table`.
+    pub fn open(path: &Path, table: &str, schema: TableSchema) -> StoreResult<Self> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(internal)?;
+        }
+        let db = Database::create(path).map_err(internal)?;
+        Ok(Self::with_db(db, table, schema))
+    }
+
+    /// A store that lives in memory only, for tests and throwaway runs.
+    pub fn in_memory(table: &str, schema: TableSchema) -> StoreResult<Self> {
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(internal)?;
+        Ok(Self::with_db(db, table, schema))
+    }
+
+    fn with_db(db: Database, table: &str, schema: TableSchema) -> Self {
+        let index_names = schema
+            .indexes
+            .iter()
+            .map(|i| format!("index/{table}/{}", i.name))
+            .collect();
+        EmbeddedStore {
+            inner: Arc::new(Inner {
+                db,
+                items_name: format!("items/{table}"),
+                index_names,
+                table: table.to_owned(),
+                schema,
+            }),
+        }
+    }
+
+    /// Runs blocking redb work off the async executor.
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(internal)?
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Key encoding
+
+fn push_component(out: &mut Vec<u8>, s: &str) {
+    push_escaped(out, s);
+    out.extend_from_slice(&[0x00, 0x01]);
+}
+
+fn push_escaped(out: &mut Vec<u8>, s: &str) {
+    for &b in s.as_bytes() {
+        if b == 0 {
+            out.extend_from_slice(&[0x00, 0xFF]);
+        } else {
+            out.push(b);
+        }
+    }
+}
+
+fn encode_key(parts: &[&str]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in parts {
+        push_component(&mut out, p);
+    }
+    out
+}
+
+fn table_key(k: &PrimaryKey) -> Vec<u8> {
+    encode_key(&[&k.pk, &k.sk])
+}
+
+/// Decodes the components of an encoded key.
+fn decode_key(mut bytes: &[u8]) -> StoreResult<Vec<String>> {
+    let mut parts = Vec::new();
+    while !bytes.is_empty() {
+        let mut part = Vec::new();
+        loop {
+            match bytes {
+                [0x00, 0x01, rest @ ..] => {
+                    bytes = rest;
+                    break;
+                }
+                [0x00, 0xFF, rest @ ..] => {
+                    part.push(0);
+                    bytes = rest;
+                }
+                [b, rest @ ..] => {
+                    part.push(*b);
+                    bytes = rest;
+                }
+                [] => return Err(internal("truncated key")),
+            }
+        }
+        parts.push(String::from_utf8(part).map_err(internal)?);
+    }
+    Ok(parts)
+}
+
+/// The byte range of one partition under a sort-key condition.
+fn key_range(partition: &str, sort: Option<&SortCondition>) -> (Vec<u8>, Vec<u8>) {
+    let p = encode_key(&[partition]);
+    let with = |s: &str, tail: &[u8]| {
+        let mut v = p.clone();
+        push_escaped(&mut v, s);
+        v.extend_from_slice(tail);
+        v
+    };
+    // `at(x)`: first key whose sort value is x; `after(x)`: first key past every sort value x.
+    let at = |s: &str| with(s, &[0x00, 0x01]);
+    let after = |s: &str| with(s, &[0x00, 0x02]);
+    let start = p.clone();
+    let end = {
+        let mut v = p.clone();
+        v.push(0xFF);
+        v
+    };
+    match sort {
+        None => (start, end),
+        Some(SortCondition::Eq(x)) => (at(x), after(x)),
+        Some(SortCondition::Lt(x)) => (start, at(x)),
+        Some(SortCondition::Le(x)) => (start, after(x)),
+        Some(SortCondition::Gt(x)) => (after(x), end),
+        Some(SortCondition::Ge(x)) => (at(x), end),
+        Some(SortCondition::Between(lo, hi)) => (at(lo), after(hi)),
+        Some(SortCondition::BeginsWith(x)) => (with(x, &[]), with(x, &[0xFF])),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Items on disk
+
+fn encode_item(item: &Item) -> StoreResult<Vec<u8>> {
+    serde_json::to_vec(item).map_err(internal)
+}
+
+fn decode_item(bytes: &[u8]) -> StoreResult<Item> {
+    serde_json::from_slice(bytes).map_err(internal)
+}
+
+fn meta_row(table: &str) -> Vec<u8> {
+    serde_json::json!({ "name": table, "status": "ACTIVE" })
+        .to_string()
+        .into_bytes()
+}
+
+impl Inner {
+    fn items_def(&self) -> Bytes<'_> {
+        TableDefinition::new(&self.items_name)
+    }
+
+    fn index_def(&self, i: usize) -> Bytes<'_> {
+        TableDefinition::new(&self.index_names[i])
+    }
+
+    fn table_exists(&self, meta: &impl ReadableTable<&'static str, &'static [u8]>) -> StoreResult<bool> {
+        Ok(meta.get(self.table.as_str()).map_err(internal)?.is_some())
+    }
+
+    fn read_exists(&self, tx: &redb::ReadTransaction) -> StoreResult<()> {
+        match tx.open_table(META) {
+            Ok(meta) if self.table_exists(&meta)? => Ok(()),
+            Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => Err(not_found()),
+            Err(e) => Err(internal(e)),
+        }
+    }
+
+    fn write_exists(&self, tx: &redb::WriteTransaction) -> StoreResult<()> {
+        let meta = tx.open_table(META).map_err(internal)?;
+        if self.table_exists(&meta)? {
+            Ok(())
+        } else {
+            Err(not_found())
+        }
+    }
+
+    /// Index rows an item has: (index position, encoded index key).
+    fn index_rows(&self, item: &Item) -> Vec<(usize, Vec<u8>)> {
+        let Some(key) = self.schema.key_of(item) else {
+            return Vec::new();
+        };
+        self.schema
+            .indexes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, index)| {
+                let ik = self.schema.index_key_of(index, item)?;
+                Some((i, encode_key(&[&ik.pk, &ik.sk, &key.pk, &key.sk])))
+            })
+            .collect()
+    }
+
+    fn get_in_write(&self, tx: &redb::WriteTransaction, key: &PrimaryKey) -> StoreResult<Option<Item>> {
+        let items = tx.open_table(self.items_def()).map_err(internal)?;
+        let got = items.get(table_key(key).as_slice()).map_err(internal)?;
+        got.map(|v| decode_item(v.value())).transpose()
+    }
+
+    /// Replaces (or removes, with `None`) the item at `key`, keeping the indexes in step.
+    fn write_item(
+        &self,
+        tx: &redb::WriteTransaction,
+        key: &PrimaryKey,
+        old: Option<&Item>,
+        new: Option<&Item>,
+    ) -> StoreResult<()> {
+        let tk = table_key(key);
+        {
+            let mut items = tx.open_table(self.items_def()).map_err(internal)?;
+            match new {
+                Some(item) => {
+                    items
+                        .insert(tk.as_slice(), encode_item(item)?.as_slice())
+                        .map_err(internal)?;
+                }
+                None => {
+                    items.remove(tk.as_slice()).map_err(internal)?;
+                }
+            }
+        }
+        let old_rows = old.map(|i| self.index_rows(i)).unwrap_or_default();
+        let new_rows = new.map(|i| self.index_rows(i)).unwrap_or_default();
+        for (i, row) in &old_rows {
+            if !new_rows.contains(&(*i, row.clone())) {
+                let mut t = tx.open_table(self.index_def(*i)).map_err(internal)?;
+                t.remove(row.as_slice()).map_err(internal)?;
+            }
+        }
+        for (i, row) in &new_rows {
+            if !old_rows.contains(&(*i, row.clone())) {
+                let mut t = tx.open_table(self.index_def(*i)).map_err(internal)?;
+                t.insert(row.as_slice(), tk.as_slice()).map_err(internal)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Conditions and updates, evaluated against the stored item
+
+fn attr<'a>(item: Option<&'a Item>, name: &str) -> Option<&'a AttributeValue> {
+    item.and_then(|i| i.get(name))
+}
+
+/// Evaluates a condition expression the way DynamoDB does: a missing attribute or a type
+/// mismatch makes a comparison false, except `<>`, which is then true.
+pub(crate) fn eval(c: &Condition, item: Option<&Item>) -> bool {
+    use std::cmp::Ordering::*;
+    match c {
+        Condition::Exists(a) => attr(item, a).is_some(),
+        Condition::NotExists(a) => attr(item, a).is_none(),
+        Condition::Cmp(a, op, v) => {
+            let Some(x) = attr(item, a) else {
+                return *op == CmpOp::Ne;
+            };
+            match op {
+                CmpOp::Eq => value::equal(x, v),
+                CmpOp::Ne => !value::equal(x, v),
+                CmpOp::Lt => value::compare(x, v) == Some(Less),
+                CmpOp::Le => matches!(value::compare(x, v), Some(Less | Equal)),
+                CmpOp::Gt => value::compare(x, v) == Some(Greater),
+                CmpOp::Ge => matches!(value::compare(x, v), Some(Greater | Equal)),
+            }
+        }
+        Condition::Between(a, lo, hi) => attr(item, a).is_some_and(|x| {
+            matches!(value::compare(x, lo), Some(Greater | Equal))
+                && matches!(value::compare(x, hi), Some(Less | Equal))
+        }),
+        Condition::BeginsWith(a, p) => {
+            matches!(attr(item, a), Some(AttributeValue::S(s)) if s.starts_with(p.as_str()))
+        }
+        Condition::And(cs) => cs.iter().all(|c| eval(c, item)),
+        Condition::Or(cs) => cs.iter().any(|c| eval(c, item)),
+        Condition::Not(c) => !eval(c, item),
+    }
+}
+
+/// Applies an update expression to the current item (or to a new item holding only the
+/// key), as UpdateItem does. Errors are those DynamoDB only finds against stored data.
+fn apply_update(
+    schema: &TableSchema,
+    key: &PrimaryKey,
+    old: Option<&Item>,
+    e: &UpdateExpr,
+) -> Result<Item, String> {
+    let mut item = old.cloned().unwrap_or_else(|| {
+        Item::from([
+            (schema.pk.clone(), AttributeValue::S(key.pk.clone())),
+            (schema.sk.clone(), AttributeValue::S(key.sk.clone())),
+        ])
+    });
+    for (a, set) in &e.set {
+        let v = match set {
+            SetValue::Value(v) => v.clone(),
+            SetValue::IfNotExists(v) => match old.and_then(|o| o.get(a)) {
+                Some(current) => current.clone(),
+                None => v.clone(),
+            },
+        };
+        item.insert(a.clone(), canonicalize(v));
+    }
+    for a in &e.remove {
+        item.remove(a);
+    }
+    for (a, v) in &e.add {
+        let merged = match (item.get(a), v) {
+            (None, v) => canonicalize(v.clone()),
+            (Some(AttributeValue::N(x)), AttributeValue::N(y)) => {
+                let sum = parse_number(x)? + parse_number(y)?;
+                let text = canonical_number(&sum);
+                parse_number(&text)?;
+                AttributeValue::N(text)
+            }
+            (Some(AttributeValue::Ss(x)), AttributeValue::Ss(y)) => {
+                AttributeValue::Ss(union(x, y, |a, b| a == b))
+            }
+            (Some(AttributeValue::Bs(x)), AttributeValue::Bs(y)) => {
+                AttributeValue::Bs(union(x, y, |a, b| a == b))
+            }
+            (Some(AttributeValue::Ns(x)), AttributeValue::Ns(y)) => {
+                let y: Vec<String> = y
+                    .iter()
+                    .map(|n| canonical_number(&parse_number(n).unwrap_or_default()))
+                    .collect();
+                AttributeValue::Ns(union(x, &y, |a, b| {
+                    value::equal(&AttributeValue::N(a.clone()), &AttributeValue::N(b.clone()))
+                }))
+            }
+            _ => {
+                return Err(
+                    "An operand in the update expression has an incorrect data type".into(),
+                )
+            }
+        };
+        item.insert(a.clone(), merged);
+    }
+    if item_size(&item) > validate::MAX_ITEM_SIZE {
+        return Err("Item size to update has exceeded the maximum allowed size".into());
+    }
+    Ok(item)
+}
+
+fn union<T: Clone>(x: &[T], y: &[T], eq: impl Fn(&T, &T) -> bool) -> Vec<T> {
+    let mut out = x.to_vec();
+    for v in y {
+        if !out.iter().any(|o| eq(o, v)) {
+            out.push(v.clone());
+        }
+    }
+    out
+}
+
+/// The outcome of checking one write against the stored item, before anything is applied.
+enum Planned {
+    /// Write `new` (or delete, when `None`) over `old`.
+    Write {
+        key: PrimaryKey,
+        old: Option<Item>,
+        new: Option<Item>,
+    },
+    /// A condition check that held: nothing to write.
+    Nothing,
+}
+
+enum Refused {
+    Condition(Option<Item>),
+    Invalid(String),
+}
+
+fn plan(inner: &Inner, tx: &redb::WriteTransaction, action: &TransactAction) -> StoreResult<Result<Planned, Refused>> {
+    let key = action.key(&inner.schema).ok_or_else(|| internal("action without key"))?;
+    let old = inner.get_in_write(tx, &key)?;
+    let (condition, wants_old) = match action {
+        TransactAction::Put(p) => (p.condition.as_ref(), p.return_old_on_condition_failure),
+        TransactAction::Update(u) => (u.condition.as_ref(), u.return_old_on_condition_failure),
+        TransactAction::Delete(d) => (d.condition.as_ref(), d.return_old_on_condition_failure),
+        TransactAction::ConditionCheck(c) => (Some(&c.condition), c.return_old_on_condition_failure),
+    };
+    if let Some(c) = condition {
+        if !eval(c, old.as_ref()) {
+            return Ok(Err(Refused::Condition(if wants_old { old } else { None })));
+        }
+    }
+    let new = match action {
+        TransactAction::Put(p) => Some(value::canonicalize_item(p.item.clone())),
+        TransactAction::Update(u) => match apply_update(&inner.schema, &key, old.as_ref(), &u.update) {
+            Ok(item) => Some(item),
+            Err(msg) => return Ok(Err(Refused::Invalid(msg))),
+        },
+        TransactAction::Delete(_) => None,
+        TransactAction::ConditionCheck(_) => return Ok(Ok(Planned::Nothing)),
+    };
+    Ok(Ok(Planned::Write { key, old, new }))
+}
+
+fn apply(inner: &Inner, tx: &redb::WriteTransaction, planned: &Planned) -> StoreResult<()> {
+    if let Planned::Write { key, old, new } = planned {
+        inner.write_item(tx, key, old.as_ref(), new.as_ref())?;
+    }
+    Ok(())
+}
+
+/// One single-item write: plan, refuse with DynamoDB's error, or apply and commit.
+fn single_write(inner: &Inner, action: TransactAction) -> StoreResult<(Option<Item>, Option<Item>)> {
+    let tx = inner.db.begin_write().map_err(internal)?;
+    inner.write_exists(&tx)?;
+    let planned = match plan(inner, &tx, &action)? {
+        Ok(p) => p,
+        Err(Refused::Condition(item)) => {
+            return Err(StoreError::ConditionFailed { item: item.map(Box::new) })
+        }
+        Err(Refused::Invalid(msg)) => return Err(StoreError::Validation(msg)),
+    };
+    apply(inner, &tx, &planned)?;
+    tx.commit().map_err(internal)?;
+    Ok(match planned {
+        Planned::Write { old, new, .. } => (old, new),
+        Planned::Nothing => (None, None),
+    })
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    fn table_name(&self) -> &str {
+        &self.inner.table
+    }
+
+    fn schema(&self) -> &TableSchema {
+        &self.inner.schema
+    }
+
+    fn engine_name(&self) -> &'static str {
+        "embedded"
+    }
+
+    async fn create_table(&self) -> StoreResult<bool> {
+        self.run(|inner| {
+            let tx = inner.db.begin_write().map_err(internal)?;
+            {
+                let mut meta = tx.open_table(META).map_err(internal)?;
+                if inner.table_exists(&meta)? {
+                    return Ok(false);
+                }
+                meta.insert(inner.table.as_str(), meta_row(&inner.table).as_slice())
+                    .map_err(internal)?;
+            }
+            tx.open_table(inner.items_def()).map_err(internal)?;
+            for i in 0..inner.index_names.len() {
+                tx.open_table(inner.index_def(i)).map_err(internal)?;
+            }
+            tx.commit().map_err(internal)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn delete_table(&self) -> StoreResult<bool> {
+        self.run(|inner| {
+            let tx = inner.db.begin_write().map_err(internal)?;
+            {
+                let mut meta = tx.open_table(META).map_err(internal)?;
+                if meta.remove(inner.table.as_str()).map_err(internal)?.is_none() {
+                    return Ok(false);
+                }
+            }
+            tx.delete_table(inner.items_def()).map_err(internal)?;
+            for i in 0..inner.index_names.len() {
+                tx.delete_table(inner.index_def(i)).map_err(internal)?;
+            }
+            tx.commit().map_err(internal)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn describe_table(&self) -> StoreResult<Option<TableDescription>> {
+        self.run(|inner| {
+            let tx = inner.db.begin_read().map_err(internal)?;
+            if let Err(StoreError::TableNotFound(_)) = inner.read_exists(&tx) {
+                return Ok(None);
+            }
+            let items = tx.open_table(inner.items_def()).map_err(internal)?;
+            let count = redb::ReadableTableMetadata::len(&items).map_err(internal)?;
+            Ok(Some(TableDescription {
+                name: inner.table.clone(),
+                status: "ACTIVE".into(),
+                indexes: inner.schema.indexes.iter().map(|i| i.name.clone()).collect(),
+                item_count: Some(count),
+            }))
+        })
+        .await
+    }
+
+    async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
+        validate::get_item(self.schema(), &req)?;
+        self.run(move |inner| {
+            let tx = inner.db.begin_read().map_err(internal)?;
+            inner.read_exists(&tx)?;
+            let items = tx.open_table(inner.items_def()).map_err(internal)?;
+            let got = items.get(table_key(&req.key).as_slice()).map_err(internal)?;
+            got.map(|v| decode_item(v.value())).transpose()
+        })
+        .await
+    }
+
+    async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
+        validate::batch_get(self.schema(), &req)?;
+        self.run(move |inner| {
+            let tx = inner.db.begin_read().map_err(internal)?;
+            inner.read_exists(&tx)?;
+            let items = tx.open_table(inner.items_def()).map_err(internal)?;
+            let mut page = BatchGetPage::default();
+            let mut bytes = 0;
+            for key in req.keys {
+                if bytes >= MAX_BATCH_GET_BYTES {
+                    page.unprocessed.push(key);
+                    continue;
+                }
+                if let Some(v) = items.get(table_key(&key).as_slice()).map_err(internal)? {
+                    let item = decode_item(v.value())?;
+                    bytes += item_size(&item);
+                    page.items.push(item);
+                }
+            }
+            Ok(page)
+        })
+        .await
+    }
+
+    async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
+        validate::query(self.schema(), &req)?;
+        self.run(move |inner| query(inner, &req)).await
+    }
+
+    async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
+        validate::put(self.schema(), &req)?;
+        self.run(move |inner| single_write(inner, TransactAction::Put(req)).map(|_| None))
+            .await
+    }
+
+    async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
+        validate::update(self.schema(), &req)?;
+        let returns = req.returns;
+        let (old, new) = self
+            .run(move |inner| single_write(inner, TransactAction::Update(req)))
+            .await?;
+        Ok(match returns {
+            ReturnValues::None => None,
+            ReturnValues::AllOld => old,
+            ReturnValues::AllNew => new,
+        })
+    }
+
+    async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
+        validate::delete(self.schema(), &req)?;
+        let returns = req.returns;
+        let (old, _) = self
+            .run(move |inner| single_write(inner, TransactAction::Delete(req)))
+            .await?;
+        Ok(if returns == ReturnValues::AllOld { old } else { None })
+    }
+
+    async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
+        validate::transact(self.schema(), &actions)?;
+        self.run(move |inner| {
+            let tx = inner.db.begin_write().map_err(internal)?;
+            inner.write_exists(&tx)?;
+            let mut planned = Vec::with_capacity(actions.len());
+            let mut reasons = Vec::with_capacity(actions.len());
+            for action in &actions {
+                match plan(inner, &tx, action)? {
+                    Ok(p) => {
+                        planned.push(p);
+                        reasons.push(CancelReason::None);
+                    }
+                    Err(Refused::Condition(item)) => {
+                        reasons.push(CancelReason::ConditionalCheckFailed { item })
+                    }
+                    Err(Refused::Invalid(msg)) => reasons.push(CancelReason::ValidationError(msg)),
+                }
+            }
+            if planned.len() < actions.len() {
+                tx.abort().map_err(internal)?;
+                return Err(StoreError::TransactionCanceled { reasons });
+            }
+            for p in &planned {
+                apply(inner, &tx, p)?;
+            }
+            tx.commit().map_err(internal)
+        })
+        .await
+    }
+}
+
+fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
+    let tx = inner.db.begin_read().map_err(internal)?;
+    inner.read_exists(&tx)?;
+    let items = tx.open_table(inner.items_def()).map_err(internal)?;
+    let index = match &req.index {
+        None => None,
+        Some(name) => Some(
+            inner
+                .schema
+                .indexes
+                .iter()
+                .position(|i| &i.name == name)
+                .ok_or_else(|| internal("unknown index"))?,
+        ),
+    };
+    let (mut lo, mut hi) = key_range(&req.partition, req.sort.as_ref());
+    let mut lo_bound_excluded = false;
+    let mut hi_bound_excluded = true;
+    if let Some(start) = &req.start {
+        let sk = match (&start.index, index) {
+            (Some(ik), Some(_)) => encode_key(&[&ik.pk, &ik.sk, &start.table.pk, &start.table.sk]),
+            _ => table_key(&start.table),
+        };
+        if req.forward {
+            if sk >= lo {
+                lo = sk;
+                lo_bound_excluded = true;
+            }
+        } else if sk <= hi {
+            hi = sk;
+            hi_bound_excluded = true;
+        }
+    }
+    let lower = if lo_bound_excluded {
+        Bound::Excluded(lo.as_slice())
+    } else {
+        Bound::Included(lo.as_slice())
+    };
+    let upper = if hi_bound_excluded {
+        Bound::Excluded(hi.as_slice())
+    } else {
+        Bound::Included(hi.as_slice())
+    };
+    if lo > hi || (lo == hi && (lo_bound_excluded || hi_bound_excluded)) {
+        return Ok(QueryOutput::default());
+    }
+
+    let limit = req.limit.map(|l| l as usize).unwrap_or(usize::MAX);
+    let mut out = QueryOutput::default();
+    let mut bytes = 0usize;
+    let mut last: Option<PageKey> = None;
+    let mut stopped = false;
+
+    let mut visit = |row_key: &[u8], row_val: &[u8]| -> StoreResult<bool> {
+        let (item, page_key) = match index {
+            None => {
+                let item = decode_item(row_val)?;
+                let parts = decode_key(row_key)?;
+                let [pk, sk]: [String; 2] = parts.try_into().map_err(|_| internal("bad key"))?;
+                (item, PageKey { table: PrimaryKey { pk, sk }, index: None })
+            }
+            Some(_) => {
+                let parts = decode_key(row_key)?;
+                let [ipk, isk, pk, sk]: [String; 4] =
+                    parts.try_into().map_err(|_| internal("bad index key"))?;
+                let base = items
+                    .get(row_val)
+                    .map_err(internal)?
+                    .ok_or_else(|| internal("index row without item"))?;
+                (
+                    decode_item(base.value())?,
+                    PageKey {
+                        table: PrimaryKey { pk, sk },
+                        index: Some(IndexKey { pk: ipk, sk: isk }),
+                    },
+                )
+            }
+        };
+        bytes += item_size(&item);
+        out.items.push(item);
+        last = Some(page_key);
+        // DynamoDB stops at Limit items, or once it has read 1 MB, and then hands back the
+        // key of the last item it returned, whether or not more items follow.
+        Ok(out.items.len() >= limit || bytes >= MAX_QUERY_PAGE_BYTES)
+    };
+
+    match index {
+        None => {
+            let range = items.range::<&[u8]>((lower, upper)).map_err(internal)?;
+            let rows: Box<dyn Iterator<Item = _>> =
+                if req.forward { Box::new(range) } else { Box::new(range.rev()) };
+            for row in rows {
+                let (k, v) = row.map_err(internal)?;
+                if visit(k.value(), v.value())? {
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        Some(i) => {
+            let table = tx.open_table(inner.index_def(i)).map_err(internal)?;
+            let range = table.range::<&[u8]>((lower, upper)).map_err(internal)?;
+            let rows: Box<dyn Iterator<Item = _>> =
+                if req.forward { Box::new(range) } else { Box::new(range.rev()) };
+            for row in rows {
+                let (k, v) = row.map_err(internal)?;
+                if visit(k.value(), v.value())? {
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+    }
+    if stopped {
+        out.last_evaluated_key = last;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoded_keys_sort_like_utf8_strings() {
+        let mut words = vec!["", "a", "a\0", "a\0b", "ab", "a\u{1}", "b", "#x", "\u{FFFF}", "\u{10000}"];
+        let mut encoded: Vec<(Vec<u8>, &str)> =
+            words.iter().map(|w| (encode_key(&[w, "z"]), *w)).collect();
+        words.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        encoded.sort();
+        let order: Vec<&str> = encoded.into_iter().map(|(_, w)| w).collect();
+        assert_eq!(order, words);
+    }
+
+    #[test]
+    fn encoded_keys_decode_back() {
+        let k = encode_key(&["ORG#a\0c", "", "x"]);
+        assert_eq!(decode_key(&k).unwrap(), vec!["ORG#a\0c", "", "x"]);
+    }
+
+    #[test]
+    fn begins_with_range_holds_exactly_the_prefixed_keys() {
+        let (lo, hi) = key_range("p", Some(&SortCondition::BeginsWith("ab".into())));
+        for (sk, inside) in [("ab", true), ("ab\0", true), ("abz", true), ("aa", false), ("ac", false), ("a", false)] {
+            let k = encode_key(&["p", sk]);
+            assert_eq!(k >= lo && k < hi, inside, "{sk:?}");
+        }
+    }
+}

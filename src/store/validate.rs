@@ -7,9 +7,9 @@
 
 use std::collections::HashSet;
 
-use super::value::{item_size, parse_number, type_name};
+use super::value::{compare, item_size, parse_number, type_name};
 use super::{
-    AttributeValue, BatchGet, Condition, Delete, GetItem, Item, PageKey, Put, Query,
+    AttributeValue, BatchGet, CmpOp, Condition, Delete, GetItem, Item, PageKey, Put, Query,
     ReturnValues, SetValue, SortCondition, StoreError, StoreResult, TableSchema,
     TransactAction, Update,
 };
@@ -178,14 +178,34 @@ pub fn item_within_size(item: &Item) -> StoreResult<()> {
 pub fn condition(c: &Condition) -> StoreResult<()> {
     match c {
         Condition::Exists(a) | Condition::NotExists(a) => attribute_name(a),
-        Condition::Cmp(a, _, v) => {
+        Condition::Cmp(a, op, v) => {
             attribute_name(a)?;
-            value(v)
+            value(v)?;
+            let symbol = match op {
+                CmpOp::Eq | CmpOp::Ne => return Ok(()),
+                CmpOp::Lt => "<",
+                CmpOp::Le => "<=",
+                CmpOp::Gt => ">",
+                CmpOp::Ge => ">=",
+            };
+            ordered_operand(symbol, v)
         }
         Condition::Between(a, lo, hi) => {
             attribute_name(a)?;
             value(lo)?;
-            value(hi)
+            value(hi)?;
+            ordered_operand("BETWEEN", lo)?;
+            ordered_operand("BETWEEN", hi)?;
+            match compare(lo, hi) {
+                None => Err(invalid(format!(
+                    "Invalid ConditionExpression: The BETWEEN operator requires same data type for lower and upper bounds; lower bound operand: AttributeValue: {{{}}}, upper bound operand: AttributeValue: {{{}}}",
+                    type_name(lo), type_name(hi)
+                ))),
+                Some(std::cmp::Ordering::Greater) => Err(invalid(
+                    "Invalid ConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound",
+                )),
+                Some(_) => Ok(()),
+            }
         }
         Condition::BeginsWith(a, _) => attribute_name(a),
         Condition::And(cs) | Condition::Or(cs) => {
@@ -197,6 +217,17 @@ pub fn condition(c: &Condition) -> StoreResult<()> {
             cs.iter().try_for_each(condition)
         }
         Condition::Not(c) => condition(c),
+    }
+}
+
+/// Ordering operators take strings, numbers and binaries only.
+fn ordered_operand(symbol: &str, v: &AttributeValue) -> StoreResult<()> {
+    match v {
+        AttributeValue::S(_) | AttributeValue::N(_) | AttributeValue::B(_) => Ok(()),
+        other => Err(invalid(format!(
+            "Invalid ConditionExpression: Incorrect operand type for operator or function; operator or function: {symbol}, operand type: {}",
+            type_name(other)
+        ))),
     }
 }
 
