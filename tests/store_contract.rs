@@ -8,6 +8,8 @@ mod common;
 
 use std::collections::BTreeMap;
 
+use itemgraph::store::value::equal;
+
 use itemgraph::store::{
     AttributeValue as V, BatchGet, CancelReason, CmpOp, Condition, ConditionCheck, Delete,
     GetItem, IndexKey, Item, PageKey, PrimaryKey, Put, Query, ReturnValues, SetValue,
@@ -112,8 +114,10 @@ async fn put_get_round_trip(store: &dyn Store) {
     assert_eq!(got["z"], n("0"));
     assert_eq!(got["e"], n("1000"));
     assert_eq!(got["t"], s(""));
-    assert_eq!(got["l"], V::L(vec![n("1"), s("x")]));
-    assert_eq!(got["m"], V::M([("k".to_string(), n("2"))].into()));
+    // Nested numbers keep their value; DynamoDB Local (unlike DynamoDB) keeps their text
+    // as written, so they are compared by value.
+    assert!(equal(&got["l"], &V::L(vec![n("1"), s("x")])));
+    assert!(equal(&got["m"], &V::M([("k".to_string(), n("2"))].into())));
     assert_eq!(get(store, "P", "nope").await, None);
 }
 

@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashMap;
 
 use itemgraph::store::{
-    AttributeValue as V, BatchGet, CmpOp, Condition, ConditionCheck, Delete, GetItem, Item,
+    AttributeValue as V, BatchGet, CancelReason, CmpOp, Condition, ConditionCheck, Delete, GetItem, Item,
     PrimaryKey, Put, Query, ReturnValues, SetValue, SortCondition, Store, StoreError,
     TransactAction, Update, UpdateExpr,
 };
@@ -116,9 +116,18 @@ impl Gen {
         u
     }
 
-    fn sort_condition(&mut self) -> Option<SortCondition> {
-        let a = self.pick(SORT_KEYS).to_string();
-        let b = self.pick(SORT_KEYS).to_string();
+    /// On the index, sort conditions use the `<sk>|<pk>` form of GSI1SK.
+    fn sort_condition_on(&mut self, index: bool) -> Option<SortCondition> {
+        let mut pick = || {
+            let sk = self.pick(SORT_KEYS).to_string();
+            if index && self.rng.random_bool(0.5) {
+                format!("{sk}|{}", self.pick(PARTITIONS))
+            } else {
+                sk
+            }
+        };
+        let a = pick();
+        let b = pick();
         let (lo, hi) = if a.as_bytes() <= b.as_bytes() { (a.clone(), b) } else { (b, a.clone()) };
         Some(match self.rng.random_range(0..9) {
             0 | 1 => return None,
@@ -140,33 +149,51 @@ enum Outcome {
     Items(Vec<Item>),
     Pages(Vec<(Vec<Item>, Option<itemgraph::store::PageKey>)>),
     Done,
-    /// Errors compare by kind; validation messages come from DynamoDB itself for runtime
+    ConditionFailed(Option<Item>),
+    /// Per action: the reason's kind and the item it reported.
+    Canceled(Vec<(String, Option<Item>)>),
+    /// Other errors compare by kind; validation messages come from DynamoDB itself for runtime
     /// checks, so only the kind is compared there.
     Error(String),
+}
+
+/// Numbers compared by value: DynamoDB Local keeps the text of numbers written by
+/// UpdateItem or nested in lists and maps as sent (`1.50`), where DynamoDB and the
+/// embedded engine store the canonical `1.5`.
+fn canonical(item: Item) -> Item {
+    itemgraph::store::value::canonicalize_item(item)
+}
+
+fn canonical_all(items: Vec<Item>) -> Vec<Item> {
+    items.into_iter().map(canonical).collect()
 }
 
 fn outcome<T>(r: Result<T, StoreError>, ok: impl FnOnce(T) -> Outcome) -> Outcome {
     match r {
         Ok(v) => ok(v),
         Err(StoreError::Validation(_)) => Outcome::Error("Validation".into()),
-        Err(StoreError::ConditionFailed { item }) => Outcome::Error(format!("ConditionFailed {item:?}")),
-        Err(StoreError::TransactionCanceled { reasons }) => {
-            let reasons: Vec<String> = reasons
-                .iter()
-                .map(|r| match r {
-                    itemgraph::store::CancelReason::ValidationError(_) => "ValidationError".into(),
-                    other => format!("{other:?}"),
-                })
-                .collect();
-            Outcome::Error(format!("TransactionCanceled {reasons:?}"))
+        Err(StoreError::ConditionFailed { item }) => {
+            Outcome::ConditionFailed(item.map(|i| canonical(*i)))
         }
+        Err(StoreError::TransactionCanceled { reasons }) => Outcome::Canceled(
+            reasons
+                .into_iter()
+                .map(|r| match r {
+                    CancelReason::ValidationError(_) => ("ValidationError".into(), None),
+                    CancelReason::ConditionalCheckFailed { item } => {
+                        ("ConditionalCheckFailed".into(), item.map(canonical))
+                    }
+                    other => (format!("{other:?}"), None),
+                })
+                .collect(),
+        ),
         Err(other) => Outcome::Error(format!("{other}")),
     }
 }
 
 fn sorted(mut items: Vec<Item>) -> Vec<Item> {
     items.sort_by_key(|i| format!("{:?}{:?}", i.get("PK"), i.get("SK")));
-    items
+    canonical_all(items)
 }
 
 async fn walk(store: &dyn Store, mut q: Query) -> Outcome {
@@ -174,7 +201,7 @@ async fn walk(store: &dyn Store, mut q: Query) -> Outcome {
     loop {
         match store.query(q.clone()).await {
             Ok(page) => {
-                pages.push((page.items, page.last_evaluated_key.clone()));
+                pages.push((canonical_all(page.items), page.last_evaluated_key.clone()));
                 match page.last_evaluated_key {
                     Some(k) if pages.len() < 50 => q.start = Some(k),
                     _ => return Outcome::Pages(pages),
@@ -185,6 +212,7 @@ async fn walk(store: &dyn Store, mut q: Query) -> Outcome {
     }
 }
 
+#[derive(Debug)]
 enum Op {
     Get(GetItem),
     BatchGet(BatchGet),
@@ -214,7 +242,7 @@ fn random_op(g: &mut Gen) -> Op {
             };
             let mut q = Query::partition(partition);
             q.index = index;
-            q.sort = if on_index { None } else { g.sort_condition() };
+            q.sort = g.sort_condition_on(on_index);
             q.forward = g.rng.random();
             q.limit = if g.rng.random_bool(0.8) { Some(g.rng.random_range(1..=4)) } else { None };
             q.consistent_read = !on_index && g.rng.random();
@@ -273,12 +301,12 @@ fn random_op(g: &mut Gen) -> Op {
 
 async fn run(store: &dyn Store, op: &Op) -> Outcome {
     match op {
-        Op::Get(r) => outcome(store.get_item(r.clone()).await, Outcome::Item),
+        Op::Get(r) => outcome(store.get_item(r.clone()).await, |i| Outcome::Item(i.map(canonical))),
         Op::BatchGet(r) => outcome(store.batch_get_item(r.clone()).await, |i| Outcome::Items(sorted(i))),
         Op::Query(q) => walk(store, q.clone()).await,
         Op::Put(r) => outcome(store.put_item(r.clone()).await, |_| Outcome::Done),
-        Op::Update(r) => outcome(store.update_item(r.clone()).await, Outcome::Item),
-        Op::Delete(r) => outcome(store.delete_item(r.clone()).await, Outcome::Item),
+        Op::Update(r) => outcome(store.update_item(r.clone()).await, |i| Outcome::Item(i.map(canonical))),
+        Op::Delete(r) => outcome(store.delete_item(r.clone()).await, |i| Outcome::Item(i.map(canonical))),
         Op::Transact(a) => outcome(store.transact_write(a.clone()).await, |_| Outcome::Done),
     }
 }
@@ -296,23 +324,25 @@ async fn embedded_engine_matches_dynamodb_local() {
     let seed = env_u64("ITEMGRAPH_DIFF_SEED", 0x17E6_6A9F);
     let ops = env_u64("ITEMGRAPH_DIFF_OPS", 3000);
     let mut g = Gen { rng: ChaCha8Rng::seed_from_u64(seed) };
-    let mut kinds: HashMap<&str, usize> = HashMap::new();
+    let mut kinds: HashMap<String, usize> = HashMap::new();
     for i in 0..ops {
         let op = random_op(&mut g);
         let want = run(&dynamo, &op).await;
         let got = run(&embedded, &op).await;
         let kind = match (&op, &want) {
-            (_, Outcome::Error(e)) => e.split(' ').next().unwrap_or("Error"),
-            (Op::Get(_), _) => "Get",
-            (Op::BatchGet(_), _) => "BatchGet",
-            (Op::Query(_), _) => "Query",
-            (Op::Put(_), _) => "Put",
-            (Op::Update(_), _) => "Update",
-            (Op::Delete(_), _) => "Delete",
-            (Op::Transact(_), _) => "Transact",
+            (_, Outcome::Error(e)) => e.split(' ').next().unwrap_or("Error").to_string(),
+            (_, Outcome::ConditionFailed(_)) => "ConditionFailed".to_string(),
+            (_, Outcome::Canceled(_)) => "TransactionCanceled".to_string(),
+            (Op::Get(_), _) => "Get".to_string(),
+            (Op::BatchGet(_), _) => "BatchGet".to_string(),
+            (Op::Query(_), _) => "Query".to_string(),
+            (Op::Put(_), _) => "Put".to_string(),
+            (Op::Update(_), _) => "Update".to_string(),
+            (Op::Delete(_), _) => "Delete".to_string(),
+            (Op::Transact(_), _) => "Transact".to_string(),
         };
         *kinds.entry(kind).or_default() += 1;
-        assert_eq!(got, want, "operation #{i} (seed {seed:#x}) differs: embedded vs DynamoDB Local");
+        assert_eq!(got, want, "operation #{i} (seed {seed:#x}) differs: embedded vs DynamoDB Local: {op:?}");
     }
     // Final state: every partition, every page size.
     for p in PARTITIONS {

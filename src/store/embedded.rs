@@ -773,7 +773,22 @@ fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
         }
     }
     if stopped {
-        out.last_evaluated_key = last;
+        let at_inclusive_end = index.is_none()
+            && last.as_ref().is_some_and(|k| {
+                match (&req.sort, req.forward) {
+                    (Some(SortCondition::Le(end) | SortCondition::Between(_, end)), true)
+                    | (Some(SortCondition::Ge(end) | SortCondition::Between(end, _)), false) => {
+                        k.table.sk == *end
+                    }
+                    _ => false,
+                }
+            });
+        // A base-table page that ends on the inclusive bound of its key condition cannot
+        // be followed by anything (sort keys are unique there), and DynamoDB then returns
+        // no LastEvaluatedKey; on an index, equal sort keys may follow, so the key stays.
+        if !at_inclusive_end {
+            out.last_evaluated_key = last;
+        }
     }
     Ok(out)
 }

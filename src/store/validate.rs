@@ -423,7 +423,13 @@ pub fn transact(schema: &TableSchema, actions: &[TransactAction]) -> StoreResult
                 put(schema, p)?;
                 bytes += item_size(&p.item);
             }
-            TransactAction::Update(u) => update(schema, u)?,
+            TransactAction::Update(u) => {
+                update(schema, u)?;
+                if u.update.is_empty() {
+                    // Unlike UpdateItem, a transaction's Update requires an expression.
+                    return Err(invalid("1 validation error detected: Value null at 'transactItems.member.update.updateExpression' failed to satisfy constraint: Member must not be null"));
+                }
+            }
             TransactAction::Delete(d) => delete(schema, d)?,
             TransactAction::ConditionCheck(c) => {
                 primary_key(schema, &c.key.pk, &c.key.sk)?;
