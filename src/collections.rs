@@ -1,1 +1,1355 @@
-//! collections
+//! The repository layer: one function per access pattern of `DATA_MODEL.md`, each making
+//! exactly one call on the [`Store`] port, named verb–noun.
+//!
+//! | # | Access pattern | Function | Request |
+//! |---|---|---|---|
+//! | 1 | Organization by slug | [`get_org`] | GetItem |
+//! | 2 | Organization and a page of its users | [`get_org_with_users`] | Query base table, forward |
+//! | 3 | Organization and a page of its newest orders | [`get_org_with_orders`] | Query base table, backward |
+//! | 4 | User and a page of their newest tickets | [`get_user_with_tickets`] | Query GSI1, backward |
+//! | 5 | Ticket by id | [`get_ticket`] | GetItem |
+//! | 6 | A page of an organization's tickets in one status | [`list_org_tickets_by_status`] | Query GSI2, backward |
+//! | 7 | Order and its lines | [`get_order_with_lines`] | Query GSI1, forward |
+//! | 8, 9 | Any entities by key (`node`, `nodes`, references) | [`batch_get_entities`] | BatchGetItem |
+//! | 9 | User, order by key | [`get_user`], [`get_order`] | GetItem |
+//! | 10 | Create user, unique on username and email | [`create_user`] | TransactWriteItems |
+//! | 11 | Create ticket, bump counters | [`create_ticket`] | TransactWriteItems |
+//! | 12 | Place order with its lines, bump counters | [`place_order`] | TransactWriteItems |
+//! | 13 | Change ticket status/assignee | [`update_ticket`] | PutItem with a version condition, or TransactWriteItems when a counter or the assignee must be checked too |
+//!
+//! Identifiers arrive as the validated types of [`crate::keys`], so a key-forging value
+//! cannot reach a request. Paging: see [`Page`].
+
+use std::collections::{HashMap, HashSet};
+
+use crate::keys::{Id, KeyError, OrderKey, OrgKey, Slug, TicketKey, UserKey, Username, GSI1, GSI2};
+use crate::model::{
+    Entity, ModelError, Order, OrderLine, Organization, Record, Ticket, TicketStatus, Timestamp,
+    User, UserEmail,
+};
+use crate::store::validate::{MAX_BATCH_GET_KEYS, MAX_TRANSACT_ACTIONS, MAX_TRANSACT_BYTES};
+use crate::store::value::item_size;
+use crate::store::{
+    BatchGet, CancelReason, Condition, ConditionCheck, GetItem, Item, PageKey, PrimaryKey, Put,
+    Query, SortCondition, Store, StoreError, TableSchema, TransactAction, Update, UpdateExpr,
+};
+
+/// Largest page a connection serves.
+pub const MAX_PAGE_SIZE: u32 = 100;
+/// Most lines one order can have: one transaction holds the order, its lines, the
+/// organization's counter and the buyer check.
+pub const MAX_ORDER_LINES: usize = MAX_TRANSACT_ACTIONS - 3;
+
+/// Why a repository call failed. Each variant names the GraphQL `code` clients see.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    /// A bad identifier. `BAD_USER_INPUT`, naming the field.
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    /// A page size out of range or a cursor that belongs to another connection.
+    /// `BAD_USER_INPUT`.
+    #[error("invalid page: {0}")]
+    InvalidPage(String),
+    /// Input that is well formed but inconsistent (an order whose total is not the sum of
+    /// its lines, too many keys in one batch). `BAD_USER_INPUT`.
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    /// The entity a write needs does not exist (`what` names it: `organization`,
+    /// `requester`, `ticket` …). `NOT_FOUND`.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// A unique value is taken (`username`, `email`, or an id). `CONFLICT`.
+    #[error("{0} already exists")]
+    AlreadyExists(&'static str),
+    /// The record changed since it was read. `VERSION_MISMATCH`.
+    #[error("{entity} was changed concurrently: expected version {expected}")]
+    VersionMismatch { entity: &'static str, expected: u32 },
+    /// The table holds an item this code cannot read. `INTERNAL`, detail logged.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The store failed; the store error's doc names the code.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub type RepoResult<T> = Result<T, RepoError>;
+
+/// One page of a connection.
+///
+/// `forward` is the connection's own order (users by username, orders and tickets newest
+/// first, lines by number): `true` serves GraphQL `first`/`after`, `false` reads the other
+/// way for `last`/`before` and returns children in that reversed order.
+///
+/// Each read asks for one item more than `limit` (and one more still on a first forward
+/// page, where the parent takes a slot), so a full page knows whether more follows.
+/// `start` is the key of the last child of the previous page: later pages query only the
+/// children's sort-key prefix, so they never re-read the parent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub limit: u32,
+    pub start: Option<PageKey>,
+    pub forward: bool,
+}
+
+impl Page {
+    /// The first `limit` children, with the parent.
+    pub fn first(limit: u32) -> Self {
+        Page {
+            limit,
+            start: None,
+            forward: true,
+        }
+    }
+    /// The `limit` children after `start`.
+    pub fn after(limit: u32, start: PageKey) -> Self {
+        Page {
+            limit,
+            start: Some(start),
+            forward: true,
+        }
+    }
+    /// The last `limit` children (no parent), last first.
+    pub fn last(limit: u32) -> Self {
+        Page {
+            limit,
+            start: None,
+            forward: false,
+        }
+    }
+    /// The `limit` children before `start`, nearest first.
+    pub fn before(limit: u32, start: PageKey) -> Self {
+        Page {
+            limit,
+            start: Some(start),
+            forward: false,
+        }
+    }
+}
+
+/// Access pattern 2. `org` is read only on a first forward page, and is `None` there when
+/// the organization does not exist.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrgWithUsers {
+    pub org: Option<Organization>,
+    pub users: Vec<User>,
+    /// Set when more users may follow: pass it as the next page's `start`.
+    pub last_evaluated_key: Option<PageKey>,
+}
+
+/// Access pattern 3, newest orders first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrgWithOrders {
+    pub org: Option<Organization>,
+    pub orders: Vec<Order>,
+    pub last_evaluated_key: Option<PageKey>,
+}
+
+/// Access pattern 4, newest tickets first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserWithTickets {
+    pub user: Option<User>,
+    pub tickets: Vec<Ticket>,
+    pub last_evaluated_key: Option<PageKey>,
+}
+
+/// Access pattern 6, newest first. The queue's size is the organization's status counter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TicketPage {
+    pub tickets: Vec<Ticket>,
+    pub last_evaluated_key: Option<PageKey>,
+}
+
+/// Access pattern 7, lines by number.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderWithLines {
+    pub order: Option<Order>,
+    pub lines: Vec<OrderLine>,
+    pub last_evaluated_key: Option<PageKey>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Reads
+
+/// Access pattern 1: an organization by slug.
+pub async fn get_org(store: &dyn Store, org: &Slug) -> RepoResult<Option<Organization>> {
+    get_record(store, OrgKey::new(org).primary_key()).await
+}
+
+/// Access pattern 9: a user by organization and username (a reference: requester, assignee, buyer).
+pub async fn get_user(
+    store: &dyn Store,
+    org: &Slug,
+    username: &Username,
+) -> RepoResult<Option<User>> {
+    get_record(store, UserKey::new(org, username).primary_key()).await
+}
+
+/// Access pattern 5: a ticket by id.
+pub async fn get_ticket(store: &dyn Store, ticket_id: Id) -> RepoResult<Option<Ticket>> {
+    get_record(store, TicketKey::new(ticket_id).primary_key()).await
+}
+
+/// Access pattern 9: an order by organization and id.
+pub async fn get_order(store: &dyn Store, org: &Slug, order_id: Id) -> RepoResult<Option<Order>> {
+    get_record(store, OrderKey::new(org, order_id).primary_key()).await
+}
+
+async fn get_record<R: Record>(store: &dyn Store, key: PrimaryKey) -> RepoResult<Option<R>> {
+    let item = store
+        .get_item(GetItem {
+            key,
+            consistent_read: false,
+        })
+        .await?;
+    Ok(item.map(R::from_item).transpose()?)
+}
+
+/// Access pattern 2: the organization and a page of its users, by username: `PK = ORG#o AND SK >=
+/// ORG#o` forward on a first page, `begins_with(SK, USER#)` on later ones.
+pub async fn get_org_with_users(
+    store: &dyn Store,
+    org: &Slug,
+    page: Page,
+) -> RepoResult<OrgWithUsers> {
+    let key = OrgKey::new(org);
+    let conn = Connection {
+        index: None,
+        partition: key.partition(),
+        natural_forward: true,
+        parent: Some(SortCondition::Ge(key.boundary())),
+        children: key.users_prefix(),
+    };
+    let (org, users, last_evaluated_key) = read_connection(store, &conn, &page).await?;
+    Ok(OrgWithUsers {
+        org,
+        users,
+        last_evaluated_key,
+    })
+}
+
+/// Access pattern 3: the organization and a page of its newest orders: `PK = ORG#o AND SK <= ORG#o`
+/// backward on a first page, `begins_with(SK, #ORDER#)` on later ones.
+pub async fn get_org_with_orders(
+    store: &dyn Store,
+    org: &Slug,
+    page: Page,
+) -> RepoResult<OrgWithOrders> {
+    let key = OrgKey::new(org);
+    let conn = Connection {
+        index: None,
+        partition: key.partition(),
+        natural_forward: false,
+        parent: Some(SortCondition::Le(key.boundary())),
+        children: key.orders_prefix(),
+    };
+    let (org, orders, last_evaluated_key) = read_connection(store, &conn, &page).await?;
+    Ok(OrgWithOrders {
+        org,
+        orders,
+        last_evaluated_key,
+    })
+}
+
+/// Access pattern 4: the user and a page of the tickets they requested, newest first: GSI1
+/// partition `ORG#o#USER#u` backward, where the user sorts above its tickets.
+pub async fn get_user_with_tickets(
+    store: &dyn Store,
+    org: &Slug,
+    username: &Username,
+    page: Page,
+) -> RepoResult<UserWithTickets> {
+    let key = UserKey::new(org, username);
+    let conn = Connection {
+        index: Some(GSI1),
+        partition: key.tickets_partition(),
+        natural_forward: false,
+        parent: Some(SortCondition::Le(key.tickets_boundary())),
+        children: key.tickets_prefix(),
+    };
+    let (user, tickets, last_evaluated_key) = read_connection(store, &conn, &page).await?;
+    Ok(UserWithTickets {
+        user,
+        tickets,
+        last_evaluated_key,
+    })
+}
+
+/// Access pattern 6: a page of an organization's tickets in one status, newest first: GSI2
+/// backward.
+pub async fn list_org_tickets_by_status(
+    store: &dyn Store,
+    org: &Slug,
+    status: TicketStatus,
+    page: Page,
+) -> RepoResult<TicketPage> {
+    let conn = Connection {
+        index: Some(GSI2),
+        partition: OrgKey::new(org).status_queue(status),
+        natural_forward: false,
+        parent: None,
+        children: TicketKey::prefix(),
+    };
+    let (_, tickets, last_evaluated_key) =
+        read_connection::<Ticket, Ticket>(store, &conn, &page).await?;
+    Ok(TicketPage {
+        tickets,
+        last_evaluated_key,
+    })
+}
+
+/// Access pattern 7: the order and a page of its lines: GSI1 partition `ORDER#id` forward, where
+/// the order sorts below its lines.
+pub async fn get_order_with_lines(
+    store: &dyn Store,
+    order_id: Id,
+    page: Page,
+) -> RepoResult<OrderWithLines> {
+    let conn = Connection {
+        index: Some(GSI1),
+        partition: OrderKey::lines_partition_of(order_id),
+        natural_forward: true,
+        parent: Some(SortCondition::Ge(OrderKey::lines_boundary_of(order_id))),
+        children: OrderKey::lines_prefix(),
+    };
+    let (order, lines, last_evaluated_key) = read_connection(store, &conn, &page).await?;
+    Ok(OrderWithLines {
+        order,
+        lines,
+        last_evaluated_key,
+    })
+}
+
+/// Access pattern 8, 9: entities of any type by primary key, in one BatchGetItem (at most 100
+/// distinct keys; repeats are asked once). Absent keys are absent from the map.
+pub async fn batch_get_entities(
+    store: &dyn Store,
+    keys: &[PrimaryKey],
+) -> RepoResult<HashMap<PrimaryKey, Entity>> {
+    let mut seen = HashSet::new();
+    let keys: Vec<PrimaryKey> = keys.iter().filter(|k| seen.insert(*k)).cloned().collect();
+    if keys.is_empty() {
+        return Ok(HashMap::new());
+    }
+    if keys.len() > MAX_BATCH_GET_KEYS {
+        return Err(RepoError::Invalid(format!(
+            "at most {MAX_BATCH_GET_KEYS} keys per batch, got {}",
+            keys.len()
+        )));
+    }
+    let items = store
+        .batch_get_item(BatchGet {
+            keys,
+            consistent_read: false,
+        })
+        .await?;
+    items
+        .into_iter()
+        .map(|item| {
+            let entity = Entity::from_item(item)?;
+            Ok((entity.primary_key(), entity))
+        })
+        .collect()
+}
+
+/// One connection: a partition whose children share a sort-key prefix, with the parent
+/// (if any) at one end of them in the connection's natural order.
+struct Connection {
+    index: Option<&'static str>,
+    partition: String,
+    /// `ScanIndexForward` for the natural order.
+    natural_forward: bool,
+    /// The key condition that reads the parent and then its children, in natural order.
+    parent: Option<SortCondition>,
+    /// Sort-key prefix of every child.
+    children: &'static str,
+}
+
+impl Connection {
+    /// The one Query that serves `page`.
+    fn query(&self, page: &Page) -> RepoResult<Query> {
+        if !(1..=MAX_PAGE_SIZE).contains(&page.limit) {
+            return Err(RepoError::InvalidPage(format!(
+                "page size must be between 1 and {MAX_PAGE_SIZE}, got {}",
+                page.limit
+            )));
+        }
+        if let Some(start) = &page.start {
+            self.check_cursor(start)?;
+        }
+        let (sort, limit) = match (&self.parent, page.forward, &page.start) {
+            // Parent, `limit` children, and one more to learn whether a next page exists.
+            (Some(parent), true, None) => (parent.clone(), page.limit + 2),
+            _ => (
+                SortCondition::BeginsWith(self.children.to_owned()),
+                page.limit + 1,
+            ),
+        };
+        Ok(Query {
+            index: self.index.map(str::to_owned),
+            partition: self.partition.clone(),
+            sort: Some(sort),
+            forward: page.forward == self.natural_forward,
+            limit: Some(limit),
+            start: page.start.clone(),
+            consistent_read: false,
+        })
+    }
+
+    /// A cursor must be a child of this very connection: anything else would make the
+    /// store reject the request, or read another collection.
+    fn check_cursor(&self, start: &PageKey) -> RepoResult<()> {
+        let key = match (self.index, &start.index) {
+            (None, None) => Some((&start.table.pk, &start.table.sk)),
+            (Some(_), Some(ik)) => Some((&ik.pk, &ik.sk)),
+            _ => None,
+        };
+        match key {
+            Some((pk, sk)) if *pk == self.partition && sk.starts_with(self.children) => Ok(()),
+            _ => Err(RepoError::InvalidPage(
+                "the cursor does not belong to this connection".into(),
+            )),
+        }
+    }
+
+    /// The sort value of an item in this connection's partition.
+    fn sort_value<'i>(&self, schema: &TableSchema, item: &'i Item) -> Option<&'i str> {
+        let attr = match self.index {
+            None => &schema.sk,
+            Some(name) => &schema.index(name)?.sk,
+        };
+        match item.get(attr)? {
+            crate::store::AttributeValue::S(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Splits what the Query returned into the parent, at most `limit` children, and the
+    /// cursor of the next page: the key of the last child returned, when more may follow
+    /// (more was read, or the store cut the page at its size limit).
+    fn split(
+        &self,
+        schema: &TableSchema,
+        page: &Page,
+        mut items: Vec<Item>,
+        store_cut: bool,
+    ) -> RepoResult<(Option<Item>, Vec<Item>, Option<PageKey>)> {
+        let parent = match items.first() {
+            Some(first)
+                if self.parent.is_some()
+                    && !self
+                        .sort_value(schema, first)
+                        .is_some_and(|s| s.starts_with(self.children)) =>
+            {
+                Some(items.remove(0))
+            }
+            _ => None,
+        };
+        let limit = page.limit as usize;
+        let more = items.len() > limit || store_cut;
+        items.truncate(limit);
+        let cursor = match items.last() {
+            Some(last) if more => Some(self.page_key(schema, last)?),
+            _ => None,
+        };
+        Ok((parent, items, cursor))
+    }
+
+    fn page_key(&self, schema: &TableSchema, item: &Item) -> RepoResult<PageKey> {
+        let missing = || StoreError::Internal("a queried item lacks its key attributes".into());
+        let table = schema.key_of(item).ok_or_else(missing)?;
+        let index = match self.index {
+            None => None,
+            Some(name) => {
+                let index = schema.index(name).ok_or_else(missing)?;
+                Some(schema.index_key_of(index, item).ok_or_else(missing)?)
+            }
+        };
+        Ok(PageKey { table, index })
+    }
+}
+
+async fn read_connection<P: Record, C: Record>(
+    store: &dyn Store,
+    conn: &Connection,
+    page: &Page,
+) -> RepoResult<(Option<P>, Vec<C>, Option<PageKey>)> {
+    let query = conn.query(page)?;
+    let out = store.query(query).await?;
+    let (parent, children, cursor) = conn.split(
+        store.schema(),
+        page,
+        out.items,
+        out.last_evaluated_key.is_some(),
+    )?;
+    let parent = parent.map(P::from_item).transpose()?;
+    let children = children
+        .into_iter()
+        .map(C::from_item)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((parent, children, cursor))
+}
+
+// ---------------------------------------------------------------------------------------
+// Writes
+
+/// What a failed condition of one transaction action means to the caller.
+#[derive(Debug, Clone, Copy)]
+enum OnFail {
+    AlreadyExists(&'static str),
+    NotFound(&'static str),
+    /// A version condition: absent item means not found, present means changed.
+    Version {
+        entity: &'static str,
+        expected: u32,
+    },
+}
+
+impl OnFail {
+    fn error(self, current: Option<&Item>) -> RepoError {
+        match self {
+            OnFail::AlreadyExists(what) => RepoError::AlreadyExists(what),
+            OnFail::NotFound(what) => RepoError::NotFound(what),
+            OnFail::Version { entity, expected } => match current {
+                None => RepoError::NotFound(entity),
+                Some(_) => RepoError::VersionMismatch { entity, expected },
+            },
+        }
+    }
+}
+
+/// Maps a failed write to what its conditions meant; anything else passes through.
+fn explain(err: StoreError, meanings: &[OnFail]) -> RepoError {
+    match &err {
+        StoreError::ConditionFailed { item } if meanings.len() == 1 => {
+            meanings[0].error(item.as_deref())
+        }
+        StoreError::TransactionCanceled { reasons } => reasons
+            .iter()
+            .zip(meanings)
+            .find_map(|(reason, meaning)| match reason {
+                CancelReason::ConditionalCheckFailed { item } => Some(meaning.error(item.as_ref())),
+                _ => None,
+            })
+            .unwrap_or(RepoError::Store(err)),
+        _ => RepoError::Store(err),
+    }
+}
+
+fn put_new(item: Item) -> TransactAction {
+    TransactAction::Put(Put::new(item).when(Condition::not_exists(crate::keys::PK)))
+}
+
+fn must_exist(key: PrimaryKey) -> TransactAction {
+    TransactAction::ConditionCheck(ConditionCheck {
+        key,
+        condition: Condition::exists(crate::keys::PK),
+        return_old_on_condition_failure: false,
+    })
+}
+
+fn bump(key: PrimaryKey, update: UpdateExpr) -> TransactAction {
+    TransactAction::Update(Update::new(key, update).when(Condition::exists(crate::keys::PK)))
+}
+
+/// Access pattern 10: creates a user in an existing organization, unique on username (within the
+/// organization) and on email (across the table), and counts it on the organization.
+pub async fn create_user(store: &dyn Store, user: &User) -> RepoResult<()> {
+    let marker = UserEmail {
+        email: user.email.clone(),
+        org: user.org.clone(),
+        username: user.username.clone(),
+    };
+    let actions = vec![
+        put_new(user.to_item()),
+        put_new(marker.to_item()),
+        bump(
+            OrgKey::new(&user.org).primary_key(),
+            UpdateExpr::default().add(Organization::USER_COUNT, 1),
+        ),
+    ];
+    let meanings = [
+        OnFail::AlreadyExists("username"),
+        OnFail::AlreadyExists("email"),
+        OnFail::NotFound("organization"),
+    ];
+    store
+        .transact_write(actions)
+        .await
+        .map_err(|e| explain(e, &meanings))
+}
+
+/// Access pattern 11: creates a ticket and counts it on the organization (in total and in its
+/// status) and on its requester; the requester and the assignee must exist.
+pub async fn create_ticket(store: &dyn Store, ticket: &Ticket) -> RepoResult<()> {
+    let mut actions = vec![
+        put_new(ticket.to_item()),
+        bump(
+            OrgKey::new(&ticket.org).primary_key(),
+            UpdateExpr::default()
+                .add(Organization::TICKET_COUNT, 1)
+                .add(Organization::status_counter(ticket.status), 1),
+        ),
+        bump(
+            UserKey::new(&ticket.org, &ticket.requester).primary_key(),
+            UpdateExpr::default().add(User::TICKET_COUNT, 1),
+        ),
+    ];
+    let mut meanings = vec![
+        OnFail::AlreadyExists("ticket"),
+        OnFail::NotFound("organization"),
+        OnFail::NotFound("requester"),
+    ];
+    if let Some(assignee) = ticket.assignee.as_ref().filter(|a| **a != ticket.requester) {
+        actions.push(must_exist(
+            UserKey::new(&ticket.org, assignee).primary_key(),
+        ));
+        meanings.push(OnFail::NotFound("assignee"));
+    }
+    store
+        .transact_write(actions)
+        .await
+        .map_err(|e| explain(e, &meanings))
+}
+
+/// Access pattern 12: places an order with its lines and counts it on the organization; the buyer
+/// must exist. Lines are numbered 1..=n, `amountCents = quantity × unitPriceCents`, and the order's
+/// `lineCount` and `totalCents` agree with them.
+pub async fn place_order(store: &dyn Store, order: &Order, lines: &[OrderLine]) -> RepoResult<()> {
+    check_order(order, lines)?;
+    let mut actions: Vec<TransactAction> = Vec::with_capacity(lines.len() + 3);
+    actions.push(put_new(order.to_item()));
+    actions.extend(lines.iter().map(|l| put_new(l.to_item())));
+    actions.push(bump(
+        OrgKey::new(&order.org).primary_key(),
+        UpdateExpr::default().add(Organization::ORDER_COUNT, 1),
+    ));
+    actions.push(must_exist(
+        UserKey::new(&order.org, &order.buyer).primary_key(),
+    ));
+    let mut meanings = vec![OnFail::AlreadyExists("order")];
+    meanings.extend(lines.iter().map(|_| OnFail::AlreadyExists("order line")));
+    meanings.extend([OnFail::NotFound("organization"), OnFail::NotFound("buyer")]);
+    store
+        .transact_write(actions)
+        .await
+        .map_err(|e| explain(e, &meanings))
+}
+
+/// The invariants [`place_order`] keeps; also used to check the demo data.
+pub fn check_order(order: &Order, lines: &[OrderLine]) -> RepoResult<()> {
+    let invalid = |m: String| Err(RepoError::Invalid(m));
+    if lines.is_empty() || lines.len() > MAX_ORDER_LINES {
+        return invalid(format!(
+            "an order has 1 to {MAX_ORDER_LINES} lines, got {}",
+            lines.len()
+        ));
+    }
+    if order.line_count as usize != lines.len() {
+        return invalid(format!(
+            "lineCount is {} but there are {} lines",
+            order.line_count,
+            lines.len()
+        ));
+    }
+    let mut total: i64 = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if line.order_id != order.order_id {
+            return invalid(format!(
+                "line {} belongs to order {}",
+                line.line_no, line.order_id
+            ));
+        }
+        if usize::from(line.line_no.get()) != i + 1 {
+            return invalid(format!("line {} is numbered {}", i + 1, line.line_no));
+        }
+        if i64::from(line.quantity).checked_mul(line.unit_price_cents) != Some(line.amount_cents) {
+            return invalid(format!(
+                "line {}: amount is not quantity × unit price",
+                line.line_no
+            ));
+        }
+        total = total
+            .checked_add(line.amount_cents)
+            .ok_or_else(|| RepoError::Invalid("order total overflows".into()))?;
+    }
+    if total != order.total_cents {
+        return invalid(format!(
+            "totalCents is {} but the lines add up to {total}",
+            order.total_cents
+        ));
+    }
+    Ok(())
+}
+
+/// A change to a ticket; `None` leaves a field as it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TicketChange {
+    pub status: Option<TicketStatus>,
+    /// `Some(None)` unassigns.
+    pub assignee: Option<Option<Username>>,
+    /// The new `updatedAt`.
+    pub at: Timestamp,
+}
+
+/// Access pattern 13: applies `change` to the ticket as it was read (`current`), conditioned on its
+/// version, and returns the ticket as written (version + 1).
+///
+/// The new item replaces the old one whole, which recomputes its keys: a status change
+/// moves it to the other GSI2 queue. When the status changes, the organization's status
+/// counters move in the same transaction; a new assignee must exist. Otherwise it is a
+/// single conditional PutItem. `NotFound("ticket")` when the ticket is gone,
+/// `VersionMismatch` when it changed since `current` was read.
+pub async fn update_ticket(
+    store: &dyn Store,
+    current: &Ticket,
+    change: &TicketChange,
+) -> RepoResult<Ticket> {
+    let mut next = current.clone();
+    if let Some(status) = change.status {
+        next.status = status;
+    }
+    if let Some(assignee) = &change.assignee {
+        next.assignee = assignee.clone();
+    }
+    next.updated_at = change.at.clone();
+    next.version = current
+        .version
+        .checked_add(1)
+        .ok_or_else(|| RepoError::Invalid("ticket version overflows".into()))?;
+
+    let version = OnFail::Version {
+        entity: "ticket",
+        expected: current.version,
+    };
+    let mut put = Put::new(next.to_item()).when(Condition::eq(
+        Ticket::VERSION,
+        crate::store::AttributeValue::N(current.version.to_string()),
+    ));
+    put.return_old_on_condition_failure = true;
+
+    let mut actions = vec![TransactAction::Put(put)];
+    let mut meanings = vec![version];
+    if next.status != current.status {
+        actions.push(bump(
+            OrgKey::new(&current.org).primary_key(),
+            UpdateExpr::default()
+                .add(Organization::status_counter(current.status), -1)
+                .add(Organization::status_counter(next.status), 1),
+        ));
+        meanings.push(OnFail::NotFound("organization"));
+    }
+    if let Some(assignee) = next
+        .assignee
+        .as_ref()
+        .filter(|_| next.assignee != current.assignee)
+    {
+        actions.push(must_exist(
+            UserKey::new(&current.org, assignee).primary_key(),
+        ));
+        meanings.push(OnFail::NotFound("assignee"));
+    }
+
+    let written = if actions.len() == 1 {
+        let Some(TransactAction::Put(put)) = actions.pop() else {
+            unreachable!("one Put action")
+        };
+        store.put_item(put).await.map(|_| ())
+    } else {
+        store.transact_write(actions).await
+    };
+    written.map_err(|e| explain(e, &meanings))?;
+    Ok(next)
+}
+
+/// Writes items for seeding: TransactWriteItems in chunks of at most 100 distinct items and
+/// 4 MB, each chunk all or nothing. Refuses (before writing anything) an item without a
+/// key or two items with the same key, rather than letting one silently win. Returns how
+/// many items were written.
+pub async fn put_entities(store: &dyn Store, items: Vec<Item>) -> RepoResult<usize> {
+    let total = items.len();
+    for chunk in chunk_items(store.schema(), items)? {
+        let actions = chunk
+            .into_iter()
+            .map(|item| TransactAction::Put(Put::new(item)))
+            .collect();
+        store.transact_write(actions).await?;
+    }
+    Ok(total)
+}
+
+/// Splits items into transactions of at most 100 items and 4 MB; checks keys first.
+fn chunk_items(schema: &TableSchema, items: Vec<Item>) -> RepoResult<Vec<Vec<Item>>> {
+    let mut seen = HashSet::with_capacity(items.len());
+    for item in &items {
+        let key = schema
+            .key_of(item)
+            .ok_or_else(|| RepoError::Invalid("an item has no primary key".into()))?;
+        if !seen.insert(key.clone()) {
+            return Err(RepoError::Invalid(format!(
+                "two items have the key ({}, {})",
+                key.pk, key.sk
+            )));
+        }
+    }
+    let mut chunks: Vec<Vec<Item>> = Vec::new();
+    let mut bytes = 0;
+    for item in items {
+        let size = item_size(&item);
+        let full = chunks
+            .last()
+            .is_none_or(|c| c.len() == MAX_TRANSACT_ACTIONS || bytes + size > MAX_TRANSACT_BYTES);
+        if full {
+            chunks.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += size;
+        chunks.last_mut().expect("pushed above").push(item);
+    }
+    Ok(chunks)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::keys::{Email, LineNo};
+    use crate::model::{timestamp_from_ms, OrderStatus, Plan, Role, TicketPriority};
+    use crate::store::embedded::EmbeddedStore;
+    use crate::store::{
+        BatchGetPage, Delete, IndexKey, QueryOutput, StoreResult, TableDescription,
+    };
+
+    fn slug(s: &str) -> Slug {
+        Slug::parse(s).unwrap()
+    }
+    fn name(s: &str) -> Username {
+        Username::parse(s).unwrap()
+    }
+
+    /// Counts the port calls an access pattern makes.
+    struct Counting {
+        inner: EmbeddedStore,
+        calls: AtomicUsize,
+    }
+
+    impl Counting {
+        fn take(&self) -> usize {
+            self.calls.swap(0, Ordering::SeqCst)
+        }
+        fn tick(&self) {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[async_trait]
+    impl Store for Counting {
+        fn table_name(&self) -> &str {
+            self.inner.table_name()
+        }
+        fn schema(&self) -> &TableSchema {
+            self.inner.schema()
+        }
+        fn engine_name(&self) -> &'static str {
+            "counting"
+        }
+        async fn create_table(&self) -> StoreResult<bool> {
+            self.inner.create_table().await
+        }
+        async fn delete_table(&self) -> StoreResult<bool> {
+            self.inner.delete_table().await
+        }
+        async fn describe_table(&self) -> StoreResult<Option<TableDescription>> {
+            self.inner.describe_table().await
+        }
+        async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
+            self.tick();
+            self.inner.get_item(req).await
+        }
+        async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
+            self.inner.batch_get_page(req).await
+        }
+        async fn batch_get_item(&self, req: BatchGet) -> StoreResult<Vec<Item>> {
+            self.tick();
+            self.inner.batch_get_item(req).await
+        }
+        async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
+            self.tick();
+            self.inner.query(req).await
+        }
+        async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
+            self.tick();
+            self.inner.put_item(req).await
+        }
+        async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
+            self.tick();
+            self.inner.update_item(req).await
+        }
+        async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
+            self.tick();
+            self.inner.delete_item(req).await
+        }
+        async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
+            self.tick();
+            self.inner.transact_write(actions).await
+        }
+    }
+
+    async fn store() -> Counting {
+        let inner = EmbeddedStore::in_memory("t", TableSchema::itemgraph()).unwrap();
+        inner.create_table().await.unwrap();
+        Counting {
+            inner,
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    fn org(s: &str) -> Organization {
+        Organization {
+            slug: slug(s),
+            name: s.to_uppercase(),
+            plan: Plan::Team,
+            created_at: timestamp_from_ms(0),
+            user_count: 0,
+            order_count: 0,
+            ticket_count: 0,
+            ticket_count_open: 0,
+            ticket_count_pending: 0,
+            ticket_count_solved: 0,
+            ticket_count_closed: 0,
+        }
+    }
+
+    fn user(o: &str, u: &str) -> User {
+        User {
+            org: slug(o),
+            username: name(u),
+            email: Email::parse(&format!("{u}@{o}.example")).unwrap(),
+            name: u.to_uppercase(),
+            role: Role::Member,
+            created_at: timestamp_from_ms(1),
+            ticket_count: 0,
+        }
+    }
+
+    fn ticket(o: &str, u: &str, ms: u64, status: TicketStatus) -> Ticket {
+        Ticket {
+            ticket_id: Id::from_parts(ms, 7),
+            org: slug(o),
+            title: format!("t{ms}"),
+            body: String::new(),
+            status,
+            priority: TicketPriority::Normal,
+            requester: name(u),
+            assignee: None,
+            created_at: timestamp_from_ms(ms),
+            updated_at: timestamp_from_ms(ms),
+            version: 1,
+        }
+    }
+
+    fn order(o: &str, u: &str, ms: u64, lines: u16) -> (Order, Vec<OrderLine>) {
+        let order_id = Id::from_parts(ms, 9);
+        let lines: Vec<OrderLine> = (1..=lines)
+            .map(|n| OrderLine {
+                order_id,
+                line_no: LineNo::new(n).unwrap(),
+                sku: format!("SKU-{n}"),
+                description: "thing".into(),
+                quantity: u32::from(n),
+                unit_price_cents: 100,
+                amount_cents: i64::from(n) * 100,
+            })
+            .collect();
+        let order = Order {
+            order_id,
+            org: slug(o),
+            buyer: name(u),
+            status: OrderStatus::Placed,
+            placed_at: timestamp_from_ms(ms),
+            currency: "USD".into(),
+            total_cents: lines.iter().map(|l| l.amount_cents).sum(),
+            line_count: lines.len() as u32,
+            version: 1,
+        };
+        (order, lines)
+    }
+
+    fn usernames(users: &[User]) -> Vec<&str> {
+        users.iter().map(|u| u.username.as_str()).collect()
+    }
+
+    #[test]
+    fn first_forward_page_reads_parent_and_one_extra() {
+        let key = OrgKey::new(&slug("acme"));
+        let conn = Connection {
+            index: None,
+            partition: key.partition(),
+            natural_forward: false,
+            parent: Some(SortCondition::Le(key.boundary())),
+            children: key.orders_prefix(),
+        };
+        let q = conn.query(&Page::first(10)).unwrap();
+        assert_eq!(q.sort, Some(SortCondition::Le("ORG#acme".into())));
+        assert_eq!((q.limit, q.forward), (Some(12), false));
+
+        let start = PageKey {
+            table: PrimaryKey::new("ORG#acme", "#ORDER#01H"),
+            index: None,
+        };
+        let q = conn.query(&Page::after(10, start.clone())).unwrap();
+        assert_eq!(q.sort, Some(SortCondition::BeginsWith("#ORDER#".into())));
+        assert_eq!((q.limit, q.forward), (Some(11), false));
+        assert_eq!(q.start, Some(start));
+
+        let q = conn.query(&Page::last(10)).unwrap();
+        assert_eq!(q.sort, Some(SortCondition::BeginsWith("#ORDER#".into())));
+        assert_eq!((q.limit, q.forward), (Some(11), true));
+    }
+
+    #[test]
+    fn page_sizes_and_foreign_cursors_are_refused() {
+        let key = OrgKey::new(&slug("acme"));
+        let conn = Connection {
+            index: None,
+            partition: key.partition(),
+            natural_forward: true,
+            parent: Some(SortCondition::Ge(key.boundary())),
+            children: key.users_prefix(),
+        };
+        for limit in [0, MAX_PAGE_SIZE + 1] {
+            assert!(matches!(
+                conn.query(&Page::first(limit)),
+                Err(RepoError::InvalidPage(_))
+            ));
+        }
+        let foreign = [
+            PageKey {
+                table: PrimaryKey::new("ORG#other", "USER#x"),
+                index: None,
+            },
+            PageKey {
+                table: PrimaryKey::new("ORG#acme", "ORG#acme"),
+                index: None,
+            },
+            PageKey {
+                table: PrimaryKey::new("ORG#acme", "USER#x"),
+                index: Some(IndexKey {
+                    pk: "ORG#acme".into(),
+                    sk: "USER#x".into(),
+                }),
+            },
+        ];
+        for start in foreign {
+            assert!(matches!(
+                conn.query(&Page::after(5, start)),
+                Err(RepoError::InvalidPage(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn chunks_hold_at_most_100_distinct_items() {
+        let schema = TableSchema::itemgraph();
+        let items: Vec<Item> = (0..250)
+            .map(|i| user("acme", &format!("u{i}")).to_item())
+            .collect();
+        let chunks = chunk_items(&schema, items.clone()).unwrap();
+        assert_eq!(
+            chunks.iter().map(Vec::len).collect::<Vec<_>>(),
+            [100, 100, 50]
+        );
+        let mut dup = items[..3].to_vec();
+        dup.push(items[1].clone());
+        assert!(matches!(
+            chunk_items(&schema, dup),
+            Err(RepoError::Invalid(_))
+        ));
+        assert!(chunk_items(&schema, vec![Item::new()]).is_err());
+    }
+
+    #[test]
+    fn order_invariants() {
+        let (o, lines) = order("acme", "wile", 5, 3);
+        check_order(&o, &lines).unwrap();
+        let mut bad = o.clone();
+        bad.total_cents += 1;
+        assert!(check_order(&bad, &lines).is_err());
+        let mut bad_lines = lines.clone();
+        bad_lines.swap(0, 1);
+        assert!(check_order(&o, &bad_lines).is_err());
+        assert!(check_order(&o, &lines[..2]).is_err());
+    }
+
+    /// Seeds an org with 7 users and 5 orders; the org item sits between them.
+    async fn seed_org(s: &Counting) {
+        let mut o = org("acme");
+        o.user_count = 7;
+        o.order_count = 5;
+        let mut items = vec![o.to_item(), org("acmf").to_item()];
+        items.extend((0..7).map(|i| user("acme", &format!("u{i}")).to_item()));
+        items.push(user("acmf", "u9").to_item());
+        for i in 0..5 {
+            let (o, lines) = order("acme", "u0", 100 + i, 2);
+            items.push(o.to_item());
+            items.extend(lines.iter().map(Record::to_item));
+        }
+        put_entities(s, items).await.unwrap();
+        s.take();
+    }
+
+    #[tokio::test]
+    async fn org_with_users_pages_exactly_and_never_rereads_the_org() {
+        let s = store().await;
+        seed_org(&s).await;
+        let acme = slug("acme");
+
+        let p1 = get_org_with_users(&s, &acme, Page::first(3)).await.unwrap();
+        assert_eq!(s.take(), 1);
+        assert_eq!(p1.org.as_ref().unwrap().slug, "acme");
+        assert_eq!(usernames(&p1.users), ["u0", "u1", "u2"]);
+        let next = p1.last_evaluated_key.unwrap();
+        assert_eq!(next.table, PrimaryKey::new("ORG#acme", "USER#u2"));
+
+        let p2 = get_org_with_users(&s, &acme, Page::after(3, next))
+            .await
+            .unwrap();
+        assert_eq!(p2.org, None);
+        assert_eq!(usernames(&p2.users), ["u3", "u4", "u5"]);
+        let p3 = get_org_with_users(&s, &acme, Page::after(3, p2.last_evaluated_key.unwrap()))
+            .await
+            .unwrap();
+        assert_eq!(usernames(&p3.users), ["u6"]);
+        assert_eq!(p3.last_evaluated_key, None);
+
+        // Exactly a page's worth: no next page is announced.
+        let all = get_org_with_users(&s, &acme, Page::first(7)).await.unwrap();
+        assert_eq!(all.users.len(), 7);
+        assert_eq!(all.last_evaluated_key, None);
+
+        let back = get_org_with_users(&s, &acme, Page::last(2)).await.unwrap();
+        assert_eq!((back.org, usernames(&back.users)), (None, vec!["u6", "u5"]));
+
+        let none = get_org_with_users(&s, &slug("nope"), Page::first(3))
+            .await
+            .unwrap();
+        assert_eq!((none.org, none.users.len()), (None, 0));
+    }
+
+    #[tokio::test]
+    async fn org_with_orders_is_newest_first() {
+        let s = store().await;
+        seed_org(&s).await;
+        let acme = slug("acme");
+        let p1 = get_org_with_orders(&s, &acme, Page::first(2))
+            .await
+            .unwrap();
+        assert_eq!(s.take(), 1);
+        assert!(p1.org.is_some());
+        let ms: Vec<u64> = p1
+            .orders
+            .iter()
+            .map(|o| o.order_id.timestamp_ms())
+            .collect();
+        assert_eq!(ms, [104, 103]);
+        let p2 = get_org_with_orders(&s, &acme, Page::after(2, p1.last_evaluated_key.unwrap()))
+            .await
+            .unwrap();
+        let ms: Vec<u64> = p2
+            .orders
+            .iter()
+            .map(|o| o.order_id.timestamp_ms())
+            .collect();
+        assert_eq!(ms, [102, 101]);
+        assert!(p2.last_evaluated_key.is_some());
+
+        let (o, _) = order("acme", "u0", 103, 2);
+        let with_lines = get_order_with_lines(&s, o.order_id, Page::first(10))
+            .await
+            .unwrap();
+        assert_eq!(s.take(), 2);
+        assert_eq!(with_lines.order, Some(o));
+        assert_eq!(with_lines.lines.len(), 2);
+        assert_eq!(with_lines.last_evaluated_key, None);
+        let one = get_order_with_lines(&s, with_lines.order.unwrap().order_id, Page::first(1))
+            .await
+            .unwrap();
+        assert_eq!(one.lines[0].line_no.get(), 1);
+        let rest = get_order_with_lines(
+            &s,
+            one.order.unwrap().order_id,
+            Page::after(1, one.last_evaluated_key.unwrap()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (rest.order, rest.lines.len(), rest.last_evaluated_key),
+            (None, 1, None)
+        );
+    }
+
+    #[tokio::test]
+    async fn writers_keep_counters_and_uniqueness() {
+        let s = store().await;
+        let acme = slug("acme");
+        put_entities(&s, vec![org("acme").to_item()]).await.unwrap();
+        s.take();
+
+        create_user(&s, &user("acme", "wile")).await.unwrap();
+        create_user(&s, &user("acme", "road")).await.unwrap();
+        assert_eq!(s.take(), 2);
+        assert!(matches!(
+            create_user(&s, &user("acme", "wile")).await,
+            Err(RepoError::AlreadyExists("username"))
+        ));
+        let mut same_email = user("acme", "other");
+        same_email.email = Email::parse("WILE@acme.example").unwrap();
+        assert!(matches!(
+            create_user(&s, &same_email).await,
+            Err(RepoError::AlreadyExists("email"))
+        ));
+        assert!(matches!(
+            create_user(&s, &user("nope", "x")).await,
+            Err(RepoError::NotFound("organization"))
+        ));
+
+        for (i, status) in [
+            TicketStatus::Open,
+            TicketStatus::Open,
+            TicketStatus::Pending,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            create_ticket(&s, &ticket("acme", "wile", 1000 + i as u64, status))
+                .await
+                .unwrap();
+        }
+        let mut orphan = ticket("acme", "ghost", 2000, TicketStatus::Open);
+        assert!(matches!(
+            create_ticket(&s, &orphan).await,
+            Err(RepoError::NotFound("requester"))
+        ));
+        orphan.requester = name("wile");
+        orphan.assignee = Some(name("ghost"));
+        assert!(matches!(
+            create_ticket(&s, &orphan).await,
+            Err(RepoError::NotFound("assignee"))
+        ));
+
+        let (o, lines) = order("acme", "road", 3000, 3);
+        place_order(&s, &o, &lines).await.unwrap();
+        let (o2, lines2) = order("acme", "ghost", 3001, 1);
+        assert!(matches!(
+            place_order(&s, &o2, &lines2).await,
+            Err(RepoError::NotFound("buyer"))
+        ));
+
+        let a = get_org(&s, &acme).await.unwrap().unwrap();
+        assert_eq!(
+            (
+                a.user_count,
+                a.ticket_count,
+                a.ticket_count_open,
+                a.ticket_count_pending,
+                a.order_count
+            ),
+            (2, 3, 2, 1, 1)
+        );
+
+        s.take();
+        let uwt = get_user_with_tickets(&s, &acme, &name("wile"), Page::first(2))
+            .await
+            .unwrap();
+        assert_eq!(s.take(), 1);
+        assert_eq!(uwt.user.unwrap().ticket_count, 3);
+        let ms: Vec<u64> = uwt
+            .tickets
+            .iter()
+            .map(|t| t.ticket_id.timestamp_ms())
+            .collect();
+        assert_eq!(ms, [1002, 1001]);
+        let rest = get_user_with_tickets(
+            &s,
+            &acme,
+            &name("wile"),
+            Page::after(2, uwt.last_evaluated_key.unwrap()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            (rest.user, rest.tickets.len(), rest.last_evaluated_key),
+            (None, 1, None)
+        );
+
+        // A status change moves the ticket between queues and counters, version-checked.
+        let t = get_ticket(&s, Id::from_parts(1000, 7))
+            .await
+            .unwrap()
+            .unwrap();
+        let change = TicketChange {
+            status: Some(TicketStatus::Solved),
+            assignee: Some(Some(name("road"))),
+            at: timestamp_from_ms(5000),
+        };
+        s.take();
+        let t2 = update_ticket(&s, &t, &change).await.unwrap();
+        assert_eq!(s.take(), 1);
+        assert_eq!((t2.version, t2.status), (2, TicketStatus::Solved));
+        assert!(matches!(
+            update_ticket(&s, &t, &change).await,
+            Err(RepoError::VersionMismatch {
+                entity: "ticket",
+                expected: 1
+            })
+        ));
+        let gone = Ticket {
+            ticket_id: Id::from_parts(9, 9),
+            ..t.clone()
+        };
+        let assign_only = TicketChange {
+            status: None,
+            assignee: Some(None),
+            at: timestamp_from_ms(6000),
+        };
+        assert!(matches!(
+            update_ticket(&s, &gone, &assign_only).await,
+            Err(RepoError::NotFound("ticket"))
+        ));
+        let t3 = update_ticket(&s, &t2, &assign_only).await.unwrap();
+        assert_eq!((t3.version, t3.assignee.clone()), (3, None));
+
+        let open = list_org_tickets_by_status(&s, &acme, TicketStatus::Open, Page::first(5))
+            .await
+            .unwrap();
+        let ms: Vec<u64> = open
+            .tickets
+            .iter()
+            .map(|t| t.ticket_id.timestamp_ms())
+            .collect();
+        assert_eq!(ms, [1001]);
+        let solved = list_org_tickets_by_status(&s, &acme, TicketStatus::Solved, Page::first(5))
+            .await
+            .unwrap();
+        assert_eq!(solved.tickets, [t3]);
+        let a = get_org(&s, &acme).await.unwrap().unwrap();
+        assert_eq!((a.ticket_count_open, a.ticket_count_solved), (1, 1));
+
+        // References of mixed types in one batch; repeats and absent keys are fine.
+        s.take();
+        let keys = [
+            OrgKey::new(&acme).primary_key(),
+            UserKey::new(&acme, &name("wile")).primary_key(),
+            UserKey::new(&acme, &name("wile")).primary_key(),
+            TicketKey::new(Id::from_parts(1001, 7)).primary_key(),
+            OrderKey::new(&acme, o.order_id).primary_key(),
+            TicketKey::new(Id::from_parts(1, 1)).primary_key(),
+        ];
+        let got = batch_get_entities(&s, &keys).await.unwrap();
+        assert_eq!(s.take(), 1);
+        assert_eq!(got.len(), 4);
+        assert!(matches!(got[&keys[4]], Entity::Order(_)));
+    }
+}

@@ -1,1 +1,285 @@
-//! config
+//! The command line. Every flag can also be set through an `ITEMGRAPH_*` environment
+//! variable, which is how containers and CI configure the server.
+//!
+//! ```text
+//! itemgraph [serve] [--listen ADDR] [--seed demo|none] [STORE FLAGS]   (serve is the default)
+//! itemgraph create-table [STORE FLAGS]
+//! itemgraph seed [--force] [STORE FLAGS]
+//! ```
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::store::dynamo::{DynamoOptions, DynamoStore};
+use crate::store::embedded::EmbeddedStore;
+use crate::store::{Store, TableSchema};
+
+/// A GraphQL server whose resolvers map onto DynamoDB item collections.
+#[derive(Debug, Parser)]
+#[command(
+    name = "itemgraph",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// The `serve` flags, so that `itemgraph --in-memory` serves without naming `serve`.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+impl Cli {
+    /// The subcommand to run: `serve` when none was named.
+    pub fn into_command(self) -> Command {
+        self.command.unwrap_or(Command::Serve(self.serve))
+    }
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Serve the API over HTTP (the default).
+    Serve(ServeArgs),
+    /// Create the table and its indexes, if missing.
+    CreateTable(StoreArgs),
+    /// Load the demo data set, creating the table if missing.
+    Seed(SeedArgs),
+}
+
+/// Where the table lives. Shared by every subcommand.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// Which engine holds the table: `embedded` (a local redb file, nothing to install) or
+    /// `dynamodb` (AWS credentials and region from the usual AWS configuration chain).
+    #[arg(long, env = "ITEMGRAPH_STORE", value_enum, default_value_t = StoreKind::Embedded)]
+    pub store: StoreKind,
+    /// The embedded engine's file. Its parent directory is created when missing.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_DATA",
+        value_name = "PATH",
+        default_value = "./data/itemgraph.redb"
+    )]
+    pub data: PathBuf,
+    /// Keep the embedded engine's data in memory only: nothing is written to disk and
+    /// everything is lost on exit. For demos and tests.
+    #[arg(long, env = "ITEMGRAPH_IN_MEMORY")]
+    pub in_memory: bool,
+    /// The table's name (in DynamoDB, or inside the embedded file).
+    #[arg(long, env = "ITEMGRAPH_TABLE", default_value = "itemgraph")]
+    pub table: String,
+    /// A DynamoDB endpoint override, e.g. DynamoDB Local at `http://localhost:8000`.
+    #[arg(long, env = "ITEMGRAPH_ENDPOINT", value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// The AWS region, overriding the configuration chain.
+    #[arg(long, env = "ITEMGRAPH_REGION")]
+    pub region: Option<String>,
+}
+
+/// The storage engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StoreKind {
+    /// A redb file (or memory) on this machine.
+    Embedded,
+    /// Amazon DynamoDB, or anything that speaks its API.
+    #[value(name = "dynamodb")]
+    DynamoDb,
+}
+
+impl StoreArgs {
+    /// Opens the configured store. Creates nothing in it: see `create-table`.
+    pub async fn open(&self) -> anyhow::Result<Arc<dyn Store>> {
+        let schema = TableSchema::itemgraph();
+        match self.store {
+            StoreKind::Embedded => {
+                if self.endpoint.is_some() || self.region.is_some() {
+                    tracing::warn!(
+                        "--endpoint and --region apply to --store dynamodb only; ignored"
+                    );
+                }
+                let store = if self.in_memory {
+                    EmbeddedStore::in_memory(&self.table, schema)?
+                } else {
+                    if let Some(dir) = self.data.parent().filter(|d| !d.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(dir)
+                            .with_context(|| format!("creating {}", dir.display()))?;
+                    }
+                    EmbeddedStore::open(&self.data, &self.table, schema)
+                        .with_context(|| format!("opening {}", self.data.display()))?
+                };
+                Ok(Arc::new(store))
+            }
+            StoreKind::DynamoDb => {
+                anyhow::ensure!(
+                    !self.in_memory,
+                    "--in-memory applies to --store embedded only"
+                );
+                let opts = DynamoOptions {
+                    table: self.table.clone(),
+                    endpoint: self.endpoint.clone(),
+                    region: self.region.clone(),
+                    ..DynamoOptions::default()
+                };
+                Ok(Arc::new(DynamoStore::connect(opts, schema).await))
+            }
+        }
+    }
+
+    /// Where the data is, for the log.
+    pub fn describe(&self) -> String {
+        match self.store {
+            StoreKind::Embedded if self.in_memory => {
+                format!("embedded, in memory, table {}", self.table)
+            }
+            StoreKind::Embedded => {
+                format!("embedded, {}, table {}", self.data.display(), self.table)
+            }
+            StoreKind::DynamoDb => format!(
+                "dynamodb, table {}{}",
+                self.table,
+                self.endpoint
+                    .as_deref()
+                    .map(|e| format!(" at {e}"))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}
+
+/// `serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The address the HTTP server listens on (port 0 picks a free port).
+    #[arg(long, env = "ITEMGRAPH_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// `demo`: create the table if missing and load the demo data when the store does not
+    /// hold it yet; `none`: use the store as it is.
+    #[arg(long, env = "ITEMGRAPH_SEED", value_enum, default_value_t = SeedMode::Demo)]
+    pub seed: SeedMode,
+}
+
+/// What `serve` loads at startup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SeedMode {
+    Demo,
+    None,
+}
+
+/// `seed`.
+#[derive(Debug, Clone, Args)]
+pub struct SeedArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Write the demo items even when the store already holds them, resetting them (and
+    /// their counters) to the demo's values.
+    #[arg(long, env = "ITEMGRAPH_SEED_FORCE")]
+    pub force: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Command {
+        let mut argv = vec!["itemgraph"];
+        argv.extend(args);
+        Cli::try_parse_from(argv).unwrap().into_command()
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn serve_is_the_default_with_its_defaults() {
+        let Command::Serve(args) = parse(&[]) else {
+            panic!("serve is the default")
+        };
+        assert_eq!(args.listen, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(args.seed, SeedMode::Demo);
+        assert_eq!(args.store.store, StoreKind::Embedded);
+        assert_eq!(args.store.data, PathBuf::from("./data/itemgraph.redb"));
+        assert_eq!(args.store.table, "itemgraph");
+        assert!(!args.store.in_memory);
+
+        let Command::Serve(args) = parse(&["--in-memory", "--seed", "none"]) else {
+            panic!("flags without a subcommand serve")
+        };
+        assert!(args.store.in_memory);
+        assert_eq!(args.seed, SeedMode::None);
+    }
+
+    #[test]
+    fn subcommands_take_the_store_flags() {
+        let Command::Seed(args) = parse(&["seed", "--data", "/tmp/x.redb", "--force"]) else {
+            panic!("seed")
+        };
+        assert_eq!(args.store.data, PathBuf::from("/tmp/x.redb"));
+        assert!(args.force);
+        let Command::CreateTable(args) = parse(&[
+            "create-table",
+            "--store",
+            "dynamodb",
+            "--endpoint",
+            "http://localhost:8000",
+            "--region",
+            "us-east-1",
+            "--table",
+            "t",
+        ]) else {
+            panic!("create-table")
+        };
+        assert_eq!(args.store, StoreKind::DynamoDb);
+        assert_eq!(args.endpoint.as_deref(), Some("http://localhost:8000"));
+        assert_eq!(
+            args.describe(),
+            "dynamodb, table t at http://localhost:8000"
+        );
+        let Command::Serve(args) = parse(&["serve", "--listen", "0.0.0.0:9000"]) else {
+            panic!("serve")
+        };
+        assert_eq!(args.listen.port(), 9000);
+    }
+
+    #[test]
+    fn every_flag_has_an_env_variable_and_help() {
+        fn check(cmd: &clap::Command) {
+            for arg in cmd.get_arguments() {
+                if matches!(arg.get_id().as_str(), "help" | "version") {
+                    continue;
+                }
+                let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+                assert!(
+                    env.as_deref().is_some_and(|e| e.starts_with("ITEMGRAPH_")),
+                    "--{} has no ITEMGRAPH_ variable",
+                    arg.get_id()
+                );
+                assert!(arg.get_help().is_some(), "--{} has no help", arg.get_id());
+            }
+            for sub in cmd.get_subcommands() {
+                check(sub);
+            }
+        }
+        check(&Cli::command());
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        for args in [
+            vec!["itemgraph", "--store", "postgres"],
+            vec!["itemgraph", "--listen", "nowhere"],
+            vec!["itemgraph", "seed", "--listen", "127.0.0.1:1"],
+        ] {
+            assert!(Cli::try_parse_from(args).is_err());
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! The `itemgraph` binary as a user runs it: `serve` with no store flags starts on the
+//! embedded engine with the demo data and keeps it across a restart; `create-table` and
+//! `seed` load the same demo data into DynamoDB Local.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use itemgraph::store::embedded::EmbeddedStore;
+use itemgraph::store::value::canonicalize_item;
+use itemgraph::store::{BatchGet, Item, Store, TableSchema};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_itemgraph");
+
+/// A running `itemgraph serve`, stopped (SIGTERM) when the test says so or killed on drop.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+/// Strips ANSI colour sequences from a log line.
+fn plain(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+async fn start_server(dir: &Path, extra: &[&str]) -> (Server, Vec<String>) {
+    let data = dir.join("itemgraph.redb");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+        .arg(&data)
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start itemgraph");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let addr = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("read log") {
+            let line = plain(&line);
+            seen.push(line.clone());
+            if let Some(rest) = line.split("addr=").nth(1).filter(|_| line.contains("listening")) {
+                return rest.split_whitespace().next().unwrap().to_string();
+            }
+        }
+        panic!("itemgraph exited before listening: {seen:#?}");
+    })
+    .await
+    .expect("itemgraph did not start listening within 60 s");
+    // Keep draining the log so the server never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (Server { child, addr }, seen)
+}
+
+impl Server {
+    async fn get(&self, path: &str) -> (u16, String) {
+        let resp = reqwest::get(format!("http://{}{path}", self.addr)).await.expect("GET");
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    async fn stop(mut self) {
+        let pid = self.child.id().expect("running").to_string();
+        let status = std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(status.success());
+        let exit = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("itemgraph did not stop within 30 s of SIGTERM")
+            .unwrap();
+        assert!(exit.success(), "itemgraph exited with {exit}");
+    }
+}
+
+/// Reads every demo item's key back from a store, in chunks of 100.
+async fn read_back(store: &dyn Store, wanted: &[Item]) -> Vec<Item> {
+    let schema = TableSchema::itemgraph();
+    let mut out = Vec::new();
+    for chunk in wanted.chunks(100) {
+        let keys = chunk.iter().map(|i| schema.key_of(i).unwrap()).collect();
+        out.extend(
+            store
+                .batch_get_item(BatchGet { keys, consistent_read: true })
+                .await
+                .unwrap(),
+        );
+    }
+    sorted(out)
+}
+
+fn sorted(items: Vec<Item>) -> Vec<Item> {
+    let mut items: Vec<Item> = items.into_iter().map(canonicalize_item).collect();
+    items.sort_by_key(|i| format!("{:?}|{:?}", i.get("PK"), i.get("SK")));
+    items
+}
+
+/// `itemgraph serve` with only a data path loads the demo data into the embedded engine,
+/// answers /healthz and /readyz, stops cleanly on SIGTERM, and after a restart still has
+/// every item exactly as before (and does not seed twice).
+#[tokio::test]
+async fn serve_keeps_its_embedded_data_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = sorted(itemgraph::demo::demo_items());
+
+    let (server, log) = start_server(dir.path(), &[]).await;
+    assert!(log.iter().any(|l| l.contains("demo data loaded")), "{log:#?}");
+    assert_eq!(server.get("/healthz").await, (200, "ok".to_string()));
+    assert_eq!(server.get("/readyz").await.0, 200);
+    server.stop().await;
+
+    let store = EmbeddedStore::open(&dir.path().join("itemgraph.redb"), "itemgraph", TableSchema::itemgraph()).unwrap();
+    assert_eq!(read_back(&store, &demo).await, demo, "the demo data as written");
+    drop(store);
+
+    let (server, log) = start_server(dir.path(), &[]).await;
+    assert!(log.iter().any(|l| l.contains("demo data already present")), "{log:#?}");
+    server.stop().await;
+    let store = EmbeddedStore::open(&dir.path().join("itemgraph.redb"), "itemgraph", TableSchema::itemgraph()).unwrap();
+    assert_eq!(read_back(&store, &demo).await, demo, "the same data after a restart");
+    let count = store.describe_table().await.unwrap().unwrap().item_count;
+    assert_eq!(count, Some(demo.len() as u64), "nothing seeded twice");
+}
+
+/// `create-table` then `seed` against DynamoDB Local load exactly the demo data.
+#[tokio::test]
+async fn create_table_and_seed_load_the_demo_data_into_dynamodb_local() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else { return };
+    let table = common::dynamo_local::unique_table_name("cli-seed");
+    for cmd in ["create-table", "seed"] {
+        let out = Command::new(BIN)
+            .args([cmd, "--store", "dynamodb", "--endpoint", &endpoint, "--region", "us-east-1", "--table", &table])
+            .env("NO_COLOR", "1")
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let store = common::dynamo_local::connect(&endpoint, &table).await;
+    let demo = sorted(itemgraph::demo::demo_items());
+    assert_eq!(read_back(&store, &demo).await, demo);
+    common::dynamo_local::drop_table(&store).await;
+}
