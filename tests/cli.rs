@@ -60,7 +60,11 @@ async fn start_server(dir: &Path, extra: &[&str]) -> (Server, Vec<String>) {
         while let Some(line) = lines.next_line().await.expect("read log") {
             let line = plain(&line);
             seen.push(line.clone());
-            if let Some(rest) = line.split("addr=").nth(1).filter(|_| line.contains("listening")) {
+            if let Some(rest) = line
+                .split("addr=")
+                .nth(1)
+                .filter(|_| line.contains("listening"))
+            {
                 return rest.split_whitespace().next().unwrap().to_string();
             }
         }
@@ -75,14 +79,19 @@ async fn start_server(dir: &Path, extra: &[&str]) -> (Server, Vec<String>) {
 
 impl Server {
     async fn get(&self, path: &str) -> (u16, String) {
-        let resp = reqwest::get(format!("http://{}{path}", self.addr)).await.expect("GET");
+        let resp = reqwest::get(format!("http://{}{path}", self.addr))
+            .await
+            .expect("GET");
         (resp.status().as_u16(), resp.text().await.unwrap())
     }
 
     /// SIGTERM, then wait for a clean exit.
     async fn stop(mut self) {
         let pid = self.child.id().expect("running").to_string();
-        let status = std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
         assert!(status.success());
         let exit = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
             .await
@@ -100,7 +109,10 @@ async fn read_back(store: &dyn Store, wanted: &[Item]) -> Vec<Item> {
         let keys = chunk.iter().map(|i| schema.key_of(i).unwrap()).collect();
         out.extend(
             store
-                .batch_get_item(BatchGet { keys, consistent_read: true })
+                .batch_get_item(BatchGet {
+                    keys,
+                    consistent_read: true,
+                })
                 .await
                 .unwrap(),
         );
@@ -123,20 +135,44 @@ async fn serve_keeps_its_embedded_data_across_restarts() {
     let demo = sorted(itemgraph::demo::demo_items());
 
     let (server, log) = start_server(dir.path(), &[]).await;
-    assert!(log.iter().any(|l| l.contains("demo data loaded")), "{log:#?}");
+    assert!(
+        log.iter().any(|l| l.contains("demo data loaded")),
+        "{log:#?}"
+    );
     assert_eq!(server.get("/healthz").await, (200, "ok".to_string()));
     assert_eq!(server.get("/readyz").await.0, 200);
     server.stop().await;
 
-    let store = EmbeddedStore::open(&dir.path().join("itemgraph.redb"), "itemgraph", TableSchema::itemgraph()).unwrap();
-    assert_eq!(read_back(&store, &demo).await, demo, "the demo data as written");
+    let store = EmbeddedStore::open(
+        &dir.path().join("itemgraph.redb"),
+        "itemgraph",
+        TableSchema::itemgraph(),
+    )
+    .unwrap();
+    assert_eq!(
+        read_back(&store, &demo).await,
+        demo,
+        "the demo data as written"
+    );
     drop(store);
 
     let (server, log) = start_server(dir.path(), &[]).await;
-    assert!(log.iter().any(|l| l.contains("demo data already present")), "{log:#?}");
+    assert!(
+        log.iter().any(|l| l.contains("demo data already present")),
+        "{log:#?}"
+    );
     server.stop().await;
-    let store = EmbeddedStore::open(&dir.path().join("itemgraph.redb"), "itemgraph", TableSchema::itemgraph()).unwrap();
-    assert_eq!(read_back(&store, &demo).await, demo, "the same data after a restart");
+    let store = EmbeddedStore::open(
+        &dir.path().join("itemgraph.redb"),
+        "itemgraph",
+        TableSchema::itemgraph(),
+    )
+    .unwrap();
+    assert_eq!(
+        read_back(&store, &demo).await,
+        demo,
+        "the same data after a restart"
+    );
     let count = store.describe_table().await.unwrap().unwrap().item_count;
     assert_eq!(count, Some(demo.len() as u64), "nothing seeded twice");
 }
@@ -144,11 +180,23 @@ async fn serve_keeps_its_embedded_data_across_restarts() {
 /// `create-table` then `seed` against DynamoDB Local load exactly the demo data.
 #[tokio::test]
 async fn create_table_and_seed_load_the_demo_data_into_dynamodb_local() {
-    let Some(endpoint) = common::dynamo_local::endpoint().await else { return };
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
     let table = common::dynamo_local::unique_table_name("cli-seed");
     for cmd in ["create-table", "seed"] {
         let out = Command::new(BIN)
-            .args([cmd, "--store", "dynamodb", "--endpoint", &endpoint, "--region", "us-east-1", "--table", &table])
+            .args([
+                cmd,
+                "--store",
+                "dynamodb",
+                "--endpoint",
+                &endpoint,
+                "--region",
+                "us-east-1",
+                "--table",
+                &table,
+            ])
             .env("NO_COLOR", "1")
             .output()
             .await

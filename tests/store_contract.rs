@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use itemgraph::store::value::equal;
 
 use itemgraph::store::{
-    AttributeValue as V, BatchGet, CancelReason, CmpOp, Condition, ConditionCheck, Delete,
-    GetItem, IndexKey, Item, PageKey, PrimaryKey, Put, Query, ReturnValues, SetValue,
-    SortCondition, Store, StoreError, TransactAction, Update, UpdateExpr,
+    AttributeValue as V, BatchGet, CancelReason, CmpOp, Condition, ConditionCheck, Delete, GetItem,
+    IndexKey, Item, PageKey, PrimaryKey, Put, Query, ReturnValues, SetValue, SortCondition, Store,
+    StoreError, TransactAction, Update, UpdateExpr,
 };
 
 fn s(v: &str) -> V {
@@ -89,7 +89,10 @@ async fn table_lifecycle(store: &dyn Store) {
     let mut idx = d.indexes.clone();
     idx.sort();
     assert_eq!(idx, vec!["GSI1", "GSI2"]);
-    assert!(!store.create_table().await.unwrap(), "second create is a no-op");
+    assert!(
+        !store.create_table().await.unwrap(),
+        "second create is a no-op"
+    );
 }
 
 /// An item comes back as written, numbers in DynamoDB's canonical form; absent is None.
@@ -125,8 +128,18 @@ async fn put_get_round_trip(store: &dyn Store) {
 /// character above U+FFFF after U+FFFF.
 async fn sort_keys_order_as_utf8_bytes(store: &dyn Store) {
     let sks = [
-        "USER#b", "#ORDER#2", "ORG#acme", "TICKET#1", "LINE#001", "USER#a", "\u{FFFF}",
-        "\u{10000}", "é", "z", "USER#", "Z",
+        "USER#b",
+        "#ORDER#2",
+        "ORG#acme",
+        "TICKET#1",
+        "LINE#001",
+        "USER#a",
+        "\u{FFFF}",
+        "\u{10000}",
+        "é",
+        "z",
+        "USER#",
+        "Z",
     ];
     for sk in sks {
         put(store, item("ORD", sk, &[])).await;
@@ -134,12 +147,18 @@ async fn sort_keys_order_as_utf8_bytes(store: &dyn Store) {
     let mut want: Vec<&str> = sks.to_vec();
     want.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     let got = pages(store, q("ORD")).await;
-    assert_eq!(got, vec![want.iter().map(|x| x.to_string()).collect::<Vec<_>>()]);
+    assert_eq!(
+        got,
+        vec![want.iter().map(|x| x.to_string()).collect::<Vec<_>>()]
+    );
     let mut backward = q("ORD");
     backward.forward = false;
     let got = pages(store, backward).await;
     want.reverse();
-    assert_eq!(got, vec![want.iter().map(|x| x.to_string()).collect::<Vec<_>>()]);
+    assert_eq!(
+        got,
+        vec![want.iter().map(|x| x.to_string()).collect::<Vec<_>>()]
+    );
 }
 
 /// Each sort-key operator selects exactly what it says.
@@ -153,7 +172,10 @@ async fn sort_key_conditions(store: &dyn Store) {
         (SortCondition::Le("b".into()), vec!["a", "ab", "abc", "b"]),
         (SortCondition::Gt("b".into()), vec!["ba", "c"]),
         (SortCondition::Ge("b".into()), vec!["b", "ba", "c"]),
-        (SortCondition::Between("ab".into(), "b".into()), vec!["ab", "abc", "b"]),
+        (
+            SortCondition::Between("ab".into(), "b".into()),
+            vec!["ab", "abc", "b"],
+        ),
         (SortCondition::BeginsWith("ab".into()), vec!["ab", "abc"]),
         (SortCondition::BeginsWith("zz".into()), vec![]),
     ];
@@ -214,10 +236,22 @@ async fn one_megabyte_page_cut(store: &dyn Store) {
 /// Only items carrying both index keys appear in a GSI; index pages carry the index key
 /// and the table key; changing or removing an index key moves the item.
 async fn sparse_global_secondary_index(store: &dyn Store) {
-    put(store, item("A", "1", &[("GSI1PK", s("G")), ("GSI1SK", s("x2"))])).await;
-    put(store, item("B", "1", &[("GSI1PK", s("G")), ("GSI1SK", s("x1"))])).await;
+    put(
+        store,
+        item("A", "1", &[("GSI1PK", s("G")), ("GSI1SK", s("x2"))]),
+    )
+    .await;
+    put(
+        store,
+        item("B", "1", &[("GSI1PK", s("G")), ("GSI1SK", s("x1"))]),
+    )
+    .await;
     put(store, item("C", "1", &[("GSI1PK", s("G"))])).await;
-    put(store, item("D", "1", &[("GSI2PK", s("G")), ("GSI2SK", s("x0"))])).await;
+    put(
+        store,
+        item("D", "1", &[("GSI2PK", s("G")), ("GSI2SK", s("x0"))]),
+    )
+    .await;
     let mut query = q("G");
     query.index = Some("GSI1".into());
     query.limit = Some(1);
@@ -253,7 +287,10 @@ async fn sparse_global_secondary_index(store: &dyn Store) {
     all_h.partition = "H".into();
     assert_eq!(store.query(all_h.clone()).await.unwrap().items.len(), 1);
     store
-        .update_item(Update::new(key("A", "1"), UpdateExpr::default().remove("GSI1SK")))
+        .update_item(Update::new(
+            key("A", "1"),
+            UpdateExpr::default().remove("GSI1SK"),
+        ))
         .await
         .unwrap();
     assert!(store.query(all_h).await.unwrap().items.is_empty());
@@ -264,7 +301,8 @@ async fn sparse_global_secondary_index(store: &dyn Store) {
 /// Conditional writes: create-only puts, version checks, and the current item reported on
 /// failure when asked for.
 async fn conditional_writes(store: &dyn Store) {
-    let create = |v: &str| Put::new(item("K", "1", &[("v", n(v))])).when(Condition::not_exists("PK"));
+    let create =
+        |v: &str| Put::new(item("K", "1", &[("v", n(v))])).when(Condition::not_exists("PK"));
     store.put_item(create("1")).await.unwrap();
     assert_eq!(
         store.put_item(create("2")).await,
@@ -280,16 +318,37 @@ async fn conditional_writes(store: &dyn Store) {
     let new = store.update_item(bump("1")).await.unwrap().unwrap();
     assert_eq!(new["v"], n("2"));
     match store.update_item(bump("1")).await {
-        Err(StoreError::ConditionFailed { item: Some(current) }) => assert_eq!(current["v"], n("2")),
+        Err(StoreError::ConditionFailed {
+            item: Some(current),
+        }) => assert_eq!(current["v"], n("2")),
         other => panic!("expected a failed condition with the item, got {other:?}"),
     }
     // Comparisons: a missing attribute fails every comparison except `<>`.
-    let check = |c: Condition| Update::new(key("K", "1"), UpdateExpr::default().set("t", n("0"))).when(c);
-    assert!(store.update_item(check(Condition::Cmp("nope".into(), CmpOp::Ne, s("a")))).await.is_ok());
-    assert!(store.update_item(check(Condition::Cmp("nope".into(), CmpOp::Lt, s("a")))).await.is_err());
-    assert!(store.update_item(check(Condition::Between("v".into(), n("1.5"), n("2.5")))).await.is_ok());
-    assert!(store.update_item(check(Condition::Or(vec![Condition::exists("zz"), Condition::BeginsWith("PK".into(), "K".into())]))).await.is_ok());
-    assert!(store.update_item(check(Condition::Not(Box::new(Condition::exists("v"))))).await.is_err());
+    let check =
+        |c: Condition| Update::new(key("K", "1"), UpdateExpr::default().set("t", n("0"))).when(c);
+    assert!(store
+        .update_item(check(Condition::Cmp("nope".into(), CmpOp::Ne, s("a"))))
+        .await
+        .is_ok());
+    assert!(store
+        .update_item(check(Condition::Cmp("nope".into(), CmpOp::Lt, s("a"))))
+        .await
+        .is_err());
+    assert!(store
+        .update_item(check(Condition::Between("v".into(), n("1.5"), n("2.5"))))
+        .await
+        .is_ok());
+    assert!(store
+        .update_item(check(Condition::Or(vec![
+            Condition::exists("zz"),
+            Condition::BeginsWith("PK".into(), "K".into())
+        ])))
+        .await
+        .is_ok());
+    assert!(store
+        .update_item(check(Condition::Not(Box::new(Condition::exists("v")))))
+        .await
+        .is_err());
     let del = Delete {
         key: key("K", "1"),
         condition: Some(Condition::eq("v", n("2"))),
@@ -310,7 +369,10 @@ async fn update_semantics(store: &dyn Store) {
             ("created".into(), SetValue::IfNotExists(s("t1"))),
         ],
         remove: vec![],
-        add: vec![("count".into(), n("5")), ("tags".into(), V::Ss(vec!["a".into()]))],
+        add: vec![
+            ("count".into(), n("5")),
+            ("tags".into(), V::Ss(vec!["a".into()])),
+        ],
     };
     let first = store
         .update_item(Update::new(key("U", "1"), e.clone()).returning(ReturnValues::AllOld))
@@ -334,14 +396,23 @@ async fn update_semantics(store: &dyn Store) {
     tags.sort();
     assert_eq!(tags, vec!["a", "b"]);
     store
-        .update_item(Update::new(key("U", "1"), UpdateExpr::default().remove("name").add("count", -12)))
+        .update_item(Update::new(
+            key("U", "1"),
+            UpdateExpr::default().remove("name").add("count", -12),
+        ))
         .await
         .unwrap();
     let got = get(store, "U", "1").await.unwrap();
     assert!(!got.contains_key("name"));
     assert_eq!(got["count"], n("-2"));
     let bad = store
-        .update_item(Update::new(key("U", "1"), UpdateExpr { add: vec![("created".into(), n("1"))], ..Default::default() }))
+        .update_item(Update::new(
+            key("U", "1"),
+            UpdateExpr {
+                add: vec![("created".into(), n("1"))],
+                ..Default::default()
+            },
+        ))
         .await;
     assert!(matches!(bad, Err(StoreError::Validation(_))), "{bad:?}");
 }
@@ -349,8 +420,13 @@ async fn update_semantics(store: &dyn Store) {
 /// A transaction applies all of its actions or none, and says why per action.
 async fn transactions_are_all_or_nothing(store: &dyn Store) {
     put(store, item("T", "parent", &[("count", n("0"))])).await;
-    let add_child = |sk: &str| TransactAction::Put(Put::new(item("T", sk, &[])).when(Condition::not_exists("PK")));
-    let bump = TransactAction::Update(Update::new(key("T", "parent"), UpdateExpr::default().add("count", 1)).when(Condition::exists("PK")));
+    let add_child = |sk: &str| {
+        TransactAction::Put(Put::new(item("T", sk, &[])).when(Condition::not_exists("PK")))
+    };
+    let bump = TransactAction::Update(
+        Update::new(key("T", "parent"), UpdateExpr::default().add("count", 1))
+            .when(Condition::exists("PK")),
+    );
     store
         .transact_write(vec![add_child("c1"), bump.clone()])
         .await
@@ -361,7 +437,11 @@ async fn transactions_are_all_or_nothing(store: &dyn Store) {
         return_old_on_condition_failure: true,
     };
     let err = store
-        .transact_write(vec![add_child("c2"), bump.clone(), TransactAction::ConditionCheck(check.clone())])
+        .transact_write(vec![
+            add_child("c2"),
+            bump.clone(),
+            TransactAction::ConditionCheck(check.clone()),
+        ])
         .await
         .unwrap_err();
     match err {
@@ -370,17 +450,28 @@ async fn transactions_are_all_or_nothing(store: &dyn Store) {
             assert_eq!(reasons[0], CancelReason::None);
             assert_eq!(reasons[1], CancelReason::None);
             match &reasons[2] {
-                CancelReason::ConditionalCheckFailed { item: Some(i) } => assert_eq!(i["SK"], s("c1")),
+                CancelReason::ConditionalCheckFailed { item: Some(i) } => {
+                    assert_eq!(i["SK"], s("c1"))
+                }
                 other => panic!("{other:?}"),
             }
         }
         other => panic!("expected a cancelled transaction, got {other:?}"),
     }
-    assert_eq!(get(store, "T", "c2").await, None, "nothing of a cancelled transaction stays");
+    assert_eq!(
+        get(store, "T", "c2").await,
+        None,
+        "nothing of a cancelled transaction stays"
+    );
     assert_eq!(get(store, "T", "parent").await.unwrap()["count"], n("1"));
     check.condition = Condition::exists("PK");
     store
-        .transact_write(vec![add_child("c2"), bump, TransactAction::ConditionCheck(check), TransactAction::Delete(Delete::new(key("T", "nothing")))])
+        .transact_write(vec![
+            add_child("c2"),
+            bump,
+            TransactAction::ConditionCheck(check),
+            TransactAction::Delete(Delete::new(key("T", "nothing"))),
+        ])
         .await
         .unwrap();
     assert_eq!(get(store, "T", "parent").await.unwrap()["count"], n("2"));
@@ -394,7 +485,10 @@ async fn batch_get_hundred_keys(store: &dyn Store) {
     }
     let keys: Vec<PrimaryKey> = (0..100).map(|i| key("BG", &format!("{i:03}"))).collect();
     let items = store
-        .batch_get_item(BatchGet { keys, consistent_read: false })
+        .batch_get_item(BatchGet {
+            keys,
+            consistent_read: false,
+        })
         .await
         .unwrap();
     let mut got: Vec<String> = items.iter().map(sk_of).collect();
@@ -407,21 +501,77 @@ async fn batch_get_hundred_keys(store: &dyn Store) {
 async fn bad_requests_are_rejected_alike(store: &dyn Store) {
     let mut msgs = BTreeMap::new();
     let huge = item("H", "1", &[("d", s(&"x".repeat(400 * 1024)))]);
-    msgs.insert("oversized item", validation(store.put_item(Put::new(huge)).await));
-    msgs.insert("empty key", validation(store.put_item(Put::new(item("", "1", &[]))).await));
+    msgs.insert(
+        "oversized item",
+        validation(store.put_item(Put::new(huge)).await),
+    );
+    msgs.insert(
+        "empty key",
+        validation(store.put_item(Put::new(item("", "1", &[]))).await),
+    );
     msgs.insert("empty sort key", validation(get_raw(store, "P", "").await));
     let keys: Vec<PrimaryKey> = (0..101).map(|i| key("B", &i.to_string())).collect();
-    msgs.insert("101 keys", validation(store.batch_get_item(BatchGet { keys, consistent_read: false }).await));
+    msgs.insert(
+        "101 keys",
+        validation(
+            store
+                .batch_get_item(BatchGet {
+                    keys,
+                    consistent_read: false,
+                })
+                .await,
+        ),
+    );
     let dup = vec![key("B", "1"), key("B", "1")];
-    msgs.insert("duplicate keys", validation(store.batch_get_item(BatchGet { keys: dup, consistent_read: false }).await));
+    msgs.insert(
+        "duplicate keys",
+        validation(
+            store
+                .batch_get_item(BatchGet {
+                    keys: dup,
+                    consistent_read: false,
+                })
+                .await,
+        ),
+    );
     let twice = vec![
         TransactAction::Put(Put::new(item("X", "1", &[]))),
-        TransactAction::Update(Update::new(key("X", "1"), UpdateExpr::default().add("c", 1))),
+        TransactAction::Update(Update::new(
+            key("X", "1"),
+            UpdateExpr::default().add("c", 1),
+        )),
     ];
-    msgs.insert("one item twice", validation(store.transact_write(twice).await));
-    msgs.insert("update the key", validation(store.update_item(Update::new(key("X", "1"), UpdateExpr::default().set("SK", s("2")))).await));
-    msgs.insert("empty index key", validation(store.put_item(Put::new(item("X", "1", &[("GSI1PK", s(""))]))).await));
-    msgs.insert("index key type", validation(store.put_item(Put::new(item("X", "1", &[("GSI2SK", n("1"))]))).await));
+    msgs.insert(
+        "one item twice",
+        validation(store.transact_write(twice).await),
+    );
+    msgs.insert(
+        "update the key",
+        validation(
+            store
+                .update_item(Update::new(
+                    key("X", "1"),
+                    UpdateExpr::default().set("SK", s("2")),
+                ))
+                .await,
+        ),
+    );
+    msgs.insert(
+        "empty index key",
+        validation(
+            store
+                .put_item(Put::new(item("X", "1", &[("GSI1PK", s(""))])))
+                .await,
+        ),
+    );
+    msgs.insert(
+        "index key type",
+        validation(
+            store
+                .put_item(Put::new(item("X", "1", &[("GSI2SK", n("1"))])))
+                .await,
+        ),
+    );
     let mut gsi = q("G");
     gsi.index = Some("GSI1".into());
     gsi.consistent_read = true;
@@ -433,9 +583,19 @@ async fn bad_requests_are_rejected_alike(store: &dyn Store) {
     zero.limit = Some(0);
     msgs.insert("limit 0", validation(store.query(zero).await));
     let mut foreign = q("G");
-    foreign.start = Some(PageKey { table: key("OTHER", "1"), index: None });
+    foreign.start = Some(PageKey {
+        table: key("OTHER", "1"),
+        index: None,
+    });
     msgs.insert("foreign start key", validation(store.query(foreign).await));
-    msgs.insert("bad number", validation(store.put_item(Put::new(item("X", "1", &[("n", n("1e200"))]))).await));
+    msgs.insert(
+        "bad number",
+        validation(
+            store
+                .put_item(Put::new(item("X", "1", &[("n", n("1e200"))])))
+                .await,
+        ),
+    );
     // The messages are pinned: both engines run the same validator, so a change shows here.
     assert_eq!(
         msgs["oversized item"],
@@ -445,7 +605,10 @@ async fn bad_requests_are_rejected_alike(store: &dyn Store) {
         msgs["one item twice"],
         "Transaction request cannot include multiple operations on one item"
     );
-    assert_eq!(msgs["101 keys"], "Too many items requested for the BatchGetItem call");
+    assert_eq!(
+        msgs["101 keys"],
+        "Too many items requested for the BatchGetItem call"
+    );
     assert!(msgs["empty key"].contains("cannot contain an empty string value"));
     assert!(msgs["empty sort key"].contains("cannot contain an empty string value"));
     assert!(msgs["update the key"].contains("This attribute is part of the key"));
@@ -456,7 +619,10 @@ async fn bad_requests_are_rejected_alike(store: &dyn Store) {
 
 async fn get_raw(store: &dyn Store, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
     store
-        .get_item(GetItem { key: key(pk, sk), consistent_read: false })
+        .get_item(GetItem {
+            key: key(pk, sk),
+            consistent_read: false,
+        })
         .await
 }
 
@@ -464,8 +630,14 @@ async fn get_raw(store: &dyn Store, pk: &str, sk: &str) -> Result<Option<Item>, 
 async fn missing_table_is_reported(store: &dyn Store) {
     assert!(store.delete_table().await.unwrap());
     assert_eq!(store.describe_table().await.unwrap(), None);
-    assert!(matches!(get_raw(store, "P", "S").await, Err(StoreError::TableNotFound(_))));
-    assert!(matches!(store.query(q("P")).await, Err(StoreError::TableNotFound(_))));
+    assert!(matches!(
+        get_raw(store, "P", "S").await,
+        Err(StoreError::TableNotFound(_))
+    ));
+    assert!(matches!(
+        store.query(q("P")).await,
+        Err(StoreError::TableNotFound(_))
+    ));
     assert!(matches!(
         store.put_item(Put::new(item("P", "S", &[]))).await,
         Err(StoreError::TableNotFound(_))

@@ -7,8 +7,8 @@ mod common;
 use std::collections::HashMap;
 
 use itemgraph::store::{
-    AttributeValue as V, BatchGet, CancelReason, CmpOp, Condition, ConditionCheck, Delete, GetItem, Item,
-    PrimaryKey, Put, Query, ReturnValues, SetValue, SortCondition, Store, StoreError,
+    AttributeValue as V, BatchGet, CancelReason, CmpOp, Condition, ConditionCheck, Delete, GetItem,
+    Item, PrimaryKey, Put, Query, ReturnValues, SetValue, SortCondition, Store, StoreError,
     TransactAction, Update, UpdateExpr,
 };
 use rand::seq::IndexedRandom;
@@ -16,7 +16,20 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const PARTITIONS: &[&str] = &["p0", "p1", "p2"];
-const SORT_KEYS: &[&str] = &["a", "ab", "abc", "b", "b#1", "b#2", "c", "USER#x", "#O#1", "é", "\u{10000}", "z"];
+const SORT_KEYS: &[&str] = &[
+    "a",
+    "ab",
+    "abc",
+    "b",
+    "b#1",
+    "b#2",
+    "c",
+    "USER#x",
+    "#O#1",
+    "é",
+    "\u{10000}",
+    "z",
+];
 
 struct Gen {
     rng: ChaCha8Rng,
@@ -55,7 +68,11 @@ impl Gen {
         ]);
         for attr in ["n", "s", "x"] {
             if self.rng.random_bool(0.6) {
-                let v = if attr == "n" { self.number() } else { self.value() };
+                let v = if attr == "n" {
+                    self.number()
+                } else {
+                    self.value()
+                };
                 item.insert(attr.into(), v);
             }
         }
@@ -72,13 +89,26 @@ impl Gen {
             2 => Condition::not_exists("PK"),
             3 => Condition::exists("PK"),
             4 => {
-                let op = self.pick(&[CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge]);
+                let op = self.pick(&[
+                    CmpOp::Eq,
+                    CmpOp::Ne,
+                    CmpOp::Lt,
+                    CmpOp::Le,
+                    CmpOp::Gt,
+                    CmpOp::Ge,
+                ]);
                 Condition::Cmp("n".into(), op, self.number())
             }
             5 => Condition::Between("n".into(), V::N("-1".into()), V::N("2".into())),
             6 => Condition::BeginsWith("s".into(), "a".into()),
-            7 => Condition::And(vec![Condition::exists("n"), Condition::Cmp("s".into(), CmpOp::Ne, V::S("b".into()))]),
-            8 => Condition::Or(vec![Condition::not_exists("x"), Condition::Cmp("n".into(), CmpOp::Ge, V::N("1".into()))]),
+            7 => Condition::And(vec![
+                Condition::exists("n"),
+                Condition::Cmp("s".into(), CmpOp::Ne, V::S("b".into())),
+            ]),
+            8 => Condition::Or(vec![
+                Condition::not_exists("x"),
+                Condition::Cmp("n".into(), CmpOp::Ge, V::N("1".into())),
+            ]),
             _ => Condition::Not(Box::new(Condition::exists("s"))),
         };
         Some(c)
@@ -88,7 +118,14 @@ impl Gen {
         let mut e = UpdateExpr::default();
         if self.rng.random_bool(0.5) {
             let v = self.value();
-            e.set.push(("s".into(), if self.rng.random() { SetValue::Value(v) } else { SetValue::IfNotExists(v) }));
+            e.set.push((
+                "s".into(),
+                if self.rng.random() {
+                    SetValue::Value(v)
+                } else {
+                    SetValue::IfNotExists(v)
+                },
+            ));
         }
         if self.rng.random_bool(0.5) {
             e.add.push(("n".into(), self.number()));
@@ -97,7 +134,10 @@ impl Gen {
             e.remove.push("x".into());
         }
         match self.rng.random_range(0..5) {
-            0 => e.set.push(("GSI1PK".into(), SetValue::Value(V::S(self.pick(&["g0", "g1"]).to_string())))),
+            0 => e.set.push((
+                "GSI1PK".into(),
+                SetValue::Value(V::S(self.pick(&["g0", "g1"]).to_string())),
+            )),
             1 => e.remove.push("GSI1PK".into()),
             _ => {}
         }
@@ -108,10 +148,17 @@ impl Gen {
         let mut u = Update::new(key.clone(), self.update_expr());
         // Keep the GSI1 sort key tied to the base key whenever an update brings GSI1PK.
         if u.update.set.iter().any(|(a, _)| a == "GSI1PK") {
-            u.update.set.push(("GSI1SK".into(), SetValue::Value(V::S(format!("{}|{}", key.sk, key.pk)))));
+            u.update.set.push((
+                "GSI1SK".into(),
+                SetValue::Value(V::S(format!("{}|{}", key.sk, key.pk))),
+            ));
         }
         u.condition = self.condition();
-        u.returns = self.pick(&[ReturnValues::None, ReturnValues::AllOld, ReturnValues::AllNew]);
+        u.returns = self.pick(&[
+            ReturnValues::None,
+            ReturnValues::AllOld,
+            ReturnValues::AllNew,
+        ]);
         u.return_old_on_condition_failure = self.rng.random();
         u
     }
@@ -128,7 +175,11 @@ impl Gen {
         };
         let a = pick();
         let b = pick();
-        let (lo, hi) = if a.as_bytes() <= b.as_bytes() { (a.clone(), b) } else { (b, a.clone()) };
+        let (lo, hi) = if a.as_bytes() <= b.as_bytes() {
+            (a.clone(), b)
+        } else {
+            (b, a.clone())
+        };
         Some(match self.rng.random_range(0..9) {
             0 | 1 => return None,
             2 => SortCondition::Eq(a),
@@ -225,13 +276,19 @@ enum Op {
 
 fn random_op(g: &mut Gen) -> Op {
     match g.rng.random_range(0..100) {
-        0..=9 => Op::Get(GetItem { key: g.key(), consistent_read: true }),
+        0..=9 => Op::Get(GetItem {
+            key: g.key(),
+            consistent_read: true,
+        }),
         10..=17 => {
             let count = g.rng.random_range(1..=8);
             let mut keys: Vec<PrimaryKey> = (0..count).map(|_| g.key()).collect();
             keys.sort();
             keys.dedup();
-            Op::BatchGet(BatchGet { keys, consistent_read: true })
+            Op::BatchGet(BatchGet {
+                keys,
+                consistent_read: true,
+            })
         }
         18..=31 => {
             let on_index = g.rng.random_bool(0.35);
@@ -244,7 +301,11 @@ fn random_op(g: &mut Gen) -> Op {
             q.index = index;
             q.sort = g.sort_condition_on(on_index);
             q.forward = g.rng.random();
-            q.limit = if g.rng.random_bool(0.8) { Some(g.rng.random_range(1..=4)) } else { None };
+            q.limit = if g.rng.random_bool(0.8) {
+                Some(g.rng.random_range(1..=4))
+            } else {
+                None
+            };
             q.consistent_read = !on_index && g.rng.random();
             Op::Query(q)
         }
@@ -301,29 +362,44 @@ fn random_op(g: &mut Gen) -> Op {
 
 async fn run(store: &dyn Store, op: &Op) -> Outcome {
     match op {
-        Op::Get(r) => outcome(store.get_item(r.clone()).await, |i| Outcome::Item(i.map(canonical))),
-        Op::BatchGet(r) => outcome(store.batch_get_item(r.clone()).await, |i| Outcome::Items(sorted(i))),
+        Op::Get(r) => outcome(store.get_item(r.clone()).await, |i| {
+            Outcome::Item(i.map(canonical))
+        }),
+        Op::BatchGet(r) => outcome(store.batch_get_item(r.clone()).await, |i| {
+            Outcome::Items(sorted(i))
+        }),
         Op::Query(q) => walk(store, q.clone()).await,
         Op::Put(r) => outcome(store.put_item(r.clone()).await, |_| Outcome::Done),
-        Op::Update(r) => outcome(store.update_item(r.clone()).await, |i| Outcome::Item(i.map(canonical))),
-        Op::Delete(r) => outcome(store.delete_item(r.clone()).await, |i| Outcome::Item(i.map(canonical))),
+        Op::Update(r) => outcome(store.update_item(r.clone()).await, |i| {
+            Outcome::Item(i.map(canonical))
+        }),
+        Op::Delete(r) => outcome(store.delete_item(r.clone()).await, |i| {
+            Outcome::Item(i.map(canonical))
+        }),
         Op::Transact(a) => outcome(store.transact_write(a.clone()).await, |_| Outcome::Done),
     }
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Seeded random operations give identical results on the embedded engine and on
 /// DynamoDB Local; at the end both tables hold the same items.
 #[tokio::test]
 async fn embedded_engine_matches_dynamodb_local() {
-    let Some(dynamo) = common::engines::dynamodb("differential").await else { return };
+    let Some(dynamo) = common::engines::dynamodb("differential").await else {
+        return;
+    };
     let embedded = common::engines::embedded().await;
     let seed = env_u64("ITEMGRAPH_DIFF_SEED", 0x17E6_6A9F);
     let ops = env_u64("ITEMGRAPH_DIFF_OPS", 3000);
-    let mut g = Gen { rng: ChaCha8Rng::seed_from_u64(seed) };
+    let mut g = Gen {
+        rng: ChaCha8Rng::seed_from_u64(seed),
+    };
     let mut kinds: HashMap<String, usize> = HashMap::new();
     for i in 0..ops {
         let op = random_op(&mut g);
@@ -342,12 +418,19 @@ async fn embedded_engine_matches_dynamodb_local() {
             (Op::Transact(_), _) => "Transact".to_string(),
         };
         *kinds.entry(kind).or_default() += 1;
-        assert_eq!(got, want, "operation #{i} (seed {seed:#x}) differs: embedded vs DynamoDB Local: {op:?}");
+        assert_eq!(
+            got, want,
+            "operation #{i} (seed {seed:#x}) differs: embedded vs DynamoDB Local: {op:?}"
+        );
     }
     // Final state: every partition, every page size.
     for p in PARTITIONS {
         let q = Query::partition(*p);
-        assert_eq!(walk(&embedded, q.clone()).await, walk(&dynamo, q).await, "final state of {p}");
+        assert_eq!(
+            walk(&embedded, q.clone()).await,
+            walk(&dynamo, q).await,
+            "final state of {p}"
+        );
     }
     let mut sorted_kinds: Vec<_> = kinds.into_iter().collect();
     sorted_kinds.sort();

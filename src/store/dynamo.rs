@@ -1,1 +1,1203 @@
 //! The DynamoDB engine on `aws-sdk-dynamodb`.
+//!
+//! Each port operation is validated by [`validate`] first (so this engine and the embedded
+//! one refuse the same requests with the same message), then becomes exactly one SDK call.
+//! The port's condition and update trees are rendered by one `Expressions` renderer into
+//! expression strings with `#n…`/`:v…` placeholders, so attribute names never collide with
+//! DynamoDB's reserved words and values never need quoting. Items cross the boundary through
+//! `serde_dynamo`'s conversions; SDK errors become [`StoreError`]s in one place,
+//! `store_error`, and nowhere else in the crate.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_config::environment::{
+    EnvironmentVariableCredentialsProvider, EnvironmentVariableRegionProvider,
+};
+use aws_config::meta::credentials::CredentialsProviderChain;
+use aws_config::meta::region::RegionProviderChain;
+use aws_config::profile::{ProfileFileCredentialsProvider, ProfileFileRegionProvider};
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_dynamodb::config::Credentials;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{
+    self as sdk, AttributeDefinition, BillingMode, CancellationReason, GlobalSecondaryIndex,
+    IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType,
+    ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus,
+    TransactWriteItem,
+};
+use aws_sdk_dynamodb::Client;
+
+use super::{
+    validate, AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp, Condition, Delete,
+    GetItem, IndexSchema, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, ReturnValues,
+    SetValue, SortCondition, Store, StoreError, StoreResult, TableDescription, TableSchema,
+    TransactAction, Update, UpdateExpr,
+};
+
+/// The SDK's own attribute value; only this module ever names it.
+type SdkValue = sdk::AttributeValue;
+type SdkItem = HashMap<String, SdkValue>;
+
+/// Where requests are signed for when neither the options nor the environment name a region:
+/// DynamoDB Local accepts any region, and a real deployment always configures one.
+pub const DEFAULT_REGION: &str = "us-east-1";
+
+/// How long `create_table` waits for the table and its indexes to become ACTIVE. DynamoDB
+/// Local is immediate; the real service takes seconds to a minute with two new indexes.
+const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How to reach DynamoDB. Every field has a default that works against the real service
+/// with the standard AWS configuration chain; tests and local runs set `endpoint`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamoOptions {
+    /// The table every request addresses.
+    pub table: String,
+    /// An endpoint override (DynamoDB Local, a test stack). `None` uses the region's
+    /// public endpoint, or `AWS_ENDPOINT_URL*` when the environment sets one.
+    pub endpoint: Option<String>,
+    /// Overrides the region found by the configuration chain.
+    pub region: Option<String>,
+    /// Bounds TCP/TLS connection setup, so an unreachable endpoint fails fast.
+    pub connect_timeout: Duration,
+    /// Bounds a whole call including retries: the most a resolver can wait on the store.
+    pub operation_timeout: Duration,
+    /// Bounds one attempt, so a stalled connection is retried instead of eating the budget.
+    pub operation_attempt_timeout: Duration,
+    /// Attempts per call with the SDK's standard retry mode (throttling, 5xx, timeouts).
+    pub max_attempts: u32,
+}
+
+impl Default for DynamoOptions {
+    fn default() -> Self {
+        DynamoOptions {
+            table: "itemgraph".into(),
+            endpoint: None,
+            region: None,
+            connect_timeout: Duration::from_secs(3),
+            operation_timeout: Duration::from_secs(10),
+            operation_attempt_timeout: Duration::from_secs(3),
+            max_attempts: 3,
+        }
+    }
+}
+
+/// The [`Store`] on DynamoDB (or DynamoDB Local). Cheap to clone: the SDK client is a handle.
+#[derive(Debug, Clone)]
+pub struct DynamoStore {
+    client: Client,
+    table: String,
+    schema: TableSchema,
+}
+
+impl DynamoStore {
+    /// Builds a client from the standard AWS configuration chain plus `opts`.
+    ///
+    /// With an endpoint override, credentials and region come only from the environment and
+    /// the profile files, then fall back to static dummy values: DynamoDB Local accepts any
+    /// credentials, and the rest of the chain (container and instance metadata) would probe
+    /// the network for seconds before giving up on a developer machine or in CI.
+    pub async fn connect(opts: DynamoOptions, schema: TableSchema) -> Self {
+        let timeouts = TimeoutConfig::builder()
+            .connect_timeout(opts.connect_timeout)
+            .operation_timeout(opts.operation_timeout)
+            .operation_attempt_timeout(opts.operation_attempt_timeout)
+            .build();
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .retry_config(RetryConfig::standard().with_max_attempts(opts.max_attempts.max(1)))
+            .timeout_config(timeouts);
+        let fallback_region = Region::from_static(DEFAULT_REGION);
+        loader = match (&opts.region, &opts.endpoint) {
+            (Some(region), _) => loader.region(Region::new(region.clone())),
+            (None, Some(_)) => loader.region(
+                RegionProviderChain::first_try(EnvironmentVariableRegionProvider::new())
+                    .or_else(ProfileFileRegionProvider::builder().build())
+                    .or_else(fallback_region),
+            ),
+            (None, None) => {
+                loader.region(RegionProviderChain::default_provider().or_else(fallback_region))
+            }
+        };
+        if let Some(endpoint) = &opts.endpoint {
+            let credentials = CredentialsProviderChain::first_try(
+                "Environment",
+                EnvironmentVariableCredentialsProvider::new(),
+            )
+            .or_else("Profile", ProfileFileCredentialsProvider::builder().build())
+            .or_else(
+                "EndpointOverrideDummy",
+                // DynamoDB Local (2.x and later) accepts only letters and digits in a key id.
+                Credentials::new("itemgraphlocal", "itemgraphlocal", None, None, "itemgraph"),
+            );
+            loader = loader
+                .endpoint_url(endpoint)
+                .credentials_provider(credentials);
+        }
+        let config = loader.load().await;
+        Self::from_client(Client::new(&config), opts.table, schema)
+    }
+
+    /// Wraps a client configured elsewhere (tests, or an application that shares one).
+    pub fn from_client(client: Client, table: String, schema: TableSchema) -> Self {
+        DynamoStore {
+            client,
+            table,
+            schema,
+        }
+    }
+
+    /// The raw SDK client: the contract tests send requests that bypass validation to prove
+    /// DynamoDB rejects them too.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn key(&self, key: &PrimaryKey) -> SdkItem {
+        HashMap::from([
+            (self.schema.pk.clone(), SdkValue::S(key.pk.clone())),
+            (self.schema.sk.clone(), SdkValue::S(key.sk.clone())),
+        ])
+    }
+
+    fn primary_key_of(&self, key: SdkItem) -> StoreResult<PrimaryKey> {
+        let item = from_sdk_item(key)?;
+        self.schema.key_of(&item).ok_or_else(|| {
+            StoreError::Internal(format!("DynamoDB returned a malformed key: {item:?}"))
+        })
+    }
+
+    /// `ExclusiveStartKey`: on an index DynamoDB wants the index key and the table key.
+    fn start_key(&self, index: Option<&IndexSchema>, start: &PageKey) -> SdkItem {
+        let mut key = self.key(&start.table);
+        if let (Some(index), Some(ik)) = (index, &start.index) {
+            key.insert(index.pk.clone(), SdkValue::S(ik.pk.clone()));
+            key.insert(index.sk.clone(), SdkValue::S(ik.sk.clone()));
+        }
+        key
+    }
+
+    fn page_key(&self, index: Option<&IndexSchema>, last: SdkItem) -> StoreResult<PageKey> {
+        let item = from_sdk_item(last)?;
+        let malformed = || {
+            StoreError::Internal(format!(
+                "DynamoDB returned a malformed LastEvaluatedKey: {item:?}"
+            ))
+        };
+        let table = self.schema.key_of(&item).ok_or_else(malformed)?;
+        let index = match index {
+            None => None,
+            Some(index) => Some(
+                self.schema
+                    .index_key_of(index, &item)
+                    .ok_or_else(malformed)?,
+            ),
+        };
+        Ok(PageKey { table, index })
+    }
+
+    async fn wait_until_active(&self) -> StoreResult<()> {
+        let deadline = tokio::time::Instant::now() + TABLE_ACTIVE_TIMEOUT;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let out = self
+                .client
+                .describe_table()
+                .table_name(&self.table)
+                .send()
+                .await
+                .map_err(|e| store_error(&self.table, e))?;
+            let table = out.table.as_ref();
+            let active = table.and_then(|t| t.table_status()) == Some(&TableStatus::Active)
+                && table.is_some_and(|t| {
+                    t.global_secondary_indexes()
+                        .iter()
+                        .all(|i| i.index_status() == Some(&IndexStatus::Active))
+                });
+            if active {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(StoreError::Unavailable(format!(
+                    "table {} was not ACTIVE after {}s",
+                    self.table,
+                    TABLE_ACTIVE_TIMEOUT.as_secs()
+                )));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    fn transact_item(&self, action: TransactAction) -> StoreResult<TransactWriteItem> {
+        let on_failure = |asked: bool| asked.then_some(ReturnValuesOnConditionCheckFailure::AllOld);
+        let item = match action {
+            TransactAction::Put(p) => {
+                let mut ex = Expressions::default();
+                let condition = p.condition.as_ref().map(|c| ex.condition(c));
+                let (names, values) = ex.into_maps();
+                let put = sdk::Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(to_sdk_item(p.item)))
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .set_return_values_on_condition_check_failure(on_failure(
+                        p.return_old_on_condition_failure,
+                    ))
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().put(put)
+            }
+            TransactAction::Update(u) => {
+                let mut ex = Expressions::default();
+                let Some(update) = ex.update(&u.update) else {
+                    // TransactWriteItems requires an UpdateExpression; there is no no-op one.
+                    return Err(StoreError::Validation(
+                        "1 validation error detected: Value null at 'transactItems.member.update.updateExpression' failed to satisfy constraint: Member must not be null".into(),
+                    ));
+                };
+                let condition = u.condition.as_ref().map(|c| ex.condition(c));
+                let (names, values) = ex.into_maps();
+                let update = sdk::Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(self.key(&u.key)))
+                    .update_expression(update)
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .set_return_values_on_condition_check_failure(on_failure(
+                        u.return_old_on_condition_failure,
+                    ))
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().update(update)
+            }
+            TransactAction::Delete(d) => {
+                let mut ex = Expressions::default();
+                let condition = d.condition.as_ref().map(|c| ex.condition(c));
+                let (names, values) = ex.into_maps();
+                let delete = sdk::Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(self.key(&d.key)))
+                    .set_condition_expression(condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .set_return_values_on_condition_check_failure(on_failure(
+                        d.return_old_on_condition_failure,
+                    ))
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().delete(delete)
+            }
+            TransactAction::ConditionCheck(c) => {
+                let mut ex = Expressions::default();
+                let condition = ex.condition(&c.condition);
+                let (names, values) = ex.into_maps();
+                let check = sdk::ConditionCheck::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(self.key(&c.key)))
+                    .condition_expression(condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .set_return_values_on_condition_check_failure(on_failure(
+                        c.return_old_on_condition_failure,
+                    ))
+                    .build()
+                    .map_err(build_error)?;
+                TransactWriteItem::builder().condition_check(check)
+            }
+        };
+        Ok(item.build())
+    }
+}
+
+#[async_trait]
+impl Store for DynamoStore {
+    fn table_name(&self) -> &str {
+        &self.table
+    }
+
+    fn schema(&self) -> &TableSchema {
+        &self.schema
+    }
+
+    fn engine_name(&self) -> &'static str {
+        "dynamodb"
+    }
+
+    async fn create_table(&self) -> StoreResult<bool> {
+        let s = &self.schema;
+        let key_schema = |pk: &str, sk: &str| -> StoreResult<Vec<KeySchemaElement>> {
+            [(pk, KeyType::Hash), (sk, KeyType::Range)]
+                .into_iter()
+                .map(|(attr, kind)| {
+                    KeySchemaElement::builder()
+                        .attribute_name(attr)
+                        .key_type(kind)
+                        .build()
+                        .map_err(build_error)
+                })
+                .collect()
+        };
+        let mut key_attrs: Vec<&str> = vec![&s.pk, &s.sk];
+        for index in &s.indexes {
+            for attr in [&index.pk, &index.sk] {
+                if !key_attrs.contains(&attr.as_str()) {
+                    key_attrs.push(attr);
+                }
+            }
+        }
+        let definitions = key_attrs
+            .into_iter()
+            .map(|attr| {
+                AttributeDefinition::builder()
+                    .attribute_name(attr)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .map_err(build_error)
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let indexes = s
+            .indexes
+            .iter()
+            .map(|index| {
+                GlobalSecondaryIndex::builder()
+                    .index_name(&index.name)
+                    .set_key_schema(Some(key_schema(&index.pk, &index.sk)?))
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
+                    .build()
+                    .map_err(build_error)
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .set_attribute_definitions(Some(definitions))
+            .set_key_schema(Some(key_schema(&s.pk, &s.sk)?))
+            .set_global_secondary_indexes((!indexes.is_empty()).then_some(indexes))
+            .billing_mode(BillingMode::PayPerRequest)
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(e) if e.code() == Some("ResourceInUseException") => return Ok(false),
+            Err(e) => return Err(store_error(&self.table, e)),
+        }
+        self.wait_until_active().await?;
+        Ok(true)
+    }
+
+    async fn delete_table(&self) -> StoreResult<bool> {
+        match self
+            .client
+            .delete_table()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) => match store_error(&self.table, e) {
+                StoreError::TableNotFound(_) => Ok(false),
+                other => Err(other),
+            },
+        }
+    }
+
+    async fn describe_table(&self) -> StoreResult<Option<TableDescription>> {
+        let out = match self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) => {
+                return match store_error(&self.table, e) {
+                    StoreError::TableNotFound(_) => Ok(None),
+                    other => Err(other),
+                }
+            }
+        };
+        let Some(t) = out.table else {
+            return Ok(None);
+        };
+        Ok(Some(TableDescription {
+            name: t.table_name().unwrap_or(&self.table).to_owned(),
+            status: t
+                .table_status()
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_default(),
+            indexes: t
+                .global_secondary_indexes()
+                .iter()
+                .filter_map(|i| i.index_name().map(str::to_owned))
+                .collect(),
+            item_count: t.item_count().and_then(|n| u64::try_from(n).ok()),
+        }))
+    }
+
+    async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
+        validate::get_item(&self.schema, &req)?;
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key(&req.key)))
+            .consistent_read(req.consistent_read)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        out.item.map(from_sdk_item).transpose()
+    }
+
+    async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
+        validate::batch_get(&self.schema, &req)?;
+        let keys = KeysAndAttributes::builder()
+            .set_keys(Some(req.keys.iter().map(|k| self.key(k)).collect()))
+            .consistent_read(req.consistent_read)
+            .build()
+            .map_err(build_error)?;
+        let out = self
+            .client
+            .batch_get_item()
+            .request_items(&self.table, keys)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        let items = out
+            .responses
+            .and_then(|mut r| r.remove(&self.table))
+            .unwrap_or_default()
+            .into_iter()
+            .map(from_sdk_item)
+            .collect::<StoreResult<_>>()?;
+        let unprocessed = out
+            .unprocessed_keys
+            .and_then(|mut u| u.remove(&self.table))
+            .map(|k| k.keys)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|k| self.primary_key_of(k))
+            .collect::<StoreResult<_>>()?;
+        Ok(BatchGetPage { items, unprocessed })
+    }
+
+    async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
+        validate::query(&self.schema, &req)?;
+        let index = req
+            .index
+            .as_deref()
+            .and_then(|name| self.schema.index(name));
+        let (pk_attr, sk_attr) = match index {
+            Some(i) => (&i.pk, &i.sk),
+            None => (&self.schema.pk, &self.schema.sk),
+        };
+        let mut ex = Expressions::default();
+        let key_condition = ex.key_condition(pk_attr, &req.partition, sk_attr, req.sort.as_ref());
+        let (names, values) = ex.into_maps();
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .set_index_name(req.index.clone())
+            .key_condition_expression(key_condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+            .scan_index_forward(req.forward)
+            .set_limit(req.limit.map(|l| i32::try_from(l).unwrap_or(i32::MAX)))
+            .set_exclusive_start_key(req.start.as_ref().map(|s| self.start_key(index, s)))
+            .consistent_read(req.consistent_read)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        Ok(QueryOutput {
+            items: out
+                .items
+                .unwrap_or_default()
+                .into_iter()
+                .map(from_sdk_item)
+                .collect::<StoreResult<_>>()?,
+            last_evaluated_key: out
+                .last_evaluated_key
+                .filter(|k| !k.is_empty())
+                .map(|k| self.page_key(index, k))
+                .transpose()?,
+        })
+    }
+
+    async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
+        validate::put(&self.schema, &req)?;
+        let mut ex = Expressions::default();
+        let condition = req.condition.as_ref().map(|c| ex.condition(c));
+        let (names, values) = ex.into_maps();
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(to_sdk_item(req.item)))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+            .set_return_values_on_condition_check_failure(
+                req.return_old_on_condition_failure
+                    .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
+            )
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        Ok(None)
+    }
+
+    async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
+        validate::update(&self.schema, &req)?;
+        let mut ex = Expressions::default();
+        let update = ex.update(&req.update);
+        let condition = req.condition.as_ref().map(|c| ex.condition(c));
+        let (names, values) = ex.into_maps();
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key(&req.key)))
+            .set_update_expression(update)
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+            .return_values(return_value(req.returns))
+            .set_return_values_on_condition_check_failure(
+                req.return_old_on_condition_failure
+                    .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
+            )
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        returned(req.returns, out.attributes)
+    }
+
+    async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
+        validate::delete(&self.schema, &req)?;
+        let mut ex = Expressions::default();
+        let condition = req.condition.as_ref().map(|c| ex.condition(c));
+        let (names, values) = ex.into_maps();
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key(&req.key)))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+            .return_values(return_value(req.returns))
+            .set_return_values_on_condition_check_failure(
+                req.return_old_on_condition_failure
+                    .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
+            )
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        returned(req.returns, out.attributes)
+    }
+
+    async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
+        validate::transact(&self.schema, &actions)?;
+        let items = actions
+            .into_iter()
+            .map(|a| self.transact_item(a))
+            .collect::<StoreResult<Vec<_>>>()?;
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        Ok(())
+    }
+}
+
+fn return_value(r: ReturnValues) -> ReturnValue {
+    match r {
+        ReturnValues::None => ReturnValue::None,
+        ReturnValues::AllOld => ReturnValue::AllOld,
+        ReturnValues::AllNew => ReturnValue::AllNew,
+    }
+}
+
+/// DynamoDB answers an empty map rather than nothing in some cases (no old item); the port
+/// says `None` for "no item", and nothing at all unless the caller asked.
+fn returned(asked: ReturnValues, attributes: Option<SdkItem>) -> StoreResult<Option<Item>> {
+    match (asked, attributes) {
+        (ReturnValues::None, _) | (_, None) => Ok(None),
+        (_, Some(a)) if a.is_empty() => Ok(None),
+        (_, Some(a)) => from_sdk_item(a).map(Some),
+    }
+}
+
+fn to_sdk_item(item: Item) -> SdkItem {
+    serde_dynamo::Item::from(item).into()
+}
+
+/// `serde_dynamo` panics on the SDK's `Unknown` variant (a type newer than this SDK);
+/// a server must not, so such an item is an internal error instead.
+fn from_sdk_item(item: SdkItem) -> StoreResult<Item> {
+    fn unknown(v: &SdkValue) -> bool {
+        match v {
+            SdkValue::L(l) => l.iter().any(unknown),
+            SdkValue::M(m) => m.values().any(unknown),
+            other => other.is_unknown(),
+        }
+    }
+    if item.values().any(unknown) {
+        return Err(StoreError::Internal(
+            "DynamoDB returned an attribute type this SDK does not know".into(),
+        ));
+    }
+    Ok(serde_dynamo::Item::from(item).into())
+}
+
+/// A request the SDK refused to build: a bug here, never the caller's input.
+fn build_error(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {
+    StoreError::Internal(format!("building the DynamoDB request: {e}"))
+}
+
+/// The one place SDK errors become [`StoreError`]s, for every operation: transport failures
+/// by `SdkError` variant, service errors by DynamoDB's error code, and the two errors that
+/// carry items (`ConditionalCheckFailedException`, `TransactionCanceledException`) through
+/// the SDK's service-wide [`aws_sdk_dynamodb::Error`], which every operation error converts to.
+fn store_error<E, R>(table: &str, err: SdkError<E, R>) -> StoreError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+    aws_sdk_dynamodb::Error: From<SdkError<E, R>>,
+{
+    let detail = DisplayErrorContext(&err).to_string();
+    match &err {
+        SdkError::ServiceError(_) => {}
+        SdkError::ConstructionFailure(_) => return StoreError::Internal(detail),
+        // Timeouts, refused or reset connections, and responses cut off mid-way.
+        _ => return StoreError::Unavailable(detail),
+    }
+    let message = err.message().unwrap_or_default().to_owned();
+    match err.code().unwrap_or_default() {
+        "ResourceNotFoundException" => StoreError::TableNotFound(table.to_owned()),
+        "ProvisionedThroughputExceededException"
+        | "RequestLimitExceeded"
+        | "ThrottlingException" => StoreError::Throttled(message),
+        "ValidationException" => StoreError::Validation(message),
+        "ServiceUnavailable" => StoreError::Unavailable(detail),
+        _ => match aws_sdk_dynamodb::Error::from(err) {
+            aws_sdk_dynamodb::Error::ConditionalCheckFailedException(e) => {
+                match e.item.map(from_sdk_item).transpose() {
+                    Ok(item) => StoreError::ConditionFailed {
+                        item: item.map(Box::new),
+                    },
+                    Err(e) => e,
+                }
+            }
+            aws_sdk_dynamodb::Error::TransactionCanceledException(e) => {
+                match e
+                    .cancellation_reasons
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(cancel_reason)
+                    .collect()
+                {
+                    Ok(reasons) => StoreError::TransactionCanceled { reasons },
+                    Err(e) => e,
+                }
+            }
+            _ => StoreError::Internal(detail),
+        },
+    }
+}
+
+fn cancel_reason(r: CancellationReason) -> StoreResult<CancelReason> {
+    let message = r.message.unwrap_or_default();
+    Ok(match r.code.as_deref() {
+        None | Some("None") => CancelReason::None,
+        Some("ConditionalCheckFailed") => CancelReason::ConditionalCheckFailed {
+            item: r.item.map(from_sdk_item).transpose()?,
+        },
+        Some("TransactionConflict") => CancelReason::TransactionConflict,
+        Some("ValidationError") => CancelReason::ValidationError(message),
+        Some(code) => CancelReason::Other {
+            code: code.to_owned(),
+            message,
+        },
+    })
+}
+
+/// Renders one request's condition, update and key-condition trees into expression strings,
+/// collecting `ExpressionAttributeNames` (`#n0`, `#n1` …, one per distinct attribute) and
+/// `ExpressionAttributeValues` (`:v0`, `:v1` …, one per operand). Every name goes through a
+/// placeholder, so reserved words (`Status`, `Name`, `Type` …) need no special casing.
+#[derive(Debug, Default)]
+struct Expressions {
+    names: HashMap<String, String>,
+    placeholder_of: HashMap<String, String>,
+    values: HashMap<String, SdkValue>,
+}
+
+impl Expressions {
+    fn name(&mut self, attr: &str) -> String {
+        if let Some(p) = self.placeholder_of.get(attr) {
+            return p.clone();
+        }
+        let p = format!("#n{}", self.names.len());
+        self.names.insert(p.clone(), attr.to_owned());
+        self.placeholder_of.insert(attr.to_owned(), p.clone());
+        p
+    }
+
+    fn value(&mut self, v: &AttributeValue) -> String {
+        let p = format!(":v{}", self.values.len());
+        self.values.insert(p.clone(), v.clone().into());
+        p
+    }
+
+    fn string(&mut self, s: &str) -> String {
+        self.value(&AttributeValue::S(s.to_owned()))
+    }
+
+    fn condition(&mut self, c: &Condition) -> String {
+        match c {
+            Condition::Exists(a) => format!("attribute_exists({})", self.name(a)),
+            Condition::NotExists(a) => format!("attribute_not_exists({})", self.name(a)),
+            Condition::Cmp(a, op, v) => {
+                let op = match op {
+                    CmpOp::Eq => "=",
+                    CmpOp::Ne => "<>",
+                    CmpOp::Lt => "<",
+                    CmpOp::Le => "<=",
+                    CmpOp::Gt => ">",
+                    CmpOp::Ge => ">=",
+                };
+                format!("{} {op} {}", self.name(a), self.value(v))
+            }
+            Condition::Between(a, lo, hi) => {
+                let a = self.name(a);
+                format!("{a} BETWEEN {} AND {}", self.value(lo), self.value(hi))
+            }
+            Condition::BeginsWith(a, prefix) => {
+                format!("begins_with({}, {})", self.name(a), self.string(prefix))
+            }
+            Condition::And(cs) => self.junction(cs, " AND "),
+            Condition::Or(cs) => self.junction(cs, " OR "),
+            Condition::Not(c) => format!("NOT {}", self.operand(c)),
+        }
+    }
+
+    fn junction(&mut self, cs: &[Condition], op: &str) -> String {
+        let parts: Vec<String> = cs.iter().map(|c| self.operand(c)).collect();
+        parts.join(op)
+    }
+
+    /// A sub-condition as an operand of AND, OR or NOT: compound ones are parenthesised so
+    /// the rendering never depends on DynamoDB's operator precedence.
+    fn operand(&mut self, c: &Condition) -> String {
+        let rendered = self.condition(c);
+        match c {
+            Condition::And(cs) | Condition::Or(cs) if cs.len() > 1 => format!("({rendered})"),
+            _ => rendered,
+        }
+    }
+
+    /// `None` for an empty update: UpdateItem then only creates the item if it is absent.
+    fn update(&mut self, u: &UpdateExpr) -> Option<String> {
+        let mut clauses = Vec::new();
+        if !u.set.is_empty() {
+            let mut actions = Vec::new();
+            for (attr, set) in &u.set {
+                let n = self.name(attr);
+                actions.push(match set {
+                    SetValue::Value(v) => format!("{n} = {}", self.value(v)),
+                    SetValue::IfNotExists(v) => {
+                        format!("{n} = if_not_exists({n}, {})", self.value(v))
+                    }
+                });
+            }
+            clauses.push(format!("SET {}", actions.join(", ")));
+        }
+        if !u.remove.is_empty() {
+            let names: Vec<String> = u.remove.iter().map(|a| self.name(a)).collect();
+            clauses.push(format!("REMOVE {}", names.join(", ")));
+        }
+        if !u.add.is_empty() {
+            let mut actions = Vec::new();
+            for (attr, v) in &u.add {
+                let n = self.name(attr);
+                actions.push(format!("{n} {}", self.value(v)));
+            }
+            clauses.push(format!("ADD {}", actions.join(", ")));
+        }
+        (!clauses.is_empty()).then(|| clauses.join(" "))
+    }
+
+    fn key_condition(
+        &mut self,
+        pk_attr: &str,
+        partition: &str,
+        sk_attr: &str,
+        sort: Option<&SortCondition>,
+    ) -> String {
+        let partition = format!("{} = {}", self.name(pk_attr), self.string(partition));
+        let Some(sort) = sort else {
+            return partition;
+        };
+        let sk = self.name(sk_attr);
+        let sort = match sort {
+            SortCondition::Eq(v) => format!("{sk} = {}", self.string(v)),
+            SortCondition::Lt(v) => format!("{sk} < {}", self.string(v)),
+            SortCondition::Le(v) => format!("{sk} <= {}", self.string(v)),
+            SortCondition::Gt(v) => format!("{sk} > {}", self.string(v)),
+            SortCondition::Ge(v) => format!("{sk} >= {}", self.string(v)),
+            SortCondition::Between(lo, hi) => {
+                format!("{sk} BETWEEN {} AND {}", self.string(lo), self.string(hi))
+            }
+            SortCondition::BeginsWith(p) => format!("begins_with({sk}, {})", self.string(p)),
+        };
+        format!("{partition} AND {sort}")
+    }
+
+    /// The two maps, each `None` when empty: DynamoDB rejects an empty
+    /// `ExpressionAttributeNames` or `ExpressionAttributeValues`.
+    fn into_maps(self) -> (Option<HashMap<String, String>>, Option<SdkItem>) {
+        let names = (!self.names.is_empty()).then_some(self.names);
+        let values = (!self.values.is_empty()).then_some(self.values);
+        (names, values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> AttributeValue {
+        AttributeValue::S(v.into())
+    }
+
+    fn n(v: &str) -> AttributeValue {
+        AttributeValue::N(v.into())
+    }
+
+    fn names(ex: &Expressions) -> Vec<(&str, &str)> {
+        let mut v: Vec<_> = ex
+            .names
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_condition_reuses_one_placeholder_per_attribute_and_one_per_value() {
+        let mut ex = Expressions::default();
+        let c = Condition::And(vec![
+            Condition::exists("PK"),
+            Condition::Or(vec![
+                Condition::Cmp("Version".into(), CmpOp::Eq, n("3")),
+                Condition::Cmp("Version".into(), CmpOp::Lt, n("1")),
+            ]),
+            Condition::Not(Box::new(Condition::BeginsWith(
+                "Status".into(),
+                "CLOSED".into(),
+            ))),
+        ]);
+        assert_eq!(
+            ex.condition(&c),
+            "attribute_exists(#n0) AND (#n1 = :v0 OR #n1 < :v1) AND NOT begins_with(#n2, :v2)"
+        );
+        assert_eq!(
+            names(&ex),
+            [("#n0", "PK"), ("#n1", "Version"), ("#n2", "Status")]
+        );
+        assert_eq!(ex.values[":v2"], SdkValue::S("CLOSED".into()));
+    }
+
+    #[test]
+    fn every_comparison_operator_and_between_render() {
+        let mut ex = Expressions::default();
+        let ops = [
+            CmpOp::Eq,
+            CmpOp::Ne,
+            CmpOp::Lt,
+            CmpOp::Le,
+            CmpOp::Gt,
+            CmpOp::Ge,
+        ];
+        let c = Condition::Or(
+            ops.iter()
+                .map(|op| Condition::Cmp("a".into(), *op, n("1")))
+                .chain([Condition::Between("b".into(), s("x"), s("y"))])
+                .collect(),
+        );
+        assert_eq!(
+            ex.condition(&c),
+            "#n0 = :v0 OR #n0 <> :v1 OR #n0 < :v2 OR #n0 <= :v3 OR #n0 > :v4 OR #n0 >= :v5 OR #n1 BETWEEN :v6 AND :v7"
+        );
+    }
+
+    #[test]
+    fn not_parenthesises_a_compound_operand_and_a_single_junction_is_bare() {
+        let mut ex = Expressions::default();
+        let c = Condition::Not(Box::new(Condition::And(vec![
+            Condition::not_exists("a"),
+            Condition::exists("b"),
+        ])));
+        assert_eq!(
+            ex.condition(&c),
+            "NOT (attribute_not_exists(#n0) AND attribute_exists(#n1))"
+        );
+        let mut ex = Expressions::default();
+        let c = Condition::And(vec![Condition::Or(vec![Condition::exists("a")])]);
+        assert_eq!(ex.condition(&c), "attribute_exists(#n0)");
+    }
+
+    #[test]
+    fn an_update_renders_set_remove_and_add_clauses_in_that_order() {
+        let mut ex = Expressions::default();
+        let mut u = UpdateExpr::default()
+            .set("Status", s("OPEN"))
+            .remove("Assignee")
+            .add("ticketCount", 1);
+        u.set
+            .push(("CreatedAt".into(), SetValue::IfNotExists(s("2024"))));
+        assert_eq!(
+            ex.update(&u).as_deref(),
+            Some("SET #n0 = :v0, #n1 = if_not_exists(#n1, :v1) REMOVE #n2 ADD #n3 :v2")
+        );
+        assert_eq!(
+            names(&ex),
+            [
+                ("#n0", "Status"),
+                ("#n1", "CreatedAt"),
+                ("#n2", "Assignee"),
+                ("#n3", "ticketCount")
+            ]
+        );
+        assert_eq!(ex.values[":v2"], SdkValue::N("1".into()));
+    }
+
+    #[test]
+    fn an_update_and_its_condition_share_placeholders() {
+        let mut ex = Expressions::default();
+        let u = UpdateExpr::default().set("Version", n("4"));
+        assert_eq!(ex.update(&u).as_deref(), Some("SET #n0 = :v0"));
+        let c = Condition::eq("Version", n("3"));
+        assert_eq!(ex.condition(&c), "#n0 = :v1");
+        let (names, values) = ex.into_maps();
+        assert_eq!(names.unwrap().len(), 1);
+        assert_eq!(values.unwrap().len(), 2);
+    }
+
+    #[test]
+    fn an_empty_update_renders_nothing_and_leaves_no_empty_maps() {
+        let mut ex = Expressions::default();
+        assert_eq!(ex.update(&UpdateExpr::default()), None);
+        assert_eq!(ex.into_maps(), (None, None));
+        let mut ex = Expressions::default();
+        ex.condition(&Condition::not_exists("PK"));
+        let (names, values) = ex.into_maps();
+        assert!(names.is_some());
+        assert_eq!(
+            values, None,
+            "a condition without operands sends no values map"
+        );
+    }
+
+    #[test]
+    fn key_conditions_render_partition_equality_and_each_sort_condition() {
+        let cases = [
+            (None, "#n0 = :v0"),
+            (
+                Some(SortCondition::Eq("a".into())),
+                "#n0 = :v0 AND #n1 = :v1",
+            ),
+            (
+                Some(SortCondition::Lt("a".into())),
+                "#n0 = :v0 AND #n1 < :v1",
+            ),
+            (
+                Some(SortCondition::Le("a".into())),
+                "#n0 = :v0 AND #n1 <= :v1",
+            ),
+            (
+                Some(SortCondition::Gt("a".into())),
+                "#n0 = :v0 AND #n1 > :v1",
+            ),
+            (
+                Some(SortCondition::Ge("a".into())),
+                "#n0 = :v0 AND #n1 >= :v1",
+            ),
+            (
+                Some(SortCondition::Between("a".into(), "b".into())),
+                "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2",
+            ),
+            (
+                Some(SortCondition::BeginsWith("USER#".into())),
+                "#n0 = :v0 AND begins_with(#n1, :v1)",
+            ),
+        ];
+        for (sort, want) in cases {
+            let mut ex = Expressions::default();
+            assert_eq!(
+                ex.key_condition("GSI1PK", "ORG#o", "GSI1SK", sort.as_ref()),
+                want
+            );
+            assert_eq!(ex.names["#n0"], "GSI1PK");
+            assert_eq!(ex.values[":v0"], SdkValue::S("ORG#o".into()));
+        }
+    }
+
+    #[test]
+    fn items_convert_both_ways_without_loss() {
+        let item: Item = [
+            ("PK".to_string(), s("ORG#o")),
+            ("n".to_string(), n("1.5")),
+            ("b".to_string(), AttributeValue::B(vec![1, 2])),
+            (
+                "l".to_string(),
+                AttributeValue::L(vec![AttributeValue::Bool(true)]),
+            ),
+            ("ss".to_string(), AttributeValue::Ss(vec!["x".into()])),
+        ]
+        .into();
+        assert_eq!(from_sdk_item(to_sdk_item(item.clone())).unwrap(), item);
+    }
+
+    mod errors {
+        use super::*;
+        use aws_sdk_dynamodb::error::{ConnectorError, ErrorMetadata};
+        use aws_sdk_dynamodb::operation::put_item::PutItemError;
+        use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+        use aws_sdk_dynamodb::types::error::{
+            ConditionalCheckFailedException, TransactionCanceledException,
+        };
+
+        fn service<E>(e: E) -> SdkError<E, ()> {
+            SdkError::service_error(e, ())
+        }
+
+        fn coded(code: &str) -> StoreError {
+            let meta = ErrorMetadata::builder().code(code).message("why").build();
+            store_error("t", service(PutItemError::generic(meta)))
+        }
+
+        #[test]
+        fn service_codes_map_to_port_errors() {
+            assert_eq!(
+                coded("ValidationException"),
+                StoreError::Validation("why".into())
+            );
+            assert_eq!(
+                coded("ResourceNotFoundException"),
+                StoreError::TableNotFound("t".into())
+            );
+            for code in [
+                "ProvisionedThroughputExceededException",
+                "RequestLimitExceeded",
+                "ThrottlingException",
+            ] {
+                assert_eq!(coded(code), StoreError::Throttled("why".into()), "{code}");
+            }
+            assert!(matches!(
+                coded("ServiceUnavailable"),
+                StoreError::Unavailable(_)
+            ));
+            assert!(
+                matches!(coded("InternalServerError"), StoreError::Internal(m) if m.contains("InternalServerError"))
+            );
+        }
+
+        #[test]
+        fn transport_failures_are_unavailable() {
+            let timeout: SdkError<PutItemError, ()> = SdkError::timeout_error("slow");
+            assert!(matches!(
+                store_error("t", timeout),
+                StoreError::Unavailable(_)
+            ));
+            let refused: SdkError<PutItemError, ()> =
+                SdkError::dispatch_failure(ConnectorError::io("connection refused".into()));
+            assert!(
+                matches!(store_error("t", refused), StoreError::Unavailable(m) if m.contains("connection refused"))
+            );
+            let bug: SdkError<PutItemError, ()> = SdkError::construction_failure("bad");
+            assert!(matches!(store_error("t", bug), StoreError::Internal(_)));
+        }
+
+        #[test]
+        fn a_failed_condition_carries_the_returned_item() {
+            let e = ConditionalCheckFailedException::builder()
+                .message("The conditional request failed")
+                .item("PK", SdkValue::S("a".into()))
+                .build();
+            let err = store_error(
+                "t",
+                service(PutItemError::ConditionalCheckFailedException(e)),
+            );
+            let item: Item = [("PK".to_string(), s("a"))].into();
+            assert_eq!(
+                err,
+                StoreError::ConditionFailed {
+                    item: Some(Box::new(item))
+                }
+            );
+        }
+
+        #[test]
+        fn cancellation_reasons_keep_action_order_and_codes() {
+            let reason = |code: &str| {
+                CancellationReason::builder()
+                    .code(code)
+                    .message("m")
+                    .build()
+            };
+            let e = TransactionCanceledException::builder()
+                .cancellation_reasons(reason("None"))
+                .cancellation_reasons(
+                    CancellationReason::builder()
+                        .code("ConditionalCheckFailed")
+                        .item("PK", SdkValue::S("a".into()))
+                        .build(),
+                )
+                .cancellation_reasons(reason("TransactionConflict"))
+                .cancellation_reasons(reason("ValidationError"))
+                .cancellation_reasons(reason("ThrottlingError"))
+                .build();
+            let err = store_error(
+                "t",
+                service(TransactWriteItemsError::TransactionCanceledException(e)),
+            );
+            let item: Item = [("PK".to_string(), s("a"))].into();
+            assert_eq!(
+                err,
+                StoreError::TransactionCanceled {
+                    reasons: vec![
+                        CancelReason::None,
+                        CancelReason::ConditionalCheckFailed { item: Some(item) },
+                        CancelReason::TransactionConflict,
+                        CancelReason::ValidationError("m".into()),
+                        CancelReason::Other {
+                            code: "ThrottlingError".into(),
+                            message: "m".into()
+                        },
+                    ]
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_attribute_type_is_an_error_not_a_panic() {
+        let item = SdkItem::from([("x".to_string(), SdkValue::L(vec![SdkValue::Unknown]))]);
+        assert!(matches!(from_sdk_item(item), Err(StoreError::Internal(_))));
+    }
+}

@@ -27,8 +27,8 @@ use super::value::{self, canonical_number, canonicalize, item_size, parse_number
 use super::{
     AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp, Condition, Delete, GetItem,
     IndexKey, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, ReturnValues, SetValue,
-    SortCondition, Store, StoreError, StoreResult, TableDescription, TableSchema,
-    TransactAction, Update, UpdateExpr,
+    SortCondition, Store, StoreError, StoreResult, TableDescription, TableSchema, TransactAction,
+    Update, UpdateExpr,
 };
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -219,7 +219,10 @@ impl Inner {
         TableDefinition::new(&self.index_names[i])
     }
 
-    fn table_exists(&self, meta: &impl ReadableTable<&'static str, &'static [u8]>) -> StoreResult<bool> {
+    fn table_exists(
+        &self,
+        meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    ) -> StoreResult<bool> {
         Ok(meta.get(self.table.as_str()).map_err(internal)?.is_some())
     }
 
@@ -256,7 +259,11 @@ impl Inner {
             .collect()
     }
 
-    fn get_in_write(&self, tx: &redb::WriteTransaction, key: &PrimaryKey) -> StoreResult<Option<Item>> {
+    fn get_in_write(
+        &self,
+        tx: &redb::WriteTransaction,
+        key: &PrimaryKey,
+    ) -> StoreResult<Option<Item>> {
         let items = tx.open_table(self.items_def()).map_err(internal)?;
         let got = items.get(table_key(key).as_slice()).map_err(internal)?;
         got.map(|v| decode_item(v.value())).transpose()
@@ -394,9 +401,7 @@ fn apply_update(
                 }))
             }
             _ => {
-                return Err(
-                    "An operand in the update expression has an incorrect data type".into(),
-                )
+                return Err("An operand in the update expression has an incorrect data type".into())
             }
         };
         item.insert(a.clone(), merged);
@@ -434,14 +439,22 @@ enum Refused {
     Invalid(String),
 }
 
-fn plan(inner: &Inner, tx: &redb::WriteTransaction, action: &TransactAction) -> StoreResult<Result<Planned, Refused>> {
-    let key = action.key(&inner.schema).ok_or_else(|| internal("action without key"))?;
+fn plan(
+    inner: &Inner,
+    tx: &redb::WriteTransaction,
+    action: &TransactAction,
+) -> StoreResult<Result<Planned, Refused>> {
+    let key = action
+        .key(&inner.schema)
+        .ok_or_else(|| internal("action without key"))?;
     let old = inner.get_in_write(tx, &key)?;
     let (condition, wants_old) = match action {
         TransactAction::Put(p) => (p.condition.as_ref(), p.return_old_on_condition_failure),
         TransactAction::Update(u) => (u.condition.as_ref(), u.return_old_on_condition_failure),
         TransactAction::Delete(d) => (d.condition.as_ref(), d.return_old_on_condition_failure),
-        TransactAction::ConditionCheck(c) => (Some(&c.condition), c.return_old_on_condition_failure),
+        TransactAction::ConditionCheck(c) => {
+            (Some(&c.condition), c.return_old_on_condition_failure)
+        }
     };
     if let Some(c) = condition {
         if !eval(c, old.as_ref()) {
@@ -450,10 +463,12 @@ fn plan(inner: &Inner, tx: &redb::WriteTransaction, action: &TransactAction) -> 
     }
     let new = match action {
         TransactAction::Put(p) => Some(value::canonicalize_item(p.item.clone())),
-        TransactAction::Update(u) => match apply_update(&inner.schema, &key, old.as_ref(), &u.update) {
-            Ok(item) => Some(item),
-            Err(msg) => return Ok(Err(Refused::Invalid(msg))),
-        },
+        TransactAction::Update(u) => {
+            match apply_update(&inner.schema, &key, old.as_ref(), &u.update) {
+                Ok(item) => Some(item),
+                Err(msg) => return Ok(Err(Refused::Invalid(msg))),
+            }
+        }
         TransactAction::Delete(_) => None,
         TransactAction::ConditionCheck(_) => return Ok(Ok(Planned::Nothing)),
     };
@@ -468,13 +483,18 @@ fn apply(inner: &Inner, tx: &redb::WriteTransaction, planned: &Planned) -> Store
 }
 
 /// One single-item write: plan, refuse with DynamoDB's error, or apply and commit.
-fn single_write(inner: &Inner, action: TransactAction) -> StoreResult<(Option<Item>, Option<Item>)> {
+fn single_write(
+    inner: &Inner,
+    action: TransactAction,
+) -> StoreResult<(Option<Item>, Option<Item>)> {
     let tx = inner.db.begin_write().map_err(internal)?;
     inner.write_exists(&tx)?;
     let planned = match plan(inner, &tx, &action)? {
         Ok(p) => p,
         Err(Refused::Condition(item)) => {
-            return Err(StoreError::ConditionFailed { item: item.map(Box::new) })
+            return Err(StoreError::ConditionFailed {
+                item: item.map(Box::new),
+            })
         }
         Err(Refused::Invalid(msg)) => return Err(StoreError::Validation(msg)),
     };
@@ -526,7 +546,11 @@ impl Store for EmbeddedStore {
             let tx = inner.db.begin_write().map_err(internal)?;
             {
                 let mut meta = tx.open_table(META).map_err(internal)?;
-                if meta.remove(inner.table.as_str()).map_err(internal)?.is_none() {
+                if meta
+                    .remove(inner.table.as_str())
+                    .map_err(internal)?
+                    .is_none()
+                {
                     return Ok(false);
                 }
             }
@@ -551,7 +575,12 @@ impl Store for EmbeddedStore {
             Ok(Some(TableDescription {
                 name: inner.table.clone(),
                 status: "ACTIVE".into(),
-                indexes: inner.schema.indexes.iter().map(|i| i.name.clone()).collect(),
+                indexes: inner
+                    .schema
+                    .indexes
+                    .iter()
+                    .map(|i| i.name.clone())
+                    .collect(),
                 item_count: Some(count),
             }))
         })
@@ -564,7 +593,9 @@ impl Store for EmbeddedStore {
             let tx = inner.db.begin_read().map_err(internal)?;
             inner.read_exists(&tx)?;
             let items = tx.open_table(inner.items_def()).map_err(internal)?;
-            let got = items.get(table_key(&req.key).as_slice()).map_err(internal)?;
+            let got = items
+                .get(table_key(&req.key).as_slice())
+                .map_err(internal)?;
             got.map(|v| decode_item(v.value())).transpose()
         })
         .await
@@ -624,7 +655,11 @@ impl Store for EmbeddedStore {
         let (old, _) = self
             .run(move |inner| single_write(inner, TransactAction::Delete(req)))
             .await?;
-        Ok(if returns == ReturnValues::AllOld { old } else { None })
+        Ok(if returns == ReturnValues::AllOld {
+            old
+        } else {
+            None
+        })
     }
 
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
@@ -718,7 +753,13 @@ fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
                 let item = decode_item(row_val)?;
                 let parts = decode_key(row_key)?;
                 let [pk, sk]: [String; 2] = parts.try_into().map_err(|_| internal("bad key"))?;
-                (item, PageKey { table: PrimaryKey { pk, sk }, index: None })
+                (
+                    item,
+                    PageKey {
+                        table: PrimaryKey { pk, sk },
+                        index: None,
+                    },
+                )
             }
             Some(_) => {
                 let parts = decode_key(row_key)?;
@@ -748,8 +789,11 @@ fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
     match index {
         None => {
             let range = items.range::<&[u8]>((lower, upper)).map_err(internal)?;
-            let rows: Box<dyn Iterator<Item = _>> =
-                if req.forward { Box::new(range) } else { Box::new(range.rev()) };
+            let rows: Box<dyn Iterator<Item = _>> = if req.forward {
+                Box::new(range)
+            } else {
+                Box::new(range.rev())
+            };
             for row in rows {
                 let (k, v) = row.map_err(internal)?;
                 if visit(k.value(), v.value())? {
@@ -761,8 +805,11 @@ fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
         Some(i) => {
             let table = tx.open_table(inner.index_def(i)).map_err(internal)?;
             let range = table.range::<&[u8]>((lower, upper)).map_err(internal)?;
-            let rows: Box<dyn Iterator<Item = _>> =
-                if req.forward { Box::new(range) } else { Box::new(range.rev()) };
+            let rows: Box<dyn Iterator<Item = _>> = if req.forward {
+                Box::new(range)
+            } else {
+                Box::new(range.rev())
+            };
             for row in rows {
                 let (k, v) = row.map_err(internal)?;
                 if visit(k.value(), v.value())? {
@@ -774,15 +821,15 @@ fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
     }
     if stopped {
         let at_inclusive_end = index.is_none()
-            && last.as_ref().is_some_and(|k| {
-                match (&req.sort, req.forward) {
+            && last
+                .as_ref()
+                .is_some_and(|k| match (&req.sort, req.forward) {
                     (Some(SortCondition::Le(end) | SortCondition::Between(_, end)), true)
                     | (Some(SortCondition::Ge(end) | SortCondition::Between(end, _)), false) => {
                         k.table.sk == *end
                     }
                     _ => false,
-                }
-            });
+                });
         // A base-table page that ends on the inclusive bound of its key condition cannot
         // be followed by anything (sort keys are unique there), and DynamoDB then returns
         // no LastEvaluatedKey; on an index, equal sort keys may follow, so the key stays.
@@ -799,7 +846,18 @@ mod tests {
 
     #[test]
     fn encoded_keys_sort_like_utf8_strings() {
-        let mut words = vec!["", "a", "a\0", "a\0b", "ab", "a\u{1}", "b", "#x", "\u{FFFF}", "\u{10000}"];
+        let mut words = vec![
+            "",
+            "a",
+            "a\0",
+            "a\0b",
+            "ab",
+            "a\u{1}",
+            "b",
+            "#x",
+            "\u{FFFF}",
+            "\u{10000}",
+        ];
         let mut encoded: Vec<(Vec<u8>, &str)> =
             words.iter().map(|w| (encode_key(&[w, "z"]), *w)).collect();
         words.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
@@ -817,7 +875,14 @@ mod tests {
     #[test]
     fn begins_with_range_holds_exactly_the_prefixed_keys() {
         let (lo, hi) = key_range("p", Some(&SortCondition::BeginsWith("ab".into())));
-        for (sk, inside) in [("ab", true), ("ab\0", true), ("abz", true), ("aa", false), ("ac", false), ("a", false)] {
+        for (sk, inside) in [
+            ("ab", true),
+            ("ab\0", true),
+            ("abz", true),
+            ("aa", false),
+            ("ac", false),
+            ("a", false),
+        ] {
             let k = encode_key(&["p", sk]);
             assert_eq!(k >= lo && k < hi, inside, "{sk:?}");
         }

@@ -267,7 +267,8 @@ impl UpdateExpr {
         self
     }
     pub fn add(mut self, attr: impl Into<String>, n: i64) -> Self {
-        self.add.push((attr.into(), AttributeValue::N(n.to_string())));
+        self.add
+            .push((attr.into(), AttributeValue::N(n.to_string())));
         self
     }
     pub fn remove(mut self, attr: impl Into<String>) -> Self {

@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use super::value::{compare, item_size, parse_number, type_name};
 use super::{
     AttributeValue, BatchGet, CmpOp, Condition, Delete, GetItem, Item, PageKey, Put, Query,
-    ReturnValues, SetValue, SortCondition, StoreError, StoreResult, TableSchema,
-    TransactAction, Update,
+    ReturnValues, SetValue, SortCondition, StoreError, StoreResult, TableSchema, TransactAction,
+    Update,
 };
 
 /// DynamoDB's item size limit (400 KB).
@@ -40,9 +40,11 @@ fn key_value(attr: &str, value: &str, max: usize) -> StoreResult<()> {
         )));
     }
     if value.len() > max {
-        return Err(invalid(format!(
-            "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of {max} bytes (key {attr})"
-        )));
+        return Err(invalid(if max == MAX_PARTITION_KEY_BYTES {
+            format!("One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of {max} bytes (key {attr})")
+        } else {
+            format!("One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of {max} bytes (key {attr})")
+        }));
     }
     Ok(())
 }
@@ -63,7 +65,9 @@ pub fn value(v: &AttributeValue) -> StoreResult<()> {
             for n in ns {
                 let d = parse_number(n).map_err(invalid)?;
                 if !seen.insert(d) {
-                    return Err(invalid(format!("Input collection {ns:?} contains duplicates.")));
+                    return Err(invalid(format!(
+                        "Input collection {ns:?} contains duplicates."
+                    )));
                 }
             }
             Ok(())
@@ -96,7 +100,9 @@ fn no_duplicates<T: std::hash::Hash + Eq + std::fmt::Debug>(xs: &[T]) -> StoreRe
     if xs.iter().all(|x| seen.insert(x)) {
         Ok(())
     } else {
-        Err(invalid(format!("Input collection {xs:?} contains duplicates.")))
+        Err(invalid(format!(
+            "Input collection {xs:?} contains duplicates."
+        )))
     }
 }
 
@@ -245,7 +251,9 @@ pub fn batch_get(schema: &TableSchema, req: &BatchGet) -> StoreResult<()> {
         return Err(invalid("1 validation error detected: Value at 'requestItems.1.member.keys' failed to satisfy constraint: Member must have length greater than or equal to 1"));
     }
     if req.keys.len() > MAX_BATCH_GET_KEYS {
-        return Err(invalid("Too many items requested for the BatchGetItem call"));
+        return Err(invalid(
+            "Too many items requested for the BatchGetItem call",
+        ));
     }
     let mut seen = HashSet::new();
     for k in &req.keys {
@@ -306,7 +314,9 @@ pub fn query(schema: &TableSchema, q: &Query) -> StoreResult<()> {
 }
 
 fn start_key(schema: &TableSchema, q: &Query, start: &PageKey) -> StoreResult<()> {
-    let bad = || invalid("The provided starting key is invalid: The provided key element does not match the schema");
+    let bad = || {
+        invalid("The provided starting key is invalid: The provided key element does not match the schema")
+    };
     primary_key(schema, &start.table.pk, &start.table.sk).map_err(|_| bad())?;
     let (partition, sort) = match (&q.index, &start.index) {
         (None, None) => (&start.table.pk, &start.table.sk),
@@ -384,11 +394,20 @@ pub fn update(schema: &TableSchema, u: &Update) -> StoreResult<()> {
         let probe: Item = [(attr.clone(), v.clone())].into();
         index_keys(schema, &probe)?;
     }
-    for (_, v) in &e.add {
+    for (attr, v) in &e.add {
         value(v)?;
+        if schema.is_key_attribute(attr) {
+            // ADD takes numbers and sets; index keys are strings.
+            return Err(invalid(format!(
+                "One or more parameter values were invalid: Type mismatch for Index Key {attr}"
+            )));
+        }
         if !matches!(
             v,
-            AttributeValue::N(_) | AttributeValue::Ss(_) | AttributeValue::Ns(_) | AttributeValue::Bs(_)
+            AttributeValue::N(_)
+                | AttributeValue::Ss(_)
+                | AttributeValue::Ns(_)
+                | AttributeValue::Bs(_)
         ) {
             return Err(invalid(format!(
                 "Invalid UpdateExpression: Incorrect operand type for operator or function; operator: ADD, operand type: {}",
@@ -444,7 +463,9 @@ pub fn transact(schema: &TableSchema, actions: &[TransactAction]) -> StoreResult
         }
     }
     if bytes > MAX_TRANSACT_BYTES {
-        return Err(invalid("Transaction request size exceeds the maximum of 4 MB"));
+        return Err(invalid(
+            "Transaction request size exceeds the maximum of 4 MB",
+        ));
     }
     Ok(())
 }

@@ -15,7 +15,9 @@ pub const MAX_NUMBER_DIGITS: u64 = 38;
 pub fn parse_number(n: &str) -> Result<BigDecimal, String> {
     let trimmed = n.trim();
     if trimmed.is_empty() || trimmed != n {
-        return Err(format!("The parameter cannot be converted to a numeric value: {n}"));
+        return Err(format!(
+            "The parameter cannot be converted to a numeric value: {n}"
+        ));
     }
     let d = BigDecimal::from_str(n)
         .map_err(|_| format!("The parameter cannot be converted to a numeric value: {n}"))?;
@@ -50,11 +52,9 @@ pub fn canonical_number(d: &BigDecimal) -> String {
 /// canonical form, as DynamoDB stores it.
 pub fn canonicalize(v: AttributeValue) -> AttributeValue {
     match v {
-        AttributeValue::N(n) => AttributeValue::N(
-            parse_number(&n)
-                .map(|d| canonical_number(&d))
-                .unwrap_or(n),
-        ),
+        AttributeValue::N(n) => {
+            AttributeValue::N(parse_number(&n).map(|d| canonical_number(&d)).unwrap_or(n))
+        }
         AttributeValue::Ns(ns) => AttributeValue::Ns(
             ns.into_iter()
                 .map(|n| parse_number(&n).map(|d| canonical_number(&d)).unwrap_or(n))
@@ -69,7 +69,9 @@ pub fn canonicalize(v: AttributeValue) -> AttributeValue {
 }
 
 pub fn canonicalize_item(item: Item) -> Item {
-    item.into_iter().map(|(k, v)| (k, canonicalize(v))).collect()
+    item.into_iter()
+        .map(|(k, v)| (k, canonicalize(v)))
+        .collect()
 }
 
 /// Ordering of two values as a condition's `<`, `<=`, `>`, `>=` and `BETWEEN` see it:
@@ -100,9 +102,7 @@ pub fn equal(a: &AttributeValue, b: &AttributeValue) -> bool {
         }
         (V::Ss(x), V::Ss(y)) => same_set(x, y, |a, b| a == b),
         (V::Bs(x), V::Bs(y)) => same_set(x, y, |a, b| a == b),
-        (V::Ns(x), V::Ns(y)) => same_set(x, y, |a, b| {
-            equal(&V::N(a.clone()), &V::N(b.clone()))
-        }),
+        (V::Ns(x), V::Ns(y)) => same_set(x, y, |a, b| equal(&V::N(a.clone()), &V::N(b.clone()))),
         _ => false,
     }
 }
@@ -128,7 +128,12 @@ pub fn value_size(v: &AttributeValue) -> usize {
         V::B(b) => b.len(),
         V::Bool(_) | V::Null(_) => 1,
         V::L(l) => 3 + l.iter().map(|e| 1 + value_size(e)).sum::<usize>(),
-        V::M(m) => 3 + m.iter().map(|(k, e)| 1 + k.len() + value_size(e)).sum::<usize>(),
+        V::M(m) => {
+            3 + m
+                .iter()
+                .map(|(k, e)| 1 + k.len() + value_size(e))
+                .sum::<usize>()
+        }
         V::Ss(s) => s.iter().map(String::len).sum(),
         V::Ns(s) => s.iter().map(|n| number_size(n)).sum(),
         V::Bs(s) => s.iter().map(Vec::len).sum(),
@@ -172,7 +177,11 @@ mod tests {
             ("1.25E-2", "0.0125"),
             ("-12", "-12"),
         ] {
-            assert_eq!(canonical_number(&parse_number(input).unwrap()), want, "{input}");
+            assert_eq!(
+                canonical_number(&parse_number(input).unwrap()),
+                want,
+                "{input}"
+            );
         }
     }
 
@@ -191,7 +200,10 @@ mod tests {
         let s = |x: &str| AttributeValue::S(x.into());
         // '#' < 'L' < 'O' < 'T' < 'U'; a code point above U+FFFF sorts after U+FFFF in UTF-8.
         assert_eq!(compare(&s("#ORDER"), &s("ORG")), Some(Ordering::Less));
-        assert_eq!(compare(&s("\u{FFFF}"), &s("\u{10000}")), Some(Ordering::Less));
+        assert_eq!(
+            compare(&s("\u{FFFF}"), &s("\u{10000}")),
+            Some(Ordering::Less)
+        );
         assert_eq!(compare(&s("a"), &AttributeValue::N("1".into())), None);
     }
 
