@@ -319,6 +319,17 @@ pub async fn get_order_with_lines(
     })
 }
 
+/// Access pattern 1, 5, 9 for one key: any entity by primary key, in one GetItem.
+pub async fn get_entity(store: &dyn Store, key: PrimaryKey) -> RepoResult<Option<Entity>> {
+    let item = store
+        .get_item(GetItem {
+            key,
+            consistent_read: false,
+        })
+        .await?;
+    Ok(item.map(Entity::from_item).transpose()?)
+}
+
 /// Access pattern 8, 9: entities of any type by primary key, in one BatchGetItem (at most 100
 /// distinct keys; repeats are asked once). Absent keys are absent from the map.
 pub async fn batch_get_entities(

@@ -11,11 +11,13 @@
 //!   `embedded` (redb) and `dynamo` (aws-sdk-dynamodb).
 //! - [`collections`]: one function per access pattern, each exactly one port call.
 //! - [`demo`]: the deterministic demo data set.
+//! - [`graphql`]: the schema and resolvers; knows nothing of HTTP.
 //! - [`http`]: the axum router and `serve(listener, state, shutdown)`.
 
 pub mod collections;
 pub mod config;
 pub mod demo;
+pub mod graphql;
 pub mod http;
 pub mod keys;
 pub mod model;

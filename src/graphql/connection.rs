@@ -1,0 +1,273 @@
+//! Relay connections over item collections.
+//!
+//! `first`/`after` pages forward in the connection's order, `last`/`before` backward by
+//! flipping the scan direction; edges always come back in the connection's order. A cursor
+//! is the key of its item (the last-seen sort key and what `ExclusiveStartKey` needs),
+//! signed for its connection ([`super::cursor`]). `hasNextPage` going forward and
+//! `hasPreviousPage` going backward are exact: each Query reads one item more than the page.
+
+use async_graphql::{OutputType, SimpleObject};
+
+use crate::collections::{Page as RepoPage, MAX_PAGE_SIZE};
+use crate::graphql::cursor::CursorCodec;
+use crate::graphql::errors::ApiError;
+use crate::graphql::types::{Order, Ticket, User};
+use crate::store::PageKey;
+
+/// Page size when neither `first` nor `last` is given.
+pub const DEFAULT_PAGE_SIZE: u32 = 20;
+
+/// The Relay paging arguments of one connection field, as the client sent them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct PageArgs {
+    pub first: Option<i64>,
+    pub after: Option<String>,
+    pub last: Option<i64>,
+    pub before: Option<String>,
+}
+
+/// The arguments checked and the cursor verified: what to ask the store for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// Edges asked for, 0..=100.
+    pub size: u32,
+    pub start: Option<PageKey>,
+    /// `true` for `first`/`after`.
+    pub forward: bool,
+}
+
+impl Resolved {
+    /// The repository page: at least one item is read, so even `first: 0` learns whether
+    /// a next page exists.
+    pub fn repo_page(&self) -> RepoPage {
+        RepoPage {
+            limit: self.size.max(1),
+            start: self.start.clone(),
+            forward: self.forward,
+        }
+    }
+
+    /// A first page in the connection's own order: the one that can carry the parent.
+    pub fn is_first_forward(&self) -> bool {
+        self.forward && self.start.is_none()
+    }
+}
+
+fn size(field: &str, n: Option<i64>) -> Result<Option<u32>, ApiError> {
+    match n {
+        None => Ok(None),
+        Some(n) if (0..=i64::from(MAX_PAGE_SIZE)).contains(&n) => Ok(Some(n as u32)),
+        Some(n) => Err(ApiError::bad_input(
+            field,
+            format!("`{field}` must be between 0 and {MAX_PAGE_SIZE}, got {n}"),
+        )),
+    }
+}
+
+impl PageArgs {
+    /// Checks the arguments and the cursor, before any request is made.
+    pub fn resolve(&self, cursors: &CursorCodec, connection: &str) -> Result<Resolved, ApiError> {
+        let first = size("first", self.first)?;
+        let last = size("last", self.last)?;
+        if first.is_some() && last.is_some() {
+            return Err(ApiError::bad_input(
+                "last",
+                "`first` and `last` cannot be used together: page forward with `first`/`after` or backward with `last`/`before`",
+            ));
+        }
+        if self.after.is_some() && self.before.is_some() {
+            return Err(ApiError::bad_input(
+                "before",
+                "`after` and `before` cannot be used together",
+            ));
+        }
+        if self.after.is_some() && last.is_some() {
+            return Err(ApiError::bad_input(
+                "after",
+                "`after` pages forward: use it with `first`",
+            ));
+        }
+        if self.before.is_some() && first.is_some() {
+            return Err(ApiError::bad_input(
+                "before",
+                "`before` pages backward: use it with `last`",
+            ));
+        }
+        let forward = !(last.is_some() || self.before.is_some());
+        let cursor = if forward { &self.after } else { &self.before };
+        let start = match cursor {
+            Some(c) => Some(cursors.decode(connection, c)?),
+            None => None,
+        };
+        Ok(Resolved {
+            size: first.or(last).unwrap_or(DEFAULT_PAGE_SIZE),
+            start,
+            forward,
+        })
+    }
+
+    /// A key that names these arguments (plus `extra`, e.g. a status), so a page fetched
+    /// ahead by the parent's resolver is found again by the field's own resolver.
+    pub fn key(&self, extra: &str) -> String {
+        format!(
+            "{:?}|{:?}|{:?}|{:?}|{extra}",
+            self.first, self.after, self.last, self.before
+        )
+    }
+}
+
+/// Children read for one page, in the order the Query returned them.
+#[derive(Debug, Clone)]
+pub struct Fetched<R> {
+    pub items: Vec<R>,
+    /// More items follow in the direction of travel.
+    pub more: bool,
+}
+
+/// Information about pagination in a connection.
+#[derive(Debug, Clone, SimpleObject)]
+pub struct PageInfo {
+    /// When paging forward: whether more edges follow. When paging backward: whether an
+    /// edge follows the `before` cursor.
+    pub has_next_page: bool,
+    /// When paging backward: whether more edges precede. When paging forward: whether an
+    /// edge precedes the `after` cursor.
+    pub has_previous_page: bool,
+    /// The cursor of the first edge, to page backward from.
+    pub start_cursor: Option<String>,
+    /// The cursor of the last edge, to page forward from.
+    pub end_cursor: Option<String>,
+}
+
+/// A connection type of the schema: built from its edges by [`build`].
+pub trait ConnectionType {
+    type Node: OutputType + Clone;
+    fn new(edges: Vec<(String, Self::Node)>, page_info: PageInfo, total_count: i32) -> Self;
+}
+
+macro_rules! connection_type {
+    ($node:ident, $conn:ident, $edge:ident) => {
+        #[doc = concat!("An edge: a `", stringify!($node), "` and the cursor that points at it.")]
+        #[derive(Clone, SimpleObject)]
+        pub struct $edge {
+            /// Opaque; pass it as `after` or `before` to page from this node.
+            pub cursor: String,
+            pub node: $node,
+        }
+
+        #[doc = concat!("A page of `", stringify!($node), "`s (Relay Cursor Connections).")]
+        #[derive(Clone, SimpleObject)]
+        pub struct $conn {
+            pub edges: Vec<$edge>,
+            /// The nodes of `edges`, for clients that need no cursors.
+            pub nodes: Vec<$node>,
+            pub page_info: PageInfo,
+            /// How many nodes the whole connection holds, from the parent's counter:
+            /// costs no request.
+            pub total_count: i32,
+        }
+
+        impl ConnectionType for $conn {
+            type Node = $node;
+            fn new(edges: Vec<(String, $node)>, page_info: PageInfo, total_count: i32) -> Self {
+                $conn {
+                    nodes: edges.iter().map(|(_, n)| n.clone()).collect(),
+                    edges: edges
+                        .into_iter()
+                        .map(|(cursor, node)| $edge { cursor, node })
+                        .collect(),
+                    page_info,
+                    total_count,
+                }
+            }
+        }
+    };
+}
+
+connection_type!(User, UserConnection, UserEdge);
+connection_type!(Order, OrderConnection, OrderEdge);
+connection_type!(Ticket, TicketConnection, TicketEdge);
+
+/// Builds the connection from the items a Query returned: cuts the extra item, restores
+/// the connection's order, signs a cursor per edge.
+pub fn build<R, C: ConnectionType>(
+    cursors: &CursorCodec,
+    connection: &str,
+    args: &Resolved,
+    fetched: Fetched<R>,
+    total: u32,
+    key: impl Fn(&R) -> PageKey,
+    wrap: impl Fn(R) -> C::Node,
+) -> C {
+    let Fetched { mut items, more } = fetched;
+    let more = more || items.len() > args.size as usize;
+    items.truncate(args.size as usize);
+    if !args.forward {
+        items.reverse();
+    }
+    let edges: Vec<(String, C::Node)> = items
+        .into_iter()
+        .map(|r| (cursors.encode(connection, &key(&r)), wrap(r)))
+        .collect();
+    let from_cursor = args.start.is_some();
+    let page_info = PageInfo {
+        has_next_page: if args.forward { more } else { from_cursor },
+        has_previous_page: if args.forward { from_cursor } else { more },
+        start_cursor: edges.first().map(|e| e.0.clone()),
+        end_cursor: edges.last().map(|e| e.0.clone()),
+    };
+    C::new(edges, page_info, i32::try_from(total).unwrap_or(i32::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(
+        first: Option<i64>,
+        after: Option<&str>,
+        last: Option<i64>,
+        before: Option<&str>,
+    ) -> PageArgs {
+        PageArgs {
+            first,
+            after: after.map(Into::into),
+            last,
+            before: before.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn page_sizes_and_combinations_are_checked() {
+        let c = CursorCodec::new("s");
+        let code = |a: PageArgs| a.resolve(&c, "x").err().map(|e| e.code());
+        assert_eq!(
+            code(args(Some(101), None, None, None)),
+            Some("BAD_USER_INPUT")
+        );
+        assert_eq!(
+            code(args(Some(-1), None, None, None)),
+            Some("BAD_USER_INPUT")
+        );
+        assert_eq!(
+            code(args(None, None, Some(101), None)),
+            Some("BAD_USER_INPUT")
+        );
+        assert_eq!(
+            code(args(Some(1), None, Some(1), None)),
+            Some("BAD_USER_INPUT")
+        );
+        assert_eq!(
+            code(args(None, Some("a"), Some(1), None)),
+            Some("BAD_USER_INPUT")
+        );
+        assert_eq!(
+            code(args(Some(1), Some("junk"), None, None)),
+            Some("INVALID_CURSOR")
+        );
+        let d = args(None, None, None, None).resolve(&c, "x").unwrap();
+        assert_eq!((d.size, d.forward), (DEFAULT_PAGE_SIZE, true));
+        let b = args(None, None, Some(0), None).resolve(&c, "x").unwrap();
+        assert_eq!((b.size, b.forward, b.repo_page().limit), (0, false, 1));
+    }
+}

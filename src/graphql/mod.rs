@@ -1,0 +1,100 @@
+//! The GraphQL API: schema, resolvers and what each request carries.
+//!
+//! - [`types`]: thin `#[Object]` newtypes over the model records, one per entity.
+//! - [`connection`]: Relay connections over item collections, paging from last-seen keys.
+//! - [`query`]: the root fields and the look-ahead that turns a parent and the first page
+//!   of its children into one Query.
+//! - [`loaders`]: the per-request DataLoader batching GetItem into BatchGetItem.
+//! - [`cursor`], [`ids`], [`errors`]: opaque cursors, global ids, error codes.
+//!
+//! It knows nothing of HTTP: [`execute`] runs a request against a store and is what the
+//! HTTP layer and the tests both call.
+
+pub mod connection;
+pub mod cursor;
+pub mod errors;
+pub mod ids;
+pub mod loaders;
+pub mod query;
+pub mod types;
+
+use std::sync::Arc;
+
+use async_graphql::dataloader::{DataLoader, HashMapCache};
+use async_graphql::{EmptyMutation, EmptySubscription, Schema};
+
+use crate::store::trace::{Trace, TracedStore};
+use crate::store::Store;
+
+pub use cursor::CursorCodec;
+
+/// The executable schema.
+pub type ItemgraphSchema = Schema<query::Query, EmptyMutation, EmptySubscription>;
+
+/// Builds the schema. Request-specific data comes with each request (see [`execute`]).
+pub fn schema() -> ItemgraphSchema {
+    Schema::build(query::Query, EmptyMutation, EmptySubscription).finish()
+}
+
+/// The schema's SDL, exactly as served (also `itemgraph schema` and `schema.graphql`).
+pub fn sdl() -> String {
+    schema().sdl()
+}
+
+/// What every resolver of one request reaches through the context.
+pub struct RequestContext {
+    /// The store, wrapped by the tracer when the request asked for a trace.
+    pub store: Arc<dyn Store>,
+    pub loader: DataLoader<loaders::EntityLoader, HashMapCache>,
+    pub cursors: CursorCodec,
+}
+
+impl RequestContext {
+    /// A fresh context (its own DataLoader cache) for one request.
+    pub fn new(store: Arc<dyn Store>, cursors: CursorCodec) -> Self {
+        let loader = DataLoader::with_cache(
+            loaders::EntityLoader {
+                store: store.clone(),
+            },
+            tokio::spawn,
+            HashMapCache::default(),
+        )
+        .max_batch_size(crate::store::validate::MAX_BATCH_GET_KEYS);
+        RequestContext {
+            store,
+            loader,
+            cursors,
+        }
+    }
+}
+
+/// Runs one GraphQL request. With `trace`, every store call it makes is listed in
+/// `extensions.dynamodb`. Every error in the response carries `extensions.code`.
+pub async fn execute(
+    schema: &ItemgraphSchema,
+    store: Arc<dyn Store>,
+    cursors: CursorCodec,
+    request: async_graphql::Request,
+    trace: bool,
+) -> async_graphql::Response {
+    let recorder = trace.then(|| Arc::new(Trace::default()));
+    let store: Arc<dyn Store> = match &recorder {
+        Some(t) => Arc::new(TracedStore::new(store, t.clone())),
+        None => store,
+    };
+    let ctx = RequestContext::new(store, cursors);
+    let mut resp = schema.execute(request.data(ctx)).await;
+    errors::ensure_codes(&mut resp);
+    if let Some(t) = recorder {
+        let requests = t.entries();
+        let value = serde_json::json!({
+            "requestCount": requests.len(),
+            "requests": requests,
+        });
+        resp.extensions.insert(
+            "dynamodb".to_owned(),
+            async_graphql::Value::from_json(value).unwrap_or_default(),
+        );
+    }
+    resp
+}

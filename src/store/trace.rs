@@ -1,0 +1,242 @@
+//! A [`Store`] decorator that records every call it forwards, for the `x-itemgraph-trace`
+//! extension: what a GraphQL request cost, request by request, in start order.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use super::{
+    BatchGet, BatchGetPage, Delete, GetItem, Item, PrimaryKey, Put, Query, QueryOutput,
+    SortCondition, Store, StoreResult, TableDescription, TableSchema, TransactAction, Update,
+};
+
+/// One store call as the trace extension shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceEntry {
+    /// The DynamoDB operation: `GetItem`, `BatchGetItem`, `Query`, `PutItem` ….
+    pub operation: &'static str,
+    pub table: String,
+    /// The secondary index a Query used; `null` for the base table.
+    pub index: Option<String>,
+    /// The key condition with its values, e.g. `PK = "ORG#acme" AND SK >= "ORG#acme"`;
+    /// for BatchGetItem the number of keys asked for.
+    pub key_condition: Option<String>,
+    /// `ScanIndexForward` of a Query.
+    pub scan_forward: Option<bool>,
+    /// `Limit` of a Query.
+    pub limit: Option<u32>,
+    /// Items returned (read) or written.
+    pub item_count: usize,
+    /// When the call started, from the start of the request.
+    pub start_micros: u64,
+    pub duration_micros: u64,
+    #[serde(skip)]
+    seq: u64,
+}
+
+/// The calls of one request. Cheap to share; a std Mutex is fine because it is held only
+/// to push or copy entries, never across an await.
+#[derive(Debug)]
+pub struct Trace {
+    started: Instant,
+    seq: AtomicU64,
+    entries: Mutex<Vec<TraceEntry>>,
+}
+
+impl Default for Trace {
+    fn default() -> Self {
+        Trace {
+            started: Instant::now(),
+            seq: AtomicU64::new(0),
+            entries: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Trace {
+    /// The calls so far, in the order they started.
+    pub fn entries(&self) -> Vec<TraceEntry> {
+        let mut entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        entries.sort_by_key(|e| e.seq);
+        entries
+    }
+}
+
+/// Forwards every call to `inner` and records it in `trace`.
+pub struct TracedStore {
+    inner: Arc<dyn Store>,
+    trace: Arc<Trace>,
+}
+
+impl TracedStore {
+    pub fn new(inner: Arc<dyn Store>, trace: Arc<Trace>) -> Self {
+        TracedStore { inner, trace }
+    }
+
+    async fn record<T>(
+        &self,
+        operation: &'static str,
+        describe: Described,
+        call: impl std::future::Future<Output = StoreResult<T>>,
+        count: impl FnOnce(&T) -> usize,
+    ) -> StoreResult<T> {
+        let seq = self.trace.seq.fetch_add(1, Ordering::Relaxed);
+        let start = self.trace.started.elapsed();
+        let result = call.await;
+        let end = self.trace.started.elapsed();
+        let entry = TraceEntry {
+            operation,
+            table: self.inner.table_name().to_owned(),
+            index: describe.index,
+            key_condition: describe.key_condition,
+            scan_forward: describe.scan_forward,
+            limit: describe.limit,
+            item_count: result.as_ref().map_or(0, count),
+            start_micros: start.as_micros() as u64,
+            duration_micros: (end - start).as_micros() as u64,
+            seq,
+        };
+        self.trace
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(entry);
+        result
+    }
+}
+
+#[derive(Default)]
+struct Described {
+    index: Option<String>,
+    key_condition: Option<String>,
+    scan_forward: Option<bool>,
+    limit: Option<u32>,
+}
+
+fn key_equals(schema: &TableSchema, key: &PrimaryKey) -> Described {
+    Described {
+        key_condition: Some(format!(
+            "{} = {:?} AND {} = {:?}",
+            schema.pk, key.pk, schema.sk, key.sk
+        )),
+        ..Default::default()
+    }
+}
+
+fn describe_query(schema: &TableSchema, q: &Query) -> Described {
+    let (pk, sk) = match q.index.as_deref().and_then(|i| schema.index(i)) {
+        Some(index) => (index.pk.as_str(), index.sk.as_str()),
+        None => (schema.pk.as_str(), schema.sk.as_str()),
+    };
+    let mut cond = format!("{pk} = {:?}", q.partition);
+    if let Some(sort) = &q.sort {
+        let _ = match sort {
+            SortCondition::Eq(v) => write!(cond, " AND {sk} = {v:?}"),
+            SortCondition::Lt(v) => write!(cond, " AND {sk} < {v:?}"),
+            SortCondition::Le(v) => write!(cond, " AND {sk} <= {v:?}"),
+            SortCondition::Gt(v) => write!(cond, " AND {sk} > {v:?}"),
+            SortCondition::Ge(v) => write!(cond, " AND {sk} >= {v:?}"),
+            SortCondition::Between(a, b) => write!(cond, " AND {sk} BETWEEN {a:?} AND {b:?}"),
+            SortCondition::BeginsWith(p) => write!(cond, " AND begins_with({sk}, {p:?})"),
+        };
+    }
+    if let Some(start) = &q.start {
+        let at = start.index.as_ref().map_or(&start.table.sk, |i| &i.sk);
+        let _ = write!(cond, " (after {sk} {at:?})");
+    }
+    Described {
+        index: q.index.clone(),
+        key_condition: Some(cond),
+        scan_forward: Some(q.forward),
+        limit: q.limit,
+    }
+}
+
+fn item_of_key(schema: &TableSchema, item: &Item) -> Described {
+    schema
+        .key_of(item)
+        .map(|k| key_equals(schema, &k))
+        .unwrap_or_default()
+}
+
+#[async_trait]
+impl Store for TracedStore {
+    fn table_name(&self) -> &str {
+        self.inner.table_name()
+    }
+    fn schema(&self) -> &TableSchema {
+        self.inner.schema()
+    }
+    fn engine_name(&self) -> &'static str {
+        self.inner.engine_name()
+    }
+    async fn create_table(&self) -> StoreResult<bool> {
+        self.inner.create_table().await
+    }
+    async fn delete_table(&self) -> StoreResult<bool> {
+        self.inner.delete_table().await
+    }
+    async fn describe_table(&self) -> StoreResult<Option<TableDescription>> {
+        self.inner.describe_table().await
+    }
+    async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
+        let d = key_equals(self.schema(), &req.key);
+        self.record("GetItem", d, self.inner.get_item(req), |i| {
+            usize::from(i.is_some())
+        })
+        .await
+    }
+    async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
+        let d = Described {
+            key_condition: Some(format!("{} keys", req.keys.len())),
+            ..Default::default()
+        };
+        self.record("BatchGetItem", d, self.inner.batch_get_page(req), |p| {
+            p.items.len()
+        })
+        .await
+    }
+    async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
+        let d = describe_query(self.schema(), &req);
+        self.record("Query", d, self.inner.query(req), |o| o.items.len())
+            .await
+    }
+    async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
+        let d = item_of_key(self.schema(), &req.item);
+        self.record("PutItem", d, self.inner.put_item(req), |_| 1)
+            .await
+    }
+    async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
+        let d = key_equals(self.schema(), &req.key);
+        self.record("UpdateItem", d, self.inner.update_item(req), |_| 1)
+            .await
+    }
+    async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
+        let d = key_equals(self.schema(), &req.key);
+        self.record("DeleteItem", d, self.inner.delete_item(req), |_| 1)
+            .await
+    }
+    async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
+        let n = actions.len();
+        let d = Described {
+            key_condition: Some(format!("{n} actions")),
+            ..Default::default()
+        };
+        self.record(
+            "TransactWriteItems",
+            d,
+            self.inner.transact_write(actions),
+            |_| n,
+        )
+        .await
+    }
+}
