@@ -5,6 +5,7 @@
 //! itemgraph [serve] [--listen ADDR] [--seed demo|none] [STORE FLAGS]   (serve is the default)
 //! itemgraph create-table [STORE FLAGS]
 //! itemgraph seed [--force] [STORE FLAGS]
+//! itemgraph schema                                                     (prints the SDL)
 //! ```
 
 use std::net::SocketAddr;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::graphql::CursorCodec;
 use crate::store::dynamo::{DynamoOptions, DynamoStore};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::{Store, TableSchema};
@@ -49,6 +51,8 @@ pub enum Command {
     CreateTable(StoreArgs),
     /// Load the demo data set, creating the table if missing.
     Seed(SeedArgs),
+    /// Print the GraphQL schema (SDL) to stdout: `itemgraph schema > schema.graphql`.
+    Schema,
 }
 
 /// Where the table lives. Shared by every subcommand.
@@ -163,7 +167,62 @@ pub struct ServeArgs {
     /// hold it yet; `none`: use the store as it is.
     #[arg(long, env = "ITEMGRAPH_SEED", value_enum, default_value_t = SeedMode::Demo)]
     pub seed: SeedMode,
+    /// The key that signs paging cursors (HMAC-SHA256). Give every replica the same one,
+    /// so a cursor from one replica pages on another and survives a restart; when absent,
+    /// a random key is made at startup and cursors die with the process.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_CURSOR_SECRET",
+        value_name = "SECRET",
+        hide_env_values = true
+    )]
+    pub cursor_secret: Option<CursorSecret>,
 }
+
+impl ServeArgs {
+    /// The cursor codec: from `--cursor-secret`, or from a fresh random 32-byte key, with a
+    /// warning, since its cursors work on this process only.
+    pub fn cursor_codec(&self) -> CursorCodec {
+        match &self.cursor_secret {
+            Some(secret) => CursorCodec::new(secret.0.as_bytes()),
+            None => {
+                tracing::warn!(
+                    "no --cursor-secret (ITEMGRAPH_CURSOR_SECRET): signing cursors with a random \
+                     key; they will not survive a restart or work across replicas"
+                );
+                CursorCodec::new(rand::random::<[u8; 32]>())
+            }
+        }
+    }
+}
+
+/// The cursor signing key. Its `Debug` never shows it, so the parsed command line can be
+/// logged.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CursorSecret(String);
+
+impl std::fmt::Debug for CursorSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CursorSecret(..)")
+    }
+}
+
+impl std::str::FromStr for CursorSecret {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.len() < MIN_CURSOR_SECRET_LEN {
+            return Err(format!(
+                "the cursor secret must be at least {MIN_CURSOR_SECRET_LEN} bytes, e.g. \
+                 `openssl rand -hex 32`"
+            ));
+        }
+        Ok(CursorSecret(s.to_owned()))
+    }
+}
+
+/// Shortest cursor secret accepted: 128 bits as hex, so a guessable key is refused.
+pub const MIN_CURSOR_SECRET_LEN: usize = 32;
 
 /// What `serve` loads at startup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -270,6 +329,37 @@ mod tests {
             }
         }
         check(&Cli::command());
+    }
+
+    #[test]
+    fn the_cursor_secret_is_optional_long_enough_and_never_printed() {
+        let Command::Serve(args) = parse(&[]) else {
+            panic!("serve")
+        };
+        assert_eq!(args.cursor_secret, None);
+        let secret = "0123456789abcdef0123456789abcdef";
+        let Command::Serve(args) = parse(&["--cursor-secret", secret]) else {
+            panic!("serve")
+        };
+        assert!(!format!("{args:?}").contains(secret));
+        let codec = args.cursor_codec();
+        let key = crate::store::PageKey {
+            table: crate::store::PrimaryKey::new("ORG#a", "USER#b"),
+            index: None,
+        };
+        let cursor = codec.encode("users:ORG#a", &key);
+        assert_eq!(
+            CursorCodec::new(secret).decode("users:ORG#a", &cursor),
+            Ok(key),
+            "replicas sharing the secret accept each other's cursors"
+        );
+        assert!(Cli::try_parse_from(["itemgraph", "--cursor-secret", "short"]).is_err());
+    }
+
+    #[test]
+    fn schema_is_a_subcommand_without_flags() {
+        assert!(matches!(parse(&["schema"]), Command::Schema));
+        assert!(Cli::try_parse_from(["itemgraph", "schema", "--in-memory"]).is_err());
     }
 
     #[test]

@@ -1,72 +1,97 @@
 //! The HTTP surface: [`app`] builds the router (tests call it without a socket) and
 //! [`serve`] runs it on a listener until the shutdown future completes.
 //!
-//! Routes: `GET /healthz` (the process is up) and `GET /readyz` (the table can be used).
-//! The GraphQL routes are added here later.
+//! Routes:
+//! - `POST /graphql`: GraphQL over HTTP, a JSON body `{query, operationName, variables}`.
+//! - `GET /graphql`: GraphiQL for a browser (`Accept` prefers `text/html`); otherwise the
+//!   query from the URL (`?query=…&variables=…&operationName=…`), queries only.
+//! - `GET /`: GraphiQL.
+//! - `GET /healthz` (the process is up) and `GET /readyz` (the table can be used).
+//!
+//! The response speaks the GraphQL-over-HTTP spec: `application/graphql-response+json` to
+//! a client that accepts it (a request that fails before execution then gets 400),
+//! `application/json` with 200 to everyone else. Header `x-itemgraph-trace: 1` lists every
+//! DynamoDB request the query made in `extensions.dynamodb`. A request that is not GraphQL
+//! over HTTP at all gets a GraphQL-shaped error with `extensions.code = "BAD_REQUEST"`, and
+//! a panic anywhere below becomes a 500 `INTERNAL`, never a dropped connection.
 
+use std::any::Any;
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-use axum::extract::State;
-use axum::http::StatusCode;
+use async_graphql::http::GraphiQLSource;
+use async_graphql::parser::types::OperationType;
+use async_graphql::{ServerError, Value, Variables};
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
+use crate::graphql::{self, CursorCodec, ItemgraphSchema};
 use crate::store::Store;
+
+/// The request header that turns on the DynamoDB trace (`1` or `true`).
+pub const TRACE_HEADER: &str = "x-itemgraph-trace";
+/// The GraphQL-over-HTTP media type; a client that accepts it gets spec status codes.
+pub const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
+const JSON: &str = "application/json";
 
 /// What every handler shares. Cloned per request, so it is only an `Arc`.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Inner>);
+
+struct Inner {
     store: Arc<dyn Store>,
+    /// Built once: building it walks every type of the schema.
+    schema: ItemgraphSchema,
+    /// Signs the cursors this server hands out and checks those it gets back.
+    cursors: CursorCodec,
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        AppState { store }
+    pub fn new(store: Arc<dyn Store>, cursors: CursorCodec) -> Self {
+        AppState(Arc::new(Inner {
+            store,
+            schema: graphql::schema(),
+            cursors,
+        }))
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
+        &self.0.store
+    }
+
+    pub fn schema(&self) -> &ItemgraphSchema {
+        &self.0.schema
     }
 }
 
-/// The router with every route and the request tracing layer.
+/// The router with every route, panic recovery and request tracing.
 pub fn app(state: AppState) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+    with_layers(
+        Router::new()
+            .route("/", get(graphiql))
+            .route("/graphql", get(graphql_get).post(graphql_post))
+            .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz)),
+    )
+    .with_state(state)
+}
+
+/// The layers every route runs under: a panic becomes a 500 `INTERNAL` (inside the trace
+/// layer, so the 500 is logged like any response).
+fn with_layers(router: Router<AppState>) -> Router<AppState> {
+    router
+        .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())
-        .with_state(state)
-}
-
-/// Liveness: answers as long as the process serves requests; touches no store, so a store
-/// outage never gets the process restarted.
-async fn healthz() -> &'static str {
-    "ok"
-}
-
-/// Readiness: 200 when the table exists and accepts requests (DynamoDB status `ACTIVE` or
-/// `UPDATING`), 503 otherwise, so a load balancer holds traffic back until then.
-async fn readyz(State(state): State<AppState>) -> (StatusCode, String) {
-    match state.store.describe_table().await {
-        Ok(Some(table)) if matches!(table.status.as_str(), "ACTIVE" | "UPDATING") => {
-            (StatusCode::OK, "ready".into())
-        }
-        Ok(Some(table)) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("table {} is {}", table.name, table.status),
-        ),
-        Ok(None) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("table {} does not exist", state.store.table_name()),
-        ),
-        Err(error) => {
-            tracing::warn!(%error, "readiness check: DescribeTable failed");
-            (StatusCode::SERVICE_UNAVAILABLE, "store unavailable".into())
-        }
-    }
 }
 
 /// Serves [`app`] on `listener` until `shutdown` completes, then lets in-flight requests
@@ -81,6 +106,453 @@ pub async fn serve(
         .await
 }
 
+// --- health ------------------------------------------------------------------------------
+
+/// Liveness: answers as long as the process serves requests; touches no store, so a store
+/// outage never gets the process restarted.
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// Readiness: 200 when the table exists and accepts requests (DynamoDB status `ACTIVE` or
+/// `UPDATING`), 503 otherwise, so a load balancer holds traffic back until then.
+async fn readyz(State(state): State<AppState>) -> (StatusCode, String) {
+    let store = state.store();
+    match store.describe_table().await {
+        Ok(Some(table)) if matches!(table.status.as_str(), "ACTIVE" | "UPDATING") => {
+            (StatusCode::OK, "ready".into())
+        }
+        Ok(Some(table)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("table {} is {}", table.name, table.status),
+        ),
+        Ok(None) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("table {} does not exist", store.table_name()),
+        ),
+        Err(error) => {
+            tracing::warn!(%error, "readiness check: DescribeTable failed");
+            (StatusCode::SERVICE_UNAVAILABLE, "store unavailable".into())
+        }
+    }
+}
+
+// --- GraphiQL ----------------------------------------------------------------------------
+
+/// The playground page, sending the trace header with every request so the request count
+/// shows next to each result.
+static GRAPHIQL: LazyLock<String> = LazyLock::new(|| {
+    GraphiQLSource::build()
+        .endpoint("/graphql")
+        .header(TRACE_HEADER, "1")
+        .title("itemgraph")
+        .finish()
+});
+
+async fn graphiql() -> Html<&'static str> {
+    Html(GRAPHIQL.as_str())
+}
+
+// --- GraphQL over HTTP -------------------------------------------------------------------
+
+/// `POST /graphql`.
+async fn graphql_post(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let media = Media::negotiate(&headers);
+    let request = check_json_content_type(&headers)
+        .and_then(|()| body.map_err(HttpError::from))
+        .and_then(|body| parse_body(&body));
+    match request {
+        Ok(request) => run(&state, request, wants_trace(&headers), media).await,
+        Err(e) => e.respond(media),
+    }
+}
+
+/// `GET /graphql`: GraphiQL for a browser, otherwise a query from the URL.
+async fn graphql_get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    params: Result<Query<GetParams>, QueryRejection>,
+) -> Response {
+    if prefers_html(&headers) {
+        return Html(GRAPHIQL.as_str()).into_response();
+    }
+    let media = Media::negotiate(&headers);
+    let request = params
+        .map_err(|e| HttpError::BadRequest(e.body_text()))
+        .and_then(|Query(p)| p.into_request())
+        .and_then(|mut request| {
+            // GET must not change anything (GraphQL over HTTP: 405 for a mutation).
+            match operation_type(&mut request) {
+                Some(OperationType::Mutation) => Err(HttpError::MutationOverGet),
+                _ => Ok(request),
+            }
+        });
+    match request {
+        Ok(request) => run(&state, request, wants_trace(&headers), media).await,
+        Err(e) => e.respond(media),
+    }
+}
+
+/// The body of `POST /graphql`. Unknown members (e.g. `extensions`) are ignored.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PostBody {
+    query: String,
+    operation_name: Option<String>,
+    variables: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+fn parse_body(body: &[u8]) -> Result<async_graphql::Request, HttpError> {
+    let body: PostBody = serde_json::from_slice(body).map_err(|e| {
+        HttpError::BadRequest(format!("the body is not a GraphQL request object: {e}"))
+    })?;
+    let mut request = async_graphql::Request::new(body.query);
+    if let Some(name) = body.operation_name {
+        request = request.operation_name(name);
+    }
+    if let Some(vars) = body.variables {
+        request = request.variables(Variables::from_json(serde_json::Value::Object(vars)));
+    }
+    Ok(request)
+}
+
+/// The URL parameters of `GET /graphql`; `variables` is JSON text.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GetParams {
+    query: Option<String>,
+    operation_name: Option<String>,
+    variables: Option<String>,
+}
+
+impl GetParams {
+    fn into_request(self) -> Result<async_graphql::Request, HttpError> {
+        let query = self
+            .query
+            .ok_or_else(|| HttpError::BadRequest("the `query` parameter is missing".into()))?;
+        let mut request = async_graphql::Request::new(query);
+        if let Some(name) = self.operation_name.filter(|n| !n.is_empty()) {
+            request = request.operation_name(name);
+        }
+        if let Some(text) = self.variables.filter(|v| !v.trim().is_empty()) {
+            let vars = match serde_json::from_str(&text) {
+                Ok(serde_json::Value::Null) => serde_json::Map::new(),
+                Ok(serde_json::Value::Object(vars)) => vars,
+                Ok(_) => {
+                    return Err(HttpError::BadRequest(
+                        "`variables` must be a JSON object".into(),
+                    ))
+                }
+                Err(e) => {
+                    return Err(HttpError::BadRequest(format!(
+                        "`variables` is not valid JSON: {e}"
+                    )))
+                }
+            };
+            request = request.variables(Variables::from_json(serde_json::Value::Object(vars)));
+        }
+        Ok(request)
+    }
+}
+
+/// The type of the operation the request would run; `None` when the document does not
+/// parse or names no single operation (execution then reports why).
+fn operation_type(request: &mut async_graphql::Request) -> Option<OperationType> {
+    let name = request.operation_name.clone();
+    let doc = request.parsed_query().ok()?;
+    let mut ops = doc.operations.iter();
+    let op = match name {
+        Some(name) => ops.find(|(n, _)| n.is_some_and(|n| n.as_str() == name))?.1,
+        None => match (ops.next(), ops.next()) {
+            (Some((_, op)), None) => op,
+            _ => return None,
+        },
+    };
+    Some(op.node.ty)
+}
+
+/// Runs the request and writes the GraphQL response in the negotiated media type.
+async fn run(
+    state: &AppState,
+    request: async_graphql::Request,
+    trace: bool,
+    media: Media,
+) -> Response {
+    let inner = &state.0;
+    let resp = graphql::execute(
+        &inner.schema,
+        inner.store.clone(),
+        inner.cursors.clone(),
+        request,
+        trace,
+    )
+    .await;
+    // A request error (the document did not parse or validate, variables did not coerce)
+    // stops before execution: no error has a path, and there is no data at all.
+    let request_error = matches!(resp.data, Value::Null)
+        && !resp.errors.is_empty()
+        && resp.errors.iter().all(|e| e.path.is_empty());
+    let wire = WireResponse {
+        data: (!request_error).then_some(&resp.data),
+        errors: &resp.errors,
+        extensions: &resp.extensions,
+    };
+    let status = match media {
+        Media::GraphqlResponseJson if request_error => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    };
+    let mut response = match serde_json::to_vec(&wire) {
+        Ok(body) => media.response(status, body),
+        Err(error) => {
+            tracing::error!(%error, "serializing a GraphQL response");
+            return HttpError::Internal.respond(media);
+        }
+    };
+    for (name, value) in resp.http_headers.iter() {
+        response.headers_mut().append(name.clone(), value.clone());
+    }
+    response
+}
+
+/// A GraphQL response as sent: `data` is left out for a request error, as the GraphQL
+/// spec asks (async-graphql's own serializer writes `"data": null`).
+#[derive(Serialize)]
+struct WireResponse<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+    #[serde(skip_serializing_if = "no_errors")]
+    errors: &'a [ServerError],
+    #[serde(skip_serializing_if = "no_extensions")]
+    extensions: &'a BTreeMap<String, Value>,
+}
+
+fn no_errors(e: &&[ServerError]) -> bool {
+    e.is_empty()
+}
+
+fn no_extensions(e: &&BTreeMap<String, Value>) -> bool {
+    e.is_empty()
+}
+
+fn wants_trace(headers: &HeaderMap) -> bool {
+    headers
+        .get(TRACE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
+fn check_json_content_type(headers: &HeaderMap) -> Result<(), HttpError> {
+    let essence = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
+    match essence.as_deref() {
+        Some(JSON) => Ok(()),
+        Some(other) => Err(HttpError::BadRequest(format!(
+            "Content-Type must be {JSON}, got {other}"
+        ))),
+        None => Err(HttpError::BadRequest(format!(
+            "Content-Type must be {JSON}"
+        ))),
+    }
+}
+
+// --- content negotiation -----------------------------------------------------------------
+
+/// The media type of a GraphQL response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Media {
+    /// `application/json`: always 200, for clients that predate the GraphQL-over-HTTP spec.
+    Json,
+    /// `application/graphql-response+json`: 4xx when the request fails before execution.
+    GraphqlResponseJson,
+}
+
+impl Media {
+    /// `application/graphql-response+json` when the client lists it and does not prefer
+    /// `application/json` to it; `application/json` otherwise.
+    fn negotiate(headers: &HeaderMap) -> Media {
+        let accept = accept_header(headers);
+        let spec = quality(accept, GRAPHQL_RESPONSE_JSON, true);
+        if spec > 0.0 && spec >= quality(accept, JSON, false) {
+            Media::GraphqlResponseJson
+        } else {
+            Media::Json
+        }
+    }
+
+    fn content_type(self) -> &'static str {
+        match self {
+            Media::Json => "application/json",
+            Media::GraphqlResponseJson => "application/graphql-response+json; charset=utf-8",
+        }
+    }
+
+    fn response(self, status: StatusCode, body: Vec<u8>) -> Response {
+        let mut response = Response::new(Body::from(body));
+        *response.status_mut() = status;
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(self.content_type()),
+        );
+        response
+    }
+}
+
+fn accept_header(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+/// Whether the client (a browser) would rather have HTML than JSON.
+fn prefers_html(headers: &HeaderMap) -> bool {
+    let accept = accept_header(headers);
+    let html = quality(accept, "text/html", false);
+    html > 0.0
+        && html > quality(accept, JSON, false)
+        && html > quality(accept, GRAPHQL_RESPONSE_JSON, false)
+}
+
+/// The quality an `Accept` header gives `media`: that of the most specific range that
+/// matches it (`type/subtype`, then `type/*`, then `*/*`), 0 when none does. With `exact`,
+/// only a range naming `media` itself counts.
+fn quality(accept: &str, media: &str, exact: bool) -> f32 {
+    let (ty, _) = media.split_once('/').unwrap_or((media, ""));
+    let mut best: Option<(u8, f32)> = None;
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let specificity = if name == media {
+            2
+        } else if exact {
+            continue;
+        } else if name.strip_suffix("/*") == Some(ty) {
+            1
+        } else if name == "*/*" {
+            0
+        } else {
+            continue;
+        };
+        let q = parts
+            .filter_map(|p| p.trim().strip_prefix("q="))
+            .find_map(|q| q.trim().parse::<f32>().ok())
+            .unwrap_or(1.0);
+        if best.is_none_or(|(s, _)| specificity > s) {
+            best = Some((specificity, q));
+        }
+    }
+    best.map_or(0.0, |(_, q)| q)
+}
+
+// --- errors ------------------------------------------------------------------------------
+
+/// Why a request was answered without running GraphQL. Each variant names the status and
+/// the `extensions.code` of the GraphQL-shaped body the client gets.
+#[derive(Debug, thiserror::Error)]
+enum HttpError {
+    /// 400 `BAD_REQUEST`: not GraphQL over HTTP (malformed JSON, wrong content type, no
+    /// `query`, `variables` not an object).
+    #[error("{0}")]
+    BadRequest(String),
+    /// 413 `BAD_REQUEST`: the body is larger than the server accepts.
+    #[error("the request body is too large")]
+    PayloadTooLarge,
+    /// 405 `BAD_REQUEST`, with `Allow: POST`: a mutation sent with GET.
+    #[error("mutations are accepted with POST only")]
+    MutationOverGet,
+    /// 500 `INTERNAL`: a handler panicked or a response could not be written; logged.
+    #[error("internal error")]
+    Internal,
+}
+
+impl From<BytesRejection> for HttpError {
+    fn from(e: BytesRejection) -> Self {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            HttpError::PayloadTooLarge
+        } else {
+            HttpError::BadRequest(e.body_text())
+        }
+    }
+}
+
+impl HttpError {
+    fn status(&self) -> StatusCode {
+        match self {
+            HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            HttpError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            HttpError::MutationOverGet => StatusCode::METHOD_NOT_ALLOWED,
+            HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            HttpError::Internal => "INTERNAL",
+            _ => "BAD_REQUEST",
+        }
+    }
+
+    fn respond(self, media: Media) -> Response {
+        tracing::debug!(error = %self, "request refused");
+        let message = self.to_string();
+        let body = ErrorBody {
+            errors: [ErrorEntry {
+                message: &message,
+                extensions: ErrorCode { code: self.code() },
+            }],
+        };
+        let body = serde_json::to_vec(&body).expect("strings serialize");
+        let mut response = media.response(self.status(), body);
+        if matches!(self, HttpError::MutationOverGet) {
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        }
+        response
+    }
+}
+
+/// `{"errors":[{"message":…,"extensions":{"code":…}}]}`, in that key order.
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    errors: [ErrorEntry<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct ErrorEntry<'a> {
+    message: &'a str,
+    extensions: ErrorCode,
+}
+
+#[derive(Serialize)]
+struct ErrorCode {
+    code: &'static str,
+}
+
+/// What a panic becomes: the detail goes to the log, the client gets `INTERNAL`.
+fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
+    let detail = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)");
+    tracing::error!(panic = detail, "a request handler panicked");
+    HttpError::Internal.respond(Media::Json)
+}
+
 #[cfg(test)]
 mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -90,7 +562,7 @@ mod tests {
     use crate::store::TableSchema;
 
     /// One HTTP/1.1 request over a fresh connection; returns the status line and body.
-    async fn get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
+    async fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String) {
         let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
         let req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
         conn.write_all(req.as_bytes()).await.unwrap();
@@ -100,6 +572,10 @@ mod tests {
         (head.lines().next().unwrap().to_owned(), body.to_owned())
     }
 
+    fn state(store: Arc<EmbeddedStore>) -> AppState {
+        AppState::new(store, CursorCodec::new("test secret"))
+    }
+
     /// Health, readiness before and after the table exists, and a clean shutdown.
     #[tokio::test]
     async fn health_and_readiness_follow_the_table() {
@@ -107,26 +583,116 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, AppState::new(store.clone()), async {
+        let server = tokio::spawn(serve(listener, state(store.clone()), async {
             let _ = stopped.await;
         }));
 
         assert_eq!(
-            get(addr, "/healthz").await,
+            http_get(addr, "/healthz").await,
             ("HTTP/1.1 200 OK".into(), "ok".into())
         );
-        let (status, body) = get(addr, "/readyz").await;
+        let (status, body) = http_get(addr, "/readyz").await;
         assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
         assert_eq!(body, "table t does not exist");
 
         store.create_table().await.unwrap();
         assert_eq!(
-            get(addr, "/readyz").await,
+            http_get(addr, "/readyz").await,
             ("HTTP/1.1 200 OK".into(), "ready".into())
         );
-        assert_eq!(get(addr, "/nope").await.0, "HTTP/1.1 404 Not Found");
+        assert_eq!(http_get(addr, "/nope").await.0, "HTTP/1.1 404 Not Found");
 
         stop.send(()).unwrap();
         server.await.unwrap().unwrap();
+    }
+
+    async fn boom() -> &'static str {
+        panic!("boom")
+    }
+
+    /// A handler that panics answers 500 with a GraphQL-shaped `INTERNAL` error, and the
+    /// server keeps serving.
+    #[tokio::test]
+    async fn a_panic_becomes_a_500_internal_error() {
+        let store = Arc::new(EmbeddedStore::in_memory("t", TableSchema::itemgraph()).unwrap());
+        let router = with_layers(
+            Router::new()
+                .route("/boom", get(boom))
+                .route("/healthz", get(healthz)),
+        )
+        .with_state(state(store));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move { axum::serve(listener, router).await });
+
+        let (status, body) = http_get(addr, "/boom").await;
+        assert_eq!(status, "HTTP/1.1 500 Internal Server Error");
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "errors": [{ "message": "internal error", "extensions": { "code": "INTERNAL" } }]
+            })
+        );
+        assert_eq!(http_get(addr, "/healthz").await.0, "HTTP/1.1 200 OK");
+        server.abort();
+    }
+
+    #[test]
+    fn accept_headers_pick_the_media_type() {
+        let negotiate = |accept: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
+            Media::negotiate(&h)
+        };
+        use Media::{GraphqlResponseJson as Spec, Json};
+        assert_eq!(Media::negotiate(&HeaderMap::new()), Json);
+        assert_eq!(negotiate("application/json"), Json);
+        assert_eq!(negotiate("*/*"), Json);
+        assert_eq!(negotiate(GRAPHQL_RESPONSE_JSON), Spec);
+        assert_eq!(
+            negotiate("application/graphql-response+json, application/json;q=0.9"),
+            Spec
+        );
+        assert_eq!(
+            negotiate("application/json, application/graphql-response+json;q=0.5"),
+            Json
+        );
+        assert_eq!(negotiate("application/graphql-response+json;q=0"), Json);
+    }
+
+    #[test]
+    fn browsers_prefer_html_and_api_clients_do_not() {
+        let html = |accept: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
+            prefers_html(&h)
+        };
+        assert!(html(
+            "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+        ));
+        assert!(html("text/html"));
+        assert!(!html("*/*"));
+        assert!(!html("application/json"));
+        assert!(!html("text/html, application/json"));
+        assert!(!prefers_html(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn the_operation_type_follows_the_operation_name() {
+        let ty = |query: &str, name: Option<&str>| {
+            let mut r = async_graphql::Request::new(query);
+            if let Some(n) = name {
+                r = r.operation_name(n);
+            }
+            operation_type(&mut r)
+        };
+        assert_eq!(ty("{ a }", None), Some(OperationType::Query));
+        assert_eq!(ty("mutation M { a }", None), Some(OperationType::Mutation));
+        let two = "query Q { a } mutation M { a }";
+        assert_eq!(ty(two, None), None);
+        assert_eq!(ty(two, Some("M")), Some(OperationType::Mutation));
+        assert_eq!(ty(two, Some("Q")), Some(OperationType::Query));
+        assert_eq!(ty("{", None), None);
     }
 }

@@ -1,24 +1,31 @@
 //! The `itemgraph` binary: parse the command line, open the store, run the subcommand.
 
+use std::io::Write as _;
+
 use anyhow::Context;
 use clap::Parser;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
 use itemgraph::config::{Cli, Command, SeedMode};
-use itemgraph::{demo, http};
+use itemgraph::{demo, graphql, http};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let command = Cli::parse().into_command();
+    if let Command::Schema = command {
+        // Before logging starts: stdout carries the SDL and nothing else.
+        return print_schema();
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
         .init();
 
-    match cli.into_command() {
+    match command {
         Command::Serve(args) => {
+            let cursors = args.cursor_codec();
             let store = args.store.open().await?;
             tracing::info!(store = %args.store.describe(), "store opened");
             if args.seed == SeedMode::Demo {
@@ -34,7 +41,8 @@ async fn main() -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("binding {}", args.listen))?;
             tracing::info!(addr = %listener.local_addr()?, "listening");
-            http::serve(listener, http::AppState::new(store), shutdown_signal()).await?;
+            let state = http::AppState::new(store, cursors);
+            http::serve(listener, state, shutdown_signal()).await?;
             tracing::info!("stopped");
         }
         Command::CreateTable(args) => {
@@ -61,8 +69,24 @@ async fn main() -> anyhow::Result<()> {
                 ),
             }
         }
+        Command::Schema => unreachable!("handled before logging starts"),
     }
     Ok(())
+}
+
+/// `itemgraph schema`: the SDL, byte for byte what `schema.graphql` holds. A closed pipe
+/// (`itemgraph schema | head`) is not an error.
+fn print_schema() -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out
+        .write_all(graphql::sdl().as_bytes())
+        .and_then(|()| out.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("writing the schema to stdout")
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Completes on Ctrl-C or SIGTERM, whichever comes first.

@@ -6,6 +6,7 @@
 //!   of its children into one Query.
 //! - [`loaders`]: the per-request DataLoader batching GetItem into BatchGetItem.
 //! - [`cursor`], [`ids`], [`errors`]: opaque cursors, global ids, error codes.
+//! - [`nulls`]: the spec's null propagation for fields that fail.
 //!
 //! It knows nothing of HTTP: [`execute`] runs a request against a store and is what the
 //! HTTP layer and the tests both call.
@@ -15,6 +16,7 @@ pub mod cursor;
 pub mod errors;
 pub mod ids;
 pub mod loaders;
+pub mod nulls;
 pub mod query;
 pub mod types;
 
@@ -33,7 +35,9 @@ pub type ItemgraphSchema = Schema<query::Query, EmptyMutation, EmptySubscription
 
 /// Builds the schema. Request-specific data comes with each request (see [`execute`]).
 pub fn schema() -> ItemgraphSchema {
-    Schema::build(query::Query, EmptyMutation, EmptySubscription).finish()
+    Schema::build(query::Query, EmptyMutation, EmptySubscription)
+        .extension(nulls::NullPropagation)
+        .finish()
 }
 
 /// The schema's SDL, exactly as served (also `itemgraph schema` and `schema.graphql`).
@@ -83,7 +87,9 @@ pub async fn execute(
         None => store,
     };
     let ctx = RequestContext::new(store, cursors);
-    let mut resp = schema.execute(request.data(ctx)).await;
+    let nulls = Arc::new(nulls::NullState::default());
+    let mut resp = schema.execute(request.data(ctx).data(nulls.clone())).await;
+    nulls.apply(&mut resp.data);
     errors::ensure_codes(&mut resp);
     if let Some(t) = recorder {
         let requests = t.entries();

@@ -173,6 +173,23 @@ async fn read_ahead<P: Send, C: Send>(
     (parent, slots)
 }
 
+/// Whether the selection below the current field reads anything of the parent record
+/// beyond what its key gives (`id`, the key fields) and beyond connection pages that do
+/// not ask for `totalCount` (a counter on the parent). When it does not, a later page or a
+/// status queue costs its one Query and nothing else.
+fn needs_parent(ctx: &Context<'_>, key_fields: &[&str], connections: &[&str]) -> bool {
+    ctx.field().selection_set().any(|f| {
+        let name = f.name();
+        if name == "__typename" || name == "id" || key_fields.contains(&name) {
+            false
+        } else if connections.contains(&name) {
+            f.selection_set().any(|c| c.name() == "totalCount")
+        } else {
+            true
+        }
+    })
+}
+
 fn input<T>(r: std::result::Result<T, crate::keys::KeyError>) -> Result<T> {
     r.map_err(|e| ApiError::from(e).extend())
 }
@@ -200,12 +217,47 @@ fn order_id(id: &str) -> Result<Option<(Option<Slug>, Id)>> {
     }
 }
 
+/// An organization known only by its slug, for a selection that reads nothing else of
+/// it (see [`needs_parent`]): only `id`, `slug` and connection pages are ever served.
+fn shell_org(slug: Slug) -> model::Organization {
+    model::Organization {
+        slug,
+        name: String::new(),
+        plan: model::Plan::Free,
+        created_at: String::new(),
+        user_count: 0,
+        order_count: 0,
+        ticket_count: 0,
+        ticket_count_open: 0,
+        ticket_count_pending: 0,
+        ticket_count_solved: 0,
+        ticket_count_closed: 0,
+    }
+}
+
+/// A user known only by its key; see [`shell_org`].
+fn shell_user(org: Slug, username: Username) -> model::User {
+    model::User {
+        email: crate::keys::Email::parse(&format!("{username}@{org}.invalid"))
+            .expect("a slug and a username make a valid address"),
+        org,
+        username,
+        name: String::new(),
+        role: model::Role::Member,
+        created_at: String::new(),
+        ticket_count: 0,
+    }
+}
+
 pub struct Query;
 
 #[Object]
 impl Query {
     /// An organization by slug; null when there is none. Selecting the first page of
-    /// `users` or `orders` reads the organization and that page in one Query.
+    /// `users` or `orders` reads the organization and that page in one Query. A selection
+    /// of only `id`, `slug` and connection pages without `totalCount` does not read the
+    /// organization at all (each page is its one Query); a missing organization then shows
+    /// empty connections instead of null.
     async fn organization(&self, ctx: &Context<'_>, slug: String) -> Result<Option<Organization>> {
         let rc = ctx.data_unchecked::<RequestContext>();
         let slug = input(validate_slug("slug", &slug))?;
@@ -243,8 +295,9 @@ impl Query {
         }
         let carries_parent = user_jobs.iter().any(|(_, first, _)| *first)
             || order_jobs.iter().any(|(_, first, _)| *first);
+        let skip_parent = !needs_parent(ctx, &["slug"], &["users", "orders", "tickets"]);
         let parent_load = async {
-            if carries_parent {
+            if carries_parent || skip_parent {
                 Ok(None)
             } else {
                 load(ctx, OrgKey::new(&slug).primary_key()).await.map(Some)
@@ -259,6 +312,7 @@ impl Query {
         let parent = match (users_parent.or(orders_parent), loaded?) {
             (Some(from_query), _) => from_query,
             (None, Some(Some(Entity::Organization(o)))) => Some(o),
+            (None, None) if skip_parent => Some(shell_org(slug)),
             (None, _) => None,
         };
         let Some(rec) = parent else {
@@ -284,7 +338,9 @@ impl Query {
     }
 
     /// A user by organization and username; null when there is none. Selecting the first
-    /// page of `tickets` reads the user and that page in one Query.
+    /// page of `tickets` reads the user and that page in one Query. A selection of only
+    /// `id`, `username` and later `tickets` pages without `totalCount` does not read the
+    /// user at all; a missing user then shows an empty connection instead of null.
     async fn user(&self, ctx: &Context<'_>, org: String, username: String) -> Result<Option<User>> {
         let rc = ctx.data_unchecked::<RequestContext>();
         let org = input(validate_slug("org", &org))?;
@@ -300,8 +356,9 @@ impl Query {
             }
         }
         let carries_parent = jobs.iter().any(|(_, first, _)| *first);
+        let skip_parent = !needs_parent(ctx, &["username"], &["tickets"]);
         let parent_load = async {
-            if carries_parent {
+            if carries_parent || skip_parent {
                 Ok(None)
             } else {
                 load(ctx, UserKey::new(&org, &username).primary_key())
@@ -313,6 +370,7 @@ impl Query {
         let parent = match (from_query, loaded?) {
             (Some(p), _) => p,
             (None, Some(Some(Entity::User(u)))) => Some(u),
+            (None, None) if skip_parent => Some(shell_user(org, username)),
             (None, _) => None,
         };
         let Some(rec) = parent else {
