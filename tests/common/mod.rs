@@ -3,3 +3,4 @@
 
 pub mod dynamo_local;
 pub mod engines;
+pub mod graphql;
