@@ -20,13 +20,18 @@ pub mod nulls;
 pub mod query;
 pub mod types;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use async_graphql::dataloader::{DataLoader, HashMapCache};
 use async_graphql::{EmptyMutation, EmptySubscription, Schema};
 
+use futures::future::{BoxFuture, Shared};
+use futures::FutureExt;
+
+use crate::model::Entity;
 use crate::store::trace::{Trace, TracedStore};
-use crate::store::Store;
+use crate::store::{PrimaryKey, Store};
 
 pub use cursor::CursorCodec;
 
@@ -45,12 +50,18 @@ pub fn sdl() -> String {
     schema().sdl()
 }
 
+/// A key being read: every resolver that asks for it while it is in flight awaits the same
+/// read, so one request never reads one item twice.
+type InFlight = Shared<BoxFuture<'static, Result<Option<Entity>, Arc<errors::ApiError>>>>;
+
 /// What every resolver of one request reaches through the context.
 pub struct RequestContext {
     /// The store, wrapped by the tracer when the request asked for a trace.
     pub store: Arc<dyn Store>,
-    pub loader: DataLoader<loaders::EntityLoader, HashMapCache>,
+    pub loader: Arc<DataLoader<loaders::EntityLoader, HashMapCache>>,
     pub cursors: CursorCodec,
+    /// A std Mutex is fine: held only to look up or insert, never across an await.
+    in_flight: Mutex<HashMap<PrimaryKey, InFlight>>,
 }
 
 impl RequestContext {
@@ -66,9 +77,27 @@ impl RequestContext {
         .max_batch_size(crate::store::validate::MAX_BATCH_GET_KEYS);
         RequestContext {
             store,
-            loader,
+            loader: Arc::new(loader),
             cursors,
+            in_flight: Mutex::default(),
         }
+    }
+
+    /// Loads one entity by key through the DataLoader (batched with every other key asked
+    /// for in the same tick). The DataLoader alone would read a key again when it is asked
+    /// for while its first read is still running; here that second ask joins the first.
+    pub async fn load(&self, key: PrimaryKey) -> Result<Option<Entity>, Arc<errors::ApiError>> {
+        let read = {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            in_flight
+                .entry(key.clone())
+                .or_insert_with(|| {
+                    let loader = self.loader.clone();
+                    async move { loader.load_one(key).await }.boxed().shared()
+                })
+                .clone()
+        };
+        read.await
     }
 }
 

@@ -173,23 +173,6 @@ async fn read_ahead<P: Send, C: Send>(
     (parent, slots)
 }
 
-/// Whether the selection below the current field reads anything of the parent record
-/// beyond what its key gives (`id`, the key fields) and beyond connection pages that do
-/// not ask for `totalCount` (a counter on the parent). When it does not, a later page or a
-/// status queue costs its one Query and nothing else.
-fn needs_parent(ctx: &Context<'_>, key_fields: &[&str], connections: &[&str]) -> bool {
-    ctx.field().selection_set().any(|f| {
-        let name = f.name();
-        if name == "__typename" || name == "id" || key_fields.contains(&name) {
-            false
-        } else if connections.contains(&name) {
-            f.selection_set().any(|c| c.name() == "totalCount")
-        } else {
-            true
-        }
-    })
-}
-
 fn input<T>(r: std::result::Result<T, crate::keys::KeyError>) -> Result<T> {
     r.map_err(|e| ApiError::from(e).extend())
 }
@@ -217,47 +200,13 @@ fn order_id(id: &str) -> Result<Option<(Option<Slug>, Id)>> {
     }
 }
 
-/// An organization known only by its slug, for a selection that reads nothing else of
-/// it (see [`needs_parent`]): only `id`, `slug` and connection pages are ever served.
-fn shell_org(slug: Slug) -> model::Organization {
-    model::Organization {
-        slug,
-        name: String::new(),
-        plan: model::Plan::Free,
-        created_at: String::new(),
-        user_count: 0,
-        order_count: 0,
-        ticket_count: 0,
-        ticket_count_open: 0,
-        ticket_count_pending: 0,
-        ticket_count_solved: 0,
-        ticket_count_closed: 0,
-    }
-}
-
-/// A user known only by its key; see [`shell_org`].
-fn shell_user(org: Slug, username: Username) -> model::User {
-    model::User {
-        email: crate::keys::Email::parse(&format!("{username}@{org}.invalid"))
-            .expect("a slug and a username make a valid address"),
-        org,
-        username,
-        name: String::new(),
-        role: model::Role::Member,
-        created_at: String::new(),
-        ticket_count: 0,
-    }
-}
-
 pub struct Query;
 
 #[Object]
 impl Query {
     /// An organization by slug; null when there is none. Selecting the first page of
-    /// `users` or `orders` reads the organization and that page in one Query. A selection
-    /// of only `id`, `slug` and connection pages without `totalCount` does not read the
-    /// organization at all (each page is its one Query); a missing organization then shows
-    /// empty connections instead of null.
+    /// `users` or `orders` reads the organization and that page in one Query; otherwise
+    /// the organization is one GetItem, concurrent with the pages selected below it.
     async fn organization(&self, ctx: &Context<'_>, slug: String) -> Result<Option<Organization>> {
         let rc = ctx.data_unchecked::<RequestContext>();
         let slug = input(validate_slug("slug", &slug))?;
@@ -265,7 +214,10 @@ impl Query {
         let mut order_jobs = Vec::new();
         let mut ticket_jobs = Vec::new();
         for (args, _) in selected(ctx, "users") {
-            if let Ok(page) = args.resolve(&rc.cursors, &users_connection(&slug)) {
+            let page = args
+                .resolve(&rc.cursors, &users_connection(&slug))
+                .map_err(|e| e.extend())?;
+            {
                 let slug = slug.clone();
                 let first = page.is_first_forward();
                 let fut = async move { fetch_org_users(rc, &slug, &page).await }.boxed();
@@ -273,7 +225,10 @@ impl Query {
             }
         }
         for (args, _) in selected(ctx, "orders") {
-            if let Ok(page) = args.resolve(&rc.cursors, &orders_connection(&slug)) {
+            let page = args
+                .resolve(&rc.cursors, &orders_connection(&slug))
+                .map_err(|e| e.extend())?;
+            {
                 let slug = slug.clone();
                 let first = page.is_first_forward();
                 let fut = async move { fetch_org_orders(rc, &slug, &page).await }.boxed();
@@ -282,7 +237,10 @@ impl Query {
         }
         for (args, status) in selected(ctx, "tickets") {
             let Some(status) = status else { continue };
-            if let Ok(page) = args.resolve(&rc.cursors, &status_connection(&slug, status)) {
+            let page = args
+                .resolve(&rc.cursors, &status_connection(&slug, status))
+                .map_err(|e| e.extend())?;
+            {
                 let slug = slug.clone();
                 let fut = async move {
                     fetch_org_tickets(rc, &slug, status, &page)
@@ -295,9 +253,8 @@ impl Query {
         }
         let carries_parent = user_jobs.iter().any(|(_, first, _)| *first)
             || order_jobs.iter().any(|(_, first, _)| *first);
-        let skip_parent = !needs_parent(ctx, &["slug"], &["users", "orders", "tickets"]);
         let parent_load = async {
-            if carries_parent || skip_parent {
+            if carries_parent {
                 Ok(None)
             } else {
                 load(ctx, OrgKey::new(&slug).primary_key()).await.map(Some)
@@ -312,7 +269,6 @@ impl Query {
         let parent = match (users_parent.or(orders_parent), loaded?) {
             (Some(from_query), _) => from_query,
             (None, Some(Some(Entity::Organization(o)))) => Some(o),
-            (None, None) if skip_parent => Some(shell_org(slug)),
             (None, _) => None,
         };
         let Some(rec) = parent else {
@@ -338,16 +294,18 @@ impl Query {
     }
 
     /// A user by organization and username; null when there is none. Selecting the first
-    /// page of `tickets` reads the user and that page in one Query. A selection of only
-    /// `id`, `username` and later `tickets` pages without `totalCount` does not read the
-    /// user at all; a missing user then shows an empty connection instead of null.
+    /// page of `tickets` reads the user and that page in one Query; otherwise the user is
+    /// one GetItem, concurrent with the pages selected below it.
     async fn user(&self, ctx: &Context<'_>, org: String, username: String) -> Result<Option<User>> {
         let rc = ctx.data_unchecked::<RequestContext>();
         let org = input(validate_slug("org", &org))?;
         let username = input(validate_username("username", &username))?;
         let mut jobs = Vec::new();
         for (args, _) in selected(ctx, "tickets") {
-            if let Ok(page) = args.resolve(&rc.cursors, &user_tickets_connection(&org, &username)) {
+            let page = args
+                .resolve(&rc.cursors, &user_tickets_connection(&org, &username))
+                .map_err(|e| e.extend())?;
+            {
                 let (org, username) = (org.clone(), username.clone());
                 let first = page.is_first_forward();
                 let fut =
@@ -356,9 +314,8 @@ impl Query {
             }
         }
         let carries_parent = jobs.iter().any(|(_, first, _)| *first);
-        let skip_parent = !needs_parent(ctx, &["username"], &["tickets"]);
         let parent_load = async {
-            if carries_parent || skip_parent {
+            if carries_parent {
                 Ok(None)
             } else {
                 load(ctx, UserKey::new(&org, &username).primary_key())
@@ -370,7 +327,6 @@ impl Query {
         let parent = match (from_query, loaded?) {
             (Some(p), _) => p,
             (None, Some(Some(Entity::User(u)))) => Some(u),
-            (None, None) if skip_parent => Some(shell_user(org, username)),
             (None, _) => None,
         };
         let Some(rec) = parent else {
@@ -445,14 +401,13 @@ impl Query {
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| e.extend())?;
         let rc = ctx.data_unchecked::<RequestContext>();
-        let found = rc
-            .loader
-            .load_many(keys.iter().cloned())
-            .await
-            .map_err(|e| e.as_ref().extend())?;
-        Ok(keys
-            .iter()
-            .map(|k| found.get(k).cloned().and_then(Node::from_entity))
-            .collect())
+        let found = futures::future::join_all(keys.into_iter().map(|k| rc.load(k))).await;
+        found
+            .into_iter()
+            .map(|r| {
+                r.map(|e| e.and_then(Node::from_entity))
+                    .map_err(|e| e.as_ref().extend())
+            })
+            .collect()
     }
 }

@@ -113,7 +113,7 @@ fn loaded(e: Arc<ApiError>) -> async_graphql::Error {
 
 /// Loads a referenced entity through the DataLoader; `None` when absent.
 pub async fn load(ctx: &Context<'_>, key: PrimaryKey) -> Result<Option<Entity>> {
-    rc(ctx).loader.load_one(key).await.map_err(loaded)
+    rc(ctx).load(key).await.map_err(loaded)
 }
 
 async fn load_user(

@@ -1,0 +1,193 @@
+//! GraphQL over the demo data, for the suites that run on every engine.
+//!
+//! [`Api::embedded`] and [`Api::dynamodb`] seed the demo set into a fresh table; [`Api::run`]
+//! executes one request through [`graphql::execute`] with the store trace on and a fixed
+//! cursor secret, so the same query gives the same cursors on every run and every engine.
+//! [`normalized`] removes what legitimately differs between runs and engines (timings,
+//! the table's name), so whole responses, trace included, can be compared byte for byte.
+
+use std::sync::Arc;
+
+use itemgraph::graphql::{self, CursorCodec, ItemgraphSchema};
+use itemgraph::store::Store;
+use serde_json::Value;
+
+/// The cursor secret of every test request: cursors are a pure function of it.
+pub const CURSOR_SECRET: &[u8] = b"itemgraph-tests-fixed-cursor-secret";
+
+/// The table name every engine's trace shows after [`normalized`].
+pub const TABLE: &str = "itemgraph";
+
+/// The codec the tests' requests use, to forge or check cursors by hand.
+pub fn cursors() -> CursorCodec {
+    CursorCodec::new(CURSOR_SECRET)
+}
+
+/// The schema and a store holding the demo data.
+pub struct Api {
+    pub store: Arc<dyn Store>,
+    schema: ItemgraphSchema,
+    /// DynamoDB Local tables are dropped by [`Api::finish`]; embedded ones just vanish.
+    drop_table: bool,
+}
+
+impl Api {
+    /// A fresh in-memory embedded store with the demo data.
+    pub async fn embedded() -> Api {
+        Api::seeded(Arc::new(super::engines::embedded().await), false).await
+    }
+
+    /// A fresh DynamoDB Local table with the demo data; `None` when DynamoDB Local is
+    /// unavailable outside CI (see [`super::dynamo_local::endpoint`]).
+    pub async fn dynamodb(table_prefix: &str) -> Option<Api> {
+        let store = super::engines::dynamodb(table_prefix).await?;
+        Some(Api::seeded(Arc::new(store), true).await)
+    }
+
+    /// The schema over `store` as it is (e.g. a wrapper around [`Api::store`]); the table
+    /// is left to whoever owns it.
+    pub fn over(store: Arc<dyn Store>) -> Api {
+        Api {
+            store,
+            schema: graphql::schema(),
+            drop_table: false,
+        }
+    }
+
+    async fn seeded(store: Arc<dyn Store>, drop_table: bool) -> Api {
+        itemgraph::demo::seed_demo(store.as_ref())
+            .await
+            .unwrap_or_else(|e| panic!("seeding {}: {e}", store.table_name()));
+        Api {
+            store,
+            schema: graphql::schema(),
+            drop_table,
+        }
+    }
+
+    /// Drops a DynamoDB Local table, so one shared DynamoDB Local does not keep every
+    /// test's table for the rest of the run.
+    pub async fn finish(self) {
+        if self.drop_table {
+            let _ = self.store.delete_table().await;
+        }
+    }
+
+    /// Runs `query` with the trace on; the raw response as JSON.
+    pub async fn run(&self, query: &str) -> Value {
+        self.run_with(query, Value::Null).await
+    }
+
+    /// Runs `query` with `variables` (a JSON object, or null) and the trace on.
+    pub async fn run_with(&self, query: &str, variables: Value) -> Value {
+        let mut request = async_graphql::Request::new(query);
+        if !variables.is_null() {
+            request = request.variables(async_graphql::Variables::from_json(variables));
+        }
+        let response =
+            graphql::execute(&self.schema, self.store.clone(), cursors(), request, true).await;
+        serde_json::to_value(&response).expect("a response serializes")
+    }
+
+    /// Runs `query` and returns its `data`, panicking on any error: for the steps of a
+    /// test that only set up what it checks.
+    pub async fn data(&self, query: &str, variables: Value) -> Value {
+        let response = self.run_with(query, variables).await;
+        assert!(
+            response.get("errors").is_none(),
+            "unexpected errors for {query}: {response:#}"
+        );
+        response["data"].clone()
+    }
+}
+
+/// `value` with every traced request's `startMicros` and `durationMicros` set to 0 and its
+/// `table` set to [`TABLE`]: what is left is the same on every run and every engine.
+pub fn normalized(mut value: Value) -> Value {
+    if let Some(requests) = value
+        .pointer_mut("/extensions/dynamodb/requests")
+        .and_then(Value::as_array_mut)
+    {
+        for request in requests {
+            if let Some(r) = request.as_object_mut() {
+                for timing in ["startMicros", "durationMicros"] {
+                    if r.contains_key(timing) {
+                        r.insert(timing.to_owned(), Value::from(0));
+                    }
+                }
+                if r.contains_key("table") {
+                    r.insert("table".to_owned(), Value::from(TABLE));
+                }
+            }
+        }
+    }
+    value
+}
+
+/// The traced requests of a response (`extensions.dynamodb.requests`).
+pub fn requests(response: &Value) -> &Vec<Value> {
+    response
+        .pointer("/extensions/dynamodb/requests")
+        .and_then(Value::as_array)
+        .unwrap_or_else(|| panic!("no trace in {response:#}"))
+}
+
+/// `extensions.dynamodb.requestCount`, checked against the list it counts.
+pub fn request_count(response: &Value) -> u64 {
+    let count = response
+        .pointer("/extensions/dynamodb/requestCount")
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("no requestCount in {response:#}"));
+    assert_eq!(count, requests(response).len() as u64, "{response:#}");
+    count
+}
+
+/// The `extensions.code` of every error, in order.
+pub fn error_codes(response: &Value) -> Vec<String> {
+    response
+        .get("errors")
+        .and_then(Value::as_array)
+        .map(|errors| {
+            errors
+                .iter()
+                .map(|e| {
+                    e.pointer("/extensions/code")
+                        .and_then(Value::as_str)
+                        .unwrap_or("<none>")
+                        .to_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs every case of a suite once per engine, as `embedded::case` and `dynamodb::case`.
+/// Each case is an `async fn(&Api)` at the root of the test crate.
+#[macro_export]
+macro_rules! on_every_engine {
+    ($($case:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let api = $crate::common::graphql::Api::embedded().await;
+                    super::$case(&api).await;
+                    api.finish().await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let Some(api) = $crate::common::graphql::Api::dynamodb(stringify!($case)).await
+                    else {
+                        return;
+                    };
+                    super::$case(&api).await;
+                    api.finish().await;
+                }
+            )*
+        }
+    };
+}
