@@ -890,6 +890,10 @@ mod tests {
             self.tick();
             self.inner.query(req).await
         }
+        async fn scan(&self, req: crate::store::Scan) -> StoreResult<QueryOutput> {
+            self.tick();
+            self.inner.scan(req).await
+        }
         async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
             self.tick();
             self.inner.put_item(req).await

@@ -109,6 +109,9 @@ impl Store for Hooked {
         (self.before_query)(req.clone()).await;
         self.inner.query(req).await
     }
+    async fn scan(&self, req: itemgraph::store::Scan) -> StoreResult<QueryOutput> {
+        self.inner.scan(req).await
+    }
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
         self.inner.put_item(req).await
     }

@@ -626,6 +626,48 @@ async fn get_raw(store: &dyn Store, pk: &str, sk: &str) -> Result<Option<Item>, 
         .await
 }
 
+/// A Scan walks every item of the table once, page by page, whatever the order.
+async fn scan_walks_every_item(store: &dyn Store) {
+    for p in 0..5 {
+        for sk in 0..5 {
+            put(
+                store,
+                item(
+                    &format!("S{p}"),
+                    &format!("{sk}"),
+                    &[("GSI1PK", s("g")), ("GSI1SK", s(&format!("{p}{sk}")))],
+                ),
+            )
+            .await;
+        }
+    }
+    let mut seen = Vec::new();
+    let mut req = itemgraph::store::Scan {
+        limit: Some(4),
+        ..Default::default()
+    };
+    let mut pages = 0;
+    loop {
+        let page = store.scan(req.clone()).await.unwrap();
+        pages += 1;
+        assert!(page.items.len() <= 4);
+        seen.extend(
+            page.items
+                .iter()
+                .map(|i| format!("{:?}/{}", i["PK"], sk_of(i))),
+        );
+        match page.last_evaluated_key {
+            Some(k) => req.start = Some(k),
+            None => break,
+        }
+    }
+    seen.sort();
+    let before = seen.len();
+    seen.dedup();
+    assert_eq!((before, seen.len()), (25, 25), "every item exactly once");
+    assert!(pages >= 7, "pages of at most 4 items");
+}
+
 /// Every operation on a table that does not exist reports `TableNotFound`.
 async fn missing_table_is_reported(store: &dyn Store) {
     assert!(store.delete_table().await.unwrap());
@@ -683,4 +725,5 @@ contract!(
     batch_get_hundred_keys,
     bad_requests_are_rejected_alike,
     missing_table_is_reported,
+    scan_walks_every_item,
 );

@@ -33,7 +33,7 @@ use aws_sdk_dynamodb::Client;
 
 use super::{
     validate, AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp, Condition, Delete,
-    GetItem, IndexSchema, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, ReturnValues,
+    GetItem, IndexSchema, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, ReturnValues, Scan,
     SetValue, SortCondition, Store, StoreError, StoreResult, TableDescription, TableSchema,
     TransactAction, Update, UpdateExpr,
 };
@@ -489,6 +489,33 @@ impl Store for DynamoStore {
             .map(|k| self.primary_key_of(k))
             .collect::<StoreResult<_>>()?;
         Ok(BatchGetPage { items, unprocessed })
+    }
+
+    async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
+        validate::scan(&self.schema, &req)?;
+        let out = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .set_limit(req.limit.map(|l| i32::try_from(l).unwrap_or(i32::MAX)))
+            .set_exclusive_start_key(req.start.as_ref().map(|s| self.start_key(None, s)))
+            .consistent_read(req.consistent_read)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        Ok(QueryOutput {
+            items: out
+                .items
+                .unwrap_or_default()
+                .into_iter()
+                .map(from_sdk_item)
+                .collect::<StoreResult<_>>()?,
+            last_evaluated_key: out
+                .last_evaluated_key
+                .filter(|k| !k.is_empty())
+                .map(|k| self.page_key(None, k))
+                .transpose()?,
+        })
     }
 
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {

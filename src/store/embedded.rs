@@ -26,7 +26,7 @@ use super::validate::{self, MAX_QUERY_PAGE_BYTES};
 use super::value::{self, canonical_number, canonicalize, item_size, parse_number};
 use super::{
     AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp, Condition, Delete, GetItem,
-    IndexKey, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, ReturnValues, SetValue,
+    IndexKey, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, ReturnValues, Scan, SetValue,
     SortCondition, Store, StoreError, StoreResult, TableDescription, TableSchema, TransactAction,
     Update, UpdateExpr,
 };
@@ -628,6 +628,39 @@ impl Store for EmbeddedStore {
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
         validate::query(self.schema(), &req)?;
         self.run(move |inner| query(inner, &req)).await
+    }
+
+    async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
+        validate::scan(self.schema(), &req)?;
+        self.run(move |inner| {
+            let tx = inner.db.begin_read().map_err(internal)?;
+            inner.read_exists(&tx)?;
+            let items = tx.open_table(inner.items_def()).map_err(internal)?;
+            let start = req.start.as_ref().map(|s| table_key(&s.table));
+            let lower = match &start {
+                Some(k) => Bound::Excluded(k.as_slice()),
+                None => Bound::Unbounded,
+            };
+            let limit = req.limit.map_or(usize::MAX, |l| l as usize);
+            let mut out = QueryOutput::default();
+            let mut bytes = 0;
+            for row in items
+                .range::<&[u8]>((lower, Bound::Unbounded))
+                .map_err(internal)?
+            {
+                let (_, v) = row.map_err(internal)?;
+                let item = decode_item(v.value())?;
+                bytes += item_size(&item);
+                let key = inner.schema.key_of(&item);
+                out.items.push(item);
+                if out.items.len() >= limit || bytes >= MAX_QUERY_PAGE_BYTES {
+                    out.last_evaluated_key = key.map(|table| PageKey { table, index: None });
+                    break;
+                }
+            }
+            Ok(out)
+        })
+        .await
     }
 
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {

@@ -199,6 +199,16 @@ pub struct QueryOutput {
     pub last_evaluated_key: Option<PageKey>,
 }
 
+/// Scan of the base table, page by page: every item once, in no particular order. Used by
+/// the consistency checker, never by an access pattern.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Scan {
+    /// At most this many items per page (DynamoDB also cuts the page at 1 MB read).
+    pub limit: Option<u32>,
+    pub start: Option<PageKey>,
+    pub consistent_read: bool,
+}
+
 /// Comparison operators of a condition expression.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmpOp {
@@ -489,6 +499,8 @@ pub trait Store: Send + Sync + 'static {
     /// One BatchGetItem call: may leave keys unprocessed.
     async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage>;
     async fn query(&self, req: Query) -> StoreResult<QueryOutput>;
+    /// One page of a Scan of the base table.
+    async fn scan(&self, req: Scan) -> StoreResult<QueryOutput>;
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>>;
     /// Returns the item as `req.returns` asks (old or new), else `None`.
     async fn update_item(&self, req: Update) -> StoreResult<Option<Item>>;

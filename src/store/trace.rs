@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::{
-    BatchGet, BatchGetPage, Delete, GetItem, Item, PrimaryKey, Put, Query, QueryOutput,
+    BatchGet, BatchGetPage, Delete, GetItem, Item, PrimaryKey, Put, Query, QueryOutput, Scan,
     SortCondition, Store, StoreResult, TableDescription, TableSchema, TransactAction, Update,
 };
 
@@ -208,6 +208,14 @@ impl Store for TracedStore {
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
         let d = describe_query(self.schema(), &req);
         self.record("Query", d, self.inner.query(req), |o| o.items.len())
+            .await
+    }
+    async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
+        let d = Described {
+            limit: req.limit,
+            ..Default::default()
+        };
+        self.record("Scan", d, self.inner.scan(req), |o| o.items.len())
             .await
     }
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {

@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use super::value::{compare, item_size, parse_number, type_name};
 use super::{
     AttributeValue, BatchGet, CmpOp, Condition, Delete, GetItem, Item, PageKey, Put, Query,
-    ReturnValues, SetValue, SortCondition, StoreError, StoreResult, TableSchema, TransactAction,
-    Update,
+    ReturnValues, Scan, SetValue, SortCondition, StoreError, StoreResult, TableSchema,
+    TransactAction, Update,
 };
 
 /// DynamoDB's item size limit (400 KB).
@@ -309,6 +309,19 @@ pub fn query(schema: &TableSchema, q: &Query) -> StoreResult<()> {
     }
     if let Some(start) = &q.start {
         start_key(schema, q, start)?;
+    }
+    Ok(())
+}
+
+/// Limit at least 1; a start key is a base-table key.
+pub fn scan(schema: &TableSchema, s: &Scan) -> StoreResult<()> {
+    if s.limit == Some(0) {
+        return Err(invalid("1 validation error detected: Value '0' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1"));
+    }
+    if let Some(start) = &s.start {
+        if start.index.is_some() || primary_key(schema, &start.table.pk, &start.table.sk).is_err() {
+            return Err(invalid("The provided starting key is invalid: The provided key element does not match the schema"));
+        }
     }
     Ok(())
 }
