@@ -5,6 +5,7 @@
 //! itemgraph [serve] [--listen ADDR] [--seed demo|none] [STORE FLAGS]   (serve is the default)
 //! itemgraph create-table [STORE FLAGS]
 //! itemgraph seed [--force] [STORE FLAGS]
+//! itemgraph check [STORE FLAGS]                     (verifies the table; exit 1 on a violation)
 //! itemgraph schema                                                     (prints the SDL)
 //! ```
 
@@ -51,6 +52,9 @@ pub enum Command {
     CreateTable(StoreArgs),
     /// Load the demo data set, creating the table if missing.
     Seed(SeedArgs),
+    /// Verify the table's invariants (keys, counters, references, markers): prints one
+    /// line per violation, then a summary; exits 1 when there is any violation.
+    Check(StoreArgs),
     /// Print the GraphQL schema (SDL) to stdout: `itemgraph schema > schema.graphql`.
     Schema,
 }
@@ -354,6 +358,15 @@ mod tests {
             "replicas sharing the secret accept each other's cursors"
         );
         assert!(Cli::try_parse_from(["itemgraph", "--cursor-secret", "short"]).is_err());
+    }
+
+    #[test]
+    fn check_takes_the_store_flags() {
+        let Command::Check(args) = parse(&["check", "--data", "/tmp/x.redb"]) else {
+            panic!("check")
+        };
+        assert_eq!(args.data, PathBuf::from("/tmp/x.redb"));
+        assert!(Cli::try_parse_from(["itemgraph", "check", "--listen", "127.0.0.1:1"]).is_err());
     }
 
     #[test]

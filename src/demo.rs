@@ -363,6 +363,8 @@ fn build_org(data: &mut DemoData, spec: &OrgSpec, created_ms: u64) {
             role: *role,
             created_at: timestamp_from_ms(created_ms + (k as u64 + 1) * HOUR_MS),
             ticket_count: 0,
+            assigned_ticket_count: 0,
+            order_count: 0,
         })
         .collect();
     let admins: Vec<Username> = users
@@ -424,6 +426,13 @@ fn build_org(data: &mut DemoData, spec: &OrgSpec, created_ms: u64) {
         let changes = TicketStatus::ALL.iter().position(|s| *s == status).unwrap() as u64;
         let updated = at + changes * rng.range(HOUR_MS, 3 * DAY_MS);
         let title = *rng.pick(spec.titles);
+        if let Some(assignee) = &assignee {
+            let ix = users
+                .iter()
+                .position(|u| u.username == *assignee)
+                .expect("assignees are users");
+            users[ix].assigned_ticket_count += 1;
+        }
         let requester = &mut users[requester_ix];
         requester.ticket_count += 1;
         org.ticket_count += 1;
@@ -483,11 +492,14 @@ fn build_org(data: &mut DemoData, spec: &OrgSpec, created_ms: u64) {
             OrderStatus::Shipped => 3,
             OrderStatus::Delivered => 4,
         };
+        let buyer_ix = rng.below(users.len() as u64) as usize;
+        let buyer = &mut users[buyer_ix];
+        buyer.order_count += 1;
         org.order_count += 1;
         data.orders.push(Order {
             order_id,
             org: slug.clone(),
-            buyer: rng.pick(&users).username.clone(),
+            buyer: buyer.username.clone(),
             status,
             placed_at: timestamp_from_ms(at),
             currency: spec.currency.to_owned(),
@@ -626,7 +638,33 @@ mod tests {
                 .filter(|t| t.org == user.org && t.requester == user.username)
                 .count();
             assert_eq!(user.ticket_count as usize, requested, "{}", user.username);
+            let assigned = d
+                .tickets
+                .iter()
+                .filter(|t| t.org == user.org && t.assignee.as_ref() == Some(&user.username))
+                .count();
+            assert_eq!(
+                user.assigned_ticket_count as usize, assigned,
+                "{}",
+                user.username
+            );
+            let bought = d
+                .orders
+                .iter()
+                .filter(|o| o.org == user.org && o.buyer == user.username)
+                .count();
+            assert_eq!(user.order_count as usize, bought, "{}", user.username);
         }
+        // The counters are exercised: admins handle tickets, users of every role buy.
+        assert!(d
+            .users
+            .iter()
+            .any(|u| u.role == Role::Admin && u.assigned_ticket_count > 0));
+        assert!(d
+            .users
+            .iter()
+            .all(|u| u.role == Role::Admin || u.assigned_ticket_count == 0));
+        assert!(d.users.iter().filter(|u| u.order_count > 0).count() > 10);
         for order in &d.orders {
             let lines: Vec<OrderLine> = d
                 .lines

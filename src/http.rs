@@ -35,6 +35,7 @@ use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
+use crate::events::EventBus;
 use crate::graphql::{self, CursorCodec, ItemgraphSchema};
 use crate::store::Store;
 
@@ -54,15 +55,29 @@ struct Inner {
     schema: ItemgraphSchema,
     /// Signs the cursors this server hands out and checks those it gets back.
     cursors: CursorCodec,
+    /// Where mutations publish what they changed.
+    events: EventBus,
 }
 
 impl AppState {
+    /// State with a fresh event bus of the default capacity.
     pub fn new(store: Arc<dyn Store>, cursors: CursorCodec) -> Self {
+        Self::with_events(store, cursors, EventBus::default())
+    }
+
+    /// State publishing mutations' domain events on `events` (to subscribe elsewhere).
+    pub fn with_events(store: Arc<dyn Store>, cursors: CursorCodec, events: EventBus) -> Self {
         AppState(Arc::new(Inner {
             store,
             schema: graphql::schema(),
             cursors,
+            events,
         }))
+    }
+
+    /// The bus every mutation served here publishes on.
+    pub fn events(&self) -> &EventBus {
+        &self.0.events
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -287,6 +302,7 @@ async fn run(
         &inner.schema,
         inner.store.clone(),
         inner.cursors.clone(),
+        inner.events.clone(),
         request,
         trace,
     )

@@ -1,15 +1,17 @@
 //! The entity chart of `DATA_MODEL.md` in code: the only place that spells `ORG#`,
-//! `USER#`, `#ORDER#`, `TICKET#`, `EMAIL#`, `LINE#`, `STATUS#`.
+//! `USER#`, `#ORDER#`, `TICKET#`, `EMAIL#`, `LINE#`, `STATUS#`, `ORDERTOKEN#`.
 //!
 //! Two halves:
 //!
-//! - **Identifiers** ([`Slug`], [`Username`], [`Email`], [`Id`], [`LineNo`]): validated
-//!   newtypes. A value that could forge another key (it contains `#` or a control
-//!   character) or that would break the sort order cannot be built, so every key below is
-//!   well formed by construction and no request is ever made with a bad one.
+//! - **Identifiers** ([`Slug`], [`Username`], [`Email`], [`Id`], [`LineNo`],
+//!   [`ClientToken`]): validated newtypes. A value that could forge another key (it
+//!   contains `#` or a control character) or that would break the sort order cannot be
+//!   built, so every key below is well formed by construction and no request is ever made
+//!   with a bad one.
 //! - **Key builders** (`OrgKey`, `UserKey`, `UserEmailKey`, `TicketKey`, `OrderKey`,
-//!   `OrderLineKey`): one per entity, giving its [`PrimaryKey`], its index keys
-//!   ([`ItemKeys`]), and the partition and sort values that the access patterns query on.
+//!   `OrderLineKey`, `OrderTokenKey`): one per entity, giving its [`PrimaryKey`], its
+//!   index keys ([`ItemKeys`]), and the partition and sort values that the access patterns
+//!   query on.
 //!
 //! Sort keys compare as UTF-8 bytes, and `#` < `L` < `O` < `T` < `U`. That one fact
 //! places every parent inside its children's item collection:
@@ -19,6 +21,10 @@
 //! - GSI1 partition `ORG#<org>#USER#<u>`: the user's tickets (`TICKET#…`), then the user;
 //! - GSI1 partition `ORDER#<id>`: the order (`#ORDER#<id>`), then its lines (`LINE#nnn`);
 //! - GSI2 partition `ORG#<org>#STATUS#<status>`: one status queue of tickets.
+//!
+//! Uniqueness and idempotency markers (`EMAIL#<email>`, `ORDERTOKEN#<org>#<token>`) each
+//! live in a partition of their own, outside every item collection, so they never sort
+//! between a parent and its children.
 
 use std::fmt;
 
@@ -46,6 +52,7 @@ const ORDER: &str = "ORDER#";
 const ORDER_SK: &str = "#ORDER#";
 const LINE: &str = "LINE#";
 const STATUS: &str = "#STATUS#";
+const ORDER_TOKEN: &str = "ORDERTOKEN#";
 
 /// Longest organization slug or username.
 pub const MAX_NAME_LEN: usize = 40;
@@ -53,6 +60,8 @@ pub const MAX_NAME_LEN: usize = 40;
 pub const MAX_EMAIL_LEN: usize = 254;
 /// Highest order line number: line numbers are zero-padded to three digits.
 pub const MAX_LINE_NO: u16 = 999;
+/// Longest client token of an idempotent order placement.
+pub const MAX_CLIENT_TOKEN_LEN: usize = 64;
 
 /// An identifier that cannot become a key. Clients see `BAD_USER_INPUT`, naming `field`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -181,6 +190,33 @@ pub fn validate_id(field: &'static str, value: &str) -> Result<Id, KeyError> {
     }
 }
 
+/// Validates a client token (an idempotency key chosen by the client): 1 to 64 characters
+/// of `[A-Za-z0-9_-]`, so that it cannot forge a key.
+pub fn validate_client_token(field: &'static str, value: &str) -> Result<ClientToken, KeyError> {
+    if value.is_empty() {
+        return Err(KeyError::Empty { field });
+    }
+    if value.chars().any(forges_key) {
+        return Err(KeyError::ForbiddenCharacter { field });
+    }
+    if value.len() > MAX_CLIENT_TOKEN_LEN {
+        return Err(KeyError::TooLong {
+            field,
+            max: MAX_CLIENT_TOKEN_LEN,
+        });
+    }
+    if !value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return Err(KeyError::Malformed {
+            field,
+            expected: "letters, digits, `_` and `-`",
+        });
+    }
+    Ok(ClientToken(value.to_owned()))
+}
+
 /// Validates an order line number (1..=999, so that three digits sort numerically).
 pub fn validate_line_no(field: &'static str, value: u16) -> Result<LineNo, KeyError> {
     if (1..=MAX_LINE_NO).contains(&value) {
@@ -268,6 +304,12 @@ name_type!(
     Email,
     validate_email,
     "email"
+);
+name_type!(
+    /// A client's idempotency token for placing an order: `[A-Za-z0-9_-]`, 1..=64 chars.
+    ClientToken,
+    validate_client_token,
+    "clientToken"
 );
 
 /// A ticket or order id: a ULID, so ids sort in creation order and never collide.
@@ -606,6 +648,32 @@ fn lines_partition(order_id: Id) -> String {
     format!("{ORDER}{order_id}")
 }
 
+/// The idempotency marker of one client token of an order placement:
+/// `ORDERTOKEN#<org>#<token>` for both PK and SK. It has a partition of its own: inside
+/// `ORG#<org>` a `#TOKEN#…` sort key would fall between the orders and the organization
+/// item and break the query that reads the organization with its newest orders.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OrderTokenKey {
+    org: Slug,
+    token: ClientToken,
+}
+
+impl OrderTokenKey {
+    pub fn new(org: &Slug, token: &ClientToken) -> Self {
+        OrderTokenKey {
+            org: org.clone(),
+            token: token.clone(),
+        }
+    }
+    pub fn primary_key(&self) -> PrimaryKey {
+        let k = format!("{ORDER_TOKEN}{}#{}", self.org, self.token);
+        PrimaryKey::new(k.clone(), k)
+    }
+    pub fn item_keys(&self) -> ItemKeys {
+        ItemKeys::primary(self.primary_key())
+    }
+}
+
 /// An order line: `ORDER#<id>#LINE#<nnn>` for both PK and SK, and `LINE#<nnn>` in its
 /// order's GSI1 partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -735,6 +803,29 @@ mod tests {
         );
         assert_eq!(OrderKey::lines_prefix(), "LINE#");
         assert_eq!(OrderKey::lines_partition_of(id(T1)), k.lines_partition());
+    }
+
+    #[test]
+    fn order_token_keys() {
+        let token = ClientToken::parse("retry-1_A").unwrap();
+        let k = OrderTokenKey::new(&slug("acme"), &token);
+        assert_eq!(
+            k.item_keys(),
+            ItemKeys::primary(pk("ORDERTOKEN#acme#retry-1_A", "ORDERTOKEN#acme#retry-1_A"))
+        );
+        assert!(ClientToken::parse(&"t".repeat(64)).is_ok());
+        for bad in ["", "a#b", "a b", "é", "a.b", "a\n"] {
+            assert!(ClientToken::parse(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            ClientToken::parse(&"t".repeat(65)),
+            Err(KeyError::TooLong {
+                field: "clientToken",
+                max: 64
+            })
+        );
+        // Its own partition, outside the organization's: nothing sorts into `ORG#acme`.
+        assert!(!k.primary_key().pk.starts_with("ORG#"));
     }
 
     #[test]

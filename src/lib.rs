@@ -9,14 +9,20 @@
 //! - [`model`]: plain domain records (serde), no GraphQL or AWS types.
 //! - [`store`]: the port (DynamoDB-shaped typed requests and errors) and its two engines,
 //!   `embedded` (redb) and `dynamo` (aws-sdk-dynamodb).
-//! - [`collections`]: one function per access pattern, each exactly one port call.
+//! - [`collections`]: one function per access pattern: a read is one port call, a write
+//!   one write request (plus the reads its validation needs) that keeps every counter and
+//!   marker of the data model true.
+//! - [`check`]: the whole-table consistency checker behind `itemgraph check`.
+//! - [`events`]: domain events of successful writes and the in-process bus that carries them.
 //! - [`demo`]: the deterministic demo data set.
 //! - [`graphql`]: the schema and resolvers; knows nothing of HTTP.
 //! - [`http`]: the axum router and `serve(listener, state, shutdown)`.
 
+pub mod check;
 pub mod collections;
 pub mod config;
 pub mod demo;
+pub mod events;
 pub mod graphql;
 pub mod http;
 pub mod keys;

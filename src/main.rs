@@ -7,8 +7,8 @@ use clap::Parser;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-use itemgraph::config::{Cli, Command, SeedMode};
-use itemgraph::{demo, graphql, http};
+use itemgraph::config::{Cli, Command, SeedMode, StoreArgs};
+use itemgraph::{check, demo, graphql, http};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -40,9 +40,11 @@ async fn main() -> anyhow::Result<()> {
             let listener = TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("binding {}", args.listen))?;
-            tracing::info!(addr = %listener.local_addr()?, "listening");
             let state = http::AppState::new(store, cursors);
-            http::serve(listener, state, shutdown_signal()).await?;
+            // Signal handlers first: a SIGTERM right after "listening" must stop gracefully.
+            let shutdown = shutdown_signal();
+            tracing::info!(addr = %listener.local_addr()?, "listening");
+            http::serve(listener, state, shutdown).await?;
             tracing::info!("stopped");
         }
         Command::CreateTable(args) => {
@@ -69,8 +71,31 @@ async fn main() -> anyhow::Result<()> {
                 ),
             }
         }
+        Command::Check(args) => run_check(&args).await?,
         Command::Schema => unreachable!("handled before logging starts"),
     }
+    Ok(())
+}
+
+/// `itemgraph check`: one line per violation on stdout, then the summary line. Any
+/// violation is an error, so the process exits 1.
+async fn run_check(args: &StoreArgs) -> anyhow::Result<()> {
+    let store = args.open().await?;
+    let report = check::check(store.as_ref())
+        .await
+        .with_context(|| format!("checking {}", args.describe()))?;
+    let mut out = std::io::stdout().lock();
+    for violation in &report.violations {
+        writeln!(out, "{violation}")?;
+    }
+    writeln!(out, "{report}")?;
+    out.flush()?;
+    anyhow::ensure!(
+        report.is_clean(),
+        "{} violation(s) in {}",
+        report.violations.len(),
+        args.describe()
+    );
     Ok(())
 }
 
@@ -89,31 +114,37 @@ fn print_schema() -> anyhow::Result<()> {
     }
 }
 
-/// Completes on Ctrl-C or SIGTERM, whichever comes first.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for Ctrl-C");
-            std::future::pending::<()>().await;
-        }
-    };
+/// Completes on Ctrl-C or SIGTERM, whichever comes first. The handlers are installed
+/// here, before the future is first polled, so a signal that arrives as soon as the server
+/// says it is listening is not lost (nor does it kill the process with the default action).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| tracing::error!(error = %e, "cannot listen for SIGTERM"))
+        .ok();
+    let ctrl_c = tokio::signal::ctrl_c();
+    async move {
+        #[cfg(unix)]
+        let terminate = async move {
+            match term {
+                Some(mut term) => {
+                    term.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
+        };
+        #[cfg(not(unix))]
+        let terminate = std::future::pending::<()>();
+        let ctrl_c = async move {
+            if let Err(e) = ctrl_c.await {
+                tracing::error!(error = %e, "cannot listen for Ctrl-C");
                 std::future::pending::<()>().await;
             }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = terminate => {}
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = terminate => {}
+        tracing::info!("shutdown requested; finishing in-flight requests");
     }
-    tracing::info!("shutdown requested; finishing in-flight requests");
 }

@@ -204,10 +204,21 @@ pub struct User {
     /// Tickets this user requested.
     #[serde(default)]
     pub ticket_count: u32,
+    /// Tickets assigned to this user.
+    #[serde(default)]
+    pub assigned_ticket_count: u32,
+    /// Orders this user placed as buyer.
+    #[serde(default)]
+    pub order_count: u32,
 }
 
 impl User {
+    /// Counter attribute names, for `ADD` in the writers that keep them. A user is
+    /// referenced by a ticket as requester or assignee and by an order as buyer: while any
+    /// of these is non-zero the user cannot be deleted.
     pub const TICKET_COUNT: &'static str = "ticketCount";
+    pub const ASSIGNED_TICKET_COUNT: &'static str = "assignedTicketCount";
+    pub const ORDER_COUNT: &'static str = "orderCount";
 }
 
 /// The marker that makes an email address unique across the table.
@@ -528,6 +539,31 @@ mod tests {
     }
 
     #[test]
+    fn user_counters_are_stored_and_default_to_zero() {
+        let user = User {
+            org: Slug::parse("acme").unwrap(),
+            username: Username::parse("wile").unwrap(),
+            email: Email::parse("wile@acme.example").unwrap(),
+            name: "Wile E. Coyote".into(),
+            role: Role::Member,
+            created_at: timestamp_from_ms(0),
+            ticket_count: 3,
+            assigned_ticket_count: 2,
+            order_count: 1,
+        };
+        let mut item = user.to_item();
+        assert_eq!(item[User::TICKET_COUNT], n("3"));
+        assert_eq!(item[User::ASSIGNED_TICKET_COUNT], n("2"));
+        assert_eq!(item[User::ORDER_COUNT], n("1"));
+        // Users written before these counters existed read as zero.
+        item.remove(User::ASSIGNED_TICKET_COUNT);
+        item.remove(User::ORDER_COUNT);
+        let read = User::from_item(item).unwrap();
+        assert_eq!((read.assigned_ticket_count, read.order_count), (0, 0));
+        assert_eq!(read.ticket_count, 3);
+    }
+
+    #[test]
     fn entity_dispatches_on_type() {
         let mut item = org().to_item();
         item.insert(TYPE.into(), s("Spaceship"));
@@ -586,6 +622,8 @@ mod tests {
                 role: Role::Member,
                 created_at: now(),
                 ticket_count: 0,
+                assigned_ticket_count: 2,
+                order_count: 1,
             }
             .into(),
             UserEmail {

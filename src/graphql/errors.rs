@@ -5,7 +5,7 @@ use async_graphql::ErrorExtensions;
 use crate::collections::RepoError;
 use crate::graphql::cursor::InvalidCursor;
 use crate::keys::KeyError;
-use crate::store::StoreError;
+use crate::store::{CancelReason, StoreError};
 
 /// What went wrong, as a GraphQL error. Each variant names its `extensions.code`.
 #[derive(Debug, thiserror::Error)]
@@ -22,7 +22,32 @@ pub enum ApiError {
     /// `NOT_FOUND`: a non-null reference points at nothing.
     #[error("{0} not found")]
     NotFound(String),
-    /// `UNAVAILABLE`: the store cannot be reached, or throttles past the retry budget.
+    /// `NOT_FOUND`, from a mutation: the entity it changes, or one it needs (the
+    /// organization, the requester, the assignee, the buyer), does not exist; `field`
+    /// names which: `organization`, `user`, `requester`, `assignee`, `buyer`, `ticket`,
+    /// `order`.
+    #[error("{field} not found")]
+    Missing { field: &'static str },
+    /// `CONFLICT`: a unique value is taken (`slug`, `username`, `email`), or the entity
+    /// is still in use; `field` names what.
+    #[error("{message}")]
+    Conflict {
+        message: String,
+        field: &'static str,
+    },
+    /// `VERSION_MISMATCH`: the entity changed since the client read it. The client reads
+    /// it again (`extensions.currentVersion` says where it is now) and retries.
+    #[error("{entity} changed since version {expected}{}: read it again and retry", current_text(.current))]
+    VersionMismatch {
+        entity: &'static str,
+        expected: u32,
+        current: Option<u32>,
+    },
+    /// `INVALID_TRANSITION`: the status cannot move from `from` to `to`.
+    #[error("cannot change the status from {from} to {to}")]
+    InvalidTransition { from: String, to: String },
+    /// `UNAVAILABLE`: the store cannot be reached, throttles past the retry budget, or
+    /// concurrent writes kept conflicting with this one past the retry budget.
     #[error("the data store is unavailable; try again")]
     Unavailable,
     /// `INTERNAL`: anything else. The detail is logged, never sent.
@@ -42,7 +67,10 @@ impl ApiError {
         match self {
             ApiError::BadUserInput { .. } => "BAD_USER_INPUT",
             ApiError::InvalidCursor(_) => "INVALID_CURSOR",
-            ApiError::NotFound(_) => "NOT_FOUND",
+            ApiError::NotFound(_) | ApiError::Missing { .. } => "NOT_FOUND",
+            ApiError::Conflict { .. } => "CONFLICT",
+            ApiError::VersionMismatch { .. } => "VERSION_MISMATCH",
+            ApiError::InvalidTransition { .. } => "INVALID_TRANSITION",
             ApiError::Unavailable => "UNAVAILABLE",
             ApiError::Internal => "INTERNAL",
         }
@@ -53,14 +81,34 @@ impl ErrorExtensions for ApiError {
     fn extend(&self) -> async_graphql::Error {
         async_graphql::Error::new(self.to_string()).extend_with(|_, e| {
             e.set("code", self.code());
-            if let ApiError::BadUserInput {
-                field: Some(field), ..
-            } = self
-            {
-                e.set("field", field.as_str());
+            match self {
+                ApiError::BadUserInput {
+                    field: Some(field), ..
+                } => e.set("field", field.as_str()),
+                ApiError::Missing { field } | ApiError::Conflict { field, .. } => {
+                    e.set("field", *field)
+                }
+                ApiError::VersionMismatch {
+                    expected, current, ..
+                } => {
+                    e.set("expectedVersion", *expected);
+                    e.set(
+                        "currentVersion",
+                        current.map_or(async_graphql::Value::Null, async_graphql::Value::from),
+                    );
+                }
+                ApiError::InvalidTransition { from, to } => {
+                    e.set("from", from.as_str());
+                    e.set("to", to.as_str());
+                }
+                _ => {}
             }
         })
     }
+}
+
+fn current_text(current: &Option<u32>) -> String {
+    current.map_or_else(String::new, |c| format!(" (it is at version {c} now)"))
 }
 
 impl From<KeyError> for ApiError {
@@ -87,12 +135,28 @@ impl From<StoreError> for ApiError {
                 tracing::warn!(error = %e, "store unavailable");
                 ApiError::Unavailable
             }
+            // Concurrent writes kept cancelling the transaction past the engine's retry
+            // budget: contention, not a bug; the client may try again.
+            StoreError::TransactionCanceled { ref reasons } if only_conflicts(reasons) => {
+                tracing::warn!(error = %e, "write contention past the retry budget");
+                ApiError::Unavailable
+            }
             other => {
                 tracing::error!(error = %other, "store error");
                 ApiError::Internal
             }
         }
     }
+}
+
+/// Whether a transaction was cancelled by conflicting writes alone.
+fn only_conflicts(reasons: &[CancelReason]) -> bool {
+    reasons
+        .iter()
+        .any(|r| matches!(r, CancelReason::TransactionConflict))
+        && reasons
+            .iter()
+            .all(|r| matches!(r, CancelReason::None | CancelReason::TransactionConflict))
 }
 
 impl From<RepoError> for ApiError {
@@ -106,7 +170,25 @@ impl From<RepoError> for ApiError {
                 message,
                 field: None,
             },
-            RepoError::NotFound(what) => ApiError::NotFound(what.to_owned()),
+            RepoError::NotFound(what) => ApiError::Missing { field: what },
+            RepoError::AlreadyExists(what) => ApiError::Conflict {
+                message: format!("this {what} is already taken"),
+                field: what,
+            },
+            RepoError::InUse(what) => ApiError::Conflict {
+                message: format!("cannot delete: still referenced by {what}"),
+                field: what,
+            },
+            RepoError::VersionMismatch {
+                entity,
+                expected,
+                current,
+            } => ApiError::VersionMismatch {
+                entity,
+                expected,
+                current,
+            },
+            RepoError::InvalidTransition { from, to } => ApiError::InvalidTransition { from, to },
             RepoError::Store(s) => s.into(),
             other => {
                 tracing::error!(error = %other, "repository error");
@@ -135,5 +217,83 @@ pub fn ensure_codes(resp: &mut async_graphql::Response) {
                 .get_or_insert_with(Default::default)
                 .set("code", code);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn extensions(e: ApiError) -> serde_json::Value {
+        let err = e.extend();
+        serde_json::to_value(err.extensions.expect("extensions")).expect("json")
+    }
+
+    #[test]
+    fn repository_errors_reach_clients_with_their_code_and_details() {
+        let cases = [
+            (
+                RepoError::AlreadyExists("email"),
+                serde_json::json!({ "code": "CONFLICT", "field": "email" }),
+            ),
+            (
+                RepoError::InUse("tickets"),
+                serde_json::json!({ "code": "CONFLICT", "field": "tickets" }),
+            ),
+            (
+                RepoError::NotFound("requester"),
+                serde_json::json!({ "code": "NOT_FOUND", "field": "requester" }),
+            ),
+            (
+                RepoError::VersionMismatch {
+                    entity: "ticket",
+                    expected: 2,
+                    current: Some(3),
+                },
+                serde_json::json!({
+                    "code": "VERSION_MISMATCH", "expectedVersion": 2, "currentVersion": 3
+                }),
+            ),
+            (
+                RepoError::VersionMismatch {
+                    entity: "order",
+                    expected: 2,
+                    current: None,
+                },
+                serde_json::json!({
+                    "code": "VERSION_MISMATCH", "expectedVersion": 2, "currentVersion": null
+                }),
+            ),
+            (
+                RepoError::InvalidTransition {
+                    from: "DELIVERED".into(),
+                    to: "PAID".into(),
+                },
+                serde_json::json!({ "code": "INVALID_TRANSITION", "from": "DELIVERED", "to": "PAID" }),
+            ),
+            (
+                RepoError::Invalid("no".into()),
+                serde_json::json!({ "code": "BAD_USER_INPUT" }),
+            ),
+        ];
+        for (repo, expected) in cases {
+            assert_eq!(extensions(repo.into()), expected);
+        }
+    }
+
+    #[test]
+    fn write_contention_is_unavailable_and_other_cancellations_internal() {
+        let cancelled = |reasons| StoreError::TransactionCanceled { reasons };
+        let contention = cancelled(vec![CancelReason::None, CancelReason::TransactionConflict]);
+        assert!(matches!(ApiError::from(contention), ApiError::Unavailable));
+        let odd = cancelled(vec![
+            CancelReason::TransactionConflict,
+            CancelReason::ValidationError("x".into()),
+        ]);
+        assert!(matches!(ApiError::from(odd), ApiError::Internal));
+        assert!(matches!(
+            ApiError::from(cancelled(vec![CancelReason::None])),
+            ApiError::Internal
+        ));
     }
 }

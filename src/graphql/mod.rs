@@ -4,6 +4,8 @@
 //! - [`connection`]: Relay connections over item collections, paging from last-seen keys.
 //! - [`query`]: the root fields and the look-ahead that turns a parent and the first page
 //!   of its children into one Query.
+//! - [`mutation`]: the root mutations: input checked before any request, one write each,
+//!   a domain event published on success.
 //! - [`loaders`]: the per-request DataLoader batching GetItem into BatchGetItem.
 //! - [`cursor`], [`ids`], [`errors`]: opaque cursors, global ids, error codes.
 //! - [`nulls`]: the spec's null propagation for fields that fail.
@@ -16,6 +18,7 @@ pub mod cursor;
 pub mod errors;
 pub mod ids;
 pub mod loaders;
+pub mod mutation;
 pub mod nulls;
 pub mod query;
 pub mod types;
@@ -24,11 +27,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_graphql::dataloader::{DataLoader, HashMapCache};
-use async_graphql::{EmptyMutation, EmptySubscription, Schema};
+use async_graphql::{EmptySubscription, Schema};
 
 use futures::future::{BoxFuture, Shared};
 use futures::FutureExt;
 
+use crate::events::EventBus;
 use crate::model::Entity;
 use crate::store::trace::{Trace, TracedStore};
 use crate::store::{PrimaryKey, Store};
@@ -36,11 +40,11 @@ use crate::store::{PrimaryKey, Store};
 pub use cursor::CursorCodec;
 
 /// The executable schema.
-pub type ItemgraphSchema = Schema<query::Query, EmptyMutation, EmptySubscription>;
+pub type ItemgraphSchema = Schema<query::Query, mutation::Mutation, EmptySubscription>;
 
 /// Builds the schema. Request-specific data comes with each request (see [`execute`]).
 pub fn schema() -> ItemgraphSchema {
-    Schema::build(query::Query, EmptyMutation, EmptySubscription)
+    Schema::build(query::Query, mutation::Mutation, EmptySubscription)
         .extension(nulls::NullPropagation)
         .finish()
 }
@@ -60,13 +64,15 @@ pub struct RequestContext {
     pub store: Arc<dyn Store>,
     pub loader: Arc<DataLoader<loaders::EntityLoader, HashMapCache>>,
     pub cursors: CursorCodec,
+    /// Where mutations publish what they changed, once it is written.
+    pub events: EventBus,
     /// A std Mutex is fine: held only to look up or insert, never across an await.
     in_flight: Mutex<HashMap<PrimaryKey, InFlight>>,
 }
 
 impl RequestContext {
     /// A fresh context (its own DataLoader cache) for one request.
-    pub fn new(store: Arc<dyn Store>, cursors: CursorCodec) -> Self {
+    pub fn new(store: Arc<dyn Store>, cursors: CursorCodec, events: EventBus) -> Self {
         let loader = DataLoader::with_cache(
             loaders::EntityLoader {
                 store: store.clone(),
@@ -79,8 +85,24 @@ impl RequestContext {
             store,
             loader: Arc::new(loader),
             cursors,
+            events,
             in_flight: Mutex::default(),
         }
+    }
+
+    /// Forgets every entity this request has read, then remembers `written` (what a
+    /// mutation just wrote, exactly as stored): a mutation changes what earlier fields of
+    /// the same request read (a counter, the entity itself), so references resolved after
+    /// it are read again rather than served stale.
+    pub async fn after_write(&self, written: Vec<Entity>) {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.loader.clear::<PrimaryKey>();
+        self.loader
+            .feed_many(written.into_iter().map(|e| (e.primary_key(), e)))
+            .await;
     }
 
     /// Loads one entity by key through the DataLoader (batched with every other key asked
@@ -103,10 +125,12 @@ impl RequestContext {
 
 /// Runs one GraphQL request. With `trace`, every store call it makes is listed in
 /// `extensions.dynamodb`. Every error in the response carries `extensions.code`.
+/// Mutations publish their domain events on `events`.
 pub async fn execute(
     schema: &ItemgraphSchema,
     store: Arc<dyn Store>,
     cursors: CursorCodec,
+    events: EventBus,
     request: async_graphql::Request,
     trace: bool,
 ) -> async_graphql::Response {
@@ -115,7 +139,7 @@ pub async fn execute(
         Some(t) => Arc::new(TracedStore::new(store, t.clone())),
         None => store,
     };
-    let ctx = RequestContext::new(store, cursors);
+    let ctx = RequestContext::new(store, cursors, events);
     let nulls = Arc::new(nulls::NullState::default());
     let mut resp = schema.execute(request.data(ctx).data(nulls.clone())).await;
     nulls.apply(&mut resp.data);

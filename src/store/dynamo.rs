@@ -633,20 +633,57 @@ impl Store for DynamoStore {
         returned(req.returns, out.attributes)
     }
 
+    /// TransactWriteItems, retried when DynamoDB cancelled it only because another write
+    /// touched one of its items at the same moment (reasons all `None` or
+    /// `TransactionConflict`). The SDK does not retry that cancellation, yet it is safe to:
+    /// nothing of a cancelled transaction was applied, and the retry evaluates every
+    /// condition again against the items as they are then, so it either applies whole or
+    /// fails on a condition like any first attempt. Retries wait with jittered backoff
+    /// ([`super::backoff`]); after [`TRANSACT_CONFLICT_MAX_ATTEMPTS`] attempts the last
+    /// cancellation is returned.
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         validate::transact(&self.schema, &actions)?;
         let items = actions
             .into_iter()
             .map(|a| self.transact_item(a))
             .collect::<StoreResult<Vec<_>>>()?;
-        self.client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-            .map_err(|e| store_error(&self.table, e))?;
-        Ok(())
+        let mut attempt = 0;
+        loop {
+            let sent = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(items.clone()))
+                .send()
+                .await
+                .map_err(|e| store_error(&self.table, e));
+            match sent {
+                Ok(_) => return Ok(()),
+                Err(StoreError::TransactionCanceled { reasons })
+                    if only_conflicts(&reasons) && attempt + 1 < TRANSACT_CONFLICT_MAX_ATTEMPTS =>
+                {
+                    tracing::debug!(attempt, "transaction conflict; retrying");
+                    tokio::time::sleep(super::backoff(attempt)).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
+}
+
+/// How many times [`DynamoStore::transact_write`] sends a transaction that keeps being
+/// cancelled by conflicts with concurrent writes.
+pub const TRANSACT_CONFLICT_MAX_ATTEMPTS: u32 = 10;
+
+/// Whether a cancellation was caused by concurrent writes alone: at least one
+/// `TransactionConflict` and otherwise only actions that were fine (`None`).
+fn only_conflicts(reasons: &[CancelReason]) -> bool {
+    reasons
+        .iter()
+        .any(|r| matches!(r, CancelReason::TransactionConflict))
+        && reasons
+            .iter()
+            .all(|r| matches!(r, CancelReason::None | CancelReason::TransactionConflict))
 }
 
 fn return_value(r: ReturnValues) -> ReturnValue {
@@ -1220,6 +1257,25 @@ mod tests {
                 }
             );
         }
+    }
+
+    #[test]
+    fn only_a_cancellation_by_conflicts_alone_is_retried() {
+        use CancelReason::{None as Fine, TransactionConflict as Conflict};
+        assert!(only_conflicts(&[Fine, Conflict, Fine]));
+        assert!(only_conflicts(&[Conflict]));
+        assert!(!only_conflicts(&[]));
+        assert!(!only_conflicts(&[Fine, Fine]));
+        let failed = CancelReason::ConditionalCheckFailed { item: None };
+        assert!(
+            !only_conflicts(&[Conflict, failed]),
+            "a failed condition is an answer"
+        );
+        let throttled = CancelReason::Other {
+            code: "ThrottlingError".into(),
+            message: String::new(),
+        };
+        assert!(!only_conflicts(&[Conflict, throttled]));
     }
 
     #[test]

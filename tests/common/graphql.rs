@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use itemgraph::events::EventBus;
 use itemgraph::graphql::{self, CursorCodec, ItemgraphSchema};
 use itemgraph::store::Store;
 use serde_json::Value;
@@ -26,6 +27,8 @@ pub fn cursors() -> CursorCodec {
 /// The schema and a store holding the demo data.
 pub struct Api {
     pub store: Arc<dyn Store>,
+    /// Where the requests' mutations publish; subscribe to see their domain events.
+    pub events: EventBus,
     schema: ItemgraphSchema,
     /// DynamoDB Local tables are dropped by [`Api::finish`]; embedded ones just vanish.
     drop_table: bool,
@@ -49,6 +52,7 @@ impl Api {
     pub fn over(store: Arc<dyn Store>) -> Api {
         Api {
             store,
+            events: EventBus::default(),
             schema: graphql::schema(),
             drop_table: false,
         }
@@ -60,6 +64,7 @@ impl Api {
             .unwrap_or_else(|e| panic!("seeding {}: {e}", store.table_name()));
         Api {
             store,
+            events: EventBus::default(),
             schema: graphql::schema(),
             drop_table,
         }
@@ -84,8 +89,15 @@ impl Api {
         if !variables.is_null() {
             request = request.variables(async_graphql::Variables::from_json(variables));
         }
-        let response =
-            graphql::execute(&self.schema, self.store.clone(), cursors(), request, true).await;
+        let response = graphql::execute(
+            &self.schema,
+            self.store.clone(),
+            cursors(),
+            self.events.clone(),
+            request,
+            true,
+        )
+        .await;
         serde_json::to_value(&response).expect("a response serializes")
     }
 
