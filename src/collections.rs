@@ -1402,6 +1402,29 @@ impl TicketChange {
             at,
         }
     }
+
+    /// The ticket as this change leaves it (version unchanged): what [`update_ticket`]
+    /// writes, and what a caller checks (its size) before asking for the write.
+    pub fn applied_to(&self, current: &Ticket) -> Ticket {
+        let mut next = current.clone();
+        if let Some(status) = self.status {
+            next.status = status;
+        }
+        if let Some(assignee) = &self.assignee {
+            next.assignee = assignee.clone();
+        }
+        if let Some(priority) = self.priority {
+            next.priority = priority;
+        }
+        if let Some(title) = &self.title {
+            next.title = title.clone();
+        }
+        if let Some(body) = &self.body {
+            next.body = body.clone();
+        }
+        next.updated_at = self.at.clone();
+        next
+    }
 }
 
 /// Access pattern 13: applies `change` to the ticket as it was read (`current`),
@@ -1422,23 +1445,7 @@ pub async fn update_ticket(
     current: &Ticket,
     change: &TicketChange,
 ) -> RepoResult<Ticket> {
-    let mut next = current.clone();
-    if let Some(status) = change.status {
-        next.status = status;
-    }
-    if let Some(assignee) = &change.assignee {
-        next.assignee = assignee.clone();
-    }
-    if let Some(priority) = change.priority {
-        next.priority = priority;
-    }
-    if let Some(title) = &change.title {
-        next.title = title.clone();
-    }
-    if let Some(body) = &change.body {
-        next.body = body.clone();
-    }
-    next.updated_at = change.at.clone();
+    let mut next = change.applied_to(current);
     next.version = current
         .version
         .checked_add(1)

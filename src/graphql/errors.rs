@@ -5,7 +5,7 @@ use async_graphql::ErrorExtensions;
 use crate::collections::RepoError;
 use crate::graphql::cursor::InvalidCursor;
 use crate::keys::KeyError;
-use crate::store::{CancelReason, StoreError};
+use crate::store::{only_conflicts, StoreError};
 
 /// What went wrong, as a GraphQL error. Each variant names its `extensions.code`.
 #[derive(Debug, thiserror::Error)]
@@ -149,16 +149,6 @@ impl From<StoreError> for ApiError {
     }
 }
 
-/// Whether a transaction was cancelled by conflicting writes alone.
-fn only_conflicts(reasons: &[CancelReason]) -> bool {
-    reasons
-        .iter()
-        .any(|r| matches!(r, CancelReason::TransactionConflict))
-        && reasons
-            .iter()
-            .all(|r| matches!(r, CancelReason::None | CancelReason::TransactionConflict))
-}
-
 impl From<RepoError> for ApiError {
     fn from(e: RepoError) -> Self {
         match e {
@@ -223,6 +213,7 @@ pub fn ensure_codes(resp: &mut async_graphql::Response) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::CancelReason;
 
     fn extensions(e: ApiError) -> serde_json::Value {
         let err = e.extend();

@@ -618,7 +618,7 @@ async fn update_ticket(
             current: Some(current.version),
         });
     }
-    fits("body", &preview(&current, &change))?;
+    fits("body", &change.applied_to(&current))?;
     let ticket = collections::update_ticket(rc.store.as_ref(), &current, &change).await?;
     rc.after_write(vec![ticket.clone().into()]).await;
     rc.events
@@ -626,28 +626,6 @@ async fn update_ticket(
     Ok(UpdateTicketPayload {
         ticket: Ticket::new(ticket),
     })
-}
-
-/// The ticket `change` would write, to check its size before writing it.
-fn preview(current: &model::Ticket, change: &TicketChange) -> model::Ticket {
-    let mut next = current.clone();
-    if let Some(s) = change.status {
-        next.status = s;
-    }
-    if let Some(p) = change.priority {
-        next.priority = p;
-    }
-    if let Some(a) = &change.assignee {
-        next.assignee = a.clone();
-    }
-    if let Some(t) = &change.title {
-        next.title = t.clone();
-    }
-    if let Some(b) = &change.body {
-        next.body = b.clone();
-    }
-    next.updated_at = change.at.clone();
-    next
 }
 
 /// The order and its lines as `input` describes them: lines numbered from 1, amounts and

@@ -32,10 +32,10 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 
 use super::{
-    validate, AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp, Condition, Delete,
-    GetItem, IndexSchema, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, ReturnValues, Scan,
-    SetValue, SortCondition, Store, StoreError, StoreResult, TableDescription, TableSchema,
-    TransactAction, Update, UpdateExpr,
+    only_conflicts, validate, AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp,
+    Condition, Delete, GetItem, IndexSchema, Item, PageKey, PrimaryKey, Put, Query, QueryOutput,
+    ReturnValues, Scan, SetValue, SortCondition, Store, StoreError, StoreResult, TableDescription,
+    TableSchema, TransactAction, Update, UpdateExpr,
 };
 
 /// The SDK's own attribute value; only this module ever names it.
@@ -674,17 +674,6 @@ impl Store for DynamoStore {
 /// How many times [`DynamoStore::transact_write`] sends a transaction that keeps being
 /// cancelled by conflicts with concurrent writes.
 pub const TRANSACT_CONFLICT_MAX_ATTEMPTS: u32 = 10;
-
-/// Whether a cancellation was caused by concurrent writes alone: at least one
-/// `TransactionConflict` and otherwise only actions that were fine (`None`).
-fn only_conflicts(reasons: &[CancelReason]) -> bool {
-    reasons
-        .iter()
-        .any(|r| matches!(r, CancelReason::TransactionConflict))
-        && reasons
-            .iter()
-            .all(|r| matches!(r, CancelReason::None | CancelReason::TransactionConflict))
-}
 
 fn return_value(r: ReturnValues) -> ReturnValue {
     match r {

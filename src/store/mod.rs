@@ -458,6 +458,18 @@ pub enum StoreError {
     Internal(String),
 }
 
+/// Whether a transaction was cancelled by concurrent writes alone: at least one
+/// `TransactionConflict` and otherwise only actions that were fine. Nothing of it was
+/// applied, and trying again is safe (its conditions are evaluated anew).
+pub fn only_conflicts(reasons: &[CancelReason]) -> bool {
+    reasons
+        .iter()
+        .any(|r| matches!(r, CancelReason::TransactionConflict))
+        && reasons
+            .iter()
+            .all(|r| matches!(r, CancelReason::None | CancelReason::TransactionConflict))
+}
+
 fn describe_reasons(reasons: &[CancelReason]) -> String {
     reasons
         .iter()
