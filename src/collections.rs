@@ -1302,6 +1302,19 @@ pub async fn update_order_status(
     status: OrderStatus,
     expected_version: u32,
 ) -> RepoResult<Order> {
+    update_org_order_status(store, None, order_id, status, expected_version).await
+}
+
+/// [`update_order_status`] for a caller who names the order's organization too (a global
+/// id carries it): an order of another organization is `NotFound("order")`, before any
+/// write.
+pub async fn update_org_order_status(
+    store: &dyn Store,
+    org: Option<&Slug>,
+    order_id: Id,
+    status: OrderStatus,
+    expected_version: u32,
+) -> RepoResult<Order> {
     let out = store
         .query(Query {
             index: Some(GSI1.to_owned()),
@@ -1317,6 +1330,9 @@ pub async fn update_order_status(
         return Err(RepoError::NotFound("order"));
     };
     let mut current = Order::from_item(item)?;
+    if org.is_some_and(|org| *org != current.org) {
+        return Err(RepoError::NotFound("order"));
+    }
     if current.version < expected_version {
         let item = store
             .get_item(GetItem {

@@ -1118,6 +1118,25 @@ async fn update_order_status_not_found(api: &Api) {
     assert_eq!(operations(&r), ["Query"]);
 }
 
+/// A global id naming another organization than the order's: `NOT_FOUND` on `order`, and
+/// nothing written.
+async fn update_order_status_other_org(api: &Api) {
+    let o = acme_order(OrderStatus::Placed);
+    let vars = json!({ "input": {
+        "orderId": GlobalId::Order(slug("globex"), o.order_id).encode(),
+        "status": "PAID", "expectedVersion": o.version
+    }});
+    let r = mutate(
+        api,
+        "update_order_status_other_org",
+        &update_order_status_q(),
+        vars,
+    )
+    .await;
+    assert_error(&r, "NOT_FOUND", Some("order"));
+    assert_eq!(operations(&r), ["Query"]);
+}
+
 /// A ticket's id where an order's is expected: `BAD_USER_INPUT` naming `orderId`.
 async fn update_order_status_wrong_id(api: &Api) {
     let t = acme_ticket(TicketStatus::Open, |_| true);
@@ -1214,6 +1233,7 @@ on_every_engine!(
     update_order_status_version_mismatch,
     update_order_status_invalid_transition,
     update_order_status_not_found,
+    update_order_status_other_org,
     update_order_status_wrong_id,
     later_mutations_see_earlier_writes,
 );

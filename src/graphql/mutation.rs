@@ -139,12 +139,13 @@ fn ticket_id(field: &str, id: &str) -> ApiResult<Id> {
 }
 
 /// An order named by its global `id` or its plain `orderId`.
-fn order_id(field: &str, id: &str) -> ApiResult<Id> {
+/// An order id, plain or global; a global id also names the order's organization.
+fn order_id(field: &str, id: &str) -> ApiResult<(Option<crate::keys::Slug>, Id)> {
     if let Ok(plain) = validate_id("orderId", id) {
-        return Ok(plain);
+        return Ok((None, plain));
     }
     match GlobalId::decode(field, id)? {
-        GlobalId::Order(_, o) => Ok(o),
+        GlobalId::Order(org, o) => Ok((Some(org), o)),
         _ => Err(ApiError::bad_input(field, "not the id of an order")),
     }
 }
@@ -748,10 +749,12 @@ async fn update_order_status(
     rc: &RequestContext,
     input: UpdateOrderStatusInput,
 ) -> ApiResult<UpdateOrderStatusPayload> {
-    let id = order_id("orderId", &input.order_id)?;
+    let (org, id) = order_id("orderId", &input.order_id)?;
     let expected = version("expectedVersion", input.expected_version)?;
     let status: model::OrderStatus = input.status.into();
-    let order = collections::update_order_status(rc.store.as_ref(), id, status, expected).await?;
+    let order =
+        collections::update_org_order_status(rc.store.as_ref(), org.as_ref(), id, status, expected)
+            .await?;
     rc.after_write(vec![Entity::Order(order.clone())]).await;
     rc.events.publish(DomainEvent::order_status_changed(&order));
     Ok(UpdateOrderStatusPayload {
@@ -808,8 +811,9 @@ mod tests {
             id
         );
         let acme = Slug::parse("acme").unwrap();
-        let order = GlobalId::Order(acme, id).encode();
-        assert_eq!(order_id("orderId", &order).unwrap(), id);
+        let order = GlobalId::Order(acme.clone(), id).encode();
+        assert_eq!(order_id("orderId", &order).unwrap(), (Some(acme), id));
+        assert_eq!(order_id("orderId", &plain).unwrap(), (None, id));
         let e = ticket_id("ticketId", &order).unwrap_err();
         assert_eq!(field(e).as_deref(), Some("ticketId"));
         let e = order_id("orderId", "nonsense#").unwrap_err();
