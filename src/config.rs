@@ -2,7 +2,8 @@
 //! variable, which is how containers and CI configure the server.
 //!
 //! ```text
-//! itemgraph [serve] [--listen ADDR] [--seed demo|none] [STORE FLAGS]   (serve is the default)
+//! itemgraph [serve] [--listen ADDR] [--seed demo|none] [LIMIT FLAGS] [STORE FLAGS]
+//!                                                                  (serve is the default)
 //! itemgraph create-table [STORE FLAGS]
 //! itemgraph seed [--force] [STORE FLAGS]
 //! itemgraph check [STORE FLAGS]                     (verifies the table; exit 1 on a violation)
@@ -12,11 +13,13 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::graphql::CursorCodec;
+use crate::graphql::{CursorCodec, Limits};
+use crate::http;
 use crate::store::dynamo::{DynamoOptions, DynamoStore};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::{Store, TableSchema};
@@ -181,6 +184,99 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub cursor_secret: Option<CursorSecret>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// What one request may cost, and what the server exposes. See [`Limits`].
+#[derive(Debug, Clone, Args)]
+pub struct LimitArgs {
+    /// Deepest field nesting a query may have (`{ a { b } }` is 2); deeper is refused with
+    /// `QUERY_TOO_DEEP` before any read. GraphiQL's introspection query needs 13.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_DEPTH",
+        default_value_t = Limits::DEFAULT.max_depth,
+        value_parser = at_least_one()
+    )]
+    pub max_depth: usize,
+    /// Most aliased fields a document may hold (0: none); more is refused with
+    /// `TOO_MANY_ALIASES` before any read.
+    #[arg(long, env = "ITEMGRAPH_MAX_ALIASES", default_value_t = Limits::DEFAULT.max_aliases)]
+    pub max_aliases: usize,
+    /// Highest cost a query may have: every field 1, a connection its page size (`first`
+    /// or `last`, else 20) times what each node selects; more is refused with
+    /// `QUERY_TOO_COMPLEX` before any read.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_COMPLEXITY",
+        default_value_t = Limits::DEFAULT.max_complexity,
+        value_parser = at_least_one()
+    )]
+    pub max_complexity: usize,
+    /// Largest request body in bytes; a larger one is refused with 413 `BAD_REQUEST`.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_BODY_BYTES",
+        default_value_t = http::Options::DEFAULT.max_body_bytes,
+        value_parser = at_least_one()
+    )]
+    pub max_body_bytes: usize,
+    /// Deadline of one request in milliseconds: past it the request is cancelled, its
+    /// outstanding store calls with it, and answered with `TIMEOUT`.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_REQUEST_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = Limits::DEFAULT.request_timeout.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub request_timeout_ms: u64,
+    /// Whether `__schema` and `__type` answer; GraphiQL needs them.
+    #[arg(long, env = "ITEMGRAPH_INTROSPECTION", value_enum, default_value_t = Switch::On)]
+    pub introspection: Switch,
+    /// Whether GraphiQL is served at `/` (and at `/graphql` to a browser).
+    #[arg(long, env = "ITEMGRAPH_GRAPHIQL", value_enum, default_value_t = Switch::On)]
+    pub graphiql: Switch,
+    /// Queries the automatic persisted query cache holds (LRU, per process); 0 turns
+    /// automatic persisted queries off.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_PERSISTED_QUERIES",
+        value_name = "ENTRIES",
+        default_value_t = Limits::DEFAULT.persisted_queries
+    )]
+    pub persisted_queries: usize,
+}
+
+impl LimitArgs {
+    /// The server's options, as `http::AppState` takes them.
+    pub fn options(&self) -> http::Options {
+        http::Options {
+            limits: Limits {
+                max_depth: self.max_depth,
+                max_aliases: self.max_aliases,
+                max_complexity: self.max_complexity,
+                request_timeout: Duration::from_millis(self.request_timeout_ms),
+                introspection: self.introspection == Switch::On,
+                persisted_queries: self.persisted_queries,
+            },
+            max_body_bytes: self.max_body_bytes,
+            graphiql: self.graphiql == Switch::On,
+        }
+    }
+}
+
+/// A limit of 0 would refuse every request.
+fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..)
+}
+
+/// A feature turned on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    Off,
+    On,
 }
 
 impl ServeArgs {
@@ -358,6 +454,60 @@ mod tests {
             "replicas sharing the secret accept each other's cursors"
         );
         assert!(Cli::try_parse_from(["itemgraph", "--cursor-secret", "short"]).is_err());
+    }
+
+    #[test]
+    fn the_limits_default_to_the_library_defaults_and_follow_their_flags() {
+        let Command::Serve(args) = parse(&[]) else {
+            panic!("serve")
+        };
+        assert_eq!(args.limits.options(), http::Options::default());
+        let Command::Serve(args) = parse(&[
+            "--max-depth",
+            "5",
+            "--max-aliases",
+            "0",
+            "--max-complexity",
+            "100",
+            "--max-body-bytes",
+            "2048",
+            "--request-timeout-ms",
+            "250",
+            "--introspection",
+            "off",
+            "--graphiql",
+            "off",
+            "--persisted-queries",
+            "0",
+        ]) else {
+            panic!("serve")
+        };
+        assert_eq!(
+            args.limits.options(),
+            http::Options {
+                limits: Limits {
+                    max_depth: 5,
+                    max_aliases: 0,
+                    max_complexity: 100,
+                    request_timeout: Duration::from_millis(250),
+                    introspection: false,
+                    persisted_queries: 0,
+                },
+                max_body_bytes: 2048,
+                graphiql: false,
+            }
+        );
+        for zero in [
+            "--max-depth",
+            "--max-complexity",
+            "--max-body-bytes",
+            "--request-timeout-ms",
+        ] {
+            assert!(
+                Cli::try_parse_from(["itemgraph", zero, "0"]).is_err(),
+                "{zero} 0 refuses everything"
+            );
+        }
     }
 
     #[test]

@@ -2,11 +2,18 @@
 //! [`serve`] runs it on a listener until the shutdown future completes.
 //!
 //! Routes:
-//! - `POST /graphql`: GraphQL over HTTP, a JSON body `{query, operationName, variables}`.
+//! - `POST /graphql`: GraphQL over HTTP, a JSON body `{query, operationName, variables,
+//!   extensions}` (`extensions.persistedQuery`: automatic persisted queries). One operation
+//!   per request: a batch (a JSON array) is refused with `BAD_REQUEST`.
 //! - `GET /graphql`: GraphiQL for a browser (`Accept` prefers `text/html`); otherwise the
 //!   query from the URL (`?query=…&variables=…&operationName=…`), queries only.
 //! - `GET /`: GraphiQL.
 //! - `GET /healthz` (the process is up) and `GET /readyz` (the table can be used).
+//!
+//! GraphiQL can be turned off ([`Options::graphiql`]: `/` is then 404 and `GET /graphql`
+//! serves queries only), and a body over [`Options::max_body_bytes`] is refused with 413.
+//! Automatic persisted queries are taken over POST only: a GET carries its query, whose
+//! operation type is checked before it runs.
 //!
 //! The response speaks the GraphQL-over-HTTP spec: `application/graphql-response+json` to
 //! a client that accepts it (a request that fails before execution then gets 400),
@@ -25,7 +32,7 @@ use async_graphql::parser::types::OperationType;
 use async_graphql::{ServerError, Value, Variables};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{Query, State};
+use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -45,6 +52,32 @@ pub const TRACE_HEADER: &str = "x-itemgraph-trace";
 pub const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
 const JSON: &str = "application/json";
 
+/// How the server is configured beyond its store: the GraphQL [`graphql::Limits`] and
+/// what HTTP itself accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub limits: graphql::Limits,
+    /// Largest request body: the JSON a client may make the server buffer and parse.
+    pub max_body_bytes: usize,
+    /// Whether `GET /` (and `GET /graphql` for a browser) serves the GraphiQL page.
+    pub graphiql: bool,
+}
+
+impl Options {
+    /// The defaults, also those of the command line.
+    pub const DEFAULT: Options = Options {
+        limits: graphql::Limits::DEFAULT,
+        max_body_bytes: 1024 * 1024,
+        graphiql: true,
+    };
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::DEFAULT
+    }
+}
+
 /// What every handler shares. Cloned per request, so it is only an `Arc`.
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -57,6 +90,7 @@ struct Inner {
     cursors: CursorCodec,
     /// Where mutations publish what they changed.
     events: EventBus,
+    options: Options,
 }
 
 impl AppState {
@@ -67,12 +101,27 @@ impl AppState {
 
     /// State publishing mutations' domain events on `events` (to subscribe elsewhere).
     pub fn with_events(store: Arc<dyn Store>, cursors: CursorCodec, events: EventBus) -> Self {
+        Self::with_options(store, cursors, events, Options::default())
+    }
+
+    /// State enforcing `options` (the schema is built from its limits).
+    pub fn with_options(
+        store: Arc<dyn Store>,
+        cursors: CursorCodec,
+        events: EventBus,
+        options: Options,
+    ) -> Self {
         AppState(Arc::new(Inner {
             store,
-            schema: graphql::schema(),
+            schema: graphql::schema_with(&options.limits),
             cursors,
             events,
+            options,
         }))
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.0.options
     }
 
     /// The bus every mutation served here publishes on.
@@ -89,16 +138,19 @@ impl AppState {
     }
 }
 
-/// The router with every route, panic recovery and request tracing.
+/// The router with every route, the body limit, panic recovery and request tracing.
 pub fn app(state: AppState) -> Router {
-    with_layers(
-        Router::new()
-            .route("/", get(graphiql))
-            .route("/graphql", get(graphql_get).post(graphql_post))
-            .route("/healthz", get(healthz))
-            .route("/readyz", get(readyz)),
-    )
-    .with_state(state)
+    let options = *state.options();
+    let mut router = Router::new()
+        .route("/graphql", get(graphql_get).post(graphql_post))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz));
+    if options.graphiql {
+        router = router.route("/", get(graphiql));
+    }
+    // The body extractor enforces it, so an oversized body reaches the handler as a
+    // rejection and is answered 413 in GraphQL's error shape.
+    with_layers(router.layer(DefaultBodyLimit::max(options.max_body_bytes))).with_state(state)
 }
 
 /// The layers every route runs under: a panic becomes a 500 `INTERNAL` (inside the trace
@@ -192,7 +244,7 @@ async fn graphql_get(
     headers: HeaderMap,
     params: Result<Query<GetParams>, QueryRejection>,
 ) -> Response {
-    if prefers_html(&headers) {
+    if state.options().graphiql && prefers_html(&headers) {
         return Html(GRAPHIQL.as_str()).into_response();
     }
     let media = Media::negotiate(&headers);
@@ -212,25 +264,57 @@ async fn graphql_get(
     }
 }
 
-/// The body of `POST /graphql`. Unknown members (e.g. `extensions`) are ignored.
+/// The body of `POST /graphql`. Unknown members are ignored. `query` may be left out
+/// only by an automatic persisted query (`extensions.persistedQuery`) sending its hash.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PostBody {
-    query: String,
+    query: Option<String>,
     operation_name: Option<String>,
     variables: Option<serde_json::Map<String, serde_json::Value>>,
+    extensions: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+/// The member of `extensions` that carries an automatic persisted query's hash.
+const PERSISTED_QUERY: &str = "persistedQuery";
+
 fn parse_body(body: &[u8]) -> Result<async_graphql::Request, HttpError> {
+    // Batching is not supported: one request is one operation, so each limit (deadline,
+    // complexity) bounds one request's work.
+    if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(HttpError::BadRequest(
+            "batched requests (a JSON array) are not supported: send one operation per request"
+                .into(),
+        ));
+    }
     let body: PostBody = serde_json::from_slice(body).map_err(|e| {
         HttpError::BadRequest(format!("the body is not a GraphQL request object: {e}"))
     })?;
-    let mut request = async_graphql::Request::new(body.query);
+    let persisted = body
+        .extensions
+        .as_ref()
+        .is_some_and(|e| e.contains_key(PERSISTED_QUERY));
+    let query = match body.query {
+        Some(query) => query,
+        None if persisted => String::new(),
+        None => {
+            return Err(HttpError::BadRequest(
+                "the `query` member is missing".into(),
+            ))
+        }
+    };
+    let mut request = async_graphql::Request::new(query);
     if let Some(name) = body.operation_name {
         request = request.operation_name(name);
     }
     if let Some(vars) = body.variables {
         request = request.variables(Variables::from_json(serde_json::Value::Object(vars)));
+    }
+    if let Some(pq) = body.extensions.and_then(|mut e| e.remove(PERSISTED_QUERY)) {
+        request.extensions.insert(
+            PERSISTED_QUERY.to_owned(),
+            Value::from_json(pq).unwrap_or_default(),
+        );
     }
     Ok(request)
 }
@@ -307,9 +391,15 @@ async fn run(
         trace,
     )
     .await;
-    // A request error (the document did not parse or validate, variables did not coerce)
-    // stops before execution: no error has a path, and there is no data at all.
-    let request_error = matches!(resp.data, Value::Null)
+    // The deadline cancelled the request: it was valid and ran, so `data` is there (null).
+    let timed_out = resp.errors.iter().any(|e| {
+        e.extensions.as_ref().and_then(|x| x.get("code")) == Some(&Value::from("TIMEOUT"))
+    });
+    // A request error (the document did not parse or validate, variables did not coerce,
+    // a limit refused it) stops before execution: no error has a path, and there is no
+    // data at all.
+    let request_error = !timed_out
+        && matches!(resp.data, Value::Null)
         && !resp.errors.is_empty()
         && resp.errors.iter().all(|e| e.path.is_empty());
     let wire = WireResponse {
@@ -319,6 +409,7 @@ async fn run(
     };
     let status = match media {
         Media::GraphqlResponseJson if request_error => StatusCode::BAD_REQUEST,
+        Media::GraphqlResponseJson if timed_out => StatusCode::GATEWAY_TIMEOUT,
         _ => StatusCode::OK,
     };
     let mut response = match serde_json::to_vec(&wire) {

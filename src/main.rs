@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
 use itemgraph::config::{Cli, Command, SeedMode, StoreArgs};
+use itemgraph::events::EventBus;
 use itemgraph::{check, demo, graphql, http};
 
 #[tokio::main]
@@ -40,7 +41,12 @@ async fn main() -> anyhow::Result<()> {
             let listener = TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("binding {}", args.listen))?;
-            let state = http::AppState::new(store, cursors);
+            let state = http::AppState::with_options(
+                store,
+                cursors,
+                EventBus::default(),
+                args.limits.options(),
+            );
             // Signal handlers first: a SIGTERM right after "listening" must stop gracefully.
             let shutdown = shutdown_signal();
             tracing::info!(addr = %listener.local_addr()?, "listening");

@@ -50,6 +50,26 @@ pub enum ApiError {
     /// concurrent writes kept conflicting with this one past the retry budget.
     #[error("the data store is unavailable; try again")]
     Unavailable,
+    /// `QUERY_TOO_DEEP`: fields nest deeper than `--max-depth`; nothing was read.
+    #[error("the query nests fields {depth} deep; at most {max} are allowed")]
+    QueryTooDeep { depth: usize, max: usize },
+    /// `TOO_MANY_ALIASES`: the document aliases more fields than `--max-aliases`; nothing
+    /// was read.
+    #[error("the query has {count} aliased fields; at most {max} are allowed")]
+    TooManyAliases { count: usize, max: usize },
+    /// `QUERY_TOO_COMPLEX`: the query's cost (about the items it would read) is over
+    /// `--max-complexity`; nothing was read. Ask for smaller pages or fewer fields.
+    #[error("the query costs {complexity}; at most {max} is allowed: ask for smaller pages or fewer nested connections")]
+    QueryTooComplex { complexity: usize, max: usize },
+    /// `INTROSPECTION_DISABLED`: the query selects `__schema` or `__type` and the server
+    /// runs with `--introspection off`; nothing was read.
+    #[error("introspection is disabled on this server")]
+    IntrospectionDisabled,
+    /// `TIMEOUT`: the request ran past `--request-timeout-ms` and was cancelled, its
+    /// outstanding store calls with it. A mutation's write may or may not have happened:
+    /// read again before retrying (or retry with the same `clientToken`).
+    #[error("the request did not finish within {millis} ms and was cancelled")]
+    Timeout { millis: u64 },
     /// `INTERNAL`: anything else. The detail is logged, never sent.
     #[error("internal error")]
     Internal,
@@ -72,8 +92,21 @@ impl ApiError {
             ApiError::VersionMismatch { .. } => "VERSION_MISMATCH",
             ApiError::InvalidTransition { .. } => "INVALID_TRANSITION",
             ApiError::Unavailable => "UNAVAILABLE",
+            ApiError::QueryTooDeep { .. } => "QUERY_TOO_DEEP",
+            ApiError::TooManyAliases { .. } => "TOO_MANY_ALIASES",
+            ApiError::QueryTooComplex { .. } => "QUERY_TOO_COMPLEX",
+            ApiError::IntrospectionDisabled => "INTROSPECTION_DISABLED",
+            ApiError::Timeout { .. } => "TIMEOUT",
             ApiError::Internal => "INTERNAL",
         }
+    }
+
+    /// The error as a request error: no location, no path (a limit refuses the request as
+    /// a whole).
+    pub fn server_error(&self) -> async_graphql::ServerError {
+        let mut err = async_graphql::ServerError::new(self.to_string(), None);
+        err.extensions = self.extend().extensions;
+        err
     }
 }
 
@@ -101,6 +134,16 @@ impl ErrorExtensions for ApiError {
                     e.set("from", from.as_str());
                     e.set("to", to.as_str());
                 }
+                ApiError::QueryTooDeep { depth: actual, max }
+                | ApiError::TooManyAliases { count: actual, max }
+                | ApiError::QueryTooComplex {
+                    complexity: actual,
+                    max,
+                } => {
+                    e.set("limit", *max as u64);
+                    e.set("actual", *actual as u64);
+                }
+                ApiError::Timeout { millis } => e.set("limitMs", *millis),
                 _ => {}
             }
         })
@@ -188,8 +231,14 @@ impl From<RepoError> for ApiError {
     }
 }
 
+/// The message of async-graphql's automatic persisted queries when it does not know a
+/// hash: the client sends the query again with its hash (Apollo's protocol).
+const PERSISTED_QUERY_NOT_FOUND: &str = "PersistedQueryNotFound";
+
 /// Errors that reach the client without a code (GraphQL parse and validation errors
-/// raised by the executor itself) get one, so every error carries `extensions.code`.
+/// raised by the executor itself) get one, so every error carries `extensions.code`:
+/// `PERSISTED_QUERY_NOT_FOUND` for an unknown persisted-query hash (the code Apollo
+/// clients look for), `GRAPHQL_VALIDATION_FAILED` for any other request error.
 pub fn ensure_codes(resp: &mut async_graphql::Response) {
     let request_failed = matches!(resp.data, async_graphql::Value::Null);
     for err in &mut resp.errors {
@@ -199,7 +248,11 @@ pub fn ensure_codes(resp: &mut async_graphql::Response) {
             .is_some_and(|e| e.get("code").is_some());
         if !has_code {
             let code = if request_failed && err.path.is_empty() {
-                "GRAPHQL_VALIDATION_FAILED"
+                if err.message == PERSISTED_QUERY_NOT_FOUND {
+                    "PERSISTED_QUERY_NOT_FOUND"
+                } else {
+                    "GRAPHQL_VALIDATION_FAILED"
+                }
             } else {
                 "INTERNAL"
             };

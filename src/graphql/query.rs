@@ -387,6 +387,7 @@ impl Query {
 
     /// Entities by global id, in the order asked, null where there is none: one
     /// BatchGetItem for up to 100 ids.
+    #[graphql(complexity = "ids.len() * child_complexity + 1")]
     async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> Result<Vec<Option<Node>>> {
         if ids.len() > MAX_NODES {
             return Err(ApiError::bad_input(

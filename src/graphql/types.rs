@@ -241,6 +241,7 @@ impl Organization {
     }
     /// The organization's users, by username. Read together with the organization in
     /// one Query when this is the first page.
+    #[graphql(complexity = "crate::graphql::page_cost(first, last, child_complexity)")]
     async fn users(
         &self,
         ctx: &Context<'_>,
@@ -269,6 +270,7 @@ impl Organization {
     }
     /// The organization's orders, newest first. Read together with the organization in
     /// one Query when this is the first page.
+    #[graphql(complexity = "crate::graphql::page_cost(first, last, child_complexity)")]
     async fn orders(
         &self,
         ctx: &Context<'_>,
@@ -296,6 +298,7 @@ impl Organization {
         ))
     }
     /// The organization's tickets in one status, newest first: a work queue.
+    #[graphql(complexity = "crate::graphql::page_cost(first, last, child_complexity)")]
     async fn tickets(
         &self,
         ctx: &Context<'_>,
@@ -375,6 +378,7 @@ impl User {
     }
     /// Tickets this user requested, newest first. Read together with the user in one
     /// Query (GSI1) when this is the first page.
+    #[graphql(complexity = "crate::graphql::page_cost(first, last, child_complexity)")]
     async fn tickets(
         &self,
         ctx: &Context<'_>,
