@@ -1,79 +1,30 @@
 //! GraphQL over real HTTP: a server on a loopback port, serving the demo data from an
 //! in-memory embedded engine, spoken to with `reqwest` the way a client would.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::sync::Arc;
 
+use common::server::{read, TestServer};
 use itemgraph::graphql::CursorCodec;
-use itemgraph::http::{serve, AppState};
+use itemgraph::http::AppState;
 use itemgraph::store::embedded::EmbeddedStore;
 use itemgraph::store::{Store, TableSchema};
 use reqwest::header::{ACCEPT, ALLOW, CONTENT_TYPE};
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 const SPEC: &str = "application/graphql-response+json";
 
-/// An in-process server, stopped through its shutdown future.
-struct TestServer {
-    addr: SocketAddr,
-    client: reqwest::Client,
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<std::io::Result<()>>,
-}
-
-/// Serves the demo data on `127.0.0.1:0`; ready as soon as this returns, since the
-/// listener is bound before the server task starts.
+/// Serves the demo data on `127.0.0.1:0`.
 async fn start_server() -> TestServer {
     let store = EmbeddedStore::in_memory("itemgraph", TableSchema::itemgraph()).unwrap();
     store.create_table().await.unwrap();
     itemgraph::demo::seed_demo(&store).await.unwrap();
-    let state = AppState::new(Arc::new(store), CursorCodec::new("http test secret"));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, state, async {
-        let _ = stopped.await;
-    }));
-    TestServer {
-        addr,
-        client: reqwest::Client::new(),
-        stop,
-        task,
-    }
-}
-
-impl TestServer {
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    /// `POST /graphql` with a JSON body.
-    fn post(&self, body: Value) -> reqwest::RequestBuilder {
-        self.client.post(self.url("/graphql")).json(&body)
-    }
-
-    /// Stops the server through its shutdown future and waits for it to finish.
-    async fn stop(self) {
-        self.stop.send(()).unwrap();
-        self.task.await.unwrap().unwrap();
-    }
-}
-
-/// Status, `Content-Type` and the body as JSON.
-async fn read(resp: reqwest::RequestBuilder) -> (u16, String, Value) {
-    let resp = resp.send().await.expect("request");
-    let status = resp.status().as_u16();
-    let content_type = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let text = resp.text().await.unwrap();
-    let body = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
-    (status, content_type, body)
+    TestServer::start(AppState::new(
+        Arc::new(store),
+        CursorCodec::new("http test secret"),
+    ))
+    .await
 }
 
 fn code(body: &Value) -> &str {

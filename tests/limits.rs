@@ -8,13 +8,13 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use common::graphql::{cursors, normalized};
+use common::server::{read, TestServer};
 use itemgraph::events::EventBus;
 use itemgraph::graphql::{self, ItemgraphSchema, Limits};
 use itemgraph::http::{self, AppState};
@@ -22,12 +22,9 @@ use itemgraph::store::{
     BatchGet, BatchGetPage, Delete, GetItem, Item, Put, Query, QueryOutput, Scan, Store,
     StoreResult, TableDescription, TableSchema, TransactAction, Update,
 };
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::header::ACCEPT;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 const SPEC: &str = "application/graphql-response+json";
 
@@ -431,59 +428,15 @@ async fn a_request_past_its_deadline_is_cancelled_with_its_store_calls() {
 
 // --- over HTTP ---------------------------------------------------------------------------
 
-/// An in-process server with `options`, stopped through its shutdown future.
-struct TestServer {
-    addr: SocketAddr,
-    client: reqwest::Client,
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<std::io::Result<()>>,
-}
-
-/// Serves `store` on `127.0.0.1:0`; ready as soon as this returns, since the listener is
-/// bound before the server task starts.
+/// Serves `store` with `options` on `127.0.0.1:0`.
 async fn start_server(store: Arc<dyn Store>, options: http::Options) -> TestServer {
-    let state = AppState::with_options(store, cursors(), EventBus::default(), options);
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(http::serve(listener, state, async {
-        let _ = stopped.await;
-    }));
-    TestServer {
-        addr,
-        client: reqwest::Client::new(),
-        stop,
-        task,
-    }
-}
-
-impl TestServer {
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    fn post(&self, body: Value) -> reqwest::RequestBuilder {
-        self.client.post(self.url("/graphql")).json(&body)
-    }
-
-    async fn stop(self) {
-        self.stop.send(()).unwrap();
-        self.task.await.unwrap().unwrap();
-    }
-}
-
-/// Status, `Content-Type` and the body (JSON when it is).
-async fn read(resp: reqwest::RequestBuilder) -> (u16, String, Value) {
-    let resp = resp.send().await.expect("request");
-    let status = resp.status().as_u16();
-    let content_type = resp
-        .headers()
-        .get(CONTENT_TYPE)
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let text = resp.text().await.unwrap();
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (status, content_type, body)
+    TestServer::start(AppState::with_options(
+        store,
+        cursors(),
+        EventBus::default(),
+        options,
+    ))
+    .await
 }
 
 fn bad_request(message: &str) -> Value {

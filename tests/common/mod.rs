@@ -4,3 +4,4 @@
 pub mod dynamo_local;
 pub mod engines;
 pub mod graphql;
+pub mod server;
