@@ -8,6 +8,7 @@
 //! itemgraph seed [--force] [STORE FLAGS]
 //! itemgraph check [STORE FLAGS]                     (verifies the table; exit 1 on a violation)
 //! itemgraph schema                                                     (prints the SDL)
+//! itemgraph token --jwt-secret S --org ORG [--role admin|member]  (a development token)
 //! ```
 
 use std::net::SocketAddr;
@@ -47,6 +48,9 @@ impl Cli {
     }
 }
 
+// Parsed once per process, so the size of the largest variant (`serve`'s many flags)
+// costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Subcommand)]
 pub enum Command {
     /// Serve the API over HTTP (the default).
@@ -55,6 +59,8 @@ pub enum Command {
     CreateTable(StoreArgs),
     /// Load the demo data set, creating the table if missing.
     Seed(SeedArgs),
+    /// Print a development token (HS256) for `--jwt-secret`: `Authorization: Bearer <it>`.
+    Token(crate::auth::TokenArgs),
     /// Verify the table's invariants (keys, counters, references, markers): prints one
     /// line per violation, then a summary; exits 1 when there is any violation.
     Check(StoreArgs),
@@ -90,6 +96,47 @@ pub struct StoreArgs {
     /// The AWS region, overriding the configuration chain.
     #[arg(long, env = "ITEMGRAPH_REGION")]
     pub region: Option<String>,
+    /// Attempts per DynamoDB call, the first included: the SDK's standard retry mode
+    /// retries throttling, 5xx answers, timeouts and broken connections with jittered
+    /// backoff. Past the last, the fields that needed the call fail with `UNAVAILABLE`.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_DYNAMODB_MAX_ATTEMPTS",
+        value_name = "N",
+        default_value_t = DynamoOptions::DEFAULT_MAX_ATTEMPTS,
+        value_parser = clap::value_parser!(u32).range(1..=10)
+    )]
+    pub dynamodb_max_attempts: u32,
+    /// Milliseconds a connection to DynamoDB may take to open before the attempt fails.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_DYNAMODB_CONNECT_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = DynamoOptions::DEFAULT_CONNECT_TIMEOUT.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub dynamodb_connect_timeout_ms: u64,
+    /// Milliseconds one attempt of a DynamoDB call may take before it is abandoned and
+    /// retried: what a stalled connection costs.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_DYNAMODB_ATTEMPT_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = DynamoOptions::DEFAULT_ATTEMPT_TIMEOUT.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub dynamodb_attempt_timeout_ms: u64,
+    /// Milliseconds a whole DynamoDB call may take, retries included, before it fails with
+    /// `UNAVAILABLE`. Keep it under `--request-timeout-ms`, or a store that does not answer
+    /// times the whole request out instead of failing only the fields that need it.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_DYNAMODB_OPERATION_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = DynamoOptions::DEFAULT_OPERATION_TIMEOUT.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub dynamodb_operation_timeout_ms: u64,
 }
 
 /// The storage engines.
@@ -130,14 +177,22 @@ impl StoreArgs {
                     !self.in_memory,
                     "--in-memory applies to --store embedded only"
                 );
-                let opts = DynamoOptions {
-                    table: self.table.clone(),
-                    endpoint: self.endpoint.clone(),
-                    region: self.region.clone(),
-                    ..DynamoOptions::default()
-                };
+                let opts = self.dynamo_options();
                 Ok(Arc::new(DynamoStore::connect(opts, schema).await))
             }
+        }
+    }
+
+    /// How to reach DynamoDB, for `--store dynamodb`.
+    pub fn dynamo_options(&self) -> DynamoOptions {
+        DynamoOptions {
+            table: self.table.clone(),
+            endpoint: self.endpoint.clone(),
+            region: self.region.clone(),
+            connect_timeout: Duration::from_millis(self.dynamodb_connect_timeout_ms),
+            operation_timeout: Duration::from_millis(self.dynamodb_operation_timeout_ms),
+            operation_attempt_timeout: Duration::from_millis(self.dynamodb_attempt_timeout_ms),
+            max_attempts: self.dynamodb_max_attempts,
         }
     }
 
@@ -184,8 +239,34 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub cursor_secret: Option<CursorSecret>,
+    /// The cursor secret being rotated out. Cursors signed with it (handed out before the
+    /// rotation, or by replicas still running with it) are accepted until
+    /// `--cursor-secret-previous-until`; nothing new is signed with it.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_CURSOR_SECRET_PREVIOUS",
+        value_name = "SECRET",
+        hide_env_values = true,
+        requires_all = ["cursor_secret", "cursor_secret_previous_until"]
+    )]
+    pub cursor_secret_previous: Option<CursorSecret>,
+    /// When `--cursor-secret-previous` stops being accepted: an RFC 3339 instant, e.g.
+    /// `2026-06-01T12:00:00Z`. An instant rather than a duration, so that every replica
+    /// ends the grace period at once, whenever it started. Refused when more than a day in
+    /// the past: the rotation is long over and the flags should be gone.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_CURSOR_SECRET_PREVIOUS_UNTIL",
+        value_name = "INSTANT",
+        requires = "cursor_secret_previous"
+    )]
+    pub cursor_secret_previous_until: Option<GraceEnd>,
+    #[command(flatten)]
+    pub auth: crate::auth::AuthArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub ops: OpsArgs,
 }
 
 /// What one request may cost, and what the server exposes. See [`Limits`].
@@ -263,8 +344,91 @@ impl LimitArgs {
             },
             max_body_bytes: self.max_body_bytes,
             graphiql: self.graphiql == Switch::On,
+            ..http::Options::DEFAULT
         }
     }
+}
+
+/// How the server is run in production: metrics and browser access.
+#[derive(Debug, Clone, Args)]
+pub struct OpsArgs {
+    /// An origin whose pages may call the API from a browser (CORS), e.g.
+    /// `https://app.example.com`; repeat the flag or separate origins with commas. `*`
+    /// lets every site's pages in, and browsers then send no credentials (cookies) with
+    /// their requests. Without it: no CORS headers at all, same-origin pages only.
+    #[arg(
+        long = "cors-origin",
+        env = "ITEMGRAPH_CORS_ORIGIN",
+        value_name = "ORIGIN",
+        value_delimiter = ',',
+        value_parser = parse_origin
+    )]
+    pub cors_origins: Vec<axum::http::HeaderValue>,
+    /// How long a browser may cache a CORS preflight answer, in seconds (browsers cap
+    /// it: Chrome at 7200). Without it the browser's default applies.
+    #[arg(long, env = "ITEMGRAPH_CORS_MAX_AGE", value_name = "SECONDS")]
+    pub cors_max_age: Option<u64>,
+    /// Whether `GET /metrics` serves Prometheus metrics.
+    #[arg(long, env = "ITEMGRAPH_METRICS", value_enum, default_value_t = Switch::On)]
+    pub metrics: Switch,
+}
+
+impl OpsArgs {
+    /// The CORS policy; `*` may not be mixed with named origins.
+    pub fn cors(&self) -> anyhow::Result<http::Cors> {
+        let any = self.cors_origins.iter().any(|o| o == "*");
+        let origins = match (any, self.cors_origins.len()) {
+            (_, 0) => http::CorsOrigins::None,
+            (true, 1) => http::CorsOrigins::Any,
+            (true, _) => anyhow::bail!("--cors-origin '*' allows every origin: name no other"),
+            (false, _) => http::CorsOrigins::List(self.cors_origins.clone()),
+        };
+        Ok(http::Cors {
+            origins,
+            max_age: self.cors_max_age.map(Duration::from_secs),
+        })
+    }
+}
+
+impl ServeArgs {
+    /// The server's options: the limits' and the operational ones.
+    pub fn options(&self) -> anyhow::Result<http::Options> {
+        let cors = self.ops.cors()?;
+        if cors.origins == http::CorsOrigins::Any {
+            tracing::warn!(
+                "--cors-origin '*': pages of every site may call this API from a browser \
+                 (browsers send no cookies or other credentials with them)"
+            );
+        }
+        Ok(http::Options {
+            cors,
+            metrics: self.ops.metrics == Switch::On,
+            ..self.limits.options()
+        })
+    }
+}
+
+/// An origin as browsers send it in `Origin`: `scheme://host[:port]`, nothing after it; or
+/// `*`.
+fn parse_origin(s: &str) -> Result<axum::http::HeaderValue, String> {
+    let s = s.trim();
+    let well_formed = s == "*"
+        || s.split_once("://").is_some_and(|(scheme, rest)| {
+            !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+                && !rest.is_empty()
+                && !rest.contains(['/', '?', '#', '*'])
+                && rest.chars().all(|c| c.is_ascii_graphic())
+        });
+    if !well_formed {
+        return Err(format!(
+            "`{s}` is not an origin: write scheme://host[:port] with no path, e.g. \
+             https://app.example.com, or `*`"
+        ));
+    }
+    axum::http::HeaderValue::from_str(s).map_err(|e| e.to_string())
 }
 
 /// A limit of 0 would refuse every request.
@@ -281,9 +445,11 @@ pub enum Switch {
 
 impl ServeArgs {
     /// The cursor codec: from `--cursor-secret`, or from a fresh random 32-byte key, with a
-    /// warning, since its cursors work on this process only.
+    /// warning, since its cursors work on this process only. With a previous secret, logs
+    /// until when its cursors are accepted and, inside a Tokio runtime, logs again when that
+    /// grace period ends.
     pub fn cursor_codec(&self) -> CursorCodec {
-        match &self.cursor_secret {
+        let codec = match &self.cursor_secret {
             Some(secret) => CursorCodec::new(secret.0.as_bytes()),
             None => {
                 tracing::warn!(
@@ -292,7 +458,91 @@ impl ServeArgs {
                 );
                 CursorCodec::new(rand::random::<[u8; 32]>())
             }
+        };
+        let (Some(previous), Some(until)) = (
+            &self.cursor_secret_previous,
+            &self.cursor_secret_previous_until,
+        ) else {
+            return codec;
+        };
+        let codec = codec.with_previous(previous.0.as_bytes(), until.instant());
+        match until.instant().duration_since(std::time::SystemTime::now()) {
+            Ok(left) => {
+                tracing::info!(
+                    %until,
+                    "accepting cursors signed with the previous cursor secret until then"
+                );
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    let until = until.clone();
+                    runtime.spawn(async move {
+                        tokio::time::sleep(left).await;
+                        tracing::info!(
+                            %until,
+                            "the previous cursor secret's grace period ended: its cursors are \
+                             refused from now on; drop --cursor-secret-previous and \
+                             --cursor-secret-previous-until"
+                        );
+                    });
+                }
+            }
+            Err(_) => tracing::warn!(
+                %until,
+                "the previous cursor secret's grace period is over: its cursors are refused; \
+                 drop --cursor-secret-previous and --cursor-secret-previous-until"
+            ),
         }
+        codec
+    }
+}
+
+/// The end of a previous cursor secret's grace period, from an RFC 3339 instant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraceEnd(time::OffsetDateTime);
+
+/// How long after its end a grace period may still be configured. A replica restarting
+/// shortly after the rotation ended starts (and refuses the old cursors); a day later the
+/// leftover flags are refused, so they do not linger in the configuration, and a mistyped
+/// instant (last year's) fails the deployment instead of silently accepting nothing.
+pub const GRACE_END_TOLERANCE: Duration = Duration::from_secs(24 * 3600);
+
+impl GraceEnd {
+    pub fn instant(&self) -> std::time::SystemTime {
+        self.0.into()
+    }
+}
+
+impl std::fmt::Display for GraceEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self
+            .0
+            .format(&time::format_description::well_known::Rfc3339)
+        {
+            Ok(text) => f.write_str(&text),
+            Err(_) => write!(f, "{:?}", self.0),
+        }
+    }
+}
+
+impl std::str::FromStr for GraceEnd {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let instant =
+            time::OffsetDateTime::parse(s.trim(), &time::format_description::well_known::Rfc3339)
+                .map_err(|e| {
+                format!("not an RFC 3339 instant ({e}); write e.g. 2026-06-01T12:00:00Z")
+            })?;
+        let end = GraceEnd(instant);
+        let past = std::time::SystemTime::now()
+            .duration_since(end.instant())
+            .unwrap_or_default();
+        if past > GRACE_END_TOLERANCE {
+            return Err(format!(
+                "{end} is more than a day ago: the previous secret's grace period is long over; \
+                 drop --cursor-secret-previous and --cursor-secret-previous-until"
+            ));
+        }
+        Ok(end)
     }
 }
 
@@ -495,6 +745,7 @@ mod tests {
                 },
                 max_body_bytes: 2048,
                 graphiql: false,
+                ..http::Options::DEFAULT
             }
         );
         for zero in [
@@ -508,6 +759,178 @@ mod tests {
                 "{zero} 0 refuses everything"
             );
         }
+    }
+
+    /// An RFC 3339 instant `offset` from now.
+    fn instant_from_now(offset: time::Duration) -> String {
+        (time::OffsetDateTime::now_utc() + offset)
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_previous_cursor_secret_is_accepted_until_its_instant_never_used_to_sign() {
+        let (current, previous) = (
+            "0123456789abcdef0123456789abcdef",
+            "fedcba9876543210fedcba9876543210",
+        );
+        let serve = |until: &str| {
+            let Command::Serve(args) = parse(&[
+                "--cursor-secret",
+                current,
+                "--cursor-secret-previous",
+                previous,
+                "--cursor-secret-previous-until",
+                until,
+            ]) else {
+                panic!("serve")
+            };
+            args
+        };
+        let key = crate::store::PageKey {
+            table: crate::store::PrimaryKey::new("ORG#a", "USER#b"),
+            index: None,
+        };
+        let old_cursor = CursorCodec::new(previous).encode("users:ORG#a", &key);
+
+        let args = serve(&instant_from_now(time::Duration::hours(1)));
+        assert!(!format!("{args:?}").contains(previous));
+        let codec = args.cursor_codec();
+        assert_eq!(codec.decode("users:ORG#a", &old_cursor), Ok(key.clone()));
+        assert_eq!(
+            codec.encode("users:ORG#a", &key),
+            CursorCodec::new(current).encode("users:ORG#a", &key),
+            "new cursors are signed with the current secret"
+        );
+
+        // Ended an hour ago: the replica starts, and the old cursors are refused.
+        let codec = serve(&instant_from_now(-time::Duration::hours(1))).cursor_codec();
+        assert_eq!(
+            codec.decode("users:ORG#a", &old_cursor),
+            Err(crate::graphql::cursor::InvalidCursor)
+        );
+    }
+
+    #[test]
+    fn a_previous_cursor_secret_without_its_pair_or_long_expired_is_refused() {
+        let (current, previous) = (
+            "0123456789abcdef0123456789abcdef",
+            "fedcba9876543210fedcba9876543210",
+        );
+        let soon = instant_from_now(time::Duration::hours(1));
+        let refused = |args: &[&str]| {
+            let mut argv = vec!["itemgraph"];
+            argv.extend(args);
+            Cli::try_parse_from(argv).expect_err("refused").to_string()
+        };
+        let cases: [(&[&str], &str); 6] = [
+            (
+                &[
+                    "--cursor-secret",
+                    current,
+                    "--cursor-secret-previous",
+                    previous,
+                ],
+                "--cursor-secret-previous-until",
+            ),
+            (
+                &["--cursor-secret-previous-until", &soon],
+                "--cursor-secret-previous",
+            ),
+            (
+                &[
+                    "--cursor-secret-previous",
+                    previous,
+                    "--cursor-secret-previous-until",
+                    &soon,
+                ],
+                "--cursor-secret",
+            ),
+            (
+                &[
+                    "--cursor-secret",
+                    current,
+                    "--cursor-secret-previous",
+                    previous,
+                    "--cursor-secret-previous-until",
+                    "tomorrow",
+                ],
+                "RFC 3339",
+            ),
+            (
+                &[
+                    "--cursor-secret",
+                    current,
+                    "--cursor-secret-previous",
+                    previous,
+                    "--cursor-secret-previous-until",
+                    &instant_from_now(-time::Duration::hours(25)),
+                ],
+                "more than a day ago",
+            ),
+            (
+                &[
+                    "--cursor-secret",
+                    current,
+                    "--cursor-secret-previous",
+                    "short",
+                    "--cursor-secret-previous-until",
+                    &soon,
+                ],
+                "at least 32 bytes",
+            ),
+        ];
+        for (args, says) in cases {
+            let error = refused(args);
+            assert!(error.contains(says), "{args:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_dynamodb_retry_and_timeout_flags_default_to_the_engine_defaults() {
+        let Command::Serve(args) = parse(&["--store", "dynamodb"]) else {
+            panic!("serve")
+        };
+        assert_eq!(args.store.dynamo_options(), DynamoOptions::default());
+        let Command::Serve(args) = parse(&[
+            "--store",
+            "dynamodb",
+            "--dynamodb-max-attempts",
+            "5",
+            "--dynamodb-connect-timeout-ms",
+            "250",
+            "--dynamodb-attempt-timeout-ms",
+            "800",
+            "--dynamodb-operation-timeout-ms",
+            "2000",
+        ]) else {
+            panic!("serve")
+        };
+        assert_eq!(
+            args.store.dynamo_options(),
+            DynamoOptions {
+                connect_timeout: Duration::from_millis(250),
+                operation_attempt_timeout: Duration::from_millis(800),
+                operation_timeout: Duration::from_millis(2000),
+                max_attempts: 5,
+                ..DynamoOptions::default()
+            }
+        );
+        for zero in [
+            "--dynamodb-max-attempts",
+            "--dynamodb-connect-timeout-ms",
+            "--dynamodb-attempt-timeout-ms",
+            "--dynamodb-operation-timeout-ms",
+        ] {
+            assert!(
+                Cli::try_parse_from(["itemgraph", zero, "0"]).is_err(),
+                "{zero} 0"
+            );
+        }
+        assert!(
+            DynamoOptions::DEFAULT_OPERATION_TIMEOUT < Limits::DEFAULT.request_timeout,
+            "a store that does not answer fails its fields before the request's deadline"
+        );
     }
 
     #[test]
@@ -533,6 +956,63 @@ mod tests {
             vec!["itemgraph", "seed", "--listen", "127.0.0.1:1"],
         ] {
             assert!(Cli::try_parse_from(args).is_err());
+        }
+    }
+
+    #[test]
+    fn cors_and_metrics_flags_reach_the_options() {
+        let options = |args: &[&str]| {
+            let Command::Serve(args) = parse(args) else {
+                panic!("serve")
+            };
+            args.options()
+        };
+        let default = options(&[]).unwrap();
+        assert_eq!(default.cors, http::Cors::NONE, "no CORS unless asked");
+        assert!(default.metrics);
+
+        let o = options(&[
+            "--cors-origin",
+            "https://app.example,http://localhost:5173",
+            "--cors-origin",
+            "https://other.example",
+            "--cors-max-age",
+            "600",
+            "--metrics",
+            "off",
+        ])
+        .unwrap();
+        let origins = [
+            "https://app.example",
+            "http://localhost:5173",
+            "https://other.example",
+        ]
+        .map(axum::http::HeaderValue::from_static)
+        .to_vec();
+        assert_eq!(
+            o.cors,
+            http::Cors {
+                origins: http::CorsOrigins::List(origins),
+                max_age: Some(Duration::from_secs(600)),
+            }
+        );
+        assert!(!o.metrics);
+        assert_eq!(
+            options(&["--cors-origin", "*"]).unwrap().cors.origins,
+            http::CorsOrigins::Any
+        );
+        assert!(options(&["--cors-origin", "*,https://app.example"]).is_err());
+        for bad in [
+            "app.example",
+            "https://app.example/",
+            "https://app.example/path",
+            "https://*.example",
+            "https://",
+        ] {
+            assert!(
+                Cli::try_parse_from(["itemgraph", "--cors-origin", bad]).is_err(),
+                "{bad}"
+            );
         }
     }
 }

@@ -9,6 +9,13 @@
 //!   query from the URL (`?query=…&variables=…&operationName=…`), queries only.
 //! - `GET /`: GraphiQL.
 //! - `GET /healthz` (the process is up) and `GET /readyz` (the table can be used).
+//! - `GET /metrics`: Prometheus metrics (see [`crate::metrics`]), unless
+//!   [`Options::metrics`] is off.
+//!
+//! With an [`Authenticator`] (auth on), both `/graphql` routes need `Authorization: Bearer
+//! <JWT>`, checked before the request is parsed: a missing or bad token is 401
+//! `UNAUTHENTICATED` with `WWW-Authenticate: Bearer`; a good one becomes the request's
+//! [`Access`]. GraphiQL's page and the probes need none.
 //!
 //! GraphiQL can be turned off ([`Options::graphiql`]: `/` is then 404 and `GET /graphql`
 //! serves queries only), and a body over [`Options::max_body_bytes`] is refused with 413.
@@ -21,11 +28,16 @@
 //! DynamoDB request the query made in `extensions.dynamodb`. A request that is not GraphQL
 //! over HTTP at all gets a GraphQL-shaped error with `extensions.code = "BAD_REQUEST"`, and
 //! a panic anywhere below becomes a 500 `INTERNAL`, never a dropped connection.
+//!
+//! Every response carries `x-request-id`: the client's own when it sent a well-formed one,
+//! else a fresh UUID; the request's log span carries it too. Cross-origin browser access
+//! is off unless [`Options::cors`] names origins.
 
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use async_graphql::http::GraphiQLSource;
 use async_graphql::parser::types::OperationType;
@@ -33,34 +45,47 @@ use async_graphql::{ServerError, Value, Variables};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Query, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
+use crate::auth::{Access, AuthError, Authenticator};
 use crate::events::EventBus;
 use crate::graphql::{self, CursorCodec, ItemgraphSchema};
+use crate::store::metered::MeteredStore;
 use crate::store::Store;
 
 /// The request header that turns on the DynamoDB trace (`1` or `true`).
 pub const TRACE_HEADER: &str = "x-itemgraph-trace";
+/// The request id: taken from the request when well-formed, else made; always answered.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+/// Longest client-sent request id kept; a longer one is replaced, so a client cannot fill
+/// the logs through it.
+pub const MAX_REQUEST_ID_LEN: usize = 128;
 /// The GraphQL-over-HTTP media type; a client that accepts it gets spec status codes.
 pub const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
 const JSON: &str = "application/json";
 
 /// How the server is configured beyond its store: the GraphQL [`graphql::Limits`] and
 /// what HTTP itself accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     pub limits: graphql::Limits,
     /// Largest request body: the JSON a client may make the server buffer and parse.
     pub max_body_bytes: usize,
     /// Whether `GET /` (and `GET /graphql` for a browser) serves the GraphiQL page.
     pub graphiql: bool,
+    /// Which browser pages of other origins may call the API.
+    pub cors: Cors,
+    /// Whether `GET /metrics` serves Prometheus metrics (and the recorder is installed).
+    pub metrics: bool,
 }
 
 impl Options {
@@ -69,6 +94,8 @@ impl Options {
         limits: graphql::Limits::DEFAULT,
         max_body_bytes: 1024 * 1024,
         graphiql: true,
+        cors: Cors::NONE,
+        metrics: true,
     };
 }
 
@@ -78,10 +105,43 @@ impl Default for Options {
     }
 }
 
+/// Cross-origin resource sharing: which pages served from other origins a browser lets
+/// call the API and read its answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cors {
+    pub origins: CorsOrigins,
+    /// How long a browser may cache a preflight answer (`Access-Control-Max-Age`);
+    /// `None` sends no max age, and browsers use their own default (5 s in Chrome).
+    pub max_age: Option<Duration>,
+}
+
+impl Cors {
+    /// No CORS headers at all: only pages of the server's own origin can read answers.
+    pub const NONE: Cors = Cors {
+        origins: CorsOrigins::None,
+        max_age: None,
+    };
+}
+
+/// The origins CORS lets in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// None: no CORS headers are sent.
+    None,
+    /// Any origin (`Access-Control-Allow-Origin: *`). Browsers then never send
+    /// credentials (cookies, TLS client certificates); a bearer token a page sets in
+    /// `Authorization` itself still works.
+    Any,
+    /// Exactly these origins (`https://app.example.com`: scheme, host and port as the
+    /// browser sends them in `Origin`).
+    List(Vec<HeaderValue>),
+}
+
 /// What every handler shares. Cloned per request, so it is only an `Arc`.
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
 
+#[derive(Clone)]
 struct Inner {
     store: Arc<dyn Store>,
     /// Built once: building it walks every type of the schema.
@@ -91,6 +151,8 @@ struct Inner {
     /// Where mutations publish what they changed.
     events: EventBus,
     options: Options,
+    /// Checks each GraphQL request's bearer token; `None` is `--auth off`.
+    authenticator: Option<Authenticator>,
 }
 
 impl AppState {
@@ -112,12 +174,36 @@ impl AppState {
         options: Options,
     ) -> Self {
         AppState(Arc::new(Inner {
-            store,
+            // Here, so every server (the tests' too) counts and spans its store calls.
+            store: Arc::new(MeteredStore::new(store)),
             schema: graphql::schema_with(&options.limits),
             cursors,
             events,
             options,
+            authenticator: None,
         }))
+    }
+
+    /// The same state requiring a bearer token on every GraphQL request (`None`: auth
+    /// off, every caller unrestricted).
+    pub fn with_authenticator(self, authenticator: Option<Authenticator>) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.0);
+        inner.authenticator = authenticator;
+        AppState(Arc::new(inner))
+    }
+
+    /// What the `Authorization` header grants: everything when auth is off.
+    fn access(&self, headers: &HeaderMap) -> Result<Access, HttpError> {
+        match &self.0.authenticator {
+            None => Ok(Access::Unrestricted),
+            Some(auth) => auth
+                .authenticate(
+                    headers
+                        .get(header::AUTHORIZATION)
+                        .map(HeaderValue::as_bytes),
+                )
+                .map_err(HttpError::Unauthenticated),
+        }
     }
 
     pub fn options(&self) -> &Options {
@@ -138,9 +224,10 @@ impl AppState {
     }
 }
 
-/// The router with every route, the body limit, panic recovery and request tracing.
+/// The router with every route, the body limit, panic recovery, request ids, request
+/// tracing and CORS.
 pub fn app(state: AppState) -> Router {
-    let options = *state.options();
+    let options = state.options().clone();
     let mut router = Router::new()
         .route("/graphql", get(graphql_get).post(graphql_post))
         .route("/healthz", get(healthz))
@@ -148,17 +235,112 @@ pub fn app(state: AppState) -> Router {
     if options.graphiql {
         router = router.route("/", get(graphiql));
     }
+    if options.metrics {
+        crate::metrics::install();
+        router = router.route("/metrics", get(metrics));
+    }
     // The body extractor enforces it, so an oversized body reaches the handler as a
     // rejection and is answered 413 in GraphQL's error shape.
-    with_layers(router.layer(DefaultBodyLimit::max(options.max_body_bytes))).with_state(state)
+    let router = router.layer(DefaultBodyLimit::max(options.max_body_bytes));
+    with_layers(router, &options.cors).with_state(state)
 }
 
-/// The layers every route runs under: a panic becomes a 500 `INTERNAL` (inside the trace
-/// layer, so the 500 is logged like any response).
-fn with_layers(router: Router<AppState>) -> Router<AppState> {
+/// The layers every route runs under, innermost first:
+/// - a panic becomes a 500 `INTERNAL`;
+/// - CORS, around it, so even that 500 is readable by an allowed page, and a preflight is
+///   answered before any route;
+/// - the trace layer's span (method, path, request id) around everything the request
+///   does, so its 500 is logged like any response;
+/// - the request id, outermost: set before the span is made, echoed on every response,
+///   the panic's and the preflight's included.
+fn with_layers(router: Router<AppState>, cors: &Cors) -> Router<AppState> {
+    let mut router = router.layer(CatchPanicLayer::custom(panic_response));
+    if let Some(cors) = cors_layer(cors) {
+        router = router.layer(cors);
+    }
+    let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     router
-        .layer(CatchPanicLayer::custom(panic_response))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(PropagateRequestIdLayer::new(request_id.clone()))
+        .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
+        .layer(axum::middleware::map_request(drop_malformed_request_id))
+}
+
+/// The span of one HTTP request; the GraphQL request's span and its store calls' nest in it.
+fn request_span(request: &axum::http::Request<Body>) -> tracing::Span {
+    let id = request
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = request.uri().path(),
+        request_id = id,
+    )
+}
+
+/// A client's request id is kept only when it is 1 to [`MAX_REQUEST_ID_LEN`] visible
+/// ASCII characters; otherwise it is removed here and a fresh one is made, so what lands
+/// in every log line of the request stays short and printable.
+async fn drop_malformed_request_id(mut request: axum::extract::Request) -> axum::extract::Request {
+    let well_formed = |v: &HeaderValue| {
+        let bytes = v.as_bytes();
+        (1..=MAX_REQUEST_ID_LEN).contains(&bytes.len()) && bytes.iter().all(u8::is_ascii_graphic)
+    };
+    let headers = request.headers_mut();
+    if headers
+        .get_all(REQUEST_ID_HEADER)
+        .iter()
+        .enumerate()
+        .any(|(i, v)| i > 0 || !well_formed(v))
+    {
+        headers.remove(REQUEST_ID_HEADER);
+    }
+    request
+}
+
+/// The CORS layer, or none at all when no origin is allowed (no CORS headers then).
+fn cors_layer(cors: &Cors) -> Option<CorsLayer> {
+    let origins = match &cors.origins {
+        CorsOrigins::None => return None,
+        CorsOrigins::Any => AllowOrigin::any(),
+        CorsOrigins::List(origins) => AllowOrigin::list(origins.iter().cloned()),
+    };
+    let layer = CorsLayer::new()
+        .allow_origin(origins)
+        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::AUTHORIZATION,
+            HeaderName::from_static(REQUEST_ID_HEADER),
+            HeaderName::from_static(TRACE_HEADER),
+        ])
+        .expose_headers([HeaderName::from_static(REQUEST_ID_HEADER)]);
+    Some(match cors.max_age {
+        Some(age) => layer.max_age(age),
+        None => layer,
+    })
+}
+
+/// `GET /metrics`: the Prometheus text format.
+async fn metrics() -> Response {
+    match crate::metrics::render() {
+        Some(text) => (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            )],
+            text,
+        )
+            .into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "another metrics recorder is installed in this process",
+        )
+            .into_response(),
+    }
 }
 
 /// Serves [`app`] on `listener` until `shutdown` completes, then lets in-flight requests
@@ -229,11 +411,16 @@ async fn graphql_post(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let media = Media::negotiate(&headers);
-    let request = check_json_content_type(&headers)
-        .and_then(|()| body.map_err(HttpError::from))
-        .and_then(|body| parse_body(&body));
+    // Authentication first: a caller without a valid token learns nothing, not even
+    // whether their request would have parsed.
+    let request = state.access(&headers).and_then(|access| {
+        check_json_content_type(&headers)
+            .and_then(|()| body.map_err(HttpError::from))
+            .and_then(|body| parse_body(&body))
+            .map(|request| (access, request))
+    });
     match request {
-        Ok(request) => run(&state, request, wants_trace(&headers), media).await,
+        Ok((access, request)) => run(&state, access, request, wants_trace(&headers), media).await,
         Err(e) => e.respond(media),
     }
 }
@@ -248,6 +435,10 @@ async fn graphql_get(
         return Html(GRAPHIQL.as_str()).into_response();
     }
     let media = Media::negotiate(&headers);
+    let access = match state.access(&headers) {
+        Ok(access) => access,
+        Err(e) => return e.respond(media),
+    };
     let request = params
         .map_err(|e| HttpError::BadRequest(e.body_text()))
         .and_then(|Query(p)| p.into_request())
@@ -259,7 +450,7 @@ async fn graphql_get(
             }
         });
     match request {
-        Ok(request) => run(&state, request, wants_trace(&headers), media).await,
+        Ok(request) => run(&state, access, request, wants_trace(&headers), media).await,
         Err(e) => e.respond(media),
     }
 }
@@ -377,6 +568,7 @@ fn operation_type(request: &mut async_graphql::Request) -> Option<OperationType>
 /// Runs the request and writes the GraphQL response in the negotiated media type.
 async fn run(
     state: &AppState,
+    access: Access,
     request: async_graphql::Request,
     trace: bool,
     media: Media,
@@ -387,6 +579,7 @@ async fn run(
         inner.store.clone(),
         inner.cursors.clone(),
         inner.events.clone(),
+        access,
         request,
         trace,
     )
@@ -580,6 +773,10 @@ enum HttpError {
     /// 405 `BAD_REQUEST`, with `Allow: POST`: a mutation sent with GET.
     #[error("mutations are accepted with POST only")]
     MutationOverGet,
+    /// 401 `UNAUTHENTICATED`, with `WWW-Authenticate: Bearer`: auth is on and the request
+    /// carries no valid bearer token.
+    #[error("{0}")]
+    Unauthenticated(AuthError),
     /// 500 `INTERNAL`: a handler panicked or a response could not be written; logged.
     #[error("internal error")]
     Internal,
@@ -601,6 +798,7 @@ impl HttpError {
             HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
             HttpError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             HttpError::MutationOverGet => StatusCode::METHOD_NOT_ALLOWED,
+            HttpError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -608,12 +806,14 @@ impl HttpError {
     fn code(&self) -> &'static str {
         match self {
             HttpError::Internal => "INTERNAL",
+            HttpError::Unauthenticated(_) => AuthError::CODE,
             _ => "BAD_REQUEST",
         }
     }
 
     fn respond(self, media: Media) -> Response {
         tracing::debug!(error = %self, "request refused");
+        crate::metrics::record_error(self.code());
         let message = self.to_string();
         let body = ErrorBody {
             errors: [ErrorEntry {
@@ -623,10 +823,24 @@ impl HttpError {
         };
         let body = serde_json::to_vec(&body).expect("strings serialize");
         let mut response = media.response(self.status(), body);
-        if matches!(self, HttpError::MutationOverGet) {
-            response
-                .headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        match self {
+            HttpError::MutationOverGet => {
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            }
+            // RFC 6750: a token was sent but is not good is `invalid_token`.
+            HttpError::Unauthenticated(e) => {
+                let challenge = match e {
+                    AuthError::Missing | AuthError::NotBearer => "Bearer",
+                    _ => r#"Bearer error="invalid_token""#,
+                };
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(challenge),
+                );
+            }
+            _ => {}
         }
         response
     }
@@ -718,14 +932,20 @@ mod tests {
     }
 
     /// A handler that panics answers 500 with a GraphQL-shaped `INTERNAL` error, and the
-    /// server keeps serving.
+    /// server keeps serving. The 500 still carries the request id and, for an allowed
+    /// origin, the CORS headers, so a browser page can read it and quote the id.
     #[tokio::test]
     async fn a_panic_becomes_a_500_internal_error() {
         let store = Arc::new(EmbeddedStore::in_memory("t", TableSchema::itemgraph()).unwrap());
+        let cors = Cors {
+            origins: CorsOrigins::List(vec![HeaderValue::from_static("https://app.example")]),
+            max_age: None,
+        };
         let router = with_layers(
             Router::new()
                 .route("/boom", get(boom))
                 .route("/healthz", get(healthz)),
+            &cors,
         )
         .with_state(state(store));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -742,6 +962,23 @@ mod tests {
             })
         );
         assert_eq!(http_get(addr, "/healthz").await.0, "HTTP/1.1 200 OK");
+
+        let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+        conn.write_all(
+            b"GET /boom HTTP/1.1\r\nHost: test\r\nOrigin: https://app.example\r\n\
+              x-request-id: panic-1\r\nConnection: close\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        let mut raw = String::new();
+        conn.read_to_string(&mut raw).await.unwrap();
+        let head = raw.split_once("\r\n\r\n").unwrap().0.to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 500"), "{head}");
+        assert!(head.contains("\r\nx-request-id: panic-1\r\n"), "{head}");
+        assert!(
+            head.contains("\r\naccess-control-allow-origin: https://app.example\r\n"),
+            "{head}"
+        );
         server.abort();
     }
 

@@ -4,6 +4,7 @@
 //!
 //! # Layout
 //!
+//! - [`auth`]: bearer JWTs and the [`auth::Access`] every resolver checks (tenant isolation).
 //! - [`config`]: the command line (clap), every flag also an `ITEMGRAPH_*` variable.
 //! - [`keys`]: the entity chart in code; the only place that spells `ORG#`, `USER#` ….
 //! - [`model`]: plain domain records (serde), no GraphQL or AWS types.
@@ -17,7 +18,10 @@
 //! - [`demo`]: the deterministic demo data set.
 //! - [`graphql`]: the schema and resolvers; knows nothing of HTTP.
 //! - [`http`]: the axum router and `serve(listener, state, shutdown)`.
+//! - [`metrics`]: the Prometheus series served at `/metrics`, and the GraphQL extension
+//!   that records requests.
 
+pub mod auth;
 pub mod check;
 pub mod collections;
 pub mod config;
@@ -26,5 +30,6 @@ pub mod events;
 pub mod graphql;
 pub mod http;
 pub mod keys;
+pub mod metrics;
 pub mod model;
 pub mod store;

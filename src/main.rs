@@ -7,7 +7,7 @@ use clap::Parser;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-use itemgraph::config::{Cli, Command, SeedMode, StoreArgs};
+use itemgraph::config::{Cli, Command, SeedMode, StoreArgs, StoreKind};
 use itemgraph::events::EventBus;
 use itemgraph::{check, demo, graphql, http};
 
@@ -18,6 +18,11 @@ async fn main() -> anyhow::Result<()> {
         // Before logging starts: stdout carries the SDL and nothing else.
         return print_schema();
     }
+    if let Command::Token(args) = &command {
+        // Before logging starts too: stdout carries the token and nothing else.
+        println!("{}", args.token()?);
+        return Ok(());
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -26,6 +31,9 @@ async fn main() -> anyhow::Result<()> {
 
     match command {
         Command::Serve(args) => {
+            let authenticator = args
+                .auth
+                .authenticator(args.store.store == StoreKind::DynamoDb)?;
             let cursors = args.cursor_codec();
             let store = args.store.open().await?;
             tracing::info!(store = %args.store.describe(), "store opened");
@@ -41,12 +49,9 @@ async fn main() -> anyhow::Result<()> {
             let listener = TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("binding {}", args.listen))?;
-            let state = http::AppState::with_options(
-                store,
-                cursors,
-                EventBus::default(),
-                args.limits.options(),
-            );
+            let state =
+                http::AppState::with_options(store, cursors, EventBus::default(), args.options()?)
+                    .with_authenticator(authenticator);
             // Signal handlers first: a SIGTERM right after "listening" must stop gracefully.
             let shutdown = shutdown_signal();
             tracing::info!(addr = %listener.local_addr()?, "listening");
@@ -78,7 +83,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         Command::Check(args) => run_check(&args).await?,
-        Command::Schema => unreachable!("handled before logging starts"),
+        Command::Schema | Command::Token(_) => unreachable!("handled before logging starts"),
     }
     Ok(())
 }

@@ -213,3 +213,109 @@ async fn create_table_and_seed_load_the_demo_data_into_dynamodb_local() {
     assert_eq!(read_back(&store, &demo).await, demo);
     common::dynamo_local::drop_table(&store).await;
 }
+
+/// `itemgraph token` prints a token that a server started with the same `--jwt-secret`
+/// accepts, for its organization only; without a token that server answers 401.
+#[tokio::test]
+async fn token_prints_a_token_the_server_accepts() {
+    const SECRET: &str = "cli-test-secret-cli-test-secret-0";
+    let out = Command::new(BIN)
+        .args(["token", "--org", "acme", "--role", "admin", "--sub", "wile"])
+        .env("ITEMGRAPH_JWT_SECRET", SECRET)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (server, log) = start_server(dir.path(), &["--jwt-secret", SECRET]).await;
+    assert!(
+        !log.iter().any(|l| l.contains("authentication is off")),
+        "{log:#?}"
+    );
+    let client = reqwest::Client::new();
+    let url = format!("http://{}/graphql", server.addr);
+    let query = serde_json::json!({
+        "query": r#"{ acme: organization(slug: "acme") { name } globex: organization(slug: "globex") { name } }"#
+    });
+    let body: serde_json::Value = client
+        .post(&url)
+        .json(&query)
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({ "data": { "acme": { "name": "Acme Corporation" }, "globex": null } })
+    );
+    let status = client
+        .post(&url)
+        .json(&query)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status.as_u16(), 401);
+    server.stop().await;
+
+    // A bad organization is refused by the command itself.
+    let out = Command::new(BIN)
+        .args(["token", "--org", "Not A Slug", "--jwt-secret", SECRET])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+/// A DynamoDB table is never served without auth by accident: without a key or an
+/// explicit `--auth off`, `serve --store dynamodb` refuses to start, before touching the
+/// store. The embedded demo store serves with auth off and says so in its log.
+#[tokio::test]
+async fn dynamodb_without_auth_refuses_to_start() {
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        Command::new(BIN)
+            .args([
+                "serve",
+                "--store",
+                "dynamodb",
+                "--endpoint",
+                "http://127.0.0.1:9",
+                "--region",
+                "us-east-1",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .env("NO_COLOR", "1")
+            .env_remove("ITEMGRAPH_JWT_SECRET")
+            .env_remove("ITEMGRAPH_AUTH")
+            .output(),
+    )
+    .await
+    .expect("refuses at once")
+    .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refusing to serve a DynamoDB table without authentication"),
+        "{stderr}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (server, log) = start_server(dir.path(), &["--in-memory"]).await;
+    assert!(
+        log.iter().any(|l| l.contains("authentication is off")),
+        "{log:#?}"
+    );
+    server.stop().await;
+}

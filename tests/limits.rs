@@ -15,6 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::graphql::{cursors, normalized};
 use common::server::{read, TestServer};
+use itemgraph::auth::Access;
 use itemgraph::events::EventBus;
 use itemgraph::graphql::{self, ItemgraphSchema, Limits};
 use itemgraph::http::{self, AppState};
@@ -59,6 +60,7 @@ impl Limited {
             self.store.clone(),
             cursors(),
             EventBus::default(),
+            Access::Unrestricted,
             request,
             true,
         )
@@ -404,6 +406,7 @@ async fn a_request_past_its_deadline_is_cancelled_with_its_store_calls() {
         stalled.clone(),
         cursors(),
         EventBus::default(),
+        Access::Unrestricted,
         async_graphql::Request::new(query),
         false,
     )

@@ -5,6 +5,13 @@
 //! from* (the connection's kind and partition). A cursor that was altered, forged, or taken
 //! from another connection, partition or index fails the tag check and is rejected before
 //! any request is made. Every replica with the same secret accepts every other's cursors.
+//!
+//! A secret is rotated without breaking the cursors clients hold: cursors are always signed
+//! with the current secret, and a previous secret keeps verifying until an absolute instant
+//! (the same on every replica, whenever each one started), after which its cursors are
+//! refused like any forged one.
+
+use std::time::SystemTime;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -30,6 +37,8 @@ pub struct InvalidCursor;
 #[derive(Clone)]
 pub struct CursorCodec {
     secret: Vec<u8>,
+    /// Secrets rotated out, each still accepted (never used to sign) until its instant.
+    previous: Vec<(Vec<u8>, SystemTime)>,
 }
 
 impl std::fmt::Debug for CursorCodec {
@@ -42,15 +51,33 @@ impl CursorCodec {
     pub fn new(secret: impl Into<Vec<u8>>) -> Self {
         CursorCodec {
             secret: secret.into(),
+            previous: Vec::new(),
         }
     }
 
-    fn tag(&self, connection: &str, payload: &[u8]) -> [u8; TAG_LEN] {
-        let mut mac = HmacSha256::new_from_slice(&self.secret).expect("HMAC takes any key size");
+    /// Also accepts cursors signed with `secret`, the one rotated out, until `until`.
+    pub fn with_previous(mut self, secret: impl Into<Vec<u8>>, until: SystemTime) -> Self {
+        self.previous.push((secret.into(), until));
+        self
+    }
+
+    /// The latest instant a previous secret is accepted until, if there is one.
+    pub fn grace_until(&self) -> Option<SystemTime> {
+        self.previous.iter().map(|(_, until)| *until).max()
+    }
+
+    fn mac(secret: &[u8], connection: &str, payload: &[u8]) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes any key size");
         mac.update(connection.as_bytes());
         mac.update(&[0]);
         mac.update(payload);
-        let full = mac.finalize().into_bytes();
+        mac
+    }
+
+    fn tag(&self, connection: &str, payload: &[u8]) -> [u8; TAG_LEN] {
+        let full = Self::mac(&self.secret, connection, payload)
+            .finalize()
+            .into_bytes();
         let mut tag = [0; TAG_LEN];
         tag.copy_from_slice(&full[..TAG_LEN]);
         tag
@@ -69,8 +96,20 @@ impl CursorCodec {
         URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    /// The key a cursor carries, if it was made by this server for this very connection.
+    /// The key a cursor carries, if it was made by this server (or a replica sharing its
+    /// secret) for this very connection.
     pub fn decode(&self, connection: &str, cursor: &str) -> Result<PageKey, InvalidCursor> {
+        self.decode_at(connection, cursor, SystemTime::now())
+    }
+
+    /// [`decode`](Self::decode) as of `now`, which decides whether a previous secret's
+    /// grace period still runs.
+    pub fn decode_at(
+        &self,
+        connection: &str,
+        cursor: &str,
+        now: SystemTime,
+    ) -> Result<PageKey, InvalidCursor> {
         if cursor.len() > MAX_CURSOR_LEN {
             return Err(InvalidCursor);
         }
@@ -79,12 +118,20 @@ impl CursorCodec {
             return Err(InvalidCursor);
         }
         let (tag, payload) = bytes.split_at(TAG_LEN);
-        let mut mac = HmacSha256::new_from_slice(&self.secret).expect("HMAC takes any key size");
-        mac.update(connection.as_bytes());
-        mac.update(&[0]);
-        mac.update(payload);
-        // Constant-time comparison of the truncated tag.
-        mac.verify_truncated_left(tag).map_err(|_| InvalidCursor)?;
+        // Constant-time comparisons of the truncated tag.
+        let verifies = |secret: &[u8]| {
+            Self::mac(secret, connection, payload)
+                .verify_truncated_left(tag)
+                .is_ok()
+        };
+        let signed = verifies(&self.secret)
+            || self
+                .previous
+                .iter()
+                .any(|(secret, until)| now < *until && verifies(secret));
+        if !signed {
+            return Err(InvalidCursor);
+        }
         let parts: Vec<String> = serde_json::from_slice(payload).map_err(|_| InvalidCursor)?;
         let mut parts = parts.into_iter();
         let (Some(pk), Some(sk)) = (parts.next(), parts.next()) else {
@@ -105,7 +152,9 @@ impl CursorCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graphql::errors::ApiError;
     use proptest::prelude::*;
+    use std::time::Duration;
 
     fn key() -> PageKey {
         PageKey {
@@ -150,6 +199,116 @@ mod tests {
         }
     }
 
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    /// A codec rotated from `old` to `new` at `rotated`, keeping `old` for an hour.
+    fn rotated(rotated: SystemTime) -> CursorCodec {
+        CursorCodec::new("new secret").with_previous("old secret", rotated + HOUR)
+    }
+
+    #[test]
+    fn a_previous_secret_verifies_during_its_grace_period_only() {
+        let rotated_at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let codec = rotated(rotated_at);
+        let old = CursorCodec::new("old secret").encode("users:ORG#acme", &key());
+        let during = rotated_at + HOUR - Duration::from_secs(1);
+        assert_eq!(codec.decode_at("users:ORG#acme", &old, during), Ok(key()));
+        assert_eq!(
+            codec.decode_at("users:ORG#globex", &old, during),
+            Err(InvalidCursor),
+            "the previous secret binds its cursors to their connection too"
+        );
+        for after in [rotated_at + HOUR, rotated_at + 2 * HOUR] {
+            assert_eq!(
+                codec.decode_at("users:ORG#acme", &old, after),
+                Err(InvalidCursor)
+            );
+        }
+        assert_eq!(
+            ApiError::from(InvalidCursor).code(),
+            "INVALID_CURSOR",
+            "what clients see for a cursor past its grace"
+        );
+        assert_eq!(codec.grace_until(), Some(rotated_at + HOUR));
+        assert_eq!(CursorCodec::new("s").grace_until(), None);
+    }
+
+    #[test]
+    fn cursors_are_always_signed_with_the_current_secret() {
+        let rotated_at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let codec = rotated(rotated_at);
+        let cursor = codec.encode("users:ORG#acme", &key());
+        assert_eq!(
+            cursor,
+            CursorCodec::new("new secret").encode("users:ORG#acme", &key())
+        );
+        assert_eq!(
+            CursorCodec::new("old secret").decode("users:ORG#acme", &cursor),
+            Err(InvalidCursor),
+            "nothing is signed with the previous secret"
+        );
+        // The current secret has no end: its cursors verify long after any grace.
+        let much_later = rotated_at + 1000 * HOUR;
+        assert_eq!(
+            codec.decode_at("users:ORG#acme", &cursor, much_later),
+            Ok(key())
+        );
+    }
+
+    #[test]
+    fn an_unrelated_secret_is_refused_even_during_a_grace_period() {
+        let rotated_at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let other = CursorCodec::new("other secret").encode("users:ORG#acme", &key());
+        assert_eq!(
+            rotated(rotated_at).decode_at("users:ORG#acme", &other, rotated_at),
+            Err(InvalidCursor)
+        );
+    }
+
+    /// A cursor whose tag is valid over an arbitrary payload: what a leaked secret would
+    /// let anyone make, and the only way to reach the parsing behind the tag check.
+    fn signed(codec: &CursorCodec, connection: &str, payload: &[u8]) -> String {
+        let mut bytes = codec.tag(connection, payload).to_vec();
+        bytes.extend_from_slice(payload);
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    #[test]
+    fn a_signed_payload_of_the_wrong_shape_is_refused() {
+        let codec = CursorCodec::new("secret");
+        // Past serde_json's recursion limit (128).
+        let deep = "[".repeat(200);
+        for payload in [
+            "",
+            "null",
+            "[]",
+            r#"["a"]"#,
+            r#"["a","b","c"]"#,
+            r#"["a","b","c","d","e"]"#,
+            r#"[1,2]"#,
+            r#"{"pk":"a","sk":"b"}"#,
+            deep.as_str(),
+        ] {
+            assert_eq!(
+                codec.decode("c", &signed(&codec, "c", payload.as_bytes())),
+                Err(InvalidCursor),
+                "{payload}"
+            );
+        }
+        assert_eq!(
+            codec.decode("c", &signed(&codec, "c", br#"["a","b"]"#)),
+            Ok(PageKey {
+                table: PrimaryKey::new("a", "b"),
+                index: None
+            })
+        );
+    }
+
+    /// Text made of base64url's alphabet, padding and a few strays: mostly decodable.
+    fn base64ish() -> impl Strategy<Value = String> {
+        "[A-Za-z0-9_=+/-]{0,300}"
+    }
+
     proptest! {
         #[test]
         fn decoding_arbitrary_text_never_panics(s in ".{0,200}") {
@@ -159,6 +318,56 @@ mod tests {
         #[test]
         fn decoding_arbitrary_bytes_never_panics(b in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = CursorCodec::new("secret").decode("users:ORG#acme", &URL_SAFE_NO_PAD.encode(b));
+        }
+
+        #[test]
+        fn decoding_base64ish_text_never_panics(s in base64ish()) {
+            let codec = CursorCodec::new("secret").with_previous("old", SystemTime::now() + HOUR);
+            prop_assert_eq!(codec.decode("users:ORG#acme", &s), Err(InvalidCursor));
+        }
+
+        /// Valid cursors with bytes flipped, inserted, removed or cut off are refused.
+        #[test]
+        fn a_mutated_cursor_is_refused(
+            pk in "\\PC{0,40}",
+            sk in "\\PC{0,40}",
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            how in 0..4u8,
+        ) {
+            let codec = CursorCodec::new("secret");
+            let key = PageKey { table: PrimaryKey::new(pk, sk), index: None };
+            let good = codec.encode("c", &key);
+            prop_assert_eq!(codec.decode("c", &good), Ok(key));
+            let mut raw = URL_SAFE_NO_PAD.decode(&good).unwrap();
+            let i = at.index(raw.len());
+            match how {
+                0 => raw[i] ^= byte.max(1),
+                1 => raw.insert(i, byte),
+                2 => { raw.remove(i); }
+                _ => raw.truncate(i),
+            }
+            prop_assert_eq!(codec.decode("c", &URL_SAFE_NO_PAD.encode(&raw)), Err(InvalidCursor));
+            // The text itself mangled: never a panic, whatever it decodes to.
+            let mut text = good.into_bytes();
+            let i = at.index(text.len());
+            text[i] = byte;
+            let _ = codec.decode("c", &String::from_utf8_lossy(&text));
+        }
+
+        /// Behind a valid tag, any payload at all is refused or read, never a panic.
+        #[test]
+        fn any_signed_payload_never_panics(payload in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let codec = CursorCodec::new("secret");
+            let _ = codec.decode("c", &signed(&codec, "c", &payload));
+        }
+
+        #[test]
+        fn any_signed_json_never_panics(parts in proptest::collection::vec("\\PC{0,20}", 0..6)) {
+            let codec = CursorCodec::new("secret");
+            let payload = serde_json::to_vec(&parts).unwrap();
+            let decoded = codec.decode("c", &signed(&codec, "c", &payload));
+            prop_assert_eq!(decoded.is_ok(), parts.len() == 2 || parts.len() == 4);
         }
     }
 }

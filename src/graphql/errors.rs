@@ -46,6 +46,10 @@ pub enum ApiError {
     /// `INVALID_TRANSITION`: the status cannot move from `from` to `to`.
     #[error("cannot change the status from {from} to {to}")]
     InvalidTransition { from: String, to: String },
+    /// `FORBIDDEN`: the caller's role may not do this (only an organization's admins
+    /// manage users and change orders). Checked before anything is read.
+    #[error("{0}")]
+    Forbidden(String),
     /// `UNAVAILABLE`: the store cannot be reached, throttles past the retry budget, or
     /// concurrent writes kept conflicting with this one past the retry budget.
     #[error("the data store is unavailable; try again")]
@@ -91,6 +95,7 @@ impl ApiError {
             ApiError::Conflict { .. } => "CONFLICT",
             ApiError::VersionMismatch { .. } => "VERSION_MISMATCH",
             ApiError::InvalidTransition { .. } => "INVALID_TRANSITION",
+            ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::Unavailable => "UNAVAILABLE",
             ApiError::QueryTooDeep { .. } => "QUERY_TOO_DEEP",
             ApiError::TooManyAliases { .. } => "TOO_MANY_ALIASES",
@@ -235,10 +240,16 @@ impl From<RepoError> for ApiError {
 /// hash: the client sends the query again with its hash (Apollo's protocol).
 const PERSISTED_QUERY_NOT_FOUND: &str = "PersistedQueryNotFound";
 
+/// How async-graphql's message starts when an argument passed validation but its value
+/// does not fit its type once read, e.g. an `Int` literal past 32 bits inside an input
+/// object literal: the client's input, reported on the field.
+const ARGUMENT_PARSE_FAILED: &str = "Failed to parse \"";
+
 /// Errors that reach the client without a code (GraphQL parse and validation errors
 /// raised by the executor itself) get one, so every error carries `extensions.code`:
 /// `PERSISTED_QUERY_NOT_FOUND` for an unknown persisted-query hash (the code Apollo
-/// clients look for), `GRAPHQL_VALIDATION_FAILED` for any other request error.
+/// clients look for), `GRAPHQL_VALIDATION_FAILED` for any other request error,
+/// `BAD_USER_INPUT` for a field's argument that does not parse as its type.
 pub fn ensure_codes(resp: &mut async_graphql::Response) {
     let request_failed = matches!(resp.data, async_graphql::Value::Null);
     for err in &mut resp.errors {
@@ -253,6 +264,8 @@ pub fn ensure_codes(resp: &mut async_graphql::Response) {
                 } else {
                     "GRAPHQL_VALIDATION_FAILED"
                 }
+            } else if err.message.starts_with(ARGUMENT_PARSE_FAILED) {
+                "BAD_USER_INPUT"
             } else {
                 "INTERNAL"
             };

@@ -56,6 +56,14 @@ impl GlobalId {
         Ok(parsed)
     }
 
+    /// The organization the id names, when it names one (a ticket's does not).
+    pub fn org(&self) -> Option<&Slug> {
+        match self {
+            GlobalId::Organization(o) | GlobalId::User(o, _) | GlobalId::Order(o, _) => Some(o),
+            GlobalId::Ticket(_) => None,
+        }
+    }
+
     /// The primary key of the item the id names.
     pub fn key(&self) -> PrimaryKey {
         match self {
@@ -105,10 +113,49 @@ mod tests {
         }
     }
 
+    /// Text shaped like an id's inside: a known or near-known type, then parts that are
+    /// arbitrary, so the slug, username and ULID parsers see hostile input.
+    fn id_like() -> impl Strategy<Value = String> {
+        let kind = prop_oneof![
+            Just("Organization".to_owned()),
+            Just("User".to_owned()),
+            Just("Ticket".to_owned()),
+            Just("Order".to_owned()),
+            "\\PC{0,12}".prop_map(String::from),
+        ];
+        let part = prop_oneof![
+            "[a-z0-9-]{0,45}",
+            "[0-9A-Z]{24,28}",
+            "\\PC{0,30}",
+            ".{0,30}"
+        ];
+        (kind, proptest::collection::vec(part, 0..4)).prop_map(|(kind, parts)| {
+            std::iter::once(kind)
+                .chain(parts)
+                .collect::<Vec<_>>()
+                .join(":")
+        })
+    }
+
     proptest! {
         #[test]
         fn decoding_arbitrary_text_never_panics(s in ".{0,300}") {
             let _ = GlobalId::decode("id", &s);
+        }
+
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(b in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = GlobalId::decode("id", &URL_SAFE_NO_PAD.encode(b));
+        }
+
+        /// Whatever an id-shaped text decodes to encodes back to the very same id: no two
+        /// ids name one item, and nothing is read that was not written.
+        #[test]
+        fn id_shaped_text_decodes_to_an_error_or_round_trips(raw in id_like()) {
+            let id = URL_SAFE_NO_PAD.encode(&raw);
+            if let Ok(parsed) = GlobalId::decode("id", &id) {
+                prop_assert_eq!(parsed.encode(), id);
+            }
         }
     }
 }

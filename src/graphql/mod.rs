@@ -46,6 +46,7 @@ use async_graphql::{
 use futures::future::{BoxFuture, Shared};
 use futures::FutureExt;
 
+use crate::auth::Access;
 use crate::events::EventBus;
 use crate::model::Entity;
 use crate::store::trace::{Trace, TracedStore};
@@ -123,9 +124,11 @@ pub fn schema() -> ItemgraphSchema {
 
 /// Builds the schema enforcing `limits`.
 pub fn schema_with(limits: &Limits) -> ItemgraphSchema {
-    // The limits first: their deadline then covers every other extension too, and their
-    // persisted-query size check runs before APQ caches anything.
+    // Metrics outermost, so they see the deadline's TIMEOUT; then the limits: their
+    // deadline covers every other extension too, and their persisted-query size check
+    // runs before APQ caches anything.
     let mut builder = Schema::build(query::Query, mutation::Mutation, EmptySubscription)
+        .extension(crate::metrics::RequestMetrics)
         .extension(RequestLimits(*limits));
     if limits.persisted_queries > 0 {
         builder = builder.extension(ApolloPersistedQueries::new(LruCacheStorage::new(
@@ -297,6 +300,9 @@ pub struct RequestContext {
     pub cursors: CursorCodec,
     /// Where mutations publish what they changed, once it is written.
     pub events: EventBus,
+    /// Who is asking: what they may see ([`RequestContext::sees`], and every entity
+    /// [`RequestContext::load`] returns) and do.
+    pub access: Access,
     /// A std Mutex is fine: held only to look up or insert, never across an await.
     in_flight: Mutex<HashMap<PrimaryKey, InFlight>>,
     /// The DataLoader's batch reads, which run as tasks of their own: aborted when the
@@ -320,7 +326,12 @@ impl Drop for RequestContext {
 
 impl RequestContext {
     /// A fresh context (its own DataLoader cache) for one request.
-    pub fn new(store: Arc<dyn Store>, cursors: CursorCodec, events: EventBus) -> Self {
+    pub fn new(
+        store: Arc<dyn Store>,
+        cursors: CursorCodec,
+        events: EventBus,
+        access: Access,
+    ) -> Self {
         let loads: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
         let spawned = loads.clone();
         let loader = DataLoader::with_cache(
@@ -328,7 +339,9 @@ impl RequestContext {
                 store: store.clone(),
             },
             move |load| {
-                let handle = tokio::spawn(load).abort_handle();
+                // In the request's span, so the batch read's store span nests under it.
+                let handle =
+                    tokio::spawn(tracing::Instrument::in_current_span(load)).abort_handle();
                 // A std Mutex is fine: held only to push, never across an await.
                 let mut loads = spawned.lock().unwrap_or_else(|p| p.into_inner());
                 loads.retain(|l| !l.is_finished());
@@ -342,6 +355,7 @@ impl RequestContext {
             loader: Arc::new(loader),
             cursors,
             events,
+            access,
             in_flight: Mutex::default(),
             loads,
         }
@@ -362,6 +376,13 @@ impl RequestContext {
             .await;
     }
 
+    /// Whether the caller may see organization `org`. Every read of a partition that
+    /// names an organization asks first, and reads nothing when the answer is no: another
+    /// organization's data is answered exactly as if it did not exist.
+    pub fn sees(&self, org: &crate::keys::Slug) -> bool {
+        self.access.sees(org)
+    }
+
     /// Loads one entity by key through the DataLoader (batched with every other key asked
     /// for in the same tick). The DataLoader alone would read a key again when it is asked
     /// for while its first read is still running; here that second ask joins the first.
@@ -376,18 +397,22 @@ impl RequestContext {
                 })
                 .clone()
         };
-        read.await
+        // A key need not name its organization (a ticket's does not): what is read is
+        // checked, and another organization's entity is as absent as a missing one.
+        Ok(read.await?.filter(|e| self.access.sees_entity(e)))
     }
 }
 
-/// Runs one GraphQL request. With `trace`, every store call it makes is listed in
-/// `extensions.dynamodb`. Every error in the response carries `extensions.code`.
-/// Mutations publish their domain events on `events`.
+/// Runs one GraphQL request for a caller with `access`. With `trace`, every store call it
+/// makes is listed in `extensions.dynamodb` (without item counts for a tenant). Every
+/// error in the response carries `extensions.code`. Mutations publish their domain events
+/// on `events`.
 pub async fn execute(
     schema: &ItemgraphSchema,
     store: Arc<dyn Store>,
     cursors: CursorCodec,
     events: EventBus,
+    access: Access,
     request: async_graphql::Request,
     trace: bool,
 ) -> async_graphql::Response {
@@ -396,17 +421,31 @@ pub async fn execute(
         Some(t) => Arc::new(TracedStore::new(store, t.clone())),
         None => store,
     };
-    let ctx = RequestContext::new(store, cursors, events);
+    let tenant = matches!(access, Access::Tenant { .. });
+    let ctx = RequestContext::new(store, cursors, events, access);
     let nulls = Arc::new(nulls::NullState::default());
     let mut resp = schema.execute(request.data(ctx).data(nulls.clone())).await;
     nulls.apply(&mut resp.data);
     errors::ensure_codes(&mut resp);
     if let Some(t) = recorder {
         let requests = t.entries();
-        let value = serde_json::json!({
+        let mut value = serde_json::json!({
             "requestCount": requests.len(),
             "requests": requests,
         });
+        if tenant {
+            // A read's item count would tell a tenant that another organization's ticket
+            // or order exists where the answer says it does not: tenants see the requests
+            // only.
+            if let Some(requests) = value["requests"].as_array_mut() {
+                for r in requests
+                    .iter_mut()
+                    .filter_map(serde_json::Value::as_object_mut)
+                {
+                    r.remove("itemCount");
+                }
+            }
+        }
         resp.extensions.insert(
             "dynamodb".to_owned(),
             async_graphql::Value::from_json(value).unwrap_or_default(),

@@ -337,6 +337,16 @@ pub struct UpdateOrderStatusPayload {
 
 // --- the mutations -----------------------------------------------------------------------
 
+/// `NOT_FOUND` with `field` when the caller may not see organization `org`: exactly what
+/// the write would answer if it did not exist, and nothing is read or written.
+fn visible(rc: &RequestContext, org: &crate::keys::Slug, field: &'static str) -> ApiResult<()> {
+    if rc.sees(org) {
+        Ok(())
+    } else {
+        Err(ApiError::Missing { field })
+    }
+}
+
 fn rc<'a>(ctx: &Context<'a>) -> &'a RequestContext {
     ctx.data_unchecked::<RequestContext>()
 }
@@ -346,7 +356,8 @@ pub struct Mutation;
 #[Object]
 impl Mutation {
     /// Creates an organization. `CONFLICT` (`field: "slug"`) when the slug is taken.
-    /// One request: a conditional PutItem.
+    /// With auth on, admins only, and only the organization their token names
+    /// (`FORBIDDEN` otherwise). One request: a conditional PutItem.
     async fn create_organization(
         &self,
         ctx: &Context<'_>,
@@ -357,8 +368,8 @@ impl Mutation {
 
     /// Adds a user to an organization. `CONFLICT` when the username is taken in the
     /// organization (`field: "username"`) or the email anywhere (`field: "email"`);
-    /// `NOT_FOUND` (`field: "organization"`) when there is no such organization. One
-    /// request: a TransactWriteItems.
+    /// `NOT_FOUND` (`field: "organization"`) when there is no such organization. Admins
+    /// only (`FORBIDDEN`). One request: a TransactWriteItems.
     async fn create_user(
         &self,
         ctx: &Context<'_>,
@@ -368,7 +379,8 @@ impl Mutation {
     }
 
     /// Changes a user's name, email or role. `NOT_FOUND` (`field: "user"`) when there is
-    /// no such user; `CONFLICT` (`field: "email"`) when the new email is taken. One
+    /// no such user; `CONFLICT` (`field: "email"`) when the new email is taken. Admins
+    /// only (`FORBIDDEN`). One
     /// request (an UpdateItem); two for a new email (a GetItem of the user, then a
     /// TransactWriteItems that moves the email's uniqueness marker too).
     async fn update_user(
@@ -383,7 +395,7 @@ impl Mutation {
     /// refers to can go: `CONFLICT` with `field` `tickets` (they requested tickets),
     /// `assignedTickets` (tickets are assigned to them) or `orders` (they placed orders);
     /// reassign or keep them. `NOT_FOUND` (`field: "user"`) when there is no such user.
-    /// Two requests: a GetItem of the user, then a TransactWriteItems.
+    /// Admins only (`FORBIDDEN`). Two requests: a GetItem of the user, then a TransactWriteItems.
     async fn delete_user(
         &self,
         ctx: &Context<'_>,
@@ -433,7 +445,8 @@ impl Mutation {
     /// Moves an order along its fulfilment: `PLACED` → `PAID` → `SHIPPED` →
     /// `DELIVERED`, or `CANCELLED` before it ships. `INVALID_TRANSITION` for any other
     /// move, `VERSION_MISMATCH` when the order changed since `expectedVersion`,
-    /// `NOT_FOUND` (`field: "order"`) when there is no such order. Two requests: a Query
+    /// `NOT_FOUND` (`field: "order"`) when there is no such order. Admins only
+    /// (`FORBIDDEN`). Two requests: a Query
     /// on GSI1 reading the order, then a conditional UpdateItem (plus a GetItem between
     /// them in the rare case the index lags behind `expectedVersion`).
     async fn update_order_status(
@@ -463,6 +476,12 @@ async fn create_organization(
         ticket_count_closed: 0,
     };
     fits("name", &org)?;
+    rc.access.require_admin("create an organization")?;
+    if rc.access.org().is_some_and(|own| *own != org.slug) {
+        return Err(ApiError::Forbidden(
+            "a token may create only its own organization (its `org` claim)".into(),
+        ));
+    }
     collections::create_org(rc.store.as_ref(), &org).await?;
     rc.after_write(vec![org.clone().into()]).await;
     rc.events
@@ -485,6 +504,8 @@ async fn create_user(rc: &RequestContext, input: CreateUserInput) -> ApiResult<C
         order_count: 0,
     };
     fits("name", &user)?;
+    rc.access.require_admin("add users")?;
+    visible(rc, &user.org, "organization")?;
     collections::create_user(rc.store.as_ref(), &user).await?;
     rc.after_write(vec![user.clone().into()]).await;
     rc.events.publish(DomainEvent::UserCreated(user.clone()));
@@ -511,6 +532,8 @@ async fn update_user(rc: &RequestContext, input: UpdateUserInput) -> ApiResult<U
             field: None,
         });
     }
+    rc.access.require_admin("change users")?;
+    visible(rc, &org, "user")?;
     let user = collections::update_user(rc.store.as_ref(), &org, &username, &change, None).await?;
     rc.after_write(vec![user.clone().into()]).await;
     rc.events.publish(DomainEvent::UserUpdated(user.clone()));
@@ -522,6 +545,8 @@ async fn update_user(rc: &RequestContext, input: UpdateUserInput) -> ApiResult<U
 async fn delete_user(rc: &RequestContext, input: DeleteUserInput) -> ApiResult<DeleteUserPayload> {
     let org = validate_slug("org", &input.org)?;
     let username = validate_username("username", &input.username)?;
+    rc.access.require_admin("remove users")?;
+    visible(rc, &org, "user")?;
     let user = collections::delete_user(rc.store.as_ref(), &org, &username).await?;
     rc.after_write(Vec::new()).await;
     rc.events.publish(DomainEvent::UserDeleted(user.clone()));
@@ -559,6 +584,7 @@ async fn create_ticket(
         version: 1,
     };
     fits("body", &ticket)?;
+    visible(rc, &ticket.org, "organization")?;
     collections::create_ticket(rc.store.as_ref(), &ticket).await?;
     rc.after_write(vec![ticket.clone().into()]).await;
     rc.events
@@ -609,7 +635,12 @@ async fn update_ticket(
         });
     }
 
-    let Some(current) = collections::get_ticket_for_update(rc.store.as_ref(), id).await? else {
+    // A ticket id names no organization: the ticket is read, and another organization's
+    // is as missing as one that does not exist.
+    let Some(current) = collections::get_ticket_for_update(rc.store.as_ref(), id)
+        .await?
+        .filter(|t| rc.sees(&t.org))
+    else {
         return Err(ApiError::Missing { field: "ticket" });
     };
     if current.version != expected {
@@ -710,6 +741,7 @@ fn new_order(input: &PlaceOrderInput) -> ApiResult<(model::Order, Vec<model::Ord
 
 async fn place_order(rc: &RequestContext, input: PlaceOrderInput) -> ApiResult<PlaceOrderPayload> {
     let (order, lines) = new_order(&input)?;
+    visible(rc, &order.org, "organization")?;
     let token = input
         .client_token
         .as_deref()
@@ -752,6 +784,15 @@ async fn update_order_status(
     let (org, id) = order_id("orderId", &input.order_id)?;
     let expected = version("expectedVersion", input.expected_version)?;
     let status: model::OrderStatus = input.status.into();
+    rc.access.require_admin("change orders")?;
+    // A plain order id is looked up within the caller's organization; a global id naming
+    // another one is as missing as an order that does not exist.
+    let org = match (org, rc.access.org()) {
+        (Some(named), Some(own)) if named != *own => {
+            return Err(ApiError::Missing { field: "order" })
+        }
+        (named, own) => named.or_else(|| own.cloned()),
+    };
     let order =
         collections::update_org_order_status(rc.store.as_ref(), org.as_ref(), id, status, expected)
             .await?;

@@ -44,6 +44,12 @@ fn fetched<C>(items: Vec<C>, last_evaluated_key: Option<crate::store::PageKey>) 
     }
 }
 
+/// What a read of a partition the caller may not see answers, without reading it: what
+/// a missing parent with no children answers (no existence oracle).
+fn unseen<P, C>() -> Fetch<P, C> {
+    Ok((None, fetched(Vec::new(), None)))
+}
+
 /// Feeds what a request read into its DataLoader, so references to it cost nothing.
 async fn prime<R: Record + Clone + Into<Entity>>(rc: &RequestContext, records: &[R]) {
     rc.loader
@@ -57,6 +63,9 @@ pub async fn fetch_org_users(
     org: &Slug,
     page: &Resolved,
 ) -> Fetch<model::Organization, model::User> {
+    if !rc.sees(org) {
+        return unseen();
+    }
     let out = collections::get_org_with_users(rc.store.as_ref(), org, page.repo_page()).await?;
     prime(rc, &out.users).await;
     prime(rc, out.org.as_slice()).await;
@@ -69,6 +78,9 @@ pub async fn fetch_org_orders(
     org: &Slug,
     page: &Resolved,
 ) -> Fetch<model::Organization, model::Order> {
+    if !rc.sees(org) {
+        return unseen();
+    }
     let out = collections::get_org_with_orders(rc.store.as_ref(), org, page.repo_page()).await?;
     prime(rc, &out.orders).await;
     prime(rc, out.org.as_slice()).await;
@@ -82,6 +94,9 @@ pub async fn fetch_user_tickets(
     username: &Username,
     page: &Resolved,
 ) -> Fetch<model::User, model::Ticket> {
+    if !rc.sees(org) {
+        return unseen();
+    }
     let out =
         collections::get_user_with_tickets(rc.store.as_ref(), org, username, page.repo_page())
             .await?;
@@ -97,6 +112,9 @@ pub async fn fetch_org_tickets(
     status: model::TicketStatus,
     page: &Resolved,
 ) -> std::result::Result<Fetched<model::Ticket>, ApiError> {
+    if !rc.sees(org) {
+        return Ok(fetched(Vec::new(), None));
+    }
     let out =
         collections::list_org_tickets_by_status(rc.store.as_ref(), org, status, page.repo_page())
             .await?;
@@ -104,15 +122,22 @@ pub async fn fetch_org_tickets(
     Ok(fetched(out.tickets, out.last_evaluated_key))
 }
 
-/// Access pattern 7: the order and all its lines (at most [`MAX_ORDER_LINES`]).
+/// Access pattern 7: the order and all its lines (at most [`MAX_ORDER_LINES`]). The order
+/// id names no organization, so the order is read, and another organization's answers as
+/// a missing one: no order, no lines.
 pub async fn fetch_order_lines(
     rc: &RequestContext,
     order_id: Id,
 ) -> std::result::Result<(Option<model::Order>, Vec<model::OrderLine>), ApiError> {
     let page = collections::Page::first(MAX_ORDER_LINES as u32);
     let out = collections::get_order_with_lines(rc.store.as_ref(), order_id, page).await?;
-    prime(rc, out.order.as_slice()).await;
-    Ok((out.order, out.lines))
+    match out.order {
+        Some(order) if rc.sees(&order.org) => {
+            prime(rc, std::slice::from_ref(&order)).await;
+            Ok((Some(order), out.lines))
+        }
+        _ => Ok((None, Vec::new())),
+    }
 }
 
 /// The arguments of every selection of `field` under the current field (aliases and
@@ -251,6 +276,11 @@ impl Query {
                 ticket_jobs.push((args.key(status.as_str()), false, fut));
             }
         }
+        // Arguments and cursors were checked first, as for any organization; another
+        // organization's then answers as a missing one, without a read.
+        if !rc.sees(&slug) {
+            return Ok(None);
+        }
         let carries_parent = user_jobs.iter().any(|(_, first, _)| *first)
             || order_jobs.iter().any(|(_, first, _)| *first);
         let parent_load = async {
@@ -313,6 +343,9 @@ impl Query {
                 jobs.push((args.key(""), first, fut));
             }
         }
+        if !rc.sees(&org) {
+            return Ok(None);
+        }
         let carries_parent = jobs.iter().any(|(_, first, _)| *first);
         let parent_load = async {
             if carries_parent {
@@ -365,6 +398,9 @@ impl Query {
         let Some((org, order_id)) = order_id(&id)? else {
             return Ok(None);
         };
+        if org.as_ref().is_some_and(|org| !rc.sees(org)) {
+            return Ok(None);
+        }
         let (order, lines) = fetch_order_lines(rc, order_id)
             .await
             .map_err(|e| e.extend())?;
@@ -382,6 +418,12 @@ impl Query {
     /// Any entity by global id; null when there is none.
     async fn node(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Node>> {
         let id = GlobalId::decode("id", &id).map_err(|e| e.extend())?;
+        if id
+            .org()
+            .is_some_and(|org| !ctx.data_unchecked::<RequestContext>().sees(org))
+        {
+            return Ok(None);
+        }
         Ok(load(ctx, id.key()).await?.and_then(Node::from_entity))
     }
 
@@ -396,13 +438,20 @@ impl Query {
             )
             .extend());
         }
-        let keys = ids
+        let ids = ids
             .iter()
-            .map(|id| GlobalId::decode("ids", id).map(|g| g.key()))
+            .map(|id| GlobalId::decode("ids", id))
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| e.extend())?;
         let rc = ctx.data_unchecked::<RequestContext>();
-        let found = futures::future::join_all(keys.into_iter().map(|k| rc.load(k))).await;
+        // Ids naming another organization are not read: they answer null like missing ones.
+        let found = futures::future::join_all(ids.iter().map(|id| async move {
+            match id.org() {
+                Some(org) if !rc.sees(org) => Ok(None),
+                _ => rc.load(id.key()).await,
+            }
+        }))
+        .await;
         found
             .into_iter()
             .map(|r| {

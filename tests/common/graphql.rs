@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use itemgraph::auth::Access;
 use itemgraph::events::EventBus;
 use itemgraph::graphql::{self, CursorCodec, ItemgraphSchema};
 use itemgraph::store::Store;
@@ -83,8 +84,14 @@ impl Api {
         self.run_with(query, Value::Null).await
     }
 
-    /// Runs `query` with `variables` (a JSON object, or null) and the trace on.
+    /// Runs `query` with `variables` (a JSON object, or null) and the trace on, with auth
+    /// off.
     pub async fn run_with(&self, query: &str, variables: Value) -> Value {
+        self.run_as(&Access::Unrestricted, query, variables).await
+    }
+
+    /// Runs `query` with `variables` and the trace on, for a caller with `access`.
+    pub async fn run_as(&self, access: &Access, query: &str, variables: Value) -> Value {
         let mut request = async_graphql::Request::new(query);
         if !variables.is_null() {
             request = request.variables(async_graphql::Variables::from_json(variables));
@@ -94,6 +101,7 @@ impl Api {
             self.store.clone(),
             cursors(),
             self.events.clone(),
+            access.clone(),
             request,
             true,
         )

@@ -1,0 +1,516 @@
+//! Prometheus metrics: the names of every series, the process-wide recorder, and the small
+//! functions the rest of the crate calls to record.
+//!
+//! The recorder is installed once per process ([`install`]) by the first router built
+//! with metrics on; `GET /metrics` renders it ([`render`]). Until then (and in a process
+//! that never serves, such as `itemgraph seed`), every `record_*` function is a no-op, so
+//! callers never check whether metrics are on.
+//!
+//! Series (all prefixed `itemgraph_`):
+//!
+//! | series | type | labels |
+//! |---|---|---|
+//! | [`GRAPHQL_REQUESTS`] | counter | `operation`, `type`, `outcome` |
+//! | [`GRAPHQL_REQUEST_DURATION`] | histogram (s) | `operation`, `type` |
+//! | [`GRAPHQL_ERRORS`] | counter | `code` |
+//! | [`STORE_CALLS`] | counter | `op`, `index`, `outcome` |
+//! | [`STORE_CALL_DURATION`] | histogram (s) | `op` |
+//! | [`DYNAMODB_RETRIES`] | counter | `op`, `reason` |
+//! | [`DYNAMODB_CONSUMED_CAPACITY`] | histogram (capacity units) | `op`, `table`, `index` |
+//!
+//! Label values are bounded: operation names are chosen by clients, so only well-formed
+//! names, and only the first [`MAX_OPERATION_NAMES`] of them, become label values (see
+//! [`operation_label`]); every other label takes its values from fixed sets in this crate
+//! (error codes, port operations, the table's index names).
+//!
+//! [`RequestMetrics`] is the async-graphql extension that records the GraphQL series and
+//! opens the per-request `graphql` span.
+
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use async_graphql::extensions::{
+    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextParseQuery, NextPrepareRequest,
+    NextRequest,
+};
+use async_graphql::parser::types::{ExecutableDocument, OperationType};
+use async_graphql::{ServerResult, Value, Variables};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tracing::Instrument;
+
+use crate::graphql::{errors, nulls};
+
+/// GraphQL requests that reached the schema, by `operation` (see [`operation_label`]),
+/// `type` (`query`, `mutation`, `subscription`; `unknown` when the document did not parse
+/// or named no such operation) and `outcome`: `ok` (no error), `partial` (data with some
+/// errors), `error` (no data: refused before execution, or every root field failed),
+/// `timeout` (cancelled at the deadline). Requests refused by HTTP itself (malformed body,
+/// missing token) never reach the schema: they count in [`GRAPHQL_ERRORS`] only.
+pub const GRAPHQL_REQUESTS: &str = "itemgraph_graphql_requests_total";
+/// Time from the schema receiving a request to its response, by `operation` and `type`.
+pub const GRAPHQL_REQUEST_DURATION: &str = "itemgraph_graphql_request_duration_seconds";
+/// Errors sent to clients, by `code` (`extensions.code`), one per error: a response with
+/// three `NOT_FOUND` errors counts three. HTTP-level refusals (`BAD_REQUEST`,
+/// `UNAUTHENTICATED`, a panic's `INTERNAL`) count here too.
+pub const GRAPHQL_ERRORS: &str = "itemgraph_graphql_errors_total";
+/// Calls through the store port, by `op` (the DynamoDB operation: `GetItem`, `Query`,
+/// `BatchGetItem` (one page), `TransactWriteItems` …), `index` (the secondary index a
+/// Query read, `none` for the table) and `outcome` (`ok`, or the failure: see
+/// [`store_outcome`]). On the DynamoDB engine one call is one SDK operation, its retries
+/// included.
+pub const STORE_CALLS: &str = "itemgraph_store_calls_total";
+/// Duration of one store call, by `op`, retries and backoff included.
+pub const STORE_CALL_DURATION: &str = "itemgraph_store_call_duration_seconds";
+/// DynamoDB requests sent again, by `op` and `reason`: `sdk` (an attempt of the SDK's
+/// retry policy after the first: throttling, 5xx, timeouts) or `transaction_conflict`
+/// (TransactWriteItems cancelled only by a concurrent write, sent again by the engine).
+pub const DYNAMODB_RETRIES: &str = "itemgraph_dynamodb_retries_total";
+/// Capacity units DynamoDB reports a request consumed (`ReturnConsumedCapacity`), one
+/// observation per request and per table or index it touched, by `op`, `table` and
+/// `index` (`none` for the table itself). A histogram because units are fractional
+/// (0.5 for an eventually consistent read): its `_sum` is the total consumed, and
+/// `rate(…_sum[5m])` the units per second. Absent when the endpoint reports nothing.
+pub const DYNAMODB_CONSUMED_CAPACITY: &str = "itemgraph_dynamodb_consumed_capacity_units";
+
+/// The `index` label of a call on the table itself.
+pub const NO_INDEX: &str = "none";
+
+/// Most distinct operation names kept as label values per process; later ones count
+/// as `other`. Operation names are client-chosen, and every value is a series forever.
+pub const MAX_OPERATION_NAMES: usize = 200;
+/// Longest operation name kept as a label value.
+pub const MAX_OPERATION_NAME_LEN: usize = 64;
+
+/// Histogram buckets for latencies, in seconds: a store call on the same network takes a
+/// few milliseconds, a request a few calls, and the deadline is seconds.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+/// Buckets for the capacity one request consumes: half a unit (a small eventually
+/// consistent read) up to a full page of large items.
+const CAPACITY_BUCKETS: &[f64] = &[0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0];
+
+/// How often histogram samples are folded into their buckets when nobody scrapes: the
+/// recorder buffers raw samples until then, so without it memory grows unscraped.
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the Prometheus recorder as the process's `metrics` recorder, once; later calls
+/// return the same handle. `None` when another recorder was installed first (an
+/// application embedding this crate with its own): then `/metrics` says so, and the
+/// series go to that recorder.
+pub fn install() -> Option<&'static PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let installed = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full(DYNAMODB_CONSUMED_CAPACITY.into()),
+                        CAPACITY_BUCKETS,
+                    )
+                })
+                .and_then(|b| b.install_recorder());
+            match installed {
+                Ok(handle) => {
+                    describe();
+                    spawn_upkeep(handle.clone());
+                    Some(handle)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "metrics recorder not installed; /metrics is off");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// The current metrics in the Prometheus text format; `None` when no recorder of ours is
+/// installed.
+pub fn render() -> Option<String> {
+    HANDLE.get().and_then(Option::as_ref).map(|h| h.render())
+}
+
+/// A thread rather than a task: it must outlive whichever runtime installed the recorder
+/// (tests run one runtime per test).
+fn spawn_upkeep(handle: PrometheusHandle) {
+    let spawned = std::thread::Builder::new()
+        .name("metrics-upkeep".into())
+        .spawn(move || loop {
+            std::thread::sleep(UPKEEP_INTERVAL);
+            handle.run_upkeep();
+        });
+    if let Err(error) = spawned {
+        // Scrapes still fold the samples in; only an unscraped process grows.
+        tracing::warn!(%error, "cannot start the metrics upkeep thread");
+    }
+}
+
+/// The `# HELP` lines.
+fn describe() {
+    use ::metrics::{describe_counter, describe_histogram, Unit};
+    describe_counter!(
+        GRAPHQL_REQUESTS,
+        Unit::Count,
+        "GraphQL requests by operation name, operation type and outcome"
+    );
+    describe_histogram!(
+        GRAPHQL_REQUEST_DURATION,
+        Unit::Seconds,
+        "GraphQL request duration by operation name and type"
+    );
+    describe_counter!(
+        GRAPHQL_ERRORS,
+        Unit::Count,
+        "Errors sent to clients by extensions.code"
+    );
+    describe_counter!(
+        STORE_CALLS,
+        Unit::Count,
+        "Store calls by DynamoDB operation, index and outcome"
+    );
+    describe_histogram!(
+        STORE_CALL_DURATION,
+        Unit::Seconds,
+        "Store call duration by DynamoDB operation, retries included"
+    );
+    describe_counter!(
+        DYNAMODB_RETRIES,
+        Unit::Count,
+        "DynamoDB requests sent again, by operation and reason"
+    );
+    describe_histogram!(
+        DYNAMODB_CONSUMED_CAPACITY,
+        "Capacity units DynamoDB reported consumed per request, by operation, table and index"
+    );
+}
+
+// --- recording ---------------------------------------------------------------------------
+
+/// One error sent to a client, by its `extensions.code`.
+pub fn record_error(code: &str) {
+    ::metrics::counter!(GRAPHQL_ERRORS, "code" => code.to_owned()).increment(1);
+}
+
+/// One GraphQL request: `operation` must come from [`operation_label`].
+pub fn record_request(operation: &str, kind: &'static str, outcome: &'static str, took: Duration) {
+    ::metrics::counter!(
+        GRAPHQL_REQUESTS,
+        "operation" => operation.to_owned(),
+        "type" => kind,
+        "outcome" => outcome,
+    )
+    .increment(1);
+    ::metrics::histogram!(
+        GRAPHQL_REQUEST_DURATION,
+        "operation" => operation.to_owned(),
+        "type" => kind,
+    )
+    .record(took.as_secs_f64());
+}
+
+/// One store call; `index` is `None` for the table.
+pub fn record_store_call(
+    op: &'static str,
+    index: Option<&str>,
+    outcome: &'static str,
+    took: Duration,
+) {
+    ::metrics::counter!(
+        STORE_CALLS,
+        "op" => op,
+        "index" => index.unwrap_or(NO_INDEX).to_owned(),
+        "outcome" => outcome,
+    )
+    .increment(1);
+    ::metrics::histogram!(STORE_CALL_DURATION, "op" => op).record(took.as_secs_f64());
+}
+
+/// One DynamoDB request sent again (see [`DYNAMODB_RETRIES`] for the reasons).
+pub fn record_retry(op: &str, reason: &'static str) {
+    ::metrics::counter!(DYNAMODB_RETRIES, "op" => op.to_owned(), "reason" => reason).increment(1);
+}
+
+/// Capacity DynamoDB reported for one request on `table` or one of its indexes.
+pub fn record_consumed_capacity(op: &'static str, table: &str, index: Option<&str>, units: f64) {
+    ::metrics::histogram!(
+        DYNAMODB_CONSUMED_CAPACITY,
+        "op" => op,
+        "table" => table.to_owned(),
+        "index" => index.unwrap_or(NO_INDEX).to_owned(),
+    )
+    .record(units);
+}
+
+/// The `outcome` label of a store call: `ok` or what failed, in the port's terms.
+pub fn store_outcome<T>(result: &crate::store::StoreResult<T>) -> &'static str {
+    use crate::store::StoreError;
+    match result {
+        Ok(_) => "ok",
+        Err(StoreError::Validation(_)) => "validation",
+        Err(StoreError::ConditionFailed { .. }) => "condition_failed",
+        Err(StoreError::TransactionCanceled { .. }) => "transaction_canceled",
+        Err(StoreError::TableNotFound(_)) => "table_not_found",
+        Err(StoreError::Throttled(_)) => "throttled",
+        Err(StoreError::Unavailable(_)) => "unavailable",
+        Err(StoreError::Internal(_)) => "internal",
+    }
+}
+
+/// Operation names already given a label value. A std Mutex is fine: held only to look up
+/// or insert, never across an await.
+static OPERATION_NAMES: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
+
+/// The `operation` label for a client's operation name: `anonymous` without one; the name
+/// itself when it is a GraphQL name (`[_A-Za-z][_0-9A-Za-z]*`) of at most
+/// [`MAX_OPERATION_NAME_LEN`] characters and one of the first [`MAX_OPERATION_NAMES`]
+/// names seen; `other` for anything else, so no client can grow the series without bound.
+pub fn operation_label(name: Option<&str>) -> String {
+    let Some(name) = name else {
+        return "anonymous".into();
+    };
+    let well_formed = name.len() <= MAX_OPERATION_NAME_LEN
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric());
+    if !well_formed {
+        return "other".into();
+    }
+    let mut seen = OPERATION_NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.contains(name) {
+        return name.to_owned();
+    }
+    if seen.len() < MAX_OPERATION_NAMES {
+        seen.insert(name.to_owned());
+        return name.to_owned();
+    }
+    "other".into()
+}
+
+fn type_label(ty: Option<OperationType>) -> &'static str {
+    match ty {
+        Some(OperationType::Query) => "query",
+        Some(OperationType::Mutation) => "mutation",
+        Some(OperationType::Subscription) => "subscription",
+        None => "unknown",
+    }
+}
+
+// --- the GraphQL extension ---------------------------------------------------------------
+
+/// The extension that records [`GRAPHQL_REQUESTS`], [`GRAPHQL_REQUEST_DURATION`] and
+/// [`GRAPHQL_ERRORS`], and runs each request in a `graphql` span (`operation`, `type`,
+/// `outcome`) inside the HTTP request's span, so every store call's span and every log
+/// line of the request nest under it. Registered first, so it sees the whole request,
+/// the deadline's `TIMEOUT` included.
+pub struct RequestMetrics;
+
+impl ExtensionFactory for RequestMetrics {
+    fn create(&self) -> Arc<dyn Extension> {
+        // Called per request, inside the caller's span: the new span nests there.
+        Arc::new(RequestMetricsExtension {
+            span: tracing::info_span!(
+                "graphql",
+                operation = tracing::field::Empty,
+                r#type = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+            ),
+            state: Mutex::default(),
+        })
+    }
+}
+
+struct RequestMetricsExtension {
+    span: tracing::Span,
+    /// A std Mutex is fine: held only to read or write the fields, never across an await.
+    state: Mutex<RequestState>,
+}
+
+#[derive(Default)]
+struct RequestState {
+    /// `operationName` as the request gave it.
+    requested: Option<String>,
+    /// The operation's name and type once the document parsed.
+    operation: Option<String>,
+    ty: Option<OperationType>,
+    /// Whether null propagation will null `data` whole (a failed non-null root field):
+    /// the client then sees no data, so the outcome is `error`, not `partial`.
+    data_nulled: bool,
+}
+
+impl RequestMetricsExtension {
+    fn state(&self) -> std::sync::MutexGuard<'_, RequestState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[async_trait::async_trait]
+impl Extension for RequestMetricsExtension {
+    async fn request(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        next: NextRequest<'_>,
+    ) -> async_graphql::Response {
+        let started = Instant::now();
+        let resp = next.run(ctx).instrument(self.span.clone()).await;
+        let took = started.elapsed();
+
+        let (name, ty, data_nulled) = {
+            let state = self.state();
+            let name = state.operation.clone().or_else(|| state.requested.clone());
+            (name, state.ty, state.data_nulled)
+        };
+        let codes = client_codes(&resp, data_nulled);
+        let no_data = matches!(resp.data, Value::Null) || data_nulled;
+        let outcome = if codes.is_empty() {
+            "ok"
+        } else if codes.iter().any(|c| c == "TIMEOUT") {
+            "timeout"
+        } else if no_data {
+            "error"
+        } else {
+            "partial"
+        };
+        let operation = operation_label(name.as_deref());
+        let kind = type_label(ty);
+        self.span.record("operation", operation.as_str());
+        self.span.record("type", kind);
+        self.span.record("outcome", outcome);
+        tracing::debug!(parent: &self.span, micros = took.as_micros() as u64, "graphql request done");
+        record_request(&operation, kind, outcome, took);
+        for code in &codes {
+            record_error(code);
+        }
+        resp
+    }
+
+    async fn prepare_request(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        request: async_graphql::Request,
+        next: NextPrepareRequest<'_>,
+    ) -> ServerResult<async_graphql::Request> {
+        self.state().requested = request.operation_name.clone();
+        next.run(ctx, request).await
+    }
+
+    async fn parse_query(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        query: &str,
+        variables: &Variables,
+        next: NextParseQuery<'_>,
+    ) -> ServerResult<ExecutableDocument> {
+        let doc = next.run(ctx, query, variables).await?;
+        let mut state = self.state();
+        let chosen = {
+            let mut ops = doc.operations.iter();
+            match state.requested.as_deref() {
+                Some(name) => ops.find(|(n, _)| n.is_some_and(|n| n.as_str() == name)),
+                None => match (ops.next(), ops.next()) {
+                    (Some(op), None) => Some(op),
+                    _ => None,
+                },
+            }
+        };
+        if let Some((name, op)) = chosen {
+            state.operation = name.map(|n| n.to_string());
+            state.ty = Some(op.node.ty);
+            // Now, so the request's log lines from here on name their operation.
+            self.span.record(
+                "operation",
+                operation_label(name.map(|n| n.as_str())).as_str(),
+            );
+            self.span.record("type", type_label(state.ty));
+        }
+        drop(state);
+        Ok(doc)
+    }
+
+    async fn execute(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        operation_name: Option<&str>,
+        next: NextExecute<'_>,
+    ) -> async_graphql::Response {
+        let resp = next.run(ctx, operation_name).await;
+        if !resp.errors.is_empty() && !matches!(resp.data, Value::Null) {
+            // `graphql::execute` applies null propagation after the extensions have run;
+            // ask it now, on a copy, whether the client will see any data. Only responses
+            // with errors pay for the copy.
+            if let Some(nulls) = ctx.data_opt::<Arc<nulls::NullState>>() {
+                let mut data = resp.data.clone();
+                nulls.apply(&mut data);
+                self.state().data_nulled = matches!(data, Value::Null);
+            }
+        }
+        resp
+    }
+}
+
+/// The `extensions.code` of each error as the client will see it: `graphql::execute` gives
+/// the executor's own errors their codes after the extensions ran, with
+/// [`errors::ensure_codes`], which is asked here on a copy of the errors.
+fn client_codes(resp: &async_graphql::Response, data_nulled: bool) -> Vec<String> {
+    if resp.errors.is_empty() {
+        return Vec::new();
+    }
+    let mut probe = async_graphql::Response::from_errors(resp.errors.clone());
+    if !matches!(resp.data, Value::Null) && !data_nulled {
+        // Only whether `data` is null matters to `ensure_codes`.
+        probe.data = Value::Object(Default::default());
+    }
+    errors::ensure_codes(&mut probe);
+    probe
+        .errors
+        .iter()
+        .map(
+            |e| match e.extensions.as_ref().and_then(|x| x.get("code")) {
+                Some(Value::String(code)) => code.clone(),
+                _ => "INTERNAL".to_owned(),
+            },
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_labels_are_bounded_in_charset_length_and_number() {
+        assert_eq!(operation_label(None), "anonymous");
+        assert_eq!(operation_label(Some("OrgUsers")), "OrgUsers");
+        assert_eq!(operation_label(Some("_private_2")), "_private_2");
+        for bad in ["", "2fast", "a-b", "a b", "ünï", "x\"y", "a\nb"] {
+            assert_eq!(operation_label(Some(bad)), "other", "{bad:?}");
+        }
+        let long = "a".repeat(MAX_OPERATION_NAME_LEN + 1);
+        assert_eq!(operation_label(Some(&long)), "other");
+        let at_limit = "b".repeat(MAX_OPERATION_NAME_LEN);
+        assert_eq!(operation_label(Some(&at_limit)), at_limit);
+
+        // Fill the set up to the cap: new names then become `other`, known ones stay.
+        for i in 0..MAX_OPERATION_NAMES {
+            operation_label(Some(&format!("Op{i}")));
+        }
+        assert_eq!(operation_label(Some("OneTooMany")), "other");
+        assert_eq!(operation_label(Some("OrgUsers")), "OrgUsers");
+        assert_eq!(operation_label(Some("Op0")), "Op0");
+    }
+
+    #[test]
+    fn store_outcomes_name_the_failure() {
+        use crate::store::StoreError;
+        assert_eq!(store_outcome(&Ok(())), "ok");
+        let failed: crate::store::StoreResult<()> = Err(StoreError::ConditionFailed { item: None });
+        assert_eq!(store_outcome(&failed), "condition_failed");
+        let throttled: crate::store::StoreResult<()> = Err(StoreError::Throttled("x".into()));
+        assert_eq!(store_outcome(&throttled), "throttled");
+    }
+}
