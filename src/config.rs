@@ -371,6 +371,11 @@ pub struct OpsArgs {
     /// Whether `GET /metrics` serves Prometheus metrics.
     #[arg(long, env = "ITEMGRAPH_METRICS", value_enum, default_value_t = Switch::On)]
     pub metrics: Switch,
+    /// Serve `GET /metrics` on this address instead of `--listen` (e.g. `0.0.0.0:9090`),
+    /// so the public listener has no metrics route and the scraper reaches a port the
+    /// load balancer never exposes.
+    #[arg(long, env = "ITEMGRAPH_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl OpsArgs {
@@ -400,9 +405,14 @@ impl ServeArgs {
                  (browsers send no cookies or other credentials with them)"
             );
         }
+        anyhow::ensure!(
+            self.ops.metrics == Switch::On || self.ops.metrics_listen.is_none(),
+            "--metrics-listen serves metrics: it contradicts --metrics off"
+        );
         Ok(http::Options {
             cors,
-            metrics: self.ops.metrics == Switch::On,
+            // With a metrics address of its own, the API's listener has no metrics route.
+            metrics: self.ops.metrics == Switch::On && self.ops.metrics_listen.is_none(),
             ..self.limits.options()
         })
     }

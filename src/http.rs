@@ -324,6 +324,15 @@ fn cors_layer(cors: &Cors) -> Option<CorsLayer> {
     })
 }
 
+/// The router of a metrics-only listener (`--metrics-listen`): `GET /metrics` and
+/// `GET /healthz`, nothing of the API.
+pub fn metrics_app() -> Router {
+    crate::metrics::install();
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+}
+
 /// `GET /metrics`: the Prometheus text format.
 async fn metrics() -> Response {
     match crate::metrics::render() {

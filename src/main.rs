@@ -52,6 +52,18 @@ async fn main() -> anyhow::Result<()> {
             let state =
                 http::AppState::with_options(store, cursors, EventBus::default(), args.options()?)
                     .with_authenticator(authenticator);
+            if let Some(addr) = args.ops.metrics_listen {
+                let metrics = TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("binding {addr} for metrics"))?;
+                tracing::info!(addr = %metrics.local_addr()?, "metrics served");
+                // It holds no request worth finishing: it ends with the process.
+                tokio::spawn(async move {
+                    if let Err(error) = axum::serve(metrics, http::metrics_app()).await {
+                        tracing::error!(%error, "the metrics listener failed");
+                    }
+                });
+            }
             // Signal handlers first: a SIGTERM right after "listening" must stop gracefully.
             let shutdown = shutdown_signal();
             tracing::info!(addr = %listener.local_addr()?, "listening");

@@ -319,3 +319,49 @@ async fn dynamodb_without_auth_refuses_to_start() {
     );
     server.stop().await;
 }
+
+/// `--metrics-listen` moves `GET /metrics` to a listener of its own: the API's listener no
+/// longer has the route, the metrics one has nothing else of the API.
+#[tokio::test]
+async fn metrics_listen_serves_metrics_apart_from_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, log) = start_server(
+        dir.path(),
+        &["--in-memory", "--metrics-listen", "127.0.0.1:0"],
+    )
+    .await;
+    let metrics_addr = log
+        .iter()
+        .find(|l| l.contains("metrics served"))
+        .and_then(|l| l.split("addr=").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no metrics address in {log:#?}"))
+        .to_owned();
+    let client = reqwest::Client::new();
+    let body: serde_json::Value = client
+        .post(format!("http://{}/graphql", server.addr))
+        .json(&serde_json::json!({ "query": "query Probe { organization(slug: \"acme\") { name } }" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["data"]["organization"]["name"], "Acme Corporation");
+    assert_eq!(server.get("/metrics").await.0, 404);
+    let get = |path: &str| {
+        let url = format!("http://{metrics_addr}{path}");
+        async move {
+            let resp = reqwest::get(url).await.unwrap();
+            (resp.status().as_u16(), resp.text().await.unwrap())
+        }
+    };
+    let (status, text) = get("/metrics").await;
+    assert_eq!(status, 200);
+    assert!(
+        text.contains(r#"itemgraph_graphql_requests_total{operation="Probe""#),
+        "{text}"
+    );
+    assert_eq!(get("/graphql").await.0, 404);
+    server.stop().await;
+}
