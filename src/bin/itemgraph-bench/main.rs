@@ -1,0 +1,493 @@
+//! `itemgraph-bench`: the benchmark of issue 6. See `docs/BENCHMARKS.md`.
+//!
+//! For each engine (embedded, DynamoDB Local) it seeds a deterministic data set through
+//! the lib, runs the read mix in-process on the repository layer (the floor), starts
+//! `itemgraph serve` on a free loopback port, reads what each operation shape costs in
+//! store requests (the trace extension), then drives the full mix over HTTP at each
+//! concurrency and the read mix at the highest one, reading the server's peak RSS after
+//! each run. Then the scaling runs (embedded: one collection of 1k, 10k, 100k items), and
+//! the report: `report.json`, `report.md`, `latency.png` in `--out`.
+//!
+//! `--smoke` runs the same path on a tiny data set in a few seconds (embedded only), so
+//! the test suite keeps the driver working (`tests/bench_smoke.rs`).
+//!
+//! Layout: `dataset` (records and seeding), `shapes` (the operation mix), `driver` (the
+//! HTTP load), `floor` (the in-process read mix), `server` (the child process),
+//! `scaling`, `stats` (percentiles), `report` (JSON, Markdown, PNG).
+
+mod dataset;
+mod driver;
+mod floor;
+mod report;
+mod scaling;
+mod server;
+mod shapes;
+mod stats;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::{Parser, ValueEnum};
+
+use itemgraph::store::dynamo::{DynamoOptions, DynamoStore};
+use itemgraph::store::embedded::EmbeddedStore;
+use itemgraph::store::{Store, TableSchema};
+
+use crate::dataset::{Dataset, DatasetSpec, Seeding};
+use crate::driver::Target;
+use crate::report::{DatasetReport, EngineReport, Machine, Report, RequestCount, RunReport};
+use crate::server::{Backend, Server};
+use crate::shapes::{Mix, Shape};
+
+/// The cursor secret the bench gives the server, so it can sign deep-page cursors itself.
+const CURSOR_SECRET: &str = "itemgraph-bench-cursor-secret-0123456789abcdef";
+
+/// Benchmarks `itemgraph serve` over loopback HTTP and writes a report.
+#[derive(Debug, Parser)]
+#[command(name = "itemgraph-bench", about)]
+struct Args {
+    /// The `itemgraph` binary to serve with; default: `itemgraph` next to this binary.
+    #[arg(long, value_name = "PATH")]
+    server: Option<PathBuf>,
+    /// Where the report (and the run's scratch files) go.
+    #[arg(long, default_value = "target/bench")]
+    out: PathBuf,
+    /// A few seconds on a tiny data set, embedded engine only (unless --engines says
+    /// otherwise): keeps the driver working, measures nothing worth reading.
+    #[arg(long)]
+    smoke: bool,
+    /// Seconds measured per run.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Seconds of unmeasured load before each run.
+    #[arg(long)]
+    warmup: Option<f64>,
+    /// Concurrencies (closed-loop workers) of the full-mix runs; the highest also runs
+    /// the read mix served and in-process.
+    #[arg(long, value_delimiter = ',')]
+    concurrency: Option<Vec<usize>>,
+    /// Engines to measure.
+    #[arg(long, value_delimiter = ',', value_enum)]
+    engines: Option<Vec<Engine>>,
+    /// DynamoDB Local's endpoint (required with `--engines dynamodb`); `scripts/bench`
+    /// starts one and passes it.
+    #[arg(long, env = "ITEMGRAPH_BENCH_DYNAMODB_ENDPOINT", value_name = "URL")]
+    dynamodb_endpoint: Option<String>,
+    /// Organizations in the data set (each 20 users, `--tickets-per-org` tickets, 10
+    /// orders).
+    #[arg(long)]
+    orgs: Option<usize>,
+    /// Tickets per organization, half of them requested by one heavy user.
+    #[arg(long)]
+    tickets_per_org: Option<usize>,
+    /// Collection sizes of the scaling runs (0 or empty: skip them).
+    #[arg(long, value_delimiter = ',')]
+    scaling: Option<Vec<usize>>,
+    /// Seconds measured per scaling point (first page and deep page each).
+    #[arg(long)]
+    scaling_seconds: Option<f64>,
+    /// Seed of the data set and of every worker's random stream.
+    #[arg(long, default_value_t = 6)]
+    seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Engine {
+    Embedded,
+    #[value(name = "dynamodb")]
+    DynamoDb,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Embedded => "embedded",
+            Engine::DynamoDb => "dynamodb",
+        }
+    }
+}
+
+/// The settings of one benchmark, flags over the full or smoke defaults.
+struct Plan {
+    duration: Duration,
+    warmup: Duration,
+    concurrency: Vec<usize>,
+    engines: Vec<Engine>,
+    spec: DatasetSpec,
+    scaling: Vec<usize>,
+    scaling_seconds: f64,
+}
+
+impl Plan {
+    fn from(args: &Args) -> anyhow::Result<Plan> {
+        let smoke = args.smoke;
+        let secs = |v: Option<f64>, full: f64, smoke_v: f64| {
+            Duration::from_secs_f64(v.unwrap_or(if smoke { smoke_v } else { full }))
+        };
+        let mut concurrency = args.concurrency.clone().unwrap_or_else(|| {
+            if smoke {
+                vec![1, 4]
+            } else {
+                vec![1, 16, 64]
+            }
+        });
+        concurrency.retain(|c| *c > 0);
+        concurrency.sort_unstable();
+        concurrency.dedup();
+        if concurrency.is_empty() {
+            bail!("--concurrency needs at least one value above 0");
+        }
+        let engines = args.engines.clone().unwrap_or_else(|| {
+            if smoke {
+                vec![Engine::Embedded]
+            } else {
+                vec![Engine::Embedded, Engine::DynamoDb]
+            }
+        });
+        let orgs = args.orgs.unwrap_or(if smoke { 6 } else { 300 });
+        let tickets = args.tickets_per_org.unwrap_or(if smoke { 60 } else { 100 });
+        let mut scaling = args.scaling.clone().unwrap_or_else(|| {
+            if smoke {
+                vec![100, 400]
+            } else {
+                vec![1_000, 10_000, 100_000]
+            }
+        });
+        scaling.retain(|n| *n > dataset::PAGE + 1);
+        Ok(Plan {
+            duration: secs(args.duration, 20.0, 0.6),
+            warmup: secs(args.warmup, 3.0, 0.2),
+            concurrency,
+            engines,
+            spec: DatasetSpec::main(args.seed, orgs, tickets),
+            scaling,
+            scaling_seconds: args
+                .scaling_seconds
+                .unwrap_or(if smoke { 0.3 } else { 4.0 }),
+        })
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let started = Instant::now();
+    let machine = Machine::this();
+    let plan = Plan::from(&args)?;
+    let server_exe = match &args.server {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("this binary has no directory")?
+            .join("itemgraph"),
+    };
+    anyhow::ensure!(
+        server_exe.is_file(),
+        "no server binary at {} (build it, or pass --server)",
+        server_exe.display()
+    );
+    let out = args.out.clone();
+    let work = out.join("work");
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+
+    let ds = Arc::new(Dataset::generate(plan.spec.clone())?);
+    eprintln!(
+        "itemgraph-bench: data set of {} items ({} organizations, {} tickets)",
+        ds.item_count(),
+        ds.data.organizations.len(),
+        ds.data.tickets.len()
+    );
+    let deep = Arc::new(shapes::deep_cursors(&ds, CURSOR_SECRET));
+    let client = driver::client()?;
+
+    let mut engines = Vec::new();
+    for &engine in &plan.engines {
+        eprintln!("itemgraph-bench: engine {}", engine.name());
+        let r = bench_engine(
+            engine,
+            &args,
+            &plan,
+            &server_exe,
+            &work,
+            &ds,
+            &deep,
+            &client,
+        )
+        .await
+        .with_context(|| format!("benchmarking the {} engine", engine.name()))?;
+        engines.push(r);
+    }
+
+    let scaling = if plan.engines.contains(&Engine::Embedded) && !plan.scaling.is_empty() {
+        eprintln!("itemgraph-bench: scaling {:?}", plan.scaling);
+        Some(
+            scaling::run(
+                &server_exe,
+                &work,
+                &plan.scaling,
+                plan.scaling_seconds,
+                args.seed,
+                CURSOR_SECRET,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+
+    let total_errors = engines
+        .iter()
+        .map(|e: &EngineReport| {
+            e.runs.iter().map(|r| r.stats.errors).sum::<u64>()
+                + e.served_reads.stats.errors
+                + e.floor.errors
+        })
+        .sum::<u64>()
+        + scaling
+            .as_ref()
+            .map_or(0, |s| s.points.iter().map(|p| p.errors).sum());
+    let d = &ds.data;
+    let mut report = Report {
+        generated_unix_secs: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        smoke: args.smoke,
+        machine,
+        dataset: DatasetReport {
+            spec: plan.spec.clone(),
+            organizations: d.organizations.len(),
+            users: d.users.len(),
+            tickets: d.tickets.len(),
+            orders: d.orders.len(),
+            order_lines: d.lines.len(),
+            items: d.len(),
+        },
+        duration_secs: plan.duration.as_secs_f64(),
+        warmup_secs: plan.warmup.as_secs_f64(),
+        engines,
+        scaling,
+        targets: Vec::new(),
+        total_errors,
+        wall_seconds: started.elapsed().as_secs_f64(),
+    };
+    report.check_targets();
+    report.write(&out)?;
+    let _ = std::fs::remove_dir_all(&work);
+    print!("{}", report.markdown());
+    eprintln!(
+        "\nitemgraph-bench: report in {0}/report.json, {0}/report.md, {0}/latency.png ({1:.0} s)",
+        out.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Everything measured on one engine.
+#[allow(clippy::too_many_arguments)]
+async fn bench_engine(
+    engine: Engine,
+    args: &Args,
+    plan: &Plan,
+    server_exe: &Path,
+    work: &Path,
+    ds: &Arc<Dataset>,
+    deep: &Arc<Vec<String>>,
+    client: &reqwest::Client,
+) -> anyhow::Result<EngineReport> {
+    let top = *plan.concurrency.last().expect("checked non-empty");
+    let data_file = work.join("bench.redb");
+    // A fresh table per run, so an earlier run's writes never count.
+    let table = format!("itemgraph-bench-{}", std::process::id());
+    let endpoint = match engine {
+        Engine::Embedded => None,
+        Engine::DynamoDb => Some(args.dynamodb_endpoint.clone().context(
+            "--engines dynamodb needs --dynamodb-endpoint (scripts/bench starts DynamoDB Local)",
+        )?),
+    };
+
+    // Seed, then the floor, in this process, before the server opens the store (the
+    // embedded file admits one process at a time).
+    let store: Arc<dyn Store> = match engine {
+        Engine::Embedded => {
+            let _ = std::fs::remove_file(&data_file);
+            Arc::new(EmbeddedStore::open(
+                &data_file,
+                "itemgraph",
+                TableSchema::itemgraph(),
+            )?)
+        }
+        Engine::DynamoDb => Arc::new(
+            DynamoStore::connect(
+                DynamoOptions {
+                    table: table.clone(),
+                    endpoint: endpoint.clone(),
+                    region: Some("us-east-1".into()),
+                    // Seeding sends TransactWriteItems of 100 items, which DynamoDB Local
+                    // can take seconds over on a busy 2-core machine.
+                    operation_timeout: Duration::from_secs(120),
+                    operation_attempt_timeout: Duration::from_secs(60),
+                    ..DynamoOptions::default()
+                },
+                TableSchema::itemgraph(),
+            )
+            .await,
+        ),
+    };
+    let how = match engine {
+        Engine::Embedded => Seeding::Transactions,
+        Engine::DynamoDb => Seeding::Puts(16),
+    };
+    let seed_seconds = ds.seed(store.clone(), how).await?;
+    eprintln!("  seeded {} items in {seed_seconds:.1} s", ds.item_count());
+    let floor = floor::run(
+        store.clone(),
+        ds.clone(),
+        top,
+        plan.warmup,
+        plan.duration,
+        args.seed,
+    )
+    .await?;
+    eprintln!(
+        "  floor (in-process read mix, concurrency {top}): {:.0} ops/s, {} errors",
+        floor.ops_per_sec, floor.errors
+    );
+    drop(store);
+
+    let backend = match engine {
+        Engine::Embedded => Backend::Embedded { data: &data_file },
+        Engine::DynamoDb => Backend::DynamoDb {
+            endpoint: endpoint.as_deref().expect("set above"),
+            table: &table,
+        },
+    };
+    let log = work
+        .parent()
+        .unwrap_or(work)
+        .join(format!("server-{}.log", engine.name()));
+    let server = Server::start(server_exe, backend, CURSOR_SECRET, log).await?;
+    let target = Arc::new(Target {
+        client: client.clone(),
+        url: server.url.clone(),
+        dataset: ds.clone(),
+        deep_cursors: deep.clone(),
+    });
+
+    // Worker indexes 0.. are the load's; the trace pass writes as a worker of its own.
+    let counts = driver::trace_counts(&target, top + 1, args.seed).await?;
+    let requests_per_op = Shape::ALL
+        .iter()
+        .map(|s| RequestCount {
+            shape: s.name().to_owned(),
+            description: s.describe().to_owned(),
+            expected: s.expected_requests(),
+            measured: counts.get(s).copied().unwrap_or(0),
+        })
+        .collect();
+
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let mut runs = Vec::new();
+    let run_secs = (plan.warmup + plan.duration).as_secs_f64();
+    let measured_share = plan.duration.as_secs_f64() / run_secs;
+    // CPU per operation of the server and of this process over one run.
+    let cpu_per_op = |before: (Duration, Duration), stats: &stats::RunStats| {
+        let after = (
+            server.cpu_time().unwrap_or_default(),
+            server::cpu_time_of("/proc/self/stat").unwrap_or_default(),
+        );
+        let per_op = |a: Duration, b: Duration| {
+            (a.saturating_sub(b)).as_secs_f64() * 1000.0 * measured_share
+                / (stats.ops.max(1) as f64)
+        };
+        (per_op(after.0, before.0), per_op(after.1, before.1))
+    };
+    let cpu_now = || {
+        (
+            server.cpu_time().unwrap_or_default(),
+            server::cpu_time_of("/proc/self/stat").unwrap_or_default(),
+        )
+    };
+    for &c in &plan.concurrency {
+        let before = cpu_now();
+        let stats = driver::run(
+            target.clone(),
+            Mix::Full,
+            c,
+            plan.warmup,
+            plan.duration,
+            args.seed,
+        )
+        .await?;
+        let (server_cpu, driver_cpu) = cpu_per_op(before, &stats);
+        let (peak, _) = server.memory_kib()?;
+        eprintln!(
+            "  full mix, concurrency {c}: {:.0} ops/s, p50 {:.2} ms, p99 {:.2} ms, {} errors",
+            stats.ops_per_sec, stats.latency_ms.p50, stats.latency_ms.p99, stats.errors
+        );
+        runs.push(RunReport {
+            mix: Mix::Full,
+            concurrency: c,
+            stats,
+            server_peak_rss_mib: mib(peak),
+            server_cpu_ms_per_op: server_cpu,
+            driver_cpu_ms_per_op: driver_cpu,
+        });
+    }
+    let before = cpu_now();
+    let reads = driver::run(
+        target.clone(),
+        Mix::Reads,
+        top,
+        plan.warmup,
+        plan.duration,
+        args.seed,
+    )
+    .await?;
+    let (reads_server_cpu, reads_driver_cpu) = cpu_per_op(before, &reads);
+    let (peak, _) = server.memory_kib()?;
+    eprintln!(
+        "  read mix, concurrency {top}: {:.0} ops/s (floor {:.0}), {} errors",
+        reads.ops_per_sec, floor.ops_per_sec, reads.errors
+    );
+    server.stop().await?;
+    if engine == Engine::DynamoDb {
+        // Free DynamoDB Local's memory for what runs next.
+        let store = DynamoStore::connect(
+            DynamoOptions {
+                table: table.clone(),
+                endpoint,
+                region: Some("us-east-1".into()),
+                ..DynamoOptions::default()
+            },
+            TableSchema::itemgraph(),
+        )
+        .await;
+        let _ = store.delete_table().await;
+    } else {
+        let _ = std::fs::remove_file(&data_file);
+    }
+    let served_over_floor = if floor.ops_per_sec > 0.0 {
+        reads.ops_per_sec / floor.ops_per_sec
+    } else {
+        0.0
+    };
+    Ok(EngineReport {
+        engine: engine.name().to_owned(),
+        seed_seconds,
+        requests_per_op,
+        runs,
+        served_reads: RunReport {
+            mix: Mix::Reads,
+            concurrency: top,
+            stats: reads,
+            server_peak_rss_mib: mib(peak),
+            server_cpu_ms_per_op: reads_server_cpu,
+            driver_cpu_ms_per_op: reads_driver_cpu,
+        },
+        floor,
+        served_over_floor,
+        server_peak_rss_mib: mib(peak),
+    })
+}

@@ -1,0 +1,58 @@
+//! The benchmark driver keeps working: `itemgraph-bench --smoke` (a tiny data set, the
+//! embedded engine, about a second per phase) seeds, runs the floor, serves with the real
+//! `itemgraph` binary, drives every operation shape, runs the scaling phase and writes its
+//! report, with no error and every shape at the store request count README's
+//! access-pattern table promises. No timing is asserted: speed is what the benchmark
+//! itself reports (`scripts/bench`, docs/BENCHMARKS.md).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+#[test]
+fn the_smoke_benchmark_reports_no_error_and_the_promised_request_counts() {
+    let out = tempfile::tempdir().unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_itemgraph-bench"))
+        .arg("--smoke")
+        .arg("--server")
+        .arg(env!("CARGO_BIN_EXE_itemgraph"))
+        .arg("--out")
+        .arg(out.path())
+        .status()
+        .expect("itemgraph-bench runs");
+    assert!(status.success(), "itemgraph-bench --smoke failed: {status}");
+
+    for file in ["report.json", "report.md", "latency.png"] {
+        let meta = std::fs::metadata(out.path().join(file))
+            .unwrap_or_else(|e| panic!("{file} was not written: {e}"));
+        assert!(meta.len() > 0, "{file} is empty");
+    }
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["total_errors"], 0, "{report:#}");
+
+    let engines = report["engines"].as_array().unwrap();
+    assert_eq!(engines.len(), 1);
+    let engine = &engines[0];
+    assert_eq!(engine["engine"], "embedded");
+    let counts = engine["requests_per_op"].as_array().unwrap();
+    assert_eq!(counts.len(), 10, "every shape of the mix is traced");
+    for c in counts {
+        assert_eq!(c["measured"], c["expected"], "{c}");
+    }
+    for run in engine["runs"].as_array().unwrap() {
+        assert!(run["stats"]["ops"].as_u64().unwrap() > 0, "{run}");
+        assert_eq!(run["stats"]["errors"], 0, "{run}");
+    }
+    assert!(engine["floor"]["ops"].as_u64().unwrap() > 0);
+    assert_eq!(engine["floor"]["errors"], 0);
+    assert!(engine["server_peak_rss_mib"].as_f64().unwrap() > 0.0);
+
+    let scaling = report["scaling"]["points"].as_array().unwrap();
+    assert_eq!(scaling.len(), 2);
+    for p in scaling {
+        assert_eq!(p["errors"], 0, "{p}");
+    }
+    let markdown = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert!(markdown.contains("## Targets"), "{markdown}");
+}
