@@ -11,6 +11,11 @@ use itemgraph::config::{Cli, Command, SeedMode, StoreArgs, StoreKind};
 use itemgraph::events::EventBus;
 use itemgraph::{check, demo, graphql, http};
 
+/// jemalloc rather than the system allocator: see its entry in Cargo.toml.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let command = Cli::parse().into_command();
