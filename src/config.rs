@@ -127,8 +127,8 @@ pub struct StoreArgs {
     )]
     pub dynamodb_attempt_timeout_ms: u64,
     /// Milliseconds a whole DynamoDB call may take, retries included, before it fails with
-    /// `UNAVAILABLE`. Keep it under `--request-timeout-ms`, or a store that does not answer
-    /// times the whole request out instead of failing only the fields that need it.
+    /// `UNAVAILABLE`. Must be under `--request-timeout-ms` (`serve` refuses to start
+    /// otherwise): a store that does not answer then fails only the fields that need it.
     #[arg(
         long,
         env = "ITEMGRAPH_DYNAMODB_OPERATION_TIMEOUT_MS",
@@ -408,6 +408,16 @@ impl ServeArgs {
         anyhow::ensure!(
             self.ops.metrics == Switch::On || self.ops.metrics_listen.is_none(),
             "--metrics-listen serves metrics: it contradicts --metrics off"
+        );
+        // A DynamoDB call allowed to outlast the request would turn a hung store into a
+        // whole request's TIMEOUT instead of UNAVAILABLE on the fields that need it.
+        anyhow::ensure!(
+            self.store.store != StoreKind::DynamoDb
+                || self.store.dynamodb_operation_timeout_ms < self.limits.request_timeout_ms,
+            "--dynamodb-operation-timeout-ms ({}) must be under --request-timeout-ms ({}), so \
+             a DynamoDB that does not answer fails only the fields that need it",
+            self.store.dynamodb_operation_timeout_ms,
+            self.limits.request_timeout_ms
         );
         Ok(http::Options {
             cors,
@@ -714,6 +724,22 @@ mod tests {
             "replicas sharing the secret accept each other's cursors"
         );
         assert!(Cli::try_parse_from(["itemgraph", "--cursor-secret", "short"]).is_err());
+    }
+
+    #[test]
+    fn the_dynamodb_operation_timeout_must_be_under_the_request_deadline() {
+        let serve = |args: &[&str]| match parse(args) {
+            Command::Serve(args) => args,
+            _ => panic!("serve"),
+        };
+        assert!(serve(&["--store", "dynamodb"]).options().is_ok());
+        let late = ["--store", "dynamodb", "--request-timeout-ms", "5000"];
+        let err = serve(&late).options().unwrap_err().to_string();
+        assert!(err.contains("--dynamodb-operation-timeout-ms"), "{err}");
+        let fixed = [&late[..], &["--dynamodb-operation-timeout-ms", "4000"]].concat();
+        assert!(serve(&fixed).options().is_ok());
+        // The embedded engine has no such timeout.
+        assert!(serve(&["--request-timeout-ms", "5000"]).options().is_ok());
     }
 
     #[test]

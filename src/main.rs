@@ -36,6 +36,8 @@ async fn main() -> anyhow::Result<()> {
 
     match command {
         Command::Serve(args) => {
+            // Every refusal of the configuration before the store is touched.
+            let options = args.options()?;
             let authenticator = args
                 .auth
                 .authenticator(args.store.store == StoreKind::DynamoDb)?;
@@ -54,9 +56,8 @@ async fn main() -> anyhow::Result<()> {
             let listener = TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("binding {}", args.listen))?;
-            let state =
-                http::AppState::with_options(store, cursors, EventBus::default(), args.options()?)
-                    .with_authenticator(authenticator);
+            let state = http::AppState::with_options(store, cursors, EventBus::default(), options)
+                .with_authenticator(authenticator);
             if let Some(addr) = args.ops.metrics_listen {
                 let metrics = TcpListener::bind(addr)
                     .await
