@@ -269,6 +269,58 @@ async fn store_calls_are_labelled_by_index() {
     server.stop().await;
 }
 
+/// A request cancelled at its deadline counts as a `timeout` with a `TIMEOUT` error, and
+/// the store call it left outstanding as `cancelled`: the call count never misses one.
+#[tokio::test]
+async fn a_timed_out_request_and_its_cancelled_store_call_are_counted() {
+    let _serial = SERIAL.lock().await;
+    let stalled = common::stalled::Stalled::over(demo_store().await);
+    let options = http::Options {
+        limits: itemgraph::graphql::Limits {
+            request_timeout: Duration::from_millis(300),
+            ..Default::default()
+        },
+        ..http::Options::default()
+    };
+    let server = start(stalled.clone(), options).await;
+    let before = Scrape::take(&server).await;
+    let (_, _, body) = read(server.post(json!({
+        "query": r#"query Stuck { organization(slug: "acme") { name } }"#,
+    })))
+    .await;
+    assert_eq!(body["errors"][0]["extensions"]["code"], "TIMEOUT", "{body}");
+    stalled.until_none_outstanding().await;
+    let after = Scrape::take(&server).await;
+    let stuck = [("operation", "Stuck"), ("type", "query")];
+    assert_eq!(
+        moved(
+            &before,
+            &after,
+            REQUESTS,
+            &[stuck[0], stuck[1], ("outcome", "timeout")]
+        ),
+        1.0
+    );
+    assert_eq!(moved(&before, &after, ERRORS, &[("code", "TIMEOUT")]), 1.0);
+    assert_eq!(
+        moved(
+            &before,
+            &after,
+            STORE_CALLS,
+            &[("op", "GetItem"), ("outcome", "cancelled")]
+        ) + moved(
+            &before,
+            &after,
+            STORE_CALLS,
+            &[("op", "BatchGetItem"), ("outcome", "cancelled")]
+        ),
+        1.0,
+        "{:?}",
+        after.label_sets(STORE_CALLS)
+    );
+    server.stop().await;
+}
+
 /// Client-chosen operation names cannot grow the series without bound: a name that is no
 /// GraphQL name is `other`.
 #[tokio::test]

@@ -5,3 +5,4 @@ pub mod dynamo_local;
 pub mod engines;
 pub mod graphql;
 pub mod server;
+pub mod stalled;
