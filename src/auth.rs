@@ -360,8 +360,9 @@ impl AuthArgs {
         match mode {
             AuthMode::Off => {
                 tracing::warn!(
-                    "authentication is off (--auth off): every caller sees and may change \
-                     every organization; for local exploration only"
+                    "authentication is off: every caller sees and may change every \
+                     organization; for local exploration only (--jwt-secret or \
+                     --jwt-public-key require tokens)"
                 );
                 Ok(None)
             }
