@@ -643,16 +643,12 @@ fn n(v: u32) -> AttributeValue {
 /// `attribute_not_exists(PK)`, no read. The counters are written as 0 whatever `org`
 /// says: a new organization has no children yet. `AlreadyExists("slug")`.
 pub async fn create_org(store: &dyn Store, org: &Organization) -> RepoResult<()> {
-    let org = Organization {
-        user_count: 0,
-        order_count: 0,
-        ticket_count: 0,
-        ticket_count_open: 0,
-        ticket_count_pending: 0,
-        ticket_count_solved: 0,
-        ticket_count_closed: 0,
-        ..org.clone()
-    };
+    let org = Organization::new(
+        org.slug.clone(),
+        org.name.clone(),
+        org.plan,
+        org.created_at.clone(),
+    );
     store
         .put_item(Put::new(org.to_item()).when(Condition::not_exists(PK)))
         .await
@@ -1681,19 +1677,7 @@ mod tests {
     }
 
     fn org(s: &str) -> Organization {
-        Organization {
-            slug: slug(s),
-            name: s.to_uppercase(),
-            plan: Plan::Team,
-            created_at: timestamp_from_ms(0),
-            user_count: 0,
-            order_count: 0,
-            ticket_count: 0,
-            ticket_count_open: 0,
-            ticket_count_pending: 0,
-            ticket_count_solved: 0,
-            ticket_count_closed: 0,
-        }
+        Organization::new(slug(s), s.to_uppercase(), Plan::Team, timestamp_from_ms(0))
     }
 
     fn user(o: &str, u: &str) -> User {

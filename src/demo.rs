@@ -336,19 +336,12 @@ pub fn demo_data() -> DemoData {
 fn build_org(data: &mut DemoData, spec: &OrgSpec, created_ms: u64) {
     let mut rng = Rng::for_org(spec.slug);
     let slug = Slug::parse(spec.slug).expect("demo slugs are valid");
-    let mut org = Organization {
-        slug: slug.clone(),
-        name: spec.name.to_owned(),
-        plan: spec.plan,
-        created_at: timestamp_from_ms(created_ms),
-        user_count: 0,
-        order_count: 0,
-        ticket_count: 0,
-        ticket_count_open: 0,
-        ticket_count_pending: 0,
-        ticket_count_solved: 0,
-        ticket_count_closed: 0,
-    };
+    let mut org = Organization::new(
+        slug.clone(),
+        spec.name.to_owned(),
+        spec.plan,
+        timestamp_from_ms(created_ms),
+    );
 
     let mut users: Vec<User> = spec
         .users

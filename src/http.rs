@@ -563,15 +563,7 @@ impl GetParams {
 fn operation_type(request: &mut async_graphql::Request) -> Option<OperationType> {
     let name = request.operation_name.clone();
     let doc = request.parsed_query().ok()?;
-    let mut ops = doc.operations.iter();
-    let op = match name {
-        Some(name) => ops.find(|(n, _)| n.is_some_and(|n| n.as_str() == name))?.1,
-        None => match (ops.next(), ops.next()) {
-            (Some((_, op)), None) => op,
-            _ => return None,
-        },
-    };
-    Some(op.node.ty)
+    graphql::selected_operation(doc, name.as_deref()).map(|(_, op)| op.node.ty)
 }
 
 /// Runs the request and writes the GraphQL response in the negotiated media type.

@@ -408,17 +408,9 @@ impl Extension for RequestMetricsExtension {
     ) -> ServerResult<ExecutableDocument> {
         let doc = next.run(ctx, query, variables).await?;
         let mut state = self.state();
-        let chosen = {
-            let mut ops = doc.operations.iter();
-            match state.requested.as_deref() {
-                Some(name) => ops.find(|(n, _)| n.is_some_and(|n| n.as_str() == name)),
-                None => match (ops.next(), ops.next()) {
-                    (Some(op), None) => Some(op),
-                    _ => None,
-                },
-            }
-        };
-        if let Some((name, op)) = chosen {
+        if let Some((name, op)) =
+            crate::graphql::selected_operation(&doc, state.requested.as_deref())
+        {
             state.operation = name.map(|n| n.to_string());
             state.ty = Some(op.node.ty);
             // Now, so the request's log lines from here on name their operation.

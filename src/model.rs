@@ -155,6 +155,23 @@ pub struct Organization {
 }
 
 impl Organization {
+    /// A new organization: no users, orders or tickets yet, so every counter at 0.
+    pub fn new(slug: Slug, name: String, plan: Plan, created_at: Timestamp) -> Organization {
+        Organization {
+            slug,
+            name,
+            plan,
+            created_at,
+            user_count: 0,
+            order_count: 0,
+            ticket_count: 0,
+            ticket_count_open: 0,
+            ticket_count_pending: 0,
+            ticket_count_solved: 0,
+            ticket_count_closed: 0,
+        }
+    }
+
     /// Counter attribute names, for `ADD` in the writers that keep them.
     pub const USER_COUNT: &'static str = "userCount";
     pub const ORDER_COUNT: &'static str = "orderCount";

@@ -377,17 +377,8 @@ async fn a_changed_key_attribute_is_reported(store: &dyn Store) {
 async fn create_org_is_unique_on_slug(store: &dyn Store) {
     seeded(store).await;
     let umbrella = Organization {
-        slug: slug("umbrella"),
-        name: "Umbrella".into(),
-        plan: Plan::Free,
-        created_at: now(),
         user_count: 7,
-        order_count: 0,
-        ticket_count: 0,
-        ticket_count_open: 0,
-        ticket_count_pending: 0,
-        ticket_count_solved: 0,
-        ticket_count_closed: 0,
+        ..Organization::new(slug("umbrella"), "Umbrella".into(), Plan::Free, now())
     };
     create_org(store, &umbrella).await.unwrap();
     assert_eq!(org_now(store, "umbrella").await.user_count, 0);

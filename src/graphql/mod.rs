@@ -230,6 +230,26 @@ impl Extension for RequestLimits {
     }
 }
 
+/// The operation a request runs: the one named `name`, or the document's only one when
+/// no name is given; `None` when there is no such single operation (execution then says
+/// why). With its name, when it has one.
+pub fn selected_operation<'a>(
+    doc: &'a ExecutableDocument,
+    name: Option<&str>,
+) -> Option<(
+    Option<&'a async_graphql::Name>,
+    &'a Positioned<async_graphql::parser::types::OperationDefinition>,
+)> {
+    let mut ops = doc.operations.iter();
+    match name {
+        Some(name) => ops.find(|(n, _)| n.is_some_and(|n| n.as_str() == name)),
+        None => match (ops.next(), ops.next()) {
+            (Some(op), None) => Some(op),
+            _ => None,
+        },
+    }
+}
+
 /// Whether an operation selects `__schema` or `__type` at its root, directly or through
 /// fragments (each followed once, so a fragment cycle, refused later, ends here too).
 fn selects_introspection(doc: &ExecutableDocument) -> bool {

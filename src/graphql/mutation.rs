@@ -462,19 +462,12 @@ async fn create_organization(
     rc: &RequestContext,
     input: CreateOrganizationInput,
 ) -> ApiResult<CreateOrganizationPayload> {
-    let org = model::Organization {
-        slug: validate_slug("slug", &input.slug)?,
-        name: name("name", &input.name)?,
-        plan: input.plan.into(),
-        created_at: model::now(),
-        user_count: 0,
-        order_count: 0,
-        ticket_count: 0,
-        ticket_count_open: 0,
-        ticket_count_pending: 0,
-        ticket_count_solved: 0,
-        ticket_count_closed: 0,
-    };
+    let org = model::Organization::new(
+        validate_slug("slug", &input.slug)?,
+        name("name", &input.name)?,
+        input.plan.into(),
+        model::now(),
+    );
     fits("name", &org)?;
     rc.access.require_admin("create an organization")?;
     if rc.access.org().is_some_and(|own| *own != org.slug) {

@@ -216,6 +216,26 @@ impl DynamoStore {
         key
     }
 
+    /// A Query's or Scan's page in the port's terms (an empty `LastEvaluatedKey` is none).
+    fn query_output(
+        &self,
+        index: Option<&IndexSchema>,
+        items: Option<Vec<SdkItem>>,
+        last_evaluated_key: Option<SdkItem>,
+    ) -> StoreResult<QueryOutput> {
+        Ok(QueryOutput {
+            items: items
+                .unwrap_or_default()
+                .into_iter()
+                .map(from_sdk_item)
+                .collect::<StoreResult<_>>()?,
+            last_evaluated_key: last_evaluated_key
+                .filter(|k| !k.is_empty())
+                .map(|k| self.page_key(index, k))
+                .transpose()?,
+        })
+    }
+
     fn page_key(&self, index: Option<&IndexSchema>, last: SdkItem) -> StoreResult<PageKey> {
         let item = from_sdk_item(last)?;
         let malformed = || {
@@ -546,19 +566,7 @@ impl Store for DynamoStore {
             .await
             .map_err(|e| store_error(&self.table, e))?;
         record_capacity("Scan", out.consumed_capacity.as_slice());
-        Ok(QueryOutput {
-            items: out
-                .items
-                .unwrap_or_default()
-                .into_iter()
-                .map(from_sdk_item)
-                .collect::<StoreResult<_>>()?,
-            last_evaluated_key: out
-                .last_evaluated_key
-                .filter(|k| !k.is_empty())
-                .map(|k| self.page_key(None, k))
-                .transpose()?,
-        })
+        self.query_output(None, out.items, out.last_evaluated_key)
     }
 
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
@@ -591,19 +599,7 @@ impl Store for DynamoStore {
             .await
             .map_err(|e| store_error(&self.table, e))?;
         record_capacity("Query", out.consumed_capacity.as_slice());
-        Ok(QueryOutput {
-            items: out
-                .items
-                .unwrap_or_default()
-                .into_iter()
-                .map(from_sdk_item)
-                .collect::<StoreResult<_>>()?,
-            last_evaluated_key: out
-                .last_evaluated_key
-                .filter(|k| !k.is_empty())
-                .map(|k| self.page_key(index, k))
-                .transpose()?,
-        })
+        self.query_output(index, out.items, out.last_evaluated_key)
     }
 
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {

@@ -212,19 +212,12 @@ fn build_org(
     let slug = Slug::parse(&format!("org-{o:04}"))?;
     // Each organization gets its own stretch of time, so ids never collide across them.
     let created_ms = EPOCH_MS + o as u64 * 1_000 * MINUTE_MS;
-    let mut org = Organization {
-        slug: slug.clone(),
-        name: format!("Organization {o}"),
-        plan: [Plan::Free, Plan::Team, Plan::Enterprise][o % 3],
-        created_at: timestamp_from_ms(created_ms),
-        user_count: 0,
-        order_count: 0,
-        ticket_count: 0,
-        ticket_count_open: 0,
-        ticket_count_pending: 0,
-        ticket_count_solved: 0,
-        ticket_count_closed: 0,
-    };
+    let mut org = Organization::new(
+        slug.clone(),
+        format!("Organization {o}"),
+        [Plan::Free, Plan::Team, Plan::Enterprise][o % 3],
+        timestamp_from_ms(created_ms),
+    );
     // u000 and u001 are admins; u002 is the heavy requester.
     let mut users: Vec<User> = (0..spec.users_per_org)
         .map(|k| {
