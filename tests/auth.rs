@@ -11,8 +11,6 @@ use common::server::{read, TestServer};
 use itemgraph::auth::{expiring_in, issue_token, Authenticator, Claims, Role};
 use itemgraph::graphql::CursorCodec;
 use itemgraph::http::AppState;
-use itemgraph::store::embedded::EmbeddedStore;
-use itemgraph::store::{Store, TableSchema};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use reqwest::header::{AUTHORIZATION, WWW_AUTHENTICATE};
 use serde_json::{json, Value};
@@ -20,9 +18,7 @@ use serde_json::{json, Value};
 const SECRET: &str = "auth-tests-secret-auth-tests-secret";
 
 async fn start(authenticator: Authenticator) -> TestServer {
-    let store = EmbeddedStore::in_memory("itemgraph", TableSchema::itemgraph()).unwrap();
-    store.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&store).await.unwrap();
+    let store = common::engines::embedded_demo().await;
     let state = AppState::new(Arc::new(store), CursorCodec::new("auth test cursor secret"))
         .with_authenticator(Some(authenticator));
     TestServer::start(state).await

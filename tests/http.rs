@@ -8,8 +8,6 @@ use std::sync::Arc;
 use common::server::{read, TestServer};
 use itemgraph::graphql::CursorCodec;
 use itemgraph::http::AppState;
-use itemgraph::store::embedded::EmbeddedStore;
-use itemgraph::store::{Store, TableSchema};
 use reqwest::header::{ACCEPT, ALLOW, CONTENT_TYPE};
 use serde_json::{json, Value};
 
@@ -17,9 +15,7 @@ const SPEC: &str = "application/graphql-response+json";
 
 /// Serves the demo data on `127.0.0.1:0`.
 async fn start_server() -> TestServer {
-    let store = EmbeddedStore::in_memory("itemgraph", TableSchema::itemgraph()).unwrap();
-    store.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&store).await.unwrap();
+    let store = common::engines::embedded_demo().await;
     TestServer::start(AppState::new(
         Arc::new(store),
         CursorCodec::new("http test secret"),

@@ -31,9 +31,7 @@ const ACME_ID: &str = "T3JnYW5pemF0aW9uOmFjbWU";
 
 /// A fresh in-memory embedded store holding the demo data.
 async fn demo_store() -> Arc<dyn Store> {
-    let store = common::engines::embedded().await;
-    itemgraph::demo::seed_demo(&store).await.expect("seed");
-    Arc::new(store)
+    Arc::new(common::engines::embedded_demo().await)
 }
 
 /// A schema built from `limits` over `store`.

@@ -12,8 +12,6 @@ use std::sync::Arc;
 use common::server::TestServer;
 use itemgraph::graphql::CursorCodec;
 use itemgraph::http::AppState;
-use itemgraph::store::embedded::EmbeddedStore;
-use itemgraph::store::{Store, TableSchema};
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{json, Value};
 
@@ -23,9 +21,7 @@ const JSON: &str = "application/json";
 const MAX_BODY: usize = 1024 * 1024;
 
 async fn start_server() -> TestServer {
-    let store = EmbeddedStore::in_memory("itemgraph", TableSchema::itemgraph()).unwrap();
-    store.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&store).await.unwrap();
+    let store = common::engines::embedded_demo().await;
     TestServer::start(AppState::new(
         Arc::new(store),
         CursorCodec::new("malformed test secret"),

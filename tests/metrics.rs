@@ -17,7 +17,6 @@ use common::server::{read, TestServer};
 use itemgraph::events::EventBus;
 use itemgraph::graphql::CursorCodec;
 use itemgraph::http::{self, AppState, Cors, CorsOrigins};
-use itemgraph::store::embedded::EmbeddedStore;
 use itemgraph::store::{GetItem, PrimaryKey, Store, StoreError, TableSchema};
 use reqwest::header::CONTENT_TYPE;
 use serde_json::json;
@@ -26,9 +25,7 @@ use serde_json::json;
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn demo_store() -> Arc<dyn Store> {
-    let store = EmbeddedStore::in_memory("itemgraph", TableSchema::itemgraph()).unwrap();
-    store.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&store).await.unwrap();
+    let store = common::engines::embedded_demo().await;
     Arc::new(store)
 }
 

@@ -12,6 +12,15 @@ pub async fn embedded() -> EmbeddedStore {
     store
 }
 
+/// A new in-memory embedded store holding the demo data: what the HTTP-level suites serve.
+pub async fn embedded_demo() -> EmbeddedStore {
+    let store = embedded().await;
+    itemgraph::demo::seed_demo(&store)
+        .await
+        .expect("seed the demo data");
+    store
+}
+
 /// A new table on DynamoDB Local, created; `None` only when DynamoDB Local is unavailable
 /// and `CI` is not set (the harness says so on stderr).
 pub async fn dynamodb(prefix: &str) -> Option<DynamoStore> {
