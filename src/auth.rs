@@ -20,9 +20,13 @@ use clap::{Args, ValueEnum};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
-use crate::graphql::errors::ApiError;
 use crate::keys::Slug;
 use crate::model::Entity;
+
+/// The caller may not do what it asked (the message says why). Clients see `FORBIDDEN`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Forbidden(pub String);
 
 /// What a token's `role` claim grants within its organization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
@@ -101,13 +105,13 @@ impl Access {
     /// `FORBIDDEN` unless the caller is an admin (or auth is off); `action` completes
     /// "only an admin of the organization may …". Checked before anything is read, so it
     /// says nothing of what exists.
-    pub fn require_admin(&self, action: &'static str) -> Result<(), ApiError> {
+    pub fn require_admin(&self, action: &'static str) -> Result<(), Forbidden> {
         match self {
             Access::Unrestricted
             | Access::Tenant {
                 role: Role::Admin, ..
             } => Ok(()),
-            Access::Tenant { .. } => Err(ApiError::Forbidden(format!(
+            Access::Tenant { .. } => Err(Forbidden(format!(
                 "only an admin of the organization may {action}"
             ))),
         }
@@ -591,7 +595,7 @@ mod tests {
         };
         assert!(matches!(
             access.require_admin("add users"),
-            Err(ApiError::Forbidden(_))
+            Err(Forbidden(_))
         ));
         assert!(Access::Unrestricted.require_admin("add users").is_ok());
     }

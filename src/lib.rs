@@ -10,16 +10,20 @@
 //! - [`model`]: plain domain records (serde), no GraphQL or AWS types.
 //! - [`store`]: the port (DynamoDB-shaped typed requests and errors) and its two engines,
 //!   `embedded` (redb) and `dynamo` (aws-sdk-dynamodb).
-//! - [`collections`]: one function per access pattern: a read is one port call, a write
-//!   one write request (plus the reads its validation needs) that keeps every counter and
-//!   marker of the data model true.
+//! - [`collections`]: one function per access pattern, one file per aggregate: a read is
+//!   one port call, a write one write request (plus the reads its validation needs) that
+//!   keeps every counter and marker of the data model true.
 //! - [`check`]: the whole-table consistency checker behind `itemgraph check`.
 //! - [`events`]: domain events of successful writes and the in-process bus that carries them.
 //! - [`demo`]: the deterministic demo data set.
-//! - [`graphql`]: the schema and resolvers; knows nothing of HTTP.
+//! - [`graphql`]: the schema and resolvers, one file per entity; knows nothing of HTTP.
 //! - [`http`]: the axum router and `serve(listener, state, shutdown)`.
-//! - [`metrics`]: the Prometheus series served at `/metrics`, and the GraphQL extension
-//!   that records requests.
+//! - [`metrics`]: the Prometheus series served at `/metrics`; callers hand it plain values
+//!   (the GraphQL side is `graphql::request_metrics`).
+//!
+//! Arrows run one way: `http` → `graphql` → `collections` → `keys`/`model` → `store`, with
+//! `auth`, `metrics` and `events` on the ground floor. `docs/DATA_MODEL.md` is the table
+//! design this code implements.
 
 pub mod auth;
 pub mod check;

@@ -118,6 +118,12 @@ string_enum!(
     /// How urgent a ticket is.
     TicketPriority { Low = "LOW", Normal = "NORMAL", High = "HIGH", Urgent = "URGENT" }
 );
+
+impl crate::keys::StatusName for TicketStatus {
+    fn status_name(self) -> &'static str {
+        self.as_str()
+    }
+}
 string_enum!(
     /// Where an order is in fulfilment.
     OrderStatus {

@@ -8,10 +8,9 @@
 
 use async_graphql::{OutputType, SimpleObject};
 
+use super::cursor::CursorCodec;
+use super::errors::ApiError;
 use crate::collections::{Page as RepoPage, MAX_PAGE_SIZE};
-use crate::graphql::cursor::CursorCodec;
-use crate::graphql::errors::ApiError;
-use crate::graphql::types::{Order, Ticket, User};
 use crate::store::PageKey;
 
 /// Page size when neither `first` nor `last` is given.
@@ -145,10 +144,11 @@ pub trait ConnectionType {
     fn new(edges: Vec<(String, Self::Node)>, page_info: PageInfo, total_count: i32) -> Self;
 }
 
+/// Declares the connection and edge types of one node type (`UserConnection`, `UserEdge`).
 macro_rules! connection_type {
     ($node:ident, $conn:ident, $edge:ident) => {
         #[doc = concat!("An edge: a `", stringify!($node), "` and the cursor that points at it.")]
-        #[derive(Clone, SimpleObject)]
+        #[derive(Clone, async_graphql::SimpleObject)]
         pub struct $edge {
             /// Opaque; pass it as `after` or `before` to page from this node.
             pub cursor: String,
@@ -156,20 +156,24 @@ macro_rules! connection_type {
         }
 
         #[doc = concat!("A page of `", stringify!($node), "`s (Relay Cursor Connections).")]
-        #[derive(Clone, SimpleObject)]
+        #[derive(Clone, async_graphql::SimpleObject)]
         pub struct $conn {
             pub edges: Vec<$edge>,
             /// The nodes of `edges`, for clients that need no cursors.
             pub nodes: Vec<$node>,
-            pub page_info: PageInfo,
+            pub page_info: $crate::graphql::connection::PageInfo,
             /// How many nodes the whole connection holds, from the parent's counter:
             /// costs no request.
             pub total_count: i32,
         }
 
-        impl ConnectionType for $conn {
+        impl $crate::graphql::connection::ConnectionType for $conn {
             type Node = $node;
-            fn new(edges: Vec<(String, $node)>, page_info: PageInfo, total_count: i32) -> Self {
+            fn new(
+                edges: Vec<(String, $node)>,
+                page_info: $crate::graphql::connection::PageInfo,
+                total_count: i32,
+            ) -> Self {
                 $conn {
                     nodes: edges.iter().map(|(_, n)| n.clone()).collect(),
                     edges: edges
@@ -184,9 +188,7 @@ macro_rules! connection_type {
     };
 }
 
-connection_type!(User, UserConnection, UserEdge);
-connection_type!(Order, OrderConnection, OrderEdge);
-connection_type!(Ticket, TicketConnection, TicketEdge);
+pub(crate) use connection_type;
 
 /// Builds the connection from the items a Query returned: cuts the extra item, restores
 /// the connection's order, signs a cursor per edge.

@@ -2,8 +2,9 @@
 
 use async_graphql::ErrorExtensions;
 
+use super::cursor::InvalidCursor;
+use crate::auth::Forbidden;
 use crate::collections::RepoError;
-use crate::graphql::cursor::InvalidCursor;
 use crate::keys::KeyError;
 use crate::store::{only_conflicts, StoreError};
 
@@ -165,6 +166,12 @@ impl From<KeyError> for ApiError {
             field: Some(e.field().to_owned()),
             message: e.to_string(),
         }
+    }
+}
+
+impl From<Forbidden> for ApiError {
+    fn from(Forbidden(message): Forbidden) -> Self {
+        ApiError::Forbidden(message)
     }
 }
 

@@ -4,7 +4,7 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 
-use crate::graphql::errors::ApiError;
+use super::errors::ApiError;
 use crate::keys::{Id, OrderKey, OrgKey, Slug, TicketKey, UserKey, Username};
 use crate::store::PrimaryKey;
 

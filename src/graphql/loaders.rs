@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use async_graphql::dataloader::Loader;
 
+use super::errors::ApiError;
 use crate::collections::{batch_get_entities, get_entity};
-use crate::graphql::errors::ApiError;
 use crate::model::Entity;
 use crate::store::{PrimaryKey, Store};
 

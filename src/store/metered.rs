@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::{
     BatchGet, BatchGetPage, Delete, GetItem, Item, Put, Query, QueryOutput, Scan, Store,
-    StoreResult, TableDescription, TableSchema, TransactAction, Update,
+    StoreError, StoreResult, TableDescription, TableSchema, TransactAction, Update,
 };
 use crate::metrics;
 
@@ -48,7 +48,7 @@ impl MeteredStore {
         };
         let result = call.instrument(span.clone()).await;
         pending.done = true;
-        let outcome = metrics::store_outcome(&result);
+        let outcome = store_outcome(&result);
         let took = pending.started.elapsed();
         tracing::debug!(parent: &span, outcome, micros = took.as_micros() as u64, "store call done");
         metrics::record_store_call(op, index, outcome, took);
@@ -132,6 +132,20 @@ impl Store for MeteredStore {
     }
 }
 
+/// The `outcome` label of a store call: `ok` or what failed, in the port's terms.
+pub fn store_outcome<T>(result: &StoreResult<T>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(StoreError::Validation(_)) => "validation",
+        Err(StoreError::ConditionFailed { .. }) => "condition_failed",
+        Err(StoreError::TransactionCanceled { .. }) => "transaction_canceled",
+        Err(StoreError::TableNotFound(_)) => "table_not_found",
+        Err(StoreError::Throttled(_)) => "throttled",
+        Err(StoreError::Unavailable(_)) => "unavailable",
+        Err(StoreError::Internal(_)) => "internal",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +170,14 @@ mod tests {
         assert_eq!(got, None);
         let table = store.describe_table().await.unwrap().unwrap();
         assert_eq!(table.name, "t");
+    }
+
+    #[test]
+    fn store_outcomes_name_the_failure() {
+        assert_eq!(store_outcome(&Ok(())), "ok");
+        let failed: crate::store::StoreResult<()> = Err(StoreError::ConditionFailed { item: None });
+        assert_eq!(store_outcome(&failed), "condition_failed");
+        let throttled: crate::store::StoreResult<()> = Err(StoreError::Throttled("x".into()));
+        assert_eq!(store_outcome(&throttled), "throttled");
     }
 }

@@ -47,7 +47,7 @@ pub struct IndexSchema {
 }
 
 impl TableSchema {
-    /// The single-table design of `DATA_MODEL.md`: `PK`/`SK`, `GSI1`, `GSI2`.
+    /// The single-table design of `docs/DATA_MODEL.md`: `PK`/`SK`, `GSI1`, `GSI2`.
     pub fn itemgraph() -> Self {
         let gsi = |n: u8| IndexSchema {
             name: format!("GSI{n}"),

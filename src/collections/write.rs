@@ -1,0 +1,101 @@
+//! What the writes of every aggregate share: the meaning of a failed condition (which
+//! action, which error the caller sees), puts of new items, and counter bumps on items
+//! that must exist.
+
+use super::error::RepoError;
+use crate::keys::PK;
+use crate::model::Ticket;
+use crate::store::{
+    AttributeValue, CancelReason, Condition, Item, PrimaryKey, Put, StoreError, TransactAction,
+    Update, UpdateExpr,
+};
+
+/// What a failed condition of one transaction action means to the caller.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum OnFail {
+    AlreadyExists(&'static str),
+    NotFound(&'static str),
+    /// A version condition: absent item means not found, present means changed.
+    Version {
+        entity: &'static str,
+        expected: u32,
+    },
+    /// The condition guards the table's own consistency (a marker that must point at the
+    /// user being changed): failing it means the table holds something no writer made.
+    /// `INTERNAL`; `itemgraph check` names the item.
+    Corrupt(&'static str),
+}
+
+impl OnFail {
+    fn error(self, current: Option<&Item>) -> RepoError {
+        match self {
+            OnFail::AlreadyExists(what) => RepoError::AlreadyExists(what),
+            OnFail::NotFound(what) => RepoError::NotFound(what),
+            OnFail::Version { entity, expected } => match current {
+                None => RepoError::NotFound(entity),
+                Some(item) => RepoError::VersionMismatch {
+                    entity,
+                    expected,
+                    current: version_of(item),
+                },
+            },
+            OnFail::Corrupt(what) => RepoError::Store(StoreError::Internal(what.to_owned())),
+        }
+    }
+}
+
+/// The `version` attribute of an item a failed condition returned.
+fn version_of(item: &Item) -> Option<u32> {
+    match item.get(VERSION)? {
+        AttributeValue::N(n) => n.parse().ok(),
+        _ => None,
+    }
+}
+
+/// The version attribute of tickets and orders.
+pub(super) const VERSION: &str = Ticket::VERSION;
+/// The status attribute of orders (and tickets).
+pub(super) const STATUS: &str = "status";
+
+/// Which action's condition failed (0 for a single write), with the item it found when
+/// the write asked for it.
+pub(super) fn failed_condition(err: &StoreError) -> Option<(usize, Option<&Item>)> {
+    match err {
+        StoreError::ConditionFailed { item } => Some((0, item.as_deref())),
+        StoreError::TransactionCanceled { reasons } => {
+            reasons.iter().enumerate().find_map(|(i, r)| match r {
+                CancelReason::ConditionalCheckFailed { item } => Some((i, item.as_ref())),
+                _ => None,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Maps a failed write to what its conditions meant; anything else passes through.
+pub(super) fn explain(err: StoreError, meanings: &[OnFail]) -> RepoError {
+    let single = matches!(err, StoreError::ConditionFailed { .. });
+    match failed_condition(&err) {
+        Some((i, item)) if !single || meanings.len() == 1 => match meanings.get(i) {
+            Some(meaning) => meaning.error(item),
+            None => RepoError::Store(err),
+        },
+        _ => RepoError::Store(err),
+    }
+}
+
+pub(super) fn put_new(item: Item) -> TransactAction {
+    TransactAction::Put(Put::new(item).when(Condition::not_exists(PK)))
+}
+
+pub(super) fn bump(key: PrimaryKey, update: UpdateExpr) -> TransactAction {
+    TransactAction::Update(Update::new(key, update).when(Condition::exists(PK)))
+}
+
+pub(super) fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+pub(super) fn n(v: u32) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}

@@ -1,0 +1,164 @@
+//! The limits on the work of one request, and the extension that enforces them: aliases
+//! after parsing, depth and complexity after validation, the deadline around the whole
+//! request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_graphql::extensions::{
+    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextPrepareRequest, NextRequest,
+    NextValidation,
+};
+use async_graphql::parser::types::ExecutableDocument;
+use async_graphql::{ServerError, ServerResult, ValidationResult, Variables};
+
+use super::connection::DEFAULT_PAGE_SIZE;
+use super::document::{count_aliases, selects_introspection};
+use super::errors::ApiError;
+use crate::collections::MAX_PAGE_SIZE;
+
+/// What one request may cost. Every limit but the deadline is checked on the document,
+/// before any store request; a request over one fails whole, with `data` null and the
+/// code its [`errors::ApiError`] variant names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Deepest field nesting (`{ a { b } }` is 2). A client's introspection query reaches
+    /// 13 (GraphiQL's `args { type { ofType … } }`), so the default leaves it room.
+    pub max_depth: usize,
+    /// Aliased fields in the document, fragments included: aliases are how one request
+    /// asks for the same expensive field many times.
+    pub max_aliases: usize,
+    /// Cost: every field 1, a connection its page size (`first`/`last`, else 20) times
+    /// what it selects per node (see [`page_cost`]): an estimate of the items read.
+    pub max_complexity: usize,
+    /// The whole request, parse to last resolver. When it passes, the execution is
+    /// dropped, and with it every store call still outstanding.
+    pub request_timeout: Duration,
+    /// Whether `__schema` and `__type` answer (`__typename` always does).
+    pub introspection: bool,
+    /// Documents the automatic persisted query cache holds (LRU); 0 turns APQ off.
+    pub persisted_queries: usize,
+}
+
+impl Limits {
+    /// The defaults, also those of the command line.
+    pub const DEFAULT: Limits = Limits {
+        max_depth: 15,
+        max_aliases: 30,
+        max_complexity: 5000,
+        request_timeout: Duration::from_secs(10),
+        introspection: true,
+        persisted_queries: 1000,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}
+
+/// Longest query text that automatic persisted queries keep: the cache holds parsed
+/// documents, so this bounds its memory (with [`Limits::persisted_queries`]). A longer
+/// query still runs; it is just not cached, and its hash alone stays unknown.
+pub const MAX_PERSISTED_QUERY_BYTES: usize = 16 * 1024;
+
+/// The complexity of a connection field: its page size (`first` or `last`, 20 when
+/// neither; clamped to 1–100 as paging reads at least one item and at most 100) times
+/// what each node selects, plus the field itself. So `users(first: 100) { nodes {
+/// tickets(first: 100) { nodes { id } } } }` costs about 100 × 100.
+pub fn page_cost(first: Option<i32>, last: Option<i32>, child_complexity: usize) -> usize {
+    let size = first.or(last).map_or(DEFAULT_PAGE_SIZE as usize, |n| {
+        n.clamp(1, MAX_PAGE_SIZE as i32) as usize
+    });
+    size.saturating_mul(child_complexity).saturating_add(1)
+}
+
+/// The extension enforcing [`Limits`]: aliases after parsing, depth and complexity after
+/// validation (async-graphql computes both there), the deadline around the whole request.
+pub(super) struct RequestLimits(pub(super) Limits);
+
+impl ExtensionFactory for RequestLimits {
+    fn create(&self) -> Arc<dyn Extension> {
+        Arc::new(RequestLimits(self.0))
+    }
+}
+
+#[async_trait::async_trait]
+impl Extension for RequestLimits {
+    async fn request(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        next: NextRequest<'_>,
+    ) -> async_graphql::Response {
+        let deadline = self.0.request_timeout;
+        match tokio::time::timeout(deadline, next.run(ctx)).await {
+            Ok(resp) => resp,
+            Err(_) => {
+                tracing::warn!(?deadline, "request cancelled at its deadline");
+                let millis = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX);
+                async_graphql::Response::from_errors(vec![
+                    ApiError::Timeout { millis }.server_error()
+                ])
+            }
+        }
+    }
+
+    async fn prepare_request(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        mut request: async_graphql::Request,
+        next: NextPrepareRequest<'_>,
+    ) -> ServerResult<async_graphql::Request> {
+        if request.query.len() > MAX_PERSISTED_QUERY_BYTES {
+            request.extensions.remove("persistedQuery");
+        }
+        next.run(ctx, request).await
+    }
+
+    async fn parse_query(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        query: &str,
+        variables: &Variables,
+        next: NextParseQuery<'_>,
+    ) -> ServerResult<ExecutableDocument> {
+        let doc = next.run(ctx, query, variables).await?;
+        // async-graphql's own switch answers `__schema: null` without a word; say why.
+        if !self.0.introspection && selects_introspection(&doc) {
+            return Err(ApiError::IntrospectionDisabled.server_error());
+        }
+        let count = count_aliases(&doc);
+        if count > self.0.max_aliases {
+            return Err(ApiError::TooManyAliases {
+                count,
+                max: self.0.max_aliases,
+            }
+            .server_error());
+        }
+        Ok(doc)
+    }
+
+    async fn validation(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        next: NextValidation<'_>,
+    ) -> Result<ValidationResult, Vec<ServerError>> {
+        let result = next.run(ctx).await?;
+        if result.depth > self.0.max_depth {
+            return Err(vec![ApiError::QueryTooDeep {
+                depth: result.depth,
+                max: self.0.max_depth,
+            }
+            .server_error()]);
+        }
+        if result.complexity > self.0.max_complexity {
+            return Err(vec![ApiError::QueryTooComplex {
+                complexity: result.complexity,
+                max: self.0.max_complexity,
+            }
+            .server_error()]);
+        }
+        Ok(result)
+    }
+}
