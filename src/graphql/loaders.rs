@@ -1,27 +1,43 @@
-//! The per-request DataLoader: every reference (`requester`, `assignee`, `buyer`,
-//! `organization`, `node`, `nodes`) asks it for a key; within one tick of the executor it
-//! gathers the keys, drops repeats, and makes one GetItem (one key) or one BatchGetItem (up
-//! to 100 keys). Items a request already read are fed into its cache, so never read twice.
+//! The per-request DataLoader, on the `dataloader` crate: every reference (`requester`,
+//! `assignee`, `buyer`, `organization`, `node`, `nodes`) asks it for a key; it gathers the
+//! keys asked while the executor yields, drops repeats, and makes one GetItem (one key) or
+//! one BatchGetItem (up to 100 keys; more are cut into batches of 100, and the store
+//! retries `UnprocessedKeys`). Items a request already read are primed into its cache, so
+//! never read twice; a key asked while its batch is being read waits for that batch (the
+//! loader holds its state while it reads), so one request never reads one item twice.
+//!
+//! Every key gets its own answer: the entity, `None` when absent, or the error of the read
+//! that should have brought it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use async_graphql::dataloader::Loader;
+use dataloader::BatchFn;
 
 use super::errors::ApiError;
 use crate::collections::{batch_get_entities, get_entity};
 use crate::model::Entity;
+use crate::store::validate::MAX_BATCH_GET_KEYS;
 use crate::store::{PrimaryKey, Store};
 
-pub struct EntityLoader {
-    pub store: Arc<dyn Store>,
+/// What the loader answers for one key.
+pub type Loaded = Result<Option<Entity>, Arc<ApiError>>;
+
+/// The per-request loader of entities by primary key, with its cache.
+pub type EntityLoader = dataloader::cached::Loader<PrimaryKey, Loaded, EntityBatch>;
+
+/// A fresh loader (an empty cache) reading from `store`.
+pub fn entity_loader(store: Arc<dyn Store>) -> EntityLoader {
+    dataloader::cached::Loader::new(EntityBatch { store }).with_max_batch_size(MAX_BATCH_GET_KEYS)
 }
 
-impl Loader<PrimaryKey> for EntityLoader {
-    type Value = Entity;
-    type Error = Arc<ApiError>;
+/// The batch read behind [`EntityLoader`].
+pub struct EntityBatch {
+    store: Arc<dyn Store>,
+}
 
-    async fn load(&self, keys: &[PrimaryKey]) -> Result<HashMap<PrimaryKey, Entity>, Self::Error> {
+impl BatchFn<PrimaryKey, Loaded> for EntityBatch {
+    async fn load(&mut self, keys: &[PrimaryKey]) -> HashMap<PrimaryKey, Loaded> {
         let found = if let [key] = keys {
             get_entity(self.store.as_ref(), key.clone())
                 .await
@@ -29,6 +45,15 @@ impl Loader<PrimaryKey> for EntityLoader {
         } else {
             batch_get_entities(self.store.as_ref(), keys).await
         };
-        found.map_err(|e| Arc::new(ApiError::from(e)))
+        match found {
+            Ok(mut found) => keys
+                .iter()
+                .map(|k| (k.clone(), Ok(found.remove(k))))
+                .collect(),
+            Err(e) => {
+                let e = Arc::new(ApiError::from(e));
+                keys.iter().map(|k| (k.clone(), Err(e.clone()))).collect()
+            }
+        }
     }
 }
