@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 use crate::keys::Slug;
@@ -285,9 +286,10 @@ pub enum AuthMode {
     Off,
 }
 
-/// The HS256 secret. Its `Debug` never shows it, so the parsed command line can be logged.
-#[derive(Clone, PartialEq, Eq)]
-pub struct JwtSecret(String);
+/// The HS256 secret. Its `Debug` never shows it, so the parsed command line can be logged;
+/// it is zeroed when dropped.
+#[derive(Clone)]
+pub struct JwtSecret(SecretString);
 
 impl std::fmt::Debug for JwtSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -305,13 +307,13 @@ impl std::str::FromStr for JwtSecret {
                  `openssl rand -hex 32`"
             ));
         }
-        Ok(JwtSecret(s.to_owned()))
+        Ok(JwtSecret(SecretString::from(s)))
     }
 }
 
 impl JwtSecret {
     pub fn as_bytes(&self) -> &[u8] {
-        self.0.as_bytes()
+        self.0.expose_secret().as_bytes()
     }
 }
 

@@ -26,6 +26,10 @@
 //! live in a partition of their own, outside every item collection, so they never sort
 //! between a parent and its children.
 
+// Over 900 lines with its tests, on purpose: the unit tests below pin every exact key
+// string next to the builder that spells it, so a change to the chart and the test that
+// catches it are read together. The code itself is about 700 lines.
+
 use std::fmt;
 
 use crate::store::{AttributeValue, IndexKey, Item, PageKey, PrimaryKey};

@@ -1,6 +1,7 @@
 //! The order aggregate: access patterns 7 and 9 (reads), 12 and 17 (place, move along its
 //! life cycle), with the client-token marker that makes placing idempotent.
 
+use backon::Retryable;
 use serde::{Deserialize, Serialize};
 
 use super::entities::get_record;
@@ -13,8 +14,8 @@ use crate::keys::{
 use crate::model::{Order, OrderLine, OrderStatus, Organization, Record, Timestamp, User};
 use crate::store::validate::MAX_TRANSACT_ACTIONS;
 use crate::store::{
-    CancelReason, Condition, GetItem, PageKey, Put, Query, ReturnValues, SortCondition, Store,
-    StoreError, TransactAction, Update, UpdateExpr,
+    retry_schedule, CancelReason, Condition, GetItem, PageKey, Put, Query, ReturnValues,
+    SortCondition, Store, StoreError, TransactAction, Update, UpdateExpr,
 };
 
 /// Most lines one order can have: one transaction holds the order, its lines, the
@@ -171,33 +172,50 @@ pub async fn place_order(
     }
 }
 
-/// Reads back the order a client token placed: access pattern 7, every page of lines.
+/// Reads back the order a client token placed: access pattern 7, every page of lines;
+/// again on [`retry_schedule`] while GSI1 has not caught up with the order.
 async fn replay_order(store: &dyn Store, marker: &OrderToken) -> RepoResult<PlacedOrder> {
-    for attempt in 0..REPLAY_READ_ATTEMPTS {
-        let first =
-            get_order_with_lines(store, marker.order_id, Page::first(MAX_PAGE_SIZE)).await?;
-        if let Some(order) = first.order {
-            let mut lines = first.lines;
-            let mut next = first.last_evaluated_key;
-            while let Some(start) = next {
-                let page =
-                    get_order_with_lines(store, marker.order_id, Page::after(MAX_PAGE_SIZE, start))
-                        .await?;
-                lines.extend(page.lines);
-                next = page.last_evaluated_key;
-            }
-            return Ok(PlacedOrder {
-                order,
-                lines,
-                replayed: true,
-            });
+    // `Err(None)`: the order is not on the index yet, try again; `Err(Some(e))`: the
+    // read failed, give up.
+    let read = || async {
+        match read_placed_order(store, marker.order_id).await {
+            Ok(Some(lines)) => Ok(lines),
+            Ok(None) => Err(None),
+            Err(e) => Err(Some(e)),
         }
-        tokio::time::sleep(crate::store::backoff(attempt)).await;
+    };
+    read.retry(retry_schedule(REPLAY_READ_ATTEMPTS - 1))
+        .when(Option::is_none)
+        .await
+        .map_err(|e| {
+            e.unwrap_or_else(|| {
+                RepoError::Store(StoreError::Unavailable(format!(
+                    "client token {} placed order {}, which cannot be read yet; try again",
+                    marker.token, marker.order_id
+                )))
+            })
+        })
+}
+
+/// The order and all its lines, as a replay returns them; `None` while the order is not
+/// on GSI1.
+async fn read_placed_order(store: &dyn Store, order_id: Id) -> RepoResult<Option<PlacedOrder>> {
+    let first = get_order_with_lines(store, order_id, Page::first(MAX_PAGE_SIZE)).await?;
+    let Some(order) = first.order else {
+        return Ok(None);
+    };
+    let mut lines = first.lines;
+    let mut next = first.last_evaluated_key;
+    while let Some(start) = next {
+        let page = get_order_with_lines(store, order_id, Page::after(MAX_PAGE_SIZE, start)).await?;
+        lines.extend(page.lines);
+        next = page.last_evaluated_key;
     }
-    Err(RepoError::Store(StoreError::Unavailable(format!(
-        "client token {} placed order {}, which cannot be read yet; try again",
-        marker.token, marker.order_id
-    ))))
+    Ok(Some(PlacedOrder {
+        order,
+        lines,
+        replayed: true,
+    }))
 }
 
 /// The invariants [`place_order`] keeps; also used to check the demo data.

@@ -16,6 +16,7 @@ use std::time::SystemTime;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
+use secrecy::{ExposeSecret, SecretSlice};
 use sha2::Sha256;
 
 use crate::store::{IndexKey, PageKey, PrimaryKey};
@@ -33,31 +34,27 @@ pub const MAX_CURSOR_LEN: usize = 8 * 1024;
 #[error("invalid cursor")]
 pub struct InvalidCursor;
 
-/// Signs and checks cursors with the server's secret.
-#[derive(Clone)]
+/// Signs and checks cursors with the server's secret. The secrets are `secrecy` boxes: no
+/// Debug or log line shows them, and they are zeroed when dropped.
+#[derive(Clone, Debug)]
 pub struct CursorCodec {
-    secret: Vec<u8>,
+    secret: SecretSlice<u8>,
     /// Secrets rotated out, each still accepted (never used to sign) until its instant.
-    previous: Vec<(Vec<u8>, SystemTime)>,
-}
-
-impl std::fmt::Debug for CursorCodec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CursorCodec(..)")
-    }
+    previous: Vec<(SecretSlice<u8>, SystemTime)>,
 }
 
 impl CursorCodec {
     pub fn new(secret: impl Into<Vec<u8>>) -> Self {
         CursorCodec {
-            secret: secret.into(),
+            secret: SecretSlice::from(secret.into()),
             previous: Vec::new(),
         }
     }
 
     /// Also accepts cursors signed with `secret`, the one rotated out, until `until`.
     pub fn with_previous(mut self, secret: impl Into<Vec<u8>>, until: SystemTime) -> Self {
-        self.previous.push((secret.into(), until));
+        self.previous
+            .push((SecretSlice::from(secret.into()), until));
         self
     }
 
@@ -75,7 +72,7 @@ impl CursorCodec {
     }
 
     fn tag(&self, connection: &str, payload: &[u8]) -> [u8; TAG_LEN] {
-        let full = Self::mac(&self.secret, connection, payload)
+        let full = Self::mac(self.secret.expose_secret(), connection, payload)
             .finalize()
             .into_bytes();
         let mut tag = [0; TAG_LEN];
@@ -124,11 +121,11 @@ impl CursorCodec {
                 .verify_truncated_left(tag)
                 .is_ok()
         };
-        let signed = verifies(&self.secret)
+        let signed = verifies(self.secret.expose_secret())
             || self
                 .previous
                 .iter()
-                .any(|(secret, until)| now < *until && verifies(secret));
+                .any(|(secret, until)| now < *until && verifies(secret.expose_secret()));
         if !signed {
             return Err(InvalidCursor);
         }

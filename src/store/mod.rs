@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use backon::{BackoffBuilder, ExponentialBuilder};
 pub use serde_dynamo::AttributeValue;
 
 /// One item: attribute name to value, exactly as DynamoDB stores it.
@@ -528,7 +529,10 @@ pub trait Store: Send + Sync + 'static {
         validate::batch_get(self.schema(), &req)?;
         let mut items = Vec::with_capacity(req.keys.len());
         let mut pending = req.keys;
-        for attempt in 0..BATCH_GET_MAX_ATTEMPTS {
+        // A loop over backon's schedule rather than its `Retryable`: each attempt sends
+        // only what the last left unprocessed and keeps what it brought.
+        let mut waits = retry_schedule(BATCH_GET_MAX_ATTEMPTS - 1).build();
+        loop {
             let page = self
                 .batch_get_page(BatchGet {
                     keys: pending,
@@ -540,17 +544,28 @@ pub trait Store: Send + Sync + 'static {
                 return Ok(items);
             }
             pending = page.unprocessed;
-            tokio::time::sleep(backoff(attempt)).await;
+            match waits.next() {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => {
+                    return Err(StoreError::Throttled(format!(
+                    "BatchGetItem left {} keys unprocessed after {BATCH_GET_MAX_ATTEMPTS} attempts",
+                    pending.len()
+                )))
+                }
+            }
         }
-        Err(StoreError::Throttled(format!(
-            "BatchGetItem left {} keys unprocessed after {BATCH_GET_MAX_ATTEMPTS} attempts",
-            pending.len()
-        )))
     }
 }
 
-/// Full-jitter exponential backoff: a random wait up to 25 ms × 2^attempt, capped at 1 s.
-pub fn backoff(attempt: u32) -> Duration {
-    let cap_ms = (25u64 << attempt.min(6)).min(1000);
-    Duration::from_millis(rand::random_range(0..=cap_ms))
+/// The waits before a store call is sent again (keys left unprocessed, a transaction
+/// cancelled by a concurrent write, an index that has not caught up): from 25 ms,
+/// doubling, at most 1 s, each jittered so that callers retrying together spread out;
+/// `retries` waits at most.
+pub fn retry_schedule(retries: u32) -> ExponentialBuilder {
+    ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(25))
+        .with_factor(2.0)
+        .with_max_delay(Duration::from_secs(1))
+        .with_max_times(retries as usize)
+        .with_jitter()
 }

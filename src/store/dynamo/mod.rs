@@ -26,14 +26,13 @@ use aws_config::profile::{ProfileFileCredentialsProvider, ProfileFileRegionProvi
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
-use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::config::Credentials;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{
-    self as sdk, AttributeDefinition, BillingMode, CancellationReason, ConsumedCapacity,
-    GlobalSecondaryIndex, IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection,
-    ProjectionType, ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure,
-    ScalarAttributeType, TableStatus, TransactWriteItem,
+    self as sdk, AttributeDefinition, BillingMode, ConsumedCapacity, GlobalSecondaryIndex,
+    IndexStatus, KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType,
+    ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus,
+    TransactWriteItem,
 };
 use aws_sdk_dynamodb::Client;
 use aws_smithy_runtime_api::box_error::BoxError;
@@ -43,14 +42,22 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::retries::RequestAttempts;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
+use backon::Retryable;
+
+mod convert;
+mod errors;
+#[cfg(test)]
+mod tests;
+
+use convert::{from_sdk_item, return_value, returned, to_sdk_item, Expressions};
+use errors::{build_error, store_error};
 
 use crate::metrics;
 
-use super::{
-    only_conflicts, validate, AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp,
-    Condition, Delete, GetItem, IndexSchema, Item, PageKey, PrimaryKey, Put, Query, QueryOutput,
-    ReturnValues, Scan, SetValue, SortCondition, Store, StoreError, StoreResult, TableDescription,
-    TableSchema, TransactAction, Update, UpdateExpr,
+use crate::store::{
+    only_conflicts, retry_schedule, validate, BatchGet, BatchGetPage, Delete, GetItem, IndexSchema,
+    Item, PageKey, PrimaryKey, Put, Query, QueryOutput, Scan, Store, StoreError, StoreResult,
+    TableDescription, TableSchema, TransactAction, Update,
 };
 
 /// The SDK's own attribute value; only this module ever names it.
@@ -687,7 +694,7 @@ impl Store for DynamoStore {
     /// nothing of a cancelled transaction was applied, and the retry evaluates every
     /// condition again against the items as they are then, so it either applies whole or
     /// fails on a condition like any first attempt. Retries wait with jittered backoff
-    /// ([`super::backoff`]); after [`TRANSACT_CONFLICT_MAX_ATTEMPTS`] attempts the last
+    /// ([`retry_schedule`]); after [`TRANSACT_CONFLICT_MAX_ATTEMPTS`] attempts the last
     /// cancellation is returned.
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         validate::transact(&self.schema, &actions)?;
@@ -695,32 +702,25 @@ impl Store for DynamoStore {
             .into_iter()
             .map(|a| self.transact_item(a))
             .collect::<StoreResult<Vec<_>>>()?;
-        let mut attempt = 0;
-        loop {
-            let sent = self
-                .client
+        let send = || async {
+            self.client
                 .transact_write_items()
                 .set_transact_items(Some(items.clone()))
                 .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                 .send()
                 .await
-                .map_err(|e| store_error(&self.table, e));
-            match sent {
-                Ok(out) => {
-                    record_capacity("TransactWriteItems", out.consumed_capacity());
-                    return Ok(());
-                }
-                Err(StoreError::TransactionCanceled { reasons })
-                    if only_conflicts(&reasons) && attempt + 1 < TRANSACT_CONFLICT_MAX_ATTEMPTS =>
-                {
-                    tracing::debug!(attempt, "transaction conflict; retrying");
-                    metrics::record_retry("TransactWriteItems", "transaction_conflict");
-                    tokio::time::sleep(super::backoff(attempt)).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        }
+                .map_err(|e| store_error(&self.table, e))
+        };
+        let out = send
+            .retry(retry_schedule(TRANSACT_CONFLICT_MAX_ATTEMPTS - 1))
+            .when(|e| matches!(e, StoreError::TransactionCanceled { reasons } if only_conflicts(reasons.as_slice())))
+            .notify(|_, wait| {
+                tracing::debug!(?wait, "transaction conflict; retrying");
+                metrics::record_retry("TransactWriteItems", "transaction_conflict");
+            })
+            .await?;
+        record_capacity("TransactWriteItems", out.consumed_capacity());
+        Ok(())
     }
 }
 
@@ -784,643 +784,3 @@ impl Intercept for RetryCounter {
 /// How many times [`DynamoStore::transact_write`] sends a transaction that keeps being
 /// cancelled by conflicts with concurrent writes.
 pub const TRANSACT_CONFLICT_MAX_ATTEMPTS: u32 = 10;
-
-fn return_value(r: ReturnValues) -> ReturnValue {
-    match r {
-        ReturnValues::None => ReturnValue::None,
-        ReturnValues::AllOld => ReturnValue::AllOld,
-        ReturnValues::AllNew => ReturnValue::AllNew,
-    }
-}
-
-/// DynamoDB answers an empty map rather than nothing in some cases (no old item); the port
-/// says `None` for "no item", and nothing at all unless the caller asked.
-fn returned(asked: ReturnValues, attributes: Option<SdkItem>) -> StoreResult<Option<Item>> {
-    match (asked, attributes) {
-        (ReturnValues::None, _) | (_, None) => Ok(None),
-        (_, Some(a)) if a.is_empty() => Ok(None),
-        (_, Some(a)) => from_sdk_item(a).map(Some),
-    }
-}
-
-fn to_sdk_item(item: Item) -> SdkItem {
-    serde_dynamo::Item::from(item).into()
-}
-
-/// `serde_dynamo` panics on the SDK's `Unknown` variant (a type newer than this SDK);
-/// a server must not, so such an item is an internal error instead.
-fn from_sdk_item(item: SdkItem) -> StoreResult<Item> {
-    fn unknown(v: &SdkValue) -> bool {
-        match v {
-            SdkValue::L(l) => l.iter().any(unknown),
-            SdkValue::M(m) => m.values().any(unknown),
-            other => other.is_unknown(),
-        }
-    }
-    if item.values().any(unknown) {
-        return Err(StoreError::Internal(
-            "DynamoDB returned an attribute type this SDK does not know".into(),
-        ));
-    }
-    Ok(serde_dynamo::Item::from(item).into())
-}
-
-/// A request the SDK refused to build: a bug here, never the caller's input.
-fn build_error(e: aws_sdk_dynamodb::error::BuildError) -> StoreError {
-    StoreError::Internal(format!("building the DynamoDB request: {e}"))
-}
-
-/// The one place SDK errors become [`StoreError`]s, for every operation: transport failures
-/// by `SdkError` variant, service errors by DynamoDB's error code, and the two errors that
-/// carry items (`ConditionalCheckFailedException`, `TransactionCanceledException`) through
-/// the SDK's service-wide [`aws_sdk_dynamodb::Error`], which every operation error converts to.
-fn store_error<E, R>(table: &str, err: SdkError<E, R>) -> StoreError
-where
-    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-    R: RawStatus + std::fmt::Debug + Send + Sync + 'static,
-    aws_sdk_dynamodb::Error: From<SdkError<E, R>>,
-{
-    let detail = DisplayErrorContext(&err).to_string();
-    let server_side = match &err {
-        SdkError::ServiceError(e) => e.raw().server_error(),
-        SdkError::ConstructionFailure(_) => return StoreError::Internal(detail),
-        // Timeouts, refused or reset connections, and responses cut off mid-way.
-        _ => return StoreError::Unavailable(detail),
-    };
-    let message = err.message().unwrap_or_default().to_owned();
-    match err.code().unwrap_or_default() {
-        "ResourceNotFoundException" => StoreError::TableNotFound(table.to_owned()),
-        "ProvisionedThroughputExceededException"
-        | "RequestLimitExceeded"
-        | "ThrottlingException" => StoreError::Throttled(message),
-        "ValidationException" => StoreError::Validation(message),
-        // The service failing, not the request: what the retries did not get past is an
-        // outage for the client, who may try again, not a bug to look for in the log.
-        "ServiceUnavailable" | "InternalServerError" => StoreError::Unavailable(detail),
-        // A 5xx without a DynamoDB error body: a proxy or load balancer in front of the
-        // endpoint answering for a service it cannot reach.
-        "" if server_side => StoreError::Unavailable(detail),
-        _ => match aws_sdk_dynamodb::Error::from(err) {
-            aws_sdk_dynamodb::Error::ConditionalCheckFailedException(e) => {
-                match e.item.map(from_sdk_item).transpose() {
-                    Ok(item) => StoreError::ConditionFailed {
-                        item: item.map(Box::new),
-                    },
-                    Err(e) => e,
-                }
-            }
-            aws_sdk_dynamodb::Error::TransactionCanceledException(e) => {
-                match e
-                    .cancellation_reasons
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(cancel_reason)
-                    .collect()
-                {
-                    Ok(reasons) => StoreError::TransactionCanceled { reasons },
-                    Err(e) => e,
-                }
-            }
-            _ => StoreError::Internal(detail),
-        },
-    }
-}
-
-/// The HTTP status class of a raw response, which [`store_error`] needs for a service
-/// error without a DynamoDB error code.
-trait RawStatus {
-    /// Whether the status is 5xx.
-    fn server_error(&self) -> bool;
-}
-
-impl RawStatus for HttpResponse {
-    fn server_error(&self) -> bool {
-        self.status().is_server_error()
-    }
-}
-
-fn cancel_reason(r: CancellationReason) -> StoreResult<CancelReason> {
-    let message = r.message.unwrap_or_default();
-    Ok(match r.code.as_deref() {
-        None | Some("None") => CancelReason::None,
-        Some("ConditionalCheckFailed") => CancelReason::ConditionalCheckFailed {
-            item: r.item.map(from_sdk_item).transpose()?,
-        },
-        Some("TransactionConflict") => CancelReason::TransactionConflict,
-        Some("ValidationError") => CancelReason::ValidationError(message),
-        Some(code) => CancelReason::Other {
-            code: code.to_owned(),
-            message,
-        },
-    })
-}
-
-/// Renders one request's condition, update and key-condition trees into expression strings,
-/// collecting `ExpressionAttributeNames` (`#n0`, `#n1` …, one per distinct attribute) and
-/// `ExpressionAttributeValues` (`:v0`, `:v1` …, one per operand). Every name goes through a
-/// placeholder, so reserved words (`Status`, `Name`, `Type` …) need no special casing.
-#[derive(Debug, Default)]
-struct Expressions {
-    names: HashMap<String, String>,
-    placeholder_of: HashMap<String, String>,
-    values: HashMap<String, SdkValue>,
-}
-
-impl Expressions {
-    fn name(&mut self, attr: &str) -> String {
-        if let Some(p) = self.placeholder_of.get(attr) {
-            return p.clone();
-        }
-        let p = format!("#n{}", self.names.len());
-        self.names.insert(p.clone(), attr.to_owned());
-        self.placeholder_of.insert(attr.to_owned(), p.clone());
-        p
-    }
-
-    fn value(&mut self, v: &AttributeValue) -> String {
-        let p = format!(":v{}", self.values.len());
-        self.values.insert(p.clone(), v.clone().into());
-        p
-    }
-
-    fn string(&mut self, s: &str) -> String {
-        self.value(&AttributeValue::S(s.to_owned()))
-    }
-
-    fn condition(&mut self, c: &Condition) -> String {
-        match c {
-            Condition::Exists(a) => format!("attribute_exists({})", self.name(a)),
-            Condition::NotExists(a) => format!("attribute_not_exists({})", self.name(a)),
-            Condition::Cmp(a, op, v) => {
-                let op = match op {
-                    CmpOp::Eq => "=",
-                    CmpOp::Ne => "<>",
-                    CmpOp::Lt => "<",
-                    CmpOp::Le => "<=",
-                    CmpOp::Gt => ">",
-                    CmpOp::Ge => ">=",
-                };
-                format!("{} {op} {}", self.name(a), self.value(v))
-            }
-            Condition::Between(a, lo, hi) => {
-                let a = self.name(a);
-                format!("{a} BETWEEN {} AND {}", self.value(lo), self.value(hi))
-            }
-            Condition::BeginsWith(a, prefix) => {
-                format!("begins_with({}, {})", self.name(a), self.string(prefix))
-            }
-            Condition::And(cs) => self.junction(cs, " AND "),
-            Condition::Or(cs) => self.junction(cs, " OR "),
-            Condition::Not(c) => format!("NOT {}", self.operand(c)),
-        }
-    }
-
-    fn junction(&mut self, cs: &[Condition], op: &str) -> String {
-        let parts: Vec<String> = cs.iter().map(|c| self.operand(c)).collect();
-        parts.join(op)
-    }
-
-    /// A sub-condition as an operand of AND, OR or NOT: compound ones are parenthesised so
-    /// the rendering never depends on DynamoDB's operator precedence.
-    fn operand(&mut self, c: &Condition) -> String {
-        let rendered = self.condition(c);
-        match c {
-            Condition::And(cs) | Condition::Or(cs) if cs.len() > 1 => format!("({rendered})"),
-            _ => rendered,
-        }
-    }
-
-    /// `None` for an empty update: UpdateItem then only creates the item if it is absent.
-    fn update(&mut self, u: &UpdateExpr) -> Option<String> {
-        let mut clauses = Vec::new();
-        if !u.set.is_empty() {
-            let mut actions = Vec::new();
-            for (attr, set) in &u.set {
-                let n = self.name(attr);
-                actions.push(match set {
-                    SetValue::Value(v) => format!("{n} = {}", self.value(v)),
-                    SetValue::IfNotExists(v) => {
-                        format!("{n} = if_not_exists({n}, {})", self.value(v))
-                    }
-                });
-            }
-            clauses.push(format!("SET {}", actions.join(", ")));
-        }
-        if !u.remove.is_empty() {
-            let names: Vec<String> = u.remove.iter().map(|a| self.name(a)).collect();
-            clauses.push(format!("REMOVE {}", names.join(", ")));
-        }
-        if !u.add.is_empty() {
-            let mut actions = Vec::new();
-            for (attr, v) in &u.add {
-                let n = self.name(attr);
-                actions.push(format!("{n} {}", self.value(v)));
-            }
-            clauses.push(format!("ADD {}", actions.join(", ")));
-        }
-        (!clauses.is_empty()).then(|| clauses.join(" "))
-    }
-
-    fn key_condition(
-        &mut self,
-        pk_attr: &str,
-        partition: &str,
-        sk_attr: &str,
-        sort: Option<&SortCondition>,
-    ) -> String {
-        let partition = format!("{} = {}", self.name(pk_attr), self.string(partition));
-        let Some(sort) = sort else {
-            return partition;
-        };
-        let sk = self.name(sk_attr);
-        let sort = match sort {
-            SortCondition::Eq(v) => format!("{sk} = {}", self.string(v)),
-            SortCondition::Lt(v) => format!("{sk} < {}", self.string(v)),
-            SortCondition::Le(v) => format!("{sk} <= {}", self.string(v)),
-            SortCondition::Gt(v) => format!("{sk} > {}", self.string(v)),
-            SortCondition::Ge(v) => format!("{sk} >= {}", self.string(v)),
-            SortCondition::Between(lo, hi) => {
-                format!("{sk} BETWEEN {} AND {}", self.string(lo), self.string(hi))
-            }
-            SortCondition::BeginsWith(p) => format!("begins_with({sk}, {})", self.string(p)),
-        };
-        format!("{partition} AND {sort}")
-    }
-
-    /// The two maps, each `None` when empty: DynamoDB rejects an empty
-    /// `ExpressionAttributeNames` or `ExpressionAttributeValues`.
-    fn into_maps(self) -> (Option<HashMap<String, String>>, Option<SdkItem>) {
-        let names = (!self.names.is_empty()).then_some(self.names);
-        let values = (!self.values.is_empty()).then_some(self.values);
-        (names, values)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(v: &str) -> AttributeValue {
-        AttributeValue::S(v.into())
-    }
-
-    fn n(v: &str) -> AttributeValue {
-        AttributeValue::N(v.into())
-    }
-
-    fn names(ex: &Expressions) -> Vec<(&str, &str)> {
-        let mut v: Vec<_> = ex
-            .names
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn a_condition_reuses_one_placeholder_per_attribute_and_one_per_value() {
-        let mut ex = Expressions::default();
-        let c = Condition::And(vec![
-            Condition::exists("PK"),
-            Condition::Or(vec![
-                Condition::Cmp("Version".into(), CmpOp::Eq, n("3")),
-                Condition::Cmp("Version".into(), CmpOp::Lt, n("1")),
-            ]),
-            Condition::Not(Box::new(Condition::BeginsWith(
-                "Status".into(),
-                "CLOSED".into(),
-            ))),
-        ]);
-        assert_eq!(
-            ex.condition(&c),
-            "attribute_exists(#n0) AND (#n1 = :v0 OR #n1 < :v1) AND NOT begins_with(#n2, :v2)"
-        );
-        assert_eq!(
-            names(&ex),
-            [("#n0", "PK"), ("#n1", "Version"), ("#n2", "Status")]
-        );
-        assert_eq!(ex.values[":v2"], SdkValue::S("CLOSED".into()));
-    }
-
-    #[test]
-    fn every_comparison_operator_and_between_render() {
-        let mut ex = Expressions::default();
-        let ops = [
-            CmpOp::Eq,
-            CmpOp::Ne,
-            CmpOp::Lt,
-            CmpOp::Le,
-            CmpOp::Gt,
-            CmpOp::Ge,
-        ];
-        let c = Condition::Or(
-            ops.iter()
-                .map(|op| Condition::Cmp("a".into(), *op, n("1")))
-                .chain([Condition::Between("b".into(), s("x"), s("y"))])
-                .collect(),
-        );
-        assert_eq!(
-            ex.condition(&c),
-            "#n0 = :v0 OR #n0 <> :v1 OR #n0 < :v2 OR #n0 <= :v3 OR #n0 > :v4 OR #n0 >= :v5 OR #n1 BETWEEN :v6 AND :v7"
-        );
-    }
-
-    #[test]
-    fn not_parenthesises_a_compound_operand_and_a_single_junction_is_bare() {
-        let mut ex = Expressions::default();
-        let c = Condition::Not(Box::new(Condition::And(vec![
-            Condition::not_exists("a"),
-            Condition::exists("b"),
-        ])));
-        assert_eq!(
-            ex.condition(&c),
-            "NOT (attribute_not_exists(#n0) AND attribute_exists(#n1))"
-        );
-        let mut ex = Expressions::default();
-        let c = Condition::And(vec![Condition::Or(vec![Condition::exists("a")])]);
-        assert_eq!(ex.condition(&c), "attribute_exists(#n0)");
-    }
-
-    #[test]
-    fn an_update_renders_set_remove_and_add_clauses_in_that_order() {
-        let mut ex = Expressions::default();
-        let mut u = UpdateExpr::default()
-            .set("Status", s("OPEN"))
-            .remove("Assignee")
-            .add("ticketCount", 1);
-        u.set
-            .push(("CreatedAt".into(), SetValue::IfNotExists(s("2024"))));
-        assert_eq!(
-            ex.update(&u).as_deref(),
-            Some("SET #n0 = :v0, #n1 = if_not_exists(#n1, :v1) REMOVE #n2 ADD #n3 :v2")
-        );
-        assert_eq!(
-            names(&ex),
-            [
-                ("#n0", "Status"),
-                ("#n1", "CreatedAt"),
-                ("#n2", "Assignee"),
-                ("#n3", "ticketCount")
-            ]
-        );
-        assert_eq!(ex.values[":v2"], SdkValue::N("1".into()));
-    }
-
-    #[test]
-    fn an_update_and_its_condition_share_placeholders() {
-        let mut ex = Expressions::default();
-        let u = UpdateExpr::default().set("Version", n("4"));
-        assert_eq!(ex.update(&u).as_deref(), Some("SET #n0 = :v0"));
-        let c = Condition::eq("Version", n("3"));
-        assert_eq!(ex.condition(&c), "#n0 = :v1");
-        let (names, values) = ex.into_maps();
-        assert_eq!(names.unwrap().len(), 1);
-        assert_eq!(values.unwrap().len(), 2);
-    }
-
-    #[test]
-    fn an_empty_update_renders_nothing_and_leaves_no_empty_maps() {
-        let mut ex = Expressions::default();
-        assert_eq!(ex.update(&UpdateExpr::default()), None);
-        assert_eq!(ex.into_maps(), (None, None));
-        let mut ex = Expressions::default();
-        ex.condition(&Condition::not_exists("PK"));
-        let (names, values) = ex.into_maps();
-        assert!(names.is_some());
-        assert_eq!(
-            values, None,
-            "a condition without operands sends no values map"
-        );
-    }
-
-    #[test]
-    fn key_conditions_render_partition_equality_and_each_sort_condition() {
-        let cases = [
-            (None, "#n0 = :v0"),
-            (
-                Some(SortCondition::Eq("a".into())),
-                "#n0 = :v0 AND #n1 = :v1",
-            ),
-            (
-                Some(SortCondition::Lt("a".into())),
-                "#n0 = :v0 AND #n1 < :v1",
-            ),
-            (
-                Some(SortCondition::Le("a".into())),
-                "#n0 = :v0 AND #n1 <= :v1",
-            ),
-            (
-                Some(SortCondition::Gt("a".into())),
-                "#n0 = :v0 AND #n1 > :v1",
-            ),
-            (
-                Some(SortCondition::Ge("a".into())),
-                "#n0 = :v0 AND #n1 >= :v1",
-            ),
-            (
-                Some(SortCondition::Between("a".into(), "b".into())),
-                "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2",
-            ),
-            (
-                Some(SortCondition::BeginsWith("USER#".into())),
-                "#n0 = :v0 AND begins_with(#n1, :v1)",
-            ),
-        ];
-        for (sort, want) in cases {
-            let mut ex = Expressions::default();
-            assert_eq!(
-                ex.key_condition("GSI1PK", "ORG#o", "GSI1SK", sort.as_ref()),
-                want
-            );
-            assert_eq!(ex.names["#n0"], "GSI1PK");
-            assert_eq!(ex.values[":v0"], SdkValue::S("ORG#o".into()));
-        }
-    }
-
-    #[test]
-    fn items_convert_both_ways_without_loss() {
-        let item: Item = [
-            ("PK".to_string(), s("ORG#o")),
-            ("n".to_string(), n("1.5")),
-            ("b".to_string(), AttributeValue::B(vec![1, 2])),
-            (
-                "l".to_string(),
-                AttributeValue::L(vec![AttributeValue::Bool(true)]),
-            ),
-            ("ss".to_string(), AttributeValue::Ss(vec!["x".into()])),
-        ]
-        .into();
-        assert_eq!(from_sdk_item(to_sdk_item(item.clone())).unwrap(), item);
-    }
-
-    mod errors {
-        use super::*;
-        use aws_sdk_dynamodb::error::{ConnectorError, ErrorMetadata};
-        use aws_sdk_dynamodb::operation::put_item::PutItemError;
-        use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-        use aws_sdk_dynamodb::types::error::{
-            ConditionalCheckFailedException, TransactionCanceledException,
-        };
-        use aws_smithy_types::body::SdkBody;
-
-        fn response(status: u16) -> HttpResponse {
-            HttpResponse::new(status.try_into().unwrap(), SdkBody::empty())
-        }
-
-        fn service<E>(e: E) -> SdkError<E, HttpResponse> {
-            SdkError::service_error(e, response(400))
-        }
-
-        fn coded(code: &str) -> StoreError {
-            let meta = ErrorMetadata::builder().code(code).message("why").build();
-            store_error("t", service(PutItemError::generic(meta)))
-        }
-
-        #[test]
-        fn service_codes_map_to_port_errors() {
-            assert_eq!(
-                coded("ValidationException"),
-                StoreError::Validation("why".into())
-            );
-            assert_eq!(
-                coded("ResourceNotFoundException"),
-                StoreError::TableNotFound("t".into())
-            );
-            for code in [
-                "ProvisionedThroughputExceededException",
-                "RequestLimitExceeded",
-                "ThrottlingException",
-            ] {
-                assert_eq!(coded(code), StoreError::Throttled("why".into()), "{code}");
-            }
-            assert!(matches!(
-                coded("ServiceUnavailable"),
-                StoreError::Unavailable(_)
-            ));
-            assert!(
-                matches!(coded("InternalServerError"), StoreError::Unavailable(m) if m.contains("InternalServerError"))
-            );
-            assert!(matches!(
-                coded("SomethingNew"),
-                StoreError::Internal(m) if m.contains("SomethingNew")
-            ));
-        }
-
-        #[test]
-        fn a_server_error_without_a_dynamodb_code_is_unavailable() {
-            let uncoded = |status| {
-                let e = PutItemError::generic(ErrorMetadata::builder().build());
-                store_error("t", SdkError::service_error(e, response(status)))
-            };
-            assert!(matches!(uncoded(502), StoreError::Unavailable(_)));
-            assert!(matches!(uncoded(503), StoreError::Unavailable(_)));
-            assert!(
-                matches!(uncoded(400), StoreError::Internal(_)),
-                "a client error is a bug to look for"
-            );
-        }
-
-        #[test]
-        fn transport_failures_are_unavailable() {
-            let timeout: SdkError<PutItemError, HttpResponse> = SdkError::timeout_error("slow");
-            assert!(matches!(
-                store_error("t", timeout),
-                StoreError::Unavailable(_)
-            ));
-            let refused: SdkError<PutItemError, HttpResponse> =
-                SdkError::dispatch_failure(ConnectorError::io("connection refused".into()));
-            assert!(
-                matches!(store_error("t", refused), StoreError::Unavailable(m) if m.contains("connection refused"))
-            );
-            let bug: SdkError<PutItemError, HttpResponse> = SdkError::construction_failure("bad");
-            assert!(matches!(store_error("t", bug), StoreError::Internal(_)));
-        }
-
-        #[test]
-        fn a_failed_condition_carries_the_returned_item() {
-            let e = ConditionalCheckFailedException::builder()
-                .message("The conditional request failed")
-                .item("PK", SdkValue::S("a".into()))
-                .build();
-            let err = store_error(
-                "t",
-                service(PutItemError::ConditionalCheckFailedException(e)),
-            );
-            let item: Item = [("PK".to_string(), s("a"))].into();
-            assert_eq!(
-                err,
-                StoreError::ConditionFailed {
-                    item: Some(Box::new(item))
-                }
-            );
-        }
-
-        #[test]
-        fn cancellation_reasons_keep_action_order_and_codes() {
-            let reason = |code: &str| {
-                CancellationReason::builder()
-                    .code(code)
-                    .message("m")
-                    .build()
-            };
-            let e = TransactionCanceledException::builder()
-                .cancellation_reasons(reason("None"))
-                .cancellation_reasons(
-                    CancellationReason::builder()
-                        .code("ConditionalCheckFailed")
-                        .item("PK", SdkValue::S("a".into()))
-                        .build(),
-                )
-                .cancellation_reasons(reason("TransactionConflict"))
-                .cancellation_reasons(reason("ValidationError"))
-                .cancellation_reasons(reason("ThrottlingError"))
-                .build();
-            let err = store_error(
-                "t",
-                service(TransactWriteItemsError::TransactionCanceledException(e)),
-            );
-            let item: Item = [("PK".to_string(), s("a"))].into();
-            assert_eq!(
-                err,
-                StoreError::TransactionCanceled {
-                    reasons: vec![
-                        CancelReason::None,
-                        CancelReason::ConditionalCheckFailed { item: Some(item) },
-                        CancelReason::TransactionConflict,
-                        CancelReason::ValidationError("m".into()),
-                        CancelReason::Other {
-                            code: "ThrottlingError".into(),
-                            message: "m".into()
-                        },
-                    ]
-                }
-            );
-        }
-    }
-
-    #[test]
-    fn only_a_cancellation_by_conflicts_alone_is_retried() {
-        use CancelReason::{None as Fine, TransactionConflict as Conflict};
-        assert!(only_conflicts(&[Fine, Conflict, Fine]));
-        assert!(only_conflicts(&[Conflict]));
-        assert!(!only_conflicts(&[]));
-        assert!(!only_conflicts(&[Fine, Fine]));
-        let failed = CancelReason::ConditionalCheckFailed { item: None };
-        assert!(
-            !only_conflicts(&[Conflict, failed]),
-            "a failed condition is an answer"
-        );
-        let throttled = CancelReason::Other {
-            code: "ThrottlingError".into(),
-            message: String::new(),
-        };
-        assert!(!only_conflicts(&[Conflict, throttled]));
-    }
-
-    #[test]
-    fn an_unknown_attribute_type_is_an_error_not_a_panic() {
-        let item = SdkItem::from([("x".to_string(), SdkValue::L(vec![SdkValue::Unknown]))]);
-        assert!(matches!(from_sdk_item(item), Err(StoreError::Internal(_))));
-    }
-}

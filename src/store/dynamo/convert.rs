@@ -1,0 +1,197 @@
+//! Items and expressions across the SDK boundary: the port's items to the SDK's and back,
+//! and the port's condition, update and key-condition trees rendered into expression
+//! strings with placeholders.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::ReturnValue;
+
+use super::{SdkItem, SdkValue};
+use crate::store::{
+    AttributeValue, CmpOp, Condition, Item, ReturnValues, SetValue, SortCondition, StoreError,
+    StoreResult, UpdateExpr,
+};
+
+pub(super) fn return_value(r: ReturnValues) -> ReturnValue {
+    match r {
+        ReturnValues::None => ReturnValue::None,
+        ReturnValues::AllOld => ReturnValue::AllOld,
+        ReturnValues::AllNew => ReturnValue::AllNew,
+    }
+}
+
+/// DynamoDB answers an empty map rather than nothing in some cases (no old item); the port
+/// says `None` for "no item", and nothing at all unless the caller asked.
+pub(super) fn returned(
+    asked: ReturnValues,
+    attributes: Option<SdkItem>,
+) -> StoreResult<Option<Item>> {
+    match (asked, attributes) {
+        (ReturnValues::None, _) | (_, None) => Ok(None),
+        (_, Some(a)) if a.is_empty() => Ok(None),
+        (_, Some(a)) => from_sdk_item(a).map(Some),
+    }
+}
+
+pub(super) fn to_sdk_item(item: Item) -> SdkItem {
+    serde_dynamo::Item::from(item).into()
+}
+
+/// `serde_dynamo` panics on the SDK's `Unknown` variant (a type newer than this SDK);
+/// a server must not, so such an item is an internal error instead.
+pub(super) fn from_sdk_item(item: SdkItem) -> StoreResult<Item> {
+    fn unknown(v: &SdkValue) -> bool {
+        match v {
+            SdkValue::L(l) => l.iter().any(unknown),
+            SdkValue::M(m) => m.values().any(unknown),
+            other => other.is_unknown(),
+        }
+    }
+    if item.values().any(unknown) {
+        return Err(StoreError::Internal(
+            "DynamoDB returned an attribute type this SDK does not know".into(),
+        ));
+    }
+    Ok(serde_dynamo::Item::from(item).into())
+}
+
+/// Renders one request's condition, update and key-condition trees into expression strings,
+/// collecting `ExpressionAttributeNames` (`#n0`, `#n1` …, one per distinct attribute) and
+/// `ExpressionAttributeValues` (`:v0`, `:v1` …, one per operand). Every name goes through a
+/// placeholder, so reserved words (`Status`, `Name`, `Type` …) need no special casing.
+#[derive(Debug, Default)]
+pub(super) struct Expressions {
+    pub(super) names: HashMap<String, String>,
+    pub(super) placeholder_of: HashMap<String, String>,
+    pub(super) values: HashMap<String, SdkValue>,
+}
+
+impl Expressions {
+    pub(super) fn name(&mut self, attr: &str) -> String {
+        if let Some(p) = self.placeholder_of.get(attr) {
+            return p.clone();
+        }
+        let p = format!("#n{}", self.names.len());
+        self.names.insert(p.clone(), attr.to_owned());
+        self.placeholder_of.insert(attr.to_owned(), p.clone());
+        p
+    }
+
+    pub(super) fn value(&mut self, v: &AttributeValue) -> String {
+        let p = format!(":v{}", self.values.len());
+        self.values.insert(p.clone(), v.clone().into());
+        p
+    }
+
+    pub(super) fn string(&mut self, s: &str) -> String {
+        self.value(&AttributeValue::S(s.to_owned()))
+    }
+
+    pub(super) fn condition(&mut self, c: &Condition) -> String {
+        match c {
+            Condition::Exists(a) => format!("attribute_exists({})", self.name(a)),
+            Condition::NotExists(a) => format!("attribute_not_exists({})", self.name(a)),
+            Condition::Cmp(a, op, v) => {
+                let op = match op {
+                    CmpOp::Eq => "=",
+                    CmpOp::Ne => "<>",
+                    CmpOp::Lt => "<",
+                    CmpOp::Le => "<=",
+                    CmpOp::Gt => ">",
+                    CmpOp::Ge => ">=",
+                };
+                format!("{} {op} {}", self.name(a), self.value(v))
+            }
+            Condition::Between(a, lo, hi) => {
+                let a = self.name(a);
+                format!("{a} BETWEEN {} AND {}", self.value(lo), self.value(hi))
+            }
+            Condition::BeginsWith(a, prefix) => {
+                format!("begins_with({}, {})", self.name(a), self.string(prefix))
+            }
+            Condition::And(cs) => self.junction(cs, " AND "),
+            Condition::Or(cs) => self.junction(cs, " OR "),
+            Condition::Not(c) => format!("NOT {}", self.operand(c)),
+        }
+    }
+
+    pub(super) fn junction(&mut self, cs: &[Condition], op: &str) -> String {
+        let parts: Vec<String> = cs.iter().map(|c| self.operand(c)).collect();
+        parts.join(op)
+    }
+
+    /// A sub-condition as an operand of AND, OR or NOT: compound ones are parenthesised so
+    /// the rendering never depends on DynamoDB's operator precedence.
+    pub(super) fn operand(&mut self, c: &Condition) -> String {
+        let rendered = self.condition(c);
+        match c {
+            Condition::And(cs) | Condition::Or(cs) if cs.len() > 1 => format!("({rendered})"),
+            _ => rendered,
+        }
+    }
+
+    /// `None` for an empty update: UpdateItem then only creates the item if it is absent.
+    pub(super) fn update(&mut self, u: &UpdateExpr) -> Option<String> {
+        let mut clauses = Vec::new();
+        if !u.set.is_empty() {
+            let mut actions = Vec::new();
+            for (attr, set) in &u.set {
+                let n = self.name(attr);
+                actions.push(match set {
+                    SetValue::Value(v) => format!("{n} = {}", self.value(v)),
+                    SetValue::IfNotExists(v) => {
+                        format!("{n} = if_not_exists({n}, {})", self.value(v))
+                    }
+                });
+            }
+            clauses.push(format!("SET {}", actions.join(", ")));
+        }
+        if !u.remove.is_empty() {
+            let names: Vec<String> = u.remove.iter().map(|a| self.name(a)).collect();
+            clauses.push(format!("REMOVE {}", names.join(", ")));
+        }
+        if !u.add.is_empty() {
+            let mut actions = Vec::new();
+            for (attr, v) in &u.add {
+                let n = self.name(attr);
+                actions.push(format!("{n} {}", self.value(v)));
+            }
+            clauses.push(format!("ADD {}", actions.join(", ")));
+        }
+        (!clauses.is_empty()).then(|| clauses.join(" "))
+    }
+
+    pub(super) fn key_condition(
+        &mut self,
+        pk_attr: &str,
+        partition: &str,
+        sk_attr: &str,
+        sort: Option<&SortCondition>,
+    ) -> String {
+        let partition = format!("{} = {}", self.name(pk_attr), self.string(partition));
+        let Some(sort) = sort else {
+            return partition;
+        };
+        let sk = self.name(sk_attr);
+        let sort = match sort {
+            SortCondition::Eq(v) => format!("{sk} = {}", self.string(v)),
+            SortCondition::Lt(v) => format!("{sk} < {}", self.string(v)),
+            SortCondition::Le(v) => format!("{sk} <= {}", self.string(v)),
+            SortCondition::Gt(v) => format!("{sk} > {}", self.string(v)),
+            SortCondition::Ge(v) => format!("{sk} >= {}", self.string(v)),
+            SortCondition::Between(lo, hi) => {
+                format!("{sk} BETWEEN {} AND {}", self.string(lo), self.string(hi))
+            }
+            SortCondition::BeginsWith(p) => format!("begins_with({sk}, {})", self.string(p)),
+        };
+        format!("{partition} AND {sort}")
+    }
+
+    /// The two maps, each `None` when empty: DynamoDB rejects an empty
+    /// `ExpressionAttributeNames` or `ExpressionAttributeValues`.
+    pub(super) fn into_maps(self) -> (Option<HashMap<String, String>>, Option<SdkItem>) {
+        let names = (!self.names.is_empty()).then_some(self.names);
+        let values = (!self.values.is_empty()).then_some(self.values);
+        (names, values)
+    }
+}
