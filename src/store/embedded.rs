@@ -823,37 +823,25 @@ fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
         Ok(out.items.len() >= limit || bytes >= MAX_QUERY_PAGE_BYTES)
     };
 
-    match index {
-        None => {
-            let range = items.range::<&[u8]>((lower, upper)).map_err(internal)?;
-            let rows: Box<dyn Iterator<Item = _>> = if req.forward {
-                Box::new(range)
-            } else {
-                Box::new(range.rev())
-            };
-            for row in rows {
-                let (k, v) = row.map_err(internal)?;
-                if visit(k.value(), v.value())? {
-                    stopped = true;
-                    break;
-                }
-            }
-        }
-        Some(i) => {
-            let table = tx.open_table(inner.index_def(i)).map_err(internal)?;
-            let range = table.range::<&[u8]>((lower, upper)).map_err(internal)?;
-            let rows: Box<dyn Iterator<Item = _>> = if req.forward {
-                Box::new(range)
-            } else {
-                Box::new(range.rev())
-            };
-            for row in rows {
-                let (k, v) = row.map_err(internal)?;
-                if visit(k.value(), v.value())? {
-                    stopped = true;
-                    break;
-                }
-            }
+    let index_table = match index {
+        None => None,
+        Some(i) => Some(tx.open_table(inner.index_def(i)).map_err(internal)?),
+    };
+    let range = index_table
+        .as_ref()
+        .unwrap_or(&items)
+        .range::<&[u8]>((lower, upper))
+        .map_err(internal)?;
+    let rows: Box<dyn Iterator<Item = _>> = if req.forward {
+        Box::new(range)
+    } else {
+        Box::new(range.rev())
+    };
+    for row in rows {
+        let (k, v) = row.map_err(internal)?;
+        if visit(k.value(), v.value())? {
+            stopped = true;
+            break;
         }
     }
     if stopped {
