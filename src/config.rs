@@ -286,6 +286,34 @@ pub struct LimitArgs {
         value_parser = at_least_one()
     )]
     pub max_depth: usize,
+    /// Most tokens (names, numbers, strings, punctuators) a document's text may hold; more
+    /// is refused with `TOO_MANY_TOKENS` before it is parsed.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_TOKENS",
+        default_value_t = Limits::DEFAULT.max_tokens,
+        value_parser = at_least_one()
+    )]
+    pub max_tokens: usize,
+    /// Deepest nesting of anything the server walks: `{`, `[`, `(` in the text (values,
+    /// input objects, selections), and selection sets through fragment spreads; deeper is
+    /// refused with `NESTING_TOO_DEEP` before it is walked.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_NESTING",
+        default_value_t = Limits::DEFAULT.max_nesting,
+        value_parser = at_least_one()
+    )]
+    pub max_nesting: usize,
+    /// Most fields a document may select once its fragments are expanded where they are
+    /// spread; more is refused with `TOO_MANY_FIELDS` before validation.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_FIELDS",
+        default_value_t = Limits::DEFAULT.max_fields,
+        value_parser = at_least_one()
+    )]
+    pub max_fields: usize,
     /// Most aliased fields a document may hold (0: none); more is refused with
     /// `TOO_MANY_ALIASES` before any read.
     #[arg(long, env = "ITEMGRAPH_MAX_ALIASES", default_value_t = Limits::DEFAULT.max_aliases)]
@@ -341,6 +369,9 @@ impl LimitArgs {
         http::Options {
             limits: Limits {
                 max_depth: self.max_depth,
+                max_tokens: self.max_tokens,
+                max_nesting: self.max_nesting,
+                max_fields: self.max_fields,
                 max_aliases: self.max_aliases,
                 max_complexity: self.max_complexity,
                 request_timeout: Duration::from_millis(self.request_timeout_ms),
@@ -768,6 +799,12 @@ mod tests {
             "0",
             "--max-complexity",
             "100",
+            "--max-tokens",
+            "500",
+            "--max-nesting",
+            "9",
+            "--max-fields",
+            "70",
             "--max-body-bytes",
             "2048",
             "--request-timeout-ms",
@@ -786,6 +823,9 @@ mod tests {
             http::Options {
                 limits: Limits {
                     max_depth: 5,
+                    max_tokens: 500,
+                    max_nesting: 9,
+                    max_fields: 70,
                     max_aliases: 0,
                     max_complexity: 100,
                     request_timeout: Duration::from_millis(250),
@@ -799,6 +839,9 @@ mod tests {
         );
         for zero in [
             "--max-depth",
+            "--max-tokens",
+            "--max-nesting",
+            "--max-fields",
             "--max-complexity",
             "--max-body-bytes",
             "--request-timeout-ms",

@@ -457,7 +457,7 @@ async fn graphql_get(
         .and_then(|Query(p)| p.into_request())
         .and_then(|mut request| {
             // GET must not change anything (GraphQL over HTTP: 405 for a mutation).
-            match operation_type(&mut request) {
+            match operation_type(&mut request, &state.options().limits) {
                 Some(OperationType::Mutation) => Err(HttpError::MutationOverGet),
                 _ => Ok(request),
             }
@@ -564,7 +564,12 @@ impl GetParams {
 
 /// The type of the operation the request would run; `None` when the document does not
 /// parse or names no single operation (execution then reports why).
-fn operation_type(request: &mut async_graphql::Request) -> Option<OperationType> {
+fn operation_type(
+    request: &mut async_graphql::Request,
+    limits: &graphql::Limits,
+) -> Option<OperationType> {
+    // Never parse what the limits refuse: execution then refuses it with their code.
+    graphql::limits::check_text(&request.query, limits).ok()?;
     let name = request.operation_name.clone();
     let doc = request.parsed_query().ok()?;
     graphql::selected_operation(doc, name.as_deref()).map(|(_, op)| op.node.ty)
@@ -1034,7 +1039,7 @@ mod tests {
             if let Some(n) = name {
                 r = r.operation_name(n);
             }
-            operation_type(&mut r)
+            operation_type(&mut r, &graphql::Limits::DEFAULT)
         };
         assert_eq!(ty("{ a }", None), Some(OperationType::Query));
         assert_eq!(ty("mutation M { a }", None), Some(OperationType::Mutation));

@@ -66,6 +66,20 @@ pub enum ApiError {
     /// `--max-complexity`; nothing was read. Ask for smaller pages or fewer fields.
     #[error("the query costs {complexity}; at most {max} is allowed: ask for smaller pages or fewer nested connections")]
     QueryTooComplex { complexity: usize, max: usize },
+    /// `TOO_MANY_TOKENS`: the document holds more than `--max-tokens` tokens; refused
+    /// before it is parsed.
+    #[error("the document holds more than {max} tokens")]
+    TooManyTokens { max: usize },
+    /// `NESTING_TOO_DEEP`: braces, brackets or parentheses nest deeper than
+    /// `--max-nesting` (a value like `[[[…]]]`, an object in an object …), or selection
+    /// sets and fragment spreads do once fragments are expanded; refused before the
+    /// structure is walked.
+    #[error("the document nests deeper than {max} levels")]
+    NestingTooDeep { max: usize },
+    /// `TOO_MANY_FIELDS`: with its fragments expanded where they are spread, the document
+    /// selects more than `--max-fields` fields; refused before validation walks them.
+    #[error("with its fragments expanded the document selects {count} fields; at most {max} are allowed")]
+    TooManyFields { count: usize, max: usize },
     /// `INTROSPECTION_DISABLED`: the query selects `__schema` or `__type` and the server
     /// runs with `--introspection off`; nothing was read.
     #[error("introspection is disabled on this server")]
@@ -101,6 +115,9 @@ impl ApiError {
             ApiError::QueryTooDeep { .. } => "QUERY_TOO_DEEP",
             ApiError::TooManyAliases { .. } => "TOO_MANY_ALIASES",
             ApiError::QueryTooComplex { .. } => "QUERY_TOO_COMPLEX",
+            ApiError::TooManyTokens { .. } => "TOO_MANY_TOKENS",
+            ApiError::NestingTooDeep { .. } => "NESTING_TOO_DEEP",
+            ApiError::TooManyFields { .. } => "TOO_MANY_FIELDS",
             ApiError::IntrospectionDisabled => "INTROSPECTION_DISABLED",
             ApiError::Timeout { .. } => "TIMEOUT",
             ApiError::Internal => "INTERNAL",
@@ -145,9 +162,13 @@ impl ErrorExtensions for ApiError {
                 | ApiError::QueryTooComplex {
                     complexity: actual,
                     max,
-                } => {
+                }
+                | ApiError::TooManyFields { count: actual, max } => {
                     e.set("limit", *max as u64);
                     e.set("actual", *actual as u64);
+                }
+                ApiError::TooManyTokens { max } | ApiError::NestingTooDeep { max } => {
+                    e.set("limit", *max as u64)
                 }
                 ApiError::Timeout { millis } => e.set("limitMs", *millis),
                 _ => {}

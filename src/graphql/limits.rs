@@ -13,7 +13,7 @@ use async_graphql::parser::types::ExecutableDocument;
 use async_graphql::{ServerError, ServerResult, ValidationResult, Variables};
 
 use super::connection::DEFAULT_PAGE_SIZE;
-use super::document::{count_aliases, selects_introspection};
+use super::document::{count_aliases, expanded, selects_introspection, text_shape, TextShape};
 use super::errors::ApiError;
 use crate::collections::MAX_PAGE_SIZE;
 
@@ -25,6 +25,16 @@ pub struct Limits {
     /// Deepest field nesting (`{ a { b } }` is 2). A client's introspection query reaches
     /// 13 (GraphiQL's `args { type { ofType … } }`), so the default leaves it room.
     pub max_depth: usize,
+    /// Tokens in the document's text (names, numbers, strings, punctuators), counted in
+    /// one pass before it is parsed.
+    pub max_tokens: usize,
+    /// How deep anything the server walks may nest: `{`, `[` and `(` in the text (values,
+    /// objects, selections), and selection sets with fragment spreads once fragments are
+    /// expanded. Bounds every recursion over what a client sends.
+    pub max_nesting: usize,
+    /// Fields selected once fragments are expanded where they are spread, counted with
+    /// each fragment measured once: bounds what validation and look-ahead walk.
+    pub max_fields: usize,
     /// Aliased fields in the document, fragments included: aliases are how one request
     /// asks for the same expensive field many times.
     pub max_aliases: usize,
@@ -44,6 +54,9 @@ impl Limits {
     /// The defaults, also those of the command line.
     pub const DEFAULT: Limits = Limits {
         max_depth: 15,
+        max_tokens: 15_000,
+        max_nesting: 64,
+        max_fields: 5_000,
         max_aliases: 30,
         max_complexity: 5000,
         request_timeout: Duration::from_secs(10),
@@ -74,7 +87,24 @@ pub fn page_cost(first: Option<i32>, last: Option<i32>, child_complexity: usize)
     size.saturating_mul(child_complexity).saturating_add(1)
 }
 
-/// The extension enforcing [`Limits`]: aliases after parsing, depth and complexity after
+/// Refuses a document whose text holds too many tokens or nests too deep, before anything
+/// parses it: the parser recurses over nested values and selections.
+pub fn check_text(text: &str, limits: &Limits) -> ServerResult<()> {
+    match text_shape(text, limits.max_tokens, limits.max_nesting) {
+        TextShape::Fits => Ok(()),
+        TextShape::TooManyTokens => Err(ApiError::TooManyTokens {
+            max: limits.max_tokens,
+        }
+        .server_error()),
+        TextShape::TooDeep => Err(ApiError::NestingTooDeep {
+            max: limits.max_nesting,
+        }
+        .server_error()),
+    }
+}
+
+/// The extension enforcing [`Limits`]: tokens and nesting of the text, then nesting and
+/// fields with fragments expanded, as the request is prepared; aliases after parsing; depth and complexity after
 /// validation (async-graphql computes both there), the deadline around the whole request.
 pub(super) struct RequestLimits(pub(super) Limits);
 
@@ -113,7 +143,30 @@ impl Extension for RequestLimits {
         if request.query.len() > MAX_PERSISTED_QUERY_BYTES {
             request.extensions.remove("persistedQuery");
         }
-        next.run(ctx, request).await
+        // After automatic persisted queries have put the text in, before async-graphql
+        // parses it: its parse step walks every fragment spread without memoizing (a
+        // depth check), so fan-out must be refused first. The document parsed here is
+        // kept in the request and not parsed again; one that does not parse is left to
+        // the parse step, which says why.
+        let mut request = next.run(ctx, request).await?;
+        check_text(&request.query, &self.0)?;
+        if let Ok(doc) = request.parsed_query() {
+            let size = expanded(doc);
+            if size.nesting > self.0.max_nesting {
+                return Err(ApiError::NestingTooDeep {
+                    max: self.0.max_nesting,
+                }
+                .server_error());
+            }
+            if size.fields > self.0.max_fields {
+                return Err(ApiError::TooManyFields {
+                    count: size.fields,
+                    max: self.0.max_fields,
+                }
+                .server_error());
+            }
+        }
+        Ok(request)
     }
 
     async fn parse_query(
