@@ -336,6 +336,39 @@ pub struct LimitArgs {
         value_parser = at_least_one()
     )]
     pub max_body_bytes: usize,
+    /// Time a client has to send a request's headers, in milliseconds: from the moment
+    /// its connection is accepted, and from the end of each response on a kept-alive
+    /// connection (so also how long a connection may sit idle). Past it the connection is
+    /// closed.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_HEADER_READ_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = http::ConnectionLimits::DEFAULT.header_read_timeout.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub header_read_timeout_ms: u64,
+    /// Time a request's whole body has to arrive, in milliseconds; past it the request is
+    /// answered 408 `BAD_REQUEST`, however steadily the bytes trickle in.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_BODY_READ_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = http::ConnectionLimits::DEFAULT.body_read_timeout.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub body_read_timeout_ms: u64,
+    /// Most open connections. One more closes the connection idle the longest; when every
+    /// connection has a request in flight, the new one is answered 503 `UNAVAILABLE`. At
+    /// startup the open-file soft limit is raised to the hard limit, and this is lowered
+    /// to fit under it (both logged).
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_CONNECTIONS",
+        default_value_t = http::ConnectionLimits::DEFAULT.max_connections,
+        value_parser = at_least_one()
+    )]
+    pub max_connections: usize,
     /// Deadline of one request in milliseconds: past it the request is cancelled, its
     /// outstanding store calls with it, and answered with `TIMEOUT`.
     #[arg(
@@ -379,6 +412,11 @@ impl LimitArgs {
                 persisted_queries: self.persisted_queries,
             },
             max_body_bytes: self.max_body_bytes,
+            connections: http::ConnectionLimits {
+                header_read_timeout: Duration::from_millis(self.header_read_timeout_ms),
+                body_read_timeout: Duration::from_millis(self.body_read_timeout_ms),
+                max_connections: self.max_connections,
+            },
             graphiql: self.graphiql == Switch::On,
             ..http::Options::DEFAULT
         }

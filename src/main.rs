@@ -37,7 +37,9 @@ async fn main() -> anyhow::Result<()> {
     match command {
         Command::Serve(args) => {
             // Every refusal of the configuration before the store is touched.
-            let options = args.options()?;
+            let mut options = args.options()?;
+            options.connections.max_connections =
+                http::fit_to_open_files(options.connections.max_connections);
             let authenticator = args
                 .auth
                 .authenticator(args.store.store == StoreKind::DynamoDb)?;

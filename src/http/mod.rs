@@ -47,8 +47,8 @@ use async_graphql::http::GraphiQLSource;
 use async_graphql::parser::types::OperationType;
 use async_graphql::{ServerError, Value, Variables};
 use axum::body::{Body, Bytes};
-use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -59,6 +59,10 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
+
+mod connections;
+
+pub use connections::{fit_to_open_files, ConnectionLimits};
 
 use crate::auth::{Access, AuthError, Authenticator};
 use crate::events::EventBus;
@@ -84,6 +88,8 @@ pub struct Options {
     pub limits: graphql::Limits,
     /// Largest request body: the JSON a client may make the server buffer and parse.
     pub max_body_bytes: usize,
+    /// Header and body read timeouts and the most open connections.
+    pub connections: ConnectionLimits,
     /// Whether `GET /` (and `GET /graphql` for a browser) serves the GraphiQL page.
     pub graphiql: bool,
     /// Which browser pages of other origins may call the API.
@@ -97,6 +103,7 @@ impl Options {
     pub const DEFAULT: Options = Options {
         limits: graphql::Limits::DEFAULT,
         max_body_bytes: 1024 * 1024,
+        connections: ConnectionLimits::DEFAULT,
         graphiql: true,
         cors: Cors::NONE,
         metrics: true,
@@ -243,9 +250,8 @@ pub fn app(state: AppState) -> Router {
         crate::metrics::install();
         router = router.route("/metrics", get(metrics));
     }
-    // The body extractor enforces it, so an oversized body reaches the handler as a
-    // rejection and is answered 413 in GraphQL's error shape.
-    let router = router.layer(DefaultBodyLimit::max(options.max_body_bytes));
+    // The body size and read time are enforced where the body is read (`read_body`), so
+    // an oversized or late body is answered in GraphQL's error shape.
     with_layers(router, &options.cors).with_state(state)
 }
 
@@ -363,9 +369,8 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let limits = state.options().connections;
+    connections::serve(listener, app(state), limits, shutdown).await
 }
 
 // --- health ------------------------------------------------------------------------------
@@ -418,23 +423,47 @@ async fn graphiql() -> Html<&'static str> {
 // --- GraphQL over HTTP -------------------------------------------------------------------
 
 /// `POST /graphql`.
-async fn graphql_post(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
+async fn graphql_post(State(state): State<AppState>, request: axum::extract::Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
     let media = Media::negotiate(&headers);
     // Authentication first: a caller without a valid token learns nothing, not even
-    // whether their request would have parsed.
-    let request = state.access(&headers).and_then(|access| {
-        check_json_content_type(&headers)
-            .and_then(|()| body.map_err(HttpError::from))
-            .and_then(|body| parse_body(&body))
-            .map(|request| (access, request))
-    });
+    // whether their request would have parsed, and its body is not read.
+    let access = match state
+        .access(&headers)
+        .and_then(|access| check_json_content_type(&headers).map(|()| access))
+    {
+        Ok(access) => access,
+        Err(e) => return e.respond(media),
+    };
+    let request = read_body(&state, body)
+        .await
+        .and_then(|body| parse_body(&body));
     match request {
-        Ok((access, request)) => run(&state, access, request, wants_trace(&headers), media).await,
+        Ok(request) => run(&state, access, request, wants_trace(&headers), media).await,
         Err(e) => e.respond(media),
+    }
+}
+
+/// The whole body, within `--max-body-bytes` and `--body-read-timeout-ms` from now: a
+/// deadline for all of it, so a body trickled a byte at a time cannot hold the request.
+async fn read_body(state: &AppState, body: Body) -> Result<Bytes, HttpError> {
+    let options = state.options();
+    let timeout = options.connections.body_read_timeout;
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, options.max_body_bytes)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            Err(if too_large {
+                HttpError::PayloadTooLarge
+            } else {
+                HttpError::BadRequest(format!("the body could not be read: {e}"))
+            })
+        }
+        Err(_) => Err(HttpError::BodyTimeout {
+            millis: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        }),
     }
 }
 
@@ -787,19 +816,12 @@ enum HttpError {
     /// carries no valid bearer token.
     #[error("{0}")]
     Unauthenticated(AuthError),
+    /// 408 `BAD_REQUEST`: the body did not arrive whole within `--body-read-timeout-ms`.
+    #[error("the request body did not arrive within {millis} ms")]
+    BodyTimeout { millis: u64 },
     /// 500 `INTERNAL`: a handler panicked or a response could not be written; logged.
     #[error("internal error")]
     Internal,
-}
-
-impl From<BytesRejection> for HttpError {
-    fn from(e: BytesRejection) -> Self {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            HttpError::PayloadTooLarge
-        } else {
-            HttpError::BadRequest(e.body_text())
-        }
-    }
 }
 
 impl HttpError {
@@ -807,6 +829,7 @@ impl HttpError {
         match self {
             HttpError::BadRequest(_) => StatusCode::BAD_REQUEST,
             HttpError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            HttpError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             HttpError::MutationOverGet => StatusCode::METHOD_NOT_ALLOWED,
             HttpError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,

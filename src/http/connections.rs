@@ -1,0 +1,337 @@
+//! The listener: accepts connections under [`ConnectionLimits`] and serves each with
+//! hyper-util's HTTP/1.1 and HTTP/2 (prior knowledge) connection builder, until shutdown.
+//!
+//! What a connection may hold, and for how long:
+//! - **Headers.** A client has `header_read_timeout` to send a request's headers: from
+//!   the moment its connection is accepted, and again from the end of each response on a
+//!   kept-alive connection, so an idle keep-alive connection is closed after it too.
+//!   hyper enforces it while reading HTTP/1.1 headers; a sweep here enforces it for every
+//!   connection that has no request in flight, whatever its protocol, including one that
+//!   never sends a byte.
+//! - **Body.** The whole body must arrive within `body_read_timeout` (see the POST
+//!   handler); a body trickled byte by byte is cut off there, not kept alive by each byte.
+//! - **Count.** At most `max_connections` are open. One more evicts the connection idle
+//!   the longest (no request in flight), so clients that send requests are served while
+//!   half-open or idle ones are the ones closed; when every connection has a request in
+//!   flight, the new one is answered 503 `UNAVAILABLE` and closed.
+//!
+//! hyper-util's builder has the timeouts but no limit on connections or idleness across
+//! protocols, and axum's `serve` exposes neither: hence this loop.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Notify};
+use tower::ServiceExt;
+
+/// What one connection may hold, and how many may be open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Time to send a request's headers, from accept or from the end of the previous
+    /// response (so also how long a connection may idle between requests).
+    pub header_read_timeout: Duration,
+    /// Time for a request's whole body to arrive, from the handler asking for it.
+    pub body_read_timeout: Duration,
+    /// Open connections at most; see the module doc for what one more does.
+    pub max_connections: usize,
+}
+
+impl ConnectionLimits {
+    /// The defaults, also those of the command line.
+    pub const DEFAULT: ConnectionLimits = ConnectionLimits {
+        header_read_timeout: Duration::from_secs(10),
+        body_read_timeout: Duration::from_secs(30),
+        max_connections: 10_000,
+    };
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits::DEFAULT
+    }
+}
+
+/// Open files the process keeps for itself (the store's sockets, the redb file, logs)
+/// beyond its connections.
+const RESERVED_FILES: u64 = 128;
+
+/// Raises the process's open-file soft limit to its hard limit, once, and returns the
+/// connections that then fit: `max_connections`, or fewer when the open-file limit is
+/// lower (less [`RESERVED_FILES`]). Both are logged.
+pub fn fit_to_open_files(max_connections: usize) -> usize {
+    let files = match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(files) => files,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read or raise the open-file limit");
+            return max_connections;
+        }
+    };
+    let fit = usize::try_from(files.saturating_sub(RESERVED_FILES).max(1)).unwrap_or(usize::MAX);
+    let max = max_connections.min(fit);
+    tracing::info!(
+        open_files = files,
+        max_connections = max,
+        "open-file limit raised to its hard limit"
+    );
+    if max < max_connections {
+        tracing::warn!(
+            asked = max_connections,
+            max_connections = max,
+            "fewer connections than --max-connections fit under the open-file limit"
+        );
+    }
+    max
+}
+
+/// One open connection, as the accept loop and the sweep see it.
+struct Tracked {
+    /// Requests whose response has not been produced yet.
+    in_flight: AtomicUsize,
+    /// Milliseconds since the server started at which the connection last became idle.
+    idle_since: AtomicU64,
+    /// Told to close the connection now (evicted or swept).
+    close: Notify,
+}
+
+/// The open connections.
+struct Registry {
+    started: Instant,
+    next_id: AtomicU64,
+    /// A std Mutex is fine: held only to insert, remove or scan, never across an await.
+    open: Mutex<HashMap<u64, Arc<Tracked>>>,
+}
+
+impl Registry {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Tracked>>> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes room for one more connection under `max`: `false` when every open
+    /// connection has a request in flight.
+    fn make_room(&self, max: usize) -> bool {
+        let mut open = self.open();
+        if open.len() < max {
+            return true;
+        }
+        let oldest_idle = open
+            .iter()
+            .filter(|(_, c)| c.in_flight.load(Ordering::Acquire) == 0)
+            // Ids grow with accepts: among those idle since the same millisecond, the
+            // one accepted first.
+            .min_by_key(|(id, c)| (c.idle_since.load(Ordering::Acquire), **id))
+            .map(|(id, _)| *id);
+        match oldest_idle.and_then(|id| open.remove(&id)) {
+            Some(evicted) => {
+                evicted.close.notify_one();
+                tracing::debug!("connection limit reached: closed the connection idle longest");
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn insert(&self) -> (u64, Arc<Tracked>) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let tracked = Arc::new(Tracked {
+            in_flight: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(self.now_ms()),
+            close: Notify::new(),
+        });
+        self.open().insert(id, tracked.clone());
+        (id, tracked)
+    }
+
+    fn remove(&self, id: u64) {
+        self.open().remove(&id);
+    }
+
+    /// Closes every connection idle for longer than `limit`.
+    fn sweep(&self, limit: Duration) {
+        let limit = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        let now = self.now_ms();
+        self.open().retain(|_, c| {
+            let idle = c.in_flight.load(Ordering::Acquire) == 0
+                && now.saturating_sub(c.idle_since.load(Ordering::Acquire)) > limit;
+            if idle {
+                c.close.notify_one();
+            }
+            !idle
+        });
+    }
+}
+
+/// Counts a request in flight on its connection while alive.
+struct InFlight {
+    tracked: Arc<Tracked>,
+    registry: Arc<Registry>,
+}
+
+impl InFlight {
+    fn new(tracked: Arc<Tracked>, registry: Arc<Registry>) -> Self {
+        tracked.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight { tracked, registry }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.tracked
+            .idle_since
+            .store(self.registry.now_ms(), Ordering::Release);
+        self.tracked.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The answer to a connection over the limit while every open one is busy.
+const REFUSAL: &str = "{\"errors\":[{\"message\":\"the server is at its connection limit; try again\",\"extensions\":{\"code\":\"UNAVAILABLE\"}}]}";
+
+async fn refuse(mut stream: TcpStream) {
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\nretry-after: 1\r\n\r\n{REFUSAL}",
+        REFUSAL.len()
+    );
+    crate::metrics::record_error("UNAVAILABLE");
+    // Bounded: a client that does not read its refusal is not waited for.
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(response.as_bytes()).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+/// Serves `app` on `listener` under `limits` until `shutdown` completes, then lets
+/// in-flight requests finish before returning.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let registry = Arc::new(Registry {
+        started: Instant::now(),
+        next_id: AtomicU64::new(0),
+        open: Mutex::default(),
+    });
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let builder = Arc::new(builder);
+
+    // Told once, when shutdown starts; every connection task holds a receiver of `done`,
+    // so `done_tx.closed()` completes when the last one has finished.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (done_tx, done_rx) = watch::channel(());
+
+    let sweep = {
+        let registry = registry.clone();
+        let every = (limits.header_read_timeout / 4)
+            .clamp(Duration::from_millis(10), Duration::from_secs(1));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                registry.sweep(limits.header_read_timeout);
+            }
+        })
+    };
+
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    // Out of file descriptors: close the connection idle longest to get
+                    // one back. Anything else (a connection reset before it was accepted)
+                    // concerns that connection only.
+                    if matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+                        let open = registry.open().len();
+                        if open == 0 || !registry.make_room(open) {
+                            tracing::warn!(%error, "accept failed and no idle connection can be closed");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        if !registry.make_room(limits.max_connections) {
+            tokio::spawn(refuse(stream));
+            continue;
+        }
+        let (id, tracked) = registry.insert();
+        let service = {
+            let (tracked, registry) = (tracked.clone(), registry.clone());
+            let app = app.clone();
+            TowerToHyperService::new(tower::service_fn(move |request: Request<Incoming>| {
+                let in_flight = InFlight::new(tracked.clone(), registry.clone());
+                let app = app.clone();
+                async move {
+                    let response = app.oneshot(request.map(Body::new)).await;
+                    drop(in_flight);
+                    response
+                }
+            }))
+        };
+        let (builder, registry) = (builder.clone(), registry.clone());
+        let (mut stop, done) = (stop_rx.clone(), done_rx.clone());
+        tokio::spawn(async move {
+            let mut conn =
+                pin!(builder.serve_connection_with_upgrades(TokioIo::new(stream), service));
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    result = conn.as_mut() => {
+                        if let Err(error) = result {
+                            tracing::trace!(%error, "connection ended with an error");
+                        }
+                        break;
+                    }
+                    () = tracked.close.notified() => break,
+                    changed = stop.changed(), if !closing => {
+                        closing = true;
+                        // Nothing in flight (idle, or headers still coming): nothing to
+                        // finish, so close now; else finish what is in flight first.
+                        if tracked.in_flight.load(Ordering::Acquire) == 0 {
+                            break;
+                        }
+                        if changed.is_ok() {
+                            conn.as_mut().graceful_shutdown();
+                        }
+                    }
+                }
+            }
+            registry.remove(id);
+            drop(done);
+        });
+    }
+    drop(listener);
+    sweep.abort();
+    let _ = stop_tx.send(true);
+    drop(done_rx);
+    done_tx.closed().await;
+    Ok(())
+}
