@@ -38,7 +38,8 @@ use crate::store::{AttributeValue, IndexKey, Item, PageKey, PrimaryKey};
 pub const PK: &str = "PK";
 /// Sort key attribute of the base table.
 pub const SK: &str = "SK";
-/// Users by organization and tickets by requester; orders with their lines.
+/// One partition per user (the user and the tickets they requested) and per order (the
+/// order and its lines); sparse: organizations and markers carry no GSI1 keys.
 pub const GSI1: &str = "GSI1";
 pub const GSI1PK: &str = "GSI1PK";
 pub const GSI1SK: &str = "GSI1SK";

@@ -1,4 +1,6 @@
-//! Plain domain records, one per entity of the chart, and how each becomes a table item.
+//! Plain domain records, one per entity of the chart (the order client-token marker is
+//! `collections::OrderToken`, beside the one write that uses it), and how each becomes a
+//! table item.
 //!
 //! A record serializes to its plain attributes (camelCase) with `serde_dynamo`;
 //! [`Record::to_item`] adds the `Type` attribute and the key attributes from [`crate::keys`].

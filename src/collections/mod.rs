@@ -1,5 +1,6 @@
-//! The repository layer: one function per access pattern of `docs/DATA_MODEL.md`, each
-//! making exactly one call on the [`Store`](crate::store::Store) port, named verb–noun.
+//! The repository layer: one function per access pattern of `docs/DATA_MODEL.md`, named
+//! verb–noun: a read is exactly one call on the [`Store`](crate::store::Store) port, a
+//! write one write request plus the reads its validation needs.
 //!
 //! One file per aggregate holds its access patterns: [`orgs`], [`users`], [`tickets`],
 //! [`orders`]; [`entities`] reads any entity by key (references, `node`) and writes seed
@@ -25,7 +26,7 @@
 //! | 14 | Create organization, unique on slug | [`create_org`] | PutItem `attribute_not_exists` |
 //! | 15 | Change a user (name, role, email) | [`update_user`] | UpdateItem; TransactWriteItems swapping the email markers on an email change |
 //! | 16 | Delete a user no ticket or order references | [`delete_user`] | GetItem, then TransactWriteItems |
-//! | 17 | Move an order along its life cycle | [`update_order_status`] | Query GSI1 (limit 1), then UpdateItem with a version and status condition |
+//! | 17 | Move an order along its life cycle | [`update_order_status`] | Query GSI1 (limit 1; a strongly consistent GetItem when the index lags), then UpdateItem with a version and status condition |
 //!
 //! Every write is one store write request (a conditional PutItem, UpdateItem or one
 //! TransactWriteItems) plus at most the reads its validation needs; each function's doc
