@@ -16,8 +16,22 @@ use itemgraph::{check, demo, graphql, http};
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// Stack of every runtime worker thread. The document limits (`--max-nesting`,
+/// `--max-tokens`, `--max-fields`) bound every recursion over what a client sends before
+/// it runs; this is the second line of defence behind them, four times tokio's 2 MiB
+/// default (address space only: pages are committed as they are touched).
+const WORKER_STACK_BYTES: usize = 8 * 1024 * 1024;
+
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(WORKER_STACK_BYTES)
+        .build()
+        .context("starting the runtime")?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let command = Cli::parse().into_command();
     if let Command::Schema = command {
         // Before logging starts: stdout carries the SDL and nothing else.

@@ -216,8 +216,23 @@ fn random_documents_and_variables_always_get_an_answer_with_codes() {
                     "an error without a code: {error:?}\ndocument: {doc:?}"
                 );
             }
-            // The response serializes as the HTTP layer would send it.
-            prop_assert!(serde_json::to_string(&response).is_ok());
+            // The response serializes as the HTTP layer would send it, and every whole
+            // number in it is a 32-bit `Int` (money is `Cents`, a string).
+            let json = serde_json::to_value(&response);
+            prop_assert!(json.is_ok());
+            let mut stack = vec![json.unwrap()];
+            while let Some(v) = stack.pop() {
+                match v {
+                    Value::Number(n) => prop_assert!(
+                        n.as_f64().is_some_and(|f| f.fract() != 0.0)
+                            || n.as_i64().is_some_and(|i| i32::try_from(i).is_ok()),
+                        "{n} is not a 32-bit Int\ndocument: {doc:?}"
+                    ),
+                    Value::Array(items) => stack.extend(items),
+                    Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
+                    _ => {}
+                }
+            }
             Ok(())
         })
         .unwrap();

@@ -878,7 +878,11 @@ async fn place_order(api: &Api) {
     let r = mutate(api, "place_order", &place_order_q(), new_order(two_lines())).await;
     assert_one_write(&r, &[]);
     assert_eq!(operations(&r), ["TransactWriteItems"]);
-    assert_eq!(n(&r, "/data/placeOrder/order/totalCents"), 25000 + 3 * 4999);
+    // Money is exact `Cents`: a decimal string.
+    assert_eq!(
+        s(&r, "/data/placeOrder/order/totalCents"),
+        (25000 + 3 * 4999).to_string()
+    );
     assert_eq!(r["data"]["placeOrder"]["replayed"], false);
     let id = s(&r, "/data/placeOrder/order/orderId").to_owned();
     match one_event(&mut events) {
@@ -894,8 +898,8 @@ async fn place_order(api: &Api) {
     assert_eq!(
         read,
         json!({
-            "order": { "totalCents": 39997, "lines": [
-                { "lineNo": 1, "amountCents": 25000 }, { "lineNo": 2, "amountCents": 14997 }
+            "order": { "totalCents": "39997", "lines": [
+                { "lineNo": 1, "amountCents": "25000" }, { "lineNo": 2, "amountCents": "14997" }
             ] },
             "organization": { "orderCount": 37 }
         })
@@ -979,7 +983,9 @@ async fn place_order_no_organization(api: &Api) {
 
 /// Each refused order input names its field, and no request is made.
 async fn place_order_bad_input(api: &Api) {
-    let line = |q: i64, p: i64| json!({ "sku": "ANVIL-100", "description": "Anvil", "quantity": q, "unitPriceCents": p });
+    // Prices as `Cents` strings: exact whatever their size, so the overflow cases reach
+    // the server's arithmetic.
+    let line = |q: i64, p: i64| json!({ "sku": "ANVIL-100", "description": "Anvil", "quantity": q, "unitPriceCents": p.to_string() });
     let cases = [
         (
             "place_order_bad_currency",

@@ -324,3 +324,102 @@ async fn documents_of_very_many_tokens_are_refused_before_parsing() {
     normal(&server).await;
     server.stop().await;
 }
+
+/// Every number a response holds, as text, with the path to it.
+fn numbers(value: &Value, path: String, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Number(n) => out.push((path, n.to_string())),
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                numbers(v, format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                numbers(v, format!("{path}.{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn money_is_exact_and_no_int_leaves_32_bits() {
+    let server = start_server().await;
+    let place = r#"mutation($lines: [OrderLineInput!]!) {
+        placeOrder(input: {org: "acme", buyer: "wile-e-coyote", currency: "USD", lines: $lines}) {
+            order { totalCents version lines { quantity unitPriceCents amountCents } }
+        } }"#;
+    for (what, lines, total) in [
+        (
+            "100 000 × 100 000 cents",
+            json!([{ "sku": "A", "description": "a", "quantity": 100_000, "unitPriceCents": 100_000 }]),
+            "10000000000",
+        ),
+        (
+            "quantity and unit price at 2^31 − 1",
+            json!([{ "sku": "A", "description": "a", "quantity": 2_147_483_647, "unitPriceCents": "2147483647" }]),
+            "4611686014132420609",
+        ),
+    ] {
+        let body: Value = server
+            .post(json!({ "query": place, "variables": { "lines": lines } }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let order = &body["data"]["placeOrder"]["order"];
+        assert_eq!(order["totalCents"], total, "{what}: {body}");
+        assert_eq!(order["lines"][0]["amountCents"], total, "{what}");
+        let id_query = json!({ "query": r#"{ organization(slug: "acme") { orders(first: 3) { nodes { totalCents lines { amountCents } } } orderCount userCount } }"# });
+        let read: Value = server
+            .post(id_query)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            read["data"]["organization"]["orders"]["nodes"][0]["totalCents"], total,
+            "{what}: read back exactly"
+        );
+        let mut found = Vec::new();
+        numbers(&body, String::new(), &mut found);
+        numbers(&read, String::new(), &mut found);
+        for (path, n) in found {
+            let fits = n.parse::<i64>().is_ok_and(|n| i32::try_from(n).is_ok());
+            assert!(fits, "{what}: {path} = {n} is not a 32-bit Int");
+        }
+    }
+    // Past i64 even as a string, or a number past 2^53: refused, naming the type (inside
+    // an input object the input is read when the field runs: the field's error).
+    for price in [
+        json!("9223372036854775808"),
+        json!(9_007_199_254_740_993_i64),
+    ] {
+        let body: Value = server
+            .post(json!({ "query": place, "variables": { "lines": [{ "sku": "A", "description": "a", "quantity": 1, "unitPriceCents": price }] } }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+            "{price}: {body}"
+        );
+        assert!(
+            body["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("Cents"),
+            "{body}"
+        );
+    }
+    normal(&server).await;
+    server.stop().await;
+}

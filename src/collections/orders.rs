@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::entities::get_record;
 use super::error::{RepoError, RepoResult};
 use super::page::{read_connection, Connection, Page, MAX_PAGE_SIZE};
-use super::write::{bump, explain, n, put_new, s, OnFail, STATUS, VERSION};
+use super::write::{bump, explain, n, next_version, put_new, s, OnFail, STATUS, VERSION};
 use crate::keys::{
     ClientToken, Id, ItemKeys, OrderKey, OrderTokenKey, OrgKey, Slug, UserKey, GSI1, PK,
 };
@@ -357,9 +357,7 @@ pub async fn update_org_order_status(
         return Err(mismatch(current.version));
     }
     check_order_transition(current.status, status)?;
-    let next_version = expected_version
-        .checked_add(1)
-        .ok_or_else(|| RepoError::Invalid("order version overflows".into()))?;
+    let next_version = next_version(expected_version, "order")?;
 
     let mut update = Update::new(
         current.primary_key(),

@@ -2,9 +2,9 @@
 //! the counters on the organization and the users that a ticket moves.
 
 use super::entities::get_record;
-use super::error::{RepoError, RepoResult};
+use super::error::RepoResult;
 use super::page::{read_connection, Connection, Page};
-use super::write::{bump, explain, n, put_new, OnFail, VERSION};
+use super::write::{bump, explain, n, next_version, put_new, OnFail, VERSION};
 use crate::keys::{Id, OrgKey, Slug, TicketKey, UserKey, Username, GSI2, PK};
 use crate::model::{Organization, Record, Ticket, TicketPriority, TicketStatus, Timestamp, User};
 use crate::store::{
@@ -174,10 +174,7 @@ pub async fn update_ticket(
     change: &TicketChange,
 ) -> RepoResult<Ticket> {
     let mut next = change.applied_to(current);
-    next.version = current
-        .version
-        .checked_add(1)
-        .ok_or_else(|| RepoError::Invalid("ticket version overflows".into()))?;
+    next.version = next_version(current.version, "ticket")?;
 
     let version = OnFail::Version {
         entity: "ticket",

@@ -57,6 +57,18 @@ pub(super) const VERSION: &str = Ticket::VERSION;
 /// The status attribute of orders (and tickets).
 pub(super) const STATUS: &str = "status";
 
+/// The highest version a ticket or order is written at: what GraphQL's 32-bit `Int`
+/// holds, so every client reads it exactly.
+pub const MAX_VERSION: u32 = i32::MAX as u32;
+
+/// The version after `current`; `Invalid` past [`MAX_VERSION`].
+pub(super) fn next_version(current: u32, entity: &str) -> Result<u32, RepoError> {
+    current
+        .checked_add(1)
+        .filter(|v| *v <= MAX_VERSION)
+        .ok_or_else(|| RepoError::Invalid(format!("the {entity} is at its last version")))
+}
+
 /// Which action's condition failed (0 for a single write), with the item it found when
 /// the write asked for it.
 pub(super) fn failed_condition(err: &StoreError) -> Option<(usize, Option<&Item>)> {

@@ -17,7 +17,8 @@
 //! - [`context`]: what a request carries; [`loaders`]: its DataLoader batching GetItem
 //!   into BatchGetItem.
 //! - [`input`]: the checks every mutation makes before any request.
-//! - [`cursor`], [`ids`], [`errors`]: opaque cursors, global ids, error codes.
+//! - [`cursor`], [`ids`], [`errors`]: opaque cursors, global ids, error codes;
+//!   [`scalars`]: money as exact `Cents`, every `Int` within 32 bits.
 //! - [`limits`] and [`document`]: what one request may cost, enforced on the document;
 //!   [`request_metrics`]: the extension that hands each request's outcome to
 //!   [`crate::metrics`]; [`nulls`]: the spec's null propagation for fields that fail.
@@ -38,6 +39,7 @@ pub mod order;
 pub mod org;
 pub mod prefetch;
 pub mod request_metrics;
+pub mod scalars;
 pub mod ticket;
 pub mod user;
 

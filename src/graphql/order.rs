@@ -14,6 +14,7 @@ use super::input::{
 };
 use super::objects::{Order, OrderLine, OrderStatus, Organization, User};
 use super::prefetch::Prefetched;
+use super::scalars::{int, Cents};
 use crate::collections::{self, PlacedOrder, MAX_ORDER_LINES};
 use crate::events::DomainEvent;
 use crate::keys::{validate_client_token, validate_slug, validate_username, Id, LineNo, Slug};
@@ -59,12 +60,12 @@ impl Order {
         &self.rec.currency
     }
     /// Sum of the lines' `amountCents`.
-    async fn total_cents(&self) -> i64 {
-        self.rec.total_cents
+    async fn total_cents(&self) -> Cents {
+        Cents(self.rec.total_cents)
     }
     /// Bumped by every change; send it back as `expectedVersion` when changing the order.
     async fn version(&self) -> i32 {
-        self.rec.version as i32
+        int(self.rec.version)
     }
     /// Who placed the order.
     async fn buyer(&self, ctx: &Context<'_>) -> Result<User> {
@@ -104,14 +105,14 @@ impl OrderLine {
         &self.0.description
     }
     async fn quantity(&self) -> i32 {
-        self.0.quantity as i32
+        int(self.0.quantity)
     }
-    async fn unit_price_cents(&self) -> i64 {
-        self.0.unit_price_cents
+    async fn unit_price_cents(&self) -> Cents {
+        Cents(self.0.unit_price_cents)
     }
     /// `quantity × unitPriceCents`.
-    async fn amount_cents(&self) -> i64 {
-        self.0.amount_cents
+    async fn amount_cents(&self) -> Cents {
+        Cents(self.0.amount_cents)
     }
 }
 /// An order id given as a global id (which names the organization too) or as the plain
@@ -167,7 +168,7 @@ pub struct OrderLineInput {
     /// 1 or more.
     pub quantity: i32,
     /// 0 or more; `amountCents` is `quantity × unitPriceCents`.
-    pub unit_price_cents: i64,
+    pub unit_price_cents: Cents,
 }
 
 /// A new order. Lines are numbered in the order given, from 1; the total is computed.
@@ -278,14 +279,15 @@ fn new_order(input: &PlaceOrderInput) -> ApiResult<(model::Order, Vec<model::Ord
             .ok()
             .filter(|q| *q >= 1)
             .ok_or_else(|| ApiError::bad_input(&field("quantity"), "quantity must be 1 or more"))?;
-        if line.unit_price_cents < 0 {
+        let Cents(unit_price_cents) = line.unit_price_cents;
+        if unit_price_cents < 0 {
             return Err(ApiError::bad_input(
                 &field("unitPriceCents"),
                 "unitPriceCents must be 0 or more",
             ));
         }
         let amount_cents = i64::from(quantity)
-            .checked_mul(line.unit_price_cents)
+            .checked_mul(unit_price_cents)
             .ok_or_else(|| {
                 ApiError::bad_input(
                     &format!("lines[{i}]"),
@@ -305,7 +307,7 @@ fn new_order(input: &PlaceOrderInput) -> ApiResult<(model::Order, Vec<model::Ord
             sku,
             description,
             quantity,
-            unit_price_cents: line.unit_price_cents,
+            unit_price_cents,
             amount_cents,
         };
         fits(&format!("lines[{i}]"), &line)?;
@@ -400,7 +402,7 @@ mod tests {
             sku: "ANVIL".into(),
             description: "Anvil, 100 kg".into(),
             quantity,
-            unit_price_cents,
+            unit_price_cents: Cents(unit_price_cents),
         }
     }
 

@@ -16,6 +16,7 @@ use super::objects::{
     UserConnection,
 };
 use super::prefetch::{fetched, read_ahead, selected, unseen, Fetch, PageRequest, Prefetched};
+use super::scalars::int;
 use crate::collections;
 use crate::events::DomainEvent;
 use crate::keys::{validate_slug, OrgKey, Slug, GSI2};
@@ -101,15 +102,15 @@ impl Organization {
     }
     /// Number of users; the same as `users.totalCount`.
     async fn user_count(&self) -> i32 {
-        self.rec.user_count as i32
+        int(self.rec.user_count)
     }
     /// Number of orders placed; the same as `orders.totalCount`.
     async fn order_count(&self) -> i32 {
-        self.rec.order_count as i32
+        int(self.rec.order_count)
     }
     /// Number of tickets raised in the organization, all statuses.
     async fn ticket_count(&self) -> i32 {
-        self.rec.ticket_count as i32
+        int(self.rec.ticket_count)
     }
     /// The organization's users, by username. Read together with the organization in
     /// one Query when this is the first page.

@@ -12,6 +12,7 @@ use super::input::{
     answer, fits, text, ticket_id, version, visible, ApiResult, MAX_BODY_CHARS, MAX_TITLE_CHARS,
 };
 use super::objects::{Organization, Ticket, TicketPriority, TicketStatus, User};
+use super::scalars::int;
 use crate::collections::{self, TicketChange};
 use crate::events::DomainEvent;
 use crate::keys::{validate_slug, validate_username, Id, TicketKey};
@@ -49,7 +50,7 @@ impl Ticket {
     }
     /// Bumped by every change; send it back as `expectedVersion` when changing the ticket.
     async fn version(&self) -> i32 {
-        self.0.version as i32
+        int(self.0.version)
     }
     /// Who raised the ticket.
     async fn requester(&self, ctx: &Context<'_>) -> Result<User> {

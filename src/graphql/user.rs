@@ -13,6 +13,7 @@ use super::ids::GlobalId;
 use super::input::{answer, argument, fits, name, visible, ApiResult};
 use super::objects::{Organization, Role, Ticket, TicketConnection, User};
 use super::prefetch::{fetched, read_ahead, selected, unseen, Fetch, PageRequest, Prefetched};
+use super::scalars::int;
 use crate::collections::{self, UserChange};
 use crate::events::DomainEvent;
 use crate::keys::{
@@ -72,7 +73,7 @@ impl User {
     }
     /// Number of tickets this user requested; the same as `tickets.totalCount`.
     async fn ticket_count(&self) -> i32 {
-        self.rec.ticket_count as i32
+        int(self.rec.ticket_count)
     }
     /// The user's organization.
     async fn organization(&self, ctx: &Context<'_>) -> Result<Organization> {
