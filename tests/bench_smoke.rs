@@ -1,6 +1,7 @@
 //! The benchmark driver keeps working: `itemgraph-bench --smoke` (a tiny data set, the
 //! embedded engine, about a second per phase) seeds, runs the floor, serves with the real
-//! `itemgraph` binary, drives every operation shape, runs the scaling phase and writes its
+//! `itemgraph` binary, drives every operation shape (once more beside hostile clients,
+//! whose every document must be refused with its code), runs the scaling phase and writes its
 //! report, with no error and every shape at the store request count README's
 //! access-pattern table promises. No timing is asserted: speed is what the benchmark
 //! itself reports (`scripts/bench`, docs/BENCHMARKS.md).
@@ -44,6 +45,20 @@ fn the_smoke_benchmark_reports_no_error_and_the_promised_request_counts() {
         assert!(run["stats"]["ops"].as_u64().unwrap() > 0, "{run}");
         assert_eq!(run["stats"]["errors"], 0, "{run}");
     }
+    let hostile = &engine["under_hostile"];
+    assert!(
+        hostile["run"]["stats"]["ops"].as_u64().unwrap() > 0,
+        "{hostile}"
+    );
+    assert_eq!(hostile["run"]["stats"]["errors"], 0, "{hostile}");
+    assert!(
+        hostile["hostile"]["requests"].as_u64().unwrap() > 0,
+        "{hostile}"
+    );
+    assert_eq!(
+        hostile["hostile"]["unexpected"], 0,
+        "every hostile document is refused with its code: {hostile}"
+    );
     assert!(engine["floor"]["ops"].as_u64().unwrap() > 0);
     assert_eq!(engine["floor"]["errors"], 0);
     assert!(engine["server_peak_rss_mib"].as_f64().unwrap() > 0.0);

@@ -111,3 +111,20 @@ pub(super) fn s(v: &str) -> AttributeValue {
 pub(super) fn n(v: u32) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_stop_at_what_a_32_bit_int_holds() {
+        assert_eq!(next_version(1, "ticket").unwrap(), 2);
+        assert_eq!(next_version(MAX_VERSION - 1, "ticket").unwrap(), MAX_VERSION);
+        for last in [MAX_VERSION, u32::MAX] {
+            assert!(matches!(
+                next_version(last, "order"),
+                Err(RepoError::Invalid(m)) if m.contains("last version")
+            ));
+        }
+    }
+}

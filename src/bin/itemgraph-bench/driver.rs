@@ -153,3 +153,92 @@ pub async fn run(
     }
     Ok(all.summarize(duration.as_secs_f64()))
 }
+
+/// Hostile documents sent alongside a measured run (`--hostile`), each with the code it
+/// must be refused with: a list nested 2 000 deep, fragments doubling 30 levels deep,
+/// 20 000 tokens, a chain of 1 000 fragments.
+fn hostile_documents() -> Vec<(String, &'static str)> {
+    let deep = format!(
+        "{{ organization(slug: {}\"acme\"{}) {{ name }} }}",
+        "[".repeat(2_000),
+        "]".repeat(2_000)
+    );
+    let mut doubling = String::from("{ ...F0 }\n");
+    for i in 0..30 {
+        let body = if i < 29 {
+            format!("...F{n} ...F{n}", n = i + 1)
+        } else {
+            "__typename".to_owned()
+        };
+        doubling.push_str(&format!("fragment F{i} on Query {{ {body} }}\n"));
+    }
+    let tokens = format!("{{ {} }}", "__typename ".repeat(20_000));
+    let mut chain = String::from("{ ...C0 }\n");
+    for i in 0..1_000 {
+        let next = if i < 999 {
+            format!("...C{}", i + 1)
+        } else {
+            "__typename".to_owned()
+        };
+        chain.push_str(&format!("fragment C{i} on Query {{ {next} }}\n"));
+    }
+    vec![
+        (deep, "NESTING_TOO_DEEP"),
+        (doubling, "TOO_MANY_FIELDS"),
+        (tokens, "TOO_MANY_TOKENS"),
+        (chain, "NESTING_TOO_DEEP"),
+    ]
+}
+
+/// What the hostile clients of a run sent, and how many answers were not the refusal
+/// their document must get.
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
+pub struct HostileLoad {
+    pub clients: usize,
+    pub requests: u64,
+    pub unexpected: u64,
+}
+
+/// `clients` tasks sending hostile documents back to back until `until`.
+pub async fn hostile(t: Arc<Target>, clients: usize, until: Instant) -> HostileLoad {
+    let documents = Arc::new(hostile_documents());
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let (t, documents) = (t.clone(), documents.clone());
+            tokio::spawn(async move {
+                let (mut requests, mut unexpected) = (0u64, 0u64);
+                let mut i = c;
+                while Instant::now() < until {
+                    let (doc, code) = &documents[i % documents.len()];
+                    i += 1;
+                    requests += 1;
+                    let answered = t
+                        .client
+                        .post(&t.url)
+                        .json(&json!({ "query": doc }))
+                        .send()
+                        .await;
+                    let ok = match answered {
+                        Ok(resp) => resp.json::<Value>().await.is_ok_and(|v| {
+                            v["errors"][0]["extensions"]["code"].as_str() == Some(code)
+                        }),
+                        Err(_) => false,
+                    };
+                    unexpected += u64::from(!ok);
+                }
+                (requests, unexpected)
+            })
+        })
+        .collect();
+    let mut load = HostileLoad {
+        clients,
+        ..HostileLoad::default()
+    };
+    for task in tasks {
+        if let Ok((r, u)) = task.await {
+            load.requests += r;
+            load.unexpected += u;
+        }
+    }
+    load
+}

@@ -37,7 +37,9 @@ use itemgraph::store::{Store, TableSchema};
 
 use crate::dataset::{Dataset, DatasetSpec, Seeding};
 use crate::driver::Target;
-use crate::report::{DatasetReport, EngineReport, Machine, Report, RequestCount, RunReport};
+use crate::report::{
+    DatasetReport, EngineReport, HostileRun, Machine, Report, RequestCount, RunReport,
+};
 use crate::server::{Backend, Server};
 use crate::shapes::{Mix, Shape};
 
@@ -91,6 +93,10 @@ struct Args {
     /// Seed of the data set and of every worker's random stream.
     #[arg(long, default_value_t = 6)]
     seed: u64,
+    /// Clients sending hostile documents back to back during one more full-mix run at the
+    /// highest concurrency, measured beside the clean one (0: skip that run).
+    #[arg(long, default_value_t = 2)]
+    hostile: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -243,6 +249,9 @@ async fn main() -> anyhow::Result<()> {
             e.runs.iter().map(|r| r.stats.errors).sum::<u64>()
                 + e.served_reads.stats.errors
                 + e.floor.errors
+                + e.under_hostile
+                    .as_ref()
+                    .map_or(0, |h| h.run.stats.errors + h.hostile.unexpected)
         })
         .sum::<u64>()
         + scaling
@@ -435,6 +444,41 @@ async fn bench_engine(
             driver_cpu_ms_per_op: driver_cpu,
         });
     }
+    let under_hostile = if args.hostile > 0 {
+        let before = cpu_now();
+        let until = Instant::now() + plan.warmup + plan.duration;
+        let (stats, hostile) = tokio::join!(
+            driver::run(
+                target.clone(),
+                Mix::Full,
+                top,
+                plan.warmup,
+                plan.duration,
+                args.seed,
+            ),
+            driver::hostile(target.clone(), args.hostile, until)
+        );
+        let stats = stats?;
+        let (server_cpu, driver_cpu) = cpu_per_op(before, &stats);
+        let (peak, _) = server.memory_kib()?;
+        eprintln!(
+            "  full mix, concurrency {top}, {} hostile clients: {:.0} ops/s, p99 {:.2} ms, {} errors; {} hostile documents, {} not refused as expected",
+            hostile.clients, stats.ops_per_sec, stats.latency_ms.p99, stats.errors, hostile.requests, hostile.unexpected
+        );
+        Some(HostileRun {
+            run: RunReport {
+                mix: Mix::Full,
+                concurrency: top,
+                stats,
+                server_peak_rss_mib: mib(peak),
+                server_cpu_ms_per_op: server_cpu,
+                driver_cpu_ms_per_op: driver_cpu,
+            },
+            hostile,
+        })
+    } else {
+        None
+    };
     let before = cpu_now();
     let reads = driver::run(
         target.clone(),
@@ -488,6 +532,7 @@ async fn bench_engine(
         },
         floor,
         served_over_floor,
+        under_hostile,
         server_peak_rss_mib: mib(peak),
     })
 }

@@ -121,7 +121,16 @@ pub struct EngineReport {
     /// The same read mix in-process on the repository layer at the same concurrency.
     pub floor: RunStats,
     pub served_over_floor: f64,
+    /// The full mix at the highest concurrency again, with hostile clients alongside.
+    pub under_hostile: Option<HostileRun>,
     pub server_peak_rss_mib: f64,
+}
+
+/// A full-mix run measured while clients send hostile documents back to back.
+#[derive(Debug, Serialize)]
+pub struct HostileRun {
+    pub run: RunReport,
+    pub hostile: crate::driver::HostileLoad,
 }
 
 #[derive(Debug, Serialize)]
@@ -292,6 +301,40 @@ impl Report {
                     r.driver_cpu_ms_per_op
                 );
             }
+        }
+        let _ = writeln!(md, "\n## Under hostile clients (full mix)\n");
+        let _ = writeln!(
+            md,
+            "Clients sending hostile documents back to back (a list nested 2 000 deep, fragments \
+             doubling 30 levels deep, 20 000 tokens, a chain of 1 000 fragments) beside the \
+             full mix at the highest concurrency, against the same run without them.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| engine | concurrency | hostile clients | hostile documents sent | not refused as expected | ops/s clean / hostile | p50 ms clean / hostile | p99 ms clean / hostile | errors |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for e in &self.engines {
+            let (Some(h), Some(clean)) = (&e.under_hostile, e.runs.last()) else {
+                continue;
+            };
+            let (c, s) = (&clean.stats, &h.run.stats);
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {:.0} / {:.0} | {:.2} / {:.2} | {:.2} / {:.2} | {} |",
+                e.engine,
+                h.run.concurrency,
+                h.hostile.clients,
+                h.hostile.requests,
+                h.hostile.unexpected,
+                c.ops_per_sec,
+                s.ops_per_sec,
+                c.latency_ms.p50,
+                s.latency_ms.p50,
+                c.latency_ms.p99,
+                s.latency_ms.p99,
+                s.errors
+            );
         }
         let _ = writeln!(md, "\n## Overhead against the floor (read mix)\n");
         let _ = writeln!(
