@@ -170,6 +170,16 @@ fn variables() -> impl Strategy<Value = Option<Value>> {
     )
 }
 
+/// A runtime, the demo data in an embedded store, and the schema with the default limits.
+fn demo() -> (tokio::runtime::Runtime, Arc<dyn Store>, ItemgraphSchema) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store: Arc<dyn Store> = Arc::new(runtime.block_on(common::engines::embedded_demo()));
+    (runtime, store, graphql::schema())
+}
+
 fn cases() -> u32 {
     std::env::var("ITEMGRAPH_GENERATIVE_CASES")
         .ok()
@@ -179,12 +189,7 @@ fn cases() -> u32 {
 
 #[test]
 fn random_documents_and_variables_always_get_an_answer_with_codes() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let store: Arc<dyn Store> = Arc::new(runtime.block_on(common::engines::embedded_demo()));
-    let schema: ItemgraphSchema = graphql::schema();
+    let (runtime, store, schema) = demo();
     let mut runner = TestRunner::new(Config {
         cases: cases(),
         failure_persistence: None,
@@ -243,12 +248,7 @@ fn random_documents_and_variables_always_get_an_answer_with_codes() {
 /// crash, whatever the depth.
 #[test]
 fn nesting_at_any_depth_in_any_place_is_answered() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let store: Arc<dyn Store> = Arc::new(runtime.block_on(common::engines::embedded_demo()));
-    let schema = graphql::schema();
+    let (runtime, store, schema) = demo();
     let place = prop_oneof![
         Just((
             "{ organization(slug: ",

@@ -27,22 +27,6 @@ async fn start_server() -> TestServer {
     .await
 }
 
-/// The normal query, answered correctly.
-async fn normal(server: &TestServer) {
-    let body: Value = server
-        .post(json!({ "query": r#"{ organization(slug: "acme") { name } }"# }))
-        .send()
-        .await
-        .expect("the normal query is answered")
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        body,
-        json!({ "data": { "organization": { "name": "Acme Corporation" } } })
-    );
-}
-
 /// Sends each hostile document twice at once, beside the normal query, and checks every
 /// answer: the code, and the limit in `extensions.limit` when one is given.
 async fn refused(server: &TestServer, cases: &[(String, String, &str, Option<usize>)]) {
@@ -57,7 +41,7 @@ async fn refused(server: &TestServer, cases: &[(String, String, &str, Option<usi
                 .await
                 .unwrap_or_else(|e| panic!("{what}: not JSON: {e}"))
         };
-        let (a, b, ()) = tokio::join!(send(), send(), normal(server));
+        let (a, b, ()) = tokio::join!(send(), send(), server.answers_normally());
         for body in [a, b] {
             let error = &body["errors"][0];
             assert_eq!(error["extensions"]["code"], *code, "{what}: {body:.400}");
@@ -67,7 +51,7 @@ async fn refused(server: &TestServer, cases: &[(String, String, &str, Option<usi
             }
         }
     }
-    normal(server).await;
+    server.answers_normally().await;
 }
 
 fn deep(open: &str, inner: &str, close: &str, depth: usize) -> String {
@@ -179,14 +163,7 @@ async fn nesting_is_refused_in_every_place_a_document_nests() {
         "{{ organization(slug: \"{open}\") {{ name }} a: __typename # {open}\n b: organization(slug: \"\"\"{open}\"\"\") {{ name }} }}",
         open = "[".repeat(n)
     );
-    let body: Value = server
-        .post(json!({ "query": quiet }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body = server.answer(json!({ "query": quiet })).await;
     assert_eq!(
         body["data"],
         json!({ "organization": null, "a": "Query", "b": null }),
@@ -254,14 +231,7 @@ async fn fan_out_is_refused_without_walking_it() {
     refused(&server, &cases).await;
 
     // Under the token limit, a long list is refused by what `nodes` takes.
-    let body: Value = server
-        .post(json!({ "query": ids(1_000) }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body = server.answer(json!({ "query": ids(1_000) })).await;
     let code = &body["errors"][0]["extensions"]["code"];
     assert!(
         code == "BAD_USER_INPUT" || code == "QUERY_TOO_COMPLEX",
@@ -269,19 +239,12 @@ async fn fan_out_is_refused_without_walking_it() {
     );
     // A fragment that spreads itself is a validation error, not a hang.
     let cycle = "{ ...A } fragment A on Query { ...B } fragment B on Query { ...A __typename }";
-    let body: Value = server
-        .post(json!({ "query": cycle }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body = server.answer(json!({ "query": cycle })).await;
     assert_eq!(
         body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION_FAILED",
         "{body:.300}"
     );
-    normal(&server).await;
+    server.answers_normally().await;
     server.stop().await;
 }
 
@@ -309,19 +272,12 @@ async fn documents_of_very_many_tokens_are_refused_before_parsing() {
         ",".repeat(100_000),
         "a".repeat(100_000)
     );
-    let body: Value = server
-        .post(json!({ "query": long }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body = server.answer(json!({ "query": long })).await;
     assert_eq!(
         body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
         "the slug is refused, not the document: {body:.300}"
     );
-    normal(&server).await;
+    server.answers_normally().await;
     server.stop().await;
 }
 
@@ -362,26 +318,14 @@ async fn money_is_exact_and_no_int_leaves_32_bits() {
             "4611686014132420609",
         ),
     ] {
-        let body: Value = server
-            .post(json!({ "query": place, "variables": { "lines": lines } }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let body = server
+            .answer(json!({ "query": place, "variables": { "lines": lines } }))
+            .await;
         let order = &body["data"]["placeOrder"]["order"];
         assert_eq!(order["totalCents"], total, "{what}: {body}");
         assert_eq!(order["lines"][0]["amountCents"], total, "{what}");
         let id_query = json!({ "query": r#"{ organization(slug: "acme") { orders(first: 3) { nodes { totalCents lines { amountCents } } } orderCount userCount } }"# });
-        let read: Value = server
-            .post(id_query)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let read = server.answer(id_query).await;
         assert_eq!(
             read["data"]["organization"]["orders"]["nodes"][0]["totalCents"], total,
             "{what}: read back exactly"
@@ -400,14 +344,7 @@ async fn money_is_exact_and_no_int_leaves_32_bits() {
         json!("9223372036854775808"),
         json!(9_007_199_254_740_993_i64),
     ] {
-        let body: Value = server
-            .post(json!({ "query": place, "variables": { "lines": [{ "sku": "A", "description": "a", "quantity": 1, "unitPriceCents": price }] } }))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let body = server.answer(json!({ "query": place, "variables": { "lines": [{ "sku": "A", "description": "a", "quantity": 1, "unitPriceCents": price }] } })).await;
         assert_eq!(
             body["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
             "{price}: {body}"
@@ -420,6 +357,6 @@ async fn money_is_exact_and_no_int_leaves_32_bits() {
             "{body}"
         );
     }
-    normal(&server).await;
+    server.answers_normally().await;
     server.stop().await;
 }

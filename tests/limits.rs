@@ -286,12 +286,12 @@ async fn introspection_off_hides_the_schema() {
 // --- the deadline ------------------------------------------------------------------------
 
 /// A request past its deadline is answered `TIMEOUT` with `data` null, and every store
-/// call it had outstanding is dropped: the Query its resolver made and the BatchGetItem
-/// the DataLoader runs as a task of its own.
+/// call it had outstanding is dropped: the Query its resolver made and the read the
+/// DataLoader made for it.
 #[tokio::test]
 async fn a_request_past_its_deadline_is_cancelled_with_its_store_calls() {
     let stalled = Stalled::over(demo_store().await);
-    // Long enough for the DataLoader's 1 ms batching delay to have issued its read, so
+    // Long enough for the DataLoader to have gathered its keys and issued its read, so
     // that both kinds of call are outstanding when the deadline fires.
     let limits = Limits {
         request_timeout: Duration::from_millis(500),

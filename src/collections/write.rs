@@ -119,7 +119,10 @@ mod tests {
     #[test]
     fn versions_stop_at_what_a_32_bit_int_holds() {
         assert_eq!(next_version(1, "ticket").unwrap(), 2);
-        assert_eq!(next_version(MAX_VERSION - 1, "ticket").unwrap(), MAX_VERSION);
+        assert_eq!(
+            next_version(MAX_VERSION - 1, "ticket").unwrap(),
+            MAX_VERSION
+        );
         for last in [MAX_VERSION, u32::MAX] {
             assert!(matches!(
                 next_version(last, "order"),

@@ -16,7 +16,9 @@
 //!   flight, the new one is answered 503 `UNAVAILABLE` and closed.
 //!
 //! hyper-util's builder has the timeouts but no limit on connections or idleness across
-//! protocols, and axum's `serve` exposes neither: hence this loop.
+//! protocols, and axum's `serve` exposes neither: hence this loop. (A connection upgraded
+//! to another protocol would count as idle once its upgrade is answered: a route that
+//! upgrades must hold an `InFlight` for the upgraded connection's life.)
 
 use std::collections::HashMap;
 use std::future::Future;

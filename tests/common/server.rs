@@ -44,6 +44,28 @@ impl TestServer {
         self.client.post(self.url("/graphql")).json(&body)
     }
 
+    /// `POST /graphql` with `body`; the answer as JSON.
+    pub async fn answer(&self, body: Value) -> Value {
+        self.post(body)
+            .send()
+            .await
+            .expect("an answer")
+            .json()
+            .await
+            .expect("a JSON answer")
+    }
+
+    /// Asserts that a plain query over the demo data is answered correctly.
+    pub async fn answers_normally(&self) {
+        assert_eq!(
+            self.answer(
+                serde_json::json!({ "query": r#"{ organization(slug: "acme") { name } }"# })
+            )
+            .await,
+            serde_json::json!({ "data": { "organization": { "name": "Acme Corporation" } } })
+        );
+    }
+
     /// Stops the server through its shutdown future and waits for it to finish.
     pub async fn stop(self) {
         self.stop.send(()).unwrap();

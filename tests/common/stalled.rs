@@ -44,7 +44,7 @@ impl Stalled {
     }
 
     /// Waits (bounded, by yielding to the runtime, never by sleeping) until no call is
-    /// outstanding: a cancelled DataLoader read ends when its aborted task is next run.
+    /// outstanding: a cancelled read ends when the runtime next drops what held it.
     pub async fn until_none_outstanding(&self) {
         for _ in 0..10_000 {
             if self.outstanding.load(Ordering::SeqCst) == 0 {
