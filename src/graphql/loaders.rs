@@ -26,9 +26,18 @@ pub type Loaded = Result<Option<Entity>, Arc<ApiError>>;
 /// The per-request loader of entities by primary key, with its cache.
 pub type EntityLoader = dataloader::cached::Loader<PrimaryKey, Loaded, EntityBatch>;
 
+/// How many times a load yields to the executor before its batch is read. Every key a
+/// level of the response asks for is asked in the same poll of the request's future
+/// (async-graphql resolves siblings and list items as one joined future), so one yield
+/// gathers them; each further yield under load waits for every other runnable task once
+/// more. The crate's default is 10 (see docs/BENCHMARKS.md for what each cost).
+const LOADER_YIELDS: usize = 1;
+
 /// A fresh loader (an empty cache) reading from `store`.
 pub fn entity_loader(store: Arc<dyn Store>) -> EntityLoader {
-    dataloader::cached::Loader::new(EntityBatch { store }).with_max_batch_size(MAX_BATCH_GET_KEYS)
+    dataloader::cached::Loader::new(EntityBatch { store })
+        .with_max_batch_size(MAX_BATCH_GET_KEYS)
+        .with_yield_count(LOADER_YIELDS)
 }
 
 /// The batch read behind [`EntityLoader`].
