@@ -64,8 +64,24 @@ pub struct Claims {
     pub iat: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iss: Option<String>,
+    /// One audience or several (RFC 7519 allows both; identity providers often send a
+    /// list). With `--jwt-audience`, one of them must be it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub aud: Option<String>,
+    pub aud: Option<Audience>,
+}
+
+/// The `aud` claim: a string, or an array of strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl From<&str> for Audience {
+    fn from(aud: &str) -> Self {
+        Audience::One(aud.to_owned())
+    }
 }
 
 /// What one request may reach.
@@ -447,7 +463,7 @@ impl TokenArgs {
             exp: now + self.expires_in,
             iat: Some(now),
             iss: self.issuer.clone(),
-            aud: self.audience.clone(),
+            aud: self.audience.as_deref().map(Audience::from),
         };
         issue_token(self.jwt_secret.as_bytes(), &claims)
     }
@@ -586,6 +602,16 @@ mod tests {
         c.aud = Some("someone-else".into());
         let wrong = issue_token(SECRET, &c).unwrap();
         assert!(auth.authenticate(Some(&bearer(&wrong))).is_err());
+        // A list of audiences: accepted when the configured one is among them.
+        c.aud = Some(Audience::Many(vec!["other".into(), "itemgraph".into()]));
+        let listed = issue_token(SECRET, &c).unwrap();
+        assert!(auth.authenticate(Some(&bearer(&listed))).is_ok());
+        c.aud = Some(Audience::Many(vec!["other".into(), "another".into()]));
+        let unlisted = issue_token(SECRET, &c).unwrap();
+        assert!(auth.authenticate(Some(&bearer(&unlisted))).is_err());
+        // Without a configured audience, a list is not looked at.
+        let open = Authenticator::hs256(SECRET);
+        assert!(open.authenticate(Some(&bearer(&unlisted))).is_ok());
     }
 
     #[test]

@@ -237,6 +237,20 @@ async fn fan_out_is_refused_without_walking_it() {
         code == "BAD_USER_INPUT" || code == "QUERY_TOO_COMPLEX",
         "{body:.300}"
     );
+    // A long list under a deep selection: refused by its cost (counted with saturating
+    // arithmetic), never a panic or a wrapped number.
+    let deep_nodes = {
+        let ids: Vec<String> = (0..4_000).map(|i| format!("\"x{i}\"")).collect();
+        format!(
+            "{{ nodes(ids: [{}]) {{ ... on Organization {{ users(first: 100) {{ nodes {{ tickets(first: 100) {{ nodes {{ id }} }} }} }} }} }} }}",
+            ids.join(", ")
+        )
+    };
+    let body = server.answer(json!({ "query": deep_nodes })).await;
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "QUERY_TOO_COMPLEX",
+        "{body:.300}"
+    );
     // A fragment that spreads itself is a validation error, not a hang.
     let cycle = "{ ...A } fragment A on Query { ...B } fragment B on Query { ...A __typename }";
     let body = server.answer(json!({ "query": cycle })).await;

@@ -32,7 +32,7 @@ impl NodeQuery {
 
     /// Entities by global id, in the order asked, null where there is none: one
     /// BatchGetItem for up to 100 ids.
-    #[graphql(complexity = "ids.len() * child_complexity + 1")]
+    #[graphql(complexity = "ids.len().saturating_mul(child_complexity).saturating_add(1)")]
     async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> Result<Vec<Option<Node>>> {
         if ids.len() > MAX_NODES {
             return Err(ApiError::bad_input(
