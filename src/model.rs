@@ -57,12 +57,25 @@ pub fn timestamp_from_ms(unix_ms: u64) -> Timestamp {
         .expect("the format only has numeric components")
 }
 
+/// A counter as stored: any integer, read within `0..=u32::MAX`. Writers never take a
+/// counter below 0 (each decrement is conditioned on a positive count), but a table
+/// repaired by hand, or written by another tool, may hold anything; the entity stays
+/// readable, and `itemgraph check` reports the count that disagrees with the items.
+fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let n = i64::deserialize(d)?;
+    Ok(n.clamp(0, i64::from(u32::MAX)) as u32)
+}
+
 /// The current time as a [`Timestamp`].
 pub fn now() -> Timestamp {
-    let ms = std::time::SystemTime::now()
+    timestamp_from_ms(now_ms())
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    timestamp_from_ms(ms)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// A fieldless enum stored as its SCREAMING_CASE name.
@@ -146,19 +159,19 @@ pub struct Organization {
     pub name: String,
     pub plan: Plan,
     pub created_at: Timestamp,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub user_count: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub order_count: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub ticket_count: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub ticket_count_open: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub ticket_count_pending: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub ticket_count_solved: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub ticket_count_closed: u32,
 }
 
@@ -227,13 +240,13 @@ pub struct User {
     pub role: Role,
     pub created_at: Timestamp,
     /// Tickets this user requested.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub ticket_count: u32,
     /// Tickets assigned to this user.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub assigned_ticket_count: u32,
     /// Orders this user placed as buyer.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub order_count: u32,
 }
 

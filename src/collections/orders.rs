@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use super::entities::get_record;
 use super::error::{RepoError, RepoResult};
 use super::page::{read_connection, Connection, Page, MAX_PAGE_SIZE};
-use super::write::{bump, explain, n, next_version, put_new, s, OnFail, STATUS, VERSION};
+use super::write::{
+    bump, explain, holds_update, n, next_version, put_new, s, OnFail, STATUS, VERSION,
+};
 use crate::keys::{
     ClientToken, Id, ItemKeys, OrderKey, OrderTokenKey, OrgKey, Slug, UserKey, GSI1, PK,
 };
@@ -290,15 +292,14 @@ pub(super) fn check_order_transition(from: OrderStatus, to: OrderStatus) -> Repo
 /// current and the life cycle allows it (see [`order_transition_allowed`]); returns the
 /// order as written, at version `expected_version + 1`.
 ///
-/// Reads the order first: one Query on GSI1 (`GSI1PK = ORDER#<id>`, the order's own sort
-/// key, limit 1) → `NotFound("order")`. The index is eventually consistent: when it shows
-/// an older version than the caller expects, one strongly consistent GetItem of the
-/// order on the base table follows. A version other than the expected one is
-/// `VersionMismatch` with the current version; a forbidden move is `InvalidTransition`.
-/// Then one UpdateItem `SET status, version = expected + 1` conditioned on
-/// `version = expected AND status = <status read>`, so no concurrent transition can slip
-/// in between; when that fails the item it returns decides: `VersionMismatch` with its
-/// version, or `InvalidTransition` from its status if only the status moved.
+/// Reads the order first ([`locate_order`]) → `NotFound("order")`. A version other than
+/// the expected one is `VersionMismatch` with the current version; a forbidden move is
+/// `InvalidTransition`. Then one UpdateItem `SET status, version = expected + 1`
+/// conditioned on `version = expected AND status = <status read>`, so no concurrent
+/// transition can slip in between; when that fails the item it returns decides: the
+/// order as this call writes it (an attempt applied whose reply was lost, sent again by
+/// the SDK) is success, else `VersionMismatch` with its version, or `InvalidTransition`
+/// from its status if only the status moved.
 pub async fn update_order_status(
     store: &dyn Store,
     order_id: Id,
@@ -308,9 +309,82 @@ pub async fn update_order_status(
     update_org_order_status(store, None, order_id, status, expected_version).await
 }
 
+/// How long after its id was made an order may still be missing from GSI1: DynamoDB
+/// propagates a write to its indexes typically within a second, sometimes later.
+const INDEX_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// How many times [`locate_order`] looks for a young order on GSI1 (on
+/// [`retry_schedule`], about 4 s in all).
+const INDEX_READ_ATTEMPTS: u32 = 9;
+
+/// The order as stored now, for a write, in one request.
+///
+/// With its organization known, one strongly consistent GetItem on the table. Without,
+/// one Query on GSI1 (`GSI1PK = ORDER#<id>`, the order's own sort key, limit 1), which is
+/// eventually consistent: an order placed a moment ago may not be there yet, so while
+/// the id is younger than [`INDEX_CATCH_UP`] a miss is read again with backoff before it
+/// is `None`; and when the index shows an older version than the caller expects, one
+/// strongly consistent GetItem of the order follows.
+async fn locate_order(
+    store: &dyn Store,
+    org: Option<&Slug>,
+    order_id: Id,
+    expected_version: u32,
+) -> RepoResult<Option<Order>> {
+    if let Some(org) = org {
+        let item = store
+            .get_item(GetItem {
+                key: OrderKey::new(org, order_id).primary_key(),
+                consistent_read: true,
+            })
+            .await?;
+        return item.map(Order::from_item).transpose().map_err(Into::into);
+    }
+    let young = crate::model::now_ms().saturating_sub(order_id.timestamp_ms())
+        < INDEX_CATCH_UP.as_millis() as u64;
+    let on_index = || async {
+        let out = store
+            .query(Query {
+                index: Some(GSI1.to_owned()),
+                partition: OrderKey::lines_partition_of(order_id),
+                sort: Some(SortCondition::Eq(OrderKey::lines_boundary_of(order_id))),
+                forward: true,
+                limit: Some(1),
+                start: None,
+                consistent_read: false,
+            })
+            .await
+            .map_err(RepoError::from)?;
+        match out.items.into_iter().next() {
+            Some(item) => Ok(Some(Order::from_item(item)?)),
+            None => Err(RepoError::NotFound("order")),
+        }
+    };
+    let found = on_index
+        .retry(retry_schedule(INDEX_READ_ATTEMPTS - 1))
+        .when(|e| young && matches!(e, RepoError::NotFound(_)))
+        .await;
+    let current = match found {
+        Err(RepoError::NotFound(_)) => return Ok(None),
+        other => other?,
+    };
+    match current {
+        Some(indexed) if indexed.version < expected_version => {
+            let item = store
+                .get_item(GetItem {
+                    key: indexed.primary_key(),
+                    consistent_read: true,
+                })
+                .await?;
+            item.map(Order::from_item).transpose().map_err(Into::into)
+        }
+        other => Ok(other),
+    }
+}
+
 /// [`update_order_status`] for a caller who names the order's organization too (a global
-/// id carries it): an order of another organization is `NotFound("order")`, before any
-/// write.
+/// id or the caller's own organization carries it): the order is then read on the table,
+/// and an order of another organization is `NotFound("order")`, before any write.
 pub async fn update_org_order_status(
     store: &dyn Store,
     org: Option<&Slug>,
@@ -318,36 +392,9 @@ pub async fn update_org_order_status(
     status: OrderStatus,
     expected_version: u32,
 ) -> RepoResult<Order> {
-    let out = store
-        .query(Query {
-            index: Some(GSI1.to_owned()),
-            partition: OrderKey::lines_partition_of(order_id),
-            sort: Some(SortCondition::Eq(OrderKey::lines_boundary_of(order_id))),
-            forward: true,
-            limit: Some(1),
-            start: None,
-            consistent_read: false,
-        })
-        .await?;
-    let Some(item) = out.items.into_iter().next() else {
+    let Some(current) = locate_order(store, org, order_id, expected_version).await? else {
         return Err(RepoError::NotFound("order"));
     };
-    let mut current = Order::from_item(item)?;
-    if org.is_some_and(|org| *org != current.org) {
-        return Err(RepoError::NotFound("order"));
-    }
-    if current.version < expected_version {
-        let item = store
-            .get_item(GetItem {
-                key: current.primary_key(),
-                consistent_read: true,
-            })
-            .await?;
-        current = match item {
-            Some(item) => Order::from_item(item)?,
-            None => return Err(RepoError::NotFound("order")),
-        };
-    }
     let mismatch = |current: u32| RepoError::VersionMismatch {
         entity: "order",
         expected: expected_version,
@@ -359,17 +406,15 @@ pub async fn update_org_order_status(
     check_order_transition(current.status, status)?;
     let next_version = next_version(expected_version, "order")?;
 
-    let mut update = Update::new(
-        current.primary_key(),
-        UpdateExpr::default()
-            .set(STATUS, s(status.as_str()))
-            .set(VERSION, n(next_version)),
-    )
-    .when(Condition::And(vec![
-        Condition::eq(VERSION, n(expected_version)),
-        Condition::eq(STATUS, s(current.status.as_str())),
-    ]))
-    .returning(ReturnValues::AllNew);
+    let update_expr = UpdateExpr::default()
+        .set(STATUS, s(status.as_str()))
+        .set(VERSION, n(next_version));
+    let mut update = Update::new(current.primary_key(), update_expr.clone())
+        .when(Condition::And(vec![
+            Condition::eq(VERSION, n(expected_version)),
+            Condition::eq(STATUS, s(current.status.as_str())),
+        ]))
+        .returning(ReturnValues::AllNew);
     update.return_old_on_condition_failure = true;
     match store.update_item(update).await {
         Ok(Some(item)) => Ok(Order::from_item(item)?),
@@ -377,6 +422,12 @@ pub async fn update_org_order_status(
             "UpdateItem with ALL_NEW returned no item".into(),
         ))),
         Err(StoreError::ConditionFailed { item: None }) => Err(RepoError::NotFound("order")),
+        // Applied by an attempt whose reply was lost; the SDK's next one found it.
+        Err(StoreError::ConditionFailed { item: Some(item) })
+            if holds_update(&item, &update_expr) =>
+        {
+            Ok(Order::from_item(*item)?)
+        }
         Err(StoreError::ConditionFailed { item: Some(item) }) => {
             let now = Order::from_item(*item)?;
             if now.version != expected_version {

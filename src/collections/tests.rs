@@ -689,8 +689,13 @@ async fn writes_make_the_requests_their_docs_promise() {
     let acme = slug("acme");
     create_org(&s, &org("acme")).await.unwrap();
     assert_eq!(s.take(), 1, "create_org: one PutItem");
+    // The same organization again is the write itself (a lost reply sent again);
+    // another one under the slug is refused.
+    create_org(&s, &org("acme")).await.unwrap();
+    let mut other = org("acme");
+    other.name = "Another Acme".into();
     assert!(matches!(
-        create_org(&s, &org("acme")).await,
+        create_org(&s, &other).await,
         Err(RepoError::AlreadyExists("slug"))
     ));
     create_user(&s, &user("acme", "wile")).await.unwrap();

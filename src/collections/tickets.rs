@@ -4,11 +4,11 @@
 use super::entities::get_record;
 use super::error::RepoResult;
 use super::page::{read_connection, Connection, Page};
-use super::write::{bump, explain, n, next_version, put_new, OnFail, VERSION};
+use super::write::{bump, explain, holds_put, n, next_version, put_new, OnFail, VERSION};
 use crate::keys::{Id, OrgKey, Slug, TicketKey, UserKey, Username, GSI2, PK};
 use crate::model::{Organization, Record, Ticket, TicketPriority, TicketStatus, Timestamp, User};
 use crate::store::{
-    CmpOp, Condition, GetItem, PageKey, Put, Store, TransactAction, Update, UpdateExpr,
+    CmpOp, Condition, GetItem, PageKey, Put, Store, StoreError, TransactAction, Update, UpdateExpr,
 };
 
 /// Access pattern 6, newest first. The queue's size is the organization's status counter.
@@ -161,7 +161,9 @@ impl TicketChange {
 ///
 /// The new item replaces the old one whole, which recomputes its keys: a status change
 /// moves it to the other GSI2 queue. When the status changes, the organization's status
-/// counters move in the same transaction. When the assignee changes, so do the users'
+/// counters move in the same transaction (the one it leaves conditioned on a positive
+/// count, so no counter ever goes below 0: anything else is a table no writer made,
+/// `INTERNAL`). When the assignee changes, so do the users'
 /// `assignedTicketCount`s: `ADD -1` on the old assignee (conditioned on existing with a
 /// positive count: anything else is a table no writer made, `INTERNAL`) and `ADD 1` on
 /// the new one, who must exist (`NotFound("assignee")`). The version condition makes
@@ -186,13 +188,22 @@ pub async fn update_ticket(
     let mut actions = vec![TransactAction::Put(put)];
     let mut meanings = vec![version];
     if next.status != current.status {
-        actions.push(bump(
-            OrgKey::new(&current.org).primary_key(),
-            UpdateExpr::default()
-                .add(Organization::status_counter(current.status), -1)
-                .add(Organization::status_counter(next.status), 1),
+        let from = Organization::status_counter(current.status);
+        actions.push(TransactAction::Update(
+            Update::new(
+                OrgKey::new(&current.org).primary_key(),
+                UpdateExpr::default()
+                    .add(from, -1)
+                    .add(Organization::status_counter(next.status), 1),
+            )
+            .when(Condition::And(vec![
+                Condition::exists(PK),
+                Condition::Cmp(from.into(), CmpOp::Gt, n(0)),
+            ])),
         ));
-        meanings.push(OnFail::NotFound("organization"));
+        meanings.push(OnFail::Corrupt(
+            "the ticket's organization does not exist or does not count its status",
+        ));
     }
     // Old and new assignee differ, so each user item appears at most once.
     if next.assignee != current.assignee {
@@ -224,7 +235,15 @@ pub async fn update_ticket(
         let Some(TransactAction::Put(put)) = actions.pop() else {
             unreachable!("one Put action")
         };
-        store.put_item(put).await.map(|_| ())
+        match store.put_item(put).await {
+            // Applied by an attempt whose reply was lost; the SDK's next one found it.
+            Err(StoreError::ConditionFailed { item: Some(found) })
+                if holds_put(&found, &next.to_item()) =>
+            {
+                Ok(())
+            }
+            other => other.map(|_| ()),
+        }
     } else {
         store.transact_write(actions).await
     };

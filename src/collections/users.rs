@@ -8,8 +8,8 @@ use super::write::{bump, explain, failed_condition, n, put_new, s, OnFail};
 use crate::keys::{Email, OrgKey, Slug, UserEmailKey, UserKey, Username, GSI1, PK};
 use crate::model::{Organization, Record, Role, Ticket, User, UserEmail};
 use crate::store::{
-    Condition, Delete, GetItem, Item, PageKey, ReturnValues, SortCondition, Store, StoreError,
-    TransactAction, Update, UpdateExpr,
+    CmpOp, Condition, Delete, GetItem, Item, PageKey, ReturnValues, SortCondition, Store,
+    StoreError, TransactAction, Update, UpdateExpr,
 };
 
 /// Access pattern 4, newest tickets first.
@@ -366,7 +366,8 @@ fn user_referrers(user: &User) -> Option<&'static str> {
 /// email read and on `ticketCount`, `assignedTicketCount` and `orderCount` being 0 (so a
 /// ticket or order that names them between the read and the write cancels the delete);
 /// delete its marker (conditioned on it naming this user, or being absent); `ADD
-/// userCount -1` on the organization. `NotFound("user")`. When the user changed in
+/// userCount -1` on the organization, conditioned on a positive count (else the table
+/// is one no writer made: `INTERNAL`). `NotFound("user")`. When the user changed in
 /// between (its email moved, a counter grew), the cancelled transaction reports the user
 /// as it is now, and the refusal or the write is built again from that, as in
 /// [`update_user`].
@@ -394,9 +395,15 @@ pub async fn delete_user(store: &dyn Store, org: &Slug, username: &Username) -> 
                 Delete::new(UserEmailKey::new(&current.email).primary_key())
                     .when(marker_is_theirs(&current)),
             ),
-            bump(
-                OrgKey::new(org).primary_key(),
-                UpdateExpr::default().add(Organization::USER_COUNT, -1),
+            TransactAction::Update(
+                Update::new(
+                    OrgKey::new(org).primary_key(),
+                    UpdateExpr::default().add(Organization::USER_COUNT, -1),
+                )
+                .when(Condition::And(vec![
+                    Condition::exists(PK),
+                    Condition::Cmp(Organization::USER_COUNT.into(), CmpOp::Gt, n(0)),
+                ])),
             ),
         ];
         match store.transact_write(actions).await {
@@ -409,7 +416,9 @@ pub async fn delete_user(store: &dyn Store, org: &Slug, username: &Username) -> 
                         &[
                             OnFail::NotFound("user"),
                             OnFail::Corrupt("the user's email marker names another user"),
-                            OnFail::NotFound("organization"),
+                            OnFail::Corrupt(
+                                "the organization does not exist or does not count the user",
+                            ),
                         ],
                     ))
                 }

@@ -6,7 +6,7 @@ use super::cursor::InvalidCursor;
 use crate::auth::Forbidden;
 use crate::collections::RepoError;
 use crate::keys::KeyError;
-use crate::store::{only_conflicts, StoreError};
+use crate::store::{is_conflict, only_conflicts, CancelReason, StoreError};
 
 /// What went wrong, as a GraphQL error. Each variant names its `extensions.code`.
 #[derive(Debug, thiserror::Error)]
@@ -51,10 +51,19 @@ pub enum ApiError {
     /// manage users and change orders). Checked before anything is read.
     #[error("{0}")]
     Forbidden(String),
-    /// `UNAVAILABLE`: the store cannot be reached, throttles past the retry budget, or
-    /// concurrent writes kept conflicting with this one past the retry budget.
+    /// `UNAVAILABLE` (retryable): the store cannot be reached or timed out. A mutation's
+    /// write may or may not have happened: read again before retrying it (or retry with
+    /// the same `clientToken`).
     #[error("the data store is unavailable; try again")]
     Unavailable,
+    /// `THROTTLED` (retryable): the store refused the request for its throughput past
+    /// the retry budget; nothing was written. Try again after a pause.
+    #[error("the data store is throttling requests; try again after a pause")]
+    Throttled,
+    /// `CONTENTION` (retryable): concurrent writes to the same items kept cancelling this
+    /// one past the retry budget; nothing was written. Try again.
+    #[error("concurrent writes to the same items kept cancelling this write; try again")]
+    Contention,
     /// `QUERY_TOO_DEEP`: fields nest deeper than `--max-depth`; nothing was read.
     #[error("the query nests fields {depth} deep; at most {max} are allowed")]
     QueryTooDeep { depth: usize, max: usize },
@@ -112,6 +121,8 @@ impl ApiError {
             ApiError::InvalidTransition { .. } => "INVALID_TRANSITION",
             ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::Unavailable => "UNAVAILABLE",
+            ApiError::Throttled => "THROTTLED",
+            ApiError::Contention => "CONTENTION",
             ApiError::QueryTooDeep { .. } => "QUERY_TOO_DEEP",
             ApiError::TooManyAliases { .. } => "TOO_MANY_ALIASES",
             ApiError::QueryTooComplex { .. } => "QUERY_TOO_COMPLEX",
@@ -126,6 +137,14 @@ impl ApiError {
 
     /// The error as a request error: no location, no path (a limit refuses the request as
     /// a whole).
+    /// Whether the same request may simply be sent again (`extensions.retryable`).
+    pub fn retryable(&self) -> bool {
+        matches!(
+            self,
+            ApiError::Unavailable | ApiError::Throttled | ApiError::Contention
+        )
+    }
+
     pub fn server_error(&self) -> async_graphql::ServerError {
         let mut err = async_graphql::ServerError::new(self.to_string(), None);
         err.extensions = self.extend().extensions;
@@ -137,6 +156,9 @@ impl ErrorExtensions for ApiError {
     fn extend(&self) -> async_graphql::Error {
         async_graphql::Error::new(self.to_string()).extend_with(|_, e| {
             e.set("code", self.code());
+            if self.retryable() {
+                e.set("retryable", true);
+            }
             match self {
                 ApiError::BadUserInput {
                     field: Some(field), ..
@@ -205,17 +227,26 @@ impl From<InvalidCursor> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Unavailable(_)
-            | StoreError::Throttled(_)
-            | StoreError::TableNotFound(_) => {
+            StoreError::Unavailable(_) | StoreError::TableNotFound(_) => {
                 tracing::warn!(error = %e, "store unavailable");
                 ApiError::Unavailable
             }
-            // Concurrent writes kept cancelling the transaction past the engine's retry
-            // budget: contention, not a bug; the client may try again.
-            StoreError::TransactionCanceled { ref reasons } if only_conflicts(reasons) => {
+            StoreError::Throttled(_) => {
+                tracing::warn!(error = %e, "store throttled past the retry budget");
+                ApiError::Throttled
+            }
+            StoreError::TransactionCanceled { ref reasons }
+                if only_conflicts(reasons)
+                    && reasons.iter().any(|r| matches!(r, CancelReason::Throttled)) =>
+            {
+                tracing::warn!(error = %e, "transaction throttled past the retry budget");
+                ApiError::Throttled
+            }
+            // Concurrent writes kept cancelling the write past the engine's retry budget:
+            // contention, not a bug; the client may try again.
+            ref conflict if is_conflict(conflict) => {
                 tracing::warn!(error = %e, "write contention past the retry budget");
-                ApiError::Unavailable
+                ApiError::Contention
             }
             other => {
                 tracing::error!(error = %other, "store error");
@@ -367,10 +398,26 @@ mod tests {
     }
 
     #[test]
-    fn write_contention_is_unavailable_and_other_cancellations_internal() {
+    fn contention_and_throttling_are_retryable_and_other_cancellations_internal() {
         let cancelled = |reasons| StoreError::TransactionCanceled { reasons };
         let contention = cancelled(vec![CancelReason::None, CancelReason::TransactionConflict]);
-        assert!(matches!(ApiError::from(contention), ApiError::Unavailable));
+        assert!(matches!(ApiError::from(contention), ApiError::Contention));
+        let single = StoreError::TransactionConflict("ongoing".into());
+        assert!(matches!(ApiError::from(single), ApiError::Contention));
+        assert!(matches!(
+            ApiError::from(StoreError::Throttled("slow down".into())),
+            ApiError::Throttled
+        ));
+        for (err, code) in [
+            (StoreError::Throttled("x".into()), "THROTTLED"),
+            (StoreError::TransactionConflict("x".into()), "CONTENTION"),
+            (StoreError::Unavailable("x".into()), "UNAVAILABLE"),
+        ] {
+            assert_eq!(
+                extensions(RepoError::Store(err).into()),
+                serde_json::json!({ "code": code, "retryable": true })
+            );
+        }
         let odd = cancelled(vec![
             CancelReason::TransactionConflict,
             CancelReason::ValidationError("x".into()),

@@ -4,8 +4,12 @@
 //! Layout inside the redb file, per DynamoDB table `T`:
 //! - `meta`: one row per table, so DescribeTable and "table not found" behave as DynamoDB's;
 //! - `items/T`: encoded `(PK, SK)` → the item as DynamoDB JSON;
-//! - `index/T/<index>`: encoded `(index PK, index SK, PK, SK)` → the encoded base key. Only
-//!   items carrying both index key attributes get a row, which makes the indexes sparse.
+//! - `index/T/<index>`: encoded `(index PK, index SK, PK, SK)` → the item as DynamoDB JSON
+//!   (indexes project every attribute). Only items carrying both index key attributes get
+//!   a row, which makes the indexes sparse;
+//! - `pending/T`: with a GSI lag ([`Faults`]), the index changes of each write in write
+//!   order, each with the time it reaches the indexes. Due changes are applied before an
+//!   index is read; all of them when the file is opened.
 //!
 //! Keys are encoded so that redb's byte order is DynamoDB's order: each string's UTF-8
 //! bytes with `0x00` escaped as `0x00 0xFF`, then the terminator `0x00 0x01`. A prefix then
@@ -13,30 +17,42 @@
 //!
 //! Every write runs in one redb write transaction (serializable, one writer at a time), so
 //! conditions are checked and effects applied atomically, and TransactWriteItems is all or
-//! nothing. Reads are snapshot reads, hence always strongly consistent.
+//! nothing. Reads are snapshot reads, hence always strongly consistent, and indexes are
+//! in step with the table, unless a fault model ([`super::faults`]) says otherwise.
 
-// Just over 900 lines with its tests: one engine, one redb transaction per port call;
-// splitting the key encoding or the Query path out would scatter what one reader checks
-// against DynamoDB's semantics.
+// Over 1 000 lines with its tests: one engine, one redb transaction per port call, and the
+// fault model's attempts around them; splitting the key encoding or the Query path out
+// would scatter what one reader checks against DynamoDB's semantics.
 
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use redb::{Database, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+use super::faults::{Draw, Faults, Injector, CLIENT_TOKEN_TTL, SDK_MAX_ATTEMPTS};
 
 use super::validate::{self, MAX_QUERY_PAGE_BYTES};
 use super::value::{self, canonical_number, canonicalize, item_size, parse_number};
 use super::{
-    AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp, Condition, Delete, GetItem,
-    IndexKey, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, ReturnValues, Scan, SetValue,
-    SortCondition, Store, StoreError, StoreResult, TableDescription, TableSchema, TransactAction,
-    Update, UpdateExpr,
+    retry_conflicts, retry_schedule, AttributeValue, BatchGet, BatchGetPage, CancelReason, CmpOp,
+    Condition, Delete, GetItem, IndexKey, Item, PageKey, PrimaryKey, Put, Query, QueryOutput,
+    ReturnValues, Scan, SetValue, SortCondition, Store, StoreError, StoreResult, TableDescription,
+    TableSchema, TransactAction, Update, UpdateExpr,
 };
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 type Bytes<'a> = TableDefinition<'a, &'static [u8], &'static [u8]>;
+type Sequence<'a> = TableDefinition<'a, u64, &'static [u8]>;
+
+/// What a table's meta row says of its index rows: they hold the projected item. Files
+/// written before hold the base key there, and their indexes are rebuilt on open.
+const INDEX_FORMAT: &str = "projected";
 
 /// BatchGetItem answers at most 16 MB; the rest comes back as unprocessed keys.
 const MAX_BATCH_GET_BYTES: usize = 16 * 1024 * 1024;
@@ -53,7 +69,43 @@ struct Inner {
     schema: TableSchema,
     items_name: String,
     index_names: Vec<String>,
+    pending_name: String,
+    /// How long a write takes to reach the indexes; zero writes them in its transaction.
+    gsi_lag: Duration,
+    faults: Option<Injector>,
+    /// `ClientRequestToken`s of the transactions applied lately: the digest of the
+    /// request and when the token expires.
+    tokens: Mutex<HashMap<String, (u64, Instant)>>,
 }
+
+/// The index changes of one write, waiting for the GSI lag to pass.
+#[derive(Serialize, Deserialize)]
+struct Propagation {
+    /// Milliseconds since the Unix epoch when the change reaches the indexes.
+    due_ms: u64,
+    rows: Vec<IndexChange>,
+}
+
+/// (index position, encoded index key, the item to store there or `None` to remove).
+type IndexChange = (usize, Vec<u8>, Option<Vec<u8>>);
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What a write attempt is, for the fault model.
+#[derive(Clone, Copy)]
+enum Call {
+    Read,
+    /// PutItem, UpdateItem, DeleteItem.
+    Single,
+    /// TransactWriteItems with this many actions.
+    Transaction(usize),
+}
+
+type Op<T> = Arc<dyn Fn(&Inner) -> StoreResult<T> + Send + Sync>;
 
 fn internal(e: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(format!("embedded engine: {e}"))
@@ -66,22 +118,44 @@ fn not_found() -> StoreError {
 impl EmbeddedStore {
     /// Opens (or creates) a redb file. The table inside is created by `create_table`.
     pub fn open(path: &Path, table: &str, schema: TableSchema) -> StoreResult<Self> {
+        Self::open_with_faults(path, table, schema, Faults::default())
+    }
+
+    /// [`EmbeddedStore::open`] with DynamoDB's failure modes injected.
+    pub fn open_with_faults(
+        path: &Path,
+        table: &str,
+        schema: TableSchema,
+        faults: Faults,
+    ) -> StoreResult<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(internal)?;
         }
         let db = Database::create(path).map_err(internal)?;
-        Ok(Self::with_db(db, table, schema))
+        let store = Self::with_db(db, table, schema, faults);
+        store.inner.upgrade()?;
+        store.inner.propagate(true)?;
+        Ok(store)
     }
 
     /// A store that lives in memory only, for tests and throwaway runs.
     pub fn in_memory(table: &str, schema: TableSchema) -> StoreResult<Self> {
+        Self::in_memory_with_faults(table, schema, Faults::default())
+    }
+
+    /// [`EmbeddedStore::in_memory`] with DynamoDB's failure modes injected.
+    pub fn in_memory_with_faults(
+        table: &str,
+        schema: TableSchema,
+        faults: Faults,
+    ) -> StoreResult<Self> {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .map_err(internal)?;
-        Ok(Self::with_db(db, table, schema))
+        Ok(Self::with_db(db, table, schema, faults))
     }
 
-    fn with_db(db: Database, table: &str, schema: TableSchema) -> Self {
+    fn with_db(db: Database, table: &str, schema: TableSchema, faults: Faults) -> Self {
         let index_names = schema
             .indexes
             .iter()
@@ -92,10 +166,22 @@ impl EmbeddedStore {
                 db,
                 items_name: format!("items/{table}"),
                 index_names,
+                pending_name: format!("pending/{table}"),
                 table: table.to_owned(),
                 schema,
+                gsi_lag: faults.gsi_lag,
+                faults: faults.any().then(|| Injector::new(faults)),
+                tokens: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// The faults this store injects.
+    pub fn faults(&self) -> Faults {
+        self.inner
+            .faults
+            .as_ref()
+            .map_or_else(Faults::default, |i| i.faults)
     }
 
     /// Runs blocking redb work off the async executor.
@@ -107,6 +193,61 @@ impl EmbeddedStore {
         tokio::task::spawn_blocking(move || f(&inner))
             .await
             .map_err(internal)?
+    }
+
+    /// One call as the SDK in front of DynamoDB makes it: without faults, `op` once; with
+    /// them, up to [`SDK_MAX_ATTEMPTS`] attempts, each of which may be throttled (sent
+    /// again), meet a transaction in flight (given back at once, as the SDK does), or be
+    /// applied and lose its reply (sent again, applied again).
+    async fn call<T: Send + 'static>(&self, call: Call, op: Op<T>) -> StoreResult<T> {
+        let Some(injector) = &self.inner.faults else {
+            return self.run(move |inner| op(inner)).await;
+        };
+        let actions = match call {
+            Call::Read => 0,
+            Call::Single => 1,
+            Call::Transaction(n) => n,
+        };
+        let mut waits = backon::BackoffBuilder::build(retry_schedule(SDK_MAX_ATTEMPTS - 1));
+        loop {
+            let failed = match injector.draw(actions) {
+                Draw::Through => return self.run(move |inner| op(inner)).await,
+                Draw::Throttled => StoreError::Throttled(
+                    "Rate of requests exceeds the allowed throughput (injected)".into(),
+                ),
+                Draw::Conflict(at) => {
+                    return Err(match call {
+                        Call::Transaction(n) => StoreError::TransactionCanceled {
+                            reasons: (0..n)
+                                .map(|i| {
+                                    if i == at {
+                                        CancelReason::TransactionConflict
+                                    } else {
+                                        CancelReason::None
+                                    }
+                                })
+                                .collect(),
+                        },
+                        _ => StoreError::TransactionConflict(
+                            "Transaction is ongoing for the item (injected)".into(),
+                        ),
+                    })
+                }
+                Draw::LostReply => {
+                    // Applied (or refused) by the store; the answer never reaches the caller.
+                    let op = op.clone();
+                    let _lost = self.run(move |inner| op(inner)).await;
+                    StoreError::Unavailable(
+                        "the attempt timed out after the store received it (injected lost reply)"
+                            .into(),
+                    )
+                }
+            };
+            match waits.next() {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => return Err(failed),
+            }
+        }
     }
 }
 
@@ -208,8 +349,12 @@ fn decode_item(bytes: &[u8]) -> StoreResult<Item> {
     serde_json::from_slice(bytes).map_err(internal)
 }
 
+fn decode_propagation(bytes: &[u8]) -> StoreResult<Propagation> {
+    serde_json::from_slice(bytes).map_err(internal)
+}
+
 fn meta_row(table: &str) -> Vec<u8> {
-    serde_json::json!({ "name": table, "status": "ACTIVE" })
+    serde_json::json!({ "name": table, "status": "ACTIVE", "indexes": INDEX_FORMAT })
         .to_string()
         .into_bytes()
 }
@@ -221,6 +366,86 @@ impl Inner {
 
     fn index_def(&self, i: usize) -> Bytes<'_> {
         TableDefinition::new(&self.index_names[i])
+    }
+
+    fn pending_def(&self) -> Sequence<'_> {
+        TableDefinition::new(&self.pending_name)
+    }
+
+    /// Rebuilds the indexes of a table written before index rows held the item.
+    fn upgrade(&self) -> StoreResult<()> {
+        let tx = self.db.begin_write().map_err(internal)?;
+        {
+            let mut meta = tx.open_table(META).map_err(internal)?;
+            let current = match meta.get(self.table.as_str()).map_err(internal)? {
+                None => return Ok(()),
+                Some(row) => {
+                    serde_json::from_slice::<serde_json::Value>(row.value())
+                        .map_err(internal)?
+                        .get("indexes")
+                        .and_then(|v| v.as_str())
+                        == Some(INDEX_FORMAT)
+                }
+            };
+            if current {
+                return Ok(());
+            }
+            meta.insert(self.table.as_str(), meta_row(&self.table).as_slice())
+                .map_err(internal)?;
+        }
+        for i in 0..self.index_names.len() {
+            tx.delete_table(self.index_def(i)).map_err(internal)?;
+        }
+        {
+            let items = tx.open_table(self.items_def()).map_err(internal)?;
+            for row in items.iter().map_err(internal)? {
+                let (_, v) = row.map_err(internal)?;
+                let item = decode_item(v.value())?;
+                for (i, row) in self.index_rows(&item) {
+                    let mut t = tx.open_table(self.index_def(i)).map_err(internal)?;
+                    t.insert(row.as_slice(), v.value()).map_err(internal)?;
+                }
+            }
+        }
+        tx.commit().map_err(internal)
+    }
+
+    /// Applies the index changes whose lag has passed (all of them with `all`), oldest
+    /// first. A write transaction only when there is something to apply.
+    fn propagate(&self, all: bool) -> StoreResult<()> {
+        let now = now_ms();
+        let due = |p: &Propagation| all || p.due_ms <= now;
+        {
+            let tx = self.db.begin_read().map_err(internal)?;
+            let pending = match tx.open_table(self.pending_def()) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+                Err(e) => return Err(internal(e)),
+            };
+            let first = pending.first().map_err(internal)?;
+            match first {
+                Some((_, v)) if due(&decode_propagation(v.value())?) => {}
+                _ => return Ok(()),
+            }
+        }
+        let tx = self.db.begin_write().map_err(internal)?;
+        {
+            let mut pending = tx.open_table(self.pending_def()).map_err(internal)?;
+            while let Some((seq, p)) = {
+                let first = pending.first().map_err(internal)?;
+                match first {
+                    Some((k, v)) => Some((k.value(), decode_propagation(v.value())?)),
+                    None => None,
+                }
+            } {
+                if !due(&p) {
+                    break;
+                }
+                self.apply_index_changes(&tx, &p.rows)?;
+                pending.remove(seq).map_err(internal)?;
+            }
+        }
+        tx.commit().map_err(internal)
     }
 
     fn table_exists(
@@ -297,17 +522,53 @@ impl Inner {
         }
         let old_rows = old.map(|i| self.index_rows(i)).unwrap_or_default();
         let new_rows = new.map(|i| self.index_rows(i)).unwrap_or_default();
-        for (i, row) in &old_rows {
-            if !new_rows.contains(&(*i, row.clone())) {
-                let mut t = tx.open_table(self.index_def(*i)).map_err(internal)?;
-                t.remove(row.as_slice()).map_err(internal)?;
-            }
+        // Rows the item leaves, then every row it has (its projection changed with it).
+        let mut changes: Vec<IndexChange> = old_rows
+            .into_iter()
+            .filter(|r| !new_rows.contains(r))
+            .map(|(i, row)| (i, row, None))
+            .collect();
+        if let Some(item) = new.filter(|_| !new_rows.is_empty()) {
+            let bytes = encode_item(item)?;
+            changes.extend(
+                new_rows
+                    .into_iter()
+                    .map(|(i, row)| (i, row, Some(bytes.clone()))),
+            );
         }
-        for (i, row) in &new_rows {
-            if !old_rows.contains(&(*i, row.clone())) {
-                let mut t = tx.open_table(self.index_def(*i)).map_err(internal)?;
-                t.insert(row.as_slice(), tk.as_slice()).map_err(internal)?;
+        if changes.is_empty() {
+            return Ok(());
+        }
+        if !self.gsi_lag.is_zero() {
+            let mut pending = tx.open_table(self.pending_def()).map_err(internal)?;
+            let seq = pending
+                .last()
+                .map_err(internal)?
+                .map_or(0, |(k, _)| k.value() + 1);
+            let p = Propagation {
+                due_ms: now_ms() + self.gsi_lag.as_millis() as u64,
+                rows: changes,
+            };
+            let bytes = serde_json::to_vec(&p).map_err(internal)?;
+            pending.insert(seq, bytes.as_slice()).map_err(internal)?;
+            return Ok(());
+        }
+        self.apply_index_changes(tx, &changes)
+    }
+
+    /// Writes index rows (`Some` item) and removes them (`None`).
+    fn apply_index_changes(
+        &self,
+        tx: &redb::WriteTransaction,
+        changes: &[IndexChange],
+    ) -> StoreResult<()> {
+        for (i, row, item) in changes {
+            let mut t = tx.open_table(self.index_def(*i)).map_err(internal)?;
+            match item {
+                Some(item) => t.insert(row.as_slice(), item.as_slice()),
+                None => t.remove(row.as_slice()),
             }
+            .map_err(internal)?;
         }
         Ok(())
     }
@@ -489,11 +750,11 @@ fn apply(inner: &Inner, tx: &redb::WriteTransaction, planned: &Planned) -> Store
 /// One single-item write: plan, refuse with DynamoDB's error, or apply and commit.
 fn single_write(
     inner: &Inner,
-    action: TransactAction,
+    action: &TransactAction,
 ) -> StoreResult<(Option<Item>, Option<Item>)> {
     let tx = inner.db.begin_write().map_err(internal)?;
     inner.write_exists(&tx)?;
-    let planned = match plan(inner, &tx, &action)? {
+    let planned = match plan(inner, &tx, action)? {
         Ok(p) => p,
         Err(Refused::Condition(item)) => {
             return Err(StoreError::ConditionFailed {
@@ -562,6 +823,7 @@ impl Store for EmbeddedStore {
             for i in 0..inner.index_names.len() {
                 tx.delete_table(inner.index_def(i)).map_err(internal)?;
             }
+            tx.delete_table(inner.pending_def()).map_err(internal)?;
             tx.commit().map_err(internal)?;
             Ok(true)
         })
@@ -593,91 +855,109 @@ impl Store for EmbeddedStore {
 
     async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
         validate::get_item(self.schema(), &req)?;
-        self.run(move |inner| {
-            let tx = inner.db.begin_read().map_err(internal)?;
-            inner.read_exists(&tx)?;
-            let items = tx.open_table(inner.items_def()).map_err(internal)?;
-            let got = items
-                .get(table_key(&req.key).as_slice())
-                .map_err(internal)?;
-            got.map(|v| decode_item(v.value())).transpose()
-        })
+        self.call(
+            Call::Read,
+            Arc::new(move |inner| {
+                let tx = inner.db.begin_read().map_err(internal)?;
+                inner.read_exists(&tx)?;
+                let items = tx.open_table(inner.items_def()).map_err(internal)?;
+                let got = items
+                    .get(table_key(&req.key).as_slice())
+                    .map_err(internal)?;
+                got.map(|v| decode_item(v.value())).transpose()
+            }),
+        )
         .await
     }
 
     async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
         validate::batch_get(self.schema(), &req)?;
-        self.run(move |inner| {
-            let tx = inner.db.begin_read().map_err(internal)?;
-            inner.read_exists(&tx)?;
-            let items = tx.open_table(inner.items_def()).map_err(internal)?;
-            let mut page = BatchGetPage::default();
-            let mut bytes = 0;
-            for key in req.keys {
-                if bytes >= MAX_BATCH_GET_BYTES {
-                    page.unprocessed.push(key);
-                    continue;
+        self.call(
+            Call::Read,
+            Arc::new(move |inner| {
+                let tx = inner.db.begin_read().map_err(internal)?;
+                inner.read_exists(&tx)?;
+                let items = tx.open_table(inner.items_def()).map_err(internal)?;
+                let mut page = BatchGetPage::default();
+                let mut bytes = 0;
+                for key in &req.keys {
+                    if bytes >= MAX_BATCH_GET_BYTES {
+                        page.unprocessed.push(key.clone());
+                        continue;
+                    }
+                    if let Some(v) = items.get(table_key(key).as_slice()).map_err(internal)? {
+                        let item = decode_item(v.value())?;
+                        bytes += item_size(&item);
+                        page.items.push(item);
+                    }
                 }
-                if let Some(v) = items.get(table_key(&key).as_slice()).map_err(internal)? {
-                    let item = decode_item(v.value())?;
-                    bytes += item_size(&item);
-                    page.items.push(item);
-                }
-            }
-            Ok(page)
-        })
+                Ok(page)
+            }),
+        )
         .await
     }
 
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
         validate::query(self.schema(), &req)?;
-        self.run(move |inner| query(inner, &req)).await
+        self.call(
+            Call::Read,
+            Arc::new(move |inner| {
+                if req.index.is_some() && !inner.gsi_lag.is_zero() {
+                    inner.propagate(false)?;
+                }
+                query(inner, &req)
+            }),
+        )
+        .await
     }
 
     async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
         validate::scan(self.schema(), &req)?;
-        self.run(move |inner| {
-            let tx = inner.db.begin_read().map_err(internal)?;
-            inner.read_exists(&tx)?;
-            let items = tx.open_table(inner.items_def()).map_err(internal)?;
-            let start = req.start.as_ref().map(|s| table_key(&s.table));
-            let lower = match &start {
-                Some(k) => Bound::Excluded(k.as_slice()),
-                None => Bound::Unbounded,
-            };
-            let limit = req.limit.map_or(usize::MAX, |l| l as usize);
-            let mut out = QueryOutput::default();
-            let mut bytes = 0;
-            for row in items
-                .range::<&[u8]>((lower, Bound::Unbounded))
-                .map_err(internal)?
-            {
-                let (_, v) = row.map_err(internal)?;
-                let item = decode_item(v.value())?;
-                bytes += item_size(&item);
-                let key = inner.schema.key_of(&item);
-                out.items.push(item);
-                if out.items.len() >= limit || bytes >= MAX_QUERY_PAGE_BYTES {
-                    out.last_evaluated_key = key.map(|table| PageKey { table, index: None });
-                    break;
+        self.call(
+            Call::Read,
+            Arc::new(move |inner| {
+                let tx = inner.db.begin_read().map_err(internal)?;
+                inner.read_exists(&tx)?;
+                let items = tx.open_table(inner.items_def()).map_err(internal)?;
+                let start = req.start.as_ref().map(|s| table_key(&s.table));
+                let lower = match &start {
+                    Some(k) => Bound::Excluded(k.as_slice()),
+                    None => Bound::Unbounded,
+                };
+                let limit = req.limit.map_or(usize::MAX, |l| l as usize);
+                let mut out = QueryOutput::default();
+                let mut bytes = 0;
+                for row in items
+                    .range::<&[u8]>((lower, Bound::Unbounded))
+                    .map_err(internal)?
+                {
+                    let (_, v) = row.map_err(internal)?;
+                    let item = decode_item(v.value())?;
+                    bytes += item_size(&item);
+                    let key = inner.schema.key_of(&item);
+                    out.items.push(item);
+                    if out.items.len() >= limit || bytes >= MAX_QUERY_PAGE_BYTES {
+                        out.last_evaluated_key = key.map(|table| PageKey { table, index: None });
+                        break;
+                    }
                 }
-            }
-            Ok(out)
-        })
+                Ok(out)
+            }),
+        )
         .await
     }
 
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
         validate::put(self.schema(), &req)?;
-        self.run(move |inner| single_write(inner, TransactAction::Put(req)).map(|_| None))
-            .await
+        let action = Arc::new(TransactAction::Put(req));
+        self.single_write("PutItem", action).await.map(|_| None)
     }
 
     async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
         validate::update(self.schema(), &req)?;
         let returns = req.returns;
         let (old, new) = self
-            .run(move |inner| single_write(inner, TransactAction::Update(req)))
+            .single_write("UpdateItem", Arc::new(TransactAction::Update(req)))
             .await?;
         Ok(match returns {
             ReturnValues::None => None,
@@ -690,7 +970,7 @@ impl Store for EmbeddedStore {
         validate::delete(self.schema(), &req)?;
         let returns = req.returns;
         let (old, _) = self
-            .run(move |inner| single_write(inner, TransactAction::Delete(req)))
+            .single_write("DeleteItem", Arc::new(TransactAction::Delete(req)))
             .await?;
         Ok(if returns == ReturnValues::AllOld {
             old
@@ -699,36 +979,117 @@ impl Store for EmbeddedStore {
         })
     }
 
+    /// With faults, each send carries a `ClientRequestToken` (the same for the attempts
+    /// of one send), as [`super::dynamo::DynamoStore`]'s do.
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         validate::transact(self.schema(), &actions)?;
-        self.run(move |inner| {
-            let tx = inner.db.begin_write().map_err(internal)?;
-            inner.write_exists(&tx)?;
-            let mut planned = Vec::with_capacity(actions.len());
-            let mut reasons = Vec::with_capacity(actions.len());
-            for action in &actions {
-                match plan(inner, &tx, action)? {
-                    Ok(p) => {
-                        planned.push(p);
-                        reasons.push(CancelReason::None);
-                    }
-                    Err(Refused::Condition(item)) => {
-                        reasons.push(CancelReason::ConditionalCheckFailed { item })
-                    }
-                    Err(Refused::Invalid(msg)) => reasons.push(CancelReason::ValidationError(msg)),
-                }
-            }
-            if planned.len() < actions.len() {
-                tx.abort().map_err(internal)?;
-                return Err(StoreError::TransactionCanceled { reasons });
-            }
-            for p in &planned {
-                apply(inner, &tx, p)?;
-            }
-            tx.commit().map_err(internal)
+        let n = actions.len();
+        let actions = Arc::new(actions);
+        let faulty = self.inner.faults.is_some();
+        retry_conflicts("TransactWriteItems", || {
+            let actions = actions.clone();
+            let token = faulty.then(|| (ulid::Ulid::new().to_string(), digest(&actions)));
+            self.call(
+                Call::Transaction(n),
+                Arc::new(move |inner| transact(inner, &actions, token.as_ref())),
+            )
         })
         .await
     }
+}
+
+impl EmbeddedStore {
+    async fn single_write(
+        &self,
+        op: &'static str,
+        action: Arc<TransactAction>,
+    ) -> StoreResult<(Option<Item>, Option<Item>)> {
+        retry_conflicts(op, || {
+            let action = action.clone();
+            self.call(
+                Call::Single,
+                Arc::new(move |inner| single_write(inner, &action)),
+            )
+        })
+        .await
+    }
+}
+
+/// TransactWriteItems in one redb write transaction: every action planned against the
+/// items as stored, then all applied or none. A `ClientRequestToken` (with the digest of
+/// the request) that applied a transaction within [`CLIENT_TOKEN_TTL`] makes a repeat a
+/// success that changes nothing, as on DynamoDB; the same token with another request is
+/// DynamoDB's `IdempotentParameterMismatchException`.
+fn transact(
+    inner: &Inner,
+    actions: &[TransactAction],
+    token: Option<&(String, u64)>,
+) -> StoreResult<()> {
+    let tx = inner.db.begin_write().map_err(internal)?;
+    inner.write_exists(&tx)?;
+    if let Some((token, digest)) = token {
+        let tokens = inner.tokens.lock().unwrap_or_else(|p| p.into_inner());
+        match tokens.get(token) {
+            Some((seen, expires)) if *expires > Instant::now() => {
+                return if seen == digest {
+                    Ok(())
+                } else {
+                    Err(internal(
+                        "IdempotentParameterMismatchException: the client token was used with another request",
+                    ))
+                };
+            }
+            _ => {}
+        }
+    }
+    let mut planned = Vec::with_capacity(actions.len());
+    let mut reasons = Vec::with_capacity(actions.len());
+    for action in actions {
+        match plan(inner, &tx, action)? {
+            Ok(p) => {
+                planned.push(p);
+                reasons.push(CancelReason::None);
+            }
+            Err(Refused::Condition(item)) => {
+                reasons.push(CancelReason::ConditionalCheckFailed { item })
+            }
+            Err(Refused::Invalid(msg)) => reasons.push(CancelReason::ValidationError(msg)),
+        }
+    }
+    if planned.len() < actions.len() {
+        tx.abort().map_err(internal)?;
+        return Err(StoreError::TransactionCanceled { reasons });
+    }
+    for p in &planned {
+        apply(inner, &tx, p)?;
+    }
+    tx.commit().map_err(internal)?;
+    if let Some((token, digest)) = token {
+        let now = Instant::now();
+        let mut tokens = inner.tokens.lock().unwrap_or_else(|p| p.into_inner());
+        if tokens.len() >= 4096 {
+            tokens.retain(|_, (_, expires)| *expires > now);
+        }
+        tokens.insert(token.clone(), (*digest, now + CLIENT_TOKEN_TTL));
+    }
+    Ok(())
+}
+
+/// A digest of a transaction's actions, the same for equal requests: what a client token
+/// is checked against.
+fn digest(actions: &[TransactAction]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for action in actions {
+        match action {
+            // The only part kept in a map, whose order is not fixed: sorted first.
+            TransactAction::Put(p) => {
+                format!("{:?}", p.item.iter().collect::<BTreeMap<_, _>>()).hash(&mut h);
+                format!("{:?}{}", p.condition, p.return_old_on_condition_failure).hash(&mut h);
+            }
+            other => format!("{other:?}").hash(&mut h),
+        }
+    }
+    h.finish()
 }
 
 fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
@@ -802,12 +1163,8 @@ fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
                 let parts = decode_key(row_key)?;
                 let [ipk, isk, pk, sk]: [String; 4] =
                     parts.try_into().map_err(|_| internal("bad index key"))?;
-                let base = items
-                    .get(row_val)
-                    .map_err(internal)?
-                    .ok_or_else(|| internal("index row without item"))?;
                 (
-                    decode_item(base.value())?,
+                    decode_item(row_val)?,
                     PageKey {
                         table: PrimaryKey { pk, sk },
                         index: Some(IndexKey { pk: ipk, sk: isk }),

@@ -139,6 +139,7 @@ pub fn store_outcome<T>(result: &StoreResult<T>) -> &'static str {
         Err(StoreError::Validation(_)) => "validation",
         Err(StoreError::ConditionFailed { .. }) => "condition_failed",
         Err(StoreError::TransactionCanceled { .. }) => "transaction_canceled",
+        Err(StoreError::TransactionConflict(_)) => "transaction_conflict",
         Err(StoreError::TableNotFound(_)) => "table_not_found",
         Err(StoreError::Throttled(_)) => "throttled",
         Err(StoreError::Unavailable(_)) => "unavailable",

@@ -13,6 +13,7 @@
 
 pub mod dynamo;
 pub mod embedded;
+pub mod faults;
 pub mod metered;
 pub mod trace;
 pub mod validate;
@@ -417,6 +418,9 @@ pub enum CancelReason {
     ConditionalCheckFailed { item: Option<Item> },
     /// Another transaction or write touched the item at the same time.
     TransactionConflict,
+    /// DynamoDB throttled the action (`ThrottlingError`,
+    /// `ProvisionedThroughputExceeded`).
+    Throttled,
     /// The action was invalid only against the stored item (e.g. ADD to a non-number).
     ValidationError(String),
     /// Any other reason DynamoDB names, with its code and message.
@@ -446,10 +450,15 @@ pub enum StoreError {
     /// TransactWriteItems was cancelled: one reason per action, in action order.
     #[error("transaction cancelled: {}", describe_reasons(.reasons))]
     TransactionCanceled { reasons: Vec<CancelReason> },
+    /// A single-item write met a transaction in flight on its item
+    /// (`TransactionConflictException`): nothing was written. Retried by
+    /// [`retry_conflicts`]; past that, clients see `CONTENTION` (retryable).
+    #[error("transaction conflict: {0}")]
+    TransactionConflict(String),
     /// The table does not exist. Clients see `UNAVAILABLE`.
     #[error("table not found: {0}")]
     TableNotFound(String),
-    /// Throttled past the retry budget. Clients see `UNAVAILABLE`.
+    /// Throttled past the retry budget. Clients see `THROTTLED` (retryable).
     #[error("throttled: {0}")]
     Throttled(String),
     /// The store could not be reached or timed out. Clients see `UNAVAILABLE`.
@@ -460,16 +469,52 @@ pub enum StoreError {
     Internal(String),
 }
 
-/// Whether a transaction was cancelled by concurrent writes alone: at least one
-/// `TransactionConflict` and otherwise only actions that were fine. Nothing of it was
-/// applied, and trying again is safe (its conditions are evaluated anew).
+/// Whether a transaction was cancelled by contention alone: at least one
+/// `TransactionConflict` or throttled action, and otherwise only actions that were fine.
+/// Nothing of it was applied, and trying again is safe (its conditions are evaluated
+/// anew).
 pub fn only_conflicts(reasons: &[CancelReason]) -> bool {
+    use CancelReason::{None as Fine, Throttled, TransactionConflict};
     reasons
         .iter()
-        .any(|r| matches!(r, CancelReason::TransactionConflict))
+        .any(|r| matches!(r, TransactionConflict | Throttled))
         && reasons
             .iter()
-            .all(|r| matches!(r, CancelReason::None | CancelReason::TransactionConflict))
+            .all(|r| matches!(r, Fine | TransactionConflict | Throttled))
+}
+
+/// Whether a write failed only because it met concurrent writes, so that nothing of it
+/// was applied and sending it again is safe.
+pub fn is_conflict(err: &StoreError) -> bool {
+    match err {
+        StoreError::TransactionConflict(_) => true,
+        StoreError::TransactionCanceled { reasons } => only_conflicts(reasons),
+        _ => false,
+    }
+}
+
+/// How many times a write that keeps meeting concurrent writes is sent
+/// ([`retry_conflicts`]).
+pub const CONFLICT_MAX_ATTEMPTS: u32 = 10;
+
+/// Sends a write again while it fails only by conflicting with concurrent writes
+/// ([`is_conflict`]), on [`retry_schedule`], at most [`CONFLICT_MAX_ATTEMPTS`] times; then
+/// the last conflict is returned. The SDK does not retry conflicts, yet it is safe to:
+/// nothing of the write was applied, and the next attempt evaluates every condition anew
+/// against the items as they are then. Both engines' writes go through this.
+pub async fn retry_conflicts<T, F, Fut>(op: &'static str, send: F) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = StoreResult<T>>,
+{
+    use backon::Retryable;
+    send.retry(retry_schedule(CONFLICT_MAX_ATTEMPTS - 1))
+        .when(is_conflict)
+        .notify(|_, wait| {
+            tracing::debug!(?wait, op, "write conflict; retrying");
+            crate::metrics::record_retry(op, "transaction_conflict");
+        })
+        .await
 }
 
 fn describe_reasons(reasons: &[CancelReason]) -> String {
@@ -479,6 +524,7 @@ fn describe_reasons(reasons: &[CancelReason]) -> String {
             CancelReason::None => "None".to_string(),
             CancelReason::ConditionalCheckFailed { .. } => "ConditionalCheckFailed".to_string(),
             CancelReason::TransactionConflict => "TransactionConflict".to_string(),
+            CancelReason::Throttled => "ThrottlingError".to_string(),
             CancelReason::ValidationError(m) => format!("ValidationError ({m})"),
             CancelReason::Other { code, .. } => code.clone(),
         })

@@ -36,6 +36,7 @@ where
         | "RequestLimitExceeded"
         | "ThrottlingException" => StoreError::Throttled(message),
         "ValidationException" => StoreError::Validation(message),
+        "TransactionConflictException" => StoreError::TransactionConflict(message),
         // The service failing, not the request: what the retries did not get past is an
         // outage for the client, who may try again, not a bug to look for in the log.
         "ServiceUnavailable" | "InternalServerError" => StoreError::Unavailable(detail),
@@ -89,6 +90,7 @@ pub(super) fn cancel_reason(r: CancellationReason) -> StoreResult<CancelReason> 
             item: r.item.map(from_sdk_item).transpose()?,
         },
         Some("TransactionConflict") => CancelReason::TransactionConflict,
+        Some("ThrottlingError" | "ProvisionedThroughputExceeded") => CancelReason::Throttled,
         Some("ValidationError") => CancelReason::ValidationError(message),
         Some(code) => CancelReason::Other {
             code: code.to_owned(),

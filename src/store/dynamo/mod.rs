@@ -42,7 +42,6 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::retries::RequestAttempts;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
-use backon::Retryable;
 
 mod convert;
 mod errors;
@@ -55,9 +54,9 @@ use errors::{build_error, store_error};
 use crate::metrics;
 
 use crate::store::{
-    only_conflicts, retry_schedule, validate, BatchGet, BatchGetPage, Delete, GetItem, IndexSchema,
-    Item, PageKey, PrimaryKey, Put, Query, QueryOutput, Scan, Store, StoreError, StoreResult,
-    TableDescription, TableSchema, TransactAction, Update,
+    retry_conflicts, validate, BatchGet, BatchGetPage, Delete, GetItem, IndexSchema, Item, PageKey,
+    PrimaryKey, Put, Query, QueryOutput, Scan, Store, StoreError, StoreResult, TableDescription,
+    TableSchema, TransactAction, Update,
 };
 
 /// The SDK's own attribute value; only this module ever names it.
@@ -614,7 +613,7 @@ impl Store for DynamoStore {
         let mut ex = Expressions::default();
         let condition = req.condition.as_ref().map(|c| ex.condition(c));
         let (names, values) = ex.into_maps();
-        let out = self
+        let request = self
             .client
             .put_item()
             .table_name(&self.table)
@@ -626,10 +625,16 @@ impl Store for DynamoStore {
                 req.return_old_on_condition_failure
                     .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
             )
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await
-            .map_err(|e| store_error(&self.table, e))?;
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        // A write that met a transaction in flight was not applied: sent again.
+        let out = retry_conflicts("PutItem", || async {
+            request
+                .clone()
+                .send()
+                .await
+                .map_err(|e| store_error(&self.table, e))
+        })
+        .await?;
         record_capacity("PutItem", out.consumed_capacity.as_slice());
         Ok(None)
     }
@@ -640,7 +645,7 @@ impl Store for DynamoStore {
         let update = ex.update(&req.update);
         let condition = req.condition.as_ref().map(|c| ex.condition(c));
         let (names, values) = ex.into_maps();
-        let out = self
+        let request = self
             .client
             .update_item()
             .table_name(&self.table)
@@ -654,10 +659,16 @@ impl Store for DynamoStore {
                 req.return_old_on_condition_failure
                     .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
             )
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await
-            .map_err(|e| store_error(&self.table, e))?;
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        // A write that met a transaction in flight was not applied: sent again.
+        let out = retry_conflicts("UpdateItem", || async {
+            request
+                .clone()
+                .send()
+                .await
+                .map_err(|e| store_error(&self.table, e))
+        })
+        .await?;
         record_capacity("UpdateItem", out.consumed_capacity.as_slice());
         returned(req.returns, out.attributes)
     }
@@ -667,7 +678,7 @@ impl Store for DynamoStore {
         let mut ex = Expressions::default();
         let condition = req.condition.as_ref().map(|c| ex.condition(c));
         let (names, values) = ex.into_maps();
-        let out = self
+        let request = self
             .client
             .delete_item()
             .table_name(&self.table)
@@ -680,22 +691,23 @@ impl Store for DynamoStore {
                 req.return_old_on_condition_failure
                     .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
             )
-            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await
-            .map_err(|e| store_error(&self.table, e))?;
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        // A write that met a transaction in flight was not applied: sent again.
+        let out = retry_conflicts("DeleteItem", || async {
+            request
+                .clone()
+                .send()
+                .await
+                .map_err(|e| store_error(&self.table, e))
+        })
+        .await?;
         record_capacity("DeleteItem", out.consumed_capacity.as_slice());
         returned(req.returns, out.attributes)
     }
 
-    /// TransactWriteItems, retried when DynamoDB cancelled it only because another write
-    /// touched one of its items at the same moment (reasons all `None` or
-    /// `TransactionConflict`). The SDK does not retry that cancellation, yet it is safe to:
-    /// nothing of a cancelled transaction was applied, and the retry evaluates every
-    /// condition again against the items as they are then, so it either applies whole or
-    /// fails on a condition like any first attempt. Retries wait with jittered backoff
-    /// ([`retry_schedule`]); after [`TRANSACT_CONFLICT_MAX_ATTEMPTS`] attempts the last
-    /// cancellation is returned.
+    /// TransactWriteItems, sent again by [`retry_conflicts`] when DynamoDB cancelled it
+    /// only because another write touched one of its items at the same moment (reasons
+    /// all `None` or `TransactionConflict`).
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         validate::transact(&self.schema, &actions)?;
         let items = actions
@@ -706,19 +718,16 @@ impl Store for DynamoStore {
             self.client
                 .transact_write_items()
                 .set_transact_items(Some(items.clone()))
+                // One token per send, the same across the SDK's attempts of it: an attempt
+                // that timed out after DynamoDB applied it is then answered with success
+                // when sent again, instead of failing its own conditions.
+                .client_request_token(ulid::Ulid::new().to_string())
                 .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                 .send()
                 .await
                 .map_err(|e| store_error(&self.table, e))
         };
-        let out = send
-            .retry(retry_schedule(TRANSACT_CONFLICT_MAX_ATTEMPTS - 1))
-            .when(|e| matches!(e, StoreError::TransactionCanceled { reasons } if only_conflicts(reasons.as_slice())))
-            .notify(|_, wait| {
-                tracing::debug!(?wait, "transaction conflict; retrying");
-                metrics::record_retry("TransactWriteItems", "transaction_conflict");
-            })
-            .await?;
+        let out = retry_conflicts("TransactWriteItems", send).await?;
         record_capacity("TransactWriteItems", out.consumed_capacity());
         Ok(())
     }
@@ -780,7 +789,3 @@ impl Intercept for RetryCounter {
         Ok(())
     }
 }
-
-/// How many times [`DynamoStore::transact_write`] sends a transaction that keeps being
-/// cancelled by conflicts with concurrent writes.
-pub const TRANSACT_CONFLICT_MAX_ATTEMPTS: u32 = 10;

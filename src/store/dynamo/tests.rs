@@ -8,7 +8,8 @@ use super::convert::*;
 use super::errors::*;
 use super::*;
 use crate::store::{
-    AttributeValue, CancelReason, CmpOp, Condition, SetValue, SortCondition, UpdateExpr,
+    only_conflicts, AttributeValue, CancelReason, CmpOp, Condition, SetValue, SortCondition,
+    UpdateExpr,
 };
 
 fn s(v: &str) -> AttributeValue {
@@ -340,10 +341,7 @@ mod errors {
                     CancelReason::ConditionalCheckFailed { item: Some(item) },
                     CancelReason::TransactionConflict,
                     CancelReason::ValidationError("m".into()),
-                    CancelReason::Other {
-                        code: "ThrottlingError".into(),
-                        message: "m".into()
-                    },
+                    CancelReason::Throttled,
                 ]
             }
         );
@@ -362,11 +360,13 @@ fn only_a_cancellation_by_conflicts_alone_is_retried() {
         !only_conflicts(&[Conflict, failed]),
         "a failed condition is an answer"
     );
-    let throttled = CancelReason::Other {
-        code: "ThrottlingError".into(),
+    assert!(only_conflicts(&[Conflict, CancelReason::Throttled]));
+    assert!(only_conflicts(&[Fine, CancelReason::Throttled]));
+    let other = CancelReason::Other {
+        code: "ItemCollectionSizeLimitExceeded".into(),
         message: String::new(),
     };
-    assert!(!only_conflicts(&[Conflict, throttled]));
+    assert!(!only_conflicts(&[Conflict, other]));
 }
 
 #[test]
