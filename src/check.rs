@@ -203,7 +203,7 @@ struct At<R> {
 struct Checker {
     orgs: BTreeMap<Slug, At<Organization>>,
     users: BTreeMap<(Slug, Username), At<User>>,
-    emails: BTreeMap<Email, At<UserEmail>>,
+    emails: BTreeMap<(Slug, Email), At<UserEmail>>,
     tickets: Vec<At<Ticket>>,
     orders: BTreeMap<Id, At<Order>>,
     lines: BTreeMap<Id, Vec<At<OrderLine>>>,
@@ -284,7 +284,8 @@ impl Checker {
                 self.users.insert(id, At { key, rec });
             }
             Decoded::Entity(Entity::UserEmail(rec)) => {
-                self.emails.insert(rec.email.clone(), At { key, rec });
+                self.emails
+                    .insert((rec.org.clone(), rec.email.clone()), At { key, rec });
             }
             Decoded::Entity(Entity::Ticket(rec)) => self.tickets.push(At { key, rec }),
             Decoded::Entity(Entity::Order(rec)) => {
@@ -420,7 +421,7 @@ impl Checker {
                     ));
                 }
             }
-            match self.emails.get(&user.rec.email) {
+            match self.emails.get(&(org.clone(), user.rec.email.clone())) {
                 None => out.push(v(
                     ViolationKind::MissingMarker,
                     format!("its email {} has no marker item", user.rec.email),
@@ -555,7 +556,7 @@ impl Checker {
     }
 
     fn verify_markers(&self, out: &mut Vec<Violation>) {
-        for (email, m) in &self.emails {
+        for ((_, email), m) in &self.emails {
             let message = match self.users.get(&(m.rec.org.clone(), m.rec.username.clone())) {
                 None => format!(
                     "names the user {}/{}, who does not exist",

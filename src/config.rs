@@ -7,6 +7,7 @@
 //! itemgraph create-table [STORE FLAGS]
 //! itemgraph seed [--force] [STORE FLAGS]
 //! itemgraph check [STORE FLAGS]                     (verifies the table; exit 1 on a violation)
+//! itemgraph migrate [--dry-run] [STORE FLAGS]         (moves items to today's keys)
 //! itemgraph schema                                                     (prints the SDL)
 //! itemgraph token --jwt-secret S --org ORG [--role admin|member]  (a development token)
 //! ```
@@ -28,6 +29,7 @@ use crate::graphql::{CursorCodec, Limits};
 use crate::http;
 use crate::store::dynamo::{DynamoOptions, DynamoStore};
 use crate::store::embedded::EmbeddedStore;
+use crate::store::faults::Faults;
 use crate::store::{Store, TableSchema};
 
 /// A GraphQL server whose resolvers map onto DynamoDB item collections.
@@ -69,8 +71,21 @@ pub enum Command {
     /// Verify the table's invariants (keys, counters, references, markers): prints one
     /// line per violation, then a summary; exits 1 when there is any violation.
     Check(StoreArgs),
+    /// Move a table written by an earlier version to today's keys (email markers keyed
+    /// per organization); safe to run again. Prints what it moved.
+    Migrate(MigrateArgs),
     /// Print the GraphQL schema (SDL) to stdout: `itemgraph schema > schema.graphql`.
     Schema,
+}
+
+/// `migrate`.
+#[derive(Debug, Clone, Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Read only: count what would move.
+    #[arg(long, env = "ITEMGRAPH_MIGRATE_DRY_RUN")]
+    pub dry_run: bool,
 }
 
 /// Where the table lives. Shared by every subcommand.
@@ -95,6 +110,13 @@ pub struct StoreArgs {
     /// The table's name (in DynamoDB, or inside the embedded file).
     #[arg(long, env = "ITEMGRAPH_TABLE", default_value = "itemgraph")]
     pub table: String,
+    /// DynamoDB's failure modes, injected by the embedded engine to try the API against
+    /// a realistic, flaky backend, e.g.
+    /// `gsi-lag=800ms,throttle=0.05,conflict=0.05,lost-reply=0.02,seed=7`: writes reach
+    /// the indexes that late; attempts are throttled, meet a transaction in flight, or
+    /// lose their reply after being applied, at those rates. None by default.
+    #[arg(long, env = "ITEMGRAPH_FAULTS", value_name = "SPEC", value_parser = clap::value_parser!(Faults))]
+    pub faults: Option<Faults>,
     /// A DynamoDB endpoint override, e.g. DynamoDB Local at `http://localhost:8000`.
     #[arg(long, env = "ITEMGRAPH_ENDPOINT", value_name = "URL")]
     pub endpoint: Option<String>,
@@ -165,14 +187,18 @@ impl StoreArgs {
                         "--endpoint and --region apply to --store dynamodb only; ignored"
                     );
                 }
+                let faults = self.faults.unwrap_or_default();
+                if faults.any() {
+                    tracing::warn!(%faults, "injecting DynamoDB's failure modes");
+                }
                 let store = if self.in_memory {
-                    EmbeddedStore::in_memory(&self.table, schema)?
+                    EmbeddedStore::in_memory_with_faults(&self.table, schema, faults)?
                 } else {
                     if let Some(dir) = self.data.parent().filter(|d| !d.as_os_str().is_empty()) {
                         std::fs::create_dir_all(dir)
                             .with_context(|| format!("creating {}", dir.display()))?;
                     }
-                    EmbeddedStore::open(&self.data, &self.table, schema)
+                    EmbeddedStore::open_with_faults(&self.data, &self.table, schema, faults)
                         .with_context(|| format!("opening {}", self.data.display()))?
                 };
                 Ok(Arc::new(store))
@@ -181,6 +207,10 @@ impl StoreArgs {
                 anyhow::ensure!(
                     !self.in_memory,
                     "--in-memory applies to --store embedded only"
+                );
+                anyhow::ensure!(
+                    self.faults.is_none_or(|f| !f.any()),
+                    "--faults applies to --store embedded only: DynamoDB brings its own"
                 );
                 let opts = self.dynamo_options();
                 Ok(Arc::new(DynamoStore::connect(opts, schema).await))
@@ -222,6 +252,16 @@ impl StoreArgs {
     }
 }
 
+impl ServeArgs {
+    /// What to seed: `--seed`, else the demo data on the embedded engine only.
+    pub fn seed_mode(&self) -> SeedMode {
+        self.seed.unwrap_or(match self.store.store {
+            StoreKind::Embedded => SeedMode::Demo,
+            StoreKind::DynamoDb => SeedMode::None,
+        })
+    }
+}
+
 /// `serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -230,10 +270,12 @@ pub struct ServeArgs {
     /// The address the HTTP server listens on (port 0 picks a free port).
     #[arg(long, env = "ITEMGRAPH_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// `demo`: create the table if missing and load the demo data when the store does not
-    /// hold it yet; `none`: use the store as it is.
-    #[arg(long, env = "ITEMGRAPH_SEED", value_enum, default_value_t = SeedMode::Demo)]
-    pub seed: SeedMode,
+    /// `demo`: create the table if missing and load the demo data into it when it is
+    /// empty; `none`: use the store as it is. A table that holds other items is never
+    /// seeded, and seeding never overwrites an item. Default: `demo` on the embedded
+    /// engine, `none` on DynamoDB (a real table is seeded only when asked).
+    #[arg(long, env = "ITEMGRAPH_SEED", value_enum)]
+    pub seed: Option<SeedMode>,
     /// The key that signs paging cursors (HMAC-SHA256). Give every replica the same one,
     /// so a cursor from one replica pages on another and survives a restart; when absent,
     /// a random key is made at startup and cursors die with the process.
@@ -688,8 +730,8 @@ pub enum SeedMode {
 pub struct SeedArgs {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Write the demo items even when the store already holds them, resetting them (and
-    /// their counters) to the demo's values.
+    /// Seed even when the table holds other items. Seeding still never overwrites an
+    /// item: a demo key already taken stops it with an error.
     #[arg(long, env = "ITEMGRAPH_SEED_FORCE")]
     pub force: bool,
 }
@@ -716,7 +758,7 @@ mod tests {
             panic!("serve is the default")
         };
         assert_eq!(args.listen, "127.0.0.1:8080".parse().unwrap());
-        assert_eq!(args.seed, SeedMode::Demo);
+        assert_eq!(args.seed_mode(), SeedMode::Demo);
         assert_eq!(args.store.store, StoreKind::Embedded);
         assert_eq!(args.store.data, PathBuf::from("./data/itemgraph.redb"));
         assert_eq!(args.store.table, "itemgraph");
@@ -726,7 +768,7 @@ mod tests {
             panic!("flags without a subcommand serve")
         };
         assert!(args.store.in_memory);
-        assert_eq!(args.seed, SeedMode::None);
+        assert_eq!(args.seed_mode(), SeedMode::None);
     }
 
     #[test]

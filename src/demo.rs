@@ -18,7 +18,7 @@ use crate::model::{
     timestamp_from_ms, Order, OrderLine, OrderStatus, Organization, Plan, Record, Role, Ticket,
     TicketPriority, TicketStatus, User, UserEmail,
 };
-use crate::store::{Item, Store};
+use crate::store::{Item, Scan, Store};
 
 /// The organization whose presence marks a seeded store.
 pub const MARKER_ORG: &str = "acme";
@@ -252,12 +252,13 @@ pub fn demo_items() -> Vec<Item> {
     demo_data().items()
 }
 
-/// Writes the demo set (overwriting the same items if they exist) in transactions of
-/// at most 100 items.
+/// Writes the demo set in transactions of at most 100 items, each Put conditioned on its
+/// item being absent: seeding never overwrites an item (`AlreadyExists("item")` when a
+/// demo key is taken, and that transaction writes nothing).
 pub async fn seed_demo(store: &dyn Store) -> RepoResult<SeedReport> {
     let data = demo_data();
     let report = data.report();
-    collections::put_entities(store, data.items()).await?;
+    collections::put_new_entities(store, data.items()).await?;
     Ok(report)
 }
 
@@ -267,15 +268,42 @@ pub async fn is_seeded(store: &dyn Store) -> RepoResult<bool> {
     Ok(collections::get_org(store, &acme).await?.is_some())
 }
 
+/// Whether the table holds any item: one Scan of one item.
+pub async fn is_empty(store: &dyn Store) -> RepoResult<bool> {
+    let page = store
+        .scan(Scan {
+            limit: Some(1),
+            start: None,
+            consistent_read: true,
+        })
+        .await?;
+    Ok(page.items.is_empty())
+}
+
+/// What [`seed_if_absent`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seeded {
+    /// The demo set was written.
+    Now(SeedReport),
+    /// It was there already; nothing written.
+    Already,
+    /// The table holds other items: nothing written, so that a table in use is never
+    /// seeded silently.
+    NotEmpty,
+}
+
 /// Creates the table when it is missing, then seeds the demo set unless it is already
-/// there. `None` when nothing was written. The port has no cheap "is the table empty"
-/// question, so "already there" means the marker organization exists.
-pub async fn seed_if_absent(store: &dyn Store) -> RepoResult<Option<SeedReport>> {
+/// there ("there" meaning its marker organization exists) or the table holds other items
+/// (unless `into_non_empty`). Seeding itself never overwrites an item ([`seed_demo`]).
+pub async fn seed_if_absent(store: &dyn Store, into_non_empty: bool) -> RepoResult<Seeded> {
     store.create_table().await?;
     if is_seeded(store).await? {
-        return Ok(None);
+        return Ok(Seeded::Already);
     }
-    seed_demo(store).await.map(Some)
+    if !into_non_empty && !is_empty(store).await? {
+        return Ok(Seeded::NotEmpty);
+    }
+    seed_demo(store).await.map(Seeded::Now)
 }
 
 /// SplitMix64: tiny, fast, and the same stream on every platform.
@@ -743,9 +771,15 @@ mod tests {
     async fn seeding_writes_everything_once() {
         let store = crate::store::embedded::EmbeddedStore::in_memory("t", TableSchema::itemgraph())
             .unwrap();
-        assert!(seed_if_absent(&store).await.unwrap().is_some());
+        assert!(matches!(
+            seed_if_absent(&store, false).await.unwrap(),
+            Seeded::Now(_)
+        ));
         assert!(is_seeded(&store).await.unwrap());
-        assert_eq!(seed_if_absent(&store).await.unwrap(), None);
+        assert_eq!(
+            seed_if_absent(&store, false).await.unwrap(),
+            Seeded::Already
+        );
         let acme = Slug::parse("acme").unwrap();
         let heavy = Username::parse(HEAVY_USER).unwrap();
         let page = crate::collections::get_user_with_tickets(

@@ -22,7 +22,7 @@
 //! - GSI1 partition `ORDER#<id>`: the order (`#ORDER#<id>`), then its lines (`LINE#nnn`);
 //! - GSI2 partition `ORG#<org>#STATUS#<status>`: one status queue of tickets.
 //!
-//! Uniqueness and idempotency markers (`EMAIL#<email>`, `ORDERTOKEN#<org>#<token>`) each
+//! Uniqueness and idempotency markers (`EMAIL#<org>#<email>`, `ORDERTOKEN#<org>#<token>`) each
 //! live in a partition of their own, outside every item collection, so they never sort
 //! between a parent and its children.
 
@@ -543,20 +543,25 @@ impl UserKey {
     }
 }
 
-/// The uniqueness marker of an email address: `EMAIL#<email>` / `EMAIL#<email>`.
+/// The uniqueness marker of an email address within one organization:
+/// `EMAIL#<org>#<email>` / `EMAIL#<org>#<email>`. The organization is part of the key, so
+/// an address is unique per organization (as usernames are) and no answer about it
+/// depends on another organization's users.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct UserEmailKey {
+    org: Slug,
     email: Email,
 }
 
 impl UserEmailKey {
-    pub fn new(email: &Email) -> Self {
+    pub fn new(org: &Slug, email: &Email) -> Self {
         UserEmailKey {
+            org: org.clone(),
             email: email.clone(),
         }
     }
     pub fn primary_key(&self) -> PrimaryKey {
-        let k = format!("{EMAIL}{}", self.email);
+        let k = format!("{EMAIL}{}#{}", self.org, self.email);
         PrimaryKey::new(k.clone(), k)
     }
     pub fn item_keys(&self) -> ItemKeys {
@@ -782,10 +787,14 @@ mod tests {
 
     #[test]
     fn user_email_keys() {
-        let k = UserEmailKey::new(&Email::parse("Wile@Acme.Example").unwrap());
+        let acme = Slug::parse("acme").unwrap();
+        let k = UserEmailKey::new(&acme, &Email::parse("Wile@Acme.Example").unwrap());
         assert_eq!(
             k.item_keys(),
-            ItemKeys::primary(pk("EMAIL#wile@acme.example", "EMAIL#wile@acme.example"))
+            ItemKeys::primary(pk(
+                "EMAIL#acme#wile@acme.example",
+                "EMAIL#acme#wile@acme.example"
+            ))
         );
     }
 

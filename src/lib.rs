@@ -35,5 +35,6 @@ pub mod graphql;
 pub mod http;
 pub mod keys;
 pub mod metrics;
+pub mod migrate;
 pub mod model;
 pub mod store;

@@ -8,6 +8,7 @@ use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
 use itemgraph::config::{Cli, Command, SeedMode, StoreArgs, StoreKind};
+use itemgraph::demo::Seeded;
 use itemgraph::events::EventBus;
 use itemgraph::{check, demo, graphql, http};
 
@@ -60,13 +61,16 @@ async fn run() -> anyhow::Result<()> {
             let cursors = args.cursor_codec();
             let store = args.store.open().await?;
             tracing::info!(store = %args.store.describe(), "store opened");
-            if args.seed == SeedMode::Demo {
-                match demo::seed_if_absent(store.as_ref())
+            if args.seed_mode() == SeedMode::Demo {
+                match demo::seed_if_absent(store.as_ref(), false)
                     .await
                     .context("seeding the demo data")?
                 {
-                    Some(report) => tracing::info!(%report, "demo data loaded"),
-                    None => tracing::info!("demo data already present"),
+                    Seeded::Now(report) => tracing::info!(%report, "demo data loaded"),
+                    Seeded::Already => tracing::info!("demo data already present"),
+                    Seeded::NotEmpty => tracing::warn!(
+                        "the table holds other items: not seeding the demo data into it"
+                    ),
                 }
             }
             let listener = TcpListener::bind(args.listen)
@@ -100,23 +104,41 @@ async fn run() -> anyhow::Result<()> {
         Command::Seed(args) => {
             let store = args.store.open().await?;
             let store = store.as_ref();
-            let report = if args.force {
-                store.create_table().await.context("creating the table")?;
-                demo::seed_demo(store).await.map(Some)
-            } else {
-                demo::seed_if_absent(store).await
-            };
-            match report.context("seeding the demo data")? {
-                Some(report) => {
-                    tracing::info!(store = %args.store.describe(), %report, "demo data loaded")
+            let seeded = demo::seed_if_absent(store, args.force)
+                .await
+                .context("seeding the demo data")?;
+            let describe = args.store.describe();
+            match seeded {
+                Seeded::Now(report) => {
+                    tracing::info!(store = %describe, %report, "demo data loaded")
                 }
-                None => tracing::info!(
-                    store = %args.store.describe(),
-                    "demo data already present; --force rewrites it"
+                Seeded::Already => {
+                    tracing::info!(store = %describe, "demo data already present")
+                }
+                Seeded::NotEmpty => anyhow::bail!(
+                    "{describe} holds other items: not seeding the demo data into it \
+                     (--force seeds it anyway, never overwriting an item)"
                 ),
             }
         }
         Command::Check(args) => run_check(&args).await?,
+        Command::Migrate(args) => {
+            let store = args.store.open().await?;
+            let report = itemgraph::migrate::migrate(store.as_ref(), args.dry_run)
+                .await
+                .with_context(|| format!("migrating {}", args.store.describe()))?;
+            for skipped in &report.skipped {
+                println!("left: {skipped}");
+            }
+            println!(
+                "{report}{}",
+                if args.dry_run {
+                    " (dry run: nothing written)"
+                } else {
+                    ""
+                }
+            );
+        }
         Command::Schema | Command::Token(_) => unreachable!("handled before logging starts"),
     }
     Ok(())

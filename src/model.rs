@@ -384,7 +384,7 @@ impl Record for User {
 impl Record for UserEmail {
     const TYPE: &'static str = "UserEmail";
     fn keys(&self) -> ItemKeys {
-        UserEmailKey::new(&self.email).item_keys()
+        UserEmailKey::new(&self.org, &self.email).item_keys()
     }
 }
 

@@ -75,10 +75,11 @@ fn report_lines(r: &CheckReport) -> Vec<String> {
     r.violations.iter().map(ToString::to_string).collect()
 }
 
+/// The marker of an address of acme's.
 async fn marker(store: &dyn Store, e: &str) -> Option<UserEmail> {
     store
         .get_item(GetItem {
-            key: UserEmailKey::new(&email(e)).primary_key(),
+            key: UserEmailKey::new(&slug("acme"), &email(e)).primary_key(),
             consistent_read: true,
         })
         .await
@@ -308,7 +309,9 @@ async fn a_deleted_email_marker_is_reported(store: &dyn Store) {
     let data = seeded(store).await;
     let user = &data.users[3];
     store
-        .delete_item(Delete::new(UserEmailKey::new(&user.email).primary_key()))
+        .delete_item(Delete::new(
+            UserEmailKey::new(&user.org, &user.email).primary_key(),
+        ))
         .await
         .unwrap();
     let r = report(store).await;
@@ -334,7 +337,7 @@ async fn a_marker_naming_nobody_is_reported(store: &dyn Store) {
     assert_eq!(
         report_lines(&r),
         [
-            "orphan-marker UserEmail (EMAIL#nobody@acme.example | EMAIL#nobody@acme.example): \
+            "orphan-marker UserEmail (EMAIL#acme#nobody@acme.example | EMAIL#acme#nobody@acme.example): \
           names the user acme/nobody, who does not exist"
         ]
     );
@@ -802,7 +805,9 @@ async fn the_check_command_exits_1_on_a_violation() {
     {
         let store = EmbeddedStore::open(&path, "itemgraph", TableSchema::itemgraph()).unwrap();
         store
-            .delete_item(Delete::new(UserEmailKey::new(&user.email).primary_key()))
+            .delete_item(Delete::new(
+                UserEmailKey::new(&user.org, &user.email).primary_key(),
+            ))
             .await
             .unwrap();
     }

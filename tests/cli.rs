@@ -214,6 +214,86 @@ async fn create_table_and_seed_load_the_demo_data_into_dynamodb_local() {
     common::dynamo_local::drop_table(&store).await;
 }
 
+/// A user's own DynamoDB table is never seeded by accident: `serve --store dynamodb`
+/// with no seed flag leaves a table holding one item of theirs exactly as it was, and
+/// even `seed`/`--seed demo` refuse a table that holds other items; `seed --force` seeds
+/// it without overwriting their item.
+#[tokio::test]
+async fn a_dynamodb_table_in_use_is_never_seeded_silently_or_overwritten() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("cli-noseed");
+    let store = common::dynamo_local::connect(&endpoint, &table).await;
+    store.create_table().await.unwrap();
+    let theirs: Item = serde_json::from_value(serde_json::json!({
+        "PK": { "S": "ORG#acme" }, "SK": { "S": "ORG#acme" }, "theirs": { "S": "yes" }
+    }))
+    .unwrap();
+    store
+        .put_item(itemgraph::store::Put::new(theirs.clone()))
+        .await
+        .unwrap();
+    let all = |store: itemgraph::store::dynamo::DynamoStore| async move {
+        let page = store
+            .scan(itemgraph::store::Scan {
+                limit: None,
+                start: None,
+                consistent_read: true,
+            })
+            .await
+            .unwrap();
+        sorted(page.items)
+    };
+    let dynamo = [
+        "--store",
+        "dynamodb",
+        "--endpoint",
+        &endpoint,
+        "--region",
+        "us-east-1",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut serve = dynamo.to_vec();
+    serve.extend(["--table", &table, "--auth", "off"]);
+    let (server, log) = start_server(dir.path(), &serve).await;
+    server.stop().await;
+    assert_eq!(all(store.clone()).await, vec![theirs.clone()], "{log:#?}");
+
+    // Asked for, the demo data still goes only into an empty table.
+    serve.extend(["--seed", "demo"]);
+    let (server, log) = start_server(dir.path(), &serve).await;
+    server.stop().await;
+    assert_eq!(all(store.clone()).await, vec![theirs.clone()]);
+    assert!(log.iter().any(|l| l.contains("not seeding")), "{log:#?}");
+
+    let mut seed = vec!["seed"];
+    seed.extend(dynamo);
+    seed.extend(["--table", &table]);
+    let out = Command::new(BIN)
+        .args(&seed)
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds other items"));
+    assert_eq!(all(store.clone()).await, vec![theirs.clone()]);
+
+    // --force seeds, but a demo key that is taken (their ORG#acme) is never overwritten.
+    seed.push("--force");
+    let out = Command::new(BIN)
+        .args(&seed)
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let items = all(store.clone()).await;
+    assert!(items.contains(&theirs), "their item is as it was");
+    common::dynamo_local::drop_table(&store).await;
+}
+
 /// `itemgraph token` prints a token that a server started with the same `--jwt-secret`
 /// accepts, for its organization only; without a token that server answers 401.
 #[tokio::test]

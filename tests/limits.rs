@@ -247,6 +247,26 @@ async fn a_fan_out_through_nodes_is_too_complex() {
     assert_eq!(response["data"], Value::Null);
 }
 
+/// An order's lines are not a connection, but they cost what the most lines an order can
+/// hold (96) would: 100 orders with their lines are refused, one order with them runs.
+#[tokio::test]
+async fn order_lines_cost_what_an_order_can_hold() {
+    let api = Limited::demo(Limits::default()).await;
+    let many = r#"{ organization(slug: "acme") { orders(first: 100) {
+        nodes { lines { sku description quantity } } } } }"#;
+    let response = api.query(many).await;
+    assert_eq!(
+        response["errors"][0]["extensions"]["code"],
+        json!("QUERY_TOO_COMPLEX"),
+        "{response:#}"
+    );
+    assert_eq!(response["extensions"]["dynamodb"]["requestCount"], 0);
+    let one = r#"{ organization(slug: "acme") { orders(first: 1) {
+        nodes { lines { sku description quantity } } } } }"#;
+    let response = api.query(one).await;
+    assert!(response.get("errors").is_none(), "{response:#}");
+}
+
 /// With introspection off, a query selecting `__schema` or `__type` (directly or through
 /// a fragment) is refused with `INTROSPECTION_DISABLED` before any read; `__typename`
 /// still works.

@@ -510,8 +510,64 @@ async fn members_may_not_do_what_only_admins_may(api: &Api) {
     assert!(report.is_clean(), "{report}");
 }
 
+/// Email addresses are unique per organization: whether another organization holds an
+/// address changes no answer. A globex admin creating a user (or moving one) to an
+/// address acme uses gets exactly what it gets for an address nobody uses; within acme
+/// the address stays taken.
+async fn emails_of_another_organization_are_no_oracle(api: &Api) {
+    let admin = caller("globex", Role::Admin);
+    let create_user = "mutation($input: CreateUserInput!) { createUser(input: $input) { user { username name role } } }";
+    let update_user = "mutation($input: UpdateUserInput!) { updateUser(input: $input) { user { username name role } } }";
+    let user = |username: &str, email: &str| {
+        json!({"input": {"org": "globex", "username": username, "email": email,
+                         "name": "Hank", "role": "MEMBER"}})
+    };
+    let taken = "wile-e-coyote@acme.example";
+    let theirs = answer(api.run_as(&admin, create_user, user("hank", taken)).await);
+    let nobodys = answer(
+        api.run_as(&admin, create_user, user("hank2", "nobody@nowhere.example"))
+            .await,
+    );
+    assert!(error_codes(&theirs).is_empty(), "{theirs:#}");
+    assert_eq!(
+        theirs["data"]["createUser"]["user"]["name"],
+        nobodys["data"]["createUser"]["user"]["name"]
+    );
+    assert_eq!(error_codes(&theirs), error_codes(&nobodys));
+    let moved = |username: &str, email: &str| json!({"input": {"org": "globex", "username": username, "email": email}});
+    let to_theirs = answer(
+        api.run_as(
+            &admin,
+            update_user,
+            moved("hank2", "road-runner@acme.example"),
+        )
+        .await,
+    );
+    let to_nobodys = answer(
+        api.run_as(&admin, update_user, moved("hank", "other@nowhere.example"))
+            .await,
+    );
+    assert!(error_codes(&to_theirs).is_empty(), "{to_theirs:#}");
+    assert!(error_codes(&to_nobodys).is_empty(), "{to_nobodys:#}");
+    // Within one organization the address stays unique.
+    let acme_admin = caller("acme", Role::Admin);
+    let again = api
+        .run_as(
+            &acme_admin,
+            create_user,
+            json!({"input": {"org": "acme", "username": "copycat", "email": taken,
+                             "name": "Copy", "role": "MEMBER"}}),
+        )
+        .await;
+    assert_eq!(error_codes(&again), ["CONFLICT"], "{again:#}");
+    assert_eq!(again["errors"][0]["extensions"]["field"], "email");
+    let report = itemgraph::check::check(api.store.as_ref()).await.unwrap();
+    assert!(report.is_clean(), "{report}");
+}
+
 on_every_engine!(
     reads_of_another_organization_answer_as_missing,
+    emails_of_another_organization_are_no_oracle,
     writes_to_another_organization_change_nothing,
     members_may_not_do_what_only_admins_may,
 );

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::error::{RepoError, RepoResult};
+use super::write::{explain, put_new, OnFail};
 use crate::model::{Entity, Record};
 use crate::store::validate::{MAX_BATCH_GET_KEYS, MAX_TRANSACT_ACTIONS, MAX_TRANSACT_BYTES};
 use crate::store::value::item_size;
@@ -71,13 +72,31 @@ pub async fn batch_get_entities(
 /// key or two items with the same key, rather than letting one silently win. Returns how
 /// many items were written.
 pub async fn put_entities(store: &dyn Store, items: Vec<Item>) -> RepoResult<usize> {
+    put_chunks(store, items, false).await
+}
+
+/// [`put_entities`] that never overwrites: each Put is conditioned on its item being
+/// absent, and a chunk with a key already taken writes nothing and fails with
+/// `AlreadyExists("item")`. What seeding a table someone else may use does.
+pub async fn put_new_entities(store: &dyn Store, items: Vec<Item>) -> RepoResult<usize> {
+    put_chunks(store, items, true).await
+}
+
+async fn put_chunks(store: &dyn Store, items: Vec<Item>, only_new: bool) -> RepoResult<usize> {
     let total = items.len();
     for chunk in chunk_items(store.schema(), items)? {
+        let meanings = vec![OnFail::AlreadyExists("item"); chunk.len()];
         let actions = chunk
             .into_iter()
-            .map(|item| TransactAction::Put(Put::new(item)))
+            .map(|item| match only_new {
+                true => put_new(item),
+                false => TransactAction::Put(Put::new(item)),
+            })
             .collect();
-        store.transact_write(actions).await?;
+        store
+            .transact_write(actions)
+            .await
+            .map_err(|e| explain(e, &meanings))?;
     }
     Ok(total)
 }

@@ -48,7 +48,7 @@ mod write;
 #[cfg(test)]
 mod tests;
 
-pub use entities::{batch_get_entities, get_entity, put_entities};
+pub use entities::{batch_get_entities, get_entity, put_entities, put_new_entities};
 pub use error::{RepoError, RepoResult};
 pub use orders::{
     check_order, get_order, get_order_with_lines, order_transition_allowed, place_order,

@@ -755,7 +755,7 @@ async fn writes_make_the_requests_their_docs_promise() {
     let marker = |e: &str| {
         get_entity(
             &s,
-            UserEmailKey::new(&Email::parse(e).unwrap()).primary_key(),
+            UserEmailKey::new(&u.org, &Email::parse(e).unwrap()).primary_key(),
         )
     };
     assert!(marker("w1@x.example").await.unwrap().is_none());

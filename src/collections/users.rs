@@ -312,7 +312,7 @@ async fn swap_user_email(
     let actions = vec![
         TransactAction::Update(user),
         TransactAction::Delete(
-            Delete::new(UserEmailKey::new(&current.email).primary_key())
+            Delete::new(UserEmailKey::new(&current.org, &current.email).primary_key())
                 .when(marker_is_theirs(current)),
         ),
         put_new(marker.to_item()),
@@ -392,7 +392,7 @@ pub async fn delete_user(store: &dyn Store, org: &Slug, username: &Username) -> 
         let actions = vec![
             TransactAction::Delete(user),
             TransactAction::Delete(
-                Delete::new(UserEmailKey::new(&current.email).primary_key())
+                Delete::new(UserEmailKey::new(&current.org, &current.email).primary_key())
                     .when(marker_is_theirs(&current)),
             ),
             TransactAction::Update(

@@ -77,7 +77,10 @@ impl Order {
         Organization::load(ctx, &self.rec.org).await
     }
     /// The order's lines, by line number. Read together with the order in one Query
-    /// (GSI1) by `Query.order`.
+    /// (GSI1) by `Query.order`. Costs what the most lines an order can have would.
+    #[graphql(
+        complexity = "crate::collections::MAX_ORDER_LINES.saturating_mul(child_complexity).saturating_add(1)"
+    )]
     async fn lines(&self, ctx: &Context<'_>) -> Result<Vec<OrderLine>> {
         let lines = match &self.pages.lines {
             Some(lines) => lines.clone(),

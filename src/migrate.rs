@@ -1,0 +1,202 @@
+//! `itemgraph migrate`: moves a table written by an earlier version to today's keys.
+//!
+//! One migration so far: email markers. They were keyed `EMAIL#<email>`, one per address
+//! across the whole table, so creating a user told the caller whether an address was
+//! taken in another organization. They are keyed `EMAIL#<org>#<email>` now
+//! ([`UserEmailKey`]). Each marker still at its old key is moved in one
+//! TransactWriteItems: Put at the new key (`attribute_not_exists`), Delete at the old one
+//! (conditioned on it still naming the same user). A marker whose new key already holds
+//! the same marker only loses its old copy. Running it again finds nothing to move.
+//! `itemgraph check` reports old markers as `key-mismatch` until they are moved.
+
+use std::fmt;
+
+use crate::keys::{UserEmailKey, PK};
+use crate::model::{item_type, Record, UserEmail};
+use crate::store::{
+    AttributeValue, CancelReason, Condition, Delete, Item, Put, Scan, Store, StoreError,
+    StoreResult, TransactAction,
+};
+
+/// What [`migrate`] found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrateReport {
+    /// Items read.
+    pub scanned: usize,
+    /// Email markers moved to their organization's key (or that would be, on a dry run).
+    pub moved: usize,
+    /// Old markers whose new key already held the same marker: the old copy removed.
+    pub duplicates_removed: usize,
+    /// Old markers left where they are, with why (their new key holds another user's
+    /// marker, or they changed while being moved): for `itemgraph check` to name.
+    pub skipped: Vec<String>,
+}
+
+impl fmt::Display for MigrateReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} items scanned: {} email markers moved, {} old copies removed, {} left",
+            self.scanned,
+            self.moved,
+            self.duplicates_removed,
+            self.skipped.len()
+        )
+    }
+}
+
+/// Moves every email marker still at its old key. With `dry_run`, reads only and counts
+/// what it would move.
+pub async fn migrate(store: &dyn Store, dry_run: bool) -> StoreResult<MigrateReport> {
+    let mut report = MigrateReport::default();
+    let mut start = None;
+    loop {
+        let page = store
+            .scan(Scan {
+                limit: Some(crate::check::SCAN_PAGE_SIZE),
+                start,
+                consistent_read: true,
+            })
+            .await?;
+        report.scanned += page.items.len();
+        for item in page.items {
+            if item_type(&item).ok() != Some(UserEmail::TYPE) {
+                continue;
+            }
+            let Ok(marker) = UserEmail::from_item(item.clone()) else {
+                continue;
+            };
+            let new_key = UserEmailKey::new(&marker.org, &marker.email).primary_key();
+            let Some(old_key) = store.schema().key_of(&item) else {
+                continue;
+            };
+            if old_key == new_key {
+                continue;
+            }
+            if dry_run {
+                report.moved += 1;
+                continue;
+            }
+            move_marker(store, &marker, &item, &mut report).await?;
+        }
+        match page.last_evaluated_key {
+            Some(next) => start = Some(next),
+            None => return Ok(report),
+        }
+    }
+}
+
+async fn move_marker(
+    store: &dyn Store,
+    marker: &UserEmail,
+    old: &Item,
+    report: &mut MigrateReport,
+) -> StoreResult<()> {
+    let Some(old_key) = store.schema().key_of(old) else {
+        return Ok(());
+    };
+    let unchanged = Condition::And(vec![
+        Condition::eq("org", AttributeValue::S(marker.org.to_string())),
+        Condition::eq("username", AttributeValue::S(marker.username.to_string())),
+    ]);
+    let mut put = Put::new(marker.to_item()).when(Condition::not_exists(PK));
+    put.return_old_on_condition_failure = true;
+    let actions = vec![
+        TransactAction::Put(put),
+        TransactAction::Delete(Delete::new(old_key.clone()).when(unchanged.clone())),
+    ];
+    match store.transact_write(actions).await {
+        Ok(()) => report.moved += 1,
+        Err(StoreError::TransactionCanceled { reasons }) => match reasons.as_slice() {
+            [CancelReason::ConditionalCheckFailed { item: Some(there) }, CancelReason::None] => {
+                let same = UserEmail::from_item(there.clone()).is_ok_and(|m| m == *marker);
+                if same {
+                    match store
+                        .delete_item(Delete::new(old_key.clone()).when(unchanged))
+                        .await
+                    {
+                        Ok(_) => report.duplicates_removed += 1,
+                        Err(StoreError::ConditionFailed { .. }) => report
+                            .skipped
+                            .push(format!("{}: changed while being moved", old_key.pk)),
+                        Err(e) => return Err(e),
+                    }
+                } else {
+                    report.skipped.push(format!(
+                        "{}: the organization's marker of {} names another user",
+                        old_key.pk, marker.email
+                    ));
+                }
+            }
+            _ => report
+                .skipped
+                .push(format!("{}: changed while being moved", old_key.pk)),
+        },
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::embedded::EmbeddedStore;
+    use crate::store::{PrimaryKey, TableSchema};
+
+    /// A demo table whose markers all sit at the old global key, as an earlier version
+    /// wrote them: `check` names each one, `migrate` moves them all, and a second run
+    /// finds nothing.
+    #[tokio::test]
+    async fn old_email_markers_move_to_their_organization() {
+        let store = EmbeddedStore::in_memory("t", TableSchema::itemgraph()).unwrap();
+        crate::demo::seed_if_absent(&store, false).await.unwrap();
+        let markers: Vec<UserEmail> = crate::demo::demo_items()
+            .into_iter()
+            .filter(|i| item_type(i).ok() == Some(UserEmail::TYPE))
+            .map(|i| UserEmail::from_item(i).unwrap())
+            .collect();
+        assert!(markers.len() > 2);
+        for m in &markers {
+            let new = UserEmailKey::new(&m.org, &m.email).primary_key();
+            store.delete_item(Delete::new(new)).await.unwrap();
+            let old = format!("EMAIL#{}", m.email);
+            let mut item = m.to_item();
+            item.insert(PK.into(), AttributeValue::S(old.clone()));
+            item.insert("SK".into(), AttributeValue::S(old));
+            store.put_item(Put::new(item)).await.unwrap();
+        }
+        let before = crate::check::check(&store).await.unwrap();
+        assert!(before.violations.len() >= markers.len(), "{before}");
+
+        let dry = migrate(&store, true).await.unwrap();
+        assert_eq!(dry.moved, markers.len());
+        assert!(!crate::check::check(&store).await.unwrap().is_clean());
+
+        // One old marker whose new key already holds it: only the old copy goes.
+        let first = &markers[0];
+        store.put_item(Put::new(first.to_item())).await.unwrap();
+        let report = migrate(&store, false).await.unwrap();
+        assert_eq!(
+            (
+                report.moved,
+                report.duplicates_removed,
+                report.skipped.len()
+            ),
+            (markers.len() - 1, 1, 0),
+            "{report}"
+        );
+        let after = crate::check::check(&store).await.unwrap();
+        assert!(after.is_clean(), "{after}");
+        let old_key = format!("EMAIL#{}", first.email);
+        let gone = store
+            .get_item(crate::store::GetItem {
+                key: PrimaryKey::new(old_key.clone(), old_key),
+                consistent_read: true,
+            })
+            .await
+            .unwrap();
+        assert!(gone.is_none());
+        let again = migrate(&store, false).await.unwrap();
+        assert_eq!((again.moved, again.duplicates_removed), (0, 0));
+    }
+}
