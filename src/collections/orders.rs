@@ -88,10 +88,11 @@ pub struct PlacedOrder {
     pub replayed: bool,
 }
 
-/// How many times a replay reads the order its token names before giving up: the order
-/// and the marker are written together, but the order is read on GSI1, which DynamoDB
-/// updates a moment after the transaction.
-const REPLAY_READ_ATTEMPTS: u32 = 6;
+/// How many times a replay reads the order its token names before giving up (on
+/// [`retry_schedule`], about 4 s in all): the order and the marker are written together,
+/// but the order is read on GSI1, which DynamoDB updates typically within a second of the
+/// transaction, sometimes later.
+const REPLAY_READ_ATTEMPTS: u32 = 9;
 
 /// Access pattern 12: places an order with its lines and counts it on the organization and
 /// on the buyer, who must exist. Lines are numbered 1..=n, `amountCents = quantity × unitPriceCents`,
