@@ -769,6 +769,41 @@ mod tests {
         };
         assert!(args.store.in_memory);
         assert_eq!(args.seed_mode(), SeedMode::None);
+
+        // A DynamoDB table is seeded only when asked.
+        let Command::Serve(args) = parse(&["--store", "dynamodb"]) else {
+            panic!("serve")
+        };
+        assert_eq!(args.seed_mode(), SeedMode::None);
+        let Command::Serve(args) = parse(&["--store", "dynamodb", "--seed", "demo"]) else {
+            panic!("serve")
+        };
+        assert_eq!(args.seed_mode(), SeedMode::Demo);
+    }
+
+    #[tokio::test]
+    async fn faults_are_for_the_embedded_engine_only() {
+        let Command::Serve(args) = parse(&["--in-memory", "--faults", "gsi-lag=1s,throttle=0.05"])
+        else {
+            panic!("serve")
+        };
+        let faults = args.store.faults.expect("parsed");
+        assert_eq!(faults.gsi_lag, Duration::from_secs(1));
+        assert_eq!(faults.throttle, 0.05);
+        args.store
+            .open()
+            .await
+            .expect("the embedded engine injects them");
+        assert!(Cli::try_parse_from(["itemgraph", "--faults", "throttle=7"]).is_err());
+        let Command::Serve(args) = parse(&["--store", "dynamodb", "--faults", "conflict=0.1"])
+        else {
+            panic!("serve")
+        };
+        let err = args.store.open().await.err().expect("refused").to_string();
+        assert!(
+            err.contains("--faults applies to --store embedded only"),
+            "{err}"
+        );
     }
 
     #[test]
