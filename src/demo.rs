@@ -13,12 +13,12 @@
 use std::fmt;
 
 use crate::collections::{self, RepoResult};
-use crate::keys::{Email, Id, LineNo, Slug, Username};
+use crate::keys::{Email, Id, LineNo, OrgKey, Slug, Username};
 use crate::model::{
     timestamp_from_ms, Order, OrderLine, OrderStatus, Organization, Plan, Record, Role, Ticket,
     TicketPriority, TicketStatus, User, UserEmail,
 };
-use crate::store::{Item, Scan, Store};
+use crate::store::{GetItem, Item, Scan, Store};
 
 /// The organization whose presence marks a seeded store.
 pub const MARKER_ORG: &str = "acme";
@@ -262,10 +262,17 @@ pub async fn seed_demo(store: &dyn Store) -> RepoResult<SeedReport> {
     Ok(report)
 }
 
-/// Whether the demo set is there: one GetItem on its marker organization.
+/// Whether the demo set is there: one GetItem on its marker organization, which must be
+/// an organization (another application's item at that key is not the demo data).
 pub async fn is_seeded(store: &dyn Store) -> RepoResult<bool> {
     let acme = Slug::parse(MARKER_ORG).expect("a valid slug");
-    Ok(collections::get_org(store, &acme).await?.is_some())
+    let item = store
+        .get_item(GetItem {
+            key: OrgKey::new(&acme).primary_key(),
+            consistent_read: true,
+        })
+        .await?;
+    Ok(item.is_some_and(|item| Organization::from_item(item).is_ok()))
 }
 
 /// Whether the table holds any item: one Scan of one item.
