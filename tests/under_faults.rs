@@ -368,3 +368,42 @@ async fn random_mutations_under_faults_count_exactly_their_successes() {
     assert!(within(delta("/organization/orderCount"), sum(3)));
     assert_clean(&api).await;
 }
+
+/// 50 users with one email at once: exactly one is created, the others are `CONFLICT`
+/// on `email` (a retried `THROTTLED` or `CONTENTION` ends the same way), and the
+/// organization counts one user more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_email_one_user_under_faults() {
+    let (api, _dir) = faulty_demo(31).await;
+    let before = counts(&api).await["organization"]["userCount"]
+        .as_u64()
+        .unwrap();
+    let racer = |i: usize| {
+        let api = api.clone();
+        async move {
+            let vars = json!({ "input": {
+                "org": "acme", "username": format!("racer-{i:02}"),
+                "email": "Racer@Acme.Example", "name": "Racer", "role": "MEMBER"
+            }});
+            send(&api, CREATE_USER, &vars).await
+        }
+    };
+    let responses = join_all((0..50).map(racer)).await;
+    let mut outcomes = BTreeMap::<String, usize>::new();
+    for r in &responses {
+        assert_no_bug("createUser", r);
+        let code = error_codes(r).join(",");
+        if code == "CONFLICT" {
+            assert_eq!(r["errors"][0]["extensions"]["field"], "email", "{r:#}");
+        }
+        *outcomes.entry(code).or_default() += 1;
+    }
+    let ok = outcomes.get("").copied().unwrap_or(0);
+    let unknown = outcomes.get("UNAVAILABLE").copied().unwrap_or(0);
+    assert!(ok + unknown >= 1 && ok <= 1, "{outcomes:?}");
+    let after = counts(&api).await["organization"]["userCount"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(after, before + 1, "{outcomes:?}");
+    assert_clean(&api).await;
+}
