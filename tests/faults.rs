@@ -1,6 +1,8 @@
 //! The embedded engine's fault model at the port: each of DynamoDB's failure modes shows
 //! up as DynamoDB shows it, and the engine answers as the SDK in front of DynamoDB does.
 
+mod common;
+
 use std::time::Duration;
 
 use itemgraph::store::embedded::EmbeddedStore;
@@ -114,6 +116,42 @@ async fn changes_waiting_for_the_indexes_reach_them_when_the_file_is_opened_agai
     }
     let store = EmbeddedStore::open(&path, "t", TableSchema::itemgraph()).unwrap();
     assert_eq!(store.query(on_index("G")).await.unwrap().items.len(), 1);
+
+    // Without a lag, the index follows every write at once, rows written under the lag
+    // included; under a lag again, rows written without one keep the item as it was.
+    let version = |v: &str| {
+        item(
+            "A",
+            "1",
+            &[("GSI1PK", s("G")), ("GSI1SK", s("1")), ("v", s(v))],
+        )
+    };
+    store.put_item(Put::new(version("2"))).await.unwrap();
+    assert_eq!(
+        store.query(on_index("G")).await.unwrap().items,
+        vec![version("2")]
+    );
+    drop(store);
+    let store = EmbeddedStore::open_with_faults(
+        &path,
+        "t",
+        TableSchema::itemgraph(),
+        Faults {
+            gsi_lag: Duration::from_millis(300),
+            ..Faults::default()
+        },
+    )
+    .unwrap();
+    store.put_item(Put::new(version("3"))).await.unwrap();
+    assert_eq!(
+        store.query(on_index("G")).await.unwrap().items,
+        vec![version("2")]
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        store.query(on_index("G")).await.unwrap().items,
+        vec![version("3")]
+    );
 }
 
 #[tokio::test]
@@ -252,4 +290,63 @@ async fn a_single_write_sent_again_after_a_lost_reply_meets_its_own_item() {
         }
     }
     assert!(saw_own_item, "no write was sent again after a lost reply");
+}
+
+/// The DynamoDB engine, against an endpoint that answers a first attempt with a 500 (which
+/// DynamoDB documents as "may have succeeded") and every later one with
+/// `ThrottlingException`: the write's outcome is unknown, so it fails `Unavailable`, not
+/// `Throttled` (which tells the caller nothing was written). Throttled from the first
+/// attempt on, it is `Throttled`.
+#[tokio::test]
+async fn a_write_throttled_after_an_unanswered_attempt_is_not_called_unwritten() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use itemgraph::store::dynamo::DynamoStore;
+
+    async fn endpoint(fail_first: bool) -> (DynamoStore, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let calls = Arc::new(AtomicUsize::new(0));
+        let app = axum::Router::new().fallback(move || {
+            let first = calls.fetch_add(1, Ordering::SeqCst) == 0;
+            async move {
+                let (status, kind) = if first && fail_first {
+                    (500, "InternalServerError")
+                } else {
+                    (400, "ThrottlingException")
+                };
+                (
+                    axum::http::StatusCode::from_u16(status).unwrap(),
+                    [("content-type", "application/x-amz-json-1.0")],
+                    format!(
+                        r#"{{"__type":"com.amazonaws.dynamodb.v20120810#{kind}","message":"m"}}"#
+                    ),
+                )
+            }
+        });
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        let store = common::engines::dynamodb_at(&url);
+        (store, task)
+    }
+
+    let put = || Put::new(item("A", "1", &[])).when(Condition::not_exists("PK"));
+    let (store, task) = endpoint(true).await;
+    let err = store.put_item(put()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
+    let err = store
+        .transact_write(vec![TransactAction::Put(put())])
+        .await
+        .unwrap_err();
+    // Its first attempt was answered with throttling (the endpoint's 500 went to the
+    // PutItem above): nothing was written.
+    assert!(matches!(err, StoreError::Throttled(_)), "{err:?}");
+    task.abort();
+
+    let (store, task) = endpoint(false).await;
+    let err = store.put_item(put()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Throttled(_)), "{err:?}");
+    task.abort();
 }

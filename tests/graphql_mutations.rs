@@ -381,13 +381,14 @@ fn new_order(lines: Value) -> Value {
 
 // --- createOrganization --------------------------------------------------------------------
 
-/// A new organization: one conditional PutItem, counters at zero, `OrganizationCreated`.
+/// A new organization: one conditional Put in a TransactWriteItems (for its client
+/// request token), counters at zero, `OrganizationCreated`.
 async fn create_organization(api: &Api) {
     let mut events = api.events.subscribe();
     let vars = json!({ "input": { "slug": "looney", "name": "Looney Tunes", "plan": "TEAM" } });
     let r = mutate(api, "create_organization", &create_organization_q(), vars).await;
     assert_one_write(&r, &[]);
-    assert_eq!(operations(&r), ["PutItem"]);
+    assert_eq!(operations(&r), ["TransactWriteItems"]);
     assert!(
         matches!(one_event(&mut events), DomainEvent::OrganizationCreated(o) if o.slug == "looney")
     );
@@ -416,7 +417,7 @@ async fn create_organization_slug_taken(api: &Api) {
     )
     .await;
     assert_error(&r, "CONFLICT", Some("slug"));
-    assert_eq!(operations(&r), ["PutItem"]);
+    assert_eq!(operations(&r), ["TransactWriteItems"]);
     no_event(&mut events);
 }
 
@@ -782,7 +783,7 @@ async fn update_ticket_text(api: &Api) {
     }});
     let r = mutate(api, "update_ticket_text", &update_ticket_q(), vars).await;
     assert_one_write(&r, &["GetItem"]);
-    assert_eq!(operations(&r), ["GetItem", "PutItem"]);
+    assert_eq!(operations(&r), ["GetItem", "TransactWriteItems"]);
     assert!(matches!(
         one_event(&mut events),
         DomainEvent::TicketChanged {
@@ -1058,7 +1059,7 @@ async fn update_order_status(api: &Api) {
     }});
     let r = mutate(api, "update_order_status", &update_order_status_q(), vars).await;
     assert_one_write(&r, &["GetItem"]);
-    assert_eq!(operations(&r), ["GetItem", "UpdateItem"]);
+    assert_eq!(operations(&r), ["GetItem", "TransactWriteItems"]);
     assert!(matches!(
         one_event(&mut events),
         DomainEvent::OrderStatusChanged { status: OrderStatus::Paid, version, .. } if version == o.version + 1

@@ -17,7 +17,7 @@ use common::server::{read, TestServer};
 use itemgraph::events::EventBus;
 use itemgraph::graphql::CursorCodec;
 use itemgraph::http::{self, AppState, Cors, CorsOrigins};
-use itemgraph::store::{GetItem, PrimaryKey, Store, StoreError, TableSchema};
+use itemgraph::store::{GetItem, PrimaryKey, Store, StoreError};
 use reqwest::header::CONTENT_TYPE;
 use serde_json::json;
 
@@ -234,10 +234,13 @@ async fn requests_errors_and_store_calls_move_by_what_each_request_did() {
     // OrgUsers' Query, and Partial's organization without a connection: one GetItem.
     assert_eq!(call("Query", "ok"), 1.0);
     assert_eq!(call("GetItem", "ok"), 1.0);
-    assert_eq!(call("PutItem", "ok"), 1.0);
-    assert_eq!(call("PutItem", "condition_failed"), 1.0);
+    assert_eq!(call("TransactWriteItems", "ok"), 1.0);
+    assert_eq!(call("TransactWriteItems", "transaction_canceled"), 1.0);
     assert_eq!(m(STORE_CALLS, &[]), 4.0, "nothing else was read or written");
-    assert_eq!(m(STORE_DURATION_COUNT, &[("op", "PutItem")]), 2.0);
+    assert_eq!(
+        m(STORE_DURATION_COUNT, &[("op", "TransactWriteItems")]),
+        2.0
+    );
     server.stop().await;
 }
 
@@ -600,7 +603,13 @@ async fn dynamodb_store_calls_and_consumed_capacity_are_recorded() {
             &[("op", "Query"), ("index", "GSI1"), ("outcome", "ok")]
         ) >= 1.0
     );
-    assert_eq!(m(STORE_CALLS, &[("op", "PutItem"), ("outcome", "ok")]), 1.0);
+    assert_eq!(
+        m(
+            STORE_CALLS,
+            &[("op", "TransactWriteItems"), ("outcome", "ok")]
+        ),
+        1.0
+    );
 
     // DynamoDB Local reports capacity for reads and writes; on the table, and for a
     // Query on an index, on that index.
@@ -608,14 +617,14 @@ async fn dynamodb_store_calls_and_consumed_capacity_are_recorded() {
     const CAPACITY_SUM: &str = "itemgraph_dynamodb_consumed_capacity_units_sum";
     let capacity = |op: &str| m(CAPACITY_COUNT, &[("op", op), ("table", table.as_str())]);
     assert!(
-        capacity("Query") >= 1.0 && capacity("PutItem") >= 1.0,
+        capacity("Query") >= 1.0 && capacity("TransactWriteItems") >= 1.0,
         "consumed capacity: {:?}",
         after.label_sets(CAPACITY_COUNT)
     );
     assert!(
         m(
             CAPACITY_SUM,
-            &[("op", "PutItem"), ("table", table.as_str())]
+            &[("op", "TransactWriteItems"), ("table", table.as_str())]
         ) > 0.0
     );
     common::dynamo_local::drop_table(&dynamo).await;
@@ -627,9 +636,6 @@ async fn dynamodb_store_calls_and_consumed_capacity_are_recorded() {
 #[tokio::test]
 async fn sdk_retries_are_counted() {
     let _serial = SERIAL.lock().await;
-    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-    use itemgraph::store::dynamo::DynamoStore;
-
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     let failing = axum::Router::new().fallback(|| async {
@@ -641,22 +647,7 @@ async fn sdk_retries_are_counted() {
     });
     let endpoint_task = tokio::spawn(async move { axum::serve(listener, failing).await });
 
-    let config = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
-        .endpoint_url(endpoint)
-        .retry_config(
-            aws_sdk_dynamodb::config::retry::RetryConfig::standard()
-                .with_max_attempts(3)
-                .with_initial_backoff(Duration::from_millis(1)),
-        )
-        .build();
-    let store = DynamoStore::from_client(
-        aws_sdk_dynamodb::Client::from_conf(config),
-        "itemgraph".into(),
-        TableSchema::itemgraph(),
-    );
+    let store = common::engines::dynamodb_at(&endpoint);
     // No server here: the recorder is read directly.
     itemgraph::metrics::install().expect("the recorder installs");
     let scrape = || Scrape::parse(&itemgraph::metrics::render().unwrap());

@@ -8,7 +8,7 @@ use super::entities::get_record;
 use super::error::{RepoError, RepoResult};
 use super::page::{read_connection, Connection, Page, MAX_PAGE_SIZE};
 use super::write::{
-    bump, explain, holds_update, n, next_version, put_new, s, OnFail, STATUS, VERSION,
+    bump, explain, failed_condition, n, next_version, put_new, s, OnFail, STATUS, VERSION,
 };
 use crate::keys::{
     ClientToken, Id, ItemKeys, OrderKey, OrderTokenKey, OrgKey, Slug, UserKey, GSI1, PK,
@@ -16,8 +16,8 @@ use crate::keys::{
 use crate::model::{Order, OrderLine, OrderStatus, Organization, Record, Timestamp, User};
 use crate::store::validate::MAX_TRANSACT_ACTIONS;
 use crate::store::{
-    retry_schedule, CancelReason, Condition, GetItem, PageKey, Put, Query, ReturnValues,
-    SortCondition, Store, StoreError, TransactAction, Update, UpdateExpr,
+    retry_schedule, CancelReason, Condition, GetItem, PageKey, Put, Query, SortCondition, Store,
+    StoreError, TransactAction, Update, UpdateExpr,
 };
 
 /// Most lines one order can have: one transaction holds the order, its lines, the
@@ -295,12 +295,13 @@ pub(super) fn check_order_transition(from: OrderStatus, to: OrderStatus) -> Repo
 ///
 /// Reads the order first ([`locate_order`]) → `NotFound("order")`. A version other than
 /// the expected one is `VersionMismatch` with the current version; a forbidden move is
-/// `InvalidTransition`. Then one UpdateItem `SET status, version = expected + 1`
-/// conditioned on `version = expected AND status = <status read>`, so no concurrent
-/// transition can slip in between; when that fails the item it returns decides: the
-/// order as this call writes it (an attempt applied whose reply was lost, sent again by
-/// the SDK) is success, else `VersionMismatch` with its version, or `InvalidTransition`
-/// from its status if only the status moved.
+/// `InvalidTransition`. Then one TransactWriteItems of one Update `SET status, version =
+/// expected + 1` conditioned on `version = expected AND status = <status read>`, so no
+/// concurrent transition can slip in between (a transaction for its client request
+/// token, so that the SDK's retry of an attempt whose reply was lost is not refused by
+/// the version its first attempt wrote); when that fails the item it returns decides:
+/// `VersionMismatch` with its version, or `InvalidTransition` from its status if only
+/// the status moved.
 pub async fn update_order_status(
     store: &dyn Store,
     order_id: Id,
@@ -407,39 +408,43 @@ pub async fn update_org_order_status(
     check_order_transition(current.status, status)?;
     let next_version = next_version(expected_version, "order")?;
 
-    let update_expr = UpdateExpr::default()
-        .set(STATUS, s(status.as_str()))
-        .set(VERSION, n(next_version));
-    let mut update = Update::new(current.primary_key(), update_expr.clone())
-        .when(Condition::And(vec![
-            Condition::eq(VERSION, n(expected_version)),
-            Condition::eq(STATUS, s(current.status.as_str())),
-        ]))
-        .returning(ReturnValues::AllNew);
+    // A transaction of one action for its client request token: the SDK's retry of an
+    // attempt whose reply was lost then answers success, where a conditional UpdateItem
+    // would fail on the version its own first attempt wrote.
+    let mut update = Update::new(
+        current.primary_key(),
+        UpdateExpr::default()
+            .set(STATUS, s(status.as_str()))
+            .set(VERSION, n(next_version)),
+    )
+    .when(Condition::And(vec![
+        Condition::eq(VERSION, n(expected_version)),
+        Condition::eq(STATUS, s(current.status.as_str())),
+    ]));
     update.return_old_on_condition_failure = true;
-    match store.update_item(update).await {
-        Ok(Some(item)) => Ok(Order::from_item(item)?),
-        Ok(None) => Err(RepoError::Store(StoreError::Internal(
-            "UpdateItem with ALL_NEW returned no item".into(),
-        ))),
-        Err(StoreError::ConditionFailed { item: None }) => Err(RepoError::NotFound("order")),
-        // Applied by an attempt whose reply was lost; the SDK's next one found it.
-        Err(StoreError::ConditionFailed { item: Some(item) })
-            if holds_update(&item, &update_expr) =>
-        {
-            Ok(Order::from_item(*item)?)
-        }
-        Err(StoreError::ConditionFailed { item: Some(item) }) => {
-            let now = Order::from_item(*item)?;
-            if now.version != expected_version {
-                Err(mismatch(now.version))
-            } else {
-                Err(RepoError::InvalidTransition {
-                    from: now.status.as_str().to_owned(),
-                    to: status.as_str().to_owned(),
-                })
+    match store
+        .transact_write(vec![TransactAction::Update(update)])
+        .await
+    {
+        Ok(()) => Ok(Order {
+            status,
+            version: next_version,
+            ..current
+        }),
+        Err(err) => match failed_condition(&err) {
+            Some((_, None)) => Err(RepoError::NotFound("order")),
+            Some((_, Some(item))) => {
+                let now = Order::from_item(item.clone())?;
+                if now.version != expected_version {
+                    Err(mismatch(now.version))
+                } else {
+                    Err(RepoError::InvalidTransition {
+                        from: now.status.as_str().to_owned(),
+                        to: status.as_str().to_owned(),
+                    })
+                }
             }
-        }
-        Err(e) => Err(e.into()),
+            None => Err(err.into()),
+        },
     }
 }

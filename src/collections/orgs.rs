@@ -3,10 +3,10 @@
 use super::entities::get_record;
 use super::error::RepoResult;
 use super::page::{read_connection, Connection, Page};
-use super::write::{explain, holds_put, OnFail};
-use crate::keys::{OrgKey, Slug, PK};
+use super::write::{explain, put_new, OnFail};
+use crate::keys::{OrgKey, Slug};
 use crate::model::{Order, Organization, Record, User};
-use crate::store::{Condition, PageKey, Put, SortCondition, Store, StoreError};
+use crate::store::{PageKey, SortCondition, Store};
 
 /// Access pattern 2. `org` is read only on a first forward page, and is `None` there when
 /// the organization does not exist.
@@ -77,11 +77,12 @@ pub async fn get_org_with_orders(
     })
 }
 
-/// Access pattern 14: creates an organization, unique on its slug. One PutItem
-/// `attribute_not_exists(PK)`, no read. The counters are written as 0 whatever `org`
-/// says: a new organization has no children yet. `AlreadyExists("slug")`, unless the
-/// organization there is the one this call writes (an attempt applied whose reply was
-/// lost, sent again by the SDK).
+/// Access pattern 14: creates an organization, unique on its slug: one TransactWriteItems
+/// of one Put `attribute_not_exists(PK)`, no read (a transaction for its client request
+/// token, which makes the SDK's retry of an attempt whose reply was lost answer success
+/// instead of `AlreadyExists` for the caller's own organization). The counters are
+/// written as 0 whatever `org` says: a new organization has no children yet.
+/// `AlreadyExists("slug")`.
 pub async fn create_org(store: &dyn Store, org: &Organization) -> RepoResult<()> {
     let org = Organization::new(
         org.slug.clone(),
@@ -89,14 +90,8 @@ pub async fn create_org(store: &dyn Store, org: &Organization) -> RepoResult<()>
         org.plan,
         org.created_at.clone(),
     );
-    let item = org.to_item();
-    let mut put = Put::new(item.clone()).when(Condition::not_exists(PK));
-    put.return_old_on_condition_failure = true;
-    match store.put_item(put).await {
-        Ok(_) => Ok(()),
-        Err(StoreError::ConditionFailed { item: Some(found) }) if holds_put(&found, &item) => {
-            Ok(())
-        }
-        Err(e) => Err(explain(e, &[OnFail::AlreadyExists("slug")])),
-    }
+    store
+        .transact_write(vec![put_new(org.to_item())])
+        .await
+        .map_err(|e| explain(e, &[OnFail::AlreadyExists("slug")]))
 }

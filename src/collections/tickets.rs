@@ -4,11 +4,11 @@
 use super::entities::get_record;
 use super::error::RepoResult;
 use super::page::{read_connection, Connection, Page};
-use super::write::{bump, explain, holds_put, n, next_version, put_new, OnFail, VERSION};
+use super::write::{bump, explain, n, next_version, put_new, OnFail, VERSION};
 use crate::keys::{Id, OrgKey, Slug, TicketKey, UserKey, Username, GSI2, PK};
 use crate::model::{Organization, Record, Ticket, TicketPriority, TicketStatus, Timestamp, User};
 use crate::store::{
-    CmpOp, Condition, GetItem, PageKey, Put, Store, StoreError, TransactAction, Update, UpdateExpr,
+    CmpOp, Condition, GetItem, PageKey, Put, Store, TransactAction, Update, UpdateExpr,
 };
 
 /// Access pattern 6, newest first. The queue's size is the organization's status counter.
@@ -167,8 +167,9 @@ impl TicketChange {
 /// `assignedTicketCount`s: `ADD -1` on the old assignee (conditioned on existing with a
 /// positive count: anything else is a table no writer made, `INTERNAL`) and `ADD 1` on
 /// the new one, who must exist (`NotFound("assignee")`). The version condition makes
-/// `current.assignee` the assignee as stored. Otherwise it is a single conditional
-/// PutItem. `NotFound("ticket")` when the ticket is gone, `VersionMismatch` (with the
+/// `current.assignee` the assignee as stored. Otherwise the transaction holds the one
+/// conditional Put (a transaction for its client request token: see below).
+/// `NotFound("ticket")` when the ticket is gone, `VersionMismatch` (with the
 /// version it is at now) when it changed since `current` was read.
 pub async fn update_ticket(
     store: &dyn Store,
@@ -231,22 +232,11 @@ pub async fn update_ticket(
         }
     }
 
-    let written = if actions.len() == 1 {
-        let Some(TransactAction::Put(put)) = actions.pop() else {
-            unreachable!("one Put action")
-        };
-        match store.put_item(put).await {
-            // Applied by an attempt whose reply was lost; the SDK's next one found it.
-            Err(StoreError::ConditionFailed { item: Some(found) })
-                if holds_put(&found, &next.to_item()) =>
-            {
-                Ok(())
-            }
-            other => other.map(|_| ()),
-        }
-    } else {
-        store.transact_write(actions).await
-    };
+    // Always a transaction, a single Put included: its client request token makes the
+    // SDK's own retry of an attempt whose reply was lost idempotent, which a conditional
+    // PutItem is not (another writer may change the ticket in between, so the item the
+    // failed condition returns cannot tell the write was ours).
+    let written = store.transact_write(actions).await;
     written.map_err(|e| explain(e, &meanings))?;
     Ok(next)
 }

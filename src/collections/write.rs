@@ -6,8 +6,8 @@ use super::error::RepoError;
 use crate::keys::PK;
 use crate::model::Ticket;
 use crate::store::{
-    value, AttributeValue, CancelReason, Condition, Item, PrimaryKey, Put, SetValue, StoreError,
-    TransactAction, Update, UpdateExpr,
+    AttributeValue, CancelReason, Condition, Item, PrimaryKey, Put, StoreError, TransactAction,
+    Update, UpdateExpr,
 };
 
 /// What a failed condition of one transaction action means to the caller.
@@ -94,29 +94,6 @@ pub(super) fn explain(err: StoreError, meanings: &[OnFail]) -> RepoError {
         },
         _ => RepoError::Store(err),
     }
-}
-
-/// Whether the item a failed condition returned is exactly the item a Put writes: the
-/// Put was applied already, by an attempt whose reply was lost and which the SDK sent
-/// again (the second attempt then fails the condition the first one made false). Such a
-/// write succeeded; it answers as the first attempt would have.
-pub(super) fn holds_put(found: &Item, written: &Item) -> bool {
-    found.len() == written.len()
-        && written
-            .iter()
-            .all(|(name, v)| found.get(name).is_some_and(|f| value::equal(f, v)))
-}
-
-/// [`holds_put`] for an UpdateItem: the item has every value the update sets and none
-/// of the attributes it removes. Never true of an update that adds (a counter cannot
-/// tell whether it moved once or twice).
-pub(super) fn holds_update(found: &Item, update: &UpdateExpr) -> bool {
-    update.add.is_empty()
-        && update.set.iter().all(|(name, set)| match set {
-            SetValue::Value(v) => found.get(name).is_some_and(|f| value::equal(f, v)),
-            SetValue::IfNotExists(_) => found.contains_key(name),
-        })
-        && update.remove.iter().all(|name| !found.contains_key(name))
 }
 
 pub(super) fn put_new(item: Item) -> TransactAction {

@@ -4,9 +4,11 @@
 //! Layout inside the redb file, per DynamoDB table `T`:
 //! - `meta`: one row per table, so DescribeTable and "table not found" behave as DynamoDB's;
 //! - `items/T`: encoded `(PK, SK)` → the item as DynamoDB JSON;
-//! - `index/T/<index>`: encoded `(index PK, index SK, PK, SK)` → the item as DynamoDB JSON
-//!   (indexes project every attribute). Only items carrying both index key attributes get
-//!   a row, which makes the indexes sparse;
+//! - `index/T/<index>`: encoded `(index PK, index SK, PK, SK)` → the encoded base key (the
+//!   row points at the item), or, for rows written under a GSI lag, a copy of the item as
+//!   it was then ([`PROJECTED`] then DynamoDB JSON: indexes project every attribute, so a
+//!   lagging index answers with the item as it was). Only items carrying both index key
+//!   attributes get a row, which makes the indexes sparse;
 //! - `pending/T`: with a GSI lag ([`Faults`]), the index changes of each write in write
 //!   order, each with the time it reaches the indexes. Due changes are applied before an
 //!   index is read; all of them when the file is opened.
@@ -50,9 +52,16 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 type Bytes<'a> = TableDefinition<'a, &'static [u8], &'static [u8]>;
 type Sequence<'a> = TableDefinition<'a, u64, &'static [u8]>;
 
-/// What a table's meta row says of its index rows: they hold the projected item. Files
-/// written before hold the base key there, and their indexes are rebuilt on open.
-const INDEX_FORMAT: &str = "projected";
+/// The first bytes of an index row that holds a copy of the item rather than the base
+/// key: no encoded key starts with them (after `0x00` an encoded key has `0x01` or `0xFF`).
+/// Without a lag rows point at the item, which keeps one copy of it on disk.
+const PROJECTED: [u8; 2] = [0x00, 0x02];
+
+fn projected(item: &Item) -> StoreResult<Vec<u8>> {
+    let mut row = PROJECTED.to_vec();
+    row.extend(encode_item(item)?);
+    Ok(row)
+}
 
 /// BatchGetItem answers at most 16 MB; the rest comes back as unprocessed keys.
 const MAX_BATCH_GET_BYTES: usize = 16 * 1024 * 1024;
@@ -133,7 +142,6 @@ impl EmbeddedStore {
         }
         let db = Database::create(path).map_err(internal)?;
         let store = Self::with_db(db, table, schema, faults);
-        store.inner.upgrade()?;
         store.inner.propagate(true)?;
         Ok(store)
     }
@@ -255,6 +263,13 @@ impl EmbeddedStore {
             };
             match waits.next() {
                 Some(wait) => tokio::time::sleep(wait).await,
+                // Throttled now, but an earlier attempt may have been applied: the caller
+                // cannot be told that nothing was written.
+                None if lost_before => {
+                    return Err(StoreError::Unavailable(format!(
+                        "{failed}, after an attempt that timed out once the store had received it"
+                    )))
+                }
                 None => return Err(failed),
             }
         }
@@ -364,7 +379,7 @@ fn decode_propagation(bytes: &[u8]) -> StoreResult<Propagation> {
 }
 
 fn meta_row(table: &str) -> Vec<u8> {
-    serde_json::json!({ "name": table, "status": "ACTIVE", "indexes": INDEX_FORMAT })
+    serde_json::json!({ "name": table, "status": "ACTIVE" })
         .to_string()
         .into_bytes()
 }
@@ -380,44 +395,6 @@ impl Inner {
 
     fn pending_def(&self) -> Sequence<'_> {
         TableDefinition::new(&self.pending_name)
-    }
-
-    /// Rebuilds the indexes of a table written before index rows held the item.
-    fn upgrade(&self) -> StoreResult<()> {
-        let tx = self.db.begin_write().map_err(internal)?;
-        {
-            let mut meta = tx.open_table(META).map_err(internal)?;
-            let current = match meta.get(self.table.as_str()).map_err(internal)? {
-                None => return Ok(()),
-                Some(row) => {
-                    serde_json::from_slice::<serde_json::Value>(row.value())
-                        .map_err(internal)?
-                        .get("indexes")
-                        .and_then(|v| v.as_str())
-                        == Some(INDEX_FORMAT)
-                }
-            };
-            if current {
-                return Ok(());
-            }
-            meta.insert(self.table.as_str(), meta_row(&self.table).as_slice())
-                .map_err(internal)?;
-        }
-        for i in 0..self.index_names.len() {
-            tx.delete_table(self.index_def(i)).map_err(internal)?;
-        }
-        {
-            let items = tx.open_table(self.items_def()).map_err(internal)?;
-            for row in items.iter().map_err(internal)? {
-                let (_, v) = row.map_err(internal)?;
-                let item = decode_item(v.value())?;
-                for (i, row) in self.index_rows(&item) {
-                    let mut t = tx.open_table(self.index_def(i)).map_err(internal)?;
-                    t.insert(row.as_slice(), v.value()).map_err(internal)?;
-                }
-            }
-        }
-        tx.commit().map_err(internal)
     }
 
     /// Applies the index changes whose lag has passed (all of them with `all`), oldest
@@ -532,24 +509,52 @@ impl Inner {
         }
         let old_rows = old.map(|i| self.index_rows(i)).unwrap_or_default();
         let new_rows = new.map(|i| self.index_rows(i)).unwrap_or_default();
-        // Rows the item leaves, then every row it has (its projection changed with it).
+        let lag = !self.gsi_lag.is_zero();
+        // Rows the item leaves, then its rows: new ones point at it; under a lag every
+        // one holds the item as written, which reaches the index later.
         let mut changes: Vec<IndexChange> = old_rows
-            .into_iter()
+            .iter()
             .filter(|r| !new_rows.contains(r))
-            .map(|(i, row)| (i, row, None))
+            .map(|(i, row)| (*i, row.clone(), None))
             .collect();
-        if let Some(item) = new.filter(|_| !new_rows.is_empty()) {
-            let bytes = encode_item(item)?;
-            changes.extend(
-                new_rows
-                    .into_iter()
-                    .map(|(i, row)| (i, row, Some(bytes.clone()))),
-            );
+        if let Some(item) = new {
+            let value = if lag { projected(item)? } else { tk.clone() };
+            for (i, row) in &new_rows {
+                // Without a lag a row the item keeps needs no write, unless it still holds
+                // a copy from a run with a lag (which would go stale).
+                let write = lag
+                    || !old_rows.contains(&(*i, row.clone()))
+                    || tx
+                        .open_table(self.index_def(*i))
+                        .map_err(internal)?
+                        .get(row.as_slice())
+                        .map_err(internal)?
+                        .is_some_and(|v| v.value().starts_with(&PROJECTED));
+                if write {
+                    changes.push((*i, row.clone(), Some(value.clone())));
+                }
+            }
         }
         if changes.is_empty() {
             return Ok(());
         }
-        if !self.gsi_lag.is_zero() {
+        if lag {
+            // A row that points at the item would show the new item before the lag has
+            // passed: it keeps the old item until then.
+            if let Some(old) = old {
+                let frozen = projected(old)?;
+                for (i, row) in &old_rows {
+                    let mut t = tx.open_table(self.index_def(*i)).map_err(internal)?;
+                    let points = t
+                        .get(row.as_slice())
+                        .map_err(internal)?
+                        .is_some_and(|v| !v.value().starts_with(&PROJECTED));
+                    if points {
+                        t.insert(row.as_slice(), frozen.as_slice())
+                            .map_err(internal)?;
+                    }
+                }
+            }
             let mut pending = tx.open_table(self.pending_def()).map_err(internal)?;
             let seq = pending
                 .last()
@@ -1173,8 +1178,18 @@ fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
                 let parts = decode_key(row_key)?;
                 let [ipk, isk, pk, sk]: [String; 4] =
                     parts.try_into().map_err(|_| internal("bad index key"))?;
+                let item = match row_val.strip_prefix(&PROJECTED) {
+                    Some(copy) => decode_item(copy)?,
+                    None => {
+                        let base = items
+                            .get(row_val)
+                            .map_err(internal)?
+                            .ok_or_else(|| internal("index row without item"))?;
+                        decode_item(base.value())?
+                    }
+                };
                 (
-                    decode_item(row_val)?,
+                    item,
                     PageKey {
                         table: PrimaryKey { pk, sk },
                         index: Some(IndexKey { pk: ipk, sk: isk }),
@@ -1235,6 +1250,14 @@ fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_projected_row_never_reads_as_a_base_key() {
+        for pk in ["\0", "\0\u{1}", "a", "{"] {
+            let key = table_key(&PrimaryKey::new(pk, "s"));
+            assert!(!key.starts_with(&PROJECTED), "{pk:?}");
+        }
+    }
 
     #[test]
     fn encoded_keys_sort_like_utf8_strings() {

@@ -26,3 +26,25 @@ pub async fn embedded_demo() -> EmbeddedStore {
 pub async fn dynamodb(prefix: &str) -> Option<DynamoStore> {
     super::dynamo_local::store(prefix).await
 }
+
+/// The DynamoDB engine against an endpoint a test serves itself (a fake answering with
+/// errors): dummy credentials, three attempts with 1 ms backoff, nothing created.
+pub fn dynamodb_at(endpoint: &str) -> DynamoStore {
+    use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("test", "test", None, None, "test"))
+        .endpoint_url(endpoint)
+        .retry_config(
+            aws_sdk_dynamodb::config::retry::RetryConfig::standard()
+                .with_max_attempts(3)
+                .with_initial_backoff(std::time::Duration::from_millis(1)),
+        )
+        .build();
+    DynamoStore::from_client(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        "itemgraph".into(),
+        TableSchema::itemgraph(),
+    )
+}

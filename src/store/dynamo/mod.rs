@@ -14,6 +14,8 @@
 //! retries ([`metrics::DYNAMODB_RETRIES`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -36,7 +38,9 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::context::{
+    BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
+};
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::retries::RequestAttempts;
@@ -627,14 +631,18 @@ impl Store for DynamoStore {
             )
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
         // A write that met a transaction in flight was not applied: sent again.
+        let uncertain = Uncertain::default();
         let out = retry_conflicts("PutItem", || async {
             request
                 .clone()
+                .customize()
+                .interceptor(uncertain.clone())
                 .send()
                 .await
                 .map_err(|e| store_error(&self.table, e))
         })
-        .await?;
+        .await
+        .map_err(|e| uncertain.settle(e))?;
         record_capacity("PutItem", out.consumed_capacity.as_slice());
         Ok(None)
     }
@@ -661,14 +669,18 @@ impl Store for DynamoStore {
             )
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
         // A write that met a transaction in flight was not applied: sent again.
+        let uncertain = Uncertain::default();
         let out = retry_conflicts("UpdateItem", || async {
             request
                 .clone()
+                .customize()
+                .interceptor(uncertain.clone())
                 .send()
                 .await
                 .map_err(|e| store_error(&self.table, e))
         })
-        .await?;
+        .await
+        .map_err(|e| uncertain.settle(e))?;
         record_capacity("UpdateItem", out.consumed_capacity.as_slice());
         returned(req.returns, out.attributes)
     }
@@ -693,14 +705,18 @@ impl Store for DynamoStore {
             )
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
         // A write that met a transaction in flight was not applied: sent again.
+        let uncertain = Uncertain::default();
         let out = retry_conflicts("DeleteItem", || async {
             request
                 .clone()
+                .customize()
+                .interceptor(uncertain.clone())
                 .send()
                 .await
                 .map_err(|e| store_error(&self.table, e))
         })
-        .await?;
+        .await
+        .map_err(|e| uncertain.settle(e))?;
         record_capacity("DeleteItem", out.consumed_capacity.as_slice());
         returned(req.returns, out.attributes)
     }
@@ -714,6 +730,7 @@ impl Store for DynamoStore {
             .into_iter()
             .map(|a| self.transact_item(a))
             .collect::<StoreResult<Vec<_>>>()?;
+        let uncertain = Uncertain::default();
         let send = || async {
             self.client
                 .transact_write_items()
@@ -723,11 +740,15 @@ impl Store for DynamoStore {
                 // when sent again, instead of failing its own conditions.
                 .client_request_token(ulid::Ulid::new().to_string())
                 .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+                .customize()
+                .interceptor(uncertain.clone())
                 .send()
                 .await
                 .map_err(|e| store_error(&self.table, e))
         };
-        let out = retry_conflicts("TransactWriteItems", send).await?;
+        let out = retry_conflicts("TransactWriteItems", send)
+            .await
+            .map_err(|e| uncertain.settle(e))?;
         record_capacity("TransactWriteItems", out.consumed_capacity());
         Ok(())
     }
@@ -761,6 +782,50 @@ fn record_capacity(op: &'static str, consumed: &[ConsumedCapacity]) {
         for (index, units) in parts {
             metrics::record_consumed_capacity(op, table, index, units);
         }
+    }
+}
+
+/// Notes, for one write, whether any of the SDK's attempts failed without DynamoDB's
+/// answer (no response: a timed-out attempt or a broken connection; or a 5xx, which
+/// DynamoDB documents as "may have succeeded"). Such an attempt may have been applied, so
+/// a later attempt's throttling must not tell the caller that nothing was written.
+#[derive(Debug, Clone, Default)]
+struct Uncertain(Arc<AtomicBool>);
+
+impl Uncertain {
+    /// The write's final error as the caller may read it: `Throttled` (nothing written)
+    /// becomes `Unavailable` (outcome unknown) after an unanswered attempt.
+    fn settle(&self, err: StoreError) -> StoreError {
+        match err {
+            StoreError::Throttled(m) if self.0.load(Ordering::Relaxed) => {
+                StoreError::Unavailable(format!(
+                    "{m}, after an attempt that got no answer: the write may have been applied"
+                ))
+            }
+            other => other,
+        }
+    }
+}
+
+impl Intercept for Uncertain {
+    fn name(&self) -> &'static str {
+        "itemgraph::Uncertain"
+    }
+
+    fn read_after_attempt(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let failed = context.output_or_error().is_some_and(|o| o.is_err());
+        let unanswered = context
+            .response()
+            .is_none_or(|r| r.status().is_server_error());
+        if failed && unanswered {
+            self.0.store(true, Ordering::Relaxed);
+        }
+        Ok(())
     }
 }
 
