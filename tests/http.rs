@@ -217,11 +217,18 @@ async fn a_mutation_over_get_is_405() {
     server.stop().await;
 }
 
-/// A browser gets GraphiQL at `/` and at `/graphql`, set up to send the trace header.
+/// A browser gets the playground at `/` and at `/graphql`: HTML under a strict
+/// Content-Security-Policy, loading only this origin's files, each of which is served
+/// with its content type, immutable caching and the bytes the page's hash names (the
+/// vendored ones as the lock records them).
 #[tokio::test]
-async fn browsers_get_graphiql() {
+async fn browsers_get_the_playground_and_every_file_it_loads() {
+    use itemgraph::http::playground::{asset_path, ASSETS, CONTENT_SECURITY_POLICY};
+    use sha2::{Digest, Sha256};
+
     let server = start_server().await;
     let browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    let mut page = String::new();
     for (path, accept) in [
         ("/", None),
         ("/", Some(browser)),
@@ -233,14 +240,57 @@ async fn browsers_get_graphiql() {
         }
         let resp = req.send().await.unwrap();
         assert_eq!(resp.status().as_u16(), 200, "{path}");
-        assert!(resp.headers()[CONTENT_TYPE]
+        let headers = resp.headers().clone();
+        assert!(headers[CONTENT_TYPE]
             .to_str()
             .unwrap()
             .starts_with("text/html"));
-        let html = resp.text().await.unwrap();
-        assert!(html.contains("graphiql"), "{path}: {html}");
-        assert!(html.contains("'x-itemgraph-trace': '1'"), "{path}: {html}");
-        assert!(html.contains("/graphql"), "{path}");
+        assert_eq!(headers["content-security-policy"], CONTENT_SECURITY_POLICY);
+        page = resp.text().await.unwrap();
+        assert!(
+            page.contains("\"traceHeader\":\"x-itemgraph-trace\""),
+            "{path}: {page}"
+        );
+    }
+    let lock: Value =
+        serde_json::from_str(include_str!("../assets/playground/vendor.lock.json")).unwrap();
+    for asset in ASSETS.iter() {
+        let path = asset_path(asset);
+        if !asset.content_type.starts_with("text/plain") {
+            assert!(page.contains(&path), "the page loads {path}");
+        }
+        let resp = server.client.get(server.url(&path)).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 200, "{path}");
+        let headers = resp.headers().clone();
+        assert_eq!(headers[CONTENT_TYPE], asset.content_type, "{path}");
+        assert_eq!(
+            headers["cache-control"],
+            "public, max-age=31536000, immutable"
+        );
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        let bytes = resp.bytes().await.unwrap();
+        let sha256: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(path.contains(&sha256[..16]), "{path} names its content");
+        if let Some(locked) = lock["sha256"].get(asset.name) {
+            assert_eq!(
+                locked,
+                &json!(sha256),
+                "{} as the lock records it",
+                asset.name
+            );
+        }
+    }
+    // A stale hash (a page older than the binary) or an unknown file is 404.
+    let first = &ASSETS[0];
+    for path in [
+        format!("/playground/0000000000000000/{}", first.name),
+        format!("/playground/{}/nothing.js", first.hash),
+    ] {
+        let resp = server.client.get(server.url(&path)).send().await.unwrap();
+        assert_eq!(resp.status().as_u16(), 404, "{path}");
     }
     server.stop().await;
 }

@@ -467,7 +467,7 @@ async fn the_deadline_over_http_is_timeout_200_or_504() {
     server.stop().await;
 }
 
-/// With GraphiQL off, `/` is 404 and `GET /graphql` serves no page to a browser (only
+/// With GraphiQL off, `/` and the playground's files are 404 and `GET /graphql` serves no page to a browser (only
 /// queries from the URL); the API itself still answers.
 #[tokio::test]
 async fn graphiql_off_serves_no_page() {
@@ -482,6 +482,15 @@ async fn graphiql_off_serves_no_page() {
     .await;
     let page = server.client.get(server.url("/")).header(ACCEPT, html);
     assert_eq!(page.send().await.unwrap().status().as_u16(), 404);
+    let asset = &itemgraph::http::playground::ASSETS[0];
+    let asset = server
+        .client
+        .get(server.url(&itemgraph::http::playground::asset_path(asset)));
+    assert_eq!(
+        asset.send().await.unwrap().status().as_u16(),
+        404,
+        "nor its files"
+    );
     let (status, content_type, body) = read(
         server
             .client

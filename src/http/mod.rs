@@ -7,7 +7,8 @@
 //!   per request: a batch (a JSON array) is refused with `BAD_REQUEST`.
 //! - `GET /graphql`: GraphiQL for a browser (`Accept` prefers `text/html`); otherwise the
 //!   query from the URL (`?query=…&variables=…&operationName=…`), queries only.
-//! - `GET /`: GraphiQL.
+//! - `GET /`: the playground ([`playground`]: GraphiQL served from the binary), and its
+//!   files under `/playground/<hash>/<name>`.
 //! - `GET /healthz` (the process is up) and `GET /readyz` (the table can be used).
 //! - `GET /metrics`: Prometheus metrics (see [`crate::metrics`]), unless
 //!   [`Options::metrics`] is off.
@@ -43,7 +44,6 @@ use std::future::Future;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use async_graphql::http::GraphiQLSource;
 use async_graphql::parser::types::OperationType;
 use async_graphql::{ServerError, Value, Variables};
 use axum::body::{Body, Bytes};
@@ -61,6 +61,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 
 mod connections;
+pub mod playground;
 
 pub use connections::{fit_to_open_files, ConnectionLimits};
 
@@ -244,7 +245,9 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz));
     if options.graphiql {
-        router = router.route("/", get(graphiql));
+        router = router
+            .route("/", get(graphiql))
+            .route(playground::ASSET_ROUTE, get(playground::serve_asset));
     }
     if options.metrics {
         crate::metrics::install();
@@ -406,18 +409,28 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, String) {
 
 // --- GraphiQL ----------------------------------------------------------------------------
 
-/// The playground page, sending the trace header with every request so the request count
-/// shows next to each result.
-static GRAPHIQL: LazyLock<String> = LazyLock::new(|| {
-    GraphiQLSource::build()
-        .endpoint("/graphql")
-        .header(TRACE_HEADER, "1")
-        .title("itemgraph")
-        .finish()
-});
+/// The playground page (see [`playground`]): without and with authentication on.
+static PLAYGROUND: LazyLock<[String; 2]> =
+    LazyLock::new(|| [false, true].map(|auth| playground::page("/graphql", TRACE_HEADER, auth)));
 
-async fn graphiql() -> Html<&'static str> {
-    Html(GRAPHIQL.as_str())
+/// The playground page with its Content-Security-Policy.
+fn playground_page(state: &AppState) -> Response {
+    let auth = state.0.authenticator.is_some();
+    (
+        [
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(playground::CONTENT_SECURITY_POLICY),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        Html(PLAYGROUND[usize::from(auth)].as_str()),
+    )
+        .into_response()
+}
+
+async fn graphiql(State(state): State<AppState>) -> Response {
+    playground_page(&state)
 }
 
 // --- GraphQL over HTTP -------------------------------------------------------------------
@@ -474,7 +487,7 @@ async fn graphql_get(
     params: Result<Query<GetParams>, QueryRejection>,
 ) -> Response {
     if state.options().graphiql && prefers_html(&headers) {
-        return Html(GRAPHIQL.as_str()).into_response();
+        return playground_page(&state);
     }
     let media = Media::negotiate(&headers);
     let access = match state.access(&headers) {

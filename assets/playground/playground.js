@@ -1,0 +1,174 @@
+// The itemgraph playground: GraphiQL (vendored, see assets/playground/vendor.lock.json)
+// with the query builder, the example operations of examples/ as tabs, and a DynamoDB
+// panel listing the requests the last operation made. No inline script: the page's
+// settings come from the JSON block #itemgraph-config, so the Content-Security-Policy
+// can forbid every script that is not a file of this origin.
+(function () {
+  "use strict";
+  var config = JSON.parse(document.getElementById("itemgraph-config").textContent);
+  var h = React.createElement;
+
+  // The last operation's outcome, and the panels that show it.
+  var last = null;
+  var listeners = [];
+  function publish(entry) {
+    last = entry;
+    listeners.forEach(function (listener) {
+      listener(entry);
+    });
+  }
+
+  function byteLength(text) {
+    return new TextEncoder().encode(text).length;
+  }
+
+  function readableBytes(n) {
+    return n < 1024 ? n + " B" : (n / 1024).toFixed(1) + " KiB";
+  }
+
+  // Every operation asks for the trace (`x-itemgraph-trace: 1`), which the panel shows.
+  // A 401 becomes a readable error in the response pane instead of a parse failure.
+  async function fetcher(params, options) {
+    var headers = Object.assign(
+      {
+        "content-type": "application/json",
+        accept: "application/graphql-response+json, application/json",
+      },
+      (options && options.headers) || {}
+    );
+    headers[config.traceHeader] = "1";
+    var started = performance.now();
+    var response = await fetch(config.endpoint, {
+      method: "POST",
+      headers: headers,
+      body: JSON.stringify(params),
+      credentials: "same-origin",
+    });
+    var text = await response.text();
+    var millis = performance.now() - started;
+    var body;
+    try {
+      body = JSON.parse(text);
+    } catch (_) {
+      body = { errors: [{ message: "HTTP " + response.status + ": " + text.slice(0, 500) }] };
+    }
+    if (response.status === 401) {
+      var detail = body.errors && body.errors[0] ? body.errors[0].message : "";
+      body = {
+        errors: [
+          {
+            message:
+              "401 Unauthorized: this server wants a bearer token. Put it in the Headers pane: " +
+              '{"Authorization": "Bearer <token>"} (`itemgraph token --org <org>` prints a development one). ' +
+              detail,
+            extensions: { code: "UNAUTHENTICATED" },
+          },
+        ],
+      };
+    }
+    if (params.operationName !== "IntrospectionQuery") {
+      publish({
+        status: response.status,
+        millis: millis,
+        bytes: byteLength(text),
+        trace: body && body.extensions ? body.extensions.dynamodb : undefined,
+      });
+    }
+    return body;
+  }
+
+  function Request(props) {
+    var r = props.request;
+    var where = r.index ? r.table + " · " + r.index : r.table;
+    var meta = [];
+    if (typeof r.itemCount === "number") {
+      meta.push(r.itemCount + (r.itemCount === 1 ? " item" : " items"));
+    }
+    meta.push((r.durationMicros / 1000).toFixed(2) + " ms");
+    if (r.limit !== null && r.limit !== undefined) meta.push("limit " + r.limit);
+    if (r.scanForward === false) meta.push("backward");
+    return h(
+      "li",
+      { className: "ig-request", "data-operation": r.operation },
+      h("div", { className: "ig-op" }, h("strong", null, r.operation), " ", h("span", null, where)),
+      r.keyCondition ? h("code", { className: "ig-key" }, r.keyCondition) : null,
+      h("div", { className: "ig-meta" }, meta.join(" · "))
+    );
+  }
+
+  function DynamoPanel() {
+    var state = React.useState(last);
+    var entry = state[0];
+    var setEntry = state[1];
+    React.useEffect(function () {
+      listeners.push(setEntry);
+      return function () {
+        listeners = listeners.filter(function (l) {
+          return l !== setEntry;
+        });
+      };
+    }, []);
+    if (!entry) {
+      return h(
+        "div",
+        { className: "ig-dynamo", id: "ig-dynamo" },
+        h("div", { className: "graphiql-doc-explorer-title" }, "DynamoDB"),
+        h("p", null, "Run an operation: the DynamoDB requests it made show here.")
+      );
+    }
+    var requests = entry.trace && entry.trace.requests ? entry.trace.requests : [];
+    var summary =
+      requests.length +
+      (requests.length === 1 ? " request" : " requests") +
+      " · " +
+      entry.millis.toFixed(1) +
+      " ms · " +
+      readableBytes(entry.bytes) +
+      " · HTTP " +
+      entry.status;
+    return h(
+      "div",
+      { className: "ig-dynamo", id: "ig-dynamo", "data-request-count": String(requests.length) },
+      h("div", { className: "graphiql-doc-explorer-title" }, "DynamoDB"),
+      h("p", { className: "ig-summary" }, summary),
+      entry.trace ? null : h("p", null, "The response carries no trace (refused before any read)."),
+      h(
+        "ol",
+        { className: "ig-requests" },
+        requests.map(function (r, i) {
+          return h(Request, { key: i, request: r });
+        })
+      )
+    );
+  }
+
+  function DynamoIcon() {
+    return h(
+      "svg",
+      { viewBox: "0 0 24 24", width: 20, height: 20, fill: "none", stroke: "currentColor", strokeWidth: 1.5 },
+      h("ellipse", { cx: 12, cy: 5, rx: 8, ry: 3 }),
+      h("path", { d: "M4 5v14c0 1.7 3.6 3 8 3s8-1.3 8-3V5" }),
+      h("path", { d: "M4 12c0 1.7 3.6 3 8 3s8-1.3 8-3" })
+    );
+  }
+
+  var dynamoPlugin = { title: "DynamoDB", icon: DynamoIcon, content: DynamoPanel };
+  var plugins = [dynamoPlugin, GraphiQLPluginExplorer.explorerPlugin()];
+  var tabs = config.examples.map(function (e) {
+    return { query: e.query, variables: e.variables || undefined };
+  });
+  var root = ReactDOM.createRoot(document.getElementById("graphiql"));
+  root.render(
+    h(GraphiQL, {
+      fetcher: fetcher,
+      plugins: plugins,
+      visiblePlugin: dynamoPlugin,
+      defaultTabs: tabs,
+      defaultHeaders: config.auth
+        ? '{\n  "Authorization": "Bearer <token: itemgraph token --org <org>>"\n}'
+        : undefined,
+      defaultEditorToolsVisibility: config.auth ? "headers" : false,
+      shouldPersistHeaders: false,
+    })
+  );
+})();

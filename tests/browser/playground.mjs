@@ -1,0 +1,117 @@
+// Drives the playground in headless Chromium (Debian's, through puppeteer-core) with every
+// request to another host blocked, and checks what a first visit gets:
+//   node tests/browser/playground.mjs URL SCREENSHOT.png [--auth]
+// URL is the page (http://127.0.0.1:PORT/). With --auth the server wants a bearer token:
+// the headers pane must open with the Authorization placeholder, and running a query
+// without a real token must show a readable 401 in the response pane. Exits 1 with the reasons when anything is off;
+// prints a JSON summary on success. tests/playground_browser.rs runs it against a server it
+// starts; ITEMGRAPH_CHROMIUM names the browser (default /usr/bin/chromium).
+import puppeteer from "puppeteer-core";
+
+const [url, screenshot, mode] = process.argv.slice(2);
+const auth = mode === "--auth";
+if (!url || !screenshot) {
+  console.error("usage: node tests/browser/playground.mjs URL SCREENSHOT.png");
+  process.exit(2);
+}
+const origin = new URL(url).origin;
+const problems = [];
+const offOrigin = [];
+const consoleErrors = [];
+
+const browser = await puppeteer.launch({
+  executablePath: process.env.ITEMGRAPH_CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check"],
+});
+try {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1400, height: 900 });
+  await page.setRequestInterception(true);
+  page.on("request", (request) => {
+    const target = request.url();
+    if (target.startsWith("data:") || target.startsWith(origin + "/")) {
+      request.continue();
+    } else {
+      offOrigin.push(target);
+      request.abort("blockedbyclient");
+    }
+  });
+  page.on("console", (message) => {
+    // With --auth the page's own requests are answered 401, which the browser logs.
+    const expected401 = auth && message.text().includes("status of 401");
+    if (message.type() === "error" && !expected401) consoleErrors.push(message.text());
+  });
+  page.on("pageerror", (error) => consoleErrors.push(String(error)));
+  await page.evaluateOnNewDocument(() => {
+    window.__cspViolations = [];
+    document.addEventListener("securitypolicyviolation", (e) => {
+      window.__cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`);
+    });
+  });
+
+  const response = await page.goto(url, { waitUntil: "networkidle0", timeout: 60000 });
+  const csp = response.headers()["content-security-policy"] || "";
+  if (!csp.includes("script-src 'self'")) problems.push(`no strict CSP on the page: ${csp}`);
+  await page.waitForSelector(".graphiql-container", { timeout: 30000 });
+  await page.waitForSelector("#ig-dynamo", { timeout: 30000 });
+
+  // Run the first tab (organization + users: a nested query) by its UI.
+  await page.click(".graphiql-execute-button");
+  await page.waitForFunction(
+    () => {
+      const cm = document.querySelector(".result-window .CodeMirror");
+      return cm && cm.CodeMirror && /"(data|errors)"/.test(cm.CodeMirror.getValue());
+    },
+    { timeout: 30000 }
+  );
+  await page.waitForSelector("#ig-dynamo[data-request-count]", { timeout: 10000 });
+  const seen = await page.evaluate(() => {
+    const result = document.querySelector(".result-window .CodeMirror").CodeMirror.getValue();
+    const panel = document.querySelector("#ig-dynamo");
+    return {
+      result,
+      panelCount: Number(panel.getAttribute("data-request-count")),
+      panelItems: panel.querySelectorAll(".ig-request").length,
+      panelText: panel.innerText,
+      csp: window.__cspViolations,
+    };
+  });
+  const body = JSON.parse(seen.result);
+  const traced = body.extensions && body.extensions.dynamodb ? body.extensions.dynamodb.requestCount : -1;
+  if (auth) {
+    const headersPane = await page.evaluate(() =>
+      Array.from(document.querySelectorAll(".graphiql-editor-tool .CodeMirror"))
+        .map((e) => e.CodeMirror.getValue())
+        .join("\n")
+    );
+    if (!headersPane.includes('"Authorization": "Bearer')) {
+      problems.push(`the headers pane has no Authorization placeholder: ${headersPane}`);
+    }
+    const message = body.errors && body.errors[0] ? body.errors[0].message : "";
+    if (!message.startsWith("401 Unauthorized") || !message.includes("itemgraph token")) {
+      problems.push(`a 401 is not readable in the response pane: ${seen.result.slice(0, 300)}`);
+    }
+  } else {
+    if (body.errors) problems.push(`the query answered errors: ${JSON.stringify(body.errors)}`);
+    const organization = body.data && body.data.organization;
+    if (!organization || !organization.users || organization.users.nodes.length === 0) {
+      problems.push(`the response holds no users: ${seen.result.slice(0, 300)}`);
+    }
+    if (seen.panelCount !== traced || seen.panelItems !== traced) {
+      problems.push(`the DynamoDB panel lists ${seen.panelItems} (says ${seen.panelCount}), the trace ${traced}`);
+    }
+  }
+  if (seen.csp.length) problems.push(`CSP violations: ${seen.csp.join("; ")}`);
+  await page.screenshot({ path: screenshot });
+  if (offOrigin.length) problems.push(`requests left the origin: ${offOrigin.join(", ")}`);
+  if (consoleErrors.length) problems.push(`console errors: ${consoleErrors.join(" | ")}`);
+  if (problems.length) {
+    console.error(problems.join("\n"));
+    process.exitCode = 1;
+  } else {
+    console.log(JSON.stringify({ requests: traced, panel: seen.panelText.split("\n").slice(0, 3), screenshot }));
+  }
+} finally {
+  await browser.close();
+}
