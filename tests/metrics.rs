@@ -584,11 +584,23 @@ async fn dynamodb_store_calls_and_consumed_capacity_are_recorded() {
     let server = start(Arc::new(dynamo.clone()), http::Options::default()).await;
     let before = Scrape::take(&server).await;
 
-    let (_, _, body) = read(server.post(json!({
-        "query": r#"query UserTickets { user(org: "acme", username: "wile-e-coyote") { name tickets(first: 5) { nodes { title assignee { name } } } } }"#,
-    })))
+    let (_, _, body) = read(
+        server
+            .post(json!({
+                "query": r#"query UserTickets { user(org: "acme", username: "wile-e-coyote") { name tickets(first: 5) { nodes { title assignee { name } } } } }"#,
+            }))
+            .header("x-itemgraph-trace", "1"),
+    )
     .await;
     assert!(body.get("errors").is_none(), "{body}");
+    // The trace carries what each call consumed, as DynamoDB reported it.
+    let requests = body["extensions"]["dynamodb"]["requests"]
+        .as_array()
+        .unwrap();
+    assert!(!requests.is_empty());
+    for r in requests {
+        assert!(r["consumedCapacity"].as_f64().unwrap() > 0.0, "{r}");
+    }
     let (_, _, body) = read(server.post(json!({
         "query": r#"mutation NewOrg { createOrganization(input: { slug: "metrics-ddb", name: "Metrics", plan: TEAM }) { organization { slug } } }"#,
     })))

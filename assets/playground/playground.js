@@ -85,6 +85,7 @@
       meta.push(r.itemCount + (r.itemCount === 1 ? " item" : " items"));
     }
     meta.push((r.durationMicros / 1000).toFixed(2) + " ms");
+    if (typeof r.consumedCapacity === "number") meta.push(r.consumedCapacity + " capacity units");
     if (r.limit !== null && r.limit !== undefined) meta.push("limit " + r.limit);
     if (r.scanForward === false) meta.push("backward");
     return h(

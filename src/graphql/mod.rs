@@ -152,15 +152,16 @@ pub async fn execute(
             "requests": requests,
         });
         if tenant {
-            // A read's item count would tell a tenant that another organization's ticket
-            // or order exists where the answer says it does not: tenants see the requests
-            // only.
+            // A read's item count (or the capacity it consumed, which grows with what it
+            // read) would tell a tenant that another organization's ticket or order exists
+            // where the answer says it does not: tenants see the requests only.
             if let Some(requests) = value["requests"].as_array_mut() {
                 for r in requests
                     .iter_mut()
                     .filter_map(serde_json::Value::as_object_mut)
                 {
                     r.remove("itemCount");
+                    r.remove("consumedCapacity");
                 }
             }
         }

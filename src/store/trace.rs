@@ -35,8 +35,23 @@ pub struct TraceEntry {
     /// When the call started, from the start of the request.
     pub start_micros: u64,
     pub duration_micros: u64,
+    /// Capacity units the call consumed, table and indexes together, where the engine
+    /// reports it (DynamoDB does; the embedded engine has no capacity).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumed_capacity: Option<f64>,
     #[serde(skip)]
     seq: u64,
+}
+
+tokio::task_local! {
+    /// The capacity reported by the engine during the call being traced.
+    static CAPACITY: std::cell::Cell<Option<f64>>;
+}
+
+/// Called by an engine that learns what a call consumed: adds it to the trace entry of
+/// the call being traced, if there is one (a call outside a traced request is a no-op).
+pub fn report_capacity(units: f64) {
+    let _ = CAPACITY.try_with(|c| c.set(Some(c.get().unwrap_or(0.0) + units)));
 }
 
 /// The calls of one request. Cheap to share; a std Mutex is fine because it is held only
@@ -91,7 +106,12 @@ impl TracedStore {
     ) -> StoreResult<T> {
         let seq = self.trace.seq.fetch_add(1, Ordering::Relaxed);
         let start = self.trace.started.elapsed();
-        let result = call.await;
+        let (result, consumed_capacity) = CAPACITY
+            .scope(std::cell::Cell::new(None), async {
+                let result = call.await;
+                (result, CAPACITY.with(std::cell::Cell::get))
+            })
+            .await;
         let end = self.trace.started.elapsed();
         let entry = TraceEntry {
             operation,
@@ -103,6 +123,7 @@ impl TracedStore {
             item_count: result.as_ref().map_or(0, count),
             start_micros: start.as_micros() as u64,
             duration_micros: (end - start).as_micros() as u64,
+            consumed_capacity,
             seq,
         };
         self.trace

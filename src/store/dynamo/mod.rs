@@ -754,11 +754,15 @@ impl Store for DynamoStore {
     }
 }
 
-/// Records the capacity DynamoDB reports a request consumed: with `INDEXES`, the table's
-/// share and each index's apart; when an endpoint gives only the total, that as the
+/// Records the capacity DynamoDB reports a request consumed, in the request's trace (the
+/// total) and in the metrics: with `INDEXES`, the table's share and each index's apart; when an endpoint gives only the total, that as the
 /// table's. A request that fails (a condition, a cancelled transaction) reports nothing,
 /// though it consumed capacity too.
 fn record_capacity(op: &'static str, consumed: &[ConsumedCapacity]) {
+    let total: f64 = consumed.iter().filter_map(|c| c.capacity_units()).sum();
+    if !consumed.is_empty() {
+        crate::store::trace::report_capacity(total);
+    }
     for c in consumed {
         let table = c.table_name().unwrap_or_default();
         let indexes = c
