@@ -5,7 +5,8 @@
 //! requests as the response's trace; no console error, no CSP violation. The screenshot
 //! is left at `target/playground.png`. With authentication on, the headers pane opens with
 //! the `Authorization` placeholder and a query without a token shows a readable 401
-//! (`target/playground-auth.png`).
+//! (`target/playground-auth.png`). With introspection off the page still runs a typed
+//! query (`target/playground-no-introspection.png`).
 //!
 //! `scripts/test` installs Chromium and `puppeteer-core` when they are missing; outside CI
 //! (`CI` unset) a machine without them skips the test, saying so.
@@ -35,10 +36,15 @@ async fn the_playground_works_offline_and_shows_the_dynamodb_requests() {
         return;
     }
     let store: Arc<dyn itemgraph::store::Store> = Arc::new(common::engines::embedded_demo().await);
-    for auth in [false, true] {
-        let mut state = AppState::new(
+    // Default; authentication on; introspection off (typed queries still run).
+    for (auth, introspection) in [(false, true), (true, true), (false, false)] {
+        let mut options = itemgraph::http::Options::default();
+        options.limits.introspection = introspection;
+        let mut state = AppState::with_options(
             store.clone(),
             CursorCodec::new(b"playground-test-cursor-secret"),
+            itemgraph::events::EventBus::default(),
+            options,
         );
         if auth {
             state = state.with_authenticator(Some(Authenticator::hs256(
@@ -46,10 +52,10 @@ async fn the_playground_works_offline_and_shows_the_dynamodb_requests() {
             )));
         }
         let server = TestServer::start(state).await;
-        let name = if auth {
-            "playground-auth.png"
-        } else {
-            "playground.png"
+        let name = match (auth, introspection) {
+            (true, _) => "playground-auth.png",
+            (false, false) => "playground-no-introspection.png",
+            (false, true) => "playground.png",
         };
         let screenshot = root.join("target").join(name);
         let mut node = tokio::process::Command::new("node");
@@ -61,13 +67,19 @@ async fn the_playground_works_offline_and_shows_the_dynamodb_requests() {
         if auth {
             node.arg("--auth");
         }
+        if !introspection {
+            node.arg("--no-introspection");
+        }
         let out = tokio::time::timeout(std::time::Duration::from_secs(180), node.output())
             .await
             .expect("the browser test finishes within 3 minutes")
             .expect("node runs");
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "auth {auth}: {stdout}\n{stderr}");
+        assert!(
+            out.status.success(),
+            "auth {auth}, introspection {introspection}: {stdout}\n{stderr}"
+        );
         if !auth {
             assert!(stdout.contains("\"requests\":1"), "{stdout}");
         }

@@ -1,15 +1,16 @@
 // Drives the playground in headless Chromium (Debian's, through puppeteer-core) with every
 // request to another host blocked, and checks what a first visit gets:
-//   node tests/browser/playground.mjs URL SCREENSHOT.png [--auth]
+//   node tests/browser/playground.mjs URL SCREENSHOT.png [--auth] [--no-introspection]
 // URL is the page (http://127.0.0.1:PORT/). With --auth the server wants a bearer token:
 // the headers pane must open with the Authorization placeholder, and running a query
-// without a real token must show a readable 401 in the response pane. Exits 1 with the reasons when anything is off;
+// without a real token must show a readable 401 in the response pane. With
+// --no-introspection the server refuses `__schema`: the page must still run a query. Exits 1 with the reasons when anything is off;
 // prints a JSON summary on success. tests/playground_browser.rs runs it against a server it
 // starts; ITEMGRAPH_CHROMIUM names the browser (default /usr/bin/chromium).
 import puppeteer from "puppeteer-core";
 
-const [url, screenshot, mode] = process.argv.slice(2);
-const auth = mode === "--auth";
+const [url, screenshot, ...flags] = process.argv.slice(2);
+const auth = flags.includes("--auth");
 if (!url || !screenshot) {
   console.error("usage: node tests/browser/playground.mjs URL SCREENSHOT.png");
   process.exit(2);
@@ -38,9 +39,12 @@ try {
     }
   });
   page.on("console", (message) => {
-    // With --auth the page's own requests are answered 401, which the browser logs.
-    const expected401 = auth && message.text().includes("status of 401");
-    if (message.type() === "error" && !expected401) consoleErrors.push(message.text());
+    // With --auth the page's own requests are answered 401, and without introspection
+    // its schema request 400 (INTROSPECTION_DISABLED), which the browser logs.
+    const expected =
+      (auth && message.text().includes("status of 401")) ||
+      (flags.includes("--no-introspection") && message.text().includes("status of 400"));
+    if (message.type() === "error" && !expected) consoleErrors.push(message.text());
   });
   page.on("pageerror", (error) => consoleErrors.push(String(error)));
   await page.evaluateOnNewDocument(() => {
