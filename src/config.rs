@@ -8,6 +8,8 @@
 //! itemgraph seed [--force] [STORE FLAGS]
 //! itemgraph check [STORE FLAGS]                     (verifies the table; exit 1 on a violation)
 //! itemgraph migrate [--dry-run] [STORE FLAGS]         (moves items to today's keys)
+//! itemgraph snapshot [PATHS…] [--update] [--snapshots DIR] [--fixture FILE] [--org ORG]
+//!                                                 (snapshot tests of operations; exit 1 on a change)
 //! itemgraph schema                                                     (prints the SDL)
 //! itemgraph token --jwt-secret S --org ORG [--role admin|member]  (a development token)
 //! ```
@@ -74,8 +76,65 @@ pub enum Command {
     /// Move a table written by an earlier version to today's keys (email markers keyed
     /// per organization); safe to run again. Prints what it moved.
     Migrate(MigrateArgs),
+    /// Snapshot-test GraphQL operations: run each against known data and compare its
+    /// response and its DynamoDB requests with its snapshot; fail on a change or on more
+    /// requests than a `# dynamodb-requests:` budget allows.
+    Snapshot(SnapshotArgs),
     /// Print the GraphQL schema (SDL) to stdout: `itemgraph schema > schema.graphql`.
     Schema,
+}
+
+/// `snapshot`.
+#[derive(Debug, Clone, Args)]
+pub struct SnapshotArgs {
+    /// `.graphql` files (one operation each; variables in `NAME.variables.json` beside),
+    /// directories of them, or persisted-operations maps (`.json`: id → document). They
+    /// run in the order given (a directory's files sorted), against one store.
+    #[arg(
+        required = true,
+        value_name = "PATHS",
+        env = "ITEMGRAPH_SNAPSHOT_PATHS",
+        value_delimiter = ','
+    )]
+    pub paths: Vec<PathBuf>,
+    /// Where the snapshots are: default `__snapshots__/` beside each file.
+    #[arg(long, value_name = "DIR", env = "ITEMGRAPH_SNAPSHOTS")]
+    pub snapshots: Option<PathBuf>,
+    /// Write changed snapshots instead of failing (budgets still fail).
+    #[arg(long, alias = "accept", env = "ITEMGRAPH_SNAPSHOT_UPDATE")]
+    pub update: bool,
+    /// The data: a JSON array of items in the table's design (DynamoDB JSON), or a
+    /// `.graphql` file of setup mutations run first; default the demo data.
+    #[arg(long, value_name = "FILE", env = "ITEMGRAPH_SNAPSHOT_FIXTURE")]
+    pub fixture: Option<PathBuf>,
+    /// Run as a caller of this organization (with `--role`); default auth off.
+    #[arg(long, value_name = "ORG", env = "ITEMGRAPH_SNAPSHOT_ORG")]
+    pub org: Option<String>,
+    /// The caller's role with `--org`.
+    #[arg(long, value_enum, default_value_t = crate::auth::Role::Admin, env = "ITEMGRAPH_SNAPSHOT_ROLE")]
+    pub role: crate::auth::Role,
+    /// Run as the caller this token names, checked with `--jwt-secret`.
+    #[arg(
+        long,
+        value_name = "JWT",
+        conflicts_with = "org",
+        env = "ITEMGRAPH_SNAPSHOT_TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+    /// The HS256 secret `--token` is checked with.
+    #[arg(long, env = "ITEMGRAPH_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+    /// `embedded` (default): a fresh store in memory each run. `dynamodb`: the table at
+    /// `--endpoint` (e.g. DynamoDB Local), created if missing and seeded when empty.
+    #[arg(long, value_enum, default_value_t = StoreKind::Embedded, env = "ITEMGRAPH_STORE")]
+    pub store: StoreKind,
+    /// The DynamoDB endpoint, with `--store dynamodb`.
+    #[arg(long, value_name = "URL", env = "ITEMGRAPH_ENDPOINT")]
+    pub endpoint: Option<String>,
+    /// The table's name, with `--store dynamodb`.
+    #[arg(long, default_value = "itemgraph", env = "ITEMGRAPH_TABLE")]
+    pub table: String,
 }
 
 /// `migrate`.

@@ -37,4 +37,5 @@ pub mod keys;
 pub mod metrics;
 pub mod migrate;
 pub mod model;
+pub mod snapshot;
 pub mod store;
