@@ -220,3 +220,42 @@ async fn bad_input_names_its_file() {
         text(&out)
     );
 }
+
+/// `--fixture`: the data is the user's, as items in the table's design or as setup
+/// mutations; the demo data is not loaded.
+#[tokio::test]
+async fn fixtures_replace_the_demo_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("items.json"),
+        serde_json::json!([{
+            "PK": { "S": "ORG#tiny" }, "SK": { "S": "ORG#tiny" }, "Type": { "S": "Organization" },
+            "slug": { "S": "tiny" }, "name": { "S": "Tiny Co" }, "plan": { "S": "FREE" },
+            "createdAt": { "S": "2024-01-01T00:00:00.000Z" }
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("setup.graphql"),
+        "mutation { createOrganization(input: {slug: \"tiny\", name: \"Tiny Co\", plan: FREE}) { organization { slug } } }",
+    )
+    .unwrap();
+    std::fs::create_dir(d.join("ops")).unwrap();
+    std::fs::write(
+        d.join("ops/orgs.graphql"),
+        "query Orgs { tiny: organization(slug: \"tiny\") { name plan } acme: organization(slug: \"acme\") { name } }",
+    )
+    .unwrap();
+    for fixture in ["items.json", "setup.graphql"] {
+        let out = snapshot(d, &["ops/", "--fixture", fixture, "--update"]).await;
+        assert!(out.status.success(), "{fixture}: {}", text(&out));
+        let snap = std::fs::read_to_string(d.join("ops/__snapshots__/orgs.snap")).unwrap();
+        assert!(snap.contains("\"name\": \"Tiny Co\""), "{fixture}: {snap}");
+        assert!(
+            snap.contains("\"acme\": null"),
+            "{fixture}: no demo data: {snap}"
+        );
+    }
+}
