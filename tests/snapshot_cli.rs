@@ -259,3 +259,56 @@ async fn fixtures_replace_the_demo_data() {
         );
     }
 }
+
+/// `--token` runs as the caller a token names, checked with `--jwt-secret`; a forged one
+/// is refused before anything runs.
+#[tokio::test]
+async fn a_token_names_the_caller() {
+    const SECRET: &str = "snapshot-test-secret-0123456789abcdef";
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let minted = tokio::process::Command::new(BIN)
+        .args([
+            "token",
+            "--org",
+            "globex",
+            "--role",
+            "member",
+            "--jwt-secret",
+            SECRET,
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(minted.status.success(), "{}", text(&minted));
+    let token = String::from_utf8(minted.stdout).unwrap().trim().to_owned();
+    std::fs::write(
+        d.join("orgs.graphql"),
+        "query Orgs { acme: organization(slug: \"acme\") { name } globex: organization(slug: \"globex\") { name } }",
+    )
+    .unwrap();
+    let out = snapshot(
+        d,
+        &["orgs.graphql", "--token", &token, "--jwt-secret", SECRET],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let snap = std::fs::read_to_string(d.join("__snapshots__/orgs.snap")).unwrap();
+    assert!(
+        snap.contains("\"acme\": null") && snap.contains("Globex"),
+        "{snap}"
+    );
+    let forged = snapshot(
+        d,
+        &[
+            "orgs.graphql",
+            "--token",
+            &token,
+            "--jwt-secret",
+            "another-secret-0123456789abcdef0",
+        ],
+    )
+    .await;
+    assert!(!forged.status.success());
+    assert!(text(&forged).contains("--token"), "{}", text(&forged));
+}
