@@ -1,8 +1,8 @@
 //! `itemgraph snapshot`: snapshot tests of GraphQL operations for any repository that has
 //! the binary and its operations. Each operation runs against a store holding known data;
 //! its normalized response and the DynamoDB requests it made are compared with a snapshot
-//! file in insta's `.snap` format (so `cargo insta review` works, and a plain diff reads
-//! it); an operation may declare a request budget (`# dynamodb-requests: 2` or `<= 3`)
+//! file in insta's `.snap` format (a header, then the content; a pending change as
+//! `.snap.new`), which a plain diff reads; an operation may declare a request budget (`# dynamodb-requests: 2` or `<= 3`)
 //! that fails the run whenever it is exceeded, snapshots updated or not.
 
 use std::collections::BTreeMap;
