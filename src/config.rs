@@ -126,14 +126,15 @@ pub struct SnapshotArgs {
     #[arg(long, env = "ITEMGRAPH_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
     /// `embedded` (default): a fresh store in memory each run. `dynamodb`: the table at
-    /// `--endpoint` (e.g. DynamoDB Local), created if missing and seeded when empty.
-    #[arg(long, value_enum, default_value_t = StoreKind::Embedded, env = "ITEMGRAPH_STORE")]
+    /// `--endpoint` (required: e.g. DynamoDB Local), created if missing and seeded when
+    /// empty. Its own variables, so a shell set up to serve a real table never points it there.
+    #[arg(long, value_enum, default_value_t = StoreKind::Embedded, env = "ITEMGRAPH_SNAPSHOT_STORE")]
     pub store: StoreKind,
     /// The DynamoDB endpoint, with `--store dynamodb`.
-    #[arg(long, value_name = "URL", env = "ITEMGRAPH_ENDPOINT")]
+    #[arg(long, value_name = "URL", env = "ITEMGRAPH_SNAPSHOT_ENDPOINT")]
     pub endpoint: Option<String>,
     /// The table's name, with `--store dynamodb`.
-    #[arg(long, default_value = "itemgraph", env = "ITEMGRAPH_TABLE")]
+    #[arg(long, default_value = "itemgraph", env = "ITEMGRAPH_SNAPSHOT_TABLE")]
     pub table: String,
 }
 

@@ -198,6 +198,12 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
             TableSchema::itemgraph(),
         )?),
         StoreKind::DynamoDb => {
+            // Operations may be mutations: only a table named by an explicit endpoint
+            // (DynamoDB Local, a test stack), never one reached through the environment.
+            anyhow::ensure!(
+                args.endpoint.is_some(),
+                "snapshot --store dynamodb runs its operations' mutations: give --endpoint (e.g. DynamoDB Local)"
+            );
             let opts = itemgraph::store::dynamo::DynamoOptions {
                 table: args.table.clone(),
                 endpoint: args.endpoint.clone(),
@@ -209,8 +215,14 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
             )
         }
     };
+    let started_ms = itemgraph::model::now_ms();
     store.create_table().await.context("creating the table")?;
     let empty = itemgraph::demo::is_empty(store.as_ref()).await?;
+    anyhow::ensure!(
+        empty || args.fixture.is_none(),
+        "--fixture needs an empty table; {} holds items",
+        args.table
+    );
     if empty {
         match &args.fixture {
             Some(fixture) => {
@@ -224,7 +236,7 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
         }
     }
     let started = std::time::Instant::now();
-    let report = itemgraph::snapshot::run(store, &access, &ops, args.update).await?;
+    let report = itemgraph::snapshot::run(store, &access, &ops, args.update, started_ms).await?;
     let mut out = std::io::stdout().lock();
     for line in &report.lines {
         writeln!(out, "{line}")?;

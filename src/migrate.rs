@@ -5,17 +5,19 @@
 //! taken in another organization. They are keyed `EMAIL#<org>#<email>` now
 //! ([`UserEmailKey`]). Each marker still at its old key is moved in one
 //! TransactWriteItems: Put at the new key (`attribute_not_exists`), Delete at the old one
-//! (conditioned on it still naming the same user). A marker whose new key already holds
-//! the same marker only loses its old copy. Running it again finds nothing to move.
+//! (conditioned on it still naming the same user), and a ConditionCheck that the user
+//! still has that email. A marker whose new key already holds the same marker only loses
+//! its old copy; a marker of a user who no longer has the address (changed or deleted
+//! since the new version took over) is removed, not moved. Running it again finds nothing to move.
 //! `itemgraph check` reports old markers as `key-mismatch` until they are moved.
 
 use std::fmt;
 
-use crate::keys::{UserEmailKey, PK};
+use crate::keys::{UserEmailKey, UserKey, PK};
 use crate::model::{item_type, Record, UserEmail};
 use crate::store::{
-    AttributeValue, CancelReason, Condition, Delete, Item, Put, Scan, Store, StoreError,
-    StoreResult, TransactAction,
+    AttributeValue, CancelReason, Condition, ConditionCheck, Delete, Item, Put, Scan, Store,
+    StoreError, StoreResult, TransactAction,
 };
 
 /// What [`migrate`] found and did.
@@ -27,6 +29,9 @@ pub struct MigrateReport {
     pub moved: usize,
     /// Old markers whose new key already held the same marker: the old copy removed.
     pub duplicates_removed: usize,
+    /// Old markers of a user who no longer has that email (changed or deleted since the
+    /// new version took over): removed, not moved.
+    pub stale_removed: usize,
     /// Old markers left where they are, with why (their new key holds another user's
     /// marker, or they changed while being moved): for `itemgraph check` to name.
     pub skipped: Vec<String>,
@@ -36,10 +41,11 @@ impl fmt::Display for MigrateReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} items scanned: {} email markers moved, {} old copies removed, {} left",
+            "{} items scanned: {} email markers moved, {} old copies removed, {} stale removed, {} left",
             self.scanned,
             self.moved,
             self.duplicates_removed,
+            self.stale_removed,
             self.skipped.len()
         )
     }
@@ -101,14 +107,35 @@ async fn move_marker(
     ]);
     let mut put = Put::new(marker.to_item()).when(Condition::not_exists(PK));
     put.return_old_on_condition_failure = true;
+    // The user must still have this email: a marker left behind by a user who changed
+    // email or was deleted after the new version took over is stale, and moving it would
+    // block the address in the organization for good.
+    let still_theirs = TransactAction::ConditionCheck(ConditionCheck {
+        key: UserKey::new(&marker.org, &marker.username).primary_key(),
+        condition: Condition::eq("email", AttributeValue::S(marker.email.to_string())),
+        return_old_on_condition_failure: false,
+    });
     let actions = vec![
         TransactAction::Put(put),
         TransactAction::Delete(Delete::new(old_key.clone()).when(unchanged.clone())),
+        still_theirs,
     ];
     match store.transact_write(actions).await {
         Ok(()) => report.moved += 1,
         Err(StoreError::TransactionCanceled { reasons }) => match reasons.as_slice() {
-            [CancelReason::ConditionalCheckFailed { item: Some(there) }, CancelReason::None] => {
+            [CancelReason::None, CancelReason::None, CancelReason::ConditionalCheckFailed { .. }] => {
+                match store
+                    .delete_item(Delete::new(old_key.clone()).when(unchanged))
+                    .await
+                {
+                    Ok(_) => report.stale_removed += 1,
+                    Err(StoreError::ConditionFailed { .. }) => report
+                        .skipped
+                        .push(format!("{}: changed while being moved", old_key.pk)),
+                    Err(e) => return Err(e),
+                }
+            }
+            [CancelReason::ConditionalCheckFailed { item: Some(there) }, CancelReason::None, _] => {
                 let same = UserEmail::from_item(there.clone()).is_ok_and(|m| m == *marker);
                 if same {
                     match store
@@ -175,16 +202,39 @@ mod tests {
         // One old marker whose new key already holds it: only the old copy goes.
         let first = &markers[0];
         store.put_item(Put::new(first.to_item())).await.unwrap();
+        // One old marker whose user has another email by now: removed, not moved.
+        let stale = &markers[1];
+        let mut user = crate::collections::get_user(&store, &stale.org, &stale.username)
+            .await
+            .unwrap()
+            .unwrap();
+        user.email = crate::keys::Email::parse("moved-on@elsewhere.example").unwrap();
+        store.put_item(Put::new(user.to_item())).await.unwrap();
+        let moved_on = UserEmail {
+            email: user.email.clone(),
+            ..stale.clone()
+        };
+        store.put_item(Put::new(moved_on.to_item())).await.unwrap();
         let report = migrate(&store, false).await.unwrap();
         assert_eq!(
             (
                 report.moved,
                 report.duplicates_removed,
+                report.stale_removed,
                 report.skipped.len()
             ),
-            (markers.len() - 1, 1, 0),
+            (markers.len() - 2, 1, 1, 0),
             "{report}"
         );
+        let stale_new = UserEmailKey::new(&stale.org, &stale.email).primary_key();
+        let gone = store
+            .get_item(crate::store::GetItem {
+                key: stale_new,
+                consistent_read: true,
+            })
+            .await
+            .unwrap();
+        assert!(gone.is_none(), "a stale marker is not moved");
         let after = crate::check::check(&store).await.unwrap();
         assert!(after.is_clean(), "{after}");
         let old_key = format!("EMAIL#{}", first.email);

@@ -533,13 +533,15 @@ pub struct Report {
 }
 
 /// Runs every operation in order against `store` (holding the data already) as `access`.
+/// Ids and times from `started_ms` on (taken before the data was loaded, so a setup
+/// fixture's are included) are made stable.
 pub async fn run(
     store: Arc<dyn Store>,
     access: &Access,
     ops: &[Operation],
     update: bool,
+    started_ms: u64,
 ) -> anyhow::Result<Report> {
-    let started_ms = crate::model::now_ms();
     let mut report = Report::default();
     for op in ops {
         let (body, count, requests) = run_one(store.clone(), access, op, started_ms).await;

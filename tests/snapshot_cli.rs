@@ -258,6 +258,29 @@ async fn fixtures_replace_the_demo_data() {
             "{fixture}: no demo data: {snap}"
         );
     }
+    // What the setup mutations mint is made stable too: the same snapshot run after run.
+    std::fs::create_dir(d.join("minted")).unwrap();
+    std::fs::write(
+        d.join("minted/created.graphql"),
+        "query C { organization(slug: \"tiny\") { createdAt } }",
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let out = snapshot(d, &["minted/", "--fixture", "setup.graphql"]).await;
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let snap = std::fs::read_to_string(d.join("minted/__snapshots__/created.snap")).unwrap();
+    assert!(snap.contains("\"createdAt\": \"<now>\""), "{snap}");
+}
+
+/// `--store dynamodb` runs mutations, so it needs an explicit endpoint.
+#[tokio::test]
+async fn dynamodb_needs_an_explicit_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("q.graphql"), "{ __typename }").unwrap();
+    let out = snapshot(dir.path(), &["q.graphql", "--store", "dynamodb"]).await;
+    assert!(!out.status.success());
+    assert!(text(&out).contains("give --endpoint"), "{}", text(&out));
 }
 
 /// `--token` runs as the caller a token names, checked with `--jwt-secret`; a forged one
