@@ -254,11 +254,20 @@ pub fn demo_items() -> Vec<Item> {
 
 /// Writes the demo set in transactions of at most 100 items, each Put conditioned on its
 /// item being absent: seeding never overwrites an item (`AlreadyExists("item")` when a
-/// demo key is taken, and that transaction writes nothing).
+/// demo key holds something else, and that transaction writes nothing); a demo item
+/// already there as the demo has it is skipped.
 pub async fn seed_demo(store: &dyn Store) -> RepoResult<SeedReport> {
     let data = demo_data();
     let report = data.report();
-    collections::put_new_entities(store, data.items()).await?;
+    // The marker organization last: until it is written the demo set does not count as
+    // there, so an interrupted seed is completed (its items skipped) by the next one.
+    let marker = OrgKey::new(&Slug::parse(MARKER_ORG).expect("a valid slug")).primary_key();
+    let (mut items, last): (Vec<Item>, Vec<Item>) = data
+        .items()
+        .into_iter()
+        .partition(|item| store.schema().key_of(item).as_ref() != Some(&marker));
+    items.extend(last);
+    collections::put_new_entities(store, items).await?;
     Ok(report)
 }
 
@@ -786,6 +795,38 @@ mod tests {
         assert_eq!(
             seed_if_absent(&store, false).await.unwrap(),
             Seeded::Already
+        );
+    }
+
+    /// A seed interrupted before its last chunk leaves the table not seeded (the marker
+    /// organization goes last), and `--force` completes it without overwriting anything.
+    #[tokio::test]
+    async fn an_interrupted_seed_is_completed() {
+        let store = crate::store::embedded::EmbeddedStore::in_memory("t", TableSchema::itemgraph())
+            .unwrap();
+        store.create_table().await.unwrap();
+        let items = demo_items();
+        let acme = OrgKey::new(&Slug::parse(MARKER_ORG).unwrap()).primary_key();
+        let first: Vec<Item> = items
+            .into_iter()
+            .filter(|i| store.schema().key_of(i).as_ref() != Some(&acme))
+            .take(150)
+            .collect();
+        collections::put_entities(&store, first).await.unwrap();
+        assert!(!is_seeded(&store).await.unwrap());
+        assert_eq!(
+            seed_if_absent(&store, false).await.unwrap(),
+            Seeded::NotEmpty
+        );
+        assert!(matches!(
+            seed_if_absent(&store, true).await.unwrap(),
+            Seeded::Now(_)
+        ));
+        let report = crate::check::check(&store).await.unwrap();
+        assert!(report.is_clean(), "{report}");
+        assert_eq!(
+            store.describe_table().await.unwrap().unwrap().item_count,
+            Some(demo_items().len() as u64)
         );
         let acme = Slug::parse("acme").unwrap();
         let heavy = Username::parse(HEAVY_USER).unwrap();

@@ -5,11 +5,15 @@
 use std::collections::{HashMap, HashSet};
 
 use super::error::{RepoError, RepoResult};
-use super::write::{explain, put_new, OnFail};
+use crate::keys::PK;
 use crate::model::{Entity, Record};
 use crate::store::validate::{MAX_BATCH_GET_KEYS, MAX_TRANSACT_ACTIONS, MAX_TRANSACT_BYTES};
+use crate::store::value::canonicalize_item;
 use crate::store::value::item_size;
-use crate::store::{BatchGet, GetItem, Item, PrimaryKey, Put, Store, TableSchema, TransactAction};
+use crate::store::{
+    BatchGet, CancelReason, Condition, GetItem, Item, PrimaryKey, Put, Store, StoreError,
+    TableSchema, TransactAction,
+};
 
 pub(super) async fn get_record<R: Record>(
     store: &dyn Store,
@@ -72,33 +76,61 @@ pub async fn batch_get_entities(
 /// key or two items with the same key, rather than letting one silently win. Returns how
 /// many items were written.
 pub async fn put_entities(store: &dyn Store, items: Vec<Item>) -> RepoResult<usize> {
-    put_chunks(store, items, false).await
+    let total = items.len();
+    for chunk in chunk_items(store.schema(), items)? {
+        let actions = chunk
+            .into_iter()
+            .map(|item| TransactAction::Put(Put::new(item)))
+            .collect();
+        store.transact_write(actions).await?;
+    }
+    Ok(total)
 }
 
 /// [`put_entities`] that never overwrites: each Put is conditioned on its item being
-/// absent, and a chunk with a key already taken writes nothing and fails with
-/// `AlreadyExists("item")`. What seeding a table someone else may use does.
+/// absent. An item already there exactly as given is skipped (a seed interrupted before
+/// can be completed); any other item at one of the keys fails the chunk with
+/// `AlreadyExists("item")`, and that chunk writes nothing. What seeding a table someone
+/// else may use does. Returns how many items were written.
 pub async fn put_new_entities(store: &dyn Store, items: Vec<Item>) -> RepoResult<usize> {
-    put_chunks(store, items, true).await
-}
-
-async fn put_chunks(store: &dyn Store, items: Vec<Item>, only_new: bool) -> RepoResult<usize> {
-    let total = items.len();
-    for chunk in chunk_items(store.schema(), items)? {
-        let meanings = vec![OnFail::AlreadyExists("item"); chunk.len()];
-        let actions = chunk
-            .into_iter()
-            .map(|item| match only_new {
-                true => put_new(item),
-                false => TransactAction::Put(Put::new(item)),
-            })
-            .collect();
-        store
-            .transact_write(actions)
-            .await
-            .map_err(|e| explain(e, &meanings))?;
+    let mut written = 0;
+    for mut chunk in chunk_items(store.schema(), items)? {
+        while !chunk.is_empty() {
+            let actions = chunk
+                .iter()
+                .map(|item| {
+                    let mut put = Put::new(item.clone()).when(Condition::not_exists(PK));
+                    put.return_old_on_condition_failure = true;
+                    TransactAction::Put(put)
+                })
+                .collect();
+            let reasons = match store.transact_write(actions).await {
+                Ok(()) => {
+                    written += chunk.len();
+                    break;
+                }
+                Err(StoreError::TransactionCanceled { reasons }) => reasons,
+                Err(e) => return Err(e.into()),
+            };
+            let mut keep = Vec::with_capacity(chunk.len());
+            for (item, reason) in chunk.into_iter().zip(&reasons) {
+                match reason {
+                    CancelReason::ConditionalCheckFailed { item: Some(there) }
+                        if canonicalize_item(there.clone()) == canonicalize_item(item.clone()) => {}
+                    CancelReason::ConditionalCheckFailed { .. } => {
+                        return Err(RepoError::AlreadyExists("item"))
+                    }
+                    _ => keep.push(item),
+                }
+            }
+            if keep.len() == reasons.len() {
+                // Cancelled for another reason than a key that is taken.
+                return Err(StoreError::TransactionCanceled { reasons }.into());
+            }
+            chunk = keep;
+        }
     }
-    Ok(total)
+    Ok(written)
 }
 
 /// Splits items into transactions of at most 100 items and 4 MB; checks keys first.

@@ -342,8 +342,11 @@ async fn locate_order(
             .await?;
         return item.map(Order::from_item).transpose().map_err(Into::into);
     }
-    let young = crate::model::now_ms().saturating_sub(order_id.timestamp_ms())
-        < INDEX_CATCH_UP.as_millis() as u64;
+    // Under a minute old, and not from the future (an invented id would otherwise cost
+    // the whole backoff).
+    let now = crate::model::now_ms();
+    let young = order_id.timestamp_ms() <= now
+        && now - order_id.timestamp_ms() < INDEX_CATCH_UP.as_millis() as u64;
     let on_index = || async {
         let out = store
             .query(Query {

@@ -54,7 +54,7 @@ pub async fn get_user_with_tickets(
 }
 
 /// Access pattern 10: creates a user in an existing organization, unique on username
-/// (within the organization) and on email (across the table), and counts it on the
+/// (within the organization) and on email (within the organization too), and counts it on the
 /// organization. One TransactWriteItems, no read: Put the user `attribute_not_exists`
 /// (`AlreadyExists("username")`), Put its email marker `attribute_not_exists`
 /// (`AlreadyExists("email")`), `ADD userCount 1` on the organization, which must exist

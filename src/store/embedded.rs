@@ -232,6 +232,15 @@ impl EmbeddedStore {
                 Draw::Throttled => StoreError::Throttled(
                     "Rate of requests exceeds the allowed throughput (injected)".into(),
                 ),
+                // A single write that conflicts after an attempt was applied and lost: the
+                // caller cannot be told that nothing was written.
+                Draw::Conflict(_) if lost_before => {
+                    return Err(StoreError::Unavailable(
+                        "Transaction is ongoing for the item (injected), after an attempt \
+                         that timed out once the store had received it"
+                            .into(),
+                    ))
+                }
                 Draw::Conflict(at) => {
                     return Err(match call {
                         Call::Transaction(n) => StoreError::TransactionCanceled {

@@ -37,6 +37,9 @@ where
         | "ThrottlingException" => StoreError::Throttled(message),
         "ValidationException" => StoreError::Validation(message),
         "TransactionConflictException" => StoreError::TransactionConflict(message),
+        // The same client request token is still being applied (an earlier attempt timed
+        // out): past the SDK's retries the outcome is unknown.
+        "TransactionInProgressException" => StoreError::Unavailable(detail),
         // The service failing, not the request: what the retries did not get past is an
         // outage for the client, who may try again, not a bug to look for in the log.
         "ServiceUnavailable" | "InternalServerError" => StoreError::Unavailable(detail),

@@ -58,9 +58,9 @@ use errors::{build_error, store_error};
 use crate::metrics;
 
 use crate::store::{
-    retry_conflicts, validate, BatchGet, BatchGetPage, Delete, GetItem, IndexSchema, Item, PageKey,
-    PrimaryKey, Put, Query, QueryOutput, Scan, Store, StoreError, StoreResult, TableDescription,
-    TableSchema, TransactAction, Update,
+    is_conflict, retry_conflicts, validate, BatchGet, BatchGetPage, Delete, GetItem, IndexSchema,
+    Item, PageKey, PrimaryKey, Put, Query, QueryOutput, Scan, Store, StoreError, StoreResult,
+    TableDescription, TableSchema, TransactAction, Update,
 };
 
 /// The SDK's own attribute value; only this module ever names it.
@@ -797,16 +797,18 @@ fn record_capacity(op: &'static str, consumed: &[ConsumedCapacity]) {
 struct Uncertain(Arc<AtomicBool>);
 
 impl Uncertain {
-    /// The write's final error as the caller may read it: `Throttled` (nothing written)
-    /// becomes `Unavailable` (outcome unknown) after an unanswered attempt.
+    /// The write's final error as the caller may read it: a throttle or a conflict
+    /// (nothing written by that attempt) becomes `Unavailable` (outcome unknown) after an
+    /// unanswered attempt.
     fn settle(&self, err: StoreError) -> StoreError {
-        match err {
-            StoreError::Throttled(m) if self.0.load(Ordering::Relaxed) => {
-                StoreError::Unavailable(format!(
-                    "{m}, after an attempt that got no answer: the write may have been applied"
-                ))
-            }
-            other => other,
+        let unknown = self.0.load(Ordering::Relaxed)
+            && (matches!(err, StoreError::Throttled(_)) || is_conflict(&err));
+        if unknown {
+            StoreError::Unavailable(format!(
+                "{err}, after an attempt that got no answer: the write may have been applied"
+            ))
+        } else {
+            err
         }
     }
 }
