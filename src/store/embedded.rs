@@ -84,7 +84,34 @@ struct Inner {
     faults: Option<Injector>,
     /// `ClientRequestToken`s of the transactions applied lately: the digest of the
     /// request and when the token expires.
-    tokens: Mutex<HashMap<String, (u64, Instant)>>,
+    tokens: Mutex<Tokens>,
+}
+
+/// Client request tokens of applied transactions, forgotten once expired: a queue in
+/// expiry order (every token lives [`CLIENT_TOKEN_TTL`]), so forgetting costs nothing
+/// per transaction beyond the tokens that expired.
+#[derive(Default)]
+struct Tokens {
+    by_token: HashMap<String, (u64, Instant)>,
+    expiring: std::collections::VecDeque<(Instant, String)>,
+}
+
+impl Tokens {
+    fn remember(&mut self, token: &str, digest: u64, now: Instant) {
+        while let Some((expires, _)) = self.expiring.front() {
+            if *expires > now {
+                break;
+            }
+            if let Some((_, old)) = self.expiring.pop_front() {
+                if self.by_token.get(&old).is_some_and(|(_, e)| *e <= now) {
+                    self.by_token.remove(&old);
+                }
+            }
+        }
+        let expires = now + CLIENT_TOKEN_TTL;
+        self.by_token.insert(token.to_owned(), (digest, expires));
+        self.expiring.push_back((expires, token.to_owned()));
+    }
 }
 
 /// The index changes of one write, waiting for the GSI lag to pass.
@@ -179,7 +206,7 @@ impl EmbeddedStore {
                 schema,
                 gsi_lag: faults.gsi_lag,
                 faults: faults.any().then(|| Injector::new(faults)),
-                tokens: Mutex::new(HashMap::new()),
+                tokens: Mutex::new(Tokens::default()),
             }),
         }
     }
@@ -1053,7 +1080,7 @@ fn transact(
     inner.write_exists(&tx)?;
     if let Some((token, digest)) = token {
         let tokens = inner.tokens.lock().unwrap_or_else(|p| p.into_inner());
-        match tokens.get(token) {
+        match tokens.by_token.get(token) {
             Some((seen, expires)) if *expires > Instant::now() => {
                 return if seen == digest {
                     Ok(())
@@ -1091,10 +1118,7 @@ fn transact(
     if let Some((token, digest)) = token {
         let now = Instant::now();
         let mut tokens = inner.tokens.lock().unwrap_or_else(|p| p.into_inner());
-        if tokens.len() >= 4096 {
-            tokens.retain(|_, (_, expires)| *expires > now);
-        }
-        tokens.insert(token.clone(), (*digest, now + CLIENT_TOKEN_TTL));
+        tokens.remember(token, *digest, now);
     }
     Ok(())
 }
