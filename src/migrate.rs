@@ -16,8 +16,8 @@ use std::fmt;
 use crate::keys::{UserEmailKey, UserKey, PK};
 use crate::model::{item_type, Record, UserEmail};
 use crate::store::{
-    AttributeValue, CancelReason, Condition, ConditionCheck, Delete, Item, Put, Scan, Store,
-    StoreError, StoreResult, TransactAction,
+    AttributeValue, CancelReason, Condition, ConditionCheck, Delete, Item, PrimaryKey, Put, Scan,
+    Store, StoreError, StoreResult, TransactAction,
 };
 
 /// What [`migrate`] found and did.
@@ -124,29 +124,15 @@ async fn move_marker(
         Ok(()) => report.moved += 1,
         Err(StoreError::TransactionCanceled { reasons }) => match reasons.as_slice() {
             [CancelReason::None, CancelReason::None, CancelReason::ConditionalCheckFailed { .. }] => {
-                match store
-                    .delete_item(Delete::new(old_key.clone()).when(unchanged))
-                    .await
-                {
-                    Ok(_) => report.stale_removed += 1,
-                    Err(StoreError::ConditionFailed { .. }) => report
-                        .skipped
-                        .push(format!("{}: changed while being moved", old_key.pk)),
-                    Err(e) => return Err(e),
+                if remove_old(store, &old_key, unchanged, report).await? {
+                    report.stale_removed += 1;
                 }
             }
             [CancelReason::ConditionalCheckFailed { item: Some(there) }, CancelReason::None, _] => {
                 let same = UserEmail::from_item(there.clone()).is_ok_and(|m| m == *marker);
                 if same {
-                    match store
-                        .delete_item(Delete::new(old_key.clone()).when(unchanged))
-                        .await
-                    {
-                        Ok(_) => report.duplicates_removed += 1,
-                        Err(StoreError::ConditionFailed { .. }) => report
-                            .skipped
-                            .push(format!("{}: changed while being moved", old_key.pk)),
-                        Err(e) => return Err(e),
+                    if remove_old(store, &old_key, unchanged, report).await? {
+                        report.duplicates_removed += 1;
                     }
                 } else {
                     report.skipped.push(format!(
@@ -162,6 +148,29 @@ async fn move_marker(
         Err(e) => return Err(e),
     }
     Ok(())
+}
+
+/// Deletes an old marker that still names the same user; `false` (noted as skipped) when
+/// it changed in between.
+async fn remove_old(
+    store: &dyn Store,
+    old_key: &PrimaryKey,
+    unchanged: Condition,
+    report: &mut MigrateReport,
+) -> StoreResult<bool> {
+    match store
+        .delete_item(Delete::new(old_key.clone()).when(unchanged))
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(StoreError::ConditionFailed { .. }) => {
+            report
+                .skipped
+                .push(format!("{}: changed while being moved", old_key.pk));
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

@@ -256,18 +256,18 @@ pub enum Outcome {
 /// Runs one operation and returns its snapshot content: the normalized response and its
 /// DynamoDB requests, and the request count.
 pub async fn run_one(
+    schema: &graphql::ItemgraphSchema,
     store: Arc<dyn Store>,
     access: &Access,
     op: &Operation,
     started_ms: u64,
 ) -> (String, u64, Vec<Value>) {
-    let schema = graphql::schema();
     let mut request = async_graphql::Request::new(op.query.clone());
     if let Some(vars) = &op.variables {
         request = request.variables(async_graphql::Variables::from_json(vars.clone()));
     }
     let response = graphql::execute(
-        &schema,
+        schema,
         store,
         CursorCodec::new(CURSOR_SECRET),
         EventBus::default(),
@@ -543,8 +543,9 @@ pub async fn run(
     started_ms: u64,
 ) -> anyhow::Result<Report> {
     let mut report = Report::default();
+    let schema = graphql::schema();
     for op in ops {
-        let (body, count, requests) = run_one(store.clone(), access, op, started_ms).await;
+        let (body, count, requests) = run_one(&schema, store.clone(), access, op, started_ms).await;
         let line = match settle(op, &body, count, &requests, update)? {
             Outcome::Same => format!("ok       {} ({count} requests)", op.name),
             Outcome::New => format!(

@@ -270,24 +270,14 @@ async fn a_dynamodb_table_in_use_is_never_seeded_silently_or_overwritten() {
     let mut seed = vec!["seed"];
     seed.extend(dynamo);
     seed.extend(["--table", &table]);
-    let out = Command::new(BIN)
-        .args(&seed)
-        .env("NO_COLOR", "1")
-        .output()
-        .await
-        .unwrap();
+    let out = run_seed(&seed).await;
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("holds other items"));
     assert_eq!(all(store.clone()).await, vec![theirs.clone()]);
 
     // --force seeds, but a demo key that is taken (their ORG#acme) is never overwritten.
     seed.push("--force");
-    let out = Command::new(BIN)
-        .args(&seed)
-        .env("NO_COLOR", "1")
-        .output()
-        .await
-        .unwrap();
+    let out = run_seed(&seed).await;
     assert!(!out.status.success());
     let items = all(store.clone()).await;
     assert!(items.contains(&theirs), "their item is as it was");
@@ -444,4 +434,14 @@ async fn metrics_listen_serves_metrics_apart_from_the_api() {
     );
     assert_eq!(get("/graphql").await.0, 404);
     server.stop().await;
+}
+
+/// Runs `itemgraph` with `args` to completion.
+async fn run_seed(args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap()
 }

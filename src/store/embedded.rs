@@ -211,14 +211,6 @@ impl EmbeddedStore {
         }
     }
 
-    /// The faults this store injects.
-    pub fn faults(&self) -> Faults {
-        self.inner
-            .faults
-            .as_ref()
-            .map_or_else(Faults::default, |i| i.faults)
-    }
-
     /// Runs blocking redb work off the async executor.
     async fn run<T: Send + 'static>(
         &self,
@@ -484,6 +476,13 @@ impl Inner {
             Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => Err(not_found()),
             Err(e) => Err(internal(e)),
         }
+    }
+
+    /// The table's items in a snapshot of now, for a read (`TableNotFound` without it).
+    fn read_items(&self) -> StoreResult<redb::ReadOnlyTable<&'static [u8], &'static [u8]>> {
+        let tx = self.db.begin_read().map_err(internal)?;
+        self.read_exists(&tx)?;
+        tx.open_table(self.items_def()).map_err(internal)
     }
 
     fn write_exists(&self, tx: &redb::WriteTransaction) -> StoreResult<()> {
@@ -909,9 +908,7 @@ impl Store for EmbeddedStore {
         self.call(
             Call::Read,
             Arc::new(move |inner| {
-                let tx = inner.db.begin_read().map_err(internal)?;
-                inner.read_exists(&tx)?;
-                let items = tx.open_table(inner.items_def()).map_err(internal)?;
+                let items = inner.read_items()?;
                 let got = items
                     .get(table_key(&req.key).as_slice())
                     .map_err(internal)?;
@@ -926,9 +923,7 @@ impl Store for EmbeddedStore {
         self.call(
             Call::Read,
             Arc::new(move |inner| {
-                let tx = inner.db.begin_read().map_err(internal)?;
-                inner.read_exists(&tx)?;
-                let items = tx.open_table(inner.items_def()).map_err(internal)?;
+                let items = inner.read_items()?;
                 let mut page = BatchGetPage::default();
                 let mut bytes = 0;
                 for key in &req.keys {
@@ -967,9 +962,7 @@ impl Store for EmbeddedStore {
         self.call(
             Call::Read,
             Arc::new(move |inner| {
-                let tx = inner.db.begin_read().map_err(internal)?;
-                inner.read_exists(&tx)?;
-                let items = tx.open_table(inner.items_def()).map_err(internal)?;
+                let items = inner.read_items()?;
                 let start = req.start.as_ref().map(|s| table_key(&s.table));
                 let lower = match &start {
                     Some(k) => Bound::Excluded(k.as_slice()),

@@ -630,19 +630,14 @@ impl Store for DynamoStore {
                     .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
             )
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        // A write that met a transaction in flight was not applied: sent again.
-        let uncertain = Uncertain::default();
-        let out = retry_conflicts("PutItem", || async {
-            request
-                .clone()
-                .customize()
-                .interceptor(uncertain.clone())
-                .send()
-                .await
-                .map_err(|e| store_error(&self.table, e))
+        let out = send_write("PutItem", |uncertain| {
+            let request = request.clone();
+            async move {
+                let sent = request.customize().interceptor(uncertain).send().await;
+                sent.map_err(|e| store_error(&self.table, e))
+            }
         })
-        .await
-        .map_err(|e| uncertain.settle(e))?;
+        .await?;
         record_capacity("PutItem", out.consumed_capacity.as_slice());
         Ok(None)
     }
@@ -668,19 +663,14 @@ impl Store for DynamoStore {
                     .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
             )
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        // A write that met a transaction in flight was not applied: sent again.
-        let uncertain = Uncertain::default();
-        let out = retry_conflicts("UpdateItem", || async {
-            request
-                .clone()
-                .customize()
-                .interceptor(uncertain.clone())
-                .send()
-                .await
-                .map_err(|e| store_error(&self.table, e))
+        let out = send_write("UpdateItem", |uncertain| {
+            let request = request.clone();
+            async move {
+                let sent = request.customize().interceptor(uncertain).send().await;
+                sent.map_err(|e| store_error(&self.table, e))
+            }
         })
-        .await
-        .map_err(|e| uncertain.settle(e))?;
+        .await?;
         record_capacity("UpdateItem", out.consumed_capacity.as_slice());
         returned(req.returns, out.attributes)
     }
@@ -704,19 +694,14 @@ impl Store for DynamoStore {
                     .then_some(ReturnValuesOnConditionCheckFailure::AllOld),
             )
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
-        // A write that met a transaction in flight was not applied: sent again.
-        let uncertain = Uncertain::default();
-        let out = retry_conflicts("DeleteItem", || async {
-            request
-                .clone()
-                .customize()
-                .interceptor(uncertain.clone())
-                .send()
-                .await
-                .map_err(|e| store_error(&self.table, e))
+        let out = send_write("DeleteItem", |uncertain| {
+            let request = request.clone();
+            async move {
+                let sent = request.customize().interceptor(uncertain).send().await;
+                sent.map_err(|e| store_error(&self.table, e))
+            }
         })
-        .await
-        .map_err(|e| uncertain.settle(e))?;
+        .await?;
         record_capacity("DeleteItem", out.consumed_capacity.as_slice());
         returned(req.returns, out.attributes)
     }
@@ -730,8 +715,7 @@ impl Store for DynamoStore {
             .into_iter()
             .map(|a| self.transact_item(a))
             .collect::<StoreResult<Vec<_>>>()?;
-        let uncertain = Uncertain::default();
-        let send = || async {
+        let out = send_write("TransactWriteItems", |uncertain| async {
             self.client
                 .transact_write_items()
                 .set_transact_items(Some(items.clone()))
@@ -741,14 +725,12 @@ impl Store for DynamoStore {
                 .client_request_token(ulid::Ulid::new().to_string())
                 .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
                 .customize()
-                .interceptor(uncertain.clone())
+                .interceptor(uncertain)
                 .send()
                 .await
                 .map_err(|e| store_error(&self.table, e))
-        };
-        let out = retry_conflicts("TransactWriteItems", send)
-            .await
-            .map_err(|e| uncertain.settle(e))?;
+        })
+        .await?;
         record_capacity("TransactWriteItems", out.consumed_capacity());
         Ok(())
     }
@@ -787,6 +769,20 @@ fn record_capacity(op: &'static str, consumed: &[ConsumedCapacity]) {
             metrics::record_consumed_capacity(op, table, index, units);
         }
     }
+}
+
+/// Sends one write: again while it only conflicted with concurrent writes
+/// ([`retry_conflicts`]: DynamoDB did not apply it), each send watched by one [`Uncertain`],
+/// which settles the final error.
+async fn send_write<T, F, Fut>(op: &'static str, send: F) -> StoreResult<T>
+where
+    F: Fn(Uncertain) -> Fut,
+    Fut: std::future::Future<Output = StoreResult<T>>,
+{
+    let uncertain = Uncertain::default();
+    retry_conflicts(op, || send(uncertain.clone()))
+        .await
+        .map_err(|e| uncertain.settle(e))
 }
 
 /// Notes, for one write, whether any of the SDK's attempts failed without DynamoDB's
