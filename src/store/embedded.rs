@@ -9,6 +9,11 @@
 //!   it was then ([`PROJECTED`] then DynamoDB JSON: indexes project every attribute, so a
 //!   lagging index answers with the item as it was). Only items carrying both index key
 //!   attributes get a row, which makes the indexes sparse;
+//! - `changes/T`: the change log, the table's stream ([`super::stream`]): sequence number
+//!   → the change (kind, key, item before and after, time), written in the transaction of
+//!   the write it records, trimmed to [`ChangeLog::capacity`] records and
+//!   [`ChangeLog::retention`]; shard `n` holds sequence numbers `n × span + 1 ..= (n + 1) ×
+//!   span`, so the log rolls over to a child shard as DynamoDB Streams does;
 //! - `pending/T`: with a GSI lag ([`Faults`]), the index changes of each write in write
 //!   order, each with the time it reaches the indexes. Due changes are applied before an
 //!   index is read; all of them when the file is opened.
@@ -38,6 +43,10 @@ use redb::{Database, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 use super::faults::{Draw, Faults, Injector, CLIENT_TOKEN_TTL, SDK_MAX_ATTEMPTS};
+use super::stream::{
+    ChangeKind, ChangeRecord, ChangeStream, RecordsPage, ShardInfo, StartAt, StreamError,
+    StreamResult, ITERATOR_TTL, MAX_RECORDS_PER_CALL,
+};
 
 use super::validate::{self, MAX_QUERY_PAGE_BYTES};
 use super::value::{self, canonical_number, canonicalize, item_size, parse_number};
@@ -79,6 +88,10 @@ struct Inner {
     items_name: String,
     index_names: Vec<String>,
     pending_name: String,
+    changes_name: String,
+    change_log: ChangeLog,
+    /// Counts the commits that logged changes: what stream readers wait on.
+    changed: tokio::sync::watch::Sender<u64>,
     /// How long a write takes to reach the indexes; zero writes them in its transaction.
     gsi_lag: Duration,
     faults: Option<Injector>,
@@ -112,6 +125,46 @@ impl Tokens {
         self.by_token.insert(token.to_owned(), (digest, expires));
         self.expiring.push_back((expires, token.to_owned()));
     }
+}
+
+/// How much of the change log the engine keeps, and how it is cut into shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeLog {
+    /// Records kept at most; older ones are trimmed as new ones are written.
+    pub capacity: u64,
+    /// Records are also trimmed once older than this (DynamoDB Streams: 24 hours).
+    pub retention: Duration,
+    /// Records per shard before the log rolls over to a child shard.
+    pub shard_span: u64,
+}
+
+impl ChangeLog {
+    pub const DEFAULT: ChangeLog = ChangeLog {
+        capacity: 100_000,
+        retention: Duration::from_secs(24 * 3600),
+        shard_span: 50_000,
+    };
+}
+
+impl Default for ChangeLog {
+    fn default() -> Self {
+        ChangeLog::DEFAULT
+    }
+}
+
+/// Most records trimmed by one write: trimming keeps up with writing (each write logs at
+/// most a transaction's 100 changes) without one write paying for a long backlog.
+const MAX_TRIM_PER_WRITE: usize = 256;
+
+/// One change as the log stores it.
+#[derive(Serialize, Deserialize)]
+struct LoggedChange {
+    kind: ChangeKind,
+    pk: String,
+    sk: String,
+    old: Option<Item>,
+    new: Option<Item>,
+    ms: u64,
 }
 
 /// The index changes of one write, waiting for the GSI lag to pass.
@@ -202,6 +255,9 @@ impl EmbeddedStore {
                 items_name: format!("items/{table}"),
                 index_names,
                 pending_name: format!("pending/{table}"),
+                changes_name: format!("changes/{table}"),
+                change_log: ChangeLog::DEFAULT,
+                changed: tokio::sync::watch::channel(0).0,
                 table: table.to_owned(),
                 schema,
                 gsi_lag: faults.gsi_lag,
@@ -209,6 +265,22 @@ impl EmbeddedStore {
                 tokens: Mutex::new(Tokens::default()),
             }),
         }
+    }
+
+    /// The same store keeping `log` of its changes. Call it before the store is cloned
+    /// (a shared store keeps its settings).
+    pub fn with_change_log(mut self, log: ChangeLog) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                inner.change_log = ChangeLog {
+                    capacity: log.capacity.max(1),
+                    shard_span: log.shard_span.max(1),
+                    ..log
+                }
+            }
+            None => tracing::warn!("the change log's settings are set before the store is shared; ignored"),
+        }
+        self
     }
 
     /// Runs blocking redb work off the async executor.
@@ -402,6 +474,10 @@ fn decode_item(bytes: &[u8]) -> StoreResult<Item> {
     serde_json::from_slice(bytes).map_err(internal)
 }
 
+fn decode_change(bytes: &[u8]) -> StoreResult<LoggedChange> {
+    serde_json::from_slice(bytes).map_err(internal)
+}
+
 fn decode_propagation(bytes: &[u8]) -> StoreResult<Propagation> {
     serde_json::from_slice(bytes).map_err(internal)
 }
@@ -423,6 +499,65 @@ impl Inner {
 
     fn pending_def(&self) -> Sequence<'_> {
         TableDefinition::new(&self.pending_name)
+    }
+
+    fn changes_def(&self) -> Sequence<'_> {
+        TableDefinition::new(&self.changes_name)
+    }
+
+    /// Appends one change to the log (in the write's transaction) and trims what is
+    /// past its capacity or retention. A write that leaves the item as it was logs
+    /// nothing, as DynamoDB Streams does.
+    fn log_change(
+        &self,
+        tx: &redb::WriteTransaction,
+        key: &PrimaryKey,
+        old: Option<&Item>,
+        new: Option<&Item>,
+    ) -> StoreResult<()> {
+        let kind = match (old, new) {
+            (None, None) => return Ok(()),
+            (Some(o), Some(n)) if o == n => return Ok(()),
+            (None, Some(_)) => ChangeKind::Insert,
+            (Some(_), Some(_)) => ChangeKind::Modify,
+            (Some(_), None) => ChangeKind::Remove,
+        };
+        let now = now_ms();
+        let change = LoggedChange {
+            kind,
+            pk: key.pk.clone(),
+            sk: key.sk.clone(),
+            old: old.cloned(),
+            new: new.cloned(),
+            ms: now,
+        };
+        let bytes = serde_json::to_vec(&change).map_err(internal)?;
+        let mut log = tx.open_table(self.changes_def()).map_err(internal)?;
+        let last = log.last().map_err(internal)?.map_or(0, |(k, _)| k.value());
+        let seq = last + 1;
+        log.insert(seq, bytes.as_slice()).map_err(internal)?;
+        let oldest_kept_ms = now.saturating_sub(self.change_log.retention.as_millis() as u64);
+        for _ in 0..MAX_TRIM_PER_WRITE {
+            let first = match log.first().map_err(internal)? {
+                Some((k, v)) => Some((k.value(), decode_change(v.value())?.ms)),
+                None => None,
+            };
+            match first {
+                Some((first, ms))
+                    if first < seq
+                        && (seq - first >= self.change_log.capacity || ms < oldest_kept_ms) =>
+                {
+                    log.remove(first).map_err(internal)?;
+                }
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells stream readers that changes were committed.
+    fn notify_changes(&self) {
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// Applies the index changes whose lag has passed (all of them with `all`), oldest
@@ -529,6 +664,7 @@ impl Inner {
         new: Option<&Item>,
     ) -> StoreResult<()> {
         let tk = table_key(key);
+        self.log_change(tx, key, old, new)?;
         {
             let mut items = tx.open_table(self.items_def()).map_err(internal)?;
             match new {
@@ -815,6 +951,7 @@ fn single_write(
     };
     apply(inner, &tx, &planned)?;
     tx.commit().map_err(internal)?;
+    inner.notify_changes();
     Ok(match planned {
         Planned::Write { old, new, .. } => (old, new),
         Planned::Nothing => (None, None),
@@ -874,7 +1011,9 @@ impl Store for EmbeddedStore {
                 tx.delete_table(inner.index_def(i)).map_err(internal)?;
             }
             tx.delete_table(inner.pending_def()).map_err(internal)?;
+            tx.delete_table(inner.changes_def()).map_err(internal)?;
             tx.commit().map_err(internal)?;
+            inner.notify_changes();
             Ok(true)
         })
         .await
@@ -1023,6 +1162,14 @@ impl Store for EmbeddedStore {
         })
     }
 
+    /// The change log, followed through its own handle.
+    fn change_stream(&self) -> Option<Arc<dyn ChangeStream>> {
+        Some(Arc::new(EmbeddedChanges {
+            store: self.clone(),
+            woken: tokio::sync::Mutex::new(self.inner.changed.subscribe()),
+        }))
+    }
+
     /// With faults, each send carries a `ClientRequestToken` (the same for the attempts
     /// of one send), as [`super::dynamo::DynamoStore`]'s do.
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
@@ -1039,6 +1186,188 @@ impl Store for EmbeddedStore {
             )
         })
         .await
+    }
+}
+
+/// The embedded engine's change stream: one handle per reader, each with its own view of
+/// the commits it has been woken for.
+struct EmbeddedChanges {
+    store: EmbeddedStore,
+    woken: tokio::sync::Mutex<tokio::sync::watch::Receiver<u64>>,
+}
+
+fn shard_id(n: u64) -> String {
+    format!("shardId-{n:020}")
+}
+
+fn parse_shard(id: &str) -> Option<u64> {
+    id.strip_prefix("shardId-")?.parse().ok()
+}
+
+fn sequence(n: u64) -> String {
+    format!("{n:021}")
+}
+
+/// A shard iterator: shard, next sequence number, issue time (ms).
+fn iterator(shard: u64, next: u64) -> String {
+    format!("{shard}:{next}:{}", now_ms())
+}
+
+fn bad_iterator() -> StreamError {
+    StreamError::Store(StoreError::Validation(
+        "Invalid ShardIterator: not an iterator of this stream".into(),
+    ))
+}
+
+impl Inner {
+    /// The first and last sequence numbers in the log: `(last + 1, last)` when it is
+    /// empty, `(1, 0)` when nothing was ever logged.
+    fn log_bounds(&self) -> StoreResult<(u64, u64)> {
+        let tx = self.db.begin_read().map_err(internal)?;
+        self.read_exists(&tx)?;
+        let log = match tx.open_table(self.changes_def()) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok((1, 0)),
+            Err(e) => return Err(internal(e)),
+        };
+        let last = log.last().map_err(internal)?.map_or(0, |(k, _)| k.value());
+        let first = log
+            .first()
+            .map_err(internal)?
+            .map_or(last + 1, |(k, _)| k.value());
+        Ok((first, last))
+    }
+
+    fn shard_of(&self, seq: u64) -> u64 {
+        seq.saturating_sub(1) / self.change_log.shard_span
+    }
+
+    /// The sequence numbers shard `n` may hold.
+    fn shard_range(&self, n: u64) -> (u64, u64) {
+        let span = self.change_log.shard_span;
+        (n * span + 1, (n + 1) * span)
+    }
+}
+
+#[async_trait]
+impl ChangeStream for EmbeddedChanges {
+    fn engine_name(&self) -> &'static str {
+        "embedded"
+    }
+
+    async fn shards(&self) -> StreamResult<Vec<ShardInfo>> {
+        Ok(self
+            .store
+            .run(|inner| {
+                let (first, last) = inner.log_bounds()?;
+                let open = inner.shard_of(last + 1);
+                Ok((inner.shard_of(first)..=open)
+                    .map(|n| ShardInfo {
+                        id: shard_id(n),
+                        parent: n.checked_sub(1).map(shard_id),
+                        closed: n < open,
+                    })
+                    .collect())
+            })
+            .await?)
+    }
+
+    async fn shard_iterator(&self, shard: &str, at: StartAt) -> StreamResult<String> {
+        let n = parse_shard(shard).ok_or_else(|| {
+            StreamError::Trimmed(format!("shard {shard} is not a shard of this stream"))
+        })?;
+        let (first, last) = self.store.run(|inner| inner.log_bounds()).await?;
+        let inner = &self.store.inner;
+        let (lo, hi) = inner.shard_range(n);
+        if n > inner.shard_of(last + 1) || first > hi {
+            return Err(StreamError::Trimmed(format!("shard {shard} is not listed")));
+        }
+        let next = match at {
+            StartAt::TrimHorizon => first.max(lo),
+            StartAt::Latest => (last + 1).clamp(lo, hi + 1),
+            StartAt::After(seq) => {
+                let seq: u64 = seq.parse().map_err(|_| bad_iterator())?;
+                if !(lo..=hi).contains(&seq) {
+                    return Err(StreamError::Store(StoreError::Validation(format!(
+                        "Invalid SequenceNumber {seq} for shard {shard}"
+                    ))));
+                }
+                if seq + 1 < first {
+                    return Err(StreamError::Trimmed(format!(
+                        "sequence number {seq} of {shard} is beyond the trim horizon"
+                    )));
+                }
+                seq + 1
+            }
+        };
+        Ok(iterator(n, next))
+    }
+
+    async fn get_records(&self, it: &str, limit: u32) -> StreamResult<RecordsPage> {
+        let mut parts = it.split(':').map(str::parse::<u64>);
+        let (Some(Ok(n)), Some(Ok(next)), Some(Ok(issued)), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(bad_iterator());
+        };
+        if now_ms().saturating_sub(issued) > ITERATOR_TTL.as_millis() as u64 {
+            return Err(StreamError::ExpiredIterator);
+        }
+        let limit = u64::from(limit.clamp(1, MAX_RECORDS_PER_CALL));
+        let read = self
+            .store
+            .run(move |inner| {
+                let (first, _) = inner.log_bounds()?;
+                if next < first {
+                    return Ok(None);
+                }
+                let (_, hi) = inner.shard_range(n);
+                let tx = inner.db.begin_read().map_err(internal)?;
+                let log = match tx.open_table(inner.changes_def()) {
+                    Ok(t) => t,
+                    Err(redb::TableError::TableDoesNotExist(_)) => {
+                        return Ok(Some((Vec::new(), next)))
+                    }
+                    Err(e) => return Err(internal(e)),
+                };
+                let mut records = Vec::new();
+                let mut after = next;
+                for row in log.range(next..=hi).map_err(internal)? {
+                    let (k, v) = row.map_err(internal)?;
+                    let c = decode_change(v.value())?;
+                    records.push(ChangeRecord {
+                        shard: shard_id(n),
+                        sequence: sequence(k.value()),
+                        kind: c.kind,
+                        key: PrimaryKey { pk: c.pk, sk: c.sk },
+                        old_image: c.old,
+                        new_image: c.new,
+                        created_ms: c.ms,
+                    });
+                    after = k.value() + 1;
+                    if records.len() as u64 >= limit {
+                        break;
+                    }
+                }
+                Ok(Some((records, after)))
+            })
+            .await?;
+        let Some((records, after)) = read else {
+            return Err(StreamError::Trimmed(format!(
+                "records of shard {} from {next} were trimmed",
+                shard_id(n)
+            )));
+        };
+        let (_, hi) = self.store.inner.shard_range(n);
+        Ok(RecordsPage {
+            records,
+            next: (after <= hi).then(|| iterator(n, after)),
+        })
+    }
+
+    async fn wait_for_changes(&self, idle: Duration) {
+        let mut woken = self.woken.lock().await;
+        let _ = tokio::time::timeout(idle, woken.changed()).await;
     }
 }
 
@@ -1108,6 +1437,7 @@ fn transact(
         apply(inner, &tx, p)?;
     }
     tx.commit().map_err(internal)?;
+    inner.notify_changes();
     if let Some((token, digest)) = token {
         let now = Instant::now();
         let mut tokens = inner.tokens.lock().unwrap_or_else(|p| p.into_inner());

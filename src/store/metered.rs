@@ -84,6 +84,10 @@ impl Store for MeteredStore {
     fn engine_name(&self) -> &'static str {
         self.inner.engine_name()
     }
+
+    fn change_stream(&self) -> Option<Arc<dyn super::stream::ChangeStream>> {
+        self.inner.change_stream()
+    }
     async fn create_table(&self) -> StoreResult<bool> {
         self.call("CreateTable", None, self.inner.create_table())
             .await

@@ -15,11 +15,13 @@ pub mod dynamo;
 pub mod embedded;
 pub mod faults;
 pub mod metered;
+pub mod stream;
 pub mod trace;
 pub mod validate;
 pub mod value;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -566,6 +568,11 @@ pub trait Store: Send + Sync + 'static {
     async fn update_item(&self, req: Update) -> StoreResult<Option<Item>>;
     async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>>;
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()>;
+
+    /// The table's change stream, when this engine can follow one (see [`stream`]).
+    fn change_stream(&self) -> Option<Arc<dyn stream::ChangeStream>> {
+        None
+    }
 
     /// BatchGetItem for up to 100 keys, retrying `UnprocessedKeys` with jittered exponential
     /// backoff. Never drops a key: when keys are still unprocessed after

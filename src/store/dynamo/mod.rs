@@ -49,6 +49,7 @@ use aws_smithy_types::config_bag::ConfigBag;
 
 mod convert;
 mod errors;
+mod stream;
 #[cfg(test)]
 mod tests;
 
@@ -74,6 +75,16 @@ pub const DEFAULT_REGION: &str = "us-east-1";
 /// How long `create_table` waits for the table and its indexes to become ACTIVE. DynamoDB
 /// Local is immediate; the real service takes seconds to a minute with two new indexes.
 const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The table's stream as subscriptions need it: every change with the item before and
+/// after.
+fn stream_specification() -> StoreResult<sdk::StreamSpecification> {
+    sdk::StreamSpecification::builder()
+        .stream_enabled(true)
+        .stream_view_type(sdk::StreamViewType::NewAndOldImages)
+        .build()
+        .map_err(build_error)
+}
 
 /// How to reach DynamoDB. Every field has a default that works against the real service
 /// with the standard AWS configuration chain; tests and local runs set `endpoint`.
@@ -132,6 +143,9 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     schema: TableSchema,
+    /// The table's stream, when the store was connected with a configuration a streams
+    /// client could be made from ([`DynamoStore::connect`]).
+    changes: Option<Arc<stream::DynamoChanges>>,
 }
 
 impl DynamoStore {
@@ -178,7 +192,56 @@ impl DynamoStore {
                 .credentials_provider(credentials);
         }
         let config = loader.load().await;
-        Self::from_client(Client::new(&config), opts.table, schema)
+        let streams = aws_sdk_dynamodbstreams::Client::new(&config);
+        Self::from_client(Client::new(&config), opts.table, schema).with_streams(streams)
+    }
+
+    /// The same store following the table's stream through `streams` (a client for the
+    /// same account, region and endpoint).
+    pub fn with_streams(mut self, streams: aws_sdk_dynamodbstreams::Client) -> Self {
+        self.changes = Some(Arc::new(stream::DynamoChanges {
+            client: self.client.clone(),
+            streams,
+            table: self.table.clone(),
+            schema: self.schema.clone(),
+            arn: tokio::sync::Mutex::new(None),
+        }));
+        self
+    }
+
+    /// Turns the table's stream on (`NEW_AND_OLD_IMAGES`) when it is off; `Ok(false)`
+    /// when it was on already. A stream with another view type is refused: subscriptions
+    /// need the item before and after each change.
+    pub async fn enable_stream(&self) -> StoreResult<bool> {
+        let out = self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        let spec = out.table().and_then(|t| t.stream_specification());
+        if let Some(spec) = spec.filter(|s| s.stream_enabled()) {
+            return if spec.stream_view_type() == Some(&sdk::StreamViewType::NewAndOldImages) {
+                Ok(false)
+            } else {
+                Err(StoreError::Validation(format!(
+                    "table {} has a stream of view type {:?}; subscriptions need \
+                     NEW_AND_OLD_IMAGES (disable that stream first)",
+                    self.table,
+                    spec.stream_view_type()
+                )))
+            };
+        }
+        self.client
+            .update_table()
+            .table_name(&self.table)
+            .stream_specification(stream_specification()?)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        self.wait_until_active().await?;
+        Ok(true)
     }
 
     /// Wraps a client configured elsewhere (tests, or an application that shares one),
@@ -193,6 +256,7 @@ impl DynamoStore {
             client: Client::from_conf(config),
             table,
             schema,
+            changes: None,
         }
     }
 
@@ -395,6 +459,12 @@ impl Store for DynamoStore {
         "dynamodb"
     }
 
+    fn change_stream(&self) -> Option<Arc<dyn crate::store::stream::ChangeStream>> {
+        self.changes
+            .clone()
+            .map(|c| c as Arc<dyn crate::store::stream::ChangeStream>)
+    }
+
     async fn create_table(&self) -> StoreResult<bool> {
         let s = &self.schema;
         let key_schema = |pk: &str, sk: &str| -> StoreResult<Vec<KeySchemaElement>> {
@@ -451,6 +521,7 @@ impl Store for DynamoStore {
             .set_key_schema(Some(key_schema(&s.pk, &s.sk)?))
             .set_global_secondary_indexes((!indexes.is_empty()).then_some(indexes))
             .billing_mode(BillingMode::PayPerRequest)
+            .stream_specification(stream_specification()?)
             .send()
             .await;
         match created {

@@ -1,0 +1,237 @@
+//! The DynamoDB engine's change stream: DynamoDB Streams through
+//! `aws-sdk-dynamodbstreams`, on the table's latest stream (`NEW_AND_OLD_IMAGES`, which
+//! `create_table` and `itemgraph migrate` enable).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodbstreams::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodbstreams::types::{OperationType, ShardIteratorType};
+use tokio::sync::Mutex;
+
+use crate::store::stream::{
+    ChangeKind, ChangeRecord, ChangeStream, RecordsPage, ShardInfo, StartAt, StreamError,
+    StreamResult, MAX_RECORDS_PER_CALL,
+};
+use crate::store::{Item, StoreError, TableSchema};
+
+/// The stream of one table, found from the table's `LatestStreamArn` on first use (and
+/// again after the stream was replaced).
+#[derive(Debug)]
+pub(super) struct DynamoChanges {
+    pub(super) client: aws_sdk_dynamodb::Client,
+    pub(super) streams: aws_sdk_dynamodbstreams::Client,
+    pub(super) table: String,
+    pub(super) schema: TableSchema,
+    pub(super) arn: Mutex<Option<String>>,
+}
+
+/// A streams call's error in the port's terms: transport failures are `Unavailable`,
+/// throttling `Throttled`; the stream-specific codes are named by the caller.
+fn stream_error<E, R>(err: SdkError<E, R>) -> StreamError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug,
+{
+    let detail = DisplayErrorContext(&err).to_string();
+    if !matches!(err, SdkError::ServiceError(_)) {
+        return StreamError::Store(StoreError::Unavailable(detail));
+    }
+    let message = err.message().unwrap_or_default().to_owned();
+    match err.code().unwrap_or_default() {
+        "TrimmedDataAccessException" => StreamError::Trimmed(message),
+        "ExpiredIteratorException" => StreamError::ExpiredIterator,
+        "LimitExceededException" | "ThrottlingException" => {
+            StreamError::Store(StoreError::Throttled(message))
+        }
+        "InternalServerError" | "ServiceUnavailable" => {
+            StreamError::Store(StoreError::Unavailable(detail))
+        }
+        "ValidationException" => StreamError::Store(StoreError::Validation(message)),
+        _ => StreamError::Store(StoreError::Internal(detail)),
+    }
+}
+
+fn not_found<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
+    err.code() == Some("ResourceNotFoundException")
+}
+
+fn item(image: Option<std::collections::HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>>) -> Option<Item> {
+    image
+        .filter(|i| !i.is_empty())
+        .map(|i| serde_dynamo::Item::from(i).into())
+}
+
+impl DynamoChanges {
+    /// The table's latest stream ARN, cached.
+    async fn arn(&self) -> StreamResult<String> {
+        let mut arn = self.arn.lock().await;
+        if let Some(a) = arn.as_ref() {
+            return Ok(a.clone());
+        }
+        let table = self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(|e| StreamError::Store(super::errors::store_error(&self.table, e)))?;
+        let enabled = table
+            .table()
+            .and_then(|t| t.stream_specification())
+            .is_some_and(|s| s.stream_enabled());
+        let latest = table
+            .table()
+            .and_then(|t| t.latest_stream_arn())
+            .filter(|_| enabled)
+            .ok_or_else(|| {
+                StreamError::NoStream(format!(
+                    "table {} has no stream enabled (run `itemgraph migrate` to enable one \
+                     with NEW_AND_OLD_IMAGES)",
+                    self.table
+                ))
+            })?;
+        *arn = Some(latest.to_owned());
+        Ok(latest.to_owned())
+    }
+
+    /// Forgets the cached ARN (the stream was disabled or replaced).
+    async fn forget_arn(&self) {
+        *self.arn.lock().await = None;
+    }
+}
+
+#[async_trait]
+impl ChangeStream for DynamoChanges {
+    fn engine_name(&self) -> &'static str {
+        "dynamodb"
+    }
+
+    async fn shards(&self) -> StreamResult<Vec<ShardInfo>> {
+        let arn = self.arn().await?;
+        let mut shards = Vec::new();
+        let mut start: Option<String> = None;
+        loop {
+            let out = match self
+                .streams
+                .describe_stream()
+                .stream_arn(&arn)
+                .set_exclusive_start_shard_id(start.take())
+                .send()
+                .await
+            {
+                Ok(out) => out,
+                Err(e) if not_found(&e) => {
+                    self.forget_arn().await;
+                    return Err(StreamError::NoStream(format!(
+                        "the stream of table {} is gone",
+                        self.table
+                    )));
+                }
+                Err(e) => return Err(stream_error(e)),
+            };
+            let Some(description) = out.stream_description else {
+                break;
+            };
+            for shard in description.shards.unwrap_or_default() {
+                let Some(id) = shard.shard_id else { continue };
+                let closed = shard
+                    .sequence_number_range
+                    .as_ref()
+                    .and_then(|r| r.ending_sequence_number.as_ref())
+                    .is_some();
+                shards.push(ShardInfo {
+                    id,
+                    parent: shard.parent_shard_id,
+                    closed,
+                });
+            }
+            match description.last_evaluated_shard_id {
+                Some(last) => start = Some(last),
+                None => break,
+            }
+        }
+        Ok(shards)
+    }
+
+    async fn shard_iterator(&self, shard: &str, at: StartAt) -> StreamResult<String> {
+        let arn = self.arn().await?;
+        let (kind, seq) = match at {
+            StartAt::TrimHorizon => (ShardIteratorType::TrimHorizon, None),
+            StartAt::Latest => (ShardIteratorType::Latest, None),
+            StartAt::After(seq) => (ShardIteratorType::AfterSequenceNumber, Some(seq)),
+        };
+        match self
+            .streams
+            .get_shard_iterator()
+            .stream_arn(arn)
+            .shard_id(shard)
+            .shard_iterator_type(kind)
+            .set_sequence_number(seq)
+            .send()
+            .await
+        {
+            Ok(out) => out.shard_iterator.ok_or_else(|| {
+                StreamError::Trimmed(format!("shard {shard} gave no iterator (it is gone)"))
+            }),
+            Err(e) if not_found(&e) => Err(StreamError::Trimmed(format!(
+                "shard {shard} is no longer listed"
+            ))),
+            Err(e) => Err(stream_error(e)),
+        }
+    }
+
+    async fn get_records(&self, iterator: &str, limit: u32) -> StreamResult<RecordsPage> {
+        let out = match self
+            .streams
+            .get_records()
+            .shard_iterator(iterator)
+            .limit(limit.clamp(1, MAX_RECORDS_PER_CALL) as i32)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if not_found(&e) => {
+                return Err(StreamError::Trimmed("the shard is gone".into()));
+            }
+            Err(e) => return Err(stream_error(e)),
+        };
+        // The shard an iterator reads is not in the answer; records name their own
+        // sequence numbers, and the caller knows the shard it asked for.
+        let mut records = Vec::new();
+        for r in out.records.unwrap_or_default() {
+            let kind = match r.event_name {
+                Some(OperationType::Insert) => ChangeKind::Insert,
+                Some(OperationType::Modify) => ChangeKind::Modify,
+                Some(OperationType::Remove) => ChangeKind::Remove,
+                _ => continue,
+            };
+            let Some(data) = r.dynamodb else { continue };
+            let Some(keys) = item(data.keys) else {
+                continue;
+            };
+            let Some(key) = self.schema.key_of(&keys) else {
+                continue;
+            };
+            records.push(ChangeRecord {
+                shard: String::new(),
+                sequence: data.sequence_number.unwrap_or_default(),
+                kind,
+                key,
+                old_image: item(data.old_image),
+                new_image: item(data.new_image),
+                created_ms: data
+                    .approximate_creation_date_time
+                    .map_or(0, |t| t.to_millis().unwrap_or(0).max(0) as u64),
+            });
+        }
+        Ok(RecordsPage {
+            records,
+            next: out.next_shard_iterator,
+        })
+    }
+
+    async fn wait_for_changes(&self, idle: Duration) {
+        tokio::time::sleep(idle).await;
+    }
+}
