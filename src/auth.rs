@@ -228,6 +228,16 @@ impl Authenticator {
 
     /// The access an `Authorization` header value grants.
     pub fn authenticate(&self, authorization: Option<&[u8]>) -> Result<Access, AuthError> {
+        self.authenticate_until(authorization)
+            .map(|(access, _)| access)
+    }
+
+    /// [`authenticate`](Self::authenticate), with when the token expires (its `exp`,
+    /// seconds since the Unix epoch): a subscription ends then.
+    pub fn authenticate_until(
+        &self,
+        authorization: Option<&[u8]>,
+    ) -> Result<(Access, u64), AuthError> {
         let header = authorization.ok_or(AuthError::Missing)?;
         let header = std::str::from_utf8(header).map_err(|_| AuthError::NotBearer)?;
         let (scheme, token) = header.trim().split_once(' ').ok_or(AuthError::NotBearer)?;
@@ -238,7 +248,9 @@ impl Authenticator {
         if token.is_empty() || token.len() > MAX_TOKEN_LEN {
             return Err(AuthError::Invalid("malformed".into()));
         }
-        self.claims(token).and_then(access_of)
+        let claims = self.claims(token)?;
+        let exp = claims.exp;
+        Ok((access_of(claims)?, exp))
     }
 
     fn claims(&self, token: &str) -> Result<Claims, AuthError> {

@@ -288,6 +288,7 @@ impl StoreArgs {
             operation_timeout: Duration::from_millis(self.dynamodb_operation_timeout_ms),
             operation_attempt_timeout: Duration::from_millis(self.dynamodb_attempt_timeout_ms),
             max_attempts: self.dynamodb_max_attempts,
+            ..DynamoOptions::default()
         }
     }
 

@@ -9,7 +9,6 @@ use tracing_subscriber::EnvFilter;
 
 use itemgraph::config::{Cli, Command, SeedMode, StoreArgs, StoreKind};
 use itemgraph::demo::Seeded;
-use itemgraph::events::EventBus;
 use itemgraph::{check, demo, graphql, http};
 
 /// jemalloc rather than the system allocator: see its entry in Cargo.toml.
@@ -76,7 +75,7 @@ async fn run() -> anyhow::Result<()> {
             let listener = TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("binding {}", args.listen))?;
-            let state = http::AppState::with_options(store, cursors, EventBus::default(), options)
+            let state = http::AppState::with_options(store, cursors, options)
                 .with_authenticator(authenticator);
             if let Some(addr) = args.ops.metrics_listen {
                 let metrics = TcpListener::bind(addr)

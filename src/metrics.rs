@@ -17,6 +17,10 @@
 //! | [`STORE_CALL_DURATION`] | histogram (s) | `op` |
 //! | [`DYNAMODB_RETRIES`] | counter | `op`, `reason` |
 //! | [`DYNAMODB_CONSUMED_CAPACITY`] | histogram (capacity units) | `op`, `table`, `index` |
+//! | [`SUBSCRIPTIONS`] | gauge | |
+//! | [`STREAM_CHANGES`] | counter | |
+//! | [`STREAM_ERRORS`] | counter | |
+//! | [`EVENTS_DELIVERED`] | counter | |
 //!
 //! Label values are bounded: operation names are chosen by clients, so only well-formed
 //! names, and only the first [`MAX_OPERATION_NAMES`] of them, become label values (see
@@ -54,6 +58,15 @@ pub const GRAPHQL_ERRORS: &str = "itemgraph_graphql_errors_total";
 pub const STORE_CALLS: &str = "itemgraph_store_calls_total";
 /// Duration of one store call, by `op`, retries and backoff included.
 pub const STORE_CALL_DURATION: &str = "itemgraph_store_call_duration_seconds";
+/// GraphQL subscriptions open in this process (every transport).
+pub const SUBSCRIPTIONS: &str = "itemgraph_subscriptions_open";
+/// Changes of the design's entities read from the table's change stream by this
+/// process's reader.
+pub const STREAM_CHANGES: &str = "itemgraph_stream_changes_total";
+/// Failed calls of the change stream's reader (each retried after a pause).
+pub const STREAM_ERRORS: &str = "itemgraph_stream_errors_total";
+/// Subscription events sent to clients.
+pub const EVENTS_DELIVERED: &str = "itemgraph_subscription_events_total";
 /// DynamoDB requests sent again, by `op` and `reason`: `sdk` (an attempt of the SDK's
 /// retry policy after the first: throttling, 5xx, timeouts) or `transaction_conflict`
 /// (TransactWriteItems cancelled only by a concurrent write, sent again by the engine).
@@ -224,6 +237,26 @@ pub fn record_store_call(
 /// One DynamoDB request sent again (see [`DYNAMODB_RETRIES`] for the reasons).
 pub fn record_retry(op: &str, reason: &'static str) {
     ::metrics::counter!(DYNAMODB_RETRIES, "op" => op.to_owned(), "reason" => reason).increment(1);
+}
+
+/// How many subscriptions are open now.
+pub fn record_subscriptions(open: usize) {
+    ::metrics::gauge!(SUBSCRIPTIONS).set(open as f64);
+}
+
+/// One change read from the stream.
+pub fn record_stream_change() {
+    ::metrics::counter!(STREAM_CHANGES).increment(1);
+}
+
+/// One failed call of the stream's reader.
+pub fn record_stream_error() {
+    ::metrics::counter!(STREAM_ERRORS).increment(1);
+}
+
+/// One event sent to a subscriber.
+pub fn record_event_delivered() {
+    ::metrics::counter!(EVENTS_DELIVERED).increment(1);
 }
 
 /// Capacity DynamoDB reported for one request on `table` or one of its indexes.

@@ -14,7 +14,6 @@ use anyhow::{bail, Context};
 use serde_json::Value;
 
 use crate::auth::Access;
-use crate::events::EventBus;
 use crate::graphql::{self, CursorCodec};
 use crate::store::Store;
 
@@ -270,7 +269,6 @@ pub async fn run_one(
         schema,
         store,
         CursorCodec::new(CURSOR_SECRET),
-        EventBus::default(),
         access.clone(),
         request,
         true,
@@ -609,7 +607,6 @@ pub async fn load_fixture(store: Arc<dyn Store>, path: &Path) -> anyhow::Result<
             &schema,
             store.clone(),
             CursorCodec::new(CURSOR_SECRET),
-            EventBus::default(),
             Access::Unrestricted,
             request,
             false,

@@ -10,8 +10,8 @@ use itemgraph::store::stream::{
     seq_cmp, ChangeKind, ChangeRecord, ChangeStream, StartAt, StreamError,
 };
 use itemgraph::store::{
-    AttributeValue as V, Delete, Item, PrimaryKey, Put, Store, TableSchema, TransactAction,
-    Update, UpdateExpr,
+    AttributeValue as V, Delete, Item, PrimaryKey, Put, Store, TableSchema, TransactAction, Update,
+    UpdateExpr,
 };
 
 fn item(pk: &str, sk: &str, n: u32) -> Item {
@@ -91,7 +91,11 @@ async fn writes_reach_the_stream_in_order_with_both_images(store: &dyn Store) {
     // One item's records are in order; the transaction's two may come either way round
     // on DynamoDB (different partitions), so compare per key.
     let of = |pk: &str| -> Vec<ChangeKind> {
-        kinds.iter().filter(|(_, p)| *p == pk).map(|(k, _)| *k).collect()
+        kinds
+            .iter()
+            .filter(|(_, p)| *p == pk)
+            .map(|(k, _)| *k)
+            .collect()
     };
     assert_eq!(
         of("A"),
@@ -148,10 +152,7 @@ async fn reading_resumes_after_a_sequence_number(store: &dyn Store) {
         .shard_iterator(&shard, StartAt::Latest)
         .await
         .unwrap();
-    store
-        .put_item(Put::new(item("R", "9", 9)))
-        .await
-        .unwrap();
+    store.put_item(Put::new(item("R", "9", 9))).await.unwrap();
     let mut seen = Vec::new();
     let mut it = Some(latest);
     for _ in 0..50 {
@@ -191,7 +192,7 @@ macro_rules! both {
             $(
                 #[tokio::test]
                 async fn $case() {
-                    let Some(store) = crate::common::engines::dynamodb(stringify!($case)).await else { return };
+                    let Some(store) = crate::common::engines::dynamodb_streaming(stringify!($case)).await else { return };
                     super::$case(&store).await;
                     let _ = itemgraph::store::Store::delete_table(&store).await;
                 }
@@ -311,5 +312,8 @@ async fn the_embedded_reader_is_woken_by_a_write() {
     stream.wait_for_changes(Duration::from_secs(30)).await;
     assert!(started.elapsed() < Duration::from_secs(10));
     write.await.unwrap();
-    assert_eq!(read_all(stream.as_ref(), StartAt::TrimHorizon).await.len(), 1);
+    assert_eq!(
+        read_all(stream.as_ref(), StartAt::TrimHorizon).await.len(),
+        1
+    );
 }

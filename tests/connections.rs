@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::server::TestServer;
-use itemgraph::events::EventBus;
 use itemgraph::graphql::CursorCodec;
 use itemgraph::http::{self, AppState, ConnectionLimits};
 use itemgraph::store::Store;
@@ -27,7 +26,6 @@ async fn start(store: Arc<dyn Store>, connections: ConnectionLimits) -> TestServ
     TestServer::start(AppState::with_options(
         store,
         CursorCodec::new("connections test secret"),
-        EventBus::default(),
         http::Options {
             connections,
             ..http::Options::default()

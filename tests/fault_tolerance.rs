@@ -45,6 +45,7 @@ fn serving_options(endpoint: &str, table: &str) -> DynamoOptions {
         operation_attempt_timeout: Duration::from_millis(1500),
         operation_timeout: Duration::from_secs(4),
         max_attempts: 3,
+        stream: false,
     }
 }
 

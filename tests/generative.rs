@@ -13,7 +13,6 @@ mod common;
 use std::sync::Arc;
 
 use itemgraph::auth::Access;
-use itemgraph::events::EventBus;
 use itemgraph::graphql::{self, ItemgraphSchema};
 use itemgraph::store::Store;
 use proptest::prelude::*;
@@ -205,7 +204,6 @@ fn random_documents_and_variables_always_get_an_answer_with_codes() {
                 &schema,
                 store.clone(),
                 common::graphql::cursors(),
-                EventBus::default(),
                 Access::Unrestricted,
                 request,
                 false,
@@ -287,7 +285,6 @@ fn nesting_at_any_depth_in_any_place_is_answered() {
                     &schema,
                     store.clone(),
                     common::graphql::cursors(),
-                    EventBus::default(),
                     Access::Unrestricted,
                     async_graphql::Request::new(doc),
                     false,

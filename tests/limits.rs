@@ -16,7 +16,6 @@ use common::graphql::{cursors, normalized};
 use common::server::{read, TestServer};
 use common::stalled::Stalled;
 use itemgraph::auth::Access;
-use itemgraph::events::EventBus;
 use itemgraph::graphql::{self, ItemgraphSchema, Limits};
 use itemgraph::http::{self, AppState};
 use itemgraph::store::Store;
@@ -54,7 +53,6 @@ impl Limited {
             &self.schema,
             self.store.clone(),
             cursors(),
-            EventBus::default(),
             Access::Unrestricted,
             request,
             true,
@@ -325,7 +323,6 @@ async fn a_request_past_its_deadline_is_cancelled_with_its_store_calls() {
         &graphql::schema_with(&limits),
         stalled.clone(),
         cursors(),
-        EventBus::default(),
         Access::Unrestricted,
         async_graphql::Request::new(query),
         false,
@@ -353,13 +350,7 @@ async fn a_request_past_its_deadline_is_cancelled_with_its_store_calls() {
 
 /// Serves `store` with `options` on `127.0.0.1:0`.
 async fn start_server(store: Arc<dyn Store>, options: http::Options) -> TestServer {
-    TestServer::start(AppState::with_options(
-        store,
-        cursors(),
-        EventBus::default(),
-        options,
-    ))
-    .await
+    TestServer::start(AppState::with_options(store, cursors(), options)).await
 }
 
 fn bad_request(message: &str) -> Value {

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use axum::http::HeaderValue;
 use common::server::{read, TestServer};
-use itemgraph::events::EventBus;
 use itemgraph::graphql::CursorCodec;
 use itemgraph::http::{self, AppState, Cors, CorsOrigins};
 use itemgraph::store::{GetItem, PrimaryKey, Store, StoreError};
@@ -33,7 +32,6 @@ async fn start(store: Arc<dyn Store>, options: http::Options) -> TestServer {
     TestServer::start(AppState::with_options(
         store,
         CursorCodec::new("metrics test secret"),
-        EventBus::default(),
         options,
     ))
     .await

@@ -43,7 +43,6 @@ async fn the_playground_works_offline_and_shows_the_dynamodb_requests() {
         let mut state = AppState::with_options(
             store.clone(),
             CursorCodec::new(b"playground-test-cursor-secret"),
-            itemgraph::events::EventBus::default(),
             options,
         );
         if auth {

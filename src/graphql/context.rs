@@ -1,5 +1,5 @@
 //! What every resolver of one request reaches: the store, the DataLoader, the cursor
-//! codec, the event bus and the caller's access.
+//! codec and the caller's access.
 
 use std::sync::Arc;
 
@@ -9,7 +9,6 @@ use super::cursor::CursorCodec;
 use super::errors::ApiError;
 use super::loaders::{entity_loader, EntityLoader};
 use crate::auth::Access;
-use crate::events::EventBus;
 use crate::keys::Slug;
 use crate::model::{Entity, Record};
 use crate::store::{PrimaryKey, Store};
@@ -23,8 +22,6 @@ pub struct RequestContext {
     /// leaves no read behind.
     pub loader: EntityLoader,
     pub cursors: CursorCodec,
-    /// Where mutations publish what they changed, once it is written.
-    pub events: EventBus,
     /// Who is asking: what they may see ([`RequestContext::sees`], and every entity
     /// [`RequestContext::load`] returns) and do.
     pub access: Access,
@@ -32,17 +29,11 @@ pub struct RequestContext {
 
 impl RequestContext {
     /// A fresh context (its own DataLoader cache) for one request.
-    pub fn new(
-        store: Arc<dyn Store>,
-        cursors: CursorCodec,
-        events: EventBus,
-        access: Access,
-    ) -> Self {
+    pub fn new(store: Arc<dyn Store>, cursors: CursorCodec, access: Access) -> Self {
         RequestContext {
             loader: entity_loader(store.clone()),
             store,
             cursors,
-            events,
             access,
         }
     }

@@ -88,9 +88,52 @@ impl CursorCodec {
             parts.push(&ik.sk);
         }
         let payload = serde_json::to_vec(&parts).expect("strings serialize");
-        let mut bytes = self.tag(connection, &payload).to_vec();
-        bytes.extend_from_slice(&payload);
+        self.sign(connection, &payload)
+    }
+
+    /// `payload` with its tag for `context`, as opaque text (page and event cursors).
+    pub fn sign(&self, context: &str, payload: &[u8]) -> String {
+        let mut bytes = self.tag(context, payload).to_vec();
+        bytes.extend_from_slice(payload);
         URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    /// The payload of text [`sign`](Self::sign) made for `context`, with this server's
+    /// secret (or a previous one still in its grace period).
+    pub fn verify(&self, context: &str, text: &str) -> Result<Vec<u8>, InvalidCursor> {
+        self.verify_at(context, text, SystemTime::now())
+    }
+
+    fn verify_at(
+        &self,
+        context: &str,
+        text: &str,
+        now: SystemTime,
+    ) -> Result<Vec<u8>, InvalidCursor> {
+        if text.len() > MAX_CURSOR_LEN {
+            return Err(InvalidCursor);
+        }
+        let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| InvalidCursor)?;
+        if bytes.len() <= TAG_LEN {
+            return Err(InvalidCursor);
+        }
+        let (tag, payload) = bytes.split_at(TAG_LEN);
+        // Constant-time comparisons of the truncated tag.
+        let verifies = |secret: &[u8]| {
+            Self::mac(secret, context, payload)
+                .verify_truncated_left(tag)
+                .is_ok()
+        };
+        let signed = verifies(self.secret.expose_secret())
+            || self
+                .previous
+                .iter()
+                .any(|(secret, until)| now < *until && verifies(secret.expose_secret()));
+        if signed {
+            Ok(payload.to_vec())
+        } else {
+            Err(InvalidCursor)
+        }
     }
 
     /// The key a cursor carries, if it was made by this server (or a replica sharing its
@@ -107,29 +150,8 @@ impl CursorCodec {
         cursor: &str,
         now: SystemTime,
     ) -> Result<PageKey, InvalidCursor> {
-        if cursor.len() > MAX_CURSOR_LEN {
-            return Err(InvalidCursor);
-        }
-        let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| InvalidCursor)?;
-        if bytes.len() <= TAG_LEN {
-            return Err(InvalidCursor);
-        }
-        let (tag, payload) = bytes.split_at(TAG_LEN);
-        // Constant-time comparisons of the truncated tag.
-        let verifies = |secret: &[u8]| {
-            Self::mac(secret, connection, payload)
-                .verify_truncated_left(tag)
-                .is_ok()
-        };
-        let signed = verifies(self.secret.expose_secret())
-            || self
-                .previous
-                .iter()
-                .any(|(secret, until)| now < *until && verifies(secret.expose_secret()));
-        if !signed {
-            return Err(InvalidCursor);
-        }
-        let parts: Vec<String> = serde_json::from_slice(payload).map_err(|_| InvalidCursor)?;
+        let payload = self.verify_at(connection, cursor, now)?;
+        let parts: Vec<String> = serde_json::from_slice(&payload).map_err(|_| InvalidCursor)?;
         let mut parts = parts.into_iter();
         let (Some(pk), Some(sk)) = (parts.next(), parts.next()) else {
             return Err(InvalidCursor);

@@ -98,6 +98,26 @@ pub enum ApiError {
     /// read again before retrying (or retry with the same `clientToken`).
     #[error("the request did not finish within {millis} ms and was cancelled")]
     Timeout { millis: u64 },
+    /// `EVENTS_EXPIRED`: a subscription's `after` cursor points at changes the stream no
+    /// longer holds (or too far back to catch up), or the server lost changes: refetch
+    /// what the subscription kept current, then subscribe without `after`.
+    #[error("{0}")]
+    EventsExpired(String),
+    /// `SUBSCRIBER_TOO_SLOW` (retryable): the subscriber fell too far behind the changes;
+    /// subscribe again with the last event's cursor as `after`.
+    #[error("{0}; subscribe again with the last event's cursor")]
+    SubscriberTooSlow(String),
+    /// `TOO_MANY_SUBSCRIPTIONS` (retryable): the connection or the server holds as many
+    /// subscriptions as it may.
+    #[error("{0}")]
+    TooManySubscriptions(String),
+    /// `EVENTS_UNAVAILABLE` (retryable): the table's change stream cannot be read now (or
+    /// the table has none).
+    #[error("live updates are unavailable: {0}")]
+    EventsUnavailable(String),
+    /// `UNAUTHENTICATED`: the token a subscription was started with has expired.
+    #[error("{0}")]
+    Unauthenticated(String),
     /// `INTERNAL`: anything else. The detail is logged, never sent.
     #[error("internal error")]
     Internal,
@@ -131,6 +151,11 @@ impl ApiError {
             ApiError::TooManyFields { .. } => "TOO_MANY_FIELDS",
             ApiError::IntrospectionDisabled => "INTROSPECTION_DISABLED",
             ApiError::Timeout { .. } => "TIMEOUT",
+            ApiError::EventsExpired(_) => "EVENTS_EXPIRED",
+            ApiError::SubscriberTooSlow(_) => "SUBSCRIBER_TOO_SLOW",
+            ApiError::TooManySubscriptions(_) => "TOO_MANY_SUBSCRIPTIONS",
+            ApiError::EventsUnavailable(_) => "EVENTS_UNAVAILABLE",
+            ApiError::Unauthenticated(_) => "UNAUTHENTICATED",
             ApiError::Internal => "INTERNAL",
         }
     }
@@ -141,7 +166,12 @@ impl ApiError {
     pub fn retryable(&self) -> bool {
         matches!(
             self,
-            ApiError::Unavailable | ApiError::Throttled | ApiError::Contention
+            ApiError::Unavailable
+                | ApiError::Throttled
+                | ApiError::Contention
+                | ApiError::SubscriberTooSlow(_)
+                | ApiError::TooManySubscriptions(_)
+                | ApiError::EventsUnavailable(_)
         )
     }
 

@@ -40,6 +40,7 @@ pub mod org;
 pub mod prefetch;
 pub mod request_metrics;
 pub mod scalars;
+pub mod subscription;
 pub mod ticket;
 pub mod user;
 
@@ -48,10 +49,11 @@ use std::sync::Arc;
 use async_graphql::extensions::apollo_persisted_queries::{
     ApolloPersistedQueries, LruCacheStorage,
 };
-use async_graphql::{EmptySubscription, MergedObject, Schema};
+use async_graphql::{MergedObject, Schema};
+use futures::{Stream, StreamExt};
 
 use crate::auth::Access;
-use crate::events::EventBus;
+use crate::live::Hub;
 use crate::store::trace::{Trace, TracedStore};
 use crate::store::Store;
 
@@ -73,8 +75,8 @@ pub struct Query(
 // The root mutations. Each takes one `…Input` object and answers a `…Payload` holding
 // what it changed, Relay style, in three steps: **check** the whole input before any
 // request ([`input`]); **write** with the one access pattern of [`crate::collections`]
-// that does it; **publish** the domain event on the [`EventBus`], only once the write
-// succeeded. Mutations of one request run one after the other (the spec's serial
+// that does it; **answer** what it wrote. Subscribers learn of the write from the table's
+// change stream ([`subscription`]), not from here. Mutations of one request run one after the other (the spec's serial
 // execution of the mutation root), and each makes the request forget what it had read
 // before, so the fields selected under a payload see the write (see
 // [`RequestContext::after_write`]).
@@ -89,7 +91,7 @@ pub struct Mutation(
 pub use cursor::CursorCodec;
 
 /// The executable schema.
-pub type ItemgraphSchema = Schema<Query, Mutation, EmptySubscription>;
+pub type ItemgraphSchema = Schema<Query, Mutation, subscription::Subscription>;
 
 /// Builds the schema with the default [`Limits`]. Request-specific data comes with each
 /// request (see [`execute`]).
@@ -102,9 +104,13 @@ pub fn schema_with(limits: &Limits) -> ItemgraphSchema {
     // Metrics outermost, so they see the deadline's TIMEOUT; then the limits: their
     // deadline covers every other extension too, and their persisted-query size check
     // runs before APQ caches anything.
-    let mut builder = Schema::build(Query::default(), Mutation::default(), EmptySubscription)
-        .extension(request_metrics::RequestMetrics)
-        .extension(limits::RequestLimits(*limits));
+    let mut builder = Schema::build(
+        Query::default(),
+        Mutation::default(),
+        subscription::Subscription,
+    )
+    .extension(request_metrics::RequestMetrics)
+    .extension(limits::RequestLimits(*limits));
     if limits.persisted_queries > 0 {
         builder = builder.extension(ApolloPersistedQueries::new(LruCacheStorage::new(
             limits.persisted_queries,
@@ -123,13 +129,12 @@ pub fn sdl() -> String {
 
 /// Runs one GraphQL request for a caller with `access`. With `trace`, every store call it
 /// makes is listed in `extensions.dynamodb` (without item counts for a tenant). Every
-/// error in the response carries `extensions.code`. Mutations publish their domain events
-/// on `events`.
+/// error in the response carries `extensions.code`. A subscription is refused here: it
+/// runs through [`subscribe`].
 pub async fn execute(
     schema: &ItemgraphSchema,
     store: Arc<dyn Store>,
     cursors: CursorCodec,
-    events: EventBus,
     access: Access,
     request: async_graphql::Request,
     trace: bool,
@@ -140,7 +145,7 @@ pub async fn execute(
         None => store,
     };
     let tenant = matches!(access, Access::Tenant { .. });
-    let ctx = RequestContext::new(store, cursors, events, access);
+    let ctx = RequestContext::new(store, cursors, access);
     let nulls = Arc::new(nulls::NullState::default());
     let mut resp = schema.execute(request.data(ctx).data(nulls.clone())).await;
     nulls.apply(&mut resp.data);
@@ -171,4 +176,26 @@ pub async fn execute(
         );
     }
     resp
+}
+
+/// Runs one subscription for a caller with `access` (whose token expires at `expiry`):
+/// its responses, one per event, each with null propagation applied and every error
+/// given its `extensions.code`, as [`execute`] does. The changes come from `hub`.
+pub fn subscribe(
+    schema: &ItemgraphSchema,
+    store: Arc<dyn Store>,
+    cursors: CursorCodec,
+    hub: Arc<Hub>,
+    access: Access,
+    expiry: subscription::TokenExpiry,
+    request: async_graphql::Request,
+) -> impl Stream<Item = async_graphql::Response> + Send + 'static {
+    let ctx = RequestContext::new(store, cursors, access);
+    let nulls = Arc::new(nulls::NullState::default());
+    let request = request.data(ctx).data(nulls.clone()).data(hub).data(expiry);
+    schema.execute_stream(request).map(move |mut resp| {
+        nulls.apply_and_reset(&mut resp.data);
+        errors::ensure_codes(&mut resp);
+        resp
+    })
 }

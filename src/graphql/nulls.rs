@@ -62,6 +62,13 @@ impl NullState {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Writes the `null`s into one response of a subscription, and forgets them for the
+    /// next (a subscription's events are resolved one after the other).
+    pub fn apply_and_reset(&self, data: &mut Value) {
+        self.apply(data);
+        *self.lock() = Inner::default();
+    }
+
     /// Writes the `null`s into the response data.
     pub fn apply(&self, data: &mut Value) {
         let inner = self.lock();

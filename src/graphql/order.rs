@@ -16,7 +16,6 @@ use super::objects::{Order, OrderLine, OrderStatus, Organization, User};
 use super::prefetch::Prefetched;
 use super::scalars::{int, Cents};
 use crate::collections::{self, PlacedOrder, MAX_ORDER_LINES};
-use crate::events::DomainEvent;
 use crate::keys::{validate_client_token, validate_slug, validate_username, Id, LineNo, Slug};
 use crate::model::{self, Entity};
 
@@ -351,12 +350,6 @@ async fn place_order(rc: &RequestContext, input: PlaceOrderInput) -> ApiResult<P
     )
     .await?;
     rc.after_write(vec![order.clone().into()]).await;
-    if !replayed {
-        rc.events.publish(DomainEvent::OrderPlaced {
-            order: order.clone(),
-            lines: lines.clone(),
-        });
-    }
     Ok(PlaceOrderPayload {
         order: Order {
             rec: Arc::new(order),
@@ -389,7 +382,6 @@ async fn update_order_status(
         collections::update_org_order_status(rc.store.as_ref(), org.as_ref(), id, status, expected)
             .await?;
     rc.after_write(vec![Entity::Order(order.clone())]).await;
-    rc.events.publish(DomainEvent::order_status_changed(&order));
     Ok(UpdateOrderStatusPayload {
         order: Order::new(order),
     })

@@ -18,7 +18,6 @@ use super::objects::{
 use super::prefetch::{fetched, read_ahead, selected, unseen, Fetch, PageRequest, Prefetched};
 use super::scalars::int;
 use crate::collections;
-use crate::events::DomainEvent;
 use crate::keys::{validate_slug, OrgKey, Slug, GSI2};
 use crate::model::{self, Entity, Record};
 
@@ -346,8 +345,6 @@ async fn create_organization(
     }
     collections::create_org(rc.store.as_ref(), &org).await?;
     rc.after_write(vec![org.clone().into()]).await;
-    rc.events
-        .publish(DomainEvent::OrganizationCreated(org.clone()));
     Ok(CreateOrganizationPayload {
         organization: Organization::new(org),
     })

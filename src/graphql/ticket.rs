@@ -14,7 +14,6 @@ use super::input::{
 use super::objects::{Organization, Ticket, TicketPriority, TicketStatus, User};
 use super::scalars::int;
 use crate::collections::{self, TicketChange};
-use crate::events::DomainEvent;
 use crate::keys::{validate_slug, validate_username, Id, TicketKey};
 use crate::model::{self, Entity};
 
@@ -213,8 +212,6 @@ async fn create_ticket(
     visible(rc, &ticket.org, "organization")?;
     collections::create_ticket(rc.store.as_ref(), &ticket).await?;
     rc.after_write(vec![ticket.clone().into()]).await;
-    rc.events
-        .publish(DomainEvent::TicketCreated(ticket.clone()));
     Ok(CreateTicketPayload {
         ticket: Ticket::new(ticket),
     })
@@ -279,8 +276,6 @@ async fn update_ticket(
     fits("body", &change.applied_to(&current))?;
     let ticket = collections::update_ticket(rc.store.as_ref(), &current, &change).await?;
     rc.after_write(vec![ticket.clone().into()]).await;
-    rc.events
-        .publish(DomainEvent::ticket_changed(&current, &ticket));
     Ok(UpdateTicketPayload {
         ticket: Ticket::new(ticket),
     })

@@ -15,7 +15,6 @@ use super::objects::{Organization, Role, Ticket, TicketConnection, User};
 use super::prefetch::{fetched, read_ahead, selected, unseen, Fetch, PageRequest, Prefetched};
 use super::scalars::int;
 use crate::collections::{self, UserChange};
-use crate::events::DomainEvent;
 use crate::keys::{
     validate_email, validate_slug, validate_username, Slug, UserKey, Username, GSI1,
 };
@@ -290,7 +289,6 @@ async fn create_user(rc: &RequestContext, input: CreateUserInput) -> ApiResult<C
     visible(rc, &user.org, "organization")?;
     collections::create_user(rc.store.as_ref(), &user).await?;
     rc.after_write(vec![user.clone().into()]).await;
-    rc.events.publish(DomainEvent::UserCreated(user.clone()));
     Ok(CreateUserPayload {
         user: User::new(user),
     })
@@ -318,7 +316,6 @@ async fn update_user(rc: &RequestContext, input: UpdateUserInput) -> ApiResult<U
     visible(rc, &org, "user")?;
     let user = collections::update_user(rc.store.as_ref(), &org, &username, &change, None).await?;
     rc.after_write(vec![user.clone().into()]).await;
-    rc.events.publish(DomainEvent::UserUpdated(user.clone()));
     Ok(UpdateUserPayload {
         user: User::new(user),
     })
@@ -331,7 +328,6 @@ async fn delete_user(rc: &RequestContext, input: DeleteUserInput) -> ApiResult<D
     visible(rc, &org, "user")?;
     let user = collections::delete_user(rc.store.as_ref(), &org, &username).await?;
     rc.after_write(Vec::new()).await;
-    rc.events.publish(DomainEvent::UserDeleted(user.clone()));
     Ok(DeleteUserPayload {
         deleted_user_id: ID(GlobalId::User(org, username).encode()),
         user: User::new(user),

@@ -16,9 +16,14 @@
 //!   flight, the new one is answered 503 `UNAVAILABLE` and closed.
 //!
 //! hyper-util's builder has the timeouts but no limit on connections or idleness across
-//! protocols, and axum's `serve` exposes neither: hence this loop. (A connection upgraded
-//! to another protocol would count as idle once its upgrade is answered: a route that
-//! upgrades must hold an `InFlight` for the upgraded connection's life.)
+//! protocols, and axum's `serve` exposes neither: hence this loop.
+//!
+//! Long-lived exchanges take a [`Lease`] from the request's [`ConnectionScope`]: an event
+//! stream holds its connection busy while it streams (not idle, so neither swept nor
+//! evicted), and a connection upgraded to WebSocket, which hyper hands over once the
+//! upgrade is answered, is registered again for its life, so it counts against
+//! `max_connections`. Both hear when shutdown starts, to end what they stream, and
+//! shutdown waits for them.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -202,6 +207,66 @@ impl Drop for InFlight {
     }
 }
 
+/// What a request may hold of its connection beyond its response (a request extension;
+/// absent when the router is called without this listener, as tests do).
+#[derive(Clone)]
+pub struct ConnectionScope {
+    tracked: Arc<Tracked>,
+    registry: Arc<Registry>,
+    stop: watch::Receiver<bool>,
+    done: watch::Receiver<()>,
+}
+
+/// A connection held for a long-lived exchange; released when dropped.
+pub struct Lease {
+    _in_flight: InFlight,
+    stop: watch::Receiver<bool>,
+    _done: watch::Receiver<()>,
+    /// The registry entry of an upgraded connection, removed with the lease.
+    adopted: Option<(u64, Arc<Registry>)>,
+}
+
+impl ConnectionScope {
+    /// Holds the request's connection busy (an event stream in its response body).
+    pub fn busy(&self) -> Lease {
+        Lease {
+            _in_flight: InFlight::new(self.tracked.clone(), self.registry.clone()),
+            stop: self.stop.clone(),
+            _done: self.done.clone(),
+            adopted: None,
+        }
+    }
+
+    /// Registers the connection again once upgraded (hyper no longer serves it), busy
+    /// for as long as the lease lives.
+    pub fn adopt(&self) -> Lease {
+        let (id, tracked) = self.registry.insert();
+        Lease {
+            _in_flight: InFlight::new(tracked, self.registry.clone()),
+            stop: self.stop.clone(),
+            _done: self.done.clone(),
+            adopted: Some((id, self.registry.clone())),
+        }
+    }
+}
+
+impl Lease {
+    /// Completes once the server starts shutting down.
+    pub async fn stopping(&mut self) {
+        if self.stop.wait_for(|stop| *stop).await.is_err() {
+            // The listener is gone: the server has stopped.
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some((id, registry)) = &self.adopted {
+            registry.remove(*id);
+        }
+    }
+}
+
 /// The answer to a connection over the limit while every open one is busy.
 const REFUSAL: &str = "{\"errors\":[{\"message\":\"the server is at its connection limit; try again\",\"extensions\":{\"code\":\"UNAVAILABLE\"}}]}";
 
@@ -286,13 +351,20 @@ pub async fn serve(
         }
         let (id, tracked) = registry.insert();
         let service = {
-            let (tracked, registry) = (tracked.clone(), registry.clone());
+            let scope = ConnectionScope {
+                tracked: tracked.clone(),
+                registry: registry.clone(),
+                stop: stop_rx.clone(),
+                done: done_rx.clone(),
+            };
             let app = app.clone();
             TowerToHyperService::new(tower::service_fn(move |request: Request<Incoming>| {
-                let in_flight = InFlight::new(tracked.clone(), registry.clone());
+                let in_flight = InFlight::new(scope.tracked.clone(), scope.registry.clone());
                 let app = app.clone();
+                let mut request = request.map(Body::new);
+                request.extensions_mut().insert(scope.clone());
                 async move {
-                    let response = app.oneshot(request.map(Body::new)).await;
+                    let response = app.oneshot(request).await;
                     drop(in_flight);
                     response
                 }

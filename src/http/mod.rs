@@ -48,6 +48,8 @@ use async_graphql::parser::types::OperationType;
 use async_graphql::{ServerError, Value, Variables};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -61,13 +63,14 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 
 mod connections;
+mod live;
 pub mod playground;
 
-pub use connections::{fit_to_open_files, ConnectionLimits};
+pub use connections::{fit_to_open_files, ConnectionLimits, ConnectionScope, Lease};
 
 use crate::auth::{Access, AuthError, Authenticator};
-use crate::events::EventBus;
 use crate::graphql::{self, CursorCodec, ItemgraphSchema};
+use crate::live::{Hub, LiveOptions};
 use crate::store::metered::MeteredStore;
 use crate::store::Store;
 
@@ -97,6 +100,8 @@ pub struct Options {
     pub cors: Cors,
     /// Whether `GET /metrics` serves Prometheus metrics (and the recorder is installed).
     pub metrics: bool,
+    /// Subscriptions: buffers, limits, how the change stream is polled.
+    pub live: LiveOptions,
 }
 
 impl Options {
@@ -108,6 +113,7 @@ impl Options {
         graphiql: true,
         cors: Cors::NONE,
         metrics: true,
+        live: LiveOptions::DEFAULT,
     };
 }
 
@@ -160,37 +166,28 @@ struct Inner {
     schema: ItemgraphSchema,
     /// Signs the cursors this server hands out and checks those it gets back.
     cursors: CursorCodec,
-    /// Where mutations publish what they changed.
-    events: EventBus,
+    /// The change stream's one reader in this process, and its subscribers.
+    hub: Arc<Hub>,
     options: Options,
     /// Checks each GraphQL request's bearer token; `None` is `--auth off`.
     authenticator: Option<Authenticator>,
 }
 
 impl AppState {
-    /// State with a fresh event bus of the default capacity.
+    /// State with the default [`Options`].
     pub fn new(store: Arc<dyn Store>, cursors: CursorCodec) -> Self {
-        Self::with_events(store, cursors, EventBus::default())
+        Self::with_options(store, cursors, Options::default())
     }
 
-    /// State publishing mutations' domain events on `events` (to subscribe elsewhere).
-    pub fn with_events(store: Arc<dyn Store>, cursors: CursorCodec, events: EventBus) -> Self {
-        Self::with_options(store, cursors, events, Options::default())
-    }
-
-    /// State enforcing `options` (the schema is built from its limits).
-    pub fn with_options(
-        store: Arc<dyn Store>,
-        cursors: CursorCodec,
-        events: EventBus,
-        options: Options,
-    ) -> Self {
+    /// State enforcing `options` (the schema is built from its limits). Subscriptions
+    /// follow the store's change stream, if it has one.
+    pub fn with_options(store: Arc<dyn Store>, cursors: CursorCodec, options: Options) -> Self {
         AppState(Arc::new(Inner {
+            hub: Hub::new(store.change_stream(), options.live),
             // Here, so every server (the tests' too) counts and spans its store calls.
             store: Arc::new(MeteredStore::new(store)),
             schema: graphql::schema_with(&options.limits),
             cursors,
-            events,
             options,
             authenticator: None,
         }))
@@ -222,9 +219,9 @@ impl AppState {
         &self.0.options
     }
 
-    /// The bus every mutation served here publishes on.
-    pub fn events(&self) -> &EventBus {
-        &self.0.events
+    /// The change stream's reader and its subscribers.
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.0.hub
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -452,6 +449,10 @@ async fn graphql_post(State(state): State<AppState>, request: axum::extract::Req
     let request = read_body(&state, body)
         .await
         .and_then(|body| parse_body(&body));
+    if live::wants_event_stream(&headers) {
+        let scope = parts.extensions.get::<ConnectionScope>().cloned();
+        return live::event_stream(&state, &headers, scope, request);
+    }
     match request {
         Ok(request) => run(&state, access, request, wants_trace(&headers), media).await,
         Err(e) => e.respond(media),
@@ -484,10 +485,22 @@ async fn read_body(state: &AppState, body: Body) -> Result<Bytes, HttpError> {
 async fn graphql_get(
     State(state): State<AppState>,
     headers: HeaderMap,
+    scope: Option<axum::Extension<ConnectionScope>>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
     params: Result<Query<GetParams>, QueryRejection>,
 ) -> Response {
+    let scope = scope.map(|axum::Extension(s)| s);
+    if let Ok(ws) = upgrade {
+        return live::websocket(state, &headers, scope, ws);
+    }
     if state.options().graphiql && prefers_html(&headers) {
         return playground_page(&state);
+    }
+    if live::wants_event_stream(&headers) {
+        let request = params
+            .map_err(|e| HttpError::BadRequest(e.body_text()))
+            .and_then(|Query(p)| p.into_request());
+        return live::event_stream(&state, &headers, scope, request);
     }
     let media = Media::negotiate(&headers);
     let access = match state.access(&headers) {
@@ -630,31 +643,15 @@ async fn run(
         &inner.schema,
         inner.store.clone(),
         inner.cursors.clone(),
-        inner.events.clone(),
         access,
         request,
         trace,
     )
     .await;
-    // The deadline cancelled the request: it was valid and ran, so `data` is there (null).
-    let timed_out = resp.errors.iter().any(|e| {
-        e.extensions.as_ref().and_then(|x| x.get("code")) == Some(&Value::from("TIMEOUT"))
-    });
-    // A request error (the document did not parse or validate, variables did not coerce,
-    // a limit refused it) stops before execution: no error has a path, and there is no
-    // data at all.
-    let request_error = !timed_out
-        && matches!(resp.data, Value::Null)
-        && !resp.errors.is_empty()
-        && resp.errors.iter().all(|e| e.path.is_empty());
-    let wire = WireResponse {
-        data: (!request_error).then_some(&resp.data),
-        errors: &resp.errors,
-        extensions: &resp.extensions,
-    };
+    let wire = WireResponse::of(&resp);
     let status = match media {
-        Media::GraphqlResponseJson if request_error => StatusCode::BAD_REQUEST,
-        Media::GraphqlResponseJson if timed_out => StatusCode::GATEWAY_TIMEOUT,
+        Media::GraphqlResponseJson if wire.data.is_none() => StatusCode::BAD_REQUEST,
+        Media::GraphqlResponseJson if timed_out(&resp) => StatusCode::GATEWAY_TIMEOUT,
         _ => StatusCode::OK,
     };
     let mut response = match serde_json::to_vec(&wire) {
@@ -680,6 +677,31 @@ struct WireResponse<'a> {
     errors: &'a [ServerError],
     #[serde(skip_serializing_if = "no_extensions")]
     extensions: &'a BTreeMap<String, Value>,
+}
+
+/// Whether the deadline cancelled the request: it was valid and ran, so `data` is there
+/// (null).
+fn timed_out(resp: &async_graphql::Response) -> bool {
+    resp.errors
+        .iter()
+        .any(|e| e.extensions.as_ref().and_then(|x| x.get("code")) == Some(&Value::from("TIMEOUT")))
+}
+
+impl<'a> WireResponse<'a> {
+    fn of(resp: &'a async_graphql::Response) -> Self {
+        // A request error (the document did not parse or validate, variables did not
+        // coerce, a limit refused it) stops before execution: no error has a path, and
+        // there is no data at all.
+        let request_error = !timed_out(resp)
+            && matches!(resp.data, Value::Null)
+            && !resp.errors.is_empty()
+            && resp.errors.iter().all(|e| e.path.is_empty());
+        WireResponse {
+            data: (!request_error).then_some(&resp.data),
+            errors: &resp.errors,
+            extensions: &resp.extensions,
+        }
+    }
 }
 
 fn no_errors(e: &&[ServerError]) -> bool {

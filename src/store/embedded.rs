@@ -278,7 +278,9 @@ impl EmbeddedStore {
                     ..log
                 }
             }
-            None => tracing::warn!("the change log's settings are set before the store is shared; ignored"),
+            None => tracing::warn!(
+                "the change log's settings are set before the store is shared; ignored"
+            ),
         }
         self
     }

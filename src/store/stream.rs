@@ -146,7 +146,10 @@ mod tests {
         assert_eq!(seq_cmp("9", "10"), Ordering::Less);
         assert_eq!(seq_cmp("000000000000000000010", "10"), Ordering::Equal);
         assert_eq!(
-            seq_cmp("4421584500000000017450439091", "4421584500000000017450439090"),
+            seq_cmp(
+                "4421584500000000017450439091",
+                "4421584500000000017450439090"
+            ),
             Ordering::Greater
         );
         assert_eq!(seq_cmp("0", ""), Ordering::Equal);

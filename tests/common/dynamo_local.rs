@@ -122,6 +122,10 @@ pub async fn connect(endpoint: &str, table: &str) -> DynamoStore {
         operation_timeout: Duration::from_secs(120),
         operation_attempt_timeout: Duration::from_secs(60),
         max_attempts: 3,
+        // Tables of the suites that follow the stream turn it on once seeded: DynamoDB
+        // Local describes every stream on every request, in one SQLite thread, so streams
+        // full of seeded items slow the whole run down.
+        stream: false,
     };
     DynamoStore::connect(opts, TableSchema::itemgraph()).await
 }

@@ -27,6 +27,13 @@ pub async fn dynamodb(prefix: &str) -> Option<DynamoStore> {
     super::dynamo_local::store(prefix).await
 }
 
+/// A new table on DynamoDB Local with its stream on (see [`dynamodb`]).
+pub async fn dynamodb_streaming(prefix: &str) -> Option<DynamoStore> {
+    let store = dynamodb(prefix).await?;
+    assert!(store.enable_stream().await.expect("enabling the stream"));
+    Some(store)
+}
+
 /// The DynamoDB engine against an endpoint a test serves itself (a fake answering with
 /// errors): dummy credentials, three attempts with 1 ms backoff, nothing created.
 pub fn dynamodb_at(endpoint: &str) -> DynamoStore {

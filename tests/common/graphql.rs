@@ -8,9 +8,11 @@
 
 use std::sync::Arc;
 
+use futures::{Stream, StreamExt};
 use itemgraph::auth::Access;
-use itemgraph::events::EventBus;
+use itemgraph::graphql::subscription::TokenExpiry;
 use itemgraph::graphql::{self, CursorCodec, ItemgraphSchema};
+use itemgraph::live::{Hub, LiveOptions};
 use itemgraph::store::Store;
 use serde_json::Value;
 
@@ -28,9 +30,9 @@ pub fn cursors() -> CursorCodec {
 /// The schema and a store holding the demo data.
 pub struct Api {
     pub store: Arc<dyn Store>,
-    /// Where the requests' mutations publish; subscribe to see their domain events.
-    pub events: EventBus,
     schema: ItemgraphSchema,
+    /// The change stream's reader for [`Api::subscribe`].
+    pub hub: Arc<Hub>,
     /// DynamoDB Local tables are dropped by [`Api::finish`]; embedded ones just vanish.
     drop_table: bool,
 }
@@ -41,19 +43,22 @@ impl Api {
         Api::seeded(Arc::new(super::engines::embedded().await), false).await
     }
 
-    /// A fresh DynamoDB Local table with the demo data; `None` when DynamoDB Local is
+    /// A fresh DynamoDB Local table with the demo data and its stream on; `None` when DynamoDB Local is
     /// unavailable outside CI (see [`super::dynamo_local::endpoint`]).
     pub async fn dynamodb(table_prefix: &str) -> Option<Api> {
         let store = super::engines::dynamodb(table_prefix).await?;
-        Some(Api::seeded(Arc::new(store), true).await)
+        let api = Api::seeded(Arc::new(store.clone()), true).await;
+        // The stream after the seed: the suites follow what they do themselves.
+        store.enable_stream().await.expect("enabling the stream");
+        Some(api)
     }
 
     /// The schema over `store` as it is (e.g. a wrapper around [`Api::store`]); the table
     /// is left to whoever owns it.
     pub fn over(store: Arc<dyn Store>) -> Api {
         Api {
+            hub: Hub::new(store.change_stream(), super::changes::test_options()),
             store,
-            events: EventBus::default(),
             schema: graphql::schema(),
             drop_table: false,
         }
@@ -64,8 +69,8 @@ impl Api {
             .await
             .unwrap_or_else(|e| panic!("seeding {}: {e}", store.table_name()));
         Api {
+            hub: Hub::new(store.change_stream(), super::changes::test_options()),
             store,
-            events: EventBus::default(),
             schema: graphql::schema(),
             drop_table,
         }
@@ -100,13 +105,44 @@ impl Api {
             &self.schema,
             self.store.clone(),
             cursors(),
-            self.events.clone(),
             access.clone(),
             request,
             true,
         )
         .await;
         serde_json::to_value(&response).expect("a response serializes")
+    }
+
+    /// The same API with its own change stream reader, configured by `options`.
+    pub fn with_live(mut self, options: LiveOptions) -> Api {
+        self.hub = Hub::new(self.store.change_stream(), options);
+        self
+    }
+
+    /// Starts subscription `query` for a caller with `access` whose token expires at
+    /// `expiry`; its responses as JSON.
+    pub fn subscribe(
+        &self,
+        access: &Access,
+        expiry: Option<u64>,
+        query: &str,
+        variables: Value,
+    ) -> impl Stream<Item = Value> + Send + Unpin + 'static {
+        let mut request = async_graphql::Request::new(query);
+        if !variables.is_null() {
+            request = request.variables(async_graphql::Variables::from_json(variables));
+        }
+        graphql::subscribe(
+            &self.schema,
+            self.store.clone(),
+            cursors(),
+            self.hub.clone(),
+            access.clone(),
+            TokenExpiry(expiry),
+            request,
+        )
+        .map(|r| serde_json::to_value(&r).expect("a response serializes"))
+        .boxed()
     }
 
     /// Runs `query` and returns its `data`, panicking on any error: for the steps of a

@@ -105,6 +105,8 @@ pub struct DynamoOptions {
     pub operation_attempt_timeout: Duration,
     /// Attempts per call with the SDK's standard retry mode (throttling, 5xx, timeouts).
     pub max_attempts: u32,
+    /// Whether `create_table` turns the table's stream on (subscriptions need it).
+    pub stream: bool,
 }
 
 impl DynamoOptions {
@@ -133,6 +135,7 @@ impl Default for DynamoOptions {
             operation_timeout: Self::DEFAULT_OPERATION_TIMEOUT,
             operation_attempt_timeout: Self::DEFAULT_ATTEMPT_TIMEOUT,
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
+            stream: true,
         }
     }
 }
@@ -146,6 +149,8 @@ pub struct DynamoStore {
     /// The table's stream, when the store was connected with a configuration a streams
     /// client could be made from ([`DynamoStore::connect`]).
     changes: Option<Arc<stream::DynamoChanges>>,
+    /// Whether `create_table` turns the stream on.
+    create_stream: bool,
 }
 
 impl DynamoStore {
@@ -193,7 +198,10 @@ impl DynamoStore {
         }
         let config = loader.load().await;
         let streams = aws_sdk_dynamodbstreams::Client::new(&config);
-        Self::from_client(Client::new(&config), opts.table, schema).with_streams(streams)
+        let mut store =
+            Self::from_client(Client::new(&config), opts.table, schema).with_streams(streams);
+        store.create_stream = opts.stream;
+        store
     }
 
     /// The same store following the table's stream through `streams` (a client for the
@@ -257,6 +265,7 @@ impl DynamoStore {
             table,
             schema,
             changes: None,
+            create_stream: true,
         }
     }
 
@@ -521,7 +530,7 @@ impl Store for DynamoStore {
             .set_key_schema(Some(key_schema(&s.pk, &s.sk)?))
             .set_global_secondary_indexes((!indexes.is_empty()).then_some(indexes))
             .billing_mode(BillingMode::PayPerRequest)
-            .stream_specification(stream_specification()?)
+            .set_stream_specification(self.create_stream.then(stream_specification).transpose()?)
             .send()
             .await;
         match created {

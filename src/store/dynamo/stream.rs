@@ -56,7 +56,11 @@ fn not_found<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
     err.code() == Some("ResourceNotFoundException")
 }
 
-fn item(image: Option<std::collections::HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>>) -> Option<Item> {
+fn item(
+    image: Option<
+        std::collections::HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>,
+    >,
+) -> Option<Item> {
     image
         .filter(|i| !i.is_empty())
         .map(|i| serde_dynamo::Item::from(i).into())

@@ -1,0 +1,313 @@
+//! The subscription root: live updates of tickets and orders, from the table's change
+//! stream ([`crate::live`]).
+//!
+//! Each field subscribes to one organization's changes (the caller must see it), picks
+//! the entities it is about, and answers each with an event: the kind of change, the
+//! entity as it is after it (as it was, for a deletion), resolvable with the usual fields
+//! and references, and an event cursor to resume after it (`after`). Before each event
+//! the subscription's DataLoader forgets what it read for the one before, so references
+//! are read as they are now. The caller's access is checked again for every event, and a
+//! token that expires ends the subscription with `UNAUTHENTICATED`.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_graphql::{Context, Enum, ErrorExtensions, Result, SimpleObject, Subscription, ID};
+use futures::{Stream, StreamExt};
+
+use super::context::{rc, RequestContext};
+use super::errors::ApiError;
+use super::ids::GlobalId;
+use super::objects::{Order, OrderStatus, Ticket, TicketStatus};
+use crate::keys::{validate_slug, validate_username, Id, Slug};
+use crate::live::{Change, Delivered, EventKind, Hub, LiveError, Position};
+use crate::model::{self, Entity};
+
+/// When the token a subscription was started with expires (seconds since the Unix
+/// epoch); put in each subscription's data by the transport. `None`: no token (auth off).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokenExpiry(pub Option<u64>);
+
+/// What happened to the entity.
+#[derive(Enum, Copy, Clone, Eq, PartialEq)]
+#[graphql(remote = "crate::live::EventKind")]
+pub enum ChangeKind {
+    Created,
+    Updated,
+    Deleted,
+}
+
+/// A change to a ticket.
+#[derive(SimpleObject)]
+pub struct TicketEvent {
+    kind: ChangeKind,
+    /// The ticket after the change; for `DELETED`, as it was.
+    ticket: Ticket,
+    /// Its status before the change, when the change moved it to another queue.
+    previous_status: Option<TicketStatus>,
+    /// Pass as `after` to resume after this event: what happened since is sent first.
+    cursor: String,
+}
+
+/// A change to an order.
+#[derive(SimpleObject)]
+pub struct OrderEvent {
+    kind: ChangeKind,
+    /// The order after the change; for `DELETED`, as it was.
+    order: Order,
+    /// Its status before the change, when the change moved it on.
+    previous_status: Option<OrderStatus>,
+    /// Pass as `after` to resume after this event: what happened since is sent first.
+    cursor: String,
+}
+
+impl From<LiveError> for ApiError {
+    fn from(e: LiveError) -> Self {
+        match e {
+            LiveError::Expired(why) => ApiError::EventsExpired(why),
+            LiveError::TooSlow(n) => ApiError::SubscriberTooSlow(format!(
+                "the subscriber fell more than {n} changes behind"
+            )),
+            LiveError::Unavailable(why) => ApiError::EventsUnavailable(why),
+            LiveError::TooMany(why) => ApiError::TooManySubscriptions(why),
+        }
+    }
+}
+
+/// The context an event cursor is signed for: one organization's events.
+fn cursor_context(org: &Slug) -> String {
+    format!("events:{org}")
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The organization argument, checked: well-formed, and one the caller sees.
+fn org_arg(rc: &RequestContext, org: &str) -> Result<Slug> {
+    let org = validate_slug("org", org).map_err(|e| ApiError::from(e).extend())?;
+    if !rc.sees(&org) {
+        return Err(ApiError::Forbidden(format!(
+            "this token may not subscribe to organization {org}'s changes"
+        ))
+        .extend());
+    }
+    Ok(org)
+}
+
+/// The events of one subscription: the hub's changes of `org` that `wanted` picks, each
+/// made into an event by `make`, ended by the first error (a lost position, a slow
+/// subscriber, an expired token).
+async fn events<'a, T: Send + 'static>(
+    ctx: &Context<'a>,
+    org: Slug,
+    after: Option<String>,
+    wanted: impl Fn(&Change) -> bool + Send + Sync + 'static,
+    make: impl Fn(&Change, String) -> Option<T> + Send + Sync + 'a,
+) -> Result<impl Stream<Item = Result<T>> + 'a> {
+    let rc = rc(ctx);
+    let Some(hub) = ctx.data_opt::<Arc<Hub>>().cloned() else {
+        return Err(
+            ApiError::EventsUnavailable("this server has no change stream".into()).extend(),
+        );
+    };
+    let expiry = ctx.data_opt::<TokenExpiry>().copied().unwrap_or_default();
+    let context = cursor_context(&org);
+    let from = match after {
+        Some(cursor) => Some(
+            rc.cursors
+                .verify(&context, &cursor)
+                .ok()
+                .and_then(|bytes| Position::from_bytes(&bytes))
+                .ok_or_else(|| ApiError::InvalidCursor("after").extend())?,
+        ),
+        None => None,
+    };
+    let slot = hub.slot().map_err(|e| ApiError::from(e).extend())?;
+    let access = rc.access.clone();
+    let in_org = org.clone();
+    let changes = hub
+        .subscribe(from, move |c| c.org() == Some(&in_org) && wanted(c))
+        .await
+        .map_err(|e| ApiError::from(e).extend())?;
+    let cursors = rc.cursors.clone();
+    Ok(async_stream::stream! {
+        let _slot = slot;
+        let changes = changes;
+        futures::pin_mut!(changes);
+        loop {
+            let left = expiry.0.map(|exp| Duration::from_secs(exp.saturating_sub(now_secs())));
+            let next = match left {
+                Some(left) => tokio::select! {
+                    next = changes.next() => next,
+                    () = tokio::time::sleep(left) => {
+                        yield Err(ApiError::Unauthenticated("the token has expired: subscribe again with a new one".into()).extend());
+                        return;
+                    }
+                },
+                None => changes.next().await,
+            };
+            let Some(next) = next else { return };
+            let Delivered { change, position } = match next {
+                Ok(d) => d,
+                Err(e) => {
+                    yield Err(ApiError::from(e).extend());
+                    return;
+                }
+            };
+            // The caller's access, for this very event.
+            if expiry.0.is_some_and(|exp| exp <= now_secs()) {
+                yield Err(ApiError::Unauthenticated("the token has expired: subscribe again with a new one".into()).extend());
+                return;
+            }
+            if !access.sees_entity(change.entity()) {
+                continue;
+            }
+            let cursor = cursors.sign(&context, &position.to_bytes());
+            if let Some(event) = make(&change, cursor) {
+                // References resolve as they are now: forget the last event's reads,
+                // and know the entity as the change left it.
+                rc.after_write(vec![change.entity().clone()]).await;
+                crate::metrics::record_event_delivered();
+                yield Ok(event);
+            }
+        }
+    })
+}
+
+fn ticket_of(e: &Entity) -> Option<&model::Ticket> {
+    match e {
+        Entity::Ticket(t) => Some(t),
+        _ => None,
+    }
+}
+
+fn order_of(e: &Entity) -> Option<&model::Order> {
+    match e {
+        Entity::Order(o) => Some(o),
+        _ => None,
+    }
+}
+
+fn ticket_event(c: &Change, cursor: String) -> Option<TicketEvent> {
+    let ticket = ticket_of(c.entity())?;
+    let before = c.before.as_ref().and_then(ticket_of);
+    Some(TicketEvent {
+        kind: c.kind.into(),
+        ticket: Ticket::new(ticket.clone()),
+        previous_status: before
+            .filter(|b| c.kind == EventKind::Updated && b.status != ticket.status)
+            .map(|b| b.status.into()),
+        cursor,
+    })
+}
+
+fn order_event(c: &Change, cursor: String) -> Option<OrderEvent> {
+    let order = order_of(c.entity())?;
+    let before = c.before.as_ref().and_then(order_of);
+    Some(OrderEvent {
+        kind: c.kind.into(),
+        order: Order::new(order.clone()),
+        previous_status: before
+            .filter(|b| c.kind == EventKind::Updated && b.status != order.status)
+            .map(|b| b.status.into()),
+        cursor,
+    })
+}
+
+/// Whether a change is about a ticket that is (or was, before the change) in `status`.
+fn in_queue(c: &Change, status: Option<model::TicketStatus>) -> bool {
+    let Some(status) = status else {
+        return c.before.as_ref().and_then(ticket_of).is_some()
+            || c.after.as_ref().and_then(ticket_of).is_some();
+    };
+    [&c.before, &c.after]
+        .into_iter()
+        .filter_map(|e| e.as_ref().and_then(ticket_of))
+        .any(|t| t.status == status)
+}
+
+#[derive(Default)]
+pub struct Subscription;
+
+#[Subscription]
+impl Subscription {
+    /// Changes to an organization's tickets: created, updated, deleted. With `status`,
+    /// those of one queue: tickets that are in it, or that a change moved out of it (the
+    /// event's `previousStatus` says so). With `after` (an event's `cursor`), what
+    /// happened since that event comes first, then what happens from now on.
+    async fn ticket_events<'a>(
+        &self,
+        ctx: &Context<'a>,
+        org: String,
+        status: Option<TicketStatus>,
+        after: Option<String>,
+    ) -> Result<impl Stream<Item = Result<TicketEvent>> + 'a> {
+        let org = org_arg(rc(ctx), &org)?;
+        let status: Option<model::TicketStatus> = status.map(Into::into);
+        events(ctx, org, after, move |c| in_queue(c, status), ticket_event).await
+    }
+
+    /// Changes to the tickets one user of an organization requested, newest first in
+    /// their list: created, updated, deleted. `after` as for `ticketEvents`.
+    async fn user_ticket_events<'a>(
+        &self,
+        ctx: &Context<'a>,
+        org: String,
+        username: String,
+        after: Option<String>,
+    ) -> Result<impl Stream<Item = Result<TicketEvent>> + 'a> {
+        let org = org_arg(rc(ctx), &org)?;
+        let username =
+            validate_username("username", &username).map_err(|e| ApiError::from(e).extend())?;
+        events(
+            ctx,
+            org,
+            after,
+            move |c| {
+                [&c.before, &c.after]
+                    .into_iter()
+                    .filter_map(|e| e.as_ref().and_then(ticket_of))
+                    .any(|t| t.requester == username)
+            },
+            ticket_event,
+        )
+        .await
+    }
+
+    /// Changes to an organization's orders (placed, status changes); with `id` (a global
+    /// id or a plain `orderId`), to that one order. `after` as for `ticketEvents`.
+    async fn order_events<'a>(
+        &self,
+        ctx: &Context<'a>,
+        org: String,
+        id: Option<ID>,
+        after: Option<String>,
+    ) -> Result<impl Stream<Item = Result<OrderEvent>> + 'a> {
+        let org = org_arg(rc(ctx), &org)?;
+        let only: Option<Id> = match id {
+            None => None,
+            Some(id) => Some(match Id::parse(&id) {
+                Ok(plain) => plain,
+                Err(_) => match GlobalId::decode("id", &id).map_err(|e| e.extend())? {
+                    GlobalId::Order(o, order) if o == org => order,
+                    _ => {
+                        return Err(
+                            ApiError::bad_input("id", "not an order of this organization").extend(),
+                        )
+                    }
+                },
+            }),
+        };
+        events(
+            ctx,
+            org,
+            after,
+            move |c| order_of(c.entity()).is_some_and(|o| only.is_none_or(|id| o.order_id == id)),
+            order_event,
+        )
+        .await
+    }
+}

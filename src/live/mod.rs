@@ -1,0 +1,378 @@
+//! Live updates: the table's change stream, read once per process and fanned out to every
+//! subscription.
+//!
+//! The source is the stream ([`crate::store::stream`]), not the mutation resolvers: a
+//! change made by anything that writes the table in its design (another replica, a batch
+//! job, the console, the AWS SDK) reaches subscribers. Each record is decoded with the
+//! entity chart ([`crate::model::Entity`]): items that are no entity of the design, or
+//! whose keys do not match what they hold, are skipped.
+//!
+//! - [`Hub`]: one per process. Its reader ([`reader`]) starts with the first subscription,
+//!   follows every open shard from the moment it starts (children after their parents),
+//!   and publishes each change on a bounded broadcast channel, with the stream position
+//!   just after it ([`Position`]).
+//! - [`Hub::subscribe`]: one subscription's changes. Started from an event cursor, it first
+//!   reads the stream itself from that position up to where the hub's reader is, then goes
+//!   on with the hub's changes, skipping those it already gave: no duplicate, no gap, as
+//!   long as the stream still holds the position (24 hours on DynamoDB Streams, the
+//!   embedded engine's log capacity); past that, [`LiveError::Expired`].
+//! - A subscriber that falls more than the channel's capacity behind is ended with
+//!   [`LiveError::TooSlow`]: it never blocks the reader or the others, and never makes
+//!   the process buffer more.
+
+pub mod position;
+mod reader;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::{broadcast, OnceCell};
+
+pub use position::{Pos, Position};
+
+use crate::keys::Slug;
+use crate::model::Entity;
+use crate::store::stream::{seq_cmp, ChangeKind, ChangeStream, StreamError};
+
+/// How live updates are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveOptions {
+    /// Changes a subscriber may fall behind by before it is ended with `TOO_SLOW`.
+    pub buffer: usize,
+    /// How often the reader asks DynamoDB Streams for new records when the last call
+    /// brought none (the embedded engine wakes at each write instead).
+    pub poll: Duration,
+    /// Subscriptions open at once in this process; one more is refused.
+    pub max_subscriptions: usize,
+    /// Subscriptions open at once on one WebSocket connection.
+    pub max_per_connection: usize,
+    /// Most stream records a resumed subscription reads to catch up; further behind,
+    /// it is told to refetch (`EVENTS_EXPIRED`).
+    pub max_replay: usize,
+    /// How long a WebSocket has to complete `connection_init` before it is closed.
+    pub init_timeout: Duration,
+    /// How often an idle WebSocket is pinged (and an event stream sent a comment), so
+    /// proxies keep it open and a dead client is noticed.
+    pub keepalive: Duration,
+}
+
+impl LiveOptions {
+    pub const DEFAULT: LiveOptions = LiveOptions {
+        buffer: 1024,
+        poll: Duration::from_millis(500),
+        max_subscriptions: 10_000,
+        max_per_connection: 100,
+        max_replay: 100_000,
+        init_timeout: Duration::from_secs(3),
+        keepalive: Duration::from_secs(15),
+    };
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions::DEFAULT
+    }
+}
+
+/// What happened to an entity, as subscribers see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Created,
+    Updated,
+    Deleted,
+}
+
+impl From<ChangeKind> for EventKind {
+    fn from(k: ChangeKind) -> Self {
+        match k {
+            ChangeKind::Insert => EventKind::Created,
+            ChangeKind::Modify => EventKind::Updated,
+            ChangeKind::Remove => EventKind::Deleted,
+        }
+    }
+}
+
+/// One change of one entity, decoded from a stream record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub kind: EventKind,
+    /// The entity before the change (none when it was created).
+    pub before: Option<Entity>,
+    /// The entity after the change (none when it was deleted).
+    pub after: Option<Entity>,
+    /// Where the record is in the stream.
+    pub shard: String,
+    pub sequence: String,
+    /// When the change was made (ms since the Unix epoch; whole seconds on DynamoDB).
+    pub created_ms: u64,
+}
+
+impl Change {
+    /// The entity as it is after the change, or as it was when deleted.
+    pub fn entity(&self) -> &Entity {
+        self.after
+            .as_ref()
+            .or(self.before.as_ref())
+            .expect("a change has an entity before or after it")
+    }
+
+    /// The organization the entity belongs to (none for order lines, which name only
+    /// their order).
+    pub fn org(&self) -> Option<&Slug> {
+        match self.entity() {
+            Entity::Organization(o) => Some(&o.slug),
+            Entity::User(u) => Some(&u.org),
+            Entity::UserEmail(e) => Some(&e.org),
+            Entity::Ticket(t) => Some(&t.org),
+            Entity::Order(o) => Some(&o.org),
+            Entity::OrderLine(_) => None,
+        }
+    }
+}
+
+/// Why a subscription's changes stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LiveError {
+    /// The position to resume from is no longer in the stream (or too far behind to
+    /// catch up): refetch, then subscribe without `after`.
+    #[error("{0}")]
+    Expired(String),
+    /// The subscriber fell too far behind the others.
+    #[error("the subscriber fell more than {0} changes behind")]
+    TooSlow(usize),
+    /// The table has no change stream to follow.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Too many subscriptions are open.
+    #[error("{0}")]
+    TooMany(String),
+}
+
+/// What the hub's channel carries.
+#[derive(Debug, Clone)]
+enum Signal {
+    /// A change, and the position just after it.
+    Change(Arc<Change>, Arc<Position>),
+    /// The reader lost records (it fell behind the stream's retention): every
+    /// subscriber may have missed changes.
+    Lost(String),
+}
+
+/// One change delivered to a subscription, with the position to resume after it.
+#[derive(Debug, Clone)]
+pub struct Delivered {
+    pub change: Arc<Change>,
+    pub position: Arc<Position>,
+}
+
+/// The process's one reader of the change stream, and its subscribers.
+pub struct Hub {
+    stream: Option<Arc<dyn ChangeStream>>,
+    options: LiveOptions,
+    sender: broadcast::Sender<Signal>,
+    /// The reader's position: what it has published so far. Locked while publishing, so
+    /// a subscriber that takes it together with its receiver gets exactly what follows.
+    position: Mutex<Position>,
+    /// Set once the reader has listed the shards and taken its iterators.
+    started: OnceCell<Result<(), String>>,
+    open: AtomicUsize,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("stream", &self.stream.as_ref().map(|s| s.engine_name()))
+            .field("subscriptions", &self.open.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Holds one of the process's subscription slots while the subscription lives.
+pub struct Slot {
+    hub: Arc<Hub>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.hub.open.fetch_sub(1, Ordering::Relaxed);
+        crate::metrics::record_subscriptions(self.hub.open.load(Ordering::Relaxed));
+    }
+}
+
+impl Hub {
+    /// A hub over `stream` (`None`: the store has no stream; every subscription is
+    /// refused with [`LiveError::Unavailable`]).
+    pub fn new(stream: Option<Arc<dyn ChangeStream>>, options: LiveOptions) -> Arc<Hub> {
+        let (sender, _) = broadcast::channel(options.buffer.max(1));
+        Arc::new(Hub {
+            stream,
+            options,
+            sender,
+            position: Mutex::new(Position::default()),
+            started: OnceCell::new(),
+            open: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn options(&self) -> &LiveOptions {
+        &self.options
+    }
+
+    /// Subscribers receiving the reader's changes now (those still replaying included).
+    pub fn listeners(&self) -> usize {
+        self.sender.receiver_count()
+    }
+
+    /// Subscriptions open now.
+    pub fn open_subscriptions(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// Takes one of the process's subscription slots, or refuses past
+    /// [`LiveOptions::max_subscriptions`].
+    pub fn slot(self: &Arc<Self>) -> Result<Slot, LiveError> {
+        let max = self.options.max_subscriptions;
+        let taken = self
+            .open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            });
+        match taken {
+            Ok(n) => {
+                crate::metrics::record_subscriptions(n + 1);
+                Ok(Slot { hub: self.clone() })
+            }
+            Err(_) => Err(LiveError::TooMany(format!(
+                "this server has {max} subscriptions open, its most; try again later"
+            ))),
+        }
+    }
+
+    /// Starts the reader once: lists the shards and follows each open one from now.
+    async fn start(self: &Arc<Self>) -> Result<(), LiveError> {
+        let Some(stream) = self.stream.clone() else {
+            return Err(LiveError::Unavailable(
+                "this store has no change stream".into(),
+            ));
+        };
+        let hub = self.clone();
+        let started = self
+            .started
+            .get_or_init(|| async move {
+                match reader::Reader::start(stream, Arc::downgrade(&hub)).await {
+                    Ok(reader) => {
+                        tokio::spawn(reader.run());
+                        Ok(())
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "the change stream cannot be read");
+                        Err(e.to_string())
+                    }
+                }
+            })
+            .await;
+        match started {
+            Ok(()) => Ok(()),
+            // Not cached as a failure for ever: a table whose stream is enabled later
+            // is picked up by a new process; this one says why meanwhile.
+            Err(e) => Err(LiveError::Unavailable(e.clone())),
+        }
+    }
+
+    /// Publishes one change (the reader calls this), moving the position past it.
+    fn publish(&self, change: Change) {
+        let mut position = self.position.lock().unwrap_or_else(|p| p.into_inner());
+        position.advance(&change.shard, &change.sequence);
+        let at = Arc::new(position.clone());
+        crate::metrics::record_stream_change();
+        let _ = self.sender.send(Signal::Change(Arc::new(change), at));
+    }
+
+    /// Sets the position of shards the reader starts or leaves (no change published).
+    fn set_position(&self, f: impl FnOnce(&mut Position)) {
+        let mut position = self.position.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut position);
+    }
+
+    fn lost(&self, why: String) {
+        let _ = self.sender.send(Signal::Lost(why));
+    }
+
+    /// The changes of one subscription, each with the position to resume after it:
+    /// from now, or (with `after`) from that position, replayed first. `wanted` picks the
+    /// changes to deliver; the position moves past the others too. The stream ends after
+    /// its first error.
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        after: Option<Position>,
+        wanted: impl Fn(&Change) -> bool + Send + 'static,
+    ) -> Result<impl Stream<Item = Result<Delivered, LiveError>> + Send + 'static, LiveError> {
+        self.start().await?;
+        let (mut rx, now) = {
+            let position = self.position.lock().unwrap_or_else(|p| p.into_inner());
+            (self.sender.subscribe(), position.clone())
+        };
+        let stream = self.stream.clone().expect("started, so there is a stream");
+        let buffer = self.options.buffer;
+        let max_replay = self.options.max_replay;
+        Ok(async_stream::stream! {
+            // Replay: from `after` to where the reader was when we subscribed.
+            let mut replayed: BTreeMap<String, String> = BTreeMap::new();
+            if let Some(from) = after {
+                let mut replay = reader::Replay::new(stream, from, now, max_replay);
+                loop {
+                    match replay.next().await {
+                        Ok(Some((change, position))) => {
+                            replayed.insert(change.shard.clone(), change.sequence.clone());
+                            if wanted(&change) {
+                                yield Ok(Delivered { change: Arc::new(change), position: Arc::new(position) });
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            yield Err(e);
+                            return;
+                        }
+                    }
+                }
+            }
+            loop {
+                match rx.recv().await {
+                    Ok(Signal::Change(change, position)) => {
+                        let seen = replayed
+                            .get(&change.shard)
+                            .is_some_and(|s| seq_cmp(&change.sequence, s).is_le());
+                        if !seen && wanted(&change) {
+                            yield Ok(Delivered { change, position });
+                        }
+                    }
+                    Ok(Signal::Lost(why)) => {
+                        yield Err(LiveError::Expired(why));
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        yield Err(LiveError::TooSlow(buffer));
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        })
+    }
+}
+
+/// The stream's failures as the reasons a subscription ends.
+impl From<StreamError> for LiveError {
+    fn from(e: StreamError) -> Self {
+        match e {
+            StreamError::Trimmed(why) => LiveError::Expired(format!(
+                "the change stream no longer holds that position ({why}): refetch, then subscribe without `after`"
+            )),
+            StreamError::NoStream(why) => LiveError::Unavailable(why),
+            other => LiveError::Unavailable(format!("the change stream could not be read: {other}")),
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! Reading the stream: the hub's one live [`Reader`], and the [`Replay`] a resumed
+//! subscription reads up to where the reader is.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use super::position::{Pos, Position};
+use super::{Change, Hub, LiveError};
+use crate::model::Entity;
+use crate::store::stream::{
+    seq_cmp, ChangeRecord, ChangeStream, ShardInfo, StartAt, StreamError, MAX_RECORDS_PER_CALL,
+};
+
+/// A record as a change of one entity of the design; `None` for items that are none
+/// (their `Type` unknown, their attributes malformed, or their keys not where the entity
+/// chart puts them).
+pub(super) fn decode(record: ChangeRecord) -> Option<Change> {
+    let entity = |image: Option<crate::store::Item>| -> Option<Entity> {
+        let e = Entity::from_item(image?).ok()?;
+        (e.primary_key() == record.key).then_some(e)
+    };
+    let before = entity(record.old_image.clone());
+    let after = entity(record.new_image.clone());
+    if before.is_none() && after.is_none() {
+        tracing::debug!(pk = %record.key.pk, sk = %record.key.sk, "a stream record of no entity; skipped");
+        return None;
+    }
+    Some(Change {
+        kind: record.kind.into(),
+        before,
+        after,
+        shard: record.shard,
+        sequence: record.sequence,
+        created_ms: record.created_ms,
+    })
+}
+
+fn now_ms() -> u64 {
+    crate::model::now_ms()
+}
+
+/// How often the reader lists the shards even when none of its own ended: new shards
+/// are children of the ones it reads, found when those end; this is a safety net. A
+/// reader that follows no shard (a stream whose first shard is not there yet, as on
+/// DynamoDB Local before the first write) lists them every round.
+const RELIST_EVERY: Duration = Duration::from_secs(10);
+
+/// How far before a `Pos::Since` a replay starts sending (see [`Replay::plan`]).
+const SINCE_MARGIN: Duration = Duration::from_secs(60);
+
+/// Longest pause after a failed stream call, doubling from the poll interval.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+struct Tracked {
+    id: String,
+    iterator: Option<String>,
+    /// Where to start again when the iterator expires.
+    last: Option<String>,
+    began: StartAt,
+}
+
+impl Tracked {
+    fn restart_at(&self) -> StartAt {
+        match &self.last {
+            Some(seq) => StartAt::After(seq.clone()),
+            None => self.began.clone(),
+        }
+    }
+}
+
+/// The hub's reader: every open shard, in lineage order, from the moment it started.
+pub(super) struct Reader {
+    stream: Arc<dyn ChangeStream>,
+    hub: Weak<Hub>,
+    tracked: Vec<Tracked>,
+    /// Every shard listed so far (those closed when the reader started hold the past).
+    known: HashSet<String>,
+    /// Ended shards whose children have not been listed yet.
+    awaiting_children: HashSet<String>,
+    poll: Duration,
+}
+
+impl Reader {
+    /// Lists the shards and takes an iterator at the latest record of each open one.
+    pub(super) async fn start(
+        stream: Arc<dyn ChangeStream>,
+        hub: Weak<Hub>,
+    ) -> Result<Reader, StreamError> {
+        let Some(h) = hub.upgrade() else {
+            return Err(StreamError::NoStream("the server is stopping".into()));
+        };
+        let poll = h.options.poll;
+        let shards = stream.shards().await?;
+        let mut tracked = Vec::new();
+        let since = now_ms();
+        for shard in shards.iter().filter(|s| !s.closed) {
+            let iterator = stream.shard_iterator(&shard.id, StartAt::Latest).await?;
+            tracked.push(Tracked {
+                id: shard.id.clone(),
+                iterator: Some(iterator),
+                last: None,
+                began: StartAt::Latest,
+            });
+        }
+        h.set_position(|p| {
+            for t in &tracked {
+                p.shards.insert(t.id.clone(), Pos::Since(since));
+            }
+        });
+        tracing::info!(
+            engine = stream.engine_name(),
+            shards = tracked.len(),
+            "following the change stream"
+        );
+        Ok(Reader {
+            known: shards.into_iter().map(|s| s.id).collect(),
+            stream,
+            hub,
+            tracked,
+            awaiting_children: HashSet::new(),
+            poll,
+        })
+    }
+
+    /// Reads until the hub is gone.
+    pub(super) async fn run(mut self) {
+        let mut backoff = self.poll;
+        let mut listed = tokio::time::Instant::now();
+        loop {
+            if self.hub.strong_count() == 0 {
+                return;
+            }
+            match self.round().await {
+                Ok(read) => {
+                    backoff = self.poll;
+                    if self.tracked.is_empty()
+                        || !self.awaiting_children.is_empty()
+                        || listed.elapsed() >= RELIST_EVERY
+                    {
+                        listed = tokio::time::Instant::now();
+                        if let Err(error) = self.adopt_children().await {
+                            tracing::warn!(%error, "listing the stream's shards failed");
+                        }
+                    }
+                    if read == 0 {
+                        self.stream.wait_for_changes(self.poll).await;
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, ?backoff, "reading the change stream failed; retrying");
+                    crate::metrics::record_stream_error();
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+    }
+
+    /// One `GetRecords` per followed shard; the records read.
+    async fn round(&mut self) -> Result<usize, StreamError> {
+        let mut read = 0;
+        let mut ended = Vec::new();
+        for i in 0..self.tracked.len() {
+            let t = &mut self.tracked[i];
+            let iterator = match t.iterator.take() {
+                Some(it) => it,
+                None => self.stream.shard_iterator(&t.id, t.restart_at()).await?,
+            };
+            let page = match self
+                .stream
+                .get_records(&iterator, MAX_RECORDS_PER_CALL)
+                .await
+            {
+                Ok(page) => page,
+                Err(StreamError::ExpiredIterator) => continue,
+                Err(StreamError::Trimmed(_)) if t.last.is_none() => {
+                    // Nothing read from this shard yet, so nothing lost: DynamoDB Local
+                    // answers so for a shard that holds no record yet. It was empty when
+                    // the reader began, so all it will hold is new: read it from its start.
+                    t.began = StartAt::TrimHorizon;
+                    continue;
+                }
+                Err(StreamError::Trimmed(why)) => {
+                    // Fell behind the stream's retention: what was trimmed is lost to
+                    // every subscriber; go on from the oldest record there is.
+                    if let Some(hub) = self.hub.upgrade() {
+                        hub.lost(format!(
+                            "the server fell behind the change stream and missed changes ({why}): refetch, then subscribe again"
+                        ));
+                    }
+                    t.last = None;
+                    t.began = StartAt::TrimHorizon;
+                    continue;
+                }
+                Err(e) => {
+                    t.iterator = Some(iterator);
+                    return Err(e);
+                }
+            };
+            let Some(hub) = self.hub.upgrade() else {
+                return Ok(read);
+            };
+            for mut record in page.records {
+                read += 1;
+                record.shard = t.id.clone();
+                t.last = Some(record.sequence.clone());
+                match decode(record.clone()) {
+                    Some(change) => hub.publish(change),
+                    // Still a position: a cursor made later must be past it.
+                    None => hub.set_position(|p| p.advance(&record.shard, &record.sequence)),
+                }
+            }
+            match page.next {
+                Some(next) => t.iterator = Some(next),
+                None => ended.push(i),
+            }
+        }
+        for i in ended.into_iter().rev() {
+            let t = self.tracked.remove(i);
+            tracing::debug!(shard = %t.id, "shard read to its end");
+            self.awaiting_children.insert(t.id);
+        }
+        Ok(read)
+    }
+
+    /// Follows the children of ended shards from their start (and any shard never seen,
+    /// which can only be newer than the reader).
+    async fn adopt_children(&mut self) -> Result<(), StreamError> {
+        let shards = self.stream.shards().await?;
+        let following: HashSet<&str> = self.tracked.iter().map(|t| t.id.as_str()).collect();
+        let mut new = Vec::new();
+        for shard in &shards {
+            if self.known.contains(&shard.id) || following.contains(shard.id.as_str()) {
+                continue;
+            }
+            // A child waits until its parent is read to its end: one item's changes stay
+            // in order.
+            if shard
+                .parent
+                .as_ref()
+                .is_some_and(|p| following.contains(p.as_str()))
+            {
+                continue;
+            }
+            new.push(shard.clone());
+        }
+        let Some(hub) = self.hub.upgrade() else {
+            return Ok(());
+        };
+        for shard in new {
+            self.known.insert(shard.id.clone());
+            if let Some(parent) = &shard.parent {
+                self.awaiting_children.remove(parent);
+                hub.set_position(|p| {
+                    p.shards.remove(parent);
+                });
+            }
+            hub.set_position(|p| {
+                p.shards.insert(shard.id.clone(), Pos::Start);
+            });
+            self.tracked.push(Tracked {
+                id: shard.id,
+                iterator: None,
+                last: None,
+                began: StartAt::TrimHorizon,
+            });
+        }
+        // An ended shard whose children are not listed yet keeps being asked about; one
+        // that is no longer listed at all has been trimmed with its children known.
+        let listed: HashSet<&str> = shards.iter().map(|s| s.id.as_str()).collect();
+        self.awaiting_children.retain(|id| {
+            listed.contains(id.as_str()) && !shards.iter().any(|s| s.parent.as_deref() == Some(id))
+        });
+        Ok(())
+    }
+}
+
+/// What a resumed subscription reads before it joins the hub: from its position up to the
+/// hub's position when it subscribed, shard by shard in lineage order.
+pub(super) struct Replay {
+    stream: Arc<dyn ChangeStream>,
+    from: Position,
+    target: Position,
+    /// The position reached so far.
+    at: Position,
+    max: usize,
+    read: usize,
+    plan: Option<Vec<Planned>>,
+    current: Option<Reading>,
+    pending: std::collections::VecDeque<Change>,
+}
+
+struct Planned {
+    shard: String,
+    start: StartAt,
+    /// Records made before this (ms) were before the position (`Pos::Since`).
+    skip_before: Option<u64>,
+}
+
+struct Reading {
+    planned: Planned,
+    iterator: Option<String>,
+    last: Option<String>,
+}
+
+impl Replay {
+    pub(super) fn new(
+        stream: Arc<dyn ChangeStream>,
+        from: Position,
+        target: Position,
+        max: usize,
+    ) -> Replay {
+        Replay {
+            stream,
+            at: from.clone(),
+            from,
+            target,
+            max,
+            read: 0,
+            plan: None,
+            current: None,
+            pending: Default::default(),
+        }
+    }
+
+    fn expired(why: impl Into<String>) -> LiveError {
+        LiveError::Expired(format!(
+            "{}: refetch, then subscribe without `after`",
+            why.into()
+        ))
+    }
+
+    /// Which shards to read, from where, in order.
+    async fn plan(&self) -> Result<Vec<Planned>, LiveError> {
+        let shards: Vec<ShardInfo> = self.stream.shards().await?;
+        let parent_of: HashMap<&str, Option<&str>> = shards
+            .iter()
+            .map(|s| (s.id.as_str(), s.parent.as_deref()))
+            .collect();
+        for (id, pos) in &self.from.shards {
+            if !parent_of.contains_key(id.as_str()) && *pos != Pos::Start {
+                // Its shard is gone: whatever followed the position was trimmed with it
+                // (unless a child is listed, which then holds everything after it).
+                let continued = shards.iter().any(|s| s.parent.as_deref() == Some(id));
+                if !continued {
+                    return Err(Self::expired(
+                        "the change stream no longer holds that position",
+                    ));
+                }
+            }
+        }
+        // The shards the position names, and their ancestors, whose records are all
+        // before it.
+        let mut before: HashSet<&str> = HashSet::new();
+        for id in self.from.shards.keys() {
+            let mut up = parent_of.get(id.as_str()).copied().flatten();
+            while let Some(p) = up {
+                if !before.insert(p) {
+                    break;
+                }
+                up = parent_of.get(p).copied().flatten();
+            }
+        }
+        let mut plan = Vec::new();
+        for shard in &shards {
+            let (start, skip_before) = match self.from.shards.get(&shard.id) {
+                Some(Pos::Seq(s)) => (StartAt::After(s.clone()), None),
+                // Stream records tell their time to the second on DynamoDB (to the
+                // minute on DynamoDB Local): records of the minute before the reader began
+                // are sent too, so a coarse clock can cause no gap.
+                Some(Pos::Since(ms)) => (
+                    StartAt::TrimHorizon,
+                    Some(ms.saturating_sub(SINCE_MARGIN.as_millis() as u64)),
+                ),
+                Some(Pos::Start) => (StartAt::TrimHorizon, None),
+                None if before.contains(shard.id.as_str()) => continue,
+                // A shard after the position: a child of one of its shards.
+                None => (StartAt::TrimHorizon, None),
+            };
+            // Nothing to read where the position is already at the target.
+            if let (Some(Pos::Seq(from)), Some(Pos::Seq(to))) = (
+                self.from.shards.get(&shard.id),
+                self.target.shards.get(&shard.id),
+            ) {
+                if seq_cmp(from, to).is_ge() {
+                    continue;
+                }
+            }
+            plan.push(Planned {
+                shard: shard.id.clone(),
+                start,
+                skip_before,
+            });
+        }
+        Ok(plan)
+    }
+
+    /// The next change to deliver and the position after it; `None` once caught up.
+    pub(super) async fn next(&mut self) -> Result<Option<(Change, Position)>, LiveError> {
+        if self.plan.is_none() {
+            let mut plan = self.plan().await?;
+            plan.reverse();
+            self.plan = Some(plan);
+        }
+        loop {
+            if let Some(change) = self.pending.pop_front() {
+                self.at.advance(&change.shard, &change.sequence);
+                return Ok(Some((change, self.at.clone())));
+            }
+            if self.current.is_none() {
+                let Some(planned) = self.plan.as_mut().and_then(Vec::pop) else {
+                    return Ok(None);
+                };
+                self.current = Some(Reading {
+                    planned,
+                    iterator: None,
+                    last: None,
+                });
+            }
+            let reading = self.current.as_mut().expect("set above");
+            let iterator = match reading.iterator.take() {
+                Some(it) => it,
+                None => {
+                    let at = match &reading.last {
+                        Some(seq) => StartAt::After(seq.clone()),
+                        None => reading.planned.start.clone(),
+                    };
+                    self.stream
+                        .shard_iterator(&reading.planned.shard, at)
+                        .await?
+                }
+            };
+            let page = match self
+                .stream
+                .get_records(&iterator, MAX_RECORDS_PER_CALL)
+                .await
+            {
+                Ok(page) => page,
+                Err(StreamError::ExpiredIterator) => continue,
+                // From a shard's oldest record, nothing can be trimmed: DynamoDB Local
+                // answers so for a shard that holds no record yet.
+                Err(StreamError::Trimmed(_))
+                    if reading.last.is_none() && reading.planned.start == StartAt::TrimHorizon =>
+                {
+                    self.current = None;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let target = self.target.shards.get(&reading.planned.shard);
+            let empty = page.records.is_empty();
+            let mut reached = false;
+            for mut record in page.records {
+                record.shard = reading.planned.shard.clone();
+                if let Some(Pos::Seq(t)) = target {
+                    if seq_cmp(&record.sequence, t).is_gt() {
+                        reached = true;
+                        break;
+                    }
+                }
+                self.read += 1;
+                if self.read > self.max {
+                    return Err(Self::expired(format!(
+                        "the position is more than {} changes behind",
+                        self.max
+                    )));
+                }
+                reading.last = Some(record.sequence.clone());
+                let skipped = reading
+                    .planned
+                    .skip_before
+                    .is_some_and(|ms| record.created_ms < ms);
+                let sequence = record.sequence.clone();
+                match decode(record) {
+                    Some(change) if !skipped => self.pending.push_back(change),
+                    _ => self.at.advance(&reading.planned.shard, &sequence),
+                }
+                if let Some(Pos::Seq(t)) = target {
+                    if seq_cmp(&sequence, t).is_ge() {
+                        reached = true;
+                        break;
+                    }
+                }
+            }
+            // Done with this shard: read to its end, up to the target, or (with no
+            // target in it) to an empty page: what comes later, the hub delivers.
+            let target_seq = matches!(target, Some(Pos::Seq(_)));
+            if reached || page.next.is_none() || (empty && !target_seq) {
+                self.current = None;
+            } else {
+                reading.iterator = page.next;
+            }
+        }
+    }
+}

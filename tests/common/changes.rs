@@ -1,0 +1,95 @@
+//! What the table's change stream says a test's writes did: a subscriber of a
+//! [`Hub`] over the store, reading from the moment it was made.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use itemgraph::live::{Change, Delivered, EventKind, Hub, LiveError, LiveOptions};
+use itemgraph::model::Entity;
+use itemgraph::store::Store;
+
+type Changes = Pin<Box<dyn Stream<Item = Result<Delivered, LiveError>> + Send>>;
+
+/// The store's changes from now on.
+pub struct Watch {
+    changes: Changes,
+    _hub: Arc<Hub>,
+}
+
+/// Options for tests: the stream polled often, so a quiet moment is short.
+pub fn test_options() -> LiveOptions {
+    LiveOptions {
+        poll: Duration::from_millis(100),
+        ..LiveOptions::DEFAULT
+    }
+}
+
+impl Watch {
+    pub async fn new(store: &dyn Store) -> Watch {
+        let hub = Hub::new(store.change_stream(), test_options());
+        let changes = hub
+            .subscribe(None, |_| true)
+            .await
+            .expect("the store has a change stream");
+        Watch {
+            changes: Box::pin(changes),
+            _hub: hub,
+        }
+    }
+
+    /// Every change from the last call on: waits (up to 20 s, for a loaded DynamoDB
+    /// Local) for the first, then until the stream has been quiet for a moment.
+    pub async fn changes(&mut self) -> Vec<Change> {
+        self.gather(Duration::from_secs(20)).await
+    }
+
+    /// Asserts that no change comes within a second.
+    pub async fn none(&mut self) {
+        let got = self.gather(Duration::from_secs(1)).await;
+        assert_eq!(summary(&got), Vec::<String>::new(), "no change");
+    }
+
+    async fn gather(&mut self, first: Duration) -> Vec<Change> {
+        let mut out = Vec::new();
+        loop {
+            let wait = if out.is_empty() {
+                first
+            } else {
+                Duration::from_millis(500)
+            };
+            match tokio::time::timeout(wait, self.changes.next()).await {
+                Ok(Some(Ok(d))) => out.push((*d.change).clone()),
+                Ok(Some(Err(e))) => panic!("the change stream failed: {e}"),
+                Ok(None) | Err(_) => return out,
+            }
+        }
+    }
+}
+
+/// `Created Ticket`, `Updated Organization` …: what changed, sorted.
+pub fn summary(changes: &[Change]) -> Vec<String> {
+    let mut out: Vec<String> = changes
+        .iter()
+        .map(|c| format!("{:?} {}", c.kind, c.entity().type_name()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The one change of an entity of type `ty`.
+pub fn one_of<'a>(changes: &'a [Change], ty: &str) -> &'a Change {
+    let of: Vec<&Change> = changes
+        .iter()
+        .filter(|c| c.entity().type_name() == ty)
+        .collect();
+    assert_eq!(of.len(), 1, "one change of a {ty}: {:?}", summary(changes));
+    of[0]
+}
+
+/// The entity after the change, which must be a `kind` change.
+pub fn after(c: &Change, kind: EventKind) -> &Entity {
+    assert_eq!(c.kind, kind, "{c:?}");
+    c.after.as_ref().or(c.before.as_ref()).expect("an entity")
+}
