@@ -29,8 +29,9 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::graphql::{CursorCodec, Limits};
 use crate::http;
+use crate::live::LiveOptions;
 use crate::store::dynamo::{DynamoOptions, DynamoStore};
-use crate::store::embedded::EmbeddedStore;
+use crate::store::embedded::{ChangeLog, EmbeddedStore};
 use crate::store::faults::Faults;
 use crate::store::{Store, TableSchema};
 
@@ -177,6 +178,16 @@ pub struct StoreArgs {
     /// lose their reply after being applied, at those rates. None by default.
     #[arg(long, env = "ITEMGRAPH_FAULTS", value_name = "SPEC", value_parser = clap::value_parser!(Faults))]
     pub faults: Option<Faults>,
+    /// Changes the embedded engine keeps in its change log, which subscriptions follow
+    /// and resume from (older ones are trimmed, and so are those over 24 hours old).
+    #[arg(
+        long,
+        env = "ITEMGRAPH_CHANGE_LOG",
+        value_name = "CHANGES",
+        default_value_t = ChangeLog::DEFAULT.capacity,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub change_log: u64,
     /// A DynamoDB endpoint override, e.g. DynamoDB Local at `http://localhost:8000`.
     #[arg(long, env = "ITEMGRAPH_ENDPOINT", value_name = "URL")]
     pub endpoint: Option<String>,
@@ -251,8 +262,13 @@ impl StoreArgs {
                 if faults.any() {
                     tracing::warn!(%faults, "injecting DynamoDB's failure modes");
                 }
+                let log = ChangeLog {
+                    capacity: self.change_log,
+                    ..ChangeLog::DEFAULT
+                };
                 let store = if self.in_memory {
                     EmbeddedStore::in_memory_with_faults(&self.table, schema, faults)?
+                        .with_change_log(log)
                 } else {
                     if let Some(dir) = self.data.parent().filter(|d| !d.as_os_str().is_empty()) {
                         std::fs::create_dir_all(dir)
@@ -260,6 +276,7 @@ impl StoreArgs {
                     }
                     EmbeddedStore::open_with_faults(&self.data, &self.table, schema, faults)
                         .with_context(|| format!("opening {}", self.data.display()))?
+                        .with_change_log(log)
                 };
                 Ok(Arc::new(store))
             }
@@ -374,7 +391,95 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(flatten)]
     pub ops: OpsArgs,
+}
+
+/// Subscriptions: how many, how far behind, how the change stream is read.
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// Most subscriptions open at once in this process, over every transport; one more
+    /// is refused with `TOO_MANY_SUBSCRIPTIONS`.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_SUBSCRIPTIONS",
+        default_value_t = LiveOptions::DEFAULT.max_subscriptions,
+        value_parser = at_least_one()
+    )]
+    pub max_subscriptions: usize,
+    /// Most subscriptions open at once on one WebSocket.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_SUBSCRIPTIONS_PER_CONNECTION",
+        default_value_t = LiveOptions::DEFAULT.max_per_connection,
+        value_parser = at_least_one()
+    )]
+    pub max_subscriptions_per_connection: usize,
+    /// Changes a subscriber may fall behind by; further behind, it is ended with
+    /// `SUBSCRIBER_TOO_SLOW` (and resumes with its last event's cursor).
+    #[arg(
+        long,
+        env = "ITEMGRAPH_SUBSCRIBER_BUFFER",
+        value_name = "CHANGES",
+        default_value_t = LiveOptions::DEFAULT.buffer,
+        value_parser = at_least_one()
+    )]
+    pub subscriber_buffer: usize,
+    /// Most stream records a subscription resumed with `after` reads to catch up;
+    /// further behind, it gets `EVENTS_EXPIRED`.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_REPLAY",
+        value_name = "RECORDS",
+        default_value_t = LiveOptions::DEFAULT.max_replay,
+        value_parser = at_least_one()
+    )]
+    pub max_replay: usize,
+    /// How often DynamoDB Streams is asked for new records when the last call brought
+    /// none, per shard. DynamoDB serves at most 5 such calls per second per shard to all
+    /// its readers together.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_STREAM_POLL_MS",
+        value_name = "MS",
+        default_value_t = LiveOptions::DEFAULT.poll.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(10..)
+    )]
+    pub stream_poll_ms: u64,
+    /// How long a WebSocket has to send `connection_init` before it is closed (4408).
+    #[arg(
+        long,
+        env = "ITEMGRAPH_WS_INIT_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = LiveOptions::DEFAULT.init_timeout.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub ws_init_timeout_ms: u64,
+    /// How often an idle WebSocket is pinged and an event stream sent a comment; a
+    /// WebSocket silent for three of these is closed.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_KEEPALIVE_MS",
+        value_name = "MS",
+        default_value_t = LiveOptions::DEFAULT.keepalive.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(100..)
+    )]
+    pub keepalive_ms: u64,
+}
+
+impl LiveArgs {
+    pub fn options(&self) -> LiveOptions {
+        LiveOptions {
+            buffer: self.subscriber_buffer,
+            poll: Duration::from_millis(self.stream_poll_ms),
+            max_subscriptions: self.max_subscriptions,
+            max_per_connection: self.max_subscriptions_per_connection,
+            max_replay: self.max_replay,
+            init_timeout: Duration::from_millis(self.ws_init_timeout_ms),
+            keepalive: Duration::from_millis(self.keepalive_ms),
+        }
+    }
 }
 
 /// What one request may cost, and what the server exposes. See [`Limits`].
@@ -600,6 +705,7 @@ impl ServeArgs {
             cors,
             // With a metrics address of its own, the API's listener has no metrics route.
             metrics: self.ops.metrics == Switch::On && self.ops.metrics_listen.is_none(),
+            live: self.live.options(),
             ..self.limits.options()
         })
     }

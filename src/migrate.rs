@@ -1,6 +1,9 @@
 //! `itemgraph migrate`: moves a table written by an earlier version to today's keys.
 //!
-//! One migration so far: email markers. They were keyed `EMAIL#<email>`, one per address
+//! First, the table's change stream (subscriptions follow it): turned on
+//! (`NEW_AND_OLD_IMAGES`) on a DynamoDB table created before it was part of the design.
+//!
+//! Then email markers. They were keyed `EMAIL#<email>`, one per address
 //! across the whole table, so creating a user told the caller whether an address was
 //! taken in another organization. They are keyed `EMAIL#<org>#<email>` now
 //! ([`UserEmailKey`]). Each marker still at its old key is moved in one
@@ -23,6 +26,8 @@ use crate::store::{
 /// What [`migrate`] found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MigrateReport {
+    /// Whether the table's stream was turned on (or would be, on a dry run).
+    pub stream_enabled: bool,
     /// Items read.
     pub scanned: usize,
     /// Email markers moved to their organization's key (or that would be, on a dry run).
@@ -41,7 +46,12 @@ impl fmt::Display for MigrateReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} items scanned: {} email markers moved, {} old copies removed, {} stale removed, {} left",
+            "{}{} items scanned: {} email markers moved, {} old copies removed, {} stale removed, {} left",
+            if self.stream_enabled {
+                "change stream turned on; "
+            } else {
+                ""
+            },
             self.scanned,
             self.moved,
             self.duplicates_removed,
@@ -54,7 +64,10 @@ impl fmt::Display for MigrateReport {
 /// Moves every email marker still at its old key. With `dry_run`, reads only and counts
 /// what it would move.
 pub async fn migrate(store: &dyn Store, dry_run: bool) -> StoreResult<MigrateReport> {
-    let mut report = MigrateReport::default();
+    let mut report = MigrateReport {
+        stream_enabled: store.enable_change_stream(dry_run).await?,
+        ..MigrateReport::default()
+    };
     let mut start = None;
     loop {
         let page = store

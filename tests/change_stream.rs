@@ -317,3 +317,28 @@ async fn the_embedded_reader_is_woken_by_a_write() {
         1
     );
 }
+
+#[tokio::test]
+async fn migrate_turns_the_stream_of_an_older_table_on() {
+    let Some(store) = crate::common::engines::dynamodb("migrate_stream").await else {
+        return;
+    };
+    let stream = store.change_stream().expect("a streams client");
+    assert!(
+        matches!(stream.shards().await, Err(StreamError::NoStream(_))),
+        "created without a stream"
+    );
+    let dry = itemgraph::migrate::migrate(&store, true).await.unwrap();
+    assert!(dry.stream_enabled);
+    assert!(matches!(
+        stream.shards().await,
+        Err(StreamError::NoStream(_))
+    ));
+    let done = itemgraph::migrate::migrate(&store, false).await.unwrap();
+    assert!(done.stream_enabled);
+    assert!(done.to_string().starts_with("change stream turned on; "));
+    stream.shards().await.expect("the stream is there");
+    let again = itemgraph::migrate::migrate(&store, false).await.unwrap();
+    assert!(!again.stream_enabled);
+    let _ = store.delete_table().await;
+}

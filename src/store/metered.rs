@@ -88,6 +88,10 @@ impl Store for MeteredStore {
     fn change_stream(&self) -> Option<Arc<dyn super::stream::ChangeStream>> {
         self.inner.change_stream()
     }
+
+    async fn enable_change_stream(&self, dry_run: bool) -> StoreResult<bool> {
+        self.inner.enable_change_stream(dry_run).await
+    }
     async fn create_table(&self) -> StoreResult<bool> {
         self.call("CreateTable", None, self.inner.create_table())
             .await

@@ -574,6 +574,13 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
+    /// Turns the table's change stream on where it is off (DynamoDB: `NEW_AND_OLD_IMAGES`);
+    /// whether it was off. With `dry_run`, only says. The embedded engine's is always on.
+    async fn enable_change_stream(&self, dry_run: bool) -> StoreResult<bool> {
+        let _ = dry_run;
+        Ok(false)
+    }
+
     /// BatchGetItem for up to 100 keys, retrying `UnprocessedKeys` with jittered exponential
     /// backoff. Never drops a key: when keys are still unprocessed after
     /// [`BATCH_GET_MAX_ATTEMPTS`] calls, the whole call fails with `Throttled`.

@@ -204,6 +204,10 @@ impl Store for TracedStore {
     fn change_stream(&self) -> Option<Arc<dyn super::stream::ChangeStream>> {
         self.inner.change_stream()
     }
+
+    async fn enable_change_stream(&self, dry_run: bool) -> StoreResult<bool> {
+        self.inner.enable_change_stream(dry_run).await
+    }
     async fn create_table(&self) -> StoreResult<bool> {
         self.inner.create_table().await
     }

@@ -221,6 +221,10 @@ impl DynamoStore {
     /// when it was on already. A stream with another view type is refused: subscriptions
     /// need the item before and after each change.
     pub async fn enable_stream(&self) -> StoreResult<bool> {
+        self.turn_stream_on(false).await
+    }
+
+    async fn turn_stream_on(&self, dry_run: bool) -> StoreResult<bool> {
         let out = self
             .client
             .describe_table()
@@ -240,6 +244,9 @@ impl DynamoStore {
                     spec.stream_view_type()
                 )))
             };
+        }
+        if dry_run {
+            return Ok(true);
         }
         self.client
             .update_table()
@@ -472,6 +479,10 @@ impl Store for DynamoStore {
         self.changes
             .clone()
             .map(|c| c as Arc<dyn crate::store::stream::ChangeStream>)
+    }
+
+    async fn enable_change_stream(&self, dry_run: bool) -> StoreResult<bool> {
+        self.turn_stream_on(dry_run).await
     }
 
     async fn create_table(&self) -> StoreResult<bool> {
