@@ -18,6 +18,7 @@
 mod dataset;
 mod driver;
 mod floor;
+mod live;
 mod report;
 mod scaling;
 mod server;
@@ -97,6 +98,13 @@ struct Args {
     /// highest concurrency, measured beside the clean one (0: skip that run).
     #[arg(long, default_value_t = 2)]
     hostile: usize,
+    /// Subscriptions held open on one embedded server while tickets are written (0:
+    /// skip the live updates run).
+    #[arg(long)]
+    subscriptions: Option<usize>,
+    /// Tickets written per second during the live updates run.
+    #[arg(long, default_value_t = 20.0)]
+    subscription_writes_per_second: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -243,6 +251,26 @@ async fn main() -> anyhow::Result<()> {
         None
     };
 
+    let subscriptions = args
+        .subscriptions
+        .unwrap_or(if args.smoke { 20 } else { 1000 });
+    let live = if plan.engines.contains(&Engine::Embedded) && subscriptions > 0 {
+        eprintln!("itemgraph-bench: live updates, {subscriptions} subscriptions");
+        Some(
+            live::run(
+                &server_exe,
+                &work,
+                subscriptions,
+                plan.duration.as_secs_f64(),
+                args.subscription_writes_per_second,
+                CURSOR_SECRET,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+
     let total_errors = engines
         .iter()
         .map(|e: &EngineReport| {
@@ -256,7 +284,8 @@ async fn main() -> anyhow::Result<()> {
         .sum::<u64>()
         + scaling
             .as_ref()
-            .map_or(0, |s| s.points.iter().map(|p| p.errors).sum());
+            .map_or(0, |s| s.points.iter().map(|p| p.errors).sum::<u64>())
+        + live.as_ref().map_or(0, |l| l.errors);
     let d = &ds.data;
     let mut report = Report {
         generated_unix_secs: std::time::SystemTime::now()
@@ -277,6 +306,7 @@ async fn main() -> anyhow::Result<()> {
         warmup_secs: plan.warmup.as_secs_f64(),
         engines,
         scaling,
+        live,
         targets: Vec::new(),
         total_errors,
         wall_seconds: started.elapsed().as_secs_f64(),

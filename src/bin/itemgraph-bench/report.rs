@@ -29,6 +29,8 @@ pub struct Report {
     pub warmup_secs: f64,
     pub engines: Vec<EngineReport>,
     pub scaling: Option<Scaling>,
+    /// The live updates run (subscriptions under writes), embedded engine.
+    pub live: Option<crate::live::LiveReport>,
     pub targets: Vec<TargetCheck>,
     pub total_errors: u64,
     pub wall_seconds: f64,
@@ -432,6 +434,34 @@ impl Report {
                 md,
                 "\nGrowth of p50 from the smallest to the largest collection: first page {:.2}×, deep page {:.2}×.",
                 s.first_page_growth, s.deep_page_growth
+            );
+        }
+        if let Some(l) = &self.live {
+            let _ = writeln!(
+                md,
+                "\n## Live updates: {} subscriptions (Server-Sent Events), embedded engine\n",
+                l.subscriptions
+            );
+            let _ = writeln!(
+                md,
+                "| opened in s | writes (per s) | events expected / delivered | events/s | write→event p50 / p99 / max ms | RSS before / with / peak MiB | errors |\n|---:|---:|---:|---:|---:|---:|---:|"
+            );
+            let _ = writeln!(
+                md,
+                "| {:.2} | {} ({:.1}) | {} / {} | {:.0} | {:.1} / {:.1} / {:.1} | {:.1} / {:.1} / {:.1} | {} |",
+                l.open_seconds,
+                l.writes,
+                l.writes as f64 / l.write_seconds,
+                l.expected_events,
+                l.delivered_events,
+                l.events_per_second,
+                l.latency_ms.p50,
+                l.latency_ms.p99,
+                l.latency_ms.max,
+                l.rss_before_mib,
+                l.rss_with_subscriptions_mib,
+                l.peak_rss_mib,
+                l.errors
             );
         }
         let samples: Vec<String> = self

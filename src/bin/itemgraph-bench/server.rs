@@ -43,9 +43,21 @@ impl Server {
         cursor_secret: &str,
         log: PathBuf,
     ) -> anyhow::Result<Server> {
+        Self::start_with(exe, backend, cursor_secret, log, &[]).await
+    }
+
+    /// [`Server::start`] with more arguments for `serve`.
+    pub async fn start_with(
+        exe: &Path,
+        backend: Backend<'_>,
+        cursor_secret: &str,
+        log: PathBuf,
+        extra: &[&str],
+    ) -> anyhow::Result<Server> {
         let port = free_port()?;
         let mut cmd = Command::new(exe);
         cmd.arg("serve")
+            .args(extra)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--seed", "none"])
             .args(["--cursor-secret", cursor_secret]);
