@@ -528,3 +528,42 @@ async fn an_expired_token_ends_the_subscription() {
         "and the subscription ends"
     );
 }
+
+#[tokio::test]
+async fn events_follow_the_log_into_child_shards_live_and_on_resume() {
+    use itemgraph::store::embedded::{ChangeLog, EmbeddedStore};
+    // Two records a shard: each ticket (three changes) closes one shard and opens another.
+    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::store::TableSchema::itemgraph())
+        .unwrap()
+        .with_change_log(ChangeLog {
+            shard_span: 2,
+            ..ChangeLog::DEFAULT
+        });
+    store.create_table().await.unwrap();
+    itemgraph::demo::seed_demo(&store).await.unwrap();
+    let api = Api::over(std::sync::Arc::new(store)).with_live(common::changes::test_options());
+    let all = Access::Unrestricted;
+    let mut live = sub(&api, &all, TICKETS, json!({ "org": "acme" }));
+    ready(&api, &mut [&mut live], 1).await;
+    let mut ids = Vec::new();
+    let mut cursors = Vec::new();
+    for n in 0..4 {
+        ids.push(create_ticket(&api, &format!("across shards {n}"), "wile-e-coyote").await);
+        let e = event(&next(&mut live).await, "ticketEvents");
+        assert_eq!(e["ticket"]["ticketId"], ids[n].as_str());
+        cursors.push(e["cursor"].as_str().unwrap().to_owned());
+    }
+    quiet(&mut live).await;
+    // From the first event's cursor: the three after it, across the shards they span.
+    let mut resumed = sub(
+        &api,
+        &all,
+        TICKETS,
+        json!({ "org": "acme", "after": cursors[0] }),
+    );
+    for id in &ids[1..] {
+        let e = event(&next(&mut resumed).await, "ticketEvents");
+        assert_eq!(e["ticket"]["ticketId"], id.as_str());
+    }
+    quiet(&mut resumed).await;
+}

@@ -7,7 +7,7 @@
 //!   …"}`, or `{"token": "…"}`) or, failing that, by the upgrade request's
 //!   `Authorization` header; a refusal closes the socket with 4403. The server closes
 //!   with 4408 a socket that has not completed `connection_init` within
-//!   [`LiveOptions::init_timeout`], pings every [`LiveOptions::keepalive`] (the client
+//!   `LiveOptions::init_timeout`, pings every `LiveOptions::keepalive` (the client
 //!   answers with a pong) and closes one silent for three of those; at shutdown it
 //!   closes every socket with 1001.
 //! - **Server-Sent Events**: `POST /graphql` (or `GET`, the query in the URL) with
@@ -17,8 +17,9 @@
 //!   behind proxies that do not pass WebSockets.
 //!
 //! A subscription holds one of the process's slots while it runs (`--max-subscriptions`),
-//! and at most [`LiveOptions::max_per_connection`] run on one socket; one more is
-//! refused with `TOO_MANY_SUBSCRIPTIONS`. Queries and mutations sent over a socket or as
+//! and at most `LiveOptions::max_per_connection` operations (subscriptions, and queries
+//! or mutations in flight) run on one socket; one more is refused with
+//! `TOO_MANY_SUBSCRIPTIONS`. Queries and mutations sent over a socket or as
 //! an event stream run exactly as over `POST /graphql` (deadline, limits, trace header
 //! excepted).
 
@@ -113,21 +114,8 @@ fn operation(
         .boxed();
     }
     let inner = state.0.clone();
-    let kind = operation_type(&mut request, &inner.options.limits);
-    if kind != Some(OperationType::Subscription) {
-        return stream::once(async move {
-            graphql::execute(
-                &inner.schema,
-                inner.store.clone(),
-                inner.cursors.clone(),
-                session.access,
-                request,
-                false,
-            )
-            .await
-        })
-        .boxed();
-    }
+    // Every operation a socket runs holds one of its slots while it runs, so a client
+    // cannot pile up queries or mutations on one socket either.
     let slot = match socket {
         None => None,
         Some(SocketSubscriptions(open)) => {
@@ -136,7 +124,7 @@ fn operation(
                 open.fetch_sub(1, Ordering::AcqRel);
                 return stream::once(async move {
                     error_response(ApiError::TooManySubscriptions(format!(
-                        "this connection has {max} subscriptions open, its most"
+                        "this connection runs {max} operations, its most"
                     )))
                 })
                 .boxed();
@@ -144,6 +132,23 @@ fn operation(
             Some(SocketSlot(open.clone()))
         }
     };
+    let kind = operation_type(&mut request, &inner.options.limits);
+    if kind != Some(OperationType::Subscription) {
+        return stream::once(async move {
+            let resp = graphql::execute(
+                &inner.schema,
+                inner.store.clone(),
+                inner.cursors.clone(),
+                session.access,
+                request,
+                false,
+            )
+            .await;
+            drop(slot);
+            resp
+        })
+        .boxed();
+    }
     graphql::subscribe(
         &inner.schema,
         inner.store.clone(),

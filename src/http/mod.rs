@@ -497,9 +497,17 @@ async fn graphql_get(
         return playground_page(&state);
     }
     if live::wants_event_stream(&headers) {
+        // GET must not change anything, as an event stream too (an `EventSource` sends
+        // GET with this `Accept`).
         let request = params
             .map_err(|e| HttpError::BadRequest(e.body_text()))
-            .and_then(|Query(p)| p.into_request());
+            .and_then(|Query(p)| p.into_request())
+            .and_then(
+                |mut request| match operation_type(&mut request, &state.options().limits) {
+                    Some(OperationType::Mutation) => Err(HttpError::MutationOverGet),
+                    _ => Ok(request),
+                },
+            );
         return live::event_stream(&state, &headers, scope, request);
     }
     let media = Media::negotiate(&headers);

@@ -177,7 +177,7 @@ pub struct Hub {
     /// a subscriber that takes it together with its receiver gets exactly what follows.
     position: Mutex<Position>,
     /// Set once the reader has listed the shards and taken its iterators.
-    started: OnceCell<Result<(), String>>,
+    started: OnceCell<()>,
     open: AtomicUsize,
 }
 
@@ -259,9 +259,10 @@ impl Hub {
             ));
         };
         let hub = self.clone();
-        let started = self
-            .started
-            .get_or_init(|| async move {
+        // A failure is not kept: the next subscription tries again (a stream turned on
+        // while the server runs is picked up).
+        self.started
+            .get_or_try_init(|| async move {
                 match reader::Reader::start(stream, Arc::downgrade(&hub)).await {
                     Ok(reader) => {
                         tokio::spawn(reader.run());
@@ -269,17 +270,12 @@ impl Hub {
                     }
                     Err(e) => {
                         tracing::error!(error = %e, "the change stream cannot be read");
-                        Err(e.to_string())
+                        Err(LiveError::from(e))
                     }
                 }
             })
-            .await;
-        match started {
-            Ok(()) => Ok(()),
-            // Not cached as a failure for ever: a table whose stream is enabled later
-            // is picked up by a new process; this one says why meanwhile.
-            Err(e) => Err(LiveError::Unavailable(e.clone())),
-        }
+            .await
+            .map(|_| ())
     }
 
     /// Publishes one change (the reader calls this), moving the position past it.
@@ -321,6 +317,12 @@ impl Hub {
         Ok(async_stream::stream! {
             // Replay: from `after` to where the reader was when we subscribed.
             let mut replayed: BTreeMap<String, String> = BTreeMap::new();
+            // Where the replay left the subscriber: live positions are merged with it, so
+            // a shard the reader has read nothing of keeps the sequence number replayed.
+            let mut replay_end: Option<Position> = None;
+            // What the hub sends that is at or before the position resumed from (a hub
+            // behind a cursor made on another replica, or reading its shards' ancestors).
+            let mut skip_before_start: Option<reader::Replay> = None;
             if let Some(from) = after {
                 let mut replay = reader::Replay::new(stream, from, now, max_replay);
                 loop {
@@ -331,7 +333,16 @@ impl Hub {
                                 yield Ok(Delivered { change: Arc::new(change), position: Arc::new(position) });
                             }
                         }
-                        Ok(None) => break,
+                        Ok(None) => {
+                            replay_end = Some(replay.position().clone());
+                            for (shard, pos) in &replay.position().shards {
+                                if let Pos::Seq(seq) = pos {
+                                    replayed.insert(shard.clone(), seq.clone());
+                                }
+                            }
+                            skip_before_start = Some(replay);
+                            break;
+                        }
                         Err(e) => {
                             yield Err(e);
                             return;
@@ -344,8 +355,15 @@ impl Hub {
                     Ok(Signal::Change(change, position)) => {
                         let seen = replayed
                             .get(&change.shard)
-                            .is_some_and(|s| seq_cmp(&change.sequence, s).is_le());
+                            .is_some_and(|s| seq_cmp(&change.sequence, s).is_le())
+                            || skip_before_start
+                                .as_ref()
+                                .is_some_and(|r| r.before_start(&change.shard, &change.sequence));
                         if !seen && wanted(&change) {
+                            let position = match &replay_end {
+                                Some(end) => Arc::new(position.merged_within(end)),
+                                None => position,
+                            };
                             yield Ok(Delivered { change, position });
                         }
                     }

@@ -64,6 +64,14 @@ impl Position {
         out
     }
 
+    /// [`merged`](Self::merged) over this position's shards only (a shard `other` names
+    /// and this one has left, a parent read to its end, stays left).
+    pub fn merged_within(&self, other: &Position) -> Position {
+        let mut out = self.merged(other);
+        out.shards.retain(|k, _| self.shards.contains_key(k));
+        out
+    }
+
     /// The position as bytes, for a cursor.
     pub fn to_bytes(&self) -> Vec<u8> {
         let parts: Vec<(&str, String)> = self

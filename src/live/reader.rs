@@ -40,6 +40,32 @@ fn now_ms() -> u64 {
     crate::model::now_ms()
 }
 
+/// The shards with every parent before its children (`DescribeStream` does not promise
+/// that order).
+fn in_lineage_order(shards: Vec<ShardInfo>) -> Vec<ShardInfo> {
+    let ids: HashSet<String> = shards.iter().map(|s| s.id.clone()).collect();
+    let mut placed: HashSet<String> = HashSet::new();
+    let mut out = Vec::with_capacity(shards.len());
+    let mut rest = shards;
+    while !rest.is_empty() {
+        let before = rest.len();
+        let (ready, later): (Vec<ShardInfo>, Vec<ShardInfo>) = rest.into_iter().partition(|s| {
+            s.parent
+                .as_ref()
+                .is_none_or(|p| !ids.contains(p) || placed.contains(p))
+        });
+        placed.extend(ready.iter().map(|s| s.id.clone()));
+        out.extend(ready);
+        rest = later;
+        if rest.len() == before {
+            // A cycle cannot happen in a stream; keep what is left as listed.
+            out.extend(rest);
+            break;
+        }
+    }
+    out
+}
+
 /// How often the reader lists the shards even when none of its own ended: new shards
 /// are children of the ones it reads, found when those end; this is a safety net. A
 /// reader that follows no shard (a stream whose first shard is not there yet, as on
@@ -165,7 +191,24 @@ impl Reader {
             let t = &mut self.tracked[i];
             let iterator = match t.iterator.take() {
                 Some(it) => it,
-                None => self.stream.shard_iterator(&t.id, t.restart_at()).await?,
+                None => match self.stream.shard_iterator(&t.id, t.restart_at()).await {
+                    Ok(it) => it,
+                    Err(StreamError::Trimmed(why)) => {
+                        // The shard (or the position in it) is gone: what it held past
+                        // the last record read is lost to every subscriber. Its children
+                        // are adopted from their start.
+                        if t.last.is_some() || t.began != StartAt::Latest {
+                            if let Some(hub) = self.hub.upgrade() {
+                                hub.lost(format!(
+                                    "the server lost its place in the change stream ({why}): refetch, then subscribe again"
+                                ));
+                            }
+                        }
+                        ended.push(i);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
             };
             let page = match self
                 .stream
@@ -227,15 +270,15 @@ impl Reader {
     /// Follows the children of ended shards from their start (and any shard never seen,
     /// which can only be newer than the reader).
     async fn adopt_children(&mut self) -> Result<(), StreamError> {
-        let shards = self.stream.shards().await?;
-        let following: HashSet<&str> = self.tracked.iter().map(|t| t.id.as_str()).collect();
+        let shards = in_lineage_order(self.stream.shards().await?);
+        let mut following: HashSet<&str> = self.tracked.iter().map(|t| t.id.as_str()).collect();
         let mut new = Vec::new();
         for shard in &shards {
             if self.known.contains(&shard.id) || following.contains(shard.id.as_str()) {
                 continue;
             }
-            // A child waits until its parent is read to its end: one item's changes stay
-            // in order.
+            // A child waits until its parent is read to its end (a parent adopted in this
+            // very listing included): one item's changes stay in order.
             if shard
                 .parent
                 .as_ref()
@@ -243,6 +286,7 @@ impl Reader {
             {
                 continue;
             }
+            following.insert(shard.id.as_str());
             new.push(shard.clone());
         }
         let Some(hub) = self.hub.upgrade() else {
@@ -288,7 +332,17 @@ pub(super) struct Replay {
     read: usize,
     plan: Option<Vec<Planned>>,
     current: Option<Reading>,
-    pending: std::collections::VecDeque<Change>,
+    /// What the last page brought, in stream order: changes to deliver, and records
+    /// that only move the position (so a position never runs ahead of a change not yet
+    /// delivered).
+    pending: std::collections::VecDeque<Pending>,
+    /// Shards all of whose records are before the position: the ancestors of its shards.
+    ancestors: HashSet<String>,
+}
+
+enum Pending {
+    Change(Box<Change>),
+    Past { shard: String, sequence: String },
 }
 
 struct Planned {
@@ -302,6 +356,35 @@ struct Reading {
     planned: Planned,
     iterator: Option<String>,
     last: Option<String>,
+    /// Empty pages in a row.
+    empty_pages: u32,
+}
+
+/// Empty pages in a row after which a replay takes a shard to be read to its tip.
+const EMPTY_PAGES_AT_TIP: u32 = 3;
+
+/// Attempts of a replay's stream call that is throttled or fails in transit (a wave of
+/// reconnecting subscribers can meet DynamoDB Streams' per-shard limits).
+const REPLAY_ATTEMPTS: usize = 5;
+
+/// `call` again, with jittered backoff, while it fails with a throttle or an outage.
+async fn retrying<T, F, Fut>(call: F) -> Result<T, StreamError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StreamError>>,
+{
+    use backon::Retryable;
+    call.retry(crate::store::retry_schedule(REPLAY_ATTEMPTS as u32 - 1))
+        .when(|e| {
+            matches!(
+                e,
+                StreamError::Store(
+                    crate::store::StoreError::Throttled(_)
+                        | crate::store::StoreError::Unavailable(_)
+                )
+            )
+        })
+        .await
 }
 
 impl Replay {
@@ -321,7 +404,15 @@ impl Replay {
             plan: None,
             current: None,
             pending: Default::default(),
+            ancestors: HashSet::new(),
         }
+    }
+
+    /// Whether a record of `shard` up to `sequence` is at or before the position the
+    /// replay started from (the hub may be behind a cursor made on another replica).
+    pub(super) fn before_start(&self, shard: &str, sequence: &str) -> bool {
+        self.ancestors.contains(shard)
+            || matches!(self.from.shards.get(shard), Some(Pos::Seq(s)) if seq_cmp(sequence, s).is_le())
     }
 
     fn expired(why: impl Into<String>) -> LiveError {
@@ -332,24 +423,31 @@ impl Replay {
     }
 
     /// Which shards to read, from where, in order.
-    async fn plan(&self) -> Result<Vec<Planned>, LiveError> {
-        let shards: Vec<ShardInfo> = self.stream.shards().await?;
+    async fn plan(&mut self) -> Result<Vec<Planned>, LiveError> {
+        let shards: Vec<ShardInfo> = in_lineage_order(self.stream.shards().await?);
         let parent_of: HashMap<&str, Option<&str>> = shards
             .iter()
             .map(|s| (s.id.as_str(), s.parent.as_deref()))
             .collect();
         for (id, pos) in &self.from.shards {
+            // Its shard is gone, and with it whatever followed the position in it.
             if !parent_of.contains_key(id.as_str()) && *pos != Pos::Start {
-                // Its shard is gone: whatever followed the position was trimmed with it
-                // (unless a child is listed, which then holds everything after it).
-                let continued = shards.iter().any(|s| s.parent.as_deref() == Some(id));
-                if !continued {
-                    return Err(Self::expired(
-                        "the change stream no longer holds that position",
-                    ));
-                }
+                return Err(Self::expired(
+                    "the change stream no longer holds that position",
+                ));
             }
         }
+        let target = &self.target;
+        let descends_from_target = |id: &str| {
+            let mut at = id.to_owned();
+            while let Some(Some(p)) = parent_of.get(at.as_str()) {
+                if target.shards.contains_key(*p) {
+                    return true;
+                }
+                at = (*p).to_owned();
+            }
+            false
+        };
         // The shards the position names, and their ancestors, whose records are all
         // before it.
         let mut before: HashSet<&str> = HashSet::new();
@@ -375,6 +473,13 @@ impl Replay {
                 ),
                 Some(Pos::Start) => (StartAt::TrimHorizon, None),
                 None if before.contains(shard.id.as_str()) => continue,
+                // A child the hub has not reached yet (its parent is still being read):
+                // the hub sends it from its start, after the parent, in order.
+                None if !self.target.shards.contains_key(&shard.id)
+                    && descends_from_target(&shard.id) =>
+                {
+                    continue
+                }
                 // A shard after the position: a child of one of its shards.
                 None => (StartAt::TrimHorizon, None),
             };
@@ -393,7 +498,13 @@ impl Replay {
                 skip_before,
             });
         }
+        self.ancestors = before.into_iter().map(str::to_owned).collect();
         Ok(plan)
+    }
+
+    /// The position reached so far (all of the replay once it is caught up).
+    pub(super) fn position(&self) -> &Position {
+        &self.at
     }
 
     /// The next change to deliver and the position after it; `None` once caught up.
@@ -404,9 +515,16 @@ impl Replay {
             self.plan = Some(plan);
         }
         loop {
-            if let Some(change) = self.pending.pop_front() {
-                self.at.advance(&change.shard, &change.sequence);
-                return Ok(Some((change, self.at.clone())));
+            match self.pending.pop_front() {
+                Some(Pending::Change(change)) => {
+                    self.at.advance(&change.shard, &change.sequence);
+                    return Ok(Some((*change, self.at.clone())));
+                }
+                Some(Pending::Past { shard, sequence }) => {
+                    self.at.advance(&shard, &sequence);
+                    continue;
+                }
+                None => {}
             }
             if self.current.is_none() {
                 let Some(planned) = self.plan.as_mut().and_then(Vec::pop) else {
@@ -416,6 +534,7 @@ impl Replay {
                     planned,
                     iterator: None,
                     last: None,
+                    empty_pages: 0,
                 });
             }
             let reading = self.current.as_mut().expect("set above");
@@ -426,14 +545,14 @@ impl Replay {
                         Some(seq) => StartAt::After(seq.clone()),
                         None => reading.planned.start.clone(),
                     };
-                    self.stream
-                        .shard_iterator(&reading.planned.shard, at)
-                        .await?
+                    retrying(|| {
+                        self.stream
+                            .shard_iterator(&reading.planned.shard, at.clone())
+                    })
+                    .await?
                 }
             };
-            let page = match self
-                .stream
-                .get_records(&iterator, MAX_RECORDS_PER_CALL)
+            let page = match retrying(|| self.stream.get_records(&iterator, MAX_RECORDS_PER_CALL))
                 .await
             {
                 Ok(page) => page,
@@ -459,22 +578,29 @@ impl Replay {
                         break;
                     }
                 }
-                self.read += 1;
-                if self.read > self.max {
-                    return Err(Self::expired(format!(
-                        "the position is more than {} changes behind",
-                        self.max
-                    )));
-                }
                 reading.last = Some(record.sequence.clone());
                 let skipped = reading
                     .planned
                     .skip_before
                     .is_some_and(|ms| record.created_ms < ms);
+                if !skipped {
+                    self.read += 1;
+                    if self.read > self.max {
+                        return Err(Self::expired(format!(
+                            "the position is more than {} changes behind",
+                            self.max
+                        )));
+                    }
+                }
                 let sequence = record.sequence.clone();
                 match decode(record) {
-                    Some(change) if !skipped => self.pending.push_back(change),
-                    _ => self.at.advance(&reading.planned.shard, &sequence),
+                    Some(change) if !skipped => {
+                        self.pending.push_back(Pending::Change(Box::new(change)))
+                    }
+                    _ => self.pending.push_back(Pending::Past {
+                        shard: reading.planned.shard.clone(),
+                        sequence: sequence.clone(),
+                    }),
                 }
                 if let Some(Pos::Seq(t)) = target {
                     if seq_cmp(&sequence, t).is_ge() {
@@ -484,9 +610,15 @@ impl Replay {
                 }
             }
             // Done with this shard: read to its end, up to the target, or (with no
-            // target in it) to an empty page: what comes later, the hub delivers.
+            // target in it) to its tip: what comes later, the hub delivers. DynamoDB may
+            // answer an empty page before later records, so the tip is taken to be
+            // where pages keep coming back empty.
             let target_seq = matches!(target, Some(Pos::Seq(_)));
-            if reached || page.next.is_none() || (empty && !target_seq) {
+            reading.empty_pages = if empty { reading.empty_pages + 1 } else { 0 };
+            if reached
+                || page.next.is_none()
+                || (!target_seq && reading.empty_pages >= EMPTY_PAGES_AT_TIP)
+            {
                 self.current = None;
             } else {
                 reading.iterator = page.next;

@@ -156,7 +156,8 @@ impl Default for ChangeLog {
 /// most a transaction's 100 changes) without one write paying for a long backlog.
 const MAX_TRIM_PER_WRITE: usize = 256;
 
-/// One change as the log stores it.
+/// One change as the log stores it: the time it was made (8 bytes, big-endian ms since
+/// the Unix epoch, read alone when trimming), then this as JSON.
 #[derive(Serialize, Deserialize)]
 struct LoggedChange {
     kind: ChangeKind,
@@ -164,7 +165,6 @@ struct LoggedChange {
     sk: String,
     old: Option<Item>,
     new: Option<Item>,
-    ms: u64,
 }
 
 /// The index changes of one write, waiting for the GSI lag to pass.
@@ -476,8 +476,20 @@ fn decode_item(bytes: &[u8]) -> StoreResult<Item> {
     serde_json::from_slice(bytes).map_err(internal)
 }
 
-fn decode_change(bytes: &[u8]) -> StoreResult<LoggedChange> {
-    serde_json::from_slice(bytes).map_err(internal)
+fn change_ms(bytes: &[u8]) -> u64 {
+    bytes
+        .first_chunk::<8>()
+        .map_or(0, |ms| u64::from_be_bytes(*ms))
+}
+
+fn decode_change(bytes: &[u8]) -> StoreResult<(LoggedChange, u64)> {
+    let json = bytes
+        .get(8..)
+        .ok_or_else(|| internal("a change log record is cut short"))?;
+    Ok((
+        serde_json::from_slice(json).map_err(internal)?,
+        change_ms(bytes),
+    ))
 }
 
 fn decode_propagation(bytes: &[u8]) -> StoreResult<Propagation> {
@@ -531,19 +543,19 @@ impl Inner {
             sk: key.sk.clone(),
             old: old.cloned(),
             new: new.cloned(),
-            ms: now,
         };
-        let bytes = serde_json::to_vec(&change).map_err(internal)?;
+        let mut bytes = now.to_be_bytes().to_vec();
+        serde_json::to_writer(&mut bytes, &change).map_err(internal)?;
         let mut log = tx.open_table(self.changes_def()).map_err(internal)?;
         let last = log.last().map_err(internal)?.map_or(0, |(k, _)| k.value());
         let seq = last + 1;
         log.insert(seq, bytes.as_slice()).map_err(internal)?;
         let oldest_kept_ms = now.saturating_sub(self.change_log.retention.as_millis() as u64);
         for _ in 0..MAX_TRIM_PER_WRITE {
-            let first = match log.first().map_err(internal)? {
-                Some((k, v)) => Some((k.value(), decode_change(v.value())?.ms)),
-                None => None,
-            };
+            let first = log
+                .first()
+                .map_err(internal)?
+                .map(|(k, v)| (k.value(), change_ms(v.value())));
             match first {
                 Some((first, ms))
                     if first < seq
@@ -1226,7 +1238,12 @@ impl Inner {
     /// empty, `(1, 0)` when nothing was ever logged.
     fn log_bounds(&self) -> StoreResult<(u64, u64)> {
         let tx = self.db.begin_read().map_err(internal)?;
-        self.read_exists(&tx)?;
+        self.log_bounds_in(&tx)
+    }
+
+    /// [`log_bounds`](Self::log_bounds) in a snapshot the caller reads on from.
+    fn log_bounds_in(&self, tx: &redb::ReadTransaction) -> StoreResult<(u64, u64)> {
+        self.read_exists(tx)?;
         let log = match tx.open_table(self.changes_def()) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok((1, 0)),
@@ -1319,12 +1336,14 @@ impl ChangeStream for EmbeddedChanges {
         let read = self
             .store
             .run(move |inner| {
-                let (first, _) = inner.log_bounds()?;
+                // Bounds and records from one snapshot: a trim in between cannot drop
+                // records unseen.
+                let tx = inner.db.begin_read().map_err(internal)?;
+                let (first, _) = inner.log_bounds_in(&tx)?;
                 if next < first {
                     return Ok(None);
                 }
                 let (_, hi) = inner.shard_range(n);
-                let tx = inner.db.begin_read().map_err(internal)?;
                 let log = match tx.open_table(inner.changes_def()) {
                     Ok(t) => t,
                     Err(redb::TableError::TableDoesNotExist(_)) => {
@@ -1336,7 +1355,7 @@ impl ChangeStream for EmbeddedChanges {
                 let mut after = next;
                 for row in log.range(next..=hi).map_err(internal)? {
                     let (k, v) = row.map_err(internal)?;
-                    let c = decode_change(v.value())?;
+                    let (c, ms) = decode_change(v.value())?;
                     records.push(ChangeRecord {
                         shard: shard_id(n),
                         sequence: sequence(k.value()),
@@ -1344,7 +1363,7 @@ impl ChangeStream for EmbeddedChanges {
                         key: PrimaryKey { pk: c.pk, sk: c.sk },
                         old_image: c.old,
                         new_image: c.new,
-                        created_ms: c.ms,
+                        created_ms: ms,
                     });
                     after = k.value() + 1;
                     if records.len() as u64 >= limit {
