@@ -140,7 +140,7 @@ pub struct ChangeLog {
 
 impl ChangeLog {
     pub const DEFAULT: ChangeLog = ChangeLog {
-        capacity: 100_000,
+        capacity: 10_000,
         retention: Duration::from_secs(24 * 3600),
         shard_span: 50_000,
     };
