@@ -1,0 +1,80 @@
+import { Suspense, useEffect, useMemo, useState } from "react";
+import { RelayEnvironmentProvider } from "react-relay";
+import { clearToken, decodeClaims, getToken, storeToken } from "./auth";
+import { ErrorBoundary } from "./components/ErrorBoundary";
+import LiveTicketsPage from "./pages/LiveTicketsPage";
+import NewTicketPage from "./pages/NewTicketPage";
+import OrderPage from "./pages/OrderPage";
+import OrganizationPage from "./pages/OrganizationPage";
+import SignInPage from "./pages/SignInPage";
+import TicketPage from "./pages/TicketPage";
+import UserTicketsPage from "./pages/UserTicketsPage";
+import { createRelayEnvironment } from "./relay/environment";
+import { href, useRoute } from "./router";
+
+export default function App() {
+  const [token, setToken] = useState(getToken);
+  // One environment (store and WebSocket) per token: signing out drops both.
+  const relay = useMemo(() => (token ? createRelayEnvironment(token) : null), [token]);
+  useEffect(() => () => void relay?.dispose(), [relay]);
+  const route = useRoute();
+
+  const signOut = () => {
+    clearToken();
+    setToken(null);
+  };
+  if (!token || !relay) {
+    return <SignInPage onSignIn={(t) => (storeToken(t), setToken(t))} />;
+  }
+  const claims = decodeClaims(token);
+  const org = claims?.org ?? "acme";
+
+  return (
+    <RelayEnvironmentProvider environment={relay.environment}>
+      <nav>
+        <a href={href()} data-testid="nav-org">
+          Organization
+        </a>
+        <a href={href("new-ticket")} data-testid="nav-new-ticket">
+          New ticket
+        </a>
+        <a href={href("live")} data-testid="nav-live">
+          Live
+        </a>
+        <span className="muted" data-testid="signed-in-as">
+          {org} · {claims?.role ?? "member"}
+        </span>
+        <button data-testid="sign-out" onClick={signOut}>
+          Sign out
+        </button>
+      </nav>
+      <main>
+        <ErrorBoundary key={route.join("/")} onSignOut={signOut}>
+          <Suspense fallback={<p data-testid="loading">Loading…</p>}>
+            <Page route={route} org={org} />
+          </Suspense>
+        </ErrorBoundary>
+      </main>
+    </RelayEnvironmentProvider>
+  );
+}
+
+function Page({ route, org }: { route: string[]; org: string }) {
+  const [page, id] = route;
+  switch (page) {
+    case undefined:
+      return <OrganizationPage org={org} />;
+    case "users":
+      return <UserTicketsPage org={org} username={id} />;
+    case "tickets":
+      return <TicketPage key={id} id={id} />;
+    case "new-ticket":
+      return <NewTicketPage org={org} />;
+    case "orders":
+      return <OrderPage key={id} id={id} />;
+    case "live":
+      return <LiveTicketsPage org={org} />;
+    default:
+      return <p data-testid="not-found">No such page.</p>;
+  }
+}
