@@ -9,7 +9,10 @@ import type { NewTicketPageQuery } from "./__generated__/NewTicketPageQuery.grap
 
 const FORM_FIELDS = ["requester", "assignee", "title", "body"];
 
-/** createTicket; the new ticket is prepended to the OPEN queue and the requester's list. */
+/**
+ * createTicket, optimistically: the new ticket is prepended to the OPEN queue and the
+ * requester's list at once, replaced by the server's answer (or removed on an error).
+ */
 export default function NewTicketPage({ org }: { org: string }) {
   const { organization } = useLazyLoadQuery<NewTicketPageQuery>(
     graphql`
@@ -37,7 +40,8 @@ export default function NewTicketPage({ org }: { org: string }) {
   const [problem, setProblem] = useState<Problem | null>(null);
   const [created, setCreated] = useState<{ id: string; title: string } | null>(null);
   const [commit, isInFlight] = useMutation<NewTicketPageMutation>(graphql`
-    mutation NewTicketPageMutation($input: CreateTicketInput!, $connections: [ID!]!) {
+    mutation NewTicketPageMutation($input: CreateTicketInput!, $connections: [ID!]!)
+    @raw_response_type {
       createTicket(input: $input) {
         ticket @prependNode(connections: $connections, edgeTypeName: "TicketEdge") {
           id
@@ -59,10 +63,30 @@ export default function NewTicketPage({ org }: { org: string }) {
       ConnectionHandler.getConnectionID(organization.id, "TicketQueue_tickets", { status: "OPEN" }),
       ...(requesterId ? [ConnectionHandler.getConnectionID(requesterId, "UserTicketsPage_tickets")] : []),
     ];
+    const person = (username: string) => ({
+      id: users.find((u) => u.username === username)?.id ?? `client:user:${username}`,
+      username,
+    });
+    const pending = `client:new-ticket:${Date.now()}`;
     commit({
       variables: {
         input: { org, requester, title, body, priority, assignee: assignee || null },
         connections,
+      },
+      optimisticResponse: {
+        createTicket: {
+          ticket: {
+            id: pending,
+            ticketId: pending,
+            title,
+            status: "OPEN",
+            priority,
+            version: 1,
+            createdAt: new Date().toISOString(),
+            requester: person(requester),
+            assignee: assignee ? person(assignee) : null,
+          },
+        },
       },
       onCompleted: ({ createTicket }) => {
         setCreated(createTicket.ticket);

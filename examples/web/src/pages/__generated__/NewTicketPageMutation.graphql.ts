@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<b20f3ec1c98f885c045b3a43370cc4da>>
+ * @generated SignedSource<<c60ce88e717c3f4e18038d1455c85f3a>>
  * @lightSyntaxTransform
  */
 
@@ -10,6 +10,7 @@
 import { ConcreteRequest } from 'relay-runtime';
 import { FragmentRefs } from "relay-runtime";
 export type TicketPriority = "HIGH" | "LOW" | "NORMAL" | "URGENT" | "%future added value";
+export type TicketStatus = "CLOSED" | "OPEN" | "PENDING" | "SOLVED" | "%future added value";
 export type CreateTicketInput = {
   assignee?: string | null | undefined;
   body: string;
@@ -31,7 +32,29 @@ export type NewTicketPageMutation$data = {
     };
   };
 };
+export type NewTicketPageMutation$rawResponse = {
+  readonly createTicket: {
+    readonly ticket: {
+      readonly assignee: {
+        readonly id: string;
+        readonly username: string;
+      } | null | undefined;
+      readonly createdAt: string;
+      readonly id: string;
+      readonly priority: TicketPriority;
+      readonly requester: {
+        readonly id: string;
+        readonly username: string;
+      };
+      readonly status: TicketStatus;
+      readonly ticketId: string;
+      readonly title: string;
+      readonly version: number;
+    };
+  };
+};
 export type NewTicketPageMutation = {
+  rawResponse: NewTicketPageMutation$rawResponse;
   response: NewTicketPageMutation$data;
   variables: NewTicketPageMutation$variables;
 };
@@ -243,6 +266,6 @@ return {
 };
 })();
 
-(node as any).hash = "46bcc1de723d46caeda4b12a6afad5ae";
+(node as any).hash = "ef988062900b9605476d911f0857477c";
 
 export default node;
