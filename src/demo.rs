@@ -12,13 +12,13 @@
 
 use std::fmt;
 
-use crate::collections::{self, RepoResult};
+use crate::collections::{self, RepoError, RepoResult};
 use crate::keys::{Email, Id, LineNo, OrgKey, Slug, Username};
 use crate::model::{
     timestamp_from_ms, Order, OrderLine, OrderStatus, Organization, Plan, Record, Role, Ticket,
     TicketPriority, TicketStatus, User, UserEmail,
 };
-use crate::store::{GetItem, Item, Scan, Store};
+use crate::store::{GetItem, Item, Scan, Store, StoreError};
 
 /// The organization whose presence marks a seeded store.
 pub const MARKER_ORG: &str = "acme";
@@ -312,14 +312,32 @@ pub enum Seeded {
 /// there ("there" meaning its marker organization exists) or the table holds other items
 /// (unless `into_non_empty`). Seeding itself never overwrites an item ([`seed_demo`]).
 pub async fn seed_if_absent(store: &dyn Store, into_non_empty: bool) -> RepoResult<Seeded> {
-    store.create_table().await?;
-    if is_seeded(store).await? {
+    patiently(|| async { store.create_table().await.map_err(RepoError::from) }).await?;
+    if patiently(|| is_seeded(store)).await? {
         return Ok(Seeded::Already);
     }
-    if !into_non_empty && !is_empty(store).await? {
+    if !into_non_empty && !patiently(|| is_empty(store)).await? {
         return Ok(Seeded::NotEmpty);
     }
     seed_demo(store).await.map(Seeded::Now)
+}
+
+/// A read of seeding sent again while the store throttles it or does not answer (the
+/// writes retry the same way, in `collections::put_new_entities`).
+async fn patiently<T, F, Fut>(read: F) -> RepoResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = RepoResult<T>>,
+{
+    use backon::Retryable;
+    read.retry(crate::store::retry_schedule(9))
+        .when(|e| {
+            matches!(
+                e,
+                RepoError::Store(StoreError::Throttled(_) | StoreError::Unavailable(_))
+            )
+        })
+        .await
 }
 
 /// SplitMix64: tiny, fast, and the same stream on every platform.

@@ -350,3 +350,33 @@ async fn a_write_throttled_after_an_unanswered_attempt_is_not_called_unwritten()
     assert!(matches!(err, StoreError::Throttled(_)), "{err:?}");
     task.abort();
 }
+
+/// Seeding under the fault model (`serve --faults …` seeds the demo data at startup):
+/// throttled transactions and reads are sent again, lost replies find their items there
+/// as given, and the table ends up exactly the demo set.
+#[tokio::test]
+async fn seeding_goes_through_throttling_and_lost_replies() {
+    use itemgraph::store::embedded::EmbeddedStore;
+    use itemgraph::store::faults::Faults;
+    use itemgraph::store::TableSchema;
+    for seed in 1..=3 {
+        let store = EmbeddedStore::in_memory_with_faults(
+            "itemgraph",
+            TableSchema::itemgraph(),
+            Faults {
+                throttle: 0.5,
+                lost_reply: 0.2,
+                seed,
+                ..Faults::default()
+            },
+        )
+        .unwrap();
+        let seeded = itemgraph::demo::seed_if_absent(&store, false)
+            .await
+            .expect("seeding goes through the faults");
+        assert!(matches!(seeded, itemgraph::demo::Seeded::Now(_)));
+        let report = itemgraph::check::check(&store).await.unwrap();
+        assert!(report.is_clean(), "{report}");
+        assert_eq!(report.items, 396, "{report}");
+    }
+}

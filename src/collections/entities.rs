@@ -96,7 +96,7 @@ pub async fn put_new_entities(store: &dyn Store, items: Vec<Item>) -> RepoResult
     let mut written = 0;
     for mut chunk in chunk_items(store.schema(), items)? {
         while !chunk.is_empty() {
-            let actions = chunk
+            let actions: Vec<TransactAction> = chunk
                 .iter()
                 .map(|item| {
                     let mut put = Put::new(item.clone()).when(Condition::not_exists(PK));
@@ -104,7 +104,7 @@ pub async fn put_new_entities(store: &dyn Store, items: Vec<Item>) -> RepoResult
                     TransactAction::Put(put)
                 })
                 .collect();
-            let reasons = match store.transact_write(actions).await {
+            let reasons = match patiently(|| store.transact_write(actions.clone())).await {
                 Ok(()) => {
                     written += chunk.len();
                     break;
@@ -131,6 +131,24 @@ pub async fn put_new_entities(store: &dyn Store, items: Vec<Item>) -> RepoResult
         }
     }
     Ok(written)
+}
+
+/// How many times one seeding transaction is sent while the store throttles it or its
+/// outcome is unknown.
+const SEED_ATTEMPTS: u32 = 10;
+
+/// Sends a seeding transaction again while DynamoDB throttles it past the SDK's attempts
+/// (nothing written) or its outcome is unknown (`UNAVAILABLE`): safe, since every Put is
+/// conditioned on its key being free and an item already there as given is skipped.
+async fn patiently<F, Fut>(send: F) -> Result<(), StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), StoreError>>,
+{
+    use backon::Retryable;
+    send.retry(crate::store::retry_schedule(SEED_ATTEMPTS - 1))
+        .when(|e| matches!(e, StoreError::Throttled(_) | StoreError::Unavailable(_)))
+        .await
 }
 
 /// Splits items into transactions of at most 100 items and 4 MB; checks keys first.
