@@ -329,15 +329,17 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = RepoResult<T>>,
 {
-    use backon::Retryable;
-    read.retry(crate::store::retry_schedule(9))
-        .when(|e| {
+    crate::store::retry_while(
+        10,
+        |e| {
             matches!(
                 e,
                 RepoError::Store(StoreError::Throttled(_) | StoreError::Unavailable(_))
             )
-        })
-        .await
+        },
+        read,
+    )
+    .await
 }
 
 /// SplitMix64: tiny, fast, and the same stream on every platform.

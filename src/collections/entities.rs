@@ -145,10 +145,12 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), StoreError>>,
 {
-    use backon::Retryable;
-    send.retry(crate::store::retry_schedule(SEED_ATTEMPTS - 1))
-        .when(|e| matches!(e, StoreError::Throttled(_) | StoreError::Unavailable(_)))
-        .await
+    crate::store::retry_while(
+        SEED_ATTEMPTS,
+        |e| matches!(e, StoreError::Throttled(_) | StoreError::Unavailable(_)),
+        send,
+    )
+    .await
 }
 
 /// Splits items into transactions of at most 100 items and 4 MB; checks keys first.

@@ -119,7 +119,7 @@ impl OrderLine {
 }
 /// An order id given as a global id (which names the organization too) or as the plain
 /// ULID; `None` for another type's id.
-fn order_id_arg(id: &str) -> Result<Option<(Option<Slug>, Id)>> {
+pub(super) fn order_id_arg(id: &str) -> Result<Option<(Option<Slug>, Id)>> {
     if let Ok(plain) = Id::parse(id) {
         return Ok(Some((None, plain)));
     }

@@ -10,14 +10,13 @@
 //! token that expires ends the subscription with `UNAUTHENTICATED`.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_graphql::{Context, Enum, ErrorExtensions, Result, SimpleObject, Subscription, ID};
 use futures::{Stream, StreamExt};
 
 use super::context::{rc, RequestContext};
 use super::errors::ApiError;
-use super::ids::GlobalId;
 use super::objects::{Order, OrderStatus, Ticket, TicketStatus};
 use crate::keys::{validate_slug, validate_username, Id, Slug};
 use crate::live::{Change, Delivered, EventKind, Hub, LiveError, Position};
@@ -27,6 +26,13 @@ use crate::model::{self, Entity};
 /// epoch); put in each subscription's data by the transport. `None`: no token (auth off).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TokenExpiry(pub Option<u64>);
+
+impl TokenExpiry {
+    /// Whether the token has expired by now.
+    pub fn expired(&self) -> bool {
+        self.0.is_some_and(|exp| exp <= now_secs())
+    }
+}
 
 /// What happened to the entity.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
@@ -80,9 +86,7 @@ fn cursor_context(org: &Slug) -> String {
 }
 
 fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    crate::model::now_ms() / 1000
 }
 
 /// The organization argument, checked: well-formed, and one the caller sees.
@@ -158,7 +162,7 @@ async fn events<'a, T: Send + 'static>(
                 }
             };
             // The caller's access, for this very event.
-            if expiry.0.is_some_and(|exp| exp <= now_secs()) {
+            if expiry.expired() {
                 yield Err(ApiError::Unauthenticated("the token has expired: subscribe again with a new one".into()).extend());
                 return;
             }
@@ -289,17 +293,15 @@ impl Subscription {
         let org = org_arg(rc(ctx), &org)?;
         let only: Option<Id> = match id {
             None => None,
-            Some(id) => Some(match Id::parse(&id) {
-                Ok(plain) => plain,
-                Err(_) => match GlobalId::decode("id", &id).map_err(|e| e.extend())? {
-                    GlobalId::Order(o, order) if o == org => order,
-                    _ => {
-                        return Err(
-                            ApiError::bad_input("id", "not an order of this organization").extend(),
-                        )
-                    }
-                },
-            }),
+            // A global id names its organization: it must be this one.
+            Some(id) => match super::order::order_id_arg(&id)? {
+                Some((named, order)) if named.as_ref().is_none_or(|n| *n == org) => Some(order),
+                _ => {
+                    return Err(
+                        ApiError::bad_input("id", "not an order of this organization").extend(),
+                    )
+                }
+            },
         };
         events(
             ctx,

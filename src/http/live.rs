@@ -27,7 +27,6 @@ use std::any::TypeId;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_graphql::http::{WebSocketProtocols, WsMessage, ALL_WEBSOCKET_PROTOCOLS};
 use async_graphql::parser::types::OperationType;
@@ -47,18 +46,9 @@ use crate::graphql::{self};
 
 /// Who is connected, and until when.
 #[derive(Debug, Clone)]
-struct Session {
-    access: Access,
+pub(super) struct Session {
+    pub(super) access: Access,
     expiry: TokenExpiry,
-}
-
-impl Session {
-    fn expired(&self) -> bool {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        self.expiry.0.is_some_and(|exp| exp <= now)
-    }
 }
 
 /// The subscriptions open on one socket.
@@ -76,7 +66,7 @@ impl Drop for SocketSlot {
 
 impl AppState {
     /// The session an `Authorization` value opens: unrestricted when auth is off.
-    fn session(&self, authorization: Option<&[u8]>) -> Result<Session, HttpError> {
+    pub(super) fn session(&self, authorization: Option<&[u8]>) -> Result<Session, HttpError> {
         match &self.0.authenticator {
             None => Ok(Session {
                 access: Access::Unrestricted,
@@ -105,7 +95,7 @@ fn operation(
     mut request: async_graphql::Request,
     socket: Option<&SocketSubscriptions>,
 ) -> BoxStream<'static, async_graphql::Response> {
-    if session.expired() {
+    if session.expiry.expired() {
         return stream::once(async {
             error_response(ApiError::Unauthenticated(
                 "the token has expired: connect again with a new one".into(),

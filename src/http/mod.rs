@@ -203,16 +203,12 @@ impl AppState {
 
     /// What the `Authorization` header grants: everything when auth is off.
     fn access(&self, headers: &HeaderMap) -> Result<Access, HttpError> {
-        match &self.0.authenticator {
-            None => Ok(Access::Unrestricted),
-            Some(auth) => auth
-                .authenticate(
-                    headers
-                        .get(header::AUTHORIZATION)
-                        .map(HeaderValue::as_bytes),
-                )
-                .map_err(HttpError::Unauthenticated),
-        }
+        self.session(
+            headers
+                .get(header::AUTHORIZATION)
+                .map(HeaderValue::as_bytes),
+        )
+        .map(|s| s.access)
     }
 
     pub fn options(&self) -> &Options {

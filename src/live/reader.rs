@@ -373,18 +373,13 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, StreamError>>,
 {
-    use backon::Retryable;
-    call.retry(crate::store::retry_schedule(REPLAY_ATTEMPTS as u32 - 1))
-        .when(|e| {
-            matches!(
-                e,
-                StreamError::Store(
-                    crate::store::StoreError::Throttled(_)
-                        | crate::store::StoreError::Unavailable(_)
-                )
-            )
-        })
-        .await
+    use crate::store::StoreError::{Throttled, Unavailable};
+    crate::store::retry_while(
+        REPLAY_ATTEMPTS as u32,
+        |e| matches!(e, StreamError::Store(Throttled(_) | Unavailable(_))),
+        call,
+    )
+    .await
 }
 
 impl Replay {

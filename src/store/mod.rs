@@ -519,6 +519,23 @@ where
         .await
 }
 
+/// Sends a call again on [`retry_schedule`], `attempts` times at most in all, while its
+/// failure is one `again` says is worth another attempt; then the last failure is returned.
+pub async fn retry_while<T, E, F, Fut>(
+    attempts: u32,
+    again: impl FnMut(&E) -> bool,
+    send: F,
+) -> Result<T, E>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    use backon::Retryable;
+    send.retry(retry_schedule(attempts.saturating_sub(1)))
+        .when(again)
+        .await
+}
+
 fn describe_reasons(reasons: &[CancelReason]) -> String {
     reasons
         .iter()
