@@ -296,13 +296,25 @@ impl EmbeddedStore {
             .map_err(internal)?
     }
 
+    /// One attempt of `op`. A read runs on the calling task: it is short (a few B-tree
+    /// lookups in redb's page cache, a page of at most 1 MB), and handing it to the
+    /// blocking pool and back cost more CPU than the read itself (two thread wake-ups per
+    /// call; docs/BENCHMARKS.md). Writes wait for their fsync on the blocking pool; so does
+    /// an index read under a GSI lag, which first applies the due index changes (a write).
+    async fn attempt<T: Send + 'static>(&self, call: Call, op: Op<T>) -> StoreResult<T> {
+        if matches!(call, Call::Read) && self.inner.gsi_lag.is_zero() {
+            return op(&self.inner);
+        }
+        self.run(move |inner| op(inner)).await
+    }
+
     /// One call as the SDK in front of DynamoDB makes it: without faults, `op` once; with
     /// them, up to [`SDK_MAX_ATTEMPTS`] attempts, each of which may be throttled (sent
     /// again), meet a transaction in flight (given back at once, as the SDK does), or be
     /// applied and lose its reply (sent again, applied again).
     async fn call<T: Send + 'static>(&self, call: Call, op: Op<T>) -> StoreResult<T> {
         let Some(injector) = &self.inner.faults else {
-            return self.run(move |inner| op(inner)).await;
+            return self.attempt(call, op).await;
         };
         let actions = match call {
             Call::Read => 0,
@@ -321,7 +333,7 @@ impl EmbeddedStore {
                 draw => draw,
             };
             let failed = match draw {
-                Draw::Through => return self.run(move |inner| op(inner)).await,
+                Draw::Through => return self.attempt(call, op).await,
                 Draw::Throttled => StoreError::Throttled(
                     "Rate of requests exceeds the allowed throughput (injected)".into(),
                 ),
@@ -356,7 +368,7 @@ impl EmbeddedStore {
                     // Applied (or refused) by the store; the answer never reaches the caller.
                     lost_before = true;
                     let op = op.clone();
-                    let _lost = self.run(move |inner| op(inner)).await;
+                    let _lost = self.attempt(call, op).await;
                     StoreError::Unavailable(
                         "the attempt timed out after the store received it (injected lost reply)"
                             .into(),
