@@ -245,6 +245,111 @@ async fn a_fan_out_through_nodes_is_too_complex() {
     assert_eq!(response["data"], Value::Null);
 }
 
+/// The document cache holds a document's parse and validation, not its variables: the
+/// same document again with other variables is refused for what those variables make of
+/// it, exactly as the first time, whichever came first.
+#[tokio::test]
+async fn a_cached_document_is_checked_again_for_each_requests_variables() {
+    let api = Limited::demo(Limits::default()).await;
+    let query = r#"query Users($slug: String!, $first: Int, $tickets: Int) {
+        organization(slug: $slug) { users(first: $first) {
+            nodes { username tickets(first: $tickets) { nodes { ticketId } } } } } }"#;
+    let run = |vars: Value| {
+        api.run(
+            async_graphql::Request::new(query).variables(async_graphql::Variables::from_json(vars)),
+        )
+    };
+    let fine = json!({ "slug": "acme", "first": 2, "tickets": 1 });
+    for round in 0..2 {
+        // Cheap, then (on the cached document) too costly with other variables.
+        let ok = run(fine.clone()).await;
+        assert!(ok.get("errors").is_none(), "round {round}: {ok:#}");
+        assert_eq!(
+            ok["data"]["organization"]["users"]["nodes"]
+                .as_array()
+                .map(Vec::len),
+            Some(2)
+        );
+        let costly = run(json!({ "slug": "acme", "first": 100, "tickets": 100 })).await;
+        assert_eq!(
+            costly["errors"][0]["extensions"]["code"],
+            json!("QUERY_TOO_COMPLEX"),
+            "{costly:#}"
+        );
+        assert_eq!(
+            costly["errors"][0]["extensions"]["actual"],
+            json!(20302),
+            "{costly:#}"
+        );
+        assert_eq!(costly["data"], Value::Null);
+        assert_eq!(costly["extensions"]["dynamodb"]["requestCount"], 0);
+        // A value of the wrong type: a request error before any read, not a field error.
+        for bad in [
+            json!({ "slug": 7, "first": 2 }),
+            json!({ "slug": null, "first": 2 }),
+            json!({ "slug": "acme", "first": "two" }),
+            json!({ "slug": "acme", "first": 2, "tickets": 3_000_000_000u64 }),
+        ] {
+            let r = run(bad.clone()).await;
+            assert_eq!(
+                r["errors"][0]["extensions"]["code"],
+                json!("GRAPHQL_VALIDATION_FAILED"),
+                "{bad}: {r:#}"
+            );
+            assert_eq!(r["data"], Value::Null, "{bad}");
+            assert_eq!(r["extensions"]["dynamodb"]["requestCount"], 0, "{bad}");
+        }
+    }
+    // A fresh process meeting the wrong variables first refuses them the same way.
+    let fresh = Limited::demo(Limits::default()).await;
+    let r = fresh
+        .run(
+            async_graphql::Request::new(query).variables(async_graphql::Variables::from_json(
+                json!({ "slug": "acme", "first": "two" }),
+            )),
+        )
+        .await;
+    assert_eq!(
+        r["errors"][0]["extensions"]["code"],
+        json!("GRAPHQL_VALIDATION_FAILED"),
+        "{r:#}"
+    );
+}
+
+/// Input objects in variables are checked field by field on every request, as validation
+/// checks them: an unknown field, a missing required one, an enum value that is not one.
+#[tokio::test]
+async fn input_objects_in_variables_are_checked_on_every_request() {
+    let api = Limited::demo(Limits::default()).await;
+    let query = r#"mutation Create($input: CreateOrganizationInput!) {
+        createOrganization(input: $input) { organization { slug } } }"#;
+    let run = |vars: Value| {
+        api.run(
+            async_graphql::Request::new(query).variables(async_graphql::Variables::from_json(vars)),
+        )
+    };
+    let ok =
+        run(json!({ "input": { "slug": "cache-co", "name": "Cache Co", "plan": "FREE" } })).await;
+    assert_eq!(
+        ok["data"]["createOrganization"]["organization"]["slug"], "cache-co",
+        "{ok:#}"
+    );
+    for bad in [
+        json!({ "input": { "slug": "cache-2", "name": "C", "plan": "FREE", "extra": 1 } }),
+        json!({ "input": { "slug": "cache-3", "plan": "FREE" } }),
+        json!({ "input": { "slug": "cache-4", "name": "C", "plan": "PLATINUM" } }),
+        json!({ "input": "cache-5" }),
+    ] {
+        let r = run(bad.clone()).await;
+        assert_eq!(
+            r["errors"][0]["extensions"]["code"],
+            json!("GRAPHQL_VALIDATION_FAILED"),
+            "{bad}: {r:#}"
+        );
+        assert_eq!(r["extensions"]["dynamodb"]["requestCount"], 0, "{bad}");
+    }
+}
+
 /// An order's lines are not a connection, but they cost what the most lines an order can
 /// hold (96) would: 100 orders with their lines are refused, one order with them runs.
 #[tokio::test]

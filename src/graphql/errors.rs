@@ -327,7 +327,7 @@ impl From<RepoError> for ApiError {
 
 /// The message of async-graphql's automatic persisted queries when it does not know a
 /// hash: the client sends the query again with its hash (Apollo's protocol).
-const PERSISTED_QUERY_NOT_FOUND: &str = "PersistedQueryNotFound";
+pub(super) const PERSISTED_QUERY_NOT_FOUND: &str = "PersistedQueryNotFound";
 
 /// How async-graphql's message starts when an argument passed validation but its value
 /// does not fit its type once read, e.g. an `Int` literal past 32 bits inside an input

@@ -1,19 +1,13 @@
-//! The limits on the work of one request, and the extension that enforces them: aliases
-//! after parsing, depth and complexity after validation, the deadline around the whole
-//! request.
+//! The limits on the work of one request. [`super::documents`] enforces them on each
+//! new document (the text before parsing, aliases and fields after, depth and complexity
+//! in validation), [`super::execute`] the deadline around the whole request.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextParseQuery, NextPrepareRequest, NextRequest,
-    NextValidation,
-};
-use async_graphql::parser::types::ExecutableDocument;
-use async_graphql::{ServerError, ServerResult, ValidationResult, Variables};
+use async_graphql::ServerResult;
 
 use super::connection::DEFAULT_PAGE_SIZE;
-use super::document::{count_aliases, expanded, selects_introspection, text_shape, TextShape};
+use super::document::{text_shape, TextShape};
 use super::errors::ApiError;
 use crate::collections::MAX_PAGE_SIZE;
 
@@ -100,118 +94,5 @@ pub fn check_text(text: &str, limits: &Limits) -> ServerResult<()> {
             max: limits.max_nesting,
         }
         .server_error()),
-    }
-}
-
-/// The extension enforcing [`Limits`]: tokens and nesting of the text, then nesting and
-/// fields with fragments expanded, as the request is prepared; aliases after parsing; depth and complexity after
-/// validation (async-graphql computes both there), the deadline around the whole request.
-pub(super) struct RequestLimits(pub(super) Limits);
-
-impl ExtensionFactory for RequestLimits {
-    fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(RequestLimits(self.0))
-    }
-}
-
-#[async_trait::async_trait]
-impl Extension for RequestLimits {
-    async fn request(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        next: NextRequest<'_>,
-    ) -> async_graphql::Response {
-        let deadline = self.0.request_timeout;
-        match tokio::time::timeout(deadline, next.run(ctx)).await {
-            Ok(resp) => resp,
-            Err(_) => {
-                tracing::warn!(?deadline, "request cancelled at its deadline");
-                let millis = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX);
-                async_graphql::Response::from_errors(vec![
-                    ApiError::Timeout { millis }.server_error()
-                ])
-            }
-        }
-    }
-
-    async fn prepare_request(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        mut request: async_graphql::Request,
-        next: NextPrepareRequest<'_>,
-    ) -> ServerResult<async_graphql::Request> {
-        if request.query.len() > MAX_PERSISTED_QUERY_BYTES {
-            request.extensions.remove("persistedQuery");
-        }
-        // After automatic persisted queries have put the text in, before async-graphql
-        // parses it: its parse step walks every fragment spread without memoizing (a
-        // depth check), so fan-out must be refused first. The document parsed here is
-        // kept in the request and not parsed again; one that does not parse is left to
-        // the parse step, which says why.
-        let mut request = next.run(ctx, request).await?;
-        check_text(&request.query, &self.0)?;
-        if let Ok(doc) = request.parsed_query() {
-            let size = expanded(doc);
-            if size.nesting > self.0.max_nesting {
-                return Err(ApiError::NestingTooDeep {
-                    max: self.0.max_nesting,
-                }
-                .server_error());
-            }
-            if size.fields > self.0.max_fields {
-                return Err(ApiError::TooManyFields {
-                    count: size.fields,
-                    max: self.0.max_fields,
-                }
-                .server_error());
-            }
-        }
-        Ok(request)
-    }
-
-    async fn parse_query(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        query: &str,
-        variables: &Variables,
-        next: NextParseQuery<'_>,
-    ) -> ServerResult<ExecutableDocument> {
-        let doc = next.run(ctx, query, variables).await?;
-        // async-graphql's own switch answers `__schema: null` without a word; say why.
-        if !self.0.introspection && selects_introspection(&doc) {
-            return Err(ApiError::IntrospectionDisabled.server_error());
-        }
-        let count = count_aliases(&doc);
-        if count > self.0.max_aliases {
-            return Err(ApiError::TooManyAliases {
-                count,
-                max: self.0.max_aliases,
-            }
-            .server_error());
-        }
-        Ok(doc)
-    }
-
-    async fn validation(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        next: NextValidation<'_>,
-    ) -> Result<ValidationResult, Vec<ServerError>> {
-        let result = next.run(ctx).await?;
-        if result.depth > self.0.max_depth {
-            return Err(vec![ApiError::QueryTooDeep {
-                depth: result.depth,
-                max: self.0.max_depth,
-            }
-            .server_error()]);
-        }
-        if result.complexity > self.0.max_complexity {
-            return Err(vec![ApiError::QueryTooComplex {
-                complexity: result.complexity,
-                max: self.0.max_complexity,
-            }
-            .server_error()]);
-        }
-        Ok(result)
     }
 }

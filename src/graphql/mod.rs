@@ -20,13 +20,15 @@
 //! - [`cursor`], [`ids`], [`errors`]: opaque cursors, global ids, error codes;
 //!   [`scalars`]: money as exact `Cents`, every `Int` within 32 bits.
 //! - [`limits`] and [`document`]: what one request may cost, enforced on the document;
-//!   [`request_metrics`]: the extension that hands each request's outcome to
-//!   [`crate::metrics`]; [`nulls`]: the spec's null propagation for fields that fail.
+//!   [`documents`]: the cache of parsed and validated documents;
+//!   [`request_metrics`]: each request's outcome handed to [`crate::metrics`];
+//!   [`nulls`]: the spec's null propagation for fields that fail.
 
 pub mod connection;
 pub mod context;
 pub mod cursor;
 pub mod document;
+pub mod documents;
 pub mod errors;
 pub mod ids;
 pub mod input;
@@ -45,12 +47,13 @@ pub mod ticket;
 pub mod user;
 
 use std::sync::Arc;
+use std::time::Instant;
 
-use async_graphql::extensions::apollo_persisted_queries::{
-    ApolloPersistedQueries, LruCacheStorage,
-};
-use async_graphql::{MergedObject, Schema};
+use async_graphql::parser::types::OperationType;
+use async_graphql::registry::Registry;
+use async_graphql::{MergedObject, Schema, SchemaEnv, ValidationMode};
 use futures::{Stream, StreamExt};
+use tracing::Instrument;
 
 use crate::auth::Access;
 use crate::live::Hub;
@@ -90,8 +93,34 @@ pub struct Mutation(
 
 pub use cursor::CursorCodec;
 
-/// The executable schema.
-pub type ItemgraphSchema = Schema<Query, Mutation, subscription::Subscription>;
+/// The async-graphql schema of itemgraph's types.
+pub type Executable = Schema<Query, Mutation, subscription::Subscription>;
+
+/// The executable schema: the one that runs requests (no extensions, so no per-field
+/// hooks, and validation in async-graphql's fast mode), the one that checks each new
+/// document in full ([`documents::Check`]), and the cache of documents they share. Cheap
+/// to clone.
+#[derive(Clone)]
+pub struct ItemgraphSchema(Arc<Parts>);
+
+struct Parts {
+    runner: Executable,
+    checker: Executable,
+    env: SchemaEnv,
+    documents: documents::Documents,
+    limits: Limits,
+}
+
+impl ItemgraphSchema {
+    /// The schema's SDL.
+    pub fn sdl(&self) -> String {
+        self.0.runner.sdl()
+    }
+
+    fn registry(&self) -> &Registry {
+        &self.0.env.registry
+    }
+}
 
 /// Builds the schema with the default [`Limits`]. Request-specific data comes with each
 /// request (see [`execute`]).
@@ -101,25 +130,43 @@ pub fn schema() -> ItemgraphSchema {
 
 /// Builds the schema enforcing `limits`.
 pub fn schema_with(limits: &Limits) -> ItemgraphSchema {
-    // Metrics outermost, so they see the deadline's TIMEOUT; then the limits: their
-    // deadline covers every other extension too, and their persisted-query size check
-    // runs before APQ caches anything.
-    let mut builder = Schema::build(
-        Query::default(),
-        Mutation::default(),
-        subscription::Subscription,
-    )
-    .extension(request_metrics::RequestMetrics)
-    .extension(limits::RequestLimits(*limits));
-    if limits.persisted_queries > 0 {
-        builder = builder.extension(ApolloPersistedQueries::new(LruCacheStorage::new(
-            limits.persisted_queries,
-        )));
-    }
+    let build = || {
+        Schema::build(
+            Query::default(),
+            Mutation::default(),
+            subscription::Subscription,
+        )
+    };
+    // The runner meets only documents the checker passed: its own limits catch what
+    // differs between requests of one document (complexity with other variables).
+    let mut runner = build()
+        .validation_mode(ValidationMode::Fast)
+        .limit_depth(limits.max_depth)
+        .limit_complexity(limits.max_complexity);
+    let env = Arc::new(std::sync::OnceLock::new());
+    let mut checker = build().extension(documents::Check {
+        limits: *limits,
+        env: env.clone(),
+    });
     if !limits.introspection {
-        builder = builder.disable_introspection();
+        runner = runner.disable_introspection();
+        checker = checker.disable_introspection();
     }
-    builder.extension(nulls::NullPropagation).finish()
+    let checker = checker.finish();
+    // The checker hands out the schema's environment (its type registry) when it first
+    // validates; nothing in this request waits on anything.
+    futures::executor::block_on(checker.execute("{ __typename }"));
+    let env = env
+        .get()
+        .cloned()
+        .expect("the checker validates `{ __typename }` and records the schema's environment");
+    ItemgraphSchema(Arc::new(Parts {
+        runner: runner.finish(),
+        checker,
+        env,
+        documents: documents::Documents::new(*limits),
+        limits: *limits,
+    }))
 }
 
 /// The schema's SDL, exactly as served (also `itemgraph schema` and `schema.graphql`).
@@ -127,10 +174,15 @@ pub fn sdl() -> String {
     schema().sdl()
 }
 
+/// async-graphql's own messages for its depth and complexity limits, which the runner
+/// meets only when other variables make a cached document cost more.
+const GENERIC_LIMIT_MESSAGES: [&str; 2] = ["Query is too complex.", "Query is nested too deep."];
+
 /// Runs one GraphQL request for a caller with `access`. With `trace`, every store call it
 /// makes is listed in `extensions.dynamodb` (without item counts for a tenant). Every
 /// error in the response carries `extensions.code`. A subscription is refused here: it
-/// runs through [`subscribe`].
+/// runs through [`subscribe`]. The request runs in a `graphql` span, records its
+/// metrics, and is cancelled at the deadline ([`Limits::request_timeout`]).
 pub async fn execute(
     schema: &ItemgraphSchema,
     store: Arc<dyn Store>,
@@ -139,16 +191,51 @@ pub async fn execute(
     request: async_graphql::Request,
     trace: bool,
 ) -> async_graphql::Response {
+    let span = request_metrics::span();
+    let started = Instant::now();
+    let requested = request.operation_name.clone();
+    let named = std::sync::OnceLock::new();
+    let deadline = schema.0.limits.request_timeout;
+    let run = run(
+        schema, store, cursors, access, request, trace, &named, &span,
+    );
+    let mut resp = match tokio::time::timeout(deadline, run.instrument(span.clone())).await {
+        Ok(resp) => resp,
+        Err(_) => {
+            tracing::warn!(parent: &span, ?deadline, "request cancelled at its deadline");
+            let millis = u64::try_from(deadline.as_millis()).unwrap_or(u64::MAX);
+            async_graphql::Response::from_errors(vec![
+                errors::ApiError::Timeout { millis }.server_error()
+            ])
+        }
+    };
+    errors::ensure_codes(&mut resp);
+    let (operation, ty) = match named.get() {
+        Some((name, ty)) => (name.as_deref().or(requested.as_deref()), Some(*ty)),
+        None => (requested.as_deref(), None),
+    };
+    request_metrics::record(&span, operation, ty, &resp, started.elapsed());
+    resp
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run(
+    schema: &ItemgraphSchema,
+    store: Arc<dyn Store>,
+    cursors: CursorCodec,
+    access: Access,
+    request: async_graphql::Request,
+    trace: bool,
+    named: &std::sync::OnceLock<(Option<String>, OperationType)>,
+    span: &tracing::Span,
+) -> async_graphql::Response {
     let recorder = trace.then(|| Arc::new(Trace::default()));
     let store: Arc<dyn Store> = match &recorder {
         Some(t) => Arc::new(TracedStore::new(store, t.clone())),
         None => store,
     };
     let tenant = matches!(access, Access::Tenant { .. });
-    let ctx = RequestContext::new(store, cursors, access);
-    let nulls = Arc::new(nulls::NullState::default());
-    let mut resp = schema.execute(request.data(ctx).data(nulls.clone())).await;
-    nulls.apply(&mut resp.data);
+    let mut resp = respond(schema, store, cursors, access, request, named, span).await;
     errors::ensure_codes(&mut resp);
     if let Some(t) = recorder {
         let requests = t.entries();
@@ -178,6 +265,67 @@ pub async fn execute(
     resp
 }
 
+/// The request's document prepared ([`documents`]), then run by the runner, with null
+/// propagation applied.
+async fn respond(
+    schema: &ItemgraphSchema,
+    store: Arc<dyn Store>,
+    cursors: CursorCodec,
+    access: Access,
+    mut request: async_graphql::Request,
+    named: &std::sync::OnceLock<(Option<String>, OperationType)>,
+    span: &tracing::Span,
+) -> async_graphql::Response {
+    let parts = &schema.0;
+    let prepared = match parts
+        .documents
+        .prepare(&parts.checker, schema.registry(), &mut request)
+        .await
+    {
+        Ok(prepared) => prepared,
+        Err(refused) => {
+            if let Some(op) = refused.operation {
+                let _ = named.set(op);
+            }
+            return async_graphql::Response::from_errors(refused.errors);
+        }
+    };
+    let _ = named.set((prepared.operation.clone(), prepared.ty));
+    request_metrics::name(span, prepared.operation.as_deref(), Some(prepared.ty));
+    let Some((_, operation)) = selected_operation(&prepared.doc, prepared.operation.as_deref())
+    else {
+        return async_graphql::Response::from_errors(vec![async_graphql::ServerError::new(
+            "Operation name required in request.",
+            None,
+        )]);
+    };
+    // Kept only for the rare request that other variables make cost more than its
+    // document did: the checker then says by how much.
+    let variables =
+        (!operation.node.variable_definitions.is_empty()).then(|| request.variables.clone());
+    request.set_parsed_query(prepared.doc.clone());
+    let ctx = RequestContext::new(store, cursors, access);
+    let mut resp = parts.runner.execute(request.data(ctx)).await;
+    if let Some(variables) = variables {
+        let refused = matches!(resp.data, async_graphql::Value::Null)
+            && resp
+                .errors
+                .iter()
+                .any(|e| GENERIC_LIMIT_MESSAGES.contains(&e.message.as_str()));
+        if refused {
+            let mut probe = async_graphql::Request::new(String::new()).variables(variables);
+            probe.operation_name = prepared.operation.clone();
+            probe.set_parsed_query(prepared.doc.clone());
+            let checked = parts.checker.execute(probe).await;
+            if !checked.errors.is_empty() {
+                return async_graphql::Response::from_errors(checked.errors);
+            }
+        }
+    }
+    nulls::propagate(schema.registry(), &prepared.doc, &operation.node, &mut resp);
+    resp
+}
+
 /// Runs one subscription for a caller with `access` (whose token expires at `expiry`):
 /// its responses, one per event, each with null propagation applied and every error
 /// given its `extensions.code`, as [`execute`] does. The changes come from `hub`.
@@ -188,14 +336,38 @@ pub fn subscribe(
     hub: Arc<Hub>,
     access: Access,
     expiry: subscription::TokenExpiry,
-    request: async_graphql::Request,
+    mut request: async_graphql::Request,
 ) -> impl Stream<Item = async_graphql::Response> + Send + 'static {
-    let ctx = RequestContext::new(store, cursors, access);
-    let nulls = Arc::new(nulls::NullState::default());
-    let request = request.data(ctx).data(nulls.clone()).data(hub).data(expiry);
-    schema.execute_stream(request).map(move |mut resp| {
-        nulls.apply_and_reset(&mut resp.data);
-        errors::ensure_codes(&mut resp);
-        resp
+    let schema = schema.clone();
+    futures::stream::once(async move {
+        let parts = &schema.0;
+        let prepared = match parts
+            .documents
+            .prepare(&parts.checker, schema.registry(), &mut request)
+            .await
+        {
+            Ok(prepared) => prepared,
+            Err(refused) => {
+                let mut resp = async_graphql::Response::from_errors(refused.errors);
+                errors::ensure_codes(&mut resp);
+                return futures::stream::once(async { resp }).boxed();
+            }
+        };
+        request.set_parsed_query(prepared.doc.clone());
+        let ctx = RequestContext::new(store, cursors, access);
+        let request = request.data(ctx).data(hub).data(expiry);
+        let events = parts.runner.execute_stream(request);
+        let schema = schema.clone();
+        events
+            .map(move |mut resp| {
+                let operation = selected_operation(&prepared.doc, prepared.operation.as_deref());
+                if let Some((_, operation)) = operation {
+                    nulls::propagate(schema.registry(), &prepared.doc, &operation.node, &mut resp);
+                }
+                errors::ensure_codes(&mut resp);
+                resp
+            })
+            .boxed()
     })
+    .flatten()
 }

@@ -1,88 +1,181 @@
-//! Null propagation as the GraphQL spec requires it.
+//! Null propagation as the GraphQL spec requires it, applied once per response.
 //!
 //! async-graphql 7 leaves a field that failed out of its parent object instead of setting
 //! it to `null`, and never nulls the parent of a failed non-null field. Clients (Relay,
-//! Apollo) rely on the spec's rule, so this extension restores it: a failed nullable field
-//! becomes `null`; a failed non-null field nulls its parent object, and so on up to the
-//! nearest nullable position (ultimately `data` itself). The error is reported once, by
-//! the executor, as before.
+//! Apollo) rely on the spec's rule, so [`propagate`] restores it from the errors' paths
+//! after execution: a failed nullable field becomes `null`; a failed non-null field nulls
+//! its parent object (or list item), and so on up to the nearest nullable position
+//! (ultimately `data` itself). The error is reported once, by the executor, as before.
+//! A response without errors costs nothing; the types along an error's path are read off
+//! the operation's selections and the schema's registry.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
 
-use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextResolve, ResolveInfo,
+use async_graphql::parser::types::{
+    ExecutableDocument, FragmentDefinition, OperationDefinition, Selection, SelectionSet,
 };
-use async_graphql::{QueryPathNode, QueryPathSegment, ServerResult, Value};
+use async_graphql::registry::{MetaTypeName, Registry};
+use async_graphql::{Name, PathSegment, Positioned, Value};
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Seg {
-    Key(String),
-    Index(usize),
-}
-
-type Path = Vec<Seg>;
-
-/// What one request's resolution found; read by [`NullState::apply`] afterwards.
-/// A std Mutex is fine: held only to update the sets, never across an await.
-#[derive(Debug, Default)]
-pub struct NullState {
-    inner: Mutex<Inner>,
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    /// Objects (by path) that hold a failed non-null field, not yet nulled.
-    poisoned: HashSet<Path>,
-    /// Failed nullable fields, to be written as `null`.
-    null_at: Vec<Path>,
-}
-
-fn path_of(node: &QueryPathNode<'_>) -> Path {
-    let mut segs = Vec::new();
-    let mut cur = Some(node);
-    while let Some(n) = cur {
-        segs.push(match n.segment {
-            QueryPathSegment::Index(i) => Seg::Index(i),
-            QueryPathSegment::Name(name) => Seg::Key(name.to_owned()),
-        });
-        cur = n.parent;
+/// Applies null propagation to `resp.data` for each of its errors. `operation` is the one
+/// that ran, from `doc`.
+pub fn propagate(
+    registry: &Registry,
+    doc: &ExecutableDocument,
+    operation: &OperationDefinition,
+    resp: &mut async_graphql::Response,
+) {
+    if resp.errors.is_empty() {
+        return;
     }
-    segs.reverse();
-    segs
-}
-
-/// The path of the object a field belongs to.
-fn object_of(field: &Path) -> Path {
-    field[..field.len().saturating_sub(1)].to_vec()
-}
-
-impl NullState {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Writes the `null`s into one response of a subscription, and forgets them for the
-    /// next (a subscription's events are resolved one after the other).
-    pub fn apply_and_reset(&self, data: &mut Value) {
-        self.apply(data);
-        *self.lock() = Inner::default();
-    }
-
-    /// Writes the `null`s into the response data.
-    pub fn apply(&self, data: &mut Value) {
-        let inner = self.lock();
-        if inner.poisoned.contains(&Vec::new()) {
-            *data = Value::Null;
-            return;
+    let root = match operation.ty {
+        async_graphql::parser::types::OperationType::Query => Some(registry.query_type.as_str()),
+        async_graphql::parser::types::OperationType::Mutation => registry.mutation_type.as_deref(),
+        async_graphql::parser::types::OperationType::Subscription => {
+            registry.subscription_type.as_deref()
         }
-        for path in &inner.null_at {
-            set_null(data, path);
+    };
+    let Some(root) = root else {
+        return;
+    };
+    let walk = Walk {
+        registry,
+        fragments: &doc.fragments,
+    };
+    let paths: Vec<Vec<PathSegment>> = resp.errors.iter().map(|e| e.path.clone()).collect();
+    for path in paths {
+        // A failed list item fails its whole list field, which async-graphql leaves out
+        // of its object: the field is what failed.
+        let Some(last_field) = path
+            .iter()
+            .rposition(|s| matches!(s, PathSegment::Field(_)))
+        else {
+            continue;
+        };
+        let path = &path[..=last_field];
+        let Some(non_null) = walk.non_null_along(root, &operation.selection_set.node, path) else {
+            continue;
+        };
+        // The failed position, then its parents, until one may be null.
+        let mut end = path.len();
+        loop {
+            if end == 0 {
+                resp.data = Value::Null;
+                return;
+            }
+            if !non_null[end - 1] {
+                set_null(&mut resp.data, &path[..end]);
+                break;
+            }
+            end -= 1;
         }
     }
 }
 
-fn set_null(data: &mut Value, path: &[Seg]) {
+struct Walk<'a> {
+    registry: &'a Registry,
+    fragments: &'a HashMap<Name, Positioned<FragmentDefinition>>,
+}
+
+impl<'a> Walk<'a> {
+    /// For each position along `path` (a field, or an item of a list), whether its type
+    /// is non-null; `None` when the path leaves the operation's selections.
+    fn non_null_along(
+        &self,
+        root: &'a str,
+        selection: &'a SelectionSet,
+        path: &[PathSegment],
+    ) -> Option<Vec<bool>> {
+        let mut out = Vec::with_capacity(path.len());
+        let mut sets: Vec<(&'a SelectionSet, &'a str)> = vec![(selection, root)];
+        // The type at the current position, as written (`[Ticket!]!`).
+        let mut ty: String = root.to_owned();
+        for seg in path {
+            match seg {
+                PathSegment::Field(key) => {
+                    let mut found: Option<String> = None;
+                    let mut next: Vec<(&'a SelectionSet, &'a str)> = Vec::new();
+                    for (set, parent) in &sets {
+                        self.fields_named(set, parent, key, &mut |parent, field| {
+                            let Some(meta) = self
+                                .registry
+                                .types
+                                .get(parent)
+                                .and_then(|t| t.field_by_name(field.name.node.as_str()))
+                            else {
+                                return;
+                            };
+                            if found.is_none() {
+                                found = Some(meta.ty.clone());
+                            }
+                            if let Some(named) = self
+                                .registry
+                                .types
+                                .get(MetaTypeName::concrete_typename(&meta.ty))
+                            {
+                                next.push((&field.selection_set.node, named.name()));
+                            }
+                        });
+                    }
+                    ty = found?;
+                    out.push(ty.ends_with('!'));
+                    sets = next;
+                }
+                PathSegment::Index(_) => {
+                    let item = match MetaTypeName::create(&ty) {
+                        MetaTypeName::NonNull(inner) => match MetaTypeName::create(inner) {
+                            MetaTypeName::List(item) => item,
+                            _ => return None,
+                        },
+                        MetaTypeName::List(item) => item,
+                        MetaTypeName::Named(_) => return None,
+                    };
+                    ty = item.to_owned();
+                    out.push(ty.ends_with('!'));
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// Calls `f` with each field of `set` (fragments followed) whose response key is
+    /// `key`, with the type it is selected on.
+    fn fields_named(
+        &self,
+        set: &'a SelectionSet,
+        parent: &'a str,
+        key: &str,
+        f: &mut dyn FnMut(&'a str, &'a async_graphql::parser::types::Field),
+    ) {
+        for item in &set.items {
+            match &item.node {
+                Selection::Field(field) => {
+                    if field.node.response_key().node.as_str() == key {
+                        f(parent, &field.node);
+                    }
+                }
+                Selection::InlineFragment(frag) => {
+                    let on = frag
+                        .node
+                        .type_condition
+                        .as_ref()
+                        .map_or(parent, |c| c.node.on.node.as_str());
+                    self.fields_named(&frag.node.selection_set.node, on, key, f);
+                }
+                Selection::FragmentSpread(spread) => {
+                    if let Some(frag) = self.fragments.get(&spread.node.fragment_name.node) {
+                        let on = frag.node.type_condition.node.on.node.as_str();
+                        self.fields_named(&frag.node.selection_set.node, on, key, f);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sets the value at `path` to `null`: a field left out of its object is put back as
+/// `null`, a list item is replaced. A path through a value already null stops there.
+fn set_null(data: &mut Value, path: &[PathSegment]) {
     let Some((last, parents)) = path.split_last() else {
         return;
     };
@@ -92,89 +185,26 @@ fn set_null(data: &mut Value, path: &[Seg]) {
     let mut cur = data;
     for seg in parents {
         cur = match (seg, cur) {
-            (Seg::Key(k), Value::Object(map)) => match map.get_mut(k.as_str()) {
+            (PathSegment::Field(k), Value::Object(map)) => match map.get_mut(k.as_str()) {
                 Some(v) => v,
                 None => return,
             },
-            (Seg::Index(i), Value::List(items)) => match items.get_mut(*i) {
+            (PathSegment::Index(i), Value::List(items)) => match items.get_mut(*i) {
                 Some(v) => v,
                 None => return,
             },
             _ => return,
         };
     }
-    if let (Seg::Key(k), Value::Object(map)) = (last, cur) {
-        map.entry(async_graphql::Name::new(k))
-            .or_insert(Value::Null);
-    }
-}
-
-/// The extension; register once on the schema, put an `Arc<NullState>` in each request.
-pub struct NullPropagation;
-
-impl ExtensionFactory for NullPropagation {
-    fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(NullPropagationExtension)
-    }
-}
-
-struct NullPropagationExtension;
-
-#[async_trait::async_trait]
-impl Extension for NullPropagationExtension {
-    async fn resolve(
-        &self,
-        ctx: &ExtensionContext<'_>,
-        info: ResolveInfo<'_>,
-        next: NextResolve<'_>,
-    ) -> ServerResult<Option<Value>> {
-        let Some(state) = ctx.data_opt::<Arc<NullState>>() else {
-            return next.run(ctx, info).await;
-        };
-        let path = path_of(info.path_node);
-        let return_type = info.return_type.to_owned();
-        let nullable = !return_type.ends_with('!');
-        let result = next.run(ctx, info).await;
-        let mut inner = state.lock();
-        match result {
-            Err(e) => {
-                if nullable {
-                    inner.null_at.push(path);
-                } else {
-                    inner.poisoned.insert(object_of(&path));
-                }
-                Err(e)
-            }
-            Ok(mut value) => {
-                // The field's own object lost a non-null field: the value is null.
-                let mut null_here = inner.poisoned.remove(&path);
-                // A list item lost a non-null field: the item is null, and so is the list
-                // when its items are non-null.
-                let item_non_null = return_type
-                    .trim_end_matches('!')
-                    .strip_prefix('[')
-                    .is_some_and(|t| t.trim_end_matches(']').ends_with('!'));
-                if let Some(Value::List(items)) = value.as_mut() {
-                    for (i, item) in items.iter_mut().enumerate() {
-                        let mut item_path = path.clone();
-                        item_path.push(Seg::Index(i));
-                        if inner.poisoned.remove(&item_path) {
-                            if item_non_null {
-                                null_here = true;
-                            } else {
-                                *item = Value::Null;
-                            }
-                        }
-                    }
-                }
-                if !null_here {
-                    return Ok(value);
-                }
-                if !nullable {
-                    inner.poisoned.insert(object_of(&path));
-                }
-                Ok(Some(Value::Null))
+    match (last, cur) {
+        (PathSegment::Field(k), Value::Object(map)) => {
+            map.insert(Name::new(k), Value::Null);
+        }
+        (PathSegment::Index(i), Value::List(items)) => {
+            if let Some(item) = items.get_mut(*i) {
+                *item = Value::Null;
             }
         }
+        _ => {}
     }
 }
