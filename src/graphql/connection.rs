@@ -6,7 +6,9 @@
 //! signed for its connection ([`super::cursor`]). `hasNextPage` going forward and
 //! `hasPreviousPage` going backward are exact: each Query reads one item more than the page.
 
-use async_graphql::{OutputType, SimpleObject};
+use std::sync::Arc;
+
+use async_graphql::{Object, OutputType};
 
 use super::cursor::CursorCodec;
 use super::errors::ApiError;
@@ -123,63 +125,144 @@ pub struct Fetched<R> {
     pub more: bool,
 }
 
-/// Information about pagination in a connection.
-#[derive(Debug, Clone, SimpleObject)]
-pub struct PageInfo {
-    /// When paging forward: whether more edges follow. When paging backward: whether an
-    /// edge follows the `before` cursor.
-    pub has_next_page: bool,
-    /// When paging backward: whether more edges precede. When paging forward: whether an
-    /// edge precedes the `after` cursor.
-    pub has_previous_page: bool,
-    /// The cursor of the first edge, to page backward from.
-    pub start_cursor: Option<String>,
-    /// The cursor of the last edge, to page forward from.
-    pub end_cursor: Option<String>,
+/// The cursors of one page's edges, each signed only when a client selects it (an edge's
+/// `cursor`, `pageInfo { startCursor endCursor }`): most clients select `nodes` alone.
+#[derive(Debug)]
+pub struct PageCursors {
+    codec: CursorCodec,
+    connection: String,
+    keys: Vec<PageKey>,
 }
 
-/// A connection type of the schema: built from its edges by [`build`].
+impl PageCursors {
+    fn cursor(&self, index: usize) -> Option<String> {
+        self.keys
+            .get(index)
+            .map(|key| self.codec.encode(&self.connection, key))
+    }
+}
+
+/// How far a page reaches, and the cursors at its ends.
+#[derive(Debug, Clone)]
+pub struct PageInfo {
+    has_next_page: bool,
+    has_previous_page: bool,
+    cursors: Arc<PageCursors>,
+}
+
+/// Information about pagination in a connection.
+#[Object]
+impl PageInfo {
+    /// When paging forward: whether more edges follow. When paging backward: whether an
+    /// edge follows the `before` cursor.
+    async fn has_next_page(&self) -> bool {
+        self.has_next_page
+    }
+
+    /// When paging backward: whether more edges precede. When paging forward: whether an
+    /// edge precedes the `after` cursor.
+    async fn has_previous_page(&self) -> bool {
+        self.has_previous_page
+    }
+
+    /// The cursor of the first edge, to page backward from.
+    async fn start_cursor(&self) -> Option<String> {
+        self.cursors.cursor(0)
+    }
+
+    /// The cursor of the last edge, to page forward from.
+    async fn end_cursor(&self) -> Option<String> {
+        let last = self.cursors.keys.len().checked_sub(1)?;
+        self.cursors.cursor(last)
+    }
+}
+
+/// A connection type of the schema: built from its page by [`build`].
 pub trait ConnectionType {
     type Node: OutputType + Clone;
-    fn new(edges: Vec<(String, Self::Node)>, page_info: PageInfo, total_count: i32) -> Self;
+    fn new(
+        nodes: Vec<Self::Node>,
+        cursors: Arc<PageCursors>,
+        page_info: PageInfo,
+        total_count: i32,
+    ) -> Self;
 }
 
 /// Declares the connection and edge types of one node type (`UserConnection`, `UserEdge`).
+/// A page holds its nodes once: `nodes` answers them as they are, `edges` wraps each
+/// with its cursor, signed when selected.
 macro_rules! connection_type {
     ($node:ident, $conn:ident, $edge:ident) => {
-        #[doc = concat!("An edge: a `", stringify!($node), "` and the cursor that points at it.")]
-        #[derive(Clone, async_graphql::SimpleObject)]
+        #[derive(Clone)]
         pub struct $edge {
+            cursors: std::sync::Arc<$crate::graphql::connection::PageCursors>,
+            index: usize,
+            node: $node,
+        }
+
+        #[doc = concat!("An edge: a `", stringify!($node), "` and the cursor that points at it.")]
+        #[async_graphql::Object]
+        impl $edge {
             /// Opaque; pass it as `after` or `before` to page from this node.
-            pub cursor: String,
-            pub node: $node,
+            async fn cursor(&self) -> String {
+                $crate::graphql::connection::edge_cursor(&self.cursors, self.index)
+            }
+
+            async fn node(&self) -> &$node {
+                &self.node
+            }
+        }
+
+        #[derive(Clone)]
+        pub struct $conn {
+            nodes: Vec<$node>,
+            cursors: std::sync::Arc<$crate::graphql::connection::PageCursors>,
+            page_info: $crate::graphql::connection::PageInfo,
+            total_count: i32,
         }
 
         #[doc = concat!("A page of `", stringify!($node), "`s (Relay Cursor Connections).")]
-        #[derive(Clone, async_graphql::SimpleObject)]
-        pub struct $conn {
-            pub edges: Vec<$edge>,
+        #[async_graphql::Object]
+        impl $conn {
+            async fn edges(&self) -> Vec<$edge> {
+                self.nodes
+                    .iter()
+                    .enumerate()
+                    .map(|(index, node)| $edge {
+                        cursors: self.cursors.clone(),
+                        index,
+                        node: node.clone(),
+                    })
+                    .collect()
+            }
+
             /// The nodes of `edges`, for clients that need no cursors.
-            pub nodes: Vec<$node>,
-            pub page_info: $crate::graphql::connection::PageInfo,
+            async fn nodes(&self) -> &Vec<$node> {
+                &self.nodes
+            }
+
+            async fn page_info(&self) -> &$crate::graphql::connection::PageInfo {
+                &self.page_info
+            }
+
             /// How many nodes the whole connection holds, from the parent's counter:
             /// costs no request.
-            pub total_count: i32,
+            async fn total_count(&self) -> i32 {
+                self.total_count
+            }
         }
 
         impl $crate::graphql::connection::ConnectionType for $conn {
             type Node = $node;
             fn new(
-                edges: Vec<(String, $node)>,
+                nodes: Vec<$node>,
+                cursors: std::sync::Arc<$crate::graphql::connection::PageCursors>,
                 page_info: $crate::graphql::connection::PageInfo,
                 total_count: i32,
             ) -> Self {
                 $conn {
-                    nodes: edges.iter().map(|(_, n)| n.clone()).collect(),
-                    edges: edges
-                        .into_iter()
-                        .map(|(cursor, node)| $edge { cursor, node })
-                        .collect(),
+                    nodes,
+                    cursors,
                     page_info,
                     total_count,
                 }
@@ -190,8 +273,13 @@ macro_rules! connection_type {
 
 pub(crate) use connection_type;
 
+/// The cursor of edge `index` of a page (an edge always has one).
+pub fn edge_cursor(cursors: &PageCursors, index: usize) -> String {
+    cursors.cursor(index).unwrap_or_default()
+}
+
 /// Builds the connection from the items a Query returned: cuts the extra item, restores
-/// the connection's order, signs a cursor per edge.
+/// the connection's order, keeps each edge's key for its cursor.
 pub fn build<R, C: ConnectionType>(
     cursors: &CursorCodec,
     connection: &str,
@@ -207,18 +295,25 @@ pub fn build<R, C: ConnectionType>(
     if !args.forward {
         items.reverse();
     }
-    let edges: Vec<(String, C::Node)> = items
-        .into_iter()
-        .map(|r| (cursors.encode(connection, &key(&r)), wrap(r)))
-        .collect();
+    let keys = items.iter().map(&key).collect();
+    let nodes = items.into_iter().map(wrap).collect();
+    let cursors = Arc::new(PageCursors {
+        codec: cursors.clone(),
+        connection: connection.to_owned(),
+        keys,
+    });
     let from_cursor = args.start.is_some();
     let page_info = PageInfo {
         has_next_page: if args.forward { more } else { from_cursor },
         has_previous_page: if args.forward { from_cursor } else { more },
-        start_cursor: edges.first().map(|e| e.0.clone()),
-        end_cursor: edges.last().map(|e| e.0.clone()),
+        cursors: cursors.clone(),
     };
-    C::new(edges, page_info, i32::try_from(total).unwrap_or(i32::MAX))
+    C::new(
+        nodes,
+        cursors,
+        page_info,
+        i32::try_from(total).unwrap_or(i32::MAX),
+    )
 }
 
 #[cfg(test)]

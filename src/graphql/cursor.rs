@@ -38,15 +38,18 @@ pub struct InvalidCursor;
 /// Debug or log line shows them, and they are zeroed when dropped.
 #[derive(Clone, Debug)]
 pub struct CursorCodec {
-    secret: SecretSlice<u8>,
+    /// HMAC keyed with the secret once (its inner and outer pads hashed): each cursor
+    /// starts from a copy instead of keying again. The secret itself is not kept.
+    keyed: HmacSha256,
     /// Secrets rotated out, each still accepted (never used to sign) until its instant.
     previous: Vec<(SecretSlice<u8>, SystemTime)>,
 }
 
 impl CursorCodec {
     pub fn new(secret: impl Into<Vec<u8>>) -> Self {
+        let secret = SecretSlice::from(secret.into());
         CursorCodec {
-            secret: SecretSlice::from(secret.into()),
+            keyed: Self::keyed(secret.expose_secret()),
             previous: Vec::new(),
         }
     }
@@ -63,8 +66,15 @@ impl CursorCodec {
         self.previous.iter().map(|(_, until)| *until).max()
     }
 
+    fn keyed(secret: &[u8]) -> HmacSha256 {
+        HmacSha256::new_from_slice(secret).expect("HMAC takes any key size")
+    }
+
     fn mac(secret: &[u8], connection: &str, payload: &[u8]) -> HmacSha256 {
-        let mut mac = HmacSha256::new_from_slice(secret).expect("HMAC takes any key size");
+        Self::mac_from(Self::keyed(secret), connection, payload)
+    }
+
+    fn mac_from(mut mac: HmacSha256, connection: &str, payload: &[u8]) -> HmacSha256 {
         mac.update(connection.as_bytes());
         mac.update(&[0]);
         mac.update(payload);
@@ -72,7 +82,7 @@ impl CursorCodec {
     }
 
     fn tag(&self, connection: &str, payload: &[u8]) -> [u8; TAG_LEN] {
-        let full = Self::mac(self.secret.expose_secret(), connection, payload)
+        let full = Self::mac_from(self.keyed.clone(), connection, payload)
             .finalize()
             .into_bytes();
         let mut tag = [0; TAG_LEN];
@@ -124,7 +134,9 @@ impl CursorCodec {
                 .verify_truncated_left(tag)
                 .is_ok()
         };
-        let signed = verifies(self.secret.expose_secret())
+        let signed = Self::mac_from(self.keyed.clone(), context, payload)
+            .verify_truncated_left(tag)
+            .is_ok()
             || self
                 .previous
                 .iter()
