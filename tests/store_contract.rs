@@ -478,6 +478,70 @@ async fn transactions_are_all_or_nothing(store: &dyn Store) {
     assert!(get(store, "T", "c2").await.is_some());
 }
 
+/// Writes sent at once apply one after the other, each exactly once, whatever the engine
+/// makes of them (the embedded engine commits them in groups): one conditional create of a
+/// key wins, counters count every increment, and a cancelled transaction among accepted
+/// ones leaves nothing.
+async fn concurrent_writes_apply_one_after_another(store: &dyn Store) {
+    let creates = (0..40).map(|i| {
+        store.put_item(
+            Put::new(item("W", "one", &[("by", n(&i.to_string()))]))
+                .when(Condition::not_exists("PK")),
+        )
+    });
+    let outcomes = futures::future::join_all(creates).await;
+    let won = outcomes.iter().filter(|r| r.is_ok()).count();
+    let refused = outcomes
+        .iter()
+        .filter(|r| matches!(r, Err(StoreError::ConditionFailed { .. })))
+        .count();
+    assert_eq!((won, refused), (1, 39), "{outcomes:?}");
+
+    put(store, item("W", "parent", &[("count", n("0"))])).await;
+    let bumps = (0..40).map(|_| {
+        store.update_item(Update::new(
+            key("W", "parent"),
+            UpdateExpr::default().add("count", 1),
+        ))
+    });
+    for r in futures::future::join_all(bumps).await {
+        r.expect("an increment");
+    }
+    assert_eq!(get(store, "W", "parent").await.unwrap()["count"], n("40"));
+
+    let transactions = (0..30).map(|i| {
+        let mut actions = vec![
+            TransactAction::Put(
+                Put::new(item("W", &format!("child{i:02}"), &[])).when(Condition::not_exists("PK")),
+            ),
+            TransactAction::Update(
+                Update::new(key("W", "parent"), UpdateExpr::default().add("count", 1))
+                    .when(Condition::exists("PK")),
+            ),
+        ];
+        if i % 3 == 0 {
+            actions.push(TransactAction::ConditionCheck(ConditionCheck {
+                key: key("W", "missing"),
+                condition: Condition::exists("PK"),
+                return_old_on_condition_failure: false,
+            }));
+        }
+        store.transact_write(actions)
+    });
+    let outcomes = futures::future::join_all(transactions).await;
+    for (i, r) in outcomes.iter().enumerate() {
+        assert_eq!(r.is_ok(), i % 3 != 0, "transaction {i}: {r:?}");
+    }
+    assert_eq!(get(store, "W", "parent").await.unwrap()["count"], n("60"));
+    for i in 0..30 {
+        assert_eq!(
+            get(store, "W", &format!("child{i:02}")).await.is_some(),
+            i % 3 != 0,
+            "child {i}"
+        );
+    }
+}
+
 /// BatchGetItem answers 100 keys at once, present ones only.
 async fn batch_get_hundred_keys(store: &dyn Store) {
     for i in 0..60 {
@@ -726,4 +790,5 @@ contract!(
     bad_requests_are_rejected_alike,
     missing_table_is_reported,
     scan_walks_every_item,
+    concurrent_writes_apply_one_after_another,
 );

@@ -98,6 +98,40 @@ struct Inner {
     /// `ClientRequestToken`s of the transactions applied lately: the digest of the
     /// request and when the token expires.
     tokens: Mutex<Tokens>,
+    /// Writes waiting for the next group commit.
+    group: Mutex<Group>,
+}
+
+/// Most writes one group commit takes: bounds how long the first of them waits for the
+/// last.
+const MAX_GROUP: usize = 256;
+
+/// Group commit: writes that arrive while a commit is under way wait in `queue`; the
+/// committer takes them all into one redb write transaction and one fsync, then answers
+/// each. Each write is planned against the items as the writes before it in the group left
+/// them, so a group is the same as its writes committed one after the other.
+#[derive(Default)]
+struct Group {
+    queue: Vec<Job>,
+    /// Whether a committer runs (on the blocking pool); the first write finding none
+    /// starts one.
+    committing: bool,
+}
+
+/// One write of a group: runs inside the group's transaction (`None` when it could not be
+/// opened) and returns what answers its caller once the group's commit is known.
+type Job = Box<dyn FnOnce(&Inner, Option<&redb::WriteTransaction>, &mut Batch) -> Done + Send>;
+type Done = Box<dyn FnOnce(&StoreResult<()>) + Send>;
+
+/// What the writes of one group share.
+#[derive(Default)]
+struct Batch {
+    /// Client request tokens of the transactions applied in this group, remembered once
+    /// it commits (a repeat within the group is answered from here).
+    tokens: Vec<(String, u64)>,
+    /// A write failed halfway (the engine's own error, not a refusal): nothing of the
+    /// group is committed.
+    unsound: bool,
 }
 
 /// Client request tokens of applied transactions, forgotten once expired: a queue in
@@ -194,7 +228,24 @@ enum Call {
     Transaction(usize),
 }
 
-type Op<T> = Arc<dyn Fn(&Inner) -> StoreResult<T> + Send + Sync>;
+type ReadOp<T> = Arc<dyn Fn(&Inner) -> StoreResult<T> + Send + Sync>;
+type WriteOp<T> =
+    Arc<dyn Fn(&Inner, &redb::WriteTransaction, &mut Batch) -> StoreResult<T> + Send + Sync>;
+
+/// What one attempt of a call does: a read, or a write inside a group's transaction.
+enum Op<T> {
+    Read(ReadOp<T>),
+    Write(WriteOp<T>),
+}
+
+impl<T> Clone for Op<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Op::Read(f) => Op::Read(f.clone()),
+            Op::Write(f) => Op::Write(f.clone()),
+        }
+    }
+}
 
 fn internal(e: impl std::fmt::Display) -> StoreError {
     StoreError::Internal(format!("embedded engine: {e}"))
@@ -263,6 +314,7 @@ impl EmbeddedStore {
                 gsi_lag: faults.gsi_lag,
                 faults: faults.any().then(|| Injector::new(faults)),
                 tokens: Mutex::new(Tokens::default()),
+                group: Mutex::new(Group::default()),
             }),
         }
     }
@@ -299,13 +351,48 @@ impl EmbeddedStore {
     /// One attempt of `op`. A read runs on the calling task: it is short (a few B-tree
     /// lookups in redb's page cache, a page of at most 1 MB), and handing it to the
     /// blocking pool and back cost more CPU than the read itself (two thread wake-ups per
-    /// call; docs/BENCHMARKS.md). Writes wait for their fsync on the blocking pool; so does
-    /// an index read under a GSI lag, which first applies the due index changes (a write).
-    async fn attempt<T: Send + 'static>(&self, call: Call, op: Op<T>) -> StoreResult<T> {
-        if matches!(call, Call::Read) && self.inner.gsi_lag.is_zero() {
-            return op(&self.inner);
+    /// call; docs/BENCHMARKS.md). An index read under a GSI lag goes to the blocking pool,
+    /// as it first applies the due index changes (a write). A write joins the next group
+    /// commit.
+    async fn attempt<T: Send + 'static>(&self, op: Op<T>) -> StoreResult<T> {
+        match op {
+            Op::Read(f) if self.inner.gsi_lag.is_zero() => f(&self.inner),
+            Op::Read(f) => self.run(move |inner| f(inner)).await,
+            Op::Write(f) => self.commit_in_group(f).await,
         }
-        self.run(move |inner| op(inner)).await
+    }
+
+    /// Runs `write` in the next group commit, and answers once that group is durable (or
+    /// failed whole).
+    async fn commit_in_group<T: Send + 'static>(&self, write: WriteOp<T>) -> StoreResult<T> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |inner, tx, batch| {
+            let result = match tx {
+                Some(tx) => write(inner, tx, batch),
+                None => Err(internal("the group's write transaction could not begin")),
+            };
+            if matches!(result, Err(StoreError::Internal(_))) {
+                batch.unsound = true;
+            }
+            Box::new(move |committed: &StoreResult<()>| {
+                let _ = reply.send(match committed {
+                    Ok(()) => result,
+                    Err(e) => Err(e.clone()),
+                });
+            })
+        });
+        let lead = {
+            let mut group = self.inner.group();
+            group.queue.push(job);
+            !std::mem::replace(&mut group.committing, true)
+        };
+        if lead {
+            let inner = self.inner.clone();
+            tokio::task::spawn_blocking(move || Inner::commit_groups(inner));
+        }
+        answer
+            .await
+            .map_err(|_| internal("the group commit ended without an answer"))?
     }
 
     /// One call as the SDK in front of DynamoDB makes it: without faults, `op` once; with
@@ -314,7 +401,7 @@ impl EmbeddedStore {
     /// applied and lose its reply (sent again, applied again).
     async fn call<T: Send + 'static>(&self, call: Call, op: Op<T>) -> StoreResult<T> {
         let Some(injector) = &self.inner.faults else {
-            return self.attempt(call, op).await;
+            return self.attempt(op).await;
         };
         let actions = match call {
             Call::Read => 0,
@@ -333,7 +420,7 @@ impl EmbeddedStore {
                 draw => draw,
             };
             let failed = match draw {
-                Draw::Through => return self.attempt(call, op).await,
+                Draw::Through => return self.attempt(op).await,
                 Draw::Throttled => StoreError::Throttled(
                     "Rate of requests exceeds the allowed throughput (injected)".into(),
                 ),
@@ -368,7 +455,7 @@ impl EmbeddedStore {
                     // Applied (or refused) by the store; the answer never reaches the caller.
                     lost_before = true;
                     let op = op.clone();
-                    let _lost = self.attempt(call, op).await;
+                    let _lost = self.attempt(op).await;
                     StoreError::Unavailable(
                         "the attempt timed out after the store received it (injected lost reply)"
                             .into(),
@@ -582,6 +669,77 @@ impl Inner {
     }
 
     /// Tells stream readers that changes were committed.
+    fn group(&self) -> std::sync::MutexGuard<'_, Group> {
+        // A std Mutex: held to queue a write or take a group, never across an await.
+        self.group.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The committer: commits groups until no write waits, then stops (the next write
+    /// starts another). It lets go of the store before it answers the last group, so a
+    /// caller that drops the store once answered closes the file.
+    fn commit_groups(inner: Arc<Inner>) {
+        let mut inner = Some(inner);
+        while let Some(this) = inner.as_ref() {
+            let jobs: Vec<Job> = {
+                let mut group = this.group();
+                let n = group.queue.len().min(MAX_GROUP);
+                group.queue.drain(..n).collect()
+            };
+            let (done, committed) = this.commit_group(jobs);
+            {
+                let mut group = this.group();
+                if group.queue.is_empty() {
+                    group.committing = false;
+                    drop(group);
+                    inner = None;
+                }
+            }
+            for d in done {
+                d(&committed);
+            }
+        }
+    }
+
+    /// One group: every write in one transaction, one commit (one fsync). A write that
+    /// fails halfway (or panics) voids the whole group. What answers each caller, and the
+    /// commit's outcome.
+    fn commit_group(&self, jobs: Vec<Job>) -> (Vec<Done>, StoreResult<()>) {
+        let mut batch = Batch::default();
+        let tx = self.db.begin_write().map_err(internal);
+        let mut done = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                job(self, tx.as_ref().ok(), &mut batch)
+            }));
+            match ran {
+                Ok(d) => done.push(d),
+                // Its caller hears that the group ended without an answer.
+                Err(_) => batch.unsound = true,
+            }
+        }
+        let committed = match tx {
+            Err(e) => Err(e),
+            Ok(tx) if batch.unsound => {
+                let _ = tx.abort();
+                Err(internal(
+                    "a write of this group failed before the commit; none of the group was written",
+                ))
+            }
+            Ok(tx) => tx.commit().map_err(internal),
+        };
+        if committed.is_ok() {
+            self.notify_changes();
+            if !batch.tokens.is_empty() {
+                let now = Instant::now();
+                let mut tokens = self.tokens.lock().unwrap_or_else(|p| p.into_inner());
+                for (token, digest) in &batch.tokens {
+                    tokens.remember(token, *digest, now);
+                }
+            }
+        }
+        (done, committed)
+    }
+
     fn notify_changes(&self) {
         self.changed.send_modify(|n| *n = n.wrapping_add(1));
     }
@@ -959,14 +1117,15 @@ fn apply(inner: &Inner, tx: &redb::WriteTransaction, planned: &Planned) -> Store
     Ok(())
 }
 
-/// One single-item write: plan, refuse with DynamoDB's error, or apply and commit.
+/// One single-item write in its group's transaction: plan, refuse with DynamoDB's error,
+/// or apply.
 fn single_write(
     inner: &Inner,
+    tx: &redb::WriteTransaction,
     action: &TransactAction,
 ) -> StoreResult<(Option<Item>, Option<Item>)> {
-    let tx = inner.db.begin_write().map_err(internal)?;
-    inner.write_exists(&tx)?;
-    let planned = match plan(inner, &tx, action)? {
+    inner.write_exists(tx)?;
+    let planned = match plan(inner, tx, action)? {
         Ok(p) => p,
         Err(Refused::Condition(item)) => {
             return Err(StoreError::ConditionFailed {
@@ -975,9 +1134,7 @@ fn single_write(
         }
         Err(Refused::Invalid(msg)) => return Err(StoreError::Validation(msg)),
     };
-    apply(inner, &tx, &planned)?;
-    tx.commit().map_err(internal)?;
-    inner.notify_changes();
+    apply(inner, tx, &planned)?;
     Ok(match planned {
         Planned::Write { old, new, .. } => (old, new),
         Planned::Nothing => (None, None),
@@ -1072,13 +1229,13 @@ impl Store for EmbeddedStore {
         validate::get_item(self.schema(), &req)?;
         self.call(
             Call::Read,
-            Arc::new(move |inner| {
+            Op::Read(Arc::new(move |inner| {
                 let items = inner.read_items()?;
                 let got = items
                     .get(table_key(&req.key).as_slice())
                     .map_err(internal)?;
                 got.map(|v| decode_item(v.value())).transpose()
-            }),
+            })),
         )
         .await
     }
@@ -1087,7 +1244,7 @@ impl Store for EmbeddedStore {
         validate::batch_get(self.schema(), &req)?;
         self.call(
             Call::Read,
-            Arc::new(move |inner| {
+            Op::Read(Arc::new(move |inner| {
                 let items = inner.read_items()?;
                 let mut page = BatchGetPage::default();
                 let mut bytes = 0;
@@ -1103,7 +1260,7 @@ impl Store for EmbeddedStore {
                     }
                 }
                 Ok(page)
-            }),
+            })),
         )
         .await
     }
@@ -1112,12 +1269,12 @@ impl Store for EmbeddedStore {
         validate::query(self.schema(), &req)?;
         self.call(
             Call::Read,
-            Arc::new(move |inner| {
+            Op::Read(Arc::new(move |inner| {
                 if req.index.is_some() && !inner.gsi_lag.is_zero() {
                     inner.propagate(false)?;
                 }
                 query(inner, &req)
-            }),
+            })),
         )
         .await
     }
@@ -1126,7 +1283,7 @@ impl Store for EmbeddedStore {
         validate::scan(self.schema(), &req)?;
         self.call(
             Call::Read,
-            Arc::new(move |inner| {
+            Op::Read(Arc::new(move |inner| {
                 let items = inner.read_items()?;
                 let start = req.start.as_ref().map(|s| table_key(&s.table));
                 let lower = match &start {
@@ -1151,7 +1308,7 @@ impl Store for EmbeddedStore {
                     }
                 }
                 Ok(out)
-            }),
+            })),
         )
         .await
     }
@@ -1208,7 +1365,9 @@ impl Store for EmbeddedStore {
             let token = faulty.then(|| (ulid::Ulid::new().to_string(), digest(&actions)));
             self.call(
                 Call::Transaction(n),
-                Arc::new(move |inner| transact(inner, &actions, token.as_ref())),
+                Op::Write(Arc::new(move |inner, tx, batch| {
+                    transact(inner, tx, batch, &actions, token.as_ref())
+                })),
             )
         })
         .await
@@ -1414,29 +1573,38 @@ impl EmbeddedStore {
             let action = action.clone();
             self.call(
                 Call::Single,
-                Arc::new(move |inner| single_write(inner, &action)),
+                Op::Write(Arc::new(move |inner, tx, _| {
+                    single_write(inner, tx, &action)
+                })),
             )
         })
         .await
     }
 }
 
-/// TransactWriteItems in one redb write transaction: every action planned against the
-/// items as stored, then all applied or none. A `ClientRequestToken` (with the digest of
-/// the request) that applied a transaction within [`CLIENT_TOKEN_TTL`] makes a repeat a
-/// success that changes nothing, as on DynamoDB; the same token with another request is
-/// DynamoDB's `IdempotentParameterMismatchException`.
+/// TransactWriteItems in its group's transaction: every action planned against the items
+/// as stored (and as the group's earlier writes left them), then all applied or none. A
+/// `ClientRequestToken` (with the digest of the request) that applied a transaction within
+/// [`CLIENT_TOKEN_TTL`] makes a repeat a success that changes nothing, as on DynamoDB; the
+/// same token with another request is DynamoDB's `IdempotentParameterMismatchException`.
 fn transact(
     inner: &Inner,
+    tx: &redb::WriteTransaction,
+    batch: &mut Batch,
     actions: &[TransactAction],
     token: Option<&(String, u64)>,
 ) -> StoreResult<()> {
-    let tx = inner.db.begin_write().map_err(internal)?;
-    inner.write_exists(&tx)?;
+    inner.write_exists(tx)?;
     if let Some((token, digest)) = token {
         let tokens = inner.tokens.lock().unwrap_or_else(|p| p.into_inner());
-        match tokens.by_token.get(token) {
-            Some((seen, expires)) if *expires > Instant::now() => {
+        let in_group = batch
+            .tokens
+            .iter()
+            .find(|(t, _)| t == token)
+            .map(|(_, d)| (d, Instant::now() + CLIENT_TOKEN_TTL));
+        let seen = in_group.or_else(|| tokens.by_token.get(token).map(|(d, e)| (d, *e)));
+        match seen {
+            Some((seen, expires)) if expires > Instant::now() => {
                 return if seen == digest {
                     Ok(())
                 } else {
@@ -1451,7 +1619,7 @@ fn transact(
     let mut planned = Vec::with_capacity(actions.len());
     let mut reasons = Vec::with_capacity(actions.len());
     for action in actions {
-        match plan(inner, &tx, action)? {
+        match plan(inner, tx, action)? {
             Ok(p) => {
                 planned.push(p);
                 reasons.push(CancelReason::None);
@@ -1462,19 +1630,15 @@ fn transact(
             Err(Refused::Invalid(msg)) => reasons.push(CancelReason::ValidationError(msg)),
         }
     }
+    // Planning wrote nothing: a refused transaction leaves the group as it was.
     if planned.len() < actions.len() {
-        tx.abort().map_err(internal)?;
         return Err(StoreError::TransactionCanceled { reasons });
     }
     for p in &planned {
-        apply(inner, &tx, p)?;
+        apply(inner, tx, p)?;
     }
-    tx.commit().map_err(internal)?;
-    inner.notify_changes();
     if let Some((token, digest)) = token {
-        let now = Instant::now();
-        let mut tokens = inner.tokens.lock().unwrap_or_else(|p| p.into_inner());
-        tokens.remember(token, *digest, now);
+        batch.tokens.push((token.clone(), *digest));
     }
     Ok(())
 }
@@ -1639,6 +1803,37 @@ fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Writes answered by a group commit are on disk: a store opened again on the file
+    /// finds each of them, and the writes of one moment shared commits.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn group_committed_writes_survive_the_file_being_opened_again() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("group.redb");
+        {
+            let store = EmbeddedStore::open(&path, "t", TableSchema::itemgraph()).expect("open");
+            store.create_table().await.expect("create");
+            let writes = (0..200).map(|i| {
+                let item = Item::from([
+                    ("PK".to_owned(), AttributeValue::S("G".into())),
+                    ("SK".to_owned(), AttributeValue::S(format!("{i:03}"))),
+                ]);
+                store.put_item(Put::new(item))
+            });
+            for r in futures::future::join_all(writes).await {
+                r.expect("a put");
+            }
+        }
+        let store = EmbeddedStore::open(&path, "t", TableSchema::itemgraph()).expect("reopen");
+        let page = store
+            .query(Query {
+                limit: Some(1000),
+                ..Query::partition("G")
+            })
+            .await
+            .expect("query");
+        assert_eq!(page.items.len(), 200);
+    }
 
     #[test]
     fn a_projected_row_never_reads_as_a_base_key() {
