@@ -534,7 +534,9 @@ async fn graphql_get(
 struct PostBody {
     query: Option<String>,
     operation_name: Option<String>,
-    variables: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Read straight into GraphQL values (`null` is none), not through a JSON tree.
+    #[serde(default)]
+    variables: Variables,
     extensions: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
@@ -570,9 +572,7 @@ fn parse_body(body: &[u8]) -> Result<async_graphql::Request, HttpError> {
     if let Some(name) = body.operation_name {
         request = request.operation_name(name);
     }
-    if let Some(vars) = body.variables {
-        request = request.variables(Variables::from_json(serde_json::Value::Object(vars)));
-    }
+    request = request.variables(body.variables);
     if let Some(pq) = body.extensions.and_then(|mut e| e.remove(PERSISTED_QUERY)) {
         request.extensions.insert(
             PERSISTED_QUERY.to_owned(),
