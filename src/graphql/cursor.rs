@@ -34,8 +34,10 @@ pub const MAX_CURSOR_LEN: usize = 8 * 1024;
 #[error("invalid cursor")]
 pub struct InvalidCursor;
 
-/// Signs and checks cursors with the server's secret. The secrets are `secrecy` boxes: no
-/// Debug or log line shows them, and they are zeroed when dropped.
+/// Signs and checks cursors with the server's secret. No Debug or log line shows a secret.
+/// The current one is kept only as the HMAC keyed with it (as good as the secret for
+/// signing, and not zeroed when dropped); previous ones are `secrecy` boxes, zeroed when
+/// dropped.
 #[derive(Clone, Debug)]
 pub struct CursorCodec {
     /// HMAC keyed with the secret once (its inner and outer pads hashed): each cursor

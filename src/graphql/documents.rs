@@ -36,6 +36,8 @@ pub const MAX_CACHED_BYTES: usize = 32 * 1024 * 1024;
 /// What a parsed document takes in memory per byte of its text (measured on the
 /// benchmark's documents and GraphiQL's introspection query: 8–12).
 pub const PARSED_BYTES_PER_BYTE: usize = 12;
+/// See [`weight_of`]: a field's node, its name and its selection set's vector.
+pub const PARSED_BYTES_PER_FIELD: usize = 256;
 /// Longest document text the cache keeps (a longer one is prepared for each request).
 pub const MAX_CACHED_TEXT: usize = MAX_PERSISTED_QUERY_BYTES;
 
@@ -49,6 +51,8 @@ pub struct Prepared {
     /// The operation's name, when it has one.
     pub operation: Option<String>,
     pub ty: OperationType,
+    /// Estimated memory of the parsed document ([`weight_of`]).
+    weight: usize,
 }
 
 /// Why a request does not run: its errors (request errors), and its operation's name and
@@ -124,18 +128,16 @@ impl Documents {
         }
         let prepared = Arc::new(self.check(checker, request).await?);
         if key.0.len() <= MAX_CACHED_TEXT {
-            let weight = weight_of(&key.0);
+            let weight = prepared.weight;
             let mut cache = self.cache();
             // Out goes the same key prepared twice at once, or the least recently used.
-            if let Some(((text, _), _)) = cache.documents.push(key, prepared.clone()) {
-                cache.bytes = cache.bytes.saturating_sub(weight_of(&text));
+            if let Some((_, old)) = cache.documents.push(key, prepared.clone()) {
+                cache.bytes = cache.bytes.saturating_sub(old.weight);
             }
             cache.bytes = cache.bytes.saturating_add(weight);
             while cache.bytes > MAX_CACHED_BYTES {
                 match cache.documents.pop_lru() {
-                    Some(((text, _), _)) => {
-                        cache.bytes = cache.bytes.saturating_sub(weight_of(&text))
-                    }
+                    Some((_, old)) => cache.bytes = cache.bytes.saturating_sub(old.weight),
                     None => cache.bytes = 0,
                 }
             }
@@ -195,7 +197,8 @@ impl Documents {
     }
 
     /// The limits on a parsed document.
-    fn check_limits(&self, doc: &ExecutableDocument) -> Result<(), ServerError> {
+    /// The limits on a parsed document; the fields it selects once fragments are expanded.
+    fn check_limits(&self, doc: &ExecutableDocument) -> Result<usize, ServerError> {
         let limits = &self.limits;
         // Before anything walks fragment spreads without memoizing: fan-out is refused
         // here.
@@ -225,7 +228,7 @@ impl Documents {
             }
             .server_error());
         }
-        Ok(())
+        Ok(size.fields)
     }
 
     /// Prepares a document not in the cache: the limits on its text, its parse, the
@@ -245,7 +248,7 @@ impl Documents {
             errors,
             operation: operation.clone(),
         };
-        self.check_limits(&doc).map_err(|e| refused(vec![e]))?;
+        let fields = self.check_limits(&doc).map_err(|e| refused(vec![e]))?;
         let mut probe =
             async_graphql::Request::new(String::new()).variables(request.variables.clone());
         probe.operation_name = name.clone();
@@ -261,12 +264,22 @@ impl Documents {
                 None,
             )]));
         };
-        Ok(Prepared { doc, operation, ty })
+        Ok(Prepared {
+            doc,
+            operation,
+            ty,
+            weight: weight_of(&request.query, fields),
+        })
     }
 }
 
-fn weight_of(text: &str) -> usize {
-    text.len().saturating_mul(PARSED_BYTES_PER_BYTE)
+/// What a parsed document is taken to hold in memory: [`PARSED_BYTES_PER_BYTE`] per byte
+/// of its text, plus [`PARSED_BYTES_PER_FIELD`] per field selected (a text dense in short
+/// field names parses to more than its bytes suggest).
+fn weight_of(text: &str, fields: usize) -> usize {
+    text.len()
+        .saturating_mul(PARSED_BYTES_PER_BYTE)
+        .saturating_add(fields.saturating_mul(PARSED_BYTES_PER_FIELD))
 }
 
 /// The variables' values against the types their operation declares, as validation's
@@ -468,7 +481,7 @@ mod tests {
 
     fn counted(schema: &crate::graphql::ItemgraphSchema) -> (usize, usize, usize) {
         let cache = schema.0.documents.cache();
-        let weights = cache.documents.iter().map(|((t, _), _)| weight_of(t)).sum();
+        let weights = cache.documents.iter().map(|(_, p)| p.weight).sum();
         (cache.documents.len(), cache.bytes, weights)
     }
 
@@ -494,7 +507,7 @@ mod tests {
     async fn the_cache_holds_at_most_its_bytes_of_documents() {
         let schema = crate::graphql::schema();
         let padding = "#".repeat(MAX_CACHED_TEXT - 64);
-        let fit = MAX_CACHED_BYTES / weight_of(&format!("{{ a0: __typename }}\n{padding}"));
+        let fit = MAX_CACHED_BYTES / weight_of(&format!("{{ a0: __typename }}\n{padding}"), 1);
         for i in 0..fit + 20 {
             prepare(&schema, format!("{{ a{i}: __typename }}\n{padding}")).await;
         }

@@ -93,7 +93,11 @@ impl<'a> Walk<'a> {
         for seg in path {
             match seg {
                 PathSegment::Field(key) => {
-                    let mut found: Option<String> = None;
+                    // Fields under different type conditions may share a response key
+                    // with different types (validation allows it): the position counts
+                    // as non-null when any of them is, so null never lands where a
+                    // client was promised a value (at worst a parent more is nulled).
+                    let mut found: Vec<String> = Vec::new();
                     let mut next: Vec<(&'a SelectionSet, &'a str)> = Vec::new();
                     for (set, parent) in &sets {
                         self.fields_named(set, parent, key, &mut |parent, field| {
@@ -105,9 +109,7 @@ impl<'a> Walk<'a> {
                             else {
                                 return;
                             };
-                            if found.is_none() {
-                                found = Some(meta.ty.clone());
-                            }
+                            found.push(meta.ty.clone());
                             if let Some(named) = self
                                 .registry
                                 .types
@@ -117,8 +119,13 @@ impl<'a> Walk<'a> {
                             }
                         });
                     }
-                    ty = found?;
-                    out.push(ty.ends_with('!'));
+                    let non_null = found.iter().any(|t| t.ends_with('!'));
+                    ty = found
+                        .iter()
+                        .find(|t| t.ends_with('!'))
+                        .or(found.first())
+                        .cloned()?;
+                    out.push(non_null);
                     sets = next;
                 }
                 PathSegment::Index(_) => {

@@ -136,8 +136,9 @@ struct Batch {
     /// Client request tokens of the transactions applied in this group, remembered once
     /// it commits (a repeat within the group is answered from here).
     tokens: Vec<(String, u64)>,
-    /// A write failed halfway (the engine's own error, not a refusal): nothing of the
-    /// group is committed.
+    /// A write failed while applying its changes (after planning, which writes nothing):
+    /// nothing of the group is committed. A refusal, or an error met while planning, fails
+    /// that write alone.
     unsound: bool,
 }
 
@@ -283,8 +284,10 @@ impl EmbeddedStore {
             .create(path)
             .map_err(internal)?;
         let store = Self::with_db(db, table, schema, faults);
-        store.inner.upgrade_format(path)?;
+        // Index changes still waiting from the last run go in first, so the upgrade
+        // rewrites their item copies too.
         store.inner.propagate(true)?;
+        store.inner.upgrade_format(path)?;
         Ok(store)
     }
 
@@ -382,9 +385,6 @@ impl EmbeddedStore {
                 Some(tx) => write(inner, tx, batch),
                 None => Err(internal("the group's write transaction could not begin")),
             };
-            if matches!(result, Err(StoreError::Internal(_))) {
-                batch.unsound = true;
-            }
             Box::new(move |committed: &StoreResult<()>| {
                 let _ = reply.send(match committed {
                     Ok(()) => result,
@@ -887,7 +887,7 @@ impl Inner {
     }
 
     /// One group: every write in one transaction, one commit (one fsync). A write that
-    /// fails halfway (or panics) voids the whole group. What answers each caller, and the
+    /// fails while applying its changes (or panics) voids the whole group. What answers each caller, and the
     /// commit's outcome.
     fn commit_group(&self, jobs: Vec<Job>) -> (Vec<Done>, StoreResult<()>) {
         let mut batch = Batch::default();
@@ -1308,6 +1308,7 @@ fn apply(inner: &Inner, tx: &redb::WriteTransaction, planned: &Planned) -> Store
 fn single_write(
     inner: &Inner,
     tx: &redb::WriteTransaction,
+    batch: &mut Batch,
     action: &TransactAction,
 ) -> StoreResult<(Option<Item>, Option<Item>)> {
     inner.write_exists(tx)?;
@@ -1320,7 +1321,7 @@ fn single_write(
         }
         Err(Refused::Invalid(msg)) => return Err(StoreError::Validation(msg)),
     };
-    apply(inner, tx, &planned)?;
+    apply(inner, tx, &planned).inspect_err(|_| batch.unsound = true)?;
     Ok(match planned {
         Planned::Write { old, new, .. } => (old, new),
         Planned::Nothing => (None, None),
@@ -1759,8 +1760,8 @@ impl EmbeddedStore {
             let action = action.clone();
             self.call(
                 Call::Single,
-                Op::Write(Arc::new(move |inner, tx, _| {
-                    single_write(inner, tx, &action)
+                Op::Write(Arc::new(move |inner, tx, batch| {
+                    single_write(inner, tx, batch, &action)
                 })),
             )
         })
@@ -1821,7 +1822,7 @@ fn transact(
         return Err(StoreError::TransactionCanceled { reasons });
     }
     for p in &planned {
-        apply(inner, tx, p)?;
+        apply(inner, tx, p).inspect_err(|_| batch.unsound = true)?;
     }
     if let Some((token, digest)) = token {
         batch.tokens.push((token.clone(), *digest));
