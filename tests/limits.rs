@@ -316,6 +316,44 @@ async fn a_cached_document_is_checked_again_for_each_requests_variables() {
     );
 }
 
+/// What validation checks of an argument once its variables are put in is checked again
+/// on a cached document: a `null` for a variable with a default, passed where a value is
+/// required; an argument mixing a wrong literal with a variable the first request left out.
+#[tokio::test]
+async fn arguments_are_checked_with_each_requests_variables_put_in() {
+    let api = Limited::demo(Limits::default()).await;
+    let run = |query: &'static str, vars: Value| {
+        api.run(
+            async_graphql::Request::new(query).variables(async_graphql::Variables::from_json(vars)),
+        )
+    };
+    let defaulted = r#"query($s: String = "acme") { organization(slug: $s) { name } }"#;
+    let ok = run(defaulted, json!({})).await;
+    assert_eq!(
+        ok["data"]["organization"]["name"], "Acme Corporation",
+        "{ok:#}"
+    );
+    let null = run(defaulted, json!({ "s": null })).await;
+    assert_eq!(
+        null["errors"][0]["extensions"]["code"],
+        json!("GRAPHQL_VALIDATION_FAILED"),
+        "{null:#}"
+    );
+    assert_eq!(null["data"], Value::Null);
+    assert_eq!(null["extensions"]["dynamodb"]["requestCount"], 0);
+
+    let mixed = r#"mutation($n: String!) { createOrganization(input: { slug: 123, name: $n, plan: FREE }) { organization { slug } } }"#;
+    let first = run(mixed, json!({})).await;
+    assert!(first.get("errors").is_some(), "{first:#}");
+    let second = run(mixed, json!({ "n": "Mixed" })).await;
+    assert_eq!(
+        second["errors"][0]["extensions"]["code"],
+        json!("GRAPHQL_VALIDATION_FAILED"),
+        "{second:#}"
+    );
+    assert_eq!(second["extensions"]["dynamodb"]["requestCount"], 0);
+}
+
 /// Input objects in variables are checked field by field on every request, as validation
 /// checks them: an unknown field, a missing required one, an enum value that is not one.
 #[tokio::test]

@@ -53,6 +53,17 @@ pub struct Prepared {
     pub ty: OperationType,
     /// Estimated memory of the parsed document ([`weight_of`]).
     weight: usize,
+    /// Every argument (of a field or a directive) whose value holds a variable, with the
+    /// argument's type: what full validation checks again for each request's variables.
+    arguments: Vec<VariableArgument>,
+}
+
+/// An argument whose value holds variables ([`Prepared::arguments`]).
+#[derive(Debug)]
+struct VariableArgument {
+    name: Name,
+    ty: String,
+    value: async_graphql::Positioned<async_graphql_value::Value>,
 }
 
 /// Why a request does not run: its errors (request errors), and its operation's name and
@@ -126,7 +137,7 @@ impl Documents {
             }
             return Ok(prepared);
         }
-        let prepared = Arc::new(self.check(checker, request).await?);
+        let prepared = Arc::new(self.check(checker, registry, request).await?);
         if key.0.len() <= MAX_CACHED_TEXT {
             let weight = prepared.weight;
             let mut cache = self.cache();
@@ -237,6 +248,7 @@ impl Documents {
     async fn check(
         &self,
         checker: &super::Executable,
+        registry: &Registry,
         request: &mut async_graphql::Request,
     ) -> Result<Prepared, Refused> {
         check_text(&request.query, &self.limits)?;
@@ -264,11 +276,13 @@ impl Documents {
                 None,
             )]));
         };
+        let arguments = variable_arguments(registry, &doc, ty);
         Ok(Prepared {
             doc,
             operation,
             ty,
             weight: weight_of(&request.query, fields),
+            arguments,
         })
     }
 }
@@ -276,6 +290,109 @@ impl Documents {
 /// What a parsed document is taken to hold in memory: [`PARSED_BYTES_PER_BYTE`] per byte
 /// of its text, plus [`PARSED_BYTES_PER_FIELD`] per field selected (a text dense in short
 /// field names parses to more than its bytes suggest).
+/// The arguments of `doc` that hold variables, with their types: those of the operation
+/// (from its root type) and of every fragment (from its type condition).
+fn variable_arguments(
+    registry: &Registry,
+    doc: &ExecutableDocument,
+    ty: OperationType,
+) -> Vec<VariableArgument> {
+    use async_graphql::parser::types::{Directive, Selection, SelectionSet};
+    use async_graphql::Positioned;
+    use async_graphql_value::Value as V;
+
+    fn holds_variable(v: &V) -> bool {
+        match v {
+            V::Variable(_) => true,
+            V::List(items) => items.iter().any(holds_variable),
+            V::Object(fields) => fields.values().any(holds_variable),
+            _ => false,
+        }
+    }
+    fn arguments(
+        args: &[(Positioned<Name>, Positioned<V>)],
+        types: &async_graphql::indexmap::IndexMap<String, async_graphql::registry::MetaInputValue>,
+        out: &mut Vec<VariableArgument>,
+    ) {
+        for (name, value) in args {
+            if let (Some(arg), true) = (types.get(name.node.as_str()), holds_variable(&value.node))
+            {
+                out.push(VariableArgument {
+                    name: name.node.clone(),
+                    ty: arg.ty.clone(),
+                    value: value.clone(),
+                });
+            }
+        }
+    }
+    fn directives(
+        registry: &Registry,
+        list: &[Positioned<Directive>],
+        out: &mut Vec<VariableArgument>,
+    ) {
+        for d in list {
+            if let Some(meta) = registry.directives.get(d.node.name.node.as_str()) {
+                arguments(&d.node.arguments, &meta.args, out);
+            }
+        }
+    }
+    fn walk(
+        registry: &Registry,
+        set: &SelectionSet,
+        parent: &str,
+        out: &mut Vec<VariableArgument>,
+    ) {
+        for item in &set.items {
+            match &item.node {
+                Selection::Field(field) => {
+                    let field = &field.node;
+                    directives(registry, &field.directives, out);
+                    let meta = registry
+                        .types
+                        .get(parent)
+                        .and_then(|t| t.field_by_name(field.name.node.as_str()));
+                    let Some(meta) = meta else { continue };
+                    arguments(&field.arguments, &meta.args, out);
+                    let child = MetaTypeName::concrete_typename(&meta.ty);
+                    walk(registry, &field.selection_set.node, child, out);
+                }
+                Selection::InlineFragment(frag) => {
+                    directives(registry, &frag.node.directives, out);
+                    let on = frag
+                        .node
+                        .type_condition
+                        .as_ref()
+                        .map_or(parent, |c| c.node.on.node.as_str());
+                    walk(registry, &frag.node.selection_set.node, on, out);
+                }
+                Selection::FragmentSpread(spread) => {
+                    directives(registry, &spread.node.directives, out);
+                }
+            }
+        }
+    }
+
+    let root = match ty {
+        OperationType::Query => Some(registry.query_type.as_str()),
+        OperationType::Mutation => registry.mutation_type.as_deref(),
+        OperationType::Subscription => registry.subscription_type.as_deref(),
+    };
+    let mut out = Vec::new();
+    if let Some(root) = root {
+        for (_, op) in doc.operations.iter() {
+            if op.node.ty == ty {
+                directives(registry, &op.node.directives, &mut out);
+                walk(registry, &op.node.selection_set.node, root, &mut out);
+            }
+        }
+    }
+    for frag in doc.fragments.values() {
+        let on = frag.node.type_condition.node.on.node.as_str();
+        walk(registry, &frag.node.selection_set.node, on, &mut out);
+    }
+    out
+}
+
 fn weight_of(text: &str, fields: usize) -> usize {
     text.len()
         .saturating_mul(PARSED_BYTES_PER_BYTE)
@@ -296,6 +413,24 @@ fn check_variables(
     let Some((_, op)) = selected_operation(&prepared.doc, prepared.operation.as_deref()) else {
         return Ok(());
     };
+    for arg in &prepared.arguments {
+        // As validation does: an argument whose variables are not all given is left to
+        // execution (defaults, or the missing-value error).
+        let Ok(value) = arg
+            .value
+            .node
+            .clone()
+            .into_const_with(|name| variables.get(&name).cloned().ok_or(()))
+        else {
+            continue;
+        };
+        if let Some(reason) = invalid_input(registry, &arg.ty, &value, &mut vec![]) {
+            return Err(vec![ServerError::new(
+                format!("Invalid value for argument \"{}\", {reason}", arg.name),
+                Some(arg.value.pos),
+            )]);
+        }
+    }
     for def in &op.node.variable_definitions {
         let name = &def.node.name.node;
         let Some(value) = variables.get(name) else {
