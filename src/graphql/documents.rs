@@ -19,8 +19,9 @@ use std::sync::{Arc, Mutex};
 use async_graphql::extensions::{
     Extension, ExtensionContext, ExtensionFactory, NextExecute, NextValidation,
 };
-use async_graphql::parser::types::{ExecutableDocument, OperationType};
+use async_graphql::parser::types::{ExecutableDocument, OperationDefinition, OperationType};
 use async_graphql::registry::{MetaType, MetaTypeName, Registry};
+use async_graphql::Positioned;
 use async_graphql::{Name, SchemaEnv, ServerError, ValidationResult, Value, Variables};
 use sha2::{Digest, Sha256};
 
@@ -56,6 +57,13 @@ pub struct Prepared {
     /// Every argument (of a field or a directive) whose value holds a variable, with the
     /// argument's type: what full validation checks again for each request's variables.
     arguments: Vec<VariableArgument>,
+}
+
+impl Prepared {
+    /// The operation the document runs (preparing made sure there is one).
+    pub fn selected(&self) -> Option<&Positioned<OperationDefinition>> {
+        selected_operation(&self.doc, self.operation.as_deref()).map(|(_, op)| op)
+    }
 }
 
 /// An argument whose value holds variables ([`Prepared::arguments`]).
@@ -261,14 +269,9 @@ impl Documents {
             operation: operation.clone(),
         };
         let fields = self.check_limits(&doc).map_err(|e| refused(vec![e]))?;
-        let mut probe =
-            async_graphql::Request::new(String::new()).variables(request.variables.clone());
-        probe.operation_name = name.clone();
-        probe.set_parsed_query(doc.clone());
-        // The checker stops each request after validation.
-        let resp = checker.execute(probe).await;
-        if !resp.errors.is_empty() {
-            return Err(refused(resp.errors));
+        let errors = full_validation(checker, &doc, name.clone(), request.variables.clone()).await;
+        if !errors.is_empty() {
+            return Err(refused(errors));
         }
         let Some((operation, ty)) = operation else {
             return Err(refused(vec![ServerError::new(
@@ -287,6 +290,22 @@ impl Documents {
     }
 }
 
+/// What `checker` finds wrong with `doc` for operation `name` and `variables`: every rule
+/// of validation, then the limits on depth and complexity with their codes ([`Check`]).
+/// Empty when nothing is.
+pub(super) async fn full_validation(
+    checker: &super::Executable,
+    doc: &ExecutableDocument,
+    name: Option<String>,
+    variables: Variables,
+) -> Vec<ServerError> {
+    let mut probe = async_graphql::Request::new(String::new()).variables(variables);
+    probe.operation_name = name;
+    probe.set_parsed_query(doc.clone());
+    // The checker stops each request after validation.
+    checker.execute(probe).await.errors
+}
+
 /// What a parsed document is taken to hold in memory: [`PARSED_BYTES_PER_BYTE`] per byte
 /// of its text, plus [`PARSED_BYTES_PER_FIELD`] per field selected (a text dense in short
 /// field names parses to more than its bytes suggest).
@@ -298,7 +317,6 @@ fn variable_arguments(
     ty: OperationType,
 ) -> Vec<VariableArgument> {
     use async_graphql::parser::types::{Directive, Selection, SelectionSet};
-    use async_graphql::Positioned;
     use async_graphql_value::Value as V;
 
     fn holds_variable(v: &V) -> bool {
@@ -410,7 +428,7 @@ fn check_variables(
     if variables.is_empty() {
         return Ok(());
     }
-    let Some((_, op)) = selected_operation(&prepared.doc, prepared.operation.as_deref()) else {
+    let Some(op) = prepared.selected() else {
         return Ok(());
     };
     for arg in &prepared.arguments {

@@ -120,6 +120,18 @@ impl ItemgraphSchema {
     fn registry(&self) -> &Registry {
         &self.0.env.registry
     }
+
+    /// The request's document from the cache, or prepared now ([`documents`]).
+    async fn prepare(
+        &self,
+        request: &mut async_graphql::Request,
+    ) -> Result<Arc<documents::Prepared>, documents::Refused> {
+        let parts = &self.0;
+        parts
+            .documents
+            .prepare(&parts.checker, self.registry(), request)
+            .await
+    }
 }
 
 /// Builds the schema with the default [`Limits`]. Request-specific data comes with each
@@ -277,11 +289,7 @@ async fn respond(
     span: &tracing::Span,
 ) -> async_graphql::Response {
     let parts = &schema.0;
-    let prepared = match parts
-        .documents
-        .prepare(&parts.checker, schema.registry(), &mut request)
-        .await
-    {
+    let prepared = match schema.prepare(&mut request).await {
         Ok(prepared) => prepared,
         Err(refused) => {
             if let Some(op) = refused.operation {
@@ -292,8 +300,7 @@ async fn respond(
     };
     let _ = named.set((prepared.operation.clone(), prepared.ty));
     request_metrics::name(span, prepared.operation.as_deref(), Some(prepared.ty));
-    let Some((_, operation)) = selected_operation(&prepared.doc, prepared.operation.as_deref())
-    else {
+    let Some(operation) = prepared.selected() else {
         return async_graphql::Response::from_errors(vec![async_graphql::ServerError::new(
             "Operation name required in request.",
             None,
@@ -313,12 +320,15 @@ async fn respond(
                 .iter()
                 .any(|e| GENERIC_LIMIT_MESSAGES.contains(&e.message.as_str()));
         if refused {
-            let mut probe = async_graphql::Request::new(String::new()).variables(variables);
-            probe.operation_name = prepared.operation.clone();
-            probe.set_parsed_query(prepared.doc.clone());
-            let checked = parts.checker.execute(probe).await;
-            if !checked.errors.is_empty() {
-                return async_graphql::Response::from_errors(checked.errors);
+            let errors = documents::full_validation(
+                &parts.checker,
+                &prepared.doc,
+                prepared.operation.clone(),
+                variables,
+            )
+            .await;
+            if !errors.is_empty() {
+                return async_graphql::Response::from_errors(errors);
             }
         }
     }
@@ -340,12 +350,7 @@ pub fn subscribe(
 ) -> impl Stream<Item = async_graphql::Response> + Send + 'static {
     let schema = schema.clone();
     futures::stream::once(async move {
-        let parts = &schema.0;
-        let prepared = match parts
-            .documents
-            .prepare(&parts.checker, schema.registry(), &mut request)
-            .await
-        {
+        let prepared = match schema.prepare(&mut request).await {
             Ok(prepared) => prepared,
             Err(refused) => {
                 let mut resp = async_graphql::Response::from_errors(refused.errors);
@@ -356,12 +361,11 @@ pub fn subscribe(
         request.set_parsed_query(prepared.doc.clone());
         let ctx = RequestContext::new(store, cursors, access);
         let request = request.data(ctx).data(hub).data(expiry);
-        let events = parts.runner.execute_stream(request);
+        let events = schema.0.runner.execute_stream(request);
         let schema = schema.clone();
         events
             .map(move |mut resp| {
-                let operation = selected_operation(&prepared.doc, prepared.operation.as_deref());
-                if let Some((_, operation)) = operation {
+                if let Some(operation) = prepared.selected() {
                     nulls::propagate(schema.registry(), &prepared.doc, &operation.node, &mut resp);
                 }
                 errors::ensure_codes(&mut resp);
