@@ -81,10 +81,13 @@ async fn run() -> anyhow::Result<()> {
                 let metrics = TcpListener::bind(addr)
                     .await
                     .with_context(|| format!("binding {addr} for metrics"))?;
+                // Built (and the recorder installed) before the API listens, so the first
+                // request is counted; inside the task below it could run after that request.
+                let app = http::metrics_app();
                 tracing::info!(addr = %metrics.local_addr()?, "metrics served");
                 // It holds no request worth finishing: it ends with the process.
                 tokio::spawn(async move {
-                    if let Err(error) = axum::serve(metrics, http::metrics_app()).await {
+                    if let Err(error) = axum::serve(metrics, app).await {
                         tracing::error!(%error, "the metrics listener failed");
                     }
                 });
