@@ -1,6 +1,6 @@
 //! The per-request DataLoader, on the `dataloader` crate: every reference (`requester`,
 //! `assignee`, `buyer`, `organization`, `node`, `nodes`) asks it for a key; it gathers the
-//! keys asked while the executor yields, drops repeats, and makes one GetItem (one key) or
+//! keys asked while the request waits once (`gather`), drops repeats, and makes one GetItem (one key) or
 //! one BatchGetItem (up to 100 keys; more are cut into batches of 100, and the store
 //! retries `UnprocessedKeys`). Items a request already read are primed into its cache, so
 //! never read twice; a key asked while its batch is being read waits for that batch (the
@@ -15,6 +15,7 @@ use std::sync::Arc;
 use dataloader::BatchFn;
 
 use super::errors::ApiError;
+use super::gather;
 use crate::collections::{batch_get_entities, get_entity};
 use crate::model::Entity;
 use crate::store::validate::MAX_BATCH_GET_KEYS;
@@ -26,18 +27,12 @@ pub type Loaded = Result<Option<Entity>, Arc<ApiError>>;
 /// The per-request loader of entities by primary key, with its cache.
 pub type EntityLoader = dataloader::cached::Loader<PrimaryKey, Loaded, EntityBatch>;
 
-/// How many times a load yields to the executor before its batch is read. Every key a
-/// level of the response asks for is asked in the same poll of the request's future
-/// (async-graphql resolves siblings and list items as one joined future), so one yield
-/// gathers them; each further yield under load waits for every other runnable task once
-/// more. The crate's default is 10 (see docs/BENCHMARKS.md for what each cost).
-const LOADER_YIELDS: usize = 1;
-
-/// A fresh loader (an empty cache) reading from `store`.
+/// A fresh loader (an empty cache) reading from `store`. Its wait for the other keys of a
+/// level is one poll of the request, not a trip round the executor ([`super::gather`]).
 pub fn entity_loader(store: Arc<dyn Store>) -> EntityLoader {
     dataloader::cached::Loader::new(EntityBatch { store })
         .with_max_batch_size(MAX_BATCH_GET_KEYS)
-        .with_yield_count(LOADER_YIELDS)
+        .with_custom_wait_for_work(gather::wait_once)
 }
 
 /// The batch read behind [`EntityLoader`].

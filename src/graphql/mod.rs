@@ -30,6 +30,7 @@ pub mod cursor;
 pub mod document;
 pub mod documents;
 pub mod errors;
+pub mod gather;
 pub mod ids;
 pub mod input;
 pub mod limits;
@@ -211,7 +212,8 @@ pub async fn execute(
     let run = run(
         schema, store, cursors, access, request, trace, &named, &span,
     );
-    let mut resp = match tokio::time::timeout(deadline, run.instrument(span.clone())).await {
+    let run = gather::in_place(run.instrument(span.clone()));
+    let mut resp = match tokio::time::timeout(deadline, run).await {
         Ok(resp) => resp,
         Err(_) => {
             tracing::warn!(parent: &span, ?deadline, "request cancelled at its deadline");
