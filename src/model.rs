@@ -336,8 +336,13 @@ pub trait Record: Serialize + DeserializeOwned {
 
     /// The item as stored: plain attributes, `Type`, key attributes.
     fn to_item(&self) -> Item {
-        let mut item: Item =
-            serde_dynamo::to_item(self).expect("records are structs of strings and numbers");
+        // Through `AttributeValue::M`, which holds the map itself: `serde_dynamo::to_item`
+        // (and `from_item` below) builds the map once more to convert between its `Item`
+        // and a `HashMap`.
+        let mut item: Item = match serde_dynamo::to_attribute_value(self) {
+            Ok(AttributeValue::M(item)) => item,
+            _ => unreachable!("records are structs of strings and numbers"),
+        };
         item.insert(TYPE.to_owned(), AttributeValue::S(Self::TYPE.to_owned()));
         self.keys().write_to(&mut item);
         item
@@ -352,9 +357,11 @@ pub trait Record: Serialize + DeserializeOwned {
                 found: found.to_owned(),
             });
         }
-        serde_dynamo::from_item(item).map_err(|source| ModelError::Malformed {
-            ty: Self::TYPE,
-            source,
+        serde_dynamo::from_attribute_value(AttributeValue::M(item)).map_err(|source| {
+            ModelError::Malformed {
+                ty: Self::TYPE,
+                source,
+            }
         })
     }
 }

@@ -589,24 +589,88 @@ const FORMAT_KEY: &str = "\u{0}format/";
 /// (format 1) always starts with `{`.
 const BINARY_ITEM: u8 = 0x02;
 
-/// An attribute value as stored: postcard (variant index, varint lengths) of this mirror
-/// of [`AttributeValue`]. Decoding builds the item's strings once, with none of JSON's
-/// escapes and type tags to scan; the stored item is about half its JSON.
-#[derive(serde::Deserialize)]
-enum Stored {
-    N(String),
-    S(String),
-    Bool(bool),
-    B(Vec<u8>),
-    Null(bool),
-    M(Vec<(String, Stored)>),
-    L(Vec<Stored>),
-    Ss(Vec<String>),
-    Ns(Vec<String>),
-    Bs(Vec<Vec<u8>>),
+/// An attribute value as stored: postcard (variant index, varint lengths) of
+/// [`StoredRef`], the mirror of [`AttributeValue`]. Decoded straight into the item's map
+/// ([`StoredItem`], [`StoredValue`]), its strings built once, with none of JSON's escapes
+/// and type tags to scan; the stored item is about half its JSON.
+const STORED_VARIANTS: [&str; 10] = ["N", "S", "Bool", "B", "Null", "M", "L", "Ss", "Ns", "Bs"];
+
+/// A stored item (a sequence of name and [`StoredValue`]) decoded into an [`Item`].
+struct StoredItem(Item);
+
+impl<'de> serde::Deserialize<'de> for StoredItem {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = StoredItem;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a stored item")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<StoredItem, A::Error> {
+                let mut item = Item::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some((name, StoredValue(value))) =
+                    seq.next_element::<(String, StoredValue)>()?
+                {
+                    item.insert(name, value);
+                }
+                Ok(StoredItem(item))
+            }
+        }
+        d.deserialize_seq(Fields)
+    }
 }
 
-/// [`Stored`] borrowing from the item being written (the same encoding).
+/// One stored attribute value decoded into an [`AttributeValue`].
+struct StoredValue(AttributeValue);
+
+impl<'de> serde::Deserialize<'de> for StoredValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Value;
+        impl<'de> serde::de::Visitor<'de> for Value {
+            type Value = StoredValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a stored attribute value")
+            }
+            fn visit_enum<A: serde::de::EnumAccess<'de>>(
+                self,
+                data: A,
+            ) -> Result<StoredValue, A::Error> {
+                use serde::de::VariantAccess;
+                let (variant, value): (u32, _) = data.variant()?;
+                Ok(StoredValue(match variant {
+                    0 => AttributeValue::N(value.newtype_variant()?),
+                    1 => AttributeValue::S(value.newtype_variant()?),
+                    2 => AttributeValue::Bool(value.newtype_variant()?),
+                    3 => AttributeValue::B(value.newtype_variant()?),
+                    4 => AttributeValue::Null(value.newtype_variant()?),
+                    5 => AttributeValue::M(value.newtype_variant::<StoredItem>()?.0),
+                    6 => AttributeValue::L(
+                        value
+                            .newtype_variant::<Vec<StoredValue>>()?
+                            .into_iter()
+                            .map(|v| v.0)
+                            .collect(),
+                    ),
+                    7 => AttributeValue::Ss(value.newtype_variant()?),
+                    8 => AttributeValue::Ns(value.newtype_variant()?),
+                    9 => AttributeValue::Bs(value.newtype_variant()?),
+                    n => {
+                        return Err(serde::de::Error::invalid_value(
+                            serde::de::Unexpected::Unsigned(n.into()),
+                            &"a stored value kind (0 to 9)",
+                        ))
+                    }
+                }))
+            }
+        }
+        d.deserialize_enum("Stored", &STORED_VARIANTS, Value)
+    }
+}
+
+/// An attribute value to store, borrowing from the item being written.
 #[derive(serde::Serialize)]
 enum StoredRef<'a> {
     N(&'a str),
@@ -640,23 +704,6 @@ impl<'a> From<&'a AttributeValue> for StoredRef<'a> {
     }
 }
 
-impl From<Stored> for AttributeValue {
-    fn from(v: Stored) -> Self {
-        match v {
-            Stored::N(n) => AttributeValue::N(n),
-            Stored::S(s) => AttributeValue::S(s),
-            Stored::Bool(b) => AttributeValue::Bool(b),
-            Stored::B(b) => AttributeValue::B(b),
-            Stored::Null(b) => AttributeValue::Null(b),
-            Stored::M(m) => AttributeValue::M(m.into_iter().map(|(k, v)| (k, v.into())).collect()),
-            Stored::L(l) => AttributeValue::L(l.into_iter().map(Into::into).collect()),
-            Stored::Ss(ss) => AttributeValue::Ss(ss),
-            Stored::Ns(ns) => AttributeValue::Ns(ns),
-            Stored::Bs(bs) => AttributeValue::Bs(bs),
-        }
-    }
-}
-
 fn encode_item(item: &Item) -> StoreResult<Vec<u8>> {
     let fields: Vec<(&str, StoredRef<'_>)> =
         item.iter().map(|(k, v)| (k.as_str(), v.into())).collect();
@@ -670,8 +717,8 @@ fn encode_item(item: &Item) -> StoreResult<Vec<u8>> {
 fn decode_item(bytes: &[u8]) -> StoreResult<Item> {
     match bytes.split_first() {
         Some((&BINARY_ITEM, rest)) => {
-            let fields: Vec<(String, Stored)> = postcard::from_bytes(rest).map_err(internal)?;
-            Ok(fields.into_iter().map(|(k, v)| (k, v.into())).collect())
+            let StoredItem(item) = postcard::from_bytes(rest).map_err(internal)?;
+            Ok(item)
         }
         _ => serde_json::from_slice(bytes).map_err(internal),
     }

@@ -33,8 +33,9 @@ pub(super) fn returned(
     }
 }
 
+/// Value by value, the map built once (`serde_dynamo::Item`'s `From`/`Into` build it twice).
 pub(super) fn to_sdk_item(item: Item) -> SdkItem {
-    serde_dynamo::Item::from(item).into()
+    item.into_iter().map(|(k, v)| (k, v.into())).collect()
 }
 
 /// `serde_dynamo` panics on the SDK's `Unknown` variant (a type newer than this SDK);
@@ -52,7 +53,7 @@ pub(super) fn from_sdk_item(item: SdkItem) -> StoreResult<Item> {
             "DynamoDB returned an attribute type this SDK does not know".into(),
         ));
     }
-    Ok(serde_dynamo::Item::from(item).into())
+    Ok(item.into_iter().map(|(k, v)| (k, v.into())).collect())
 }
 
 /// Renders one request's condition, update and key-condition trees into expression strings,
