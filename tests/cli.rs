@@ -156,7 +156,18 @@ async fn serve_keeps_its_embedded_data_across_restarts() {
     );
     drop(store);
 
-    let (server, log) = start_server(dir.path(), &[]).await;
+    // Restarted with a page cache of 1 MiB: the pages come from the file through the
+    // operating system, the same data.
+    let (server, log) = start_server(dir.path(), &["--cache-mib", "1"]).await;
+    assert_eq!(
+        server
+            .get("/graphql?query=%7Borganization(slug:%22acme%22)%7Bname%7D%7D")
+            .await,
+        (
+            200,
+            r#"{"data":{"organization":{"name":"Acme Corporation"}}}"#.to_string()
+        )
+    );
     assert!(
         log.iter().any(|l| l.contains("demo data already present")),
         "{log:#?}"
@@ -175,6 +186,31 @@ async fn serve_keeps_its_embedded_data_across_restarts() {
     );
     let count = store.describe_table().await.unwrap().unwrap().item_count;
     assert_eq!(count, Some(demo.len() as u64), "nothing seeded twice");
+}
+
+/// A page cache of no size is refused before anything is opened, naming the option.
+#[tokio::test]
+async fn a_cache_of_no_size_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("itemgraph.redb");
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--cache-mib",
+            "0",
+            "--listen",
+            "127.0.0.1:0",
+            "--data",
+        ])
+        .arg(&data)
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--cache-mib"), "{stderr}");
+    assert!(!data.exists(), "nothing was created");
 }
 
 /// `create-table` then `seed` against DynamoDB Local load exactly the demo data.
