@@ -52,7 +52,7 @@ use std::time::Instant;
 
 use async_graphql::parser::types::OperationType;
 use async_graphql::registry::Registry;
-use async_graphql::{MergedObject, Schema, SchemaEnv, ValidationMode};
+use async_graphql::{MergedObject, Name, Schema, SchemaEnv, ValidationMode, Value};
 use futures::{Stream, StreamExt};
 use tracing::Instrument;
 
@@ -252,31 +252,36 @@ async fn run(
     let mut resp = respond(schema, store, cursors, access, request, named, span).await;
     errors::ensure_codes(&mut resp);
     if let Some(t) = recorder {
-        let requests = t.entries();
-        let mut value = serde_json::json!({
-            "requestCount": requests.len(),
-            "requests": requests,
-        });
-        if tenant {
-            // A read's item count (or the capacity it consumed, which grows with what it
-            // read) would tell a tenant that another organization's ticket or order exists
-            // where the answer says it does not: tenants see the requests only.
-            if let Some(requests) = value["requests"].as_array_mut() {
-                for r in requests
-                    .iter_mut()
-                    .filter_map(serde_json::Value::as_object_mut)
-                {
-                    r.remove("itemCount");
-                    r.remove("consumedCapacity");
-                }
-            }
-        }
-        resp.extensions.insert(
-            "dynamodb".to_owned(),
-            async_graphql::Value::from_json(value).unwrap_or_default(),
-        );
+        resp.extensions
+            .insert("dynamodb".to_owned(), trace_extension(&t.entries(), tenant));
     }
     resp
+}
+
+/// `extensions.dynamodb`: the request count and the calls, written straight into GraphQL
+/// values (no `serde_json` tree in between), keys in alphabetical order as before. A
+/// read's item count (or the capacity it consumed, which grows with what it read) would
+/// tell a tenant that another organization's ticket or order exists where the answer says
+/// it does not: tenants see the requests only.
+fn trace_extension(requests: &[crate::store::trace::TraceEntry], tenant: bool) -> Value {
+    let calls = requests
+        .iter()
+        .map(|r| {
+            let mut call = async_graphql::to_value(r).unwrap_or_default();
+            if let Value::Object(fields) = &mut call {
+                if tenant {
+                    fields.shift_remove("itemCount");
+                    fields.shift_remove("consumedCapacity");
+                }
+                fields.sort_keys();
+            }
+            call
+        })
+        .collect();
+    let mut ext = async_graphql::indexmap::IndexMap::new();
+    ext.insert(Name::new("requestCount"), Value::from(requests.len()));
+    ext.insert(Name::new("requests"), Value::List(calls));
+    Value::Object(ext)
 }
 
 /// The request's document prepared ([`documents`]), then run by the runner, with null
