@@ -109,6 +109,34 @@ async function settle(sub, what) {
   fail(`${what}: the subscription never started`);
 }
 
+// Whether `sub` gets the event of ticket `id` (reading past older events); false when it
+// does not come within a second, i.e. the subscription was not running when it was made.
+async function sees(sub, id, what) {
+  for (;;) {
+    let got;
+    try {
+      got = await sub.next(1000);
+    } catch {
+      return false;
+    }
+    if (got.r?.errors || got.e) fail(`${what}: ${JSON.stringify(got)}`);
+    if (got.r?.data?.ticketEvents?.ticket?.ticketId === id) return true;
+  }
+}
+
+// Waits until every one of `subs` is running: one probe ticket seen by all of them.
+async function settleAll(subs, what) {
+  for (let i = 0; i < 50; i++) {
+    const id = await createTicket(`probe ${what} ${i}`);
+    let all = true;
+    for (const sub of subs) {
+      if (!(await sees(sub, id, what))) all = false;
+    }
+    if (all) return;
+  }
+  fail(`${what}: the subscriptions never all started`);
+}
+
 async function drain(sub) {
   for (;;) {
     try {
@@ -161,7 +189,8 @@ ok('graphql-ws: another organization is FORBIDDEN');
 
 // 4. At most 3 subscriptions per socket (the test server's limit).
 const held = [1, 2, 3].map(() => subscribe(ws, TICKETS));
-await new Promise((r) => setTimeout(r, 300));
+// All three running on the server (a fixed pause was too short on a loaded machine).
+await settleAll(held, 'three on one socket');
 const fourth = subscribe(ws, TICKETS);
 const over = await fourth.next();
 const overCodes = over.r?.errors?.map((e) => e.extensions?.code) ?? (Array.isArray(over.e) ? over.e.map((e) => e.extensions?.code) : []);
