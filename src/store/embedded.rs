@@ -126,6 +126,35 @@ struct Group {
     committing: bool,
 }
 
+/// The group committer's hold on the store, moved into its blocking task. Should that task
+/// never run (the runtime refuses it while shutting down) or stop by a panic, dropping the
+/// hold answers the writes still queued (an error; none of them was applied) and lets the
+/// next write start a committer, rather than leaving every later write waiting.
+struct Committer(Option<Arc<Inner>>);
+
+impl Committer {
+    fn run(mut self) {
+        if let Some(inner) = &self.0 {
+            inner.commit_groups();
+        }
+        self.0 = None;
+    }
+}
+
+impl Drop for Committer {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            let abandoned = {
+                let mut group = inner.group();
+                group.committing = false;
+                std::mem::take(&mut group.queue)
+            };
+            // Each job holds its caller's reply; dropping it answers "ended without an answer".
+            drop(abandoned);
+        }
+    }
+}
+
 /// One write of a group: runs inside the group's transaction (`None` when it could not be
 /// opened) and returns what answers its caller once the group's commit is known.
 type Job = Box<dyn FnOnce(&Inner, Option<&redb::WriteTransaction>, &mut Batch) -> Done + Send>;
@@ -413,8 +442,8 @@ impl EmbeddedStore {
             !std::mem::replace(&mut group.committing, true)
         };
         if lead {
-            let inner = self.inner.clone();
-            tokio::task::spawn_blocking(move || Inner::commit_groups(inner));
+            let committer = Committer(Some(self.inner.clone()));
+            tokio::task::spawn_blocking(move || committer.run());
         }
         answer
             .await
@@ -925,25 +954,27 @@ impl Inner {
     /// The committer: commits groups until no write waits, then stops (the next write
     /// starts another). It lets go of the store before it answers the last group, so a
     /// caller that drops the store once answered closes the file.
-    fn commit_groups(inner: Arc<Inner>) {
-        let mut inner = Some(inner);
-        while let Some(this) = inner.as_ref() {
+    fn commit_groups(&self) {
+        loop {
             let jobs: Vec<Job> = {
-                let mut group = this.group();
+                let mut group = self.group();
                 let n = group.queue.len().min(MAX_GROUP);
                 group.queue.drain(..n).collect()
             };
-            let (done, committed) = this.commit_group(jobs);
-            {
-                let mut group = this.group();
-                if group.queue.is_empty() {
+            let (done, committed) = self.commit_group(jobs);
+            let last = {
+                let mut group = self.group();
+                let last = group.queue.is_empty();
+                if last {
                     group.committing = false;
-                    drop(group);
-                    inner = None;
                 }
-            }
+                last
+            };
             for d in done {
                 d(&committed);
+            }
+            if last {
+                return;
             }
         }
     }
@@ -2158,6 +2189,60 @@ mod tests {
                 .contains("format 3, written by a newer itemgraph"),
             "{err}"
         );
+    }
+
+    /// A write whose group committer the runtime refuses to start (it is shutting down) is
+    /// answered with an error, nothing of it written, and the store's next write commits:
+    /// no write waits for a committer that will never run.
+    #[test]
+    fn a_committer_the_runtime_refuses_answers_its_writes_and_the_next_write_commits() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = EmbeddedStore::open(&dir.path().join("t.redb"), "t", TableSchema::itemgraph())
+            .expect("open");
+        let item = |sk: &str| {
+            Item::from([
+                ("PK".to_owned(), AttributeValue::S("A".into())),
+                ("SK".to_owned(), AttributeValue::S(sk.into())),
+            ])
+        };
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime")
+        };
+        let first = runtime();
+        first.block_on(store.create_table()).expect("create");
+        let handle = first.handle().clone();
+        first.shutdown_background();
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        let writer = store.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(handle.block_on(writer.put_item(Put::new(item("1")))));
+        });
+        let refused = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the write is answered, not left waiting");
+        assert!(
+            matches!(&refused, Err(StoreError::Internal(m)) if m.contains("without an answer")),
+            "{refused:?}"
+        );
+
+        let second = runtime();
+        second
+            .block_on(store.put_item(Put::new(item("2"))))
+            .expect("the next write commits");
+        let get = |sk: &str| {
+            second
+                .block_on(store.get_item(GetItem {
+                    key: PrimaryKey::new("A", sk),
+                    consistent_read: true,
+                }))
+                .expect("get")
+        };
+        assert_eq!(get("2"), Some(item("2")));
+        assert_eq!(get("1"), None, "the refused write left nothing");
     }
 
     #[test]
