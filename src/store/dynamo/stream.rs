@@ -56,14 +56,38 @@ fn not_found<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
     err.code() == Some("ResourceNotFoundException")
 }
 
-fn item(
-    image: Option<
-        std::collections::HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>,
-    >,
-) -> Option<Item> {
-    image
-        .filter(|i| !i.is_empty())
-        .map(|i| serde_dynamo::Item::from(i).into())
+type StreamValue = aws_sdk_dynamodbstreams::types::AttributeValue;
+
+/// A stream image in the port's terms, value by value (the map built once). An attribute
+/// of a type newer than this SDK (its `Unknown` variant, on which `serde_dynamo` panics)
+/// is left out of the image with a warning: the change is still delivered, and a read of
+/// the item itself reports the type as an internal error.
+fn item(image: Option<std::collections::HashMap<String, StreamValue>>) -> Option<Item> {
+    fn unknown(v: &StreamValue) -> bool {
+        match v {
+            StreamValue::L(l) => l.iter().any(unknown),
+            StreamValue::M(m) => m.values().any(unknown),
+            other => other.is_unknown(),
+        }
+    }
+    let image = image.filter(|i| !i.is_empty())?;
+    Some(
+        image
+            .into_iter()
+            .filter(|(name, v)| {
+                let known = !unknown(v);
+                if !known {
+                    tracing::warn!(
+                        attribute = %name,
+                        "a stream image holds an attribute type this SDK does not know; \
+                         left out of the change"
+                    );
+                }
+                known
+            })
+            .map(|(k, v)| (k, v.into()))
+            .collect(),
+    )
 }
 
 impl DynamoChanges {
