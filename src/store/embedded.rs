@@ -134,10 +134,15 @@ struct Committer(Option<Arc<Inner>>);
 
 impl Committer {
     fn run(mut self) {
-        if let Some(inner) = &self.0 {
-            inner.commit_groups();
-        }
+        let Some((done, committed)) = self.0.as_ref().map(|inner| inner.commit_groups()) else {
+            return;
+        };
+        // Let go of the store before answering the last group, so a caller that drops the
+        // store once answered closes the file.
         self.0 = None;
+        for d in done {
+            d(&committed);
+        }
     }
 }
 
@@ -952,9 +957,9 @@ impl Inner {
     }
 
     /// The committer: commits groups until no write waits, then stops (the next write
-    /// starts another). It lets go of the store before it answers the last group, so a
-    /// caller that drops the store once answered closes the file.
-    fn commit_groups(&self) {
+    /// starts another). It answers every group but the last, which it returns for
+    /// [`Committer::run`] to answer once it has let go of the store.
+    fn commit_groups(&self) -> (Vec<Done>, StoreResult<()>) {
         loop {
             let jobs: Vec<Job> = {
                 let mut group = self.group();
@@ -970,11 +975,11 @@ impl Inner {
                 }
                 last
             };
+            if last {
+                return (done, committed);
+            }
             for d in done {
                 d(&committed);
-            }
-            if last {
-                return;
             }
         }
     }
@@ -2189,6 +2194,28 @@ mod tests {
                 .contains("format 3, written by a newer itemgraph"),
             "{err}"
         );
+    }
+
+    /// The committer lets go of the store before it answers the last group: a store dropped
+    /// as soon as its write is answered has closed its file, so it opens again at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_dropped_once_its_write_is_answered_opens_again_at_once() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("t.redb");
+        for i in 0..100 {
+            let store = EmbeddedStore::open(&path, "t", TableSchema::itemgraph())
+                .unwrap_or_else(|e| panic!("open {i}: {e}"));
+            if i == 0 {
+                store.create_table().await.expect("create");
+            }
+            store
+                .put_item(Put::new(Item::from([
+                    ("PK".to_owned(), AttributeValue::S("A".into())),
+                    ("SK".to_owned(), AttributeValue::S(i.to_string())),
+                ])))
+                .await
+                .expect("put");
+        }
     }
 
     /// A write whose group committer the runtime refuses to start (it is shutting down) is
