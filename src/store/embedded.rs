@@ -154,7 +154,9 @@ impl Drop for Committer {
                 group.committing = false;
                 std::mem::take(&mut group.queue)
             };
-            // Each job holds its caller's reply; dropping it answers "ended without an answer".
+            // Each job holds its caller's reply; dropping it answers "ended without an
+            // answer", once the store is let go of (as `run` does).
+            drop(inner);
             drop(abandoned);
         }
     }
