@@ -205,6 +205,10 @@ impl Authenticator {
         validation.set_required_spec_claims(&["exp"]);
         validation.validate_exp = true;
         validation.validate_nbf = true;
+        // One expiry rule on every transport (POST, WebSocket, event stream, a running
+        // subscription): a token is expired once `exp` is reached, with no leeway
+        // (jsonwebtoken's default is 60 s); `authenticate_until` checks `exp <= now`.
+        validation.leeway = 0;
         // A token with an `aud` is refused unless the server is told which audience to
         // expect (jsonwebtoken's rule); without one, `aud` is not looked at.
         validation.validate_aud = false;
@@ -250,6 +254,11 @@ impl Authenticator {
         }
         let claims = self.claims(token)?;
         let exp = claims.exp;
+        // RFC 7519: valid only *before* `exp` (jsonwebtoken accepts `exp == now`); the
+        // same rule as a running subscription's end (`TokenExpiry::expired`).
+        if exp <= now_secs() {
+            return Err(AuthError::Expired);
+        }
         Ok((access_of(claims)?, exp))
     }
 

@@ -135,7 +135,12 @@ pub struct SnapshotArgs {
     #[arg(long, value_name = "URL", env = "ITEMGRAPH_SNAPSHOT_ENDPOINT")]
     pub endpoint: Option<String>,
     /// The table's name, with `--store dynamodb`.
-    #[arg(long, default_value = "itemgraph", env = "ITEMGRAPH_SNAPSHOT_TABLE")]
+    #[arg(
+        long,
+        default_value = "itemgraph",
+        env = "ITEMGRAPH_SNAPSHOT_TABLE",
+        value_parser = table_name
+    )]
     pub table: String,
 }
 
@@ -179,8 +184,14 @@ pub struct StoreArgs {
     /// everything is lost on exit. For demos and tests.
     #[arg(long, env = "ITEMGRAPH_IN_MEMORY")]
     pub in_memory: bool,
-    /// The table's name (in DynamoDB, or inside the embedded file).
-    #[arg(long, env = "ITEMGRAPH_TABLE", default_value = "itemgraph")]
+    /// The table's name (in DynamoDB, or inside the embedded file): 3 to 255 characters
+    /// of `a-z`, `A-Z`, `0-9`, `_`, `-`, `.`, as DynamoDB takes them, on both engines.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_TABLE",
+        default_value = "itemgraph",
+        value_parser = table_name
+    )]
     pub table: String,
     /// DynamoDB's failure modes, injected by the embedded engine to try the API against
     /// a realistic, flaky backend, e.g.
@@ -200,7 +211,7 @@ pub struct StoreArgs {
     )]
     pub change_log: u64,
     /// A DynamoDB endpoint override, e.g. DynamoDB Local at `http://localhost:8000`.
-    #[arg(long, env = "ITEMGRAPH_ENDPOINT", value_name = "URL")]
+    #[arg(long, env = "ITEMGRAPH_ENDPOINT", value_name = "URL", value_parser = endpoint_url)]
     pub endpoint: Option<String>,
     /// The AWS region, overriding the configuration chain.
     #[arg(long, env = "ITEMGRAPH_REGION")]
@@ -433,6 +444,16 @@ pub struct LiveArgs {
         value_parser = at_least_one()
     )]
     pub max_subscriptions_per_connection: usize,
+    /// Most subscriptions open at once for one organization in this process, over every
+    /// transport (with auth off: per `org` argument); one more is refused with
+    /// `TOO_MANY_SUBSCRIPTIONS`, so one tenant cannot take every slot.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_SUBSCRIPTIONS_PER_ORG",
+        default_value_t = LiveOptions::DEFAULT.max_per_org,
+        value_parser = at_least_one()
+    )]
+    pub max_subscriptions_per_org: usize,
     /// Changes a subscriber may fall behind by; further behind, it is ended with
     /// `SUBSCRIBER_TOO_SLOW` (and resumes with its last event's cursor).
     #[arg(
@@ -483,6 +504,47 @@ pub struct LiveArgs {
         value_parser = clap::value_parser!(u64).range(100..)
     )]
     pub keepalive_ms: u64,
+    /// Longest a write to a WebSocket or an event stream may wait for the client to read,
+    /// in milliseconds; past it the client is taken not to read and is disconnected.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_SEND_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = LiveOptions::DEFAULT.send_timeout.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub send_timeout_ms: u64,
+    /// Bytes of messages a WebSocket may have waiting for its client; at it, the server
+    /// stops reading the socket and running its operations until the client reads.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_SEND_QUEUE_BYTES",
+        value_name = "BYTES",
+        default_value_t = LiveOptions::DEFAULT.send_queue_bytes,
+        value_parser = at_least_one()
+    )]
+    pub send_queue_bytes: usize,
+    /// Largest WebSocket message in bytes (a `subscribe` with its document and
+    /// variables); a larger one closes the socket with 1009. Apart from
+    /// `--max-body-bytes`, since a socket keeps what it is sent for longer.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_SOCKET_MESSAGE_BYTES",
+        value_name = "BYTES",
+        default_value_t = LiveOptions::DEFAULT.max_message_bytes,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..)
+    )]
+    pub max_socket_message_bytes: usize,
+    /// WebSockets upgraded and not yet through `connection_init` at once; one more
+    /// upgrade is answered 503 `UNAVAILABLE`. (Such sockets are also the first closed when
+    /// `--max-connections` is reached.)
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_SOCKETS_AWAITING_INIT",
+        default_value_t = LiveOptions::DEFAULT.max_awaiting_init,
+        value_parser = at_least_one()
+    )]
+    pub max_sockets_awaiting_init: usize,
 }
 
 impl LiveArgs {
@@ -492,6 +554,11 @@ impl LiveArgs {
             poll: Duration::from_millis(self.stream_poll_ms),
             max_subscriptions: self.max_subscriptions,
             max_per_connection: self.max_subscriptions_per_connection,
+            max_per_org: self.max_subscriptions_per_org,
+            send_timeout: Duration::from_millis(self.send_timeout_ms),
+            send_queue_bytes: self.send_queue_bytes,
+            max_message_bytes: self.max_socket_message_bytes,
+            max_awaiting_init: self.max_sockets_awaiting_init,
             max_replay: self.max_replay,
             init_timeout: Duration::from_millis(self.ws_init_timeout_ms),
             keepalive: Duration::from_millis(self.keepalive_ms),
@@ -594,6 +661,18 @@ pub struct LimitArgs {
         value_parser = at_least_one()
     )]
     pub max_connections: usize,
+    /// How long a stop (SIGTERM, Ctrl-C) waits for what is in flight: requests finish,
+    /// WebSockets are closed with 1001 and event streams ended at once; whatever is still
+    /// open after this is closed and the process exits. `10s`, `500ms`, `1m`; a bare
+    /// number is seconds.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_SHUTDOWN_TIMEOUT",
+        value_name = "DURATION",
+        default_value = "10s",
+        value_parser = parse_duration
+    )]
+    pub shutdown_timeout: Duration,
     /// Deadline of one request in milliseconds: past it the request is cancelled, its
     /// outstanding store calls with it, and answered with `TIMEOUT`.
     #[arg(
@@ -641,6 +720,7 @@ impl LimitArgs {
                 header_read_timeout: Duration::from_millis(self.header_read_timeout_ms),
                 body_read_timeout: Duration::from_millis(self.body_read_timeout_ms),
                 max_connections: self.max_connections,
+                shutdown_timeout: self.shutdown_timeout,
             },
             graphiql: self.graphiql == Switch::On,
             ..http::Options::DEFAULT
@@ -749,6 +829,50 @@ fn parse_origin(s: &str) -> Result<axum::http::HeaderValue, String> {
         ));
     }
     axum::http::HeaderValue::from_str(s).map_err(|e| e.to_string())
+}
+
+/// A duration: a number with `ms`, `s` or `m`, or a bare number of seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: u64 = number.parse().map_err(|_| {
+        format!(
+            "`{}` is not a duration: write e.g. 10s, 500ms or 1m",
+            s.escape_debug()
+        )
+    })?;
+    match unit.trim() {
+        "" | "s" => Ok(Duration::from_secs(n)),
+        "ms" => Ok(Duration::from_millis(n)),
+        "m" => Ok(Duration::from_secs(n.saturating_mul(60))),
+        _ => Err(format!(
+            "`{}` is not a duration: write e.g. 10s, 500ms or 1m",
+            s.escape_debug()
+        )),
+    }
+}
+
+/// A table name DynamoDB takes (refused at start, not at the first request).
+fn table_name(s: &str) -> Result<String, String> {
+    crate::store::validate::table_or_index_name(s).map(|()| s.to_owned())
+}
+
+/// An endpoint the SDK can call: `http://` or `https://`, a host, nothing after the port
+/// but an optional path.
+fn endpoint_url(s: &str) -> Result<String, String> {
+    let uri: axum::http::Uri = s
+        .parse()
+        .map_err(|e| format!("`{}` is not a URL: {e}", s.escape_debug()))?;
+    let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
+    let host_ok = uri.host().is_some_and(|h| !h.is_empty());
+    if !scheme_ok || !host_ok || uri.query().is_some() {
+        return Err(format!(
+            "`{}` is not an endpoint URL: write http(s)://host[:port], e.g. http://localhost:8000",
+            s.escape_debug()
+        ));
+    }
+    Ok(s.to_owned())
 }
 
 /// A limit of 0 would refuse every request.
@@ -1006,7 +1130,7 @@ mod tests {
             "--region",
             "us-east-1",
             "--table",
-            "t",
+            "t-1",
         ]) else {
             panic!("create-table")
         };
@@ -1014,12 +1138,50 @@ mod tests {
         assert_eq!(args.endpoint.as_deref(), Some("http://localhost:8000"));
         assert_eq!(
             args.describe(),
-            "dynamodb, table t at http://localhost:8000"
+            "dynamodb, table t-1 at http://localhost:8000"
         );
         let Command::Serve(args) = parse(&["serve", "--listen", "0.0.0.0:9000"]) else {
             panic!("serve")
         };
         assert_eq!(args.listen.port(), 9000);
+    }
+
+    /// What DynamoDB would refuse is refused at start, naming the flag: table names of
+    /// 3 to 255 of its characters, endpoints that are URLs; a shutdown timeout is a
+    /// duration.
+    #[test]
+    fn configuration_dynamodb_would_refuse_is_refused_at_start() {
+        for table in ["ig", "my table", "tbl/1", &"x".repeat(256)] {
+            let err = Cli::try_parse_from(["itemgraph", "serve", "--table", table])
+                .expect_err(table)
+                .to_string();
+            assert!(err.contains("--table"), "{err}");
+            assert!(
+                err.contains("DynamoDB takes table and index names"),
+                "{err}"
+            );
+        }
+        for ok in ["ig1", "My_Table.v2-x", &"x".repeat(255)] {
+            Cli::try_parse_from(["itemgraph", "serve", "--table", ok]).expect(ok);
+        }
+        for index in crate::store::TableSchema::itemgraph().indexes {
+            crate::store::validate::table_or_index_name(&index.name).expect("an index name");
+        }
+        for endpoint in ["localhost:8000", "ftp://x", "http://", "not a url"] {
+            let err = Cli::try_parse_from(["itemgraph", "serve", "--endpoint", endpoint])
+                .expect_err(endpoint)
+                .to_string();
+            assert!(err.contains("--endpoint"), "{err}");
+        }
+        let Command::Serve(args) = parse(&["serve", "--shutdown-timeout", "1500ms"]) else {
+            panic!("serve")
+        };
+        assert_eq!(args.limits.shutdown_timeout, Duration::from_millis(1500));
+        let Command::Serve(args) = parse(&["serve", "--shutdown-timeout", "3"]) else {
+            panic!("serve")
+        };
+        assert_eq!(args.limits.shutdown_timeout, Duration::from_secs(3));
+        assert!(Cli::try_parse_from(["itemgraph", "serve", "--shutdown-timeout", "soon"]).is_err());
     }
 
     #[test]

@@ -61,6 +61,7 @@ fn limits(header_ms: u64, body_ms: u64, max: usize) -> ConnectionLimits {
         header_read_timeout: Duration::from_millis(header_ms),
         body_read_timeout: Duration::from_millis(body_ms),
         max_connections: max,
+        ..ConnectionLimits::DEFAULT
     }
 }
 

@@ -10,9 +10,17 @@
 //! with the current secret, and a previous secret keeps verifying until an absolute instant
 //! (the same on every replica, whenever each one started), after which its cursors are
 //! refused like any forged one.
+//!
+//! Event cursors (a subscription's `after`) are *sealed*: encrypted and authenticated with
+//! AES-256-GCM under a key derived from the same secret, bound to their context, so they
+//! reveal nothing of the change stream (its shards, its sequence numbers, and so how much
+//! other organizations write). Event cursors signed before sealing still open.
 
 use std::time::SystemTime;
 
+use std::sync::Arc;
+
+use aws_lc_rs::aead::{Aad, Nonce, RandomizedNonceKey, AES_256_GCM, NONCE_LEN};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
@@ -27,6 +35,12 @@ type HmacSha256 = Hmac<Sha256>;
 const TAG_LEN: usize = 16;
 /// Cursors longer than this are rejected unread (keys are at most 2 KB + 1 KB, twice).
 pub const MAX_CURSOR_LEN: usize = 8 * 1024;
+/// The first byte of a sealed cursor (its format's version).
+const SEALED: u8 = 1;
+/// AES-GCM's tag.
+const SEAL_TAG_LEN: usize = 16;
+/// What the sealing key is derived for, with the secret as the HMAC key.
+const SEALING_LABEL: &[u8] = b"itemgraph event cursor encryption key v1";
 
 /// Why a cursor was refused. Clients see `INVALID_CURSOR`; the reason is not told, so a
 /// client learns nothing about what a valid cursor looks like.
@@ -43,6 +57,8 @@ pub struct CursorCodec {
     /// HMAC keyed with the secret once (its inner and outer pads hashed): each cursor
     /// starts from a copy instead of keying again. The secret itself is not kept.
     keyed: HmacSha256,
+    /// Seals event cursors: AES-256-GCM keyed with HMAC(secret, label), random nonces.
+    sealing: Arc<RandomizedNonceKey>,
     /// Secrets rotated out, each still accepted (never used to sign) until its instant.
     previous: Vec<(SecretSlice<u8>, SystemTime)>,
 }
@@ -52,6 +68,7 @@ impl CursorCodec {
         let secret = SecretSlice::from(secret.into());
         CursorCodec {
             keyed: Self::keyed(secret.expose_secret()),
+            sealing: Arc::new(Self::sealing_key(secret.expose_secret())),
             previous: Vec::new(),
         }
     }
@@ -66,6 +83,14 @@ impl CursorCodec {
     /// The latest instant a previous secret is accepted until, if there is one.
     pub fn grace_until(&self) -> Option<SystemTime> {
         self.previous.iter().map(|(_, until)| *until).max()
+    }
+
+    fn sealing_key(secret: &[u8]) -> RandomizedNonceKey {
+        let key = Self::keyed(secret)
+            .chain_update(SEALING_LABEL)
+            .finalize()
+            .into_bytes();
+        RandomizedNonceKey::new(&AES_256_GCM, &key).expect("AES-256-GCM takes a 32-byte key")
     }
 
     fn keyed(secret: &[u8]) -> HmacSha256 {
@@ -108,6 +133,66 @@ impl CursorCodec {
         let mut bytes = self.tag(context, payload).to_vec();
         bytes.extend_from_slice(payload);
         URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    /// `payload` encrypted and authenticated for `context`, as opaque text (event cursors):
+    /// nothing of it can be read without the secret.
+    pub fn seal(&self, context: &str, payload: &[u8]) -> String {
+        let mut sealed = payload.to_vec();
+        let nonce = self
+            .sealing
+            .seal_in_place_append_tag(Aad::from(context.as_bytes()), &mut sealed)
+            .expect("AES-GCM seals any payload under 64 GB");
+        let mut bytes = Vec::with_capacity(1 + NONCE_LEN + sealed.len());
+        bytes.push(SEALED);
+        bytes.extend_from_slice(nonce.as_ref());
+        bytes.extend_from_slice(&sealed);
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    /// The payload of text [`seal`](Self::seal) made for `context` with this server's
+    /// secret (or a previous one in its grace period); text [`sign`](Self::sign) made, too,
+    /// so event cursors handed out before sealing still resume.
+    pub fn open(&self, context: &str, text: &str) -> Result<Vec<u8>, InvalidCursor> {
+        self.open_at(context, text, SystemTime::now())
+    }
+
+    fn open_at(
+        &self,
+        context: &str,
+        text: &str,
+        now: SystemTime,
+    ) -> Result<Vec<u8>, InvalidCursor> {
+        if text.len() > MAX_CURSOR_LEN {
+            return Err(InvalidCursor);
+        }
+        let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| InvalidCursor)?;
+        if let Some(payload) = Self::unseal(&self.sealing, context, &bytes) {
+            return Ok(payload);
+        }
+        for (secret, until) in &self.previous {
+            if now < *until {
+                let key = Self::sealing_key(secret.expose_secret());
+                if let Some(payload) = Self::unseal(&key, context, &bytes) {
+                    return Ok(payload);
+                }
+            }
+        }
+        self.verify_at(context, text, now)
+    }
+
+    fn unseal(key: &RandomizedNonceKey, context: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+        let (&version, rest) = bytes.split_first()?;
+        if version != SEALED || rest.len() < NONCE_LEN + SEAL_TAG_LEN {
+            return None;
+        }
+        let (nonce, sealed) = rest.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let mut buf = sealed.to_vec();
+        let plain = key
+            .open_in_place(nonce, Aad::from(context.as_bytes()), &mut buf)
+            .ok()?;
+        Some(plain.to_vec())
     }
 
     /// The payload of text [`sign`](Self::sign) made for `context`, with this server's
@@ -264,6 +349,57 @@ mod tests {
         );
         assert_eq!(codec.grace_until(), Some(rotated_at + HOUR));
         assert_eq!(CursorCodec::new("s").grace_until(), None);
+    }
+
+    /// A sealed cursor shows nothing of its payload, differs each time it is made (random
+    /// nonces), opens in its context only, with its secret only (a previous one during its
+    /// grace), and any altered byte is refused. An event cursor signed before sealing opens.
+    #[test]
+    fn sealed_cursors_hide_their_payload_and_open_only_where_they_were_made() {
+        let payload = br#"[["shardId-00000001","s000000000000000000397"]]"#;
+        let codec = CursorCodec::new("secret");
+        let a = codec.seal("events:acme", payload);
+        let b = codec.seal("events:acme", payload);
+        assert_ne!(a, b, "random nonces");
+        for text in [&a, &b] {
+            let raw = URL_SAFE_NO_PAD.decode(text).unwrap();
+            assert!(
+                !raw.windows(3).any(|w| w == b"397") && !raw.windows(5).any(|w| w == b"shard"),
+                "the payload shows through"
+            );
+            assert_eq!(codec.open("events:acme", text).unwrap(), payload);
+        }
+        assert_eq!(codec.open("events:globex", &a), Err(InvalidCursor));
+        assert_eq!(
+            CursorCodec::new("other").open("events:acme", &a),
+            Err(InvalidCursor)
+        );
+        let raw = URL_SAFE_NO_PAD.decode(&a).unwrap();
+        for i in 0..raw.len() {
+            let mut bad = raw.clone();
+            bad[i] ^= 0x01;
+            assert_eq!(
+                codec.open("events:acme", &URL_SAFE_NO_PAD.encode(&bad)),
+                Err(InvalidCursor),
+                "byte {i} altered"
+            );
+        }
+        // Signed (the format before sealing): still opens, in its context only.
+        let signed = codec.sign("events:acme", payload);
+        assert_eq!(codec.open("events:acme", &signed).unwrap(), payload);
+        assert_eq!(codec.open("events:globex", &signed), Err(InvalidCursor));
+        // Sealed with the previous secret: opens during the grace period only.
+        let rotated_at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let old = CursorCodec::new("old secret").seal("events:acme", payload);
+        let codec = rotated(rotated_at);
+        assert_eq!(
+            codec.open_at("events:acme", &old, rotated_at).unwrap(),
+            payload
+        );
+        assert_eq!(
+            codec.open_at("events:acme", &old, rotated_at + HOUR),
+            Err(InvalidCursor)
+        );
     }
 
     #[test]

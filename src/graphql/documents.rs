@@ -269,7 +269,11 @@ impl Documents {
             operation: operation.clone(),
         };
         let fields = self.check_limits(&doc).map_err(|e| refused(vec![e]))?;
-        let errors = full_validation(checker, &doc, name.clone(), request.variables.clone()).await;
+        let mut errors =
+            full_validation(checker, &doc, name.clone(), request.variables.clone()).await;
+        if errors.is_empty() {
+            errors.extend(single_root_field(&doc));
+        }
         if !errors.is_empty() {
             return Err(refused(errors));
         }
@@ -288,6 +292,77 @@ impl Documents {
             arguments,
         })
     }
+}
+
+/// The GraphQL spec's "single root field" rule, which async-graphql's validation does not
+/// check: a subscription operation selects exactly one field at its root (fragments
+/// expanded, fields of one response key counted once), and no introspection field. Each
+/// root field is a subscription of its own, so without it one operation could hold many
+/// of the server's subscription slots and multiply each change it is sent. Run after full
+/// validation, which has refused fragment cycles and unknown fragments. Stricter than the
+/// spec in one way: one response key selected twice counts twice (async-graphql would run
+/// both).
+fn single_root_field(doc: &ExecutableDocument) -> Vec<ServerError> {
+    use async_graphql::parser::types::{Selection, SelectionSet};
+
+    fn keys<'a>(
+        doc: &'a ExecutableDocument,
+        set: &'a SelectionSet,
+        out: &mut Vec<(&'a str, &'a str, async_graphql::Pos)>,
+        depth: usize,
+    ) {
+        // Fragments nest no deeper than the limits allow; this only guards the walk.
+        if depth > 64 {
+            return;
+        }
+        for selection in &set.items {
+            match &selection.node {
+                // Every field counts, one response key twice too: the spec would merge
+                // them, but the executor runs each as a subscription of its own.
+                Selection::Field(f) => out.push((
+                    f.node.response_key().node.as_str(),
+                    f.node.name.node.as_str(),
+                    f.pos,
+                )),
+                Selection::FragmentSpread(spread) => {
+                    if let Some(fragment) = doc.fragments.get(&spread.node.fragment_name.node) {
+                        keys(doc, &fragment.node.selection_set.node, out, depth + 1);
+                    }
+                }
+                Selection::InlineFragment(inline) => {
+                    keys(doc, &inline.node.selection_set.node, out, depth + 1);
+                }
+            }
+        }
+    }
+
+    let mut errors = Vec::new();
+    for (name, operation) in doc.operations.iter() {
+        if operation.node.ty != OperationType::Subscription {
+            continue;
+        }
+        let mut fields = Vec::new();
+        keys(doc, &operation.node.selection_set.node, &mut fields, 0);
+        let named = name.map_or_else(
+            || "Anonymous subscription".to_owned(),
+            |n| format!("Subscription \"{n}\""),
+        );
+        if fields.len() != 1 {
+            errors.push(ServerError::new(
+                format!(
+                    "{named} must select only one top level field; it selects {}",
+                    fields.len()
+                ),
+                Some(operation.pos),
+            ));
+        } else if let Some((_, field, pos)) = fields.iter().find(|(_, f, _)| f.starts_with("__")) {
+            errors.push(ServerError::new(
+                format!("{named} must not select an introspection top level field (`{field}`)"),
+                Some(*pos),
+            ));
+        }
+    }
+    errors
 }
 
 /// What `checker` finds wrong with `doc` for operation `name` and `variables`: every rule

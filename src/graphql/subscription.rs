@@ -122,14 +122,14 @@ async fn events<'a, T: Send + 'static>(
     let from = match after {
         Some(cursor) => Some(
             rc.cursors
-                .verify(&context, &cursor)
+                .open(&context, &cursor)
                 .ok()
                 .and_then(|bytes| Position::from_bytes(&bytes))
                 .ok_or_else(|| ApiError::InvalidCursor("after").extend())?,
         ),
         None => None,
     };
-    let slot = hub.slot().map_err(|e| ApiError::from(e).extend())?;
+    let slot = hub.slot(&org).map_err(|e| ApiError::from(e).extend())?;
     let access = rc.access.clone();
     let in_org = org.clone();
     let changes = hub
@@ -169,7 +169,7 @@ async fn events<'a, T: Send + 'static>(
             if !access.sees_entity(change.entity()) {
                 continue;
             }
-            let cursor = cursors.sign(&context, &position.to_bytes());
+            let cursor = cursors.seal(&context, &position.to_bytes());
             if let Some(event) = make(&change, cursor) {
                 // References resolve as they are now: forget the last event's reads,
                 // and know the entity as the change left it.

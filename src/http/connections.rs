@@ -20,10 +20,12 @@
 //!
 //! Long-lived exchanges take a [`Lease`] from the request's [`ConnectionScope`]: an event
 //! stream holds its connection busy while it streams (not idle, so neither swept nor
-//! evicted), and a connection upgraded to WebSocket, which hyper hands over once the
-//! upgrade is answered, is registered again for its life, so it counts against
-//! `max_connections`. Both hear when shutdown starts, to end what they stream, and
-//! shutdown waits for them.
+//! evicted; at most so many on one connection), and a connection upgraded to WebSocket,
+//! which hyper hands over once the upgrade is answered, is registered again for its life,
+//! so it counts against `max_connections`: idle (evictable) until its `connection_init`
+//! is accepted, busy from then on. Both hear when shutdown starts, to end what they
+//! stream, and shutdown waits for them up to `shutdown_timeout`, then closes what is
+//! left.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -55,6 +57,8 @@ pub struct ConnectionLimits {
     pub body_read_timeout: Duration,
     /// Open connections at most; see the module doc for what one more does.
     pub max_connections: usize,
+    /// How long shutdown waits for what is in flight before closing what is left.
+    pub shutdown_timeout: Duration,
 }
 
 impl ConnectionLimits {
@@ -63,6 +67,7 @@ impl ConnectionLimits {
         header_read_timeout: Duration::from_secs(10),
         body_read_timeout: Duration::from_secs(30),
         max_connections: 10_000,
+        shutdown_timeout: Duration::from_secs(10),
     };
 }
 
@@ -112,6 +117,8 @@ struct Tracked {
     idle_since: AtomicU64,
     /// Told to close the connection now (evicted or swept).
     close: Notify,
+    /// Event streams open on the connection.
+    streams: AtomicUsize,
 }
 
 /// The open connections.
@@ -161,6 +168,7 @@ impl Registry {
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(self.now_ms()),
             close: Notify::new(),
+            streams: AtomicUsize::new(0),
         });
         self.open().insert(id, tracked.clone());
         (id, tracked)
@@ -219,33 +227,80 @@ pub struct ConnectionScope {
 
 /// A connection held for a long-lived exchange; released when dropped.
 pub struct Lease {
-    _in_flight: InFlight,
+    /// Busy (not evictable, not swept) while set.
+    in_flight: Option<InFlight>,
+    tracked: Arc<Tracked>,
+    registry: Arc<Registry>,
     stop: watch::Receiver<bool>,
     _done: watch::Receiver<()>,
     /// The registry entry of an upgraded connection, removed with the lease.
-    adopted: Option<(u64, Arc<Registry>)>,
+    adopted: Option<u64>,
+    /// An event stream counted on its connection while it lives.
+    _stream: Option<StreamSlot>,
+}
+
+/// Why a leased connection is to end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseEnd {
+    /// The server is shutting down.
+    Stopping,
+    /// Evicted or swept while idle, or shutdown's time ran out.
+    Closed,
+}
+
+/// One event stream of a connection (HTTP/2 carries many on one).
+struct StreamSlot(Arc<Tracked>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.0.streams.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Closes one connection from anywhere (a stalled writer), as eviction does.
+#[derive(Clone)]
+pub struct Closer(Arc<Tracked>);
+
+impl Closer {
+    pub fn close(&self) {
+        self.0.close.notify_one();
+    }
 }
 
 impl ConnectionScope {
-    /// Holds the request's connection busy (an event stream in its response body).
-    pub fn busy(&self) -> Lease {
-        Lease {
-            _in_flight: InFlight::new(self.tracked.clone(), self.registry.clone()),
+    /// Holds the request's connection busy (an event stream in its response body), as
+    /// one of at most `max_streams` event streams open on it; `None` past that.
+    pub fn stream(&self, max_streams: usize) -> Option<Lease> {
+        let taken = self
+            .tracked
+            .streams
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max_streams).then_some(n + 1)
+            });
+        taken.ok()?;
+        Some(Lease {
+            in_flight: Some(InFlight::new(self.tracked.clone(), self.registry.clone())),
+            tracked: self.tracked.clone(),
+            registry: self.registry.clone(),
             stop: self.stop.clone(),
             _done: self.done.clone(),
             adopted: None,
-        }
+            _stream: Some(StreamSlot(self.tracked.clone())),
+        })
     }
 
-    /// Registers the connection again once upgraded (hyper no longer serves it), busy
-    /// for as long as the lease lives.
+    /// Registers the connection again once upgraded (hyper no longer serves it), idle
+    /// (evictable, swept past the header timeout) until [`Lease::set_busy`].
     pub fn adopt(&self) -> Lease {
         let (id, tracked) = self.registry.insert();
         Lease {
-            _in_flight: InFlight::new(tracked, self.registry.clone()),
+            in_flight: None,
+            tracked,
+            registry: self.registry.clone(),
             stop: self.stop.clone(),
             _done: self.done.clone(),
-            adopted: Some((id, self.registry.clone())),
+            adopted: Some(id),
+            _stream: None,
         }
     }
 }
@@ -257,12 +312,44 @@ impl Lease {
             // The listener is gone: the server has stopped.
         }
     }
+
+    /// Completes when the connection is to close now: evicted or swept while idle, or
+    /// still open when shutdown's time ran out.
+    pub async fn closed(&self) {
+        self.tracked.close.notified().await;
+    }
+
+    /// Completes with why the connection is to end: shutdown started, or it is to close
+    /// now ([`closed`](Self::closed)).
+    pub async fn ended(&mut self) -> LeaseEnd {
+        tokio::select! {
+            () = self.tracked.close.notified() => LeaseEnd::Closed,
+            stop = self.stop.wait_for(|stop| *stop) => {
+                // An error: the listener is gone, so the server has stopped too.
+                let _ = stop;
+                LeaseEnd::Stopping
+            }
+        }
+    }
+
+    /// Counts the connection busy from now on (a WebSocket whose `connection_init` was
+    /// accepted): neither evicted nor swept.
+    pub fn set_busy(&mut self) {
+        if self.in_flight.is_none() {
+            self.in_flight = Some(InFlight::new(self.tracked.clone(), self.registry.clone()));
+        }
+    }
+
+    /// What closes this lease's connection from elsewhere.
+    pub fn closer(&self) -> Closer {
+        Closer(self.tracked.clone())
+    }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if let Some((id, registry)) = &self.adopted {
-            registry.remove(*id);
+        if let Some(id) = self.adopted {
+            self.registry.remove(id);
         }
     }
 }
@@ -406,6 +493,25 @@ pub async fn serve(
     sweep.abort();
     let _ = stop_tx.send(true);
     drop(done_rx);
-    done_tx.closed().await;
+    if tokio::time::timeout(limits.shutdown_timeout, done_tx.closed())
+        .await
+        .is_err()
+    {
+        // Time is up: close what is left (a client that does not read, a request past
+        // its deadline), and give the tasks a moment to let go.
+        let left = {
+            let open = registry.open();
+            for c in open.values() {
+                c.close.notify_one();
+            }
+            open.len()
+        };
+        tracing::warn!(
+            connections = left,
+            timeout = ?limits.shutdown_timeout,
+            "shutdown timed out: closing the connections still open"
+        );
+        let _ = tokio::time::timeout(Duration::from_secs(1), done_tx.closed()).await;
+    }
     Ok(())
 }

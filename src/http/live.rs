@@ -2,66 +2,89 @@
 //!
 //! - **WebSocket** on `GET /graphql` with an upgrade: the `graphql-transport-ws` protocol
 //!   (the `graphql-ws` npm client), and the older `subscriptions-transport-ws` protocol
-//!   (sub-protocol `graphql-ws`), through async-graphql's protocol state machine. The
-//!   caller is authenticated by the `connection_init` payload (`{"Authorization": "Bearer
-//!   …"}`, or `{"token": "…"}`) or, failing that, by the upgrade request's
-//!   `Authorization` header; a refusal closes the socket with 4403. The server closes
-//!   with 4408 a socket that has not completed `connection_init` within
-//!   `LiveOptions::init_timeout`, pings every `LiveOptions::keepalive` (the client
-//!   answers with a pong) and closes one silent for three of those; at shutdown it
-//!   closes every socket with 1001.
+//!   (sub-protocol `graphql-ws`). The caller is authenticated by the `connection_init`
+//!   payload (`{"Authorization": "Bearer …"}`, or `{"token": "…"}`) or, failing that, by
+//!   the upgrade request's `Authorization` header; a refusal closes the socket with 4403.
+//!   The server closes with 4408 a socket that has not completed `connection_init` within
+//!   `LiveOptions::init_timeout`; until then the socket is idle for the connection limit
+//!   (the first closed when it is reached) and at most `max_awaiting_init` such sockets
+//!   are open. Every `keepalive` it sends a WebSocket ping frame and the protocol's own
+//!   keep-alive (`ping`, or `ka` for the old protocol), and closes with 3008 a socket
+//!   that sent nothing, not even a pong frame, for three of those: both protocols alike.
 //! - **Server-Sent Events**: `POST /graphql` (or `GET`, the query in the URL) with
 //!   `Accept: text/event-stream` runs one operation and streams its results, the
 //!   `graphql-sse` protocol's distinct-connections mode: an event `next` per result
 //!   (a subscription's events, or a query's one answer), then `complete`. For clients
 //!   behind proxies that do not pass WebSockets.
 //!
-//! A subscription holds one of the process's slots while it runs (`--max-subscriptions`),
-//! and at most `LiveOptions::max_per_connection` operations (subscriptions, and queries
-//! or mutations in flight) run on one socket; one more is refused with
-//! `TOO_MANY_SUBSCRIPTIONS`. Queries and mutations sent over a socket or as
-//! an event stream run exactly as over `POST /graphql` (deadline, limits, trace header
-//! excepted).
+//! What a client can hold:
+//! - **Writes** wait for the client at most `send_timeout` each: a client that does not
+//!   read is disconnected, and never holds shutdown (which closes sockets with 1001). A
+//!   socket's queue of messages for its client holds at most `send_queue_bytes`: at it,
+//!   the server stops reading the socket and running its operations until the client
+//!   reads. An event stream's events wait in a queue of [`SSE_QUEUE`].
+//! - **Operations**: a subscription holds one of the process's slots and one of its
+//!   organization's while it runs (`--max-subscriptions`, `--max-subscriptions-per-org`);
+//!   a subscription operation selects exactly one root field (the spec's "single root
+//!   field" rule, checked with the document); at most `max_per_connection` operations
+//!   (subscriptions, and queries or mutations in flight) run on one socket, and as many
+//!   event streams on one HTTP connection; one more is refused with
+//!   `TOO_MANY_SUBSCRIPTIONS`.
+//! - **Messages**: at most `max_message_bytes` each (1009 past it); a subscription id of
+//!   at most [`MAX_ID_BYTES`] (4400), one id per running operation (4409).
+//! - **Origins**: a browser page of another origin may open a socket or an event stream
+//!   only when `--cors-origin` lets it in, and never while auth is off (CORS does not
+//!   apply to WebSockets, so without this any page could use a local server).
+//! - Close frames carry a code and a fixed short reason, never what the client sent.
+//!
+//! Queries and mutations sent over a socket or as an event stream run exactly as over
+//! `POST /graphql` (deadline, limits, trace header excepted).
+//!
+//! async-graphql's own WebSocket state machine (`async_graphql::http::WebSocket`) is not
+//! used: it keeps any client-chosen id for the life of an operation, lets a reused id
+//! replace a running one, puts parse errors (client input) in close reasons, and reads
+//! the socket and polls every operation whatever is queued for the client. The messages
+//! are still read with its `ClientMessage` type.
 
-use std::any::TypeId;
 use std::convert::Infallible;
+use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
-use async_graphql::http::{WebSocketProtocols, WsMessage, ALL_WEBSOCKET_PROTOCOLS};
-use async_graphql::parser::types::OperationType;
-use async_graphql::Data;
+use async_graphql::http::{ClientMessage, WebSocketProtocols, ALL_WEBSOCKET_PROTOCOLS};
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::stream::{self, BoxStream};
+use futures::stream::{self, BoxStream, SplitSink};
 use futures::{SinkExt, StreamExt};
+use serde::Serialize;
+use tokio::sync::{mpsc, Notify};
+use tokio::time::Instant;
+use tokio_stream::StreamMap;
+use tracing::Instrument;
 
-use super::{operation_type, AppState, ConnectionScope, HttpError, Lease, Media, WireResponse};
+use super::{
+    operation_type, AppState, ConnectionScope, CorsOrigins, HttpError, Lease, LeaseEnd, Media,
+    WireResponse,
+};
 use crate::auth::Access;
 use crate::graphql::errors::ApiError;
 use crate::graphql::subscription::TokenExpiry;
 use crate::graphql::{self};
+
+/// Longest subscription id a client may choose: it is kept while the operation runs and
+/// echoed in each of its messages.
+pub const MAX_ID_BYTES: usize = 128;
+/// Events of one event stream waiting for the client to read.
+pub const SSE_QUEUE: usize = 16;
 
 /// Who is connected, and until when.
 #[derive(Debug, Clone)]
 pub(super) struct Session {
     pub(super) access: Access,
     expiry: TokenExpiry,
-}
-
-/// The subscriptions open on one socket.
-#[derive(Clone, Default)]
-struct SocketSubscriptions(Arc<AtomicUsize>);
-
-/// Gives a socket's slot back when its subscription ends.
-struct SocketSlot(Arc<AtomicUsize>);
-
-impl Drop for SocketSlot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 impl AppState {
@@ -88,12 +111,11 @@ fn error_response(e: ApiError) -> async_graphql::Response {
 }
 
 /// One operation of a long-lived transport: a subscription's events, or the one answer
-/// of a query or mutation. `socket` counts the subscriptions of a WebSocket.
+/// of a query or mutation.
 fn operation(
     state: &AppState,
     session: Session,
     mut request: async_graphql::Request,
-    socket: Option<&SocketSubscriptions>,
 ) -> BoxStream<'static, async_graphql::Response> {
     if session.expiry.expired() {
         return stream::once(async {
@@ -104,28 +126,10 @@ fn operation(
         .boxed();
     }
     let inner = state.0.clone();
-    // Every operation a socket runs holds one of its slots while it runs, so a client
-    // cannot pile up queries or mutations on one socket either.
-    let slot = match socket {
-        None => None,
-        Some(SocketSubscriptions(open)) => {
-            let max = inner.options.live.max_per_connection;
-            if open.fetch_add(1, Ordering::AcqRel) >= max {
-                open.fetch_sub(1, Ordering::AcqRel);
-                return stream::once(async move {
-                    error_response(ApiError::TooManySubscriptions(format!(
-                        "this connection runs {max} operations, its most"
-                    )))
-                })
-                .boxed();
-            }
-            Some(SocketSlot(open.clone()))
-        }
-    };
     let kind = operation_type(&mut request, &inner.options.limits);
-    if kind != Some(OperationType::Subscription) {
+    if kind != Some(async_graphql::parser::types::OperationType::Subscription) {
         return stream::once(async move {
-            let resp = graphql::execute(
+            graphql::execute(
                 &inner.schema,
                 inner.store.clone(),
                 inner.cursors.clone(),
@@ -133,9 +137,7 @@ fn operation(
                 request,
                 false,
             )
-            .await;
-            drop(slot);
-            resp
+            .await
         })
         .boxed();
     }
@@ -148,49 +150,141 @@ fn operation(
         session.expiry,
         request,
     )
-    .map(move |resp| {
-        let _held = &slot;
-        resp
-    })
     .boxed()
 }
 
-/// Runs what a socket's protocol asks with the session its `connection_init` opened.
-#[derive(Clone)]
-struct SocketExecutor {
-    state: AppState,
+fn too_many_operations(max: usize) -> async_graphql::Response {
+    error_response(ApiError::TooManySubscriptions(format!(
+        "this connection runs {max} operations, its most"
+    )))
 }
 
-fn session_data<T: Clone + Send + Sync + 'static>(data: &Data) -> Option<T> {
-    data.get(&TypeId::of::<T>())
-        .and_then(|d| d.downcast_ref::<T>())
-        .cloned()
+// --- origins -------------------------------------------------------------------------------
+
+/// Whether a browser page may open a socket or an event stream here: no `Origin` (not a
+/// browser), the server's own origin (the playground), or one `--cors-origin` lets in;
+/// while auth is off, no other origin at all (any page could use the server as its
+/// visitor's, whatever CORS says: it does not apply to WebSockets).
+pub(super) fn check_origin(
+    state: &AppState,
+    headers: &HeaderMap,
+    authority: Option<&str>,
+) -> Result<(), HttpError> {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or(authority);
+    if same_origin(origin, host) {
+        return Ok(());
+    }
+    let refused = |why: &str| {
+        crate::metrics::record_error("FORBIDDEN");
+        Err(HttpError::Forbidden(format!(
+            "pages of another origin may not open a WebSocket or an event stream here: {why}"
+        )))
+    };
+    if state.0.authenticator.is_none() {
+        return refused("auth is off");
+    }
+    match &state.options().cors.origins {
+        CorsOrigins::Any => Ok(()),
+        CorsOrigins::List(list) if list.iter().any(|o| o == origin) => Ok(()),
+        _ => refused("the origin is not one --cors-origin names"),
+    }
 }
 
-impl async_graphql::Executor for SocketExecutor {
-    async fn execute(&self, _request: async_graphql::Request) -> async_graphql::Response {
-        // The socket protocols run every operation through `execute_stream`.
-        error_response(ApiError::Internal)
+/// Whether `origin` (`scheme://host[:port]`) names the host the request was sent to.
+fn same_origin(origin: &HeaderValue, host: Option<&str>) -> bool {
+    let (Ok(origin), Some(host)) = (origin.to_str(), host) else {
+        return false;
+    };
+    let Some((scheme, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    let default_port = match scheme.to_ascii_lowercase().as_str() {
+        "http" => ":80",
+        "https" => ":443",
+        _ => return false,
+    };
+    let bare = |a: &str| {
+        let a = a.to_ascii_lowercase();
+        a.strip_suffix(default_port).map(str::to_owned).unwrap_or(a)
+    };
+    bare(authority) == bare(host)
+}
+
+// --- WebSocket -----------------------------------------------------------------------------
+
+/// Why the server closes a socket: a code and a short fixed reason each (a close frame
+/// holds at most 125 bytes, and never echoes what the client sent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Close {
+    Normal,
+    GoingAway,
+    ProtocolError,
+    NotReading,
+    MessageTooBig,
+    Evicted,
+    Silent,
+    InvalidMessage,
+    IdTooLong,
+    Unauthorized,
+    Forbidden,
+    InitTimeout,
+    DuplicateId,
+    TooManyInits,
+}
+
+impl Close {
+    fn frame(self) -> (u16, &'static str) {
+        match self {
+            Close::Normal => (1000, "normal closure"),
+            Close::GoingAway => (1001, "the server is shutting down"),
+            Close::ProtocolError => (1002, "protocol error"),
+            Close::NotReading => (1008, "the client does not read its messages"),
+            Close::MessageTooBig => (1009, "message too big"),
+            Close::Evicted => (1013, "the server is at its connection limit; try again"),
+            Close::Silent => (3008, "no answer to pings"),
+            Close::InvalidMessage => (4400, "invalid message"),
+            Close::IdTooLong => (4400, "subscription id longer than 128 bytes"),
+            Close::Unauthorized => (4401, "Unauthorized"),
+            Close::Forbidden => (4403, "Forbidden"),
+            Close::InitTimeout => (4408, "Connection initialisation timeout"),
+            Close::DuplicateId => (4409, "an operation with this id is running"),
+            Close::TooManyInits => (4429, "Too many initialisation requests"),
+        }
     }
 
-    fn execute_stream(
-        &self,
-        request: async_graphql::Request,
-        session: Option<Arc<Data>>,
-    ) -> BoxStream<'static, async_graphql::Response> {
-        let data = session.as_deref();
-        match data.and_then(session_data::<Session>) {
-            Some(s) => operation(
-                &self.state,
-                s,
-                request,
-                data.and_then(session_data::<SocketSubscriptions>).as_ref(),
-            ),
-            None => stream::once(async {
-                error_response(ApiError::Unauthenticated("not authenticated".into()))
+    fn message(self) -> Message {
+        let (code, reason) = self.frame();
+        Message::Close(Some(CloseFrame {
+            code,
+            reason: reason.into(),
+        }))
+    }
+}
+
+/// One of the sockets upgraded and not yet through `connection_init`; given back when
+/// dropped.
+pub(super) struct AwaitingInit(Arc<AtomicUsize>);
+
+impl AwaitingInit {
+    fn take(counter: &Arc<AtomicUsize>, max: usize) -> Option<AwaitingInit> {
+        counter
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
             })
-            .boxed(),
-        }
+            .ok()
+            .map(|_| AwaitingInit(counter.clone()))
+    }
+}
+
+impl Drop for AwaitingInit {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -211,20 +305,18 @@ fn init_authorization(payload: &serde_json::Value) -> Option<String> {
     obj.get("headers").and_then(init_authorization)
 }
 
-/// What a refused `connection_init` closes the socket with (graphql-transport-ws: 4403).
-const FORBIDDEN_CLOSE: u16 = 4403;
-/// graphql-transport-ws: no `connection_init` in time.
-const INIT_TIMEOUT_CLOSE: u16 = 4408;
-/// The server is going away.
-const GOING_AWAY_CLOSE: u16 = 1001;
-
 /// `GET /graphql` with a WebSocket upgrade.
 pub(super) fn websocket(
     state: AppState,
     headers: &HeaderMap,
+    authority: Option<&str>,
     scope: Option<ConnectionScope>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let media = Media::negotiate(headers);
+    if let Err(e) = check_origin(&state, headers, authority) {
+        return e.respond(media);
+    }
     let protocol = headers
         .get(header::SEC_WEBSOCKET_PROTOCOL)
         .and_then(|v| v.to_str().ok())
@@ -238,19 +330,129 @@ pub(super) fn websocket(
              graphql-transport-ws (or the older graphql-ws)"
                 .into(),
         )
-        .respond(Media::negotiate(headers));
+        .respond(media);
+    };
+    let live = state.options().live;
+    let Some(awaiting) = AwaitingInit::take(&state.0.awaiting_init, live.max_awaiting_init) else {
+        return HttpError::Unavailable(format!(
+            "{} WebSockets are waiting for connection_init, the most this server takes; try again",
+            live.max_awaiting_init
+        ))
+        .respond(media);
     };
     let from_header = headers
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes().to_vec());
-    let max = state.options().max_body_bytes;
     ws.protocols(ALL_WEBSOCKET_PROTOCOLS)
-        .max_message_size(max)
-        .max_frame_size(max)
+        .max_message_size(live.max_message_bytes)
+        .max_frame_size(live.max_message_bytes)
         .on_upgrade(move |socket| {
             let lease = scope.map(|s| s.adopt());
-            serve_socket(state, socket, protocol, from_header, lease)
+            serve_socket(state, socket, protocol, from_header, lease, awaiting)
         })
+}
+
+/// Bytes queued for a socket's client, and word when some were sent.
+struct Queue {
+    bytes: AtomicUsize,
+    sent: Notify,
+}
+
+/// The messages a socket sends its client, in order, through its writer.
+struct Outbox {
+    tx: mpsc::UnboundedSender<Message>,
+    queue: Arc<Queue>,
+    limit: usize,
+}
+
+fn message_len(m: &Message) -> usize {
+    match m {
+        Message::Text(t) => t.len(),
+        Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => b.len(),
+        Message::Close(_) => 2 + 125,
+    }
+}
+
+impl Outbox {
+    fn push(&self, m: Message) {
+        self.queue
+            .bytes
+            .fetch_add(message_len(&m), Ordering::AcqRel);
+        // A send fails only once the writer has ended, and then the socket with it.
+        let _ = self.tx.send(m);
+    }
+
+    fn text(&self, value: &impl Serialize) {
+        match serde_json::to_string(value) {
+            Ok(text) => self.push(Message::Text(text.into())),
+            Err(error) => tracing::error!(%error, "serializing a WebSocket message"),
+        }
+    }
+
+    /// Whether more may be queued: the client has read enough of what was.
+    fn has_room(&self) -> bool {
+        self.queue.bytes.load(Ordering::Acquire) < self.limit
+    }
+}
+
+/// How a socket's writer ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Written {
+    /// Everything queued was sent (a close frame last, or the reader is gone).
+    All,
+    /// The socket failed (the client went away).
+    Broken,
+    /// A write waited `send_timeout` for the client to read.
+    Stalled,
+}
+
+/// Sends what is queued, each message within `timeout`.
+async fn write_queued(
+    mut sink: SplitSink<WebSocket, Message>,
+    mut rx: mpsc::UnboundedReceiver<Message>,
+    queue: Arc<Queue>,
+    timeout: Duration,
+) -> Written {
+    while let Some(m) = rx.recv().await {
+        let len = message_len(&m);
+        let closing = matches!(m, Message::Close(_));
+        match tokio::time::timeout(timeout, sink.send(m)).await {
+            Ok(Ok(())) => {
+                queue.bytes.fetch_sub(len, Ordering::AcqRel);
+                queue.sent.notify_one();
+            }
+            Ok(Err(_)) => return Written::Broken,
+            Err(_) => {
+                // Said, in case the client reads after all; not waited for long.
+                let _ = tokio::time::timeout(
+                    Duration::from_secs(1),
+                    sink.send(Close::NotReading.message()),
+                )
+                .await;
+                return Written::Stalled;
+            }
+        }
+        if closing {
+            return Written::All;
+        }
+    }
+    Written::All
+}
+
+/// Why the lease's connection is to end (never without a lease).
+async fn ended(lease: &mut Option<Lease>) -> LeaseEnd {
+    match lease {
+        Some(lease) => lease.ended().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Completes when the lease's connection is to close now (never without a lease).
+async fn closed(lease: &Option<Lease>) {
+    match lease {
+        Some(lease) => lease.closed().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn serve_socket(
@@ -259,86 +461,274 @@ async fn serve_socket(
     protocol: WebSocketProtocols,
     from_header: Option<Vec<u8>>,
     mut lease: Option<Lease>,
+    awaiting: AwaitingInit,
 ) {
     let live = state.options().live;
-    let (mut sink, input) = socket.split();
-    let input = input
-        .take_while(|m| futures::future::ready(m.is_ok()))
-        .filter_map(|m| {
-            futures::future::ready(match m {
-                Ok(Message::Text(t)) => Some(t.as_bytes().to_vec()),
-                Ok(Message::Binary(b)) => Some(b.to_vec()),
-                _ => None,
-            })
-        });
-    let auth = state.clone();
-    let mut messages = async_graphql::http::WebSocket::new(
-        SocketExecutor {
-            state: state.clone(),
-        },
-        input,
+    let (sink, input) = socket.split();
+    let queue = Arc::new(Queue {
+        bytes: AtomicUsize::new(0),
+        sent: Notify::new(),
+    });
+    let (tx, rx) = mpsc::unbounded_channel();
+    let mut writer = pin!(write_queued(sink, rx, queue.clone(), live.send_timeout));
+    let mut socket = Socket {
+        state,
         protocol,
-    )
-    .on_connection_init(move |payload| async move {
-        let authorization = init_authorization(&payload)
-            .map(String::into_bytes)
-            .or(from_header);
-        let session = auth
-            .session(authorization.as_deref())
-            .map_err(|e| async_graphql::Error::new(format!("Forbidden: {e}")))?;
-        let mut data = Data::default();
-        data.insert(session);
-        data.insert(SocketSubscriptions::default());
-        Ok(data)
-    })
-    // A client that has said nothing for three pings is gone (the old protocol has no
-    // pongs: its clients are not timed out).
-    .keepalive_timeout((protocol == WebSocketProtocols::GraphQLWS).then_some(live.keepalive * 3));
-    let init_deadline = tokio::time::sleep(live.init_timeout);
-    tokio::pin!(init_deadline);
-    let mut ping =
-        tokio::time::interval_at(tokio::time::Instant::now() + live.keepalive, live.keepalive);
-    let mut acked = false;
-    let close = |code: u16, reason: &str| {
-        Message::Close(Some(CloseFrame {
-            code,
-            reason: reason.to_owned().into(),
-        }))
+        from_header,
+        awaiting: Some(awaiting),
+        session: None,
+        ops: StreamMap::new(),
+        out: Outbox {
+            tx,
+            queue,
+            limit: live.send_queue_bytes,
+        },
     };
-    loop {
-        let out = tokio::select! {
-            msg = messages.next() => match msg {
-                Some(WsMessage::Text(text)) => {
-                    if !acked && text.contains("\"connection_ack\"") {
-                        acked = true;
-                    }
-                    Message::Text(text.into())
-                }
-                Some(WsMessage::Close(code, reason)) => {
-                    // A refused `connection_init`: graphql-transport-ws says 4403.
-                    let code = if !acked && reason.starts_with("Forbidden") { FORBIDDEN_CLOSE } else { code };
-                    let _ = sink.send(close(code, &reason)).await;
-                    break;
-                }
-                None => break,
-            },
-            () = &mut init_deadline, if !acked => {
-                let _ = sink.send(close(INIT_TIMEOUT_CLOSE, "Connection initialisation timeout")).await;
-                break;
+    tokio::select! {
+        written = &mut writer => {
+            if written == Written::Stalled {
+                crate::metrics::record_error("CLIENT_NOT_READING");
+                tracing::debug!("closed a WebSocket whose client does not read");
             }
-            _ = ping.tick(), if acked => Message::Text(match protocol {
-                WebSocketProtocols::GraphQLWS => r#"{"type":"ping"}"#,
-                WebSocketProtocols::SubscriptionsTransportWS => r#"{"type":"ka"}"#,
-            }.into()),
-            () = stopping(&mut lease) => {
-                let _ = sink.send(close(GOING_AWAY_CLOSE, "the server is shutting down")).await;
-                break;
-            }
-        };
-        if sink.send(out).await.is_err() {
-            break;
+            return;
+        }
+        () = socket.run(input, &mut lease) => {}
+    }
+    // The reader has queued its last message: the writer sends what is queued, within
+    // the send timeout each, unless the connection is to close at once.
+    drop(socket);
+    tokio::select! {
+        _ = &mut writer => {}
+        () = closed(&lease) => {}
+    }
+}
+
+/// One socket's protocol: its session once `connection_init` is accepted, its running
+/// operations by id, and what it sends.
+struct Socket {
+    state: AppState,
+    protocol: WebSocketProtocols,
+    from_header: Option<Vec<u8>>,
+    /// Held until `connection_init` is accepted.
+    awaiting: Option<AwaitingInit>,
+    session: Option<Session>,
+    /// Each operation's results, then `None` once it has ended.
+    ops: StreamMap<String, BoxStream<'static, Option<async_graphql::Response>>>,
+    out: Outbox,
+}
+
+/// Whether a socket goes on after a message.
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Go,
+    Stop,
+}
+
+#[derive(Serialize)]
+struct Typed<'a> {
+    #[serde(rename = "type")]
+    ty: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<&'a async_graphql::Response>,
+}
+
+impl Typed<'static> {
+    fn bare(ty: &'static str) -> Self {
+        Typed {
+            ty,
+            id: None,
+            payload: None,
         }
     }
+}
+
+impl Socket {
+    fn live(&self) -> crate::live::LiveOptions {
+        self.state.options().live
+    }
+
+    fn close(&self, why: Close) {
+        self.out.push(why.message());
+    }
+
+    /// Reads and answers the socket until it is to close; what it queued last closes it.
+    async fn run(
+        &mut self,
+        mut input: futures::stream::SplitStream<WebSocket>,
+        lease: &mut Option<Lease>,
+    ) {
+        let live = self.live();
+        let init_deadline = tokio::time::sleep(live.init_timeout);
+        tokio::pin!(init_deadline);
+        let mut ping = tokio::time::interval_at(Instant::now() + live.keepalive, live.keepalive);
+        ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut heard = Instant::now();
+        loop {
+            let room = self.out.has_room();
+            let queue = self.out.queue.clone();
+            tokio::select! {
+                end = ended(lease) => return self.close(match end {
+                    LeaseEnd::Stopping => Close::GoingAway,
+                    LeaseEnd::Closed => Close::Evicted,
+                }),
+                () = &mut init_deadline, if self.session.is_none() => {
+                    return self.close(Close::InitTimeout);
+                }
+                () = queue.sent.notified(), if !room => {}
+                _ = ping.tick(), if self.session.is_some() => {
+                    if heard.elapsed() >= live.keepalive * 3 {
+                        return self.close(Close::Silent);
+                    }
+                    self.out.push(Message::Ping(Default::default()));
+                    self.out.push(Message::Text(match self.protocol {
+                        WebSocketProtocols::GraphQLWS => r#"{"type":"ping"}"#,
+                        WebSocketProtocols::SubscriptionsTransportWS => r#"{"type":"ka"}"#,
+                    }.into()));
+                }
+                frame = input.next(), if room => {
+                    heard = Instant::now();
+                    let flow = match frame {
+                        None => Flow::Stop,
+                        Some(Err(e)) => {
+                            self.close(if too_big(e) { Close::MessageTooBig } else { Close::ProtocolError });
+                            Flow::Stop
+                        }
+                        Some(Ok(Message::Text(t))) => self.message(t.as_bytes(), lease),
+                        Some(Ok(Message::Binary(b))) => self.message(&b, lease),
+                        // tungstenite answers a close frame itself.
+                        Some(Ok(Message::Close(_))) => Flow::Stop,
+                        Some(Ok(Message::Ping(_) | Message::Pong(_))) => Flow::Go,
+                    };
+                    if flow == Flow::Stop {
+                        return;
+                    }
+                }
+                Some((id, result)) = self.ops.next(), if room => match result {
+                    Some(resp) => self.out.text(&Typed {
+                        ty: match self.protocol {
+                            WebSocketProtocols::GraphQLWS => "next",
+                            WebSocketProtocols::SubscriptionsTransportWS => "data",
+                        },
+                        id: Some(&id),
+                        payload: Some(&resp),
+                    }),
+                    None => {
+                        self.ops.remove(&id);
+                        self.complete(&id);
+                    }
+                },
+            }
+        }
+    }
+
+    fn complete(&self, id: &str) {
+        self.out.text(&Typed {
+            ty: "complete",
+            id: Some(id),
+            payload: None,
+        });
+    }
+
+    /// Answers one message of the client's.
+    fn message(&mut self, bytes: &[u8], lease: &mut Option<Lease>) -> Flow {
+        let Ok(message) = serde_json::from_slice::<ClientMessage>(bytes) else {
+            self.close(Close::InvalidMessage);
+            return Flow::Stop;
+        };
+        match message {
+            ClientMessage::ConnectionInit { payload } => {
+                if self.awaiting.is_none() {
+                    self.close(Close::TooManyInits);
+                    return Flow::Stop;
+                }
+                let authorization = payload
+                    .as_ref()
+                    .and_then(init_authorization)
+                    .map(String::into_bytes)
+                    .or_else(|| self.from_header.clone());
+                match self.state.session(authorization.as_deref()) {
+                    Ok(session) => {
+                        self.session = Some(session);
+                        self.awaiting = None;
+                        if let Some(lease) = lease {
+                            lease.set_busy();
+                        }
+                        self.out.text(&Typed::bare("connection_ack"));
+                        Flow::Go
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "a WebSocket's connection_init was refused");
+                        if self.protocol == WebSocketProtocols::SubscriptionsTransportWS {
+                            self.out.text(&serde_json::json!({
+                                "type": "connection_error",
+                                "payload": { "message": "Forbidden" },
+                            }));
+                        }
+                        self.close(Close::Forbidden);
+                        Flow::Stop
+                    }
+                }
+            }
+            ClientMessage::Start { id, payload } => {
+                let Some(session) = self.session.clone() else {
+                    self.close(Close::Unauthorized);
+                    return Flow::Stop;
+                };
+                if id.len() > MAX_ID_BYTES {
+                    self.close(Close::IdTooLong);
+                    return Flow::Stop;
+                }
+                if self.ops.contains_key(&id) {
+                    self.close(Close::DuplicateId);
+                    return Flow::Stop;
+                }
+                let max = self.live().max_per_connection;
+                if self.ops.len() >= max {
+                    let refused = too_many_operations(max);
+                    self.out.text(&Typed {
+                        ty: match self.protocol {
+                            WebSocketProtocols::GraphQLWS => "next",
+                            WebSocketProtocols::SubscriptionsTransportWS => "data",
+                        },
+                        id: Some(&id),
+                        payload: Some(&refused),
+                    });
+                    self.complete(&id);
+                    return Flow::Go;
+                }
+                let results = operation(&self.state, session, payload)
+                    .map(Some)
+                    .chain(stream::once(async { None }));
+                self.ops.insert(id, results.boxed());
+                Flow::Go
+            }
+            ClientMessage::Stop { id } => {
+                if self.ops.remove(&id).is_some() {
+                    self.complete(&id);
+                }
+                Flow::Go
+            }
+            ClientMessage::ConnectionTerminate => {
+                self.close(Close::Normal);
+                Flow::Stop
+            }
+            ClientMessage::Ping { .. } => {
+                self.out.text(&Typed::bare("pong"));
+                Flow::Go
+            }
+            ClientMessage::Pong { .. } => Flow::Go,
+        }
+    }
+}
+
+/// Whether a read failed on a message over the size limit.
+fn too_big(e: axum::Error) -> bool {
+    matches!(
+        e.into_inner().downcast_ref::<tungstenite::Error>(),
+        Some(tungstenite::Error::Capacity(_))
+    )
 }
 
 /// Completes when the server starts shutting down (never without a lease: tests that
@@ -365,47 +755,83 @@ pub(super) fn wants_event_stream(headers: &HeaderMap) -> bool {
 }
 
 /// The operation `request` asks, streamed as Server-Sent Events (`graphql-sse`,
-/// distinct connections): `next` per result, then `complete`.
+/// distinct connections): `next` per result, then `complete`. The caller was
+/// authenticated (`session`) and its origin checked before `request` was read.
 pub(super) fn event_stream(
     state: &AppState,
     headers: &HeaderMap,
     scope: Option<ConnectionScope>,
+    session: Session,
     request: Result<async_graphql::Request, HttpError>,
 ) -> Response {
     let media = Media::negotiate(headers);
-    let session = match state.session(
-        headers
-            .get(header::AUTHORIZATION)
-            .map(HeaderValue::as_bytes),
-    ) {
-        Ok(s) => s,
-        Err(e) => return e.respond(media),
-    };
     let request = match request {
         Ok(r) => r,
         Err(e) => return e.respond(media),
     };
-    let mut lease = scope.map(|s| s.busy());
-    let mut results = operation(state, session, request, None);
+    let live = state.options().live;
+    // One event stream of at most so many on its connection (HTTP/2 multiplexes them).
+    let (mut lease, results) = match scope {
+        None => (None, operation(state, session, request)),
+        Some(scope) => match scope.stream(live.max_per_connection) {
+            Some(lease) => (Some(lease), operation(state, session, request)),
+            None => (
+                None,
+                stream::once(async move { too_many_operations(live.max_per_connection) }).boxed(),
+            ),
+        },
+    };
+    // The operation runs on a task of its own, so a client that does not read is noticed
+    // (its queue stays full for the send timeout) and disconnected whatever the body's
+    // writer is waiting for.
+    let (tx, mut rx) = mpsc::channel::<Event>(SSE_QUEUE);
+    let closer = lease.as_ref().map(Lease::closer);
+    tokio::spawn(
+        async move {
+            let mut results = results;
+            loop {
+                let next = tokio::select! {
+                    next = results.next() => next,
+                    // The body is gone: the client left, or the server is stopping.
+                    () = tx.closed() => return,
+                };
+                let Some(resp) = next else { return };
+                let wire = WireResponse::of(&resp);
+                let event = match serde_json::to_string(&wire) {
+                    Ok(json) => Event::default().event("next").data(json),
+                    Err(error) => {
+                        tracing::error!(%error, "serializing a GraphQL response");
+                        return;
+                    }
+                };
+                match tokio::time::timeout(live.send_timeout, tx.send(event)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return,
+                    Err(_) => {
+                        crate::metrics::record_error("CLIENT_NOT_READING");
+                        tracing::debug!("closed an event stream whose client does not read");
+                        if let Some(closer) = &closer {
+                            closer.close();
+                        }
+                        return;
+                    }
+                }
+            }
+        }
+        .instrument(tracing::Span::current()),
+    );
     let events = async_stream::stream! {
         loop {
             let next = tokio::select! {
-                next = results.next() => next,
+                next = rx.recv() => next,
                 () = stopping(&mut lease) => None,
             };
-            let Some(resp) = next else { break };
-            let wire = WireResponse::of(&resp);
-            match serde_json::to_string(&wire) {
-                Ok(json) => yield Event::default().event("next").data(json),
-                Err(error) => {
-                    tracing::error!(%error, "serializing a GraphQL response");
-                    break;
-                }
-            }
+            let Some(event) = next else { break };
+            yield event;
         }
         yield Event::default().event("complete").data("");
     };
     Sse::new(events.map(Ok::<_, Infallible>))
-        .keep_alive(KeepAlive::new().interval(state.options().live.keepalive))
+        .keep_alive(KeepAlive::new().interval(live.keepalive))
         .into_response()
 }

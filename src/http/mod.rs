@@ -66,7 +66,7 @@ mod connections;
 mod live;
 pub mod playground;
 
-pub use connections::{fit_to_open_files, ConnectionLimits, ConnectionScope, Lease};
+pub use connections::{fit_to_open_files, ConnectionLimits, ConnectionScope, Lease, LeaseEnd};
 
 use crate::auth::{Access, AuthError, Authenticator};
 use crate::graphql::{self, CursorCodec, ItemgraphSchema};
@@ -171,6 +171,8 @@ struct Inner {
     options: Options,
     /// Checks each GraphQL request's bearer token; `None` is `--auth off`.
     authenticator: Option<Authenticator>,
+    /// WebSockets upgraded and not yet through `connection_init`.
+    awaiting_init: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl AppState {
@@ -190,6 +192,7 @@ impl AppState {
             cursors,
             options,
             authenticator: None,
+            awaiting_init: Arc::default(),
         }))
     }
 
@@ -433,24 +436,44 @@ async fn graphql_post(State(state): State<AppState>, request: axum::extract::Req
     let (parts, body) = request.into_parts();
     let headers = parts.headers;
     let media = Media::negotiate(&headers);
+    let stream = live::wants_event_stream(&headers);
     // Authentication first: a caller without a valid token learns nothing, not even
-    // whether their request would have parsed, and its body is not read.
-    let access = match state
-        .access(&headers)
-        .and_then(|access| check_json_content_type(&headers).map(|()| access))
-    {
-        Ok(access) => access,
+    // whether their request would have parsed, and its body is not read. An event stream
+    // is opened for pages of allowed origins only, before its body is read.
+    let session = match state
+        .session(
+            headers
+                .get(header::AUTHORIZATION)
+                .map(HeaderValue::as_bytes),
+        )
+        .and_then(|session| check_json_content_type(&headers).map(|()| session))
+        .and_then(|session| {
+            if stream {
+                live::check_origin(&state, &headers, parts.uri.authority().map(|a| a.as_str()))?;
+            }
+            Ok(session)
+        }) {
+        Ok(session) => session,
         Err(e) => return e.respond(media),
     };
     let request = read_body(&state, body)
         .await
         .and_then(|body| parse_body(&body));
-    if live::wants_event_stream(&headers) {
+    if stream {
         let scope = parts.extensions.get::<ConnectionScope>().cloned();
-        return live::event_stream(&state, &headers, scope, request);
+        return live::event_stream(&state, &headers, scope, session, request);
     }
     match request {
-        Ok(request) => run(&state, access, request, wants_trace(&headers), media).await,
+        Ok(request) => {
+            run(
+                &state,
+                session.access,
+                request,
+                wants_trace(&headers),
+                media,
+            )
+            .await
+        }
         Err(e) => e.respond(media),
     }
 }
@@ -481,18 +504,33 @@ async fn read_body(state: &AppState, body: Body) -> Result<Bytes, HttpError> {
 async fn graphql_get(
     State(state): State<AppState>,
     headers: HeaderMap,
+    uri: axum::http::Uri,
     scope: Option<axum::Extension<ConnectionScope>>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
     params: Result<Query<GetParams>, QueryRejection>,
 ) -> Response {
     let scope = scope.map(|axum::Extension(s)| s);
+    let authority = uri.authority().map(|a| a.as_str());
     if let Ok(ws) = upgrade {
-        return live::websocket(state, &headers, scope, ws);
+        return live::websocket(state, &headers, authority, scope, ws);
     }
     if state.options().graphiql && prefers_html(&headers) {
         return playground_page(&state);
     }
     if live::wants_event_stream(&headers) {
+        // The caller and its origin first: nothing of the request is parsed before.
+        let media = Media::negotiate(&headers);
+        let session = match state
+            .session(
+                headers
+                    .get(header::AUTHORIZATION)
+                    .map(HeaderValue::as_bytes),
+            )
+            .and_then(|session| live::check_origin(&state, &headers, authority).map(|()| session))
+        {
+            Ok(session) => session,
+            Err(e) => return e.respond(media),
+        };
         // GET must not change anything, as an event stream too (an `EventSource` sends
         // GET with this `Accept`).
         let request = params
@@ -504,7 +542,7 @@ async fn graphql_get(
                     _ => Ok(request),
                 },
             );
-        return live::event_stream(&state, &headers, scope, request);
+        return live::event_stream(&state, &headers, scope, session, request);
     }
     let media = Media::negotiate(&headers);
     let access = match state.access(&headers) {
@@ -858,6 +896,14 @@ enum HttpError {
     /// 408 `BAD_REQUEST`: the body did not arrive whole within `--body-read-timeout-ms`.
     #[error("the request body did not arrive within {millis} ms")]
     BodyTimeout { millis: u64 },
+    /// 403 `FORBIDDEN`: a page of another origin asked for a WebSocket or an event
+    /// stream it may not open.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 503 `UNAVAILABLE`, with `Retry-After: 1`: the server is at a limit that frees up
+    /// (sockets awaiting `connection_init`).
+    #[error("{0}")]
+    Unavailable(String),
     /// 500 `INTERNAL`: a handler panicked or a response could not be written; logged.
     #[error("internal error")]
     Internal,
@@ -871,6 +917,8 @@ impl HttpError {
             HttpError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             HttpError::MutationOverGet => StatusCode::METHOD_NOT_ALLOWED,
             HttpError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            HttpError::Forbidden(_) => StatusCode::FORBIDDEN,
+            HttpError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -879,6 +927,8 @@ impl HttpError {
         match self {
             HttpError::Internal => "INTERNAL",
             HttpError::Unauthenticated(_) => AuthError::CODE,
+            HttpError::Forbidden(_) => "FORBIDDEN",
+            HttpError::Unavailable(_) => "UNAVAILABLE",
             _ => "BAD_REQUEST",
         }
     }
@@ -900,6 +950,11 @@ impl HttpError {
                 response
                     .headers_mut()
                     .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            }
+            HttpError::Unavailable(_) => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             // RFC 6750: a token was sent but is not good is `invalid_token`.
             HttpError::Unauthenticated(e) => {

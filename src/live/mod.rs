@@ -23,7 +23,7 @@
 pub mod position;
 mod reader;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,6 +49,9 @@ pub struct LiveOptions {
     pub max_subscriptions: usize,
     /// Subscriptions open at once on one WebSocket connection.
     pub max_per_connection: usize,
+    /// Subscriptions open at once for one organization in this process (with auth off,
+    /// for one `org` argument); one more is refused with `TOO_MANY_SUBSCRIPTIONS`.
+    pub max_per_org: usize,
     /// Most stream records a resumed subscription reads to catch up; further behind,
     /// it is told to refetch (`EVENTS_EXPIRED`).
     pub max_replay: usize,
@@ -57,6 +60,18 @@ pub struct LiveOptions {
     /// How often an idle WebSocket is pinged (and an event stream sent a comment), so
     /// proxies keep it open and a dead client is noticed.
     pub keepalive: Duration,
+    /// Longest a write to a WebSocket or an event stream may wait for the client to read;
+    /// past it the client is taken not to read and its connection is closed.
+    pub send_timeout: Duration,
+    /// Bytes of messages a WebSocket may have queued for its client; at it, the server
+    /// stops reading the socket and running its operations until the client reads.
+    pub send_queue_bytes: usize,
+    /// Largest WebSocket message (a `subscribe` with its document and variables); a larger
+    /// one closes the socket with 1009.
+    pub max_message_bytes: usize,
+    /// WebSockets upgraded and waiting for an accepted `connection_init`; one more upgrade
+    /// is answered 503 `UNAVAILABLE`.
+    pub max_awaiting_init: usize,
 }
 
 impl LiveOptions {
@@ -66,8 +81,13 @@ impl LiveOptions {
         max_subscriptions: 10_000,
         max_per_connection: 100,
         max_replay: 100_000,
+        max_per_org: 2_500,
         init_timeout: Duration::from_secs(3),
         keepalive: Duration::from_secs(15),
+        send_timeout: Duration::from_secs(10),
+        send_queue_bytes: 1024 * 1024,
+        max_message_bytes: 64 * 1024,
+        max_awaiting_init: 1_000,
     };
 }
 
@@ -179,6 +199,8 @@ pub struct Hub {
     /// Set once the reader has listed the shards and taken its iterators.
     started: OnceCell<()>,
     open: AtomicUsize,
+    /// Subscriptions open per organization (entries at zero are removed).
+    per_org: Mutex<HashMap<Slug, usize>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -190,13 +212,24 @@ impl std::fmt::Debug for Hub {
     }
 }
 
-/// Holds one of the process's subscription slots while the subscription lives.
+/// Holds one of the process's subscription slots, and one of its organization's, while
+/// the subscription lives.
 pub struct Slot {
     hub: Arc<Hub>,
+    org: Slug,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        {
+            let mut per_org = self.hub.per_org();
+            if let Some(n) = per_org.get_mut(&self.org) {
+                *n -= 1;
+                if *n == 0 {
+                    per_org.remove(&self.org);
+                }
+            }
+        }
         self.hub.open.fetch_sub(1, Ordering::Relaxed);
         crate::metrics::record_subscriptions(self.hub.open.load(Ordering::Relaxed));
     }
@@ -214,6 +247,7 @@ impl Hub {
             position: Mutex::new(Position::default()),
             started: OnceCell::new(),
             open: AtomicUsize::new(0),
+            per_org: Mutex::default(),
         })
     }
 
@@ -231,9 +265,35 @@ impl Hub {
         self.open.load(Ordering::Relaxed)
     }
 
-    /// Takes one of the process's subscription slots, or refuses past
-    /// [`LiveOptions::max_subscriptions`].
-    pub fn slot(self: &Arc<Self>) -> Result<Slot, LiveError> {
+    fn per_org(&self) -> std::sync::MutexGuard<'_, HashMap<Slug, usize>> {
+        self.per_org.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Subscriptions open now for `org`.
+    pub fn open_for(&self, org: &Slug) -> usize {
+        self.per_org().get(org).copied().unwrap_or(0)
+    }
+
+    /// Takes one of the process's subscription slots and one of `org`'s, or refuses past
+    /// [`LiveOptions::max_subscriptions`] or [`LiveOptions::max_per_org`].
+    pub fn slot(self: &Arc<Self>, org: &Slug) -> Result<Slot, LiveError> {
+        let max_org = self.options.max_per_org;
+        {
+            let mut per_org = self.per_org();
+            let n = per_org.entry(org.clone()).or_insert(0);
+            if *n >= max_org {
+                return Err(LiveError::TooMany(format!(
+                    "organization {org} has {max_org} subscriptions open on this server, its \
+                     most; try again later"
+                )));
+            }
+            *n += 1;
+        }
+        // From here on the slot gives the organization's count back if dropped.
+        let slot = Slot {
+            hub: self.clone(),
+            org: org.clone(),
+        };
         let max = self.options.max_subscriptions;
         let taken = self
             .open
@@ -243,11 +303,16 @@ impl Hub {
         match taken {
             Ok(n) => {
                 crate::metrics::record_subscriptions(n + 1);
-                Ok(Slot { hub: self.clone() })
+                Ok(slot)
             }
-            Err(_) => Err(LiveError::TooMany(format!(
-                "this server has {max} subscriptions open, its most; try again later"
-            ))),
+            Err(_) => {
+                // Give the organization's count back without the process's.
+                self.open.fetch_add(1, Ordering::AcqRel);
+                drop(slot);
+                Err(LiveError::TooMany(format!(
+                    "this server has {max} subscriptions open, its most; try again later"
+                )))
+            }
         }
     }
 

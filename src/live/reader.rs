@@ -578,14 +578,16 @@ impl Replay {
                     .planned
                     .skip_before
                     .is_some_and(|ms| record.created_ms < ms);
-                if !skipped {
-                    self.read += 1;
-                    if self.read > self.max {
-                        return Err(Self::expired(format!(
-                            "the position is more than {} changes behind",
-                            self.max
-                        )));
-                    }
+                // Every record read counts, those before a `Pos::Since` skipped too: a
+                // position that is a time reads its shard from the oldest record there is
+                // (DynamoDB Streams cannot start at a time), and a busy shard holds 24
+                // hours of them.
+                self.read += 1;
+                if self.read > self.max {
+                    return Err(Self::expired(format!(
+                        "the position is more than {} records behind",
+                        self.max
+                    )));
                 }
                 let sequence = record.sequence.clone();
                 match decode(record) {

@@ -29,6 +29,30 @@ pub const MAX_TRANSACT_BYTES: usize = 4 * 1024 * 1024;
 /// Query reads at most 1 MB of items before it returns a page.
 pub const MAX_QUERY_PAGE_BYTES: usize = 1024 * 1024;
 
+/// A table or index name as DynamoDB takes it: 3 to 255 characters of `a-z`, `A-Z`,
+/// `0-9`, `_`, `-` and `.`. Checked when the server starts (`--table`), so a name DynamoDB
+/// would refuse is refused there, naming the flag, on both engines alike.
+pub fn table_or_index_name(name: &str) -> Result<(), String> {
+    if !(3..=255).contains(&name.len()) {
+        return Err(format!(
+            "`{}` is {} characters long: DynamoDB takes table and index names of 3 to 255",
+            name.escape_debug(),
+            name.chars().count()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    {
+        return Err(format!(
+            "`{}` holds `{}`: DynamoDB takes table and index names of a-z, A-Z, 0-9, `_`, `-` and `.` only",
+            name.escape_debug(),
+            c.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
 fn invalid(msg: impl Into<String>) -> StoreError {
     StoreError::Validation(msg.into())
 }
