@@ -154,7 +154,8 @@ pub async fn run(
     Ok(all.summarize(duration.as_secs_f64()))
 }
 
-/// Hostile documents sent alongside a measured run (`--hostile`), each with the code it
+/// Hostile documents sent alongside a measured run (`--hostile`, with the live surfaces'
+/// cases of [`hostile_live_case`] and one [`non_reading_socket`]), each with the code it
 /// must be refused with: a list nested 2 000 deep, fragments doubling 30 levels deep,
 /// 20 000 tokens, a chain of 1 000 fragments.
 fn hostile_documents() -> Vec<(String, &'static str)> {
@@ -190,6 +191,128 @@ fn hostile_documents() -> Vec<(String, &'static str)> {
     ]
 }
 
+/// The live surfaces' hostile cases, one per turn of a hostile client beside the
+/// documents: a cross-origin WebSocket upgrade and a cross-origin event stream (403: the
+/// bench serves with auth off, where no other origin is let in), and a subscription of 30
+/// aliased root fields over an event stream (`GRAPHQL_VALIDATION_FAILED`).
+async fn hostile_live_case(t: &Target, turn: usize) -> bool {
+    let evil = "https://evil.example";
+    match turn % 3 {
+        0 => t
+            .client
+            .get(&t.url)
+            .header("connection", "Upgrade")
+            .header("upgrade", "websocket")
+            .header("sec-websocket-version", "13")
+            .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+            .header("sec-websocket-protocol", "graphql-transport-ws")
+            .header("origin", evil)
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 403),
+        1 => t
+            .client
+            .post(&t.url)
+            .header("accept", "text/event-stream")
+            .header("origin", evil)
+            .json(&json!({ "query": "{ __typename }" }))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 403),
+        _ => {
+            let fields: String = (0..30)
+                .map(|i| format!("a{i}: ticketEvents(org: \"acme\") {{ kind }} "))
+                .collect();
+            match t
+                .client
+                .post(&t.url)
+                .header("accept", "text/event-stream")
+                .json(&json!({ "query": format!("subscription {{ {fields} }}") }))
+                .send()
+                .await
+            {
+                Ok(r) => r
+                    .text()
+                    .await
+                    .is_ok_and(|body| body.contains("GRAPHQL_VALIDATION_FAILED")),
+                Err(_) => false,
+            }
+        }
+    }
+}
+
+/// A WebSocket client that asks 300 introspection queries and never reads (a small
+/// receive buffer): the server must disconnect it (`--send-timeout-ms`) before `until`.
+/// Whether it did: the socket, drained at the end, reaches its end.
+async fn non_reading_socket(t: &Target, until: Instant) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Some(addr) = t
+        .url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
+    else {
+        return false;
+    };
+    let attempt = async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.set_recv_buffer_size(4096)?;
+        let mut stream = socket.connect(addr).await?;
+        stream
+            .write_all(
+                format!(
+                    "GET /graphql HTTP/1.1\r\nHost: {addr}\r\nUpgrade: websocket\r\n\
+                     Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+                     Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .await?;
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut b = [0u8; 1];
+            if stream.read(&mut b).await? == 0 {
+                return Ok::<bool, std::io::Error>(false);
+            }
+            head.push(b[0]);
+        }
+        // Masked text frames, as a client sends them.
+        let frame = |text: &str| {
+            let payload = text.as_bytes();
+            let mut f = vec![0x81u8];
+            if payload.len() < 126 {
+                f.push(0x80 | payload.len() as u8);
+            } else {
+                f.push(0x80 | 126);
+                f.extend((payload.len() as u16).to_be_bytes());
+            }
+            f.extend([0u8; 4]);
+            f.extend_from_slice(payload);
+            f
+        };
+        stream
+            .write_all(&frame(r#"{"type":"connection_init"}"#))
+            .await?;
+        let query = "{ __schema { types { name description fields { name description type { name kind } } } } }";
+        for i in 0..300 {
+            let m =
+                json!({ "id": i.to_string(), "type": "subscribe", "payload": { "query": query } });
+            stream.write_all(&frame(&m.to_string())).await?;
+        }
+        // The server's send timeout is a second (see server.rs): give it three.
+        let started = Instant::now();
+        tokio::time::sleep_until(until.max(started + Duration::from_secs(3)).into()).await;
+        // Drained now: a server that disconnected it shows the end within a few seconds.
+        let mut buf = vec![0u8; 64 * 1024];
+        let ended = tokio::time::timeout(Duration::from_secs(10), async {
+            while stream.read(&mut buf).await.unwrap_or(0) > 0 {}
+        })
+        .await;
+        Ok(ended.is_ok())
+    };
+    attempt.await.unwrap_or(false)
+}
+
 /// What the hostile clients of a run sent, and how many answers were not the refusal
 /// their document must get.
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
@@ -209,6 +332,13 @@ pub async fn hostile(t: Arc<Target>, clients: usize, until: Instant) -> HostileL
                 let (mut requests, mut unexpected) = (0u64, 0u64);
                 let mut i = c;
                 while Instant::now() < until {
+                    // Every fifth turn, one of the live surfaces' cases.
+                    if i % 5 == 4 {
+                        requests += 1;
+                        unexpected += u64::from(!hostile_live_case(&t, i / 5).await);
+                        i += 1;
+                        continue;
+                    }
                     let (doc, code) = &documents[i % documents.len()];
                     i += 1;
                     requests += 1;
@@ -230,10 +360,17 @@ pub async fn hostile(t: Arc<Target>, clients: usize, until: Instant) -> HostileL
             })
         })
         .collect();
+    // One client that never reads, for the whole run.
+    let deaf = {
+        let t = t.clone();
+        tokio::spawn(async move { non_reading_socket(&t, until).await })
+    };
     let mut load = HostileLoad {
         clients,
         ..HostileLoad::default()
     };
+    load.requests += 1;
+    load.unexpected += u64::from(!deaf.await.unwrap_or(false));
     for task in tasks {
         if let Ok((r, u)) = task.await {
             load.requests += r;

@@ -25,14 +25,15 @@ pub enum Backend<'a> {
     DynamoDb { endpoint: &'a str, table: &'a str },
 }
 
-/// Whether this server build has the `--auth` flag; if so the bench turns it off, since
-/// it measures the data path, not token checks.
-fn has_auth_flag(exe: &Path) -> anyhow::Result<bool> {
+/// Which of `flags` this server build's `serve` has (builds of before a flag are measured
+/// too).
+fn has_flags<const N: usize>(exe: &Path, flags: [&str; N]) -> anyhow::Result<[bool; N]> {
     let out = std::process::Command::new(exe)
         .args(["serve", "--help"])
         .output()
         .with_context(|| format!("running {} serve --help", exe.display()))?;
-    Ok(String::from_utf8_lossy(&out.stdout).contains("--auth"))
+    let help = String::from_utf8_lossy(&out.stdout);
+    Ok(flags.map(|f| help.contains(f)))
 }
 
 impl Server {
@@ -70,8 +71,14 @@ impl Server {
                     .args(["--table", table, "--region", "us-east-1"]);
             }
         }
-        if has_auth_flag(exe)? {
+        // Auth off: the bench measures the data path, not token checks. A send timeout of
+        // a second: the hostile run's client that never reads is cut within the run.
+        let [auth, send_timeout] = has_flags(exe, ["--auth", "--send-timeout-ms"])?;
+        if auth {
             cmd.args(["--auth", "off"]);
+        }
+        if send_timeout {
+            cmd.args(["--send-timeout-ms", "1000"]);
         }
         let log_file =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
