@@ -206,9 +206,9 @@ impl Authenticator {
         validation.validate_exp = true;
         validation.validate_nbf = true;
         // One expiry rule on every transport (POST, WebSocket, event stream, a running
-        // subscription): a token is expired once `exp` is reached, with no leeway
-        // (jsonwebtoken's default is 60 s); `authenticate_until` checks `exp <= now`.
-        validation.leeway = 0;
+        // subscription): `authenticate_until` refuses a token once `exp` is reached, with
+        // no leeway. jsonwebtoken's leeway (60 s) is kept for `nbf` only, so an identity
+        // provider whose clock runs a little ahead is not refused.
         // A token with an `aud` is refused unless the server is told which audience to
         // expect (jsonwebtoken's rule); without one, `aud` is not looked at.
         validation.validate_aud = false;

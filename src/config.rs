@@ -536,7 +536,7 @@ pub struct LiveArgs {
     )]
     pub max_socket_message_bytes: usize,
     /// WebSockets upgraded and not yet through `connection_init` at once; one more
-    /// upgrade is answered 503 `UNAVAILABLE`. (Such sockets are also the first closed when
+    /// closes the one waiting longest (1013). (Such sockets are also the first closed when
     /// `--max-connections` is reached.)
     #[arg(
         long,

@@ -12,7 +12,7 @@
 //! refused like any forged one.
 //!
 //! Event cursors (a subscription's `after`) are *sealed*: encrypted and authenticated with
-//! AES-256-GCM under a key derived from the same secret, bound to their context, so they
+//! AES-256-GCM-SIV under a key derived from the same secret, bound to their context, so they
 //! reveal nothing of the change stream (its shards, its sequence numbers, and so how much
 //! other organizations write). Event cursors signed before sealing still open.
 
@@ -20,7 +20,7 @@ use std::time::SystemTime;
 
 use std::sync::Arc;
 
-use aws_lc_rs::aead::{Aad, Nonce, RandomizedNonceKey, AES_256_GCM, NONCE_LEN};
+use aws_lc_rs::aead::{Aad, Nonce, RandomizedNonceKey, AES_256_GCM_SIV, NONCE_LEN};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
@@ -37,7 +37,7 @@ const TAG_LEN: usize = 16;
 pub const MAX_CURSOR_LEN: usize = 8 * 1024;
 /// The first byte of a sealed cursor (its format's version).
 const SEALED: u8 = 1;
-/// AES-GCM's tag.
+/// AES-GCM-SIV's tag.
 const SEAL_TAG_LEN: usize = 16;
 /// What the sealing key is derived for, with the secret as the HMAC key.
 const SEALING_LABEL: &[u8] = b"itemgraph event cursor encryption key v1";
@@ -57,7 +57,10 @@ pub struct CursorCodec {
     /// HMAC keyed with the secret once (its inner and outer pads hashed): each cursor
     /// starts from a copy instead of keying again. The secret itself is not kept.
     keyed: HmacSha256,
-    /// Seals event cursors: AES-256-GCM keyed with HMAC(secret, label), random nonces.
+    /// Seals event cursors: AES-256-GCM-SIV keyed with HMAC(secret, label), random
+    /// nonces. SIV: a repeated nonce (random 96 bits, under a key that lives as long as the
+    /// secret and seals one cursor per event delivered) reveals only that two cursors are
+    /// equal, never the key.
     sealing: Arc<RandomizedNonceKey>,
     /// Secrets rotated out, each still accepted (never used to sign) until its instant.
     previous: Vec<(SecretSlice<u8>, SystemTime)>,
@@ -90,7 +93,8 @@ impl CursorCodec {
             .chain_update(SEALING_LABEL)
             .finalize()
             .into_bytes();
-        RandomizedNonceKey::new(&AES_256_GCM, &key).expect("AES-256-GCM takes a 32-byte key")
+        RandomizedNonceKey::new(&AES_256_GCM_SIV, &key)
+            .expect("AES-256-GCM-SIV takes a 32-byte key")
     }
 
     fn keyed(secret: &[u8]) -> HmacSha256 {
@@ -142,7 +146,7 @@ impl CursorCodec {
         let nonce = self
             .sealing
             .seal_in_place_append_tag(Aad::from(context.as_bytes()), &mut sealed)
-            .expect("AES-GCM seals any payload under 64 GB");
+            .expect("AES-GCM-SIV seals any payload under 64 GB");
         let mut bytes = Vec::with_capacity(1 + NONCE_LEN + sealed.len());
         bytes.push(SEALED);
         bytes.extend_from_slice(nonce.as_ref());

@@ -303,37 +303,41 @@ impl Documents {
 /// spec in one way: one response key selected twice counts twice (async-graphql would run
 /// both).
 fn single_root_field(doc: &ExecutableDocument) -> Vec<ServerError> {
+    const MAX_ROOT_FRAGMENT_NESTING: usize = 64;
     use async_graphql::parser::types::{Selection, SelectionSet};
 
+    /// The root fields of `set`, fragments expanded; `false` when fragments nest past
+    /// what the walk follows (then the operation is refused, never half counted).
     fn keys<'a>(
         doc: &'a ExecutableDocument,
         set: &'a SelectionSet,
         out: &mut Vec<(&'a str, &'a str, async_graphql::Pos)>,
         depth: usize,
-    ) {
-        // Fragments nest no deeper than the limits allow; this only guards the walk.
-        if depth > 64 {
-            return;
+    ) -> bool {
+        if depth > MAX_ROOT_FRAGMENT_NESTING {
+            return false;
         }
-        for selection in &set.items {
-            match &selection.node {
-                // Every field counts, one response key twice too: the spec would merge
-                // them, but the executor runs each as a subscription of its own.
-                Selection::Field(f) => out.push((
+        set.items.iter().all(|selection| match &selection.node {
+            // Every field counts, one response key twice too: the spec would merge them,
+            // but the executor runs each as a subscription of its own.
+            Selection::Field(f) => {
+                out.push((
                     f.node.response_key().node.as_str(),
                     f.node.name.node.as_str(),
                     f.pos,
-                )),
-                Selection::FragmentSpread(spread) => {
-                    if let Some(fragment) = doc.fragments.get(&spread.node.fragment_name.node) {
-                        keys(doc, &fragment.node.selection_set.node, out, depth + 1);
-                    }
-                }
-                Selection::InlineFragment(inline) => {
-                    keys(doc, &inline.node.selection_set.node, out, depth + 1);
-                }
+                ));
+                true
             }
-        }
+            Selection::FragmentSpread(spread) => doc
+                .fragments
+                .get(&spread.node.fragment_name.node)
+                .is_none_or(|fragment| {
+                    keys(doc, &fragment.node.selection_set.node, out, depth + 1)
+                }),
+            Selection::InlineFragment(inline) => {
+                keys(doc, &inline.node.selection_set.node, out, depth + 1)
+            }
+        })
     }
 
     let mut errors = Vec::new();
@@ -342,12 +346,20 @@ fn single_root_field(doc: &ExecutableDocument) -> Vec<ServerError> {
             continue;
         }
         let mut fields = Vec::new();
-        keys(doc, &operation.node.selection_set.node, &mut fields, 0);
+        let walked = keys(doc, &operation.node.selection_set.node, &mut fields, 0);
         let named = name.map_or_else(
             || "Anonymous subscription".to_owned(),
             |n| format!("Subscription \"{n}\""),
         );
-        if fields.len() != 1 {
+        if !walked {
+            errors.push(ServerError::new(
+                format!(
+                    "{named} nests fragments at its root deeper than \
+                     {MAX_ROOT_FRAGMENT_NESTING}"
+                ),
+                Some(operation.pos),
+            ));
+        } else if fields.len() != 1 {
             errors.push(ServerError::new(
                 format!(
                     "{named} must select only one top level field; it selects {}",

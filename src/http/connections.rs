@@ -115,10 +115,20 @@ struct Tracked {
     in_flight: AtomicUsize,
     /// Milliseconds since the server started at which the connection last became idle.
     idle_since: AtomicU64,
-    /// Told to close the connection now (evicted or swept).
+    /// Told to close the connection now (evicted or swept): [`Tracked::close_now`].
     close: Notify,
+    /// Set with the notification, so a lease that already took it still sees it.
+    closing: std::sync::atomic::AtomicBool,
     /// Event streams open on the connection.
     streams: AtomicUsize,
+}
+
+impl Tracked {
+    /// Tells the connection's task (or its lease) to close it now.
+    fn close_now(&self) {
+        self.closing.store(true, Ordering::Release);
+        self.close.notify_one();
+    }
 }
 
 /// The open connections.
@@ -154,7 +164,7 @@ impl Registry {
             .map(|(id, _)| *id);
         match oldest_idle.and_then(|id| open.remove(&id)) {
             Some(evicted) => {
-                evicted.close.notify_one();
+                evicted.close_now();
                 tracing::debug!("connection limit reached: closed the connection idle longest");
                 true
             }
@@ -168,6 +178,7 @@ impl Registry {
             in_flight: AtomicUsize::new(0),
             idle_since: AtomicU64::new(self.now_ms()),
             close: Notify::new(),
+            closing: std::sync::atomic::AtomicBool::new(false),
             streams: AtomicUsize::new(0),
         });
         self.open().insert(id, tracked.clone());
@@ -186,7 +197,7 @@ impl Registry {
             let idle = c.in_flight.load(Ordering::Acquire) == 0
                 && now.saturating_sub(c.idle_since.load(Ordering::Acquire)) > limit;
             if idle {
-                c.close.notify_one();
+                c.close_now();
             }
             !idle
         });
@@ -263,7 +274,7 @@ pub struct Closer(Arc<Tracked>);
 
 impl Closer {
     pub fn close(&self) {
-        self.0.close.notify_one();
+        self.0.close_now();
     }
 }
 
@@ -316,12 +327,18 @@ impl Lease {
     /// Completes when the connection is to close now: evicted or swept while idle, or
     /// still open when shutdown's time ran out.
     pub async fn closed(&self) {
+        if self.tracked.closing.load(Ordering::Acquire) {
+            return;
+        }
         self.tracked.close.notified().await;
     }
 
     /// Completes with why the connection is to end: shutdown started, or it is to close
     /// now ([`closed`](Self::closed)).
     pub async fn ended(&mut self) -> LeaseEnd {
+        if self.tracked.closing.load(Ordering::Acquire) {
+            return LeaseEnd::Closed;
+        }
         tokio::select! {
             () = self.tracked.close.notified() => LeaseEnd::Closed,
             stop = self.stop.wait_for(|stop| *stop) => {
@@ -502,7 +519,7 @@ pub async fn serve(
         let left = {
             let open = registry.open();
             for c in open.values() {
-                c.close.notify_one();
+                c.close_now();
             }
             open.len()
         };

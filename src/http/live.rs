@@ -8,7 +8,8 @@
 //!   The server closes with 4408 a socket that has not completed `connection_init` within
 //!   `LiveOptions::init_timeout`; until then the socket is idle for the connection limit
 //!   (the first closed when it is reached) and at most `max_awaiting_init` such sockets
-//!   are open. Every `keepalive` it sends a WebSocket ping frame and the protocol's own
+//!   are open (one more closes the one waiting longest, 1013). A socket whose token
+//!   expires is closed with 4403. Every `keepalive` it sends a WebSocket ping frame and the protocol's own
 //!   keep-alive (`ping`, or `ka` for the old protocol), and closes with 3008 a socket
 //!   that sent nothing, not even a pong frame, for three of those: both protocols alike.
 //! - **Server-Sent Events**: `POST /graphql` (or `GET`, the query in the URL) with
@@ -34,7 +35,9 @@
 //!   at most [`MAX_ID_BYTES`] (4400), one id per running operation (4409).
 //! - **Origins**: a browser page of another origin may open a socket or an event stream
 //!   only when `--cors-origin` lets it in, and never while auth is off (CORS does not
-//!   apply to WebSockets, so without this any page could use a local server).
+//!   apply to WebSockets, so without this any page could use a local server); with auth
+//!   off, a page of the server's own origin only on an IP address or `localhost` (a name
+//!   could be rebound by DNS to this machine).
 //! - Close frames carry a code and a fixed short reason, never what the client sent.
 //!
 //! Queries and mutations sent over a socket or as an event stream run exactly as over
@@ -177,8 +180,13 @@ pub(super) fn check_origin(
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .or(authority);
+    let auth_off = state.0.authenticator.is_none();
     if same_origin(origin, host) {
-        return Ok(());
+        // With auth off, a page on a name DNS rebinding can point here would be "same
+        // origin": only hosts that cannot be rebound (an IP address, `localhost`) count.
+        if !auth_off || host.is_some_and(unrebindable) {
+            return Ok(());
+        }
     }
     let refused = |why: &str| {
         crate::metrics::record_error("FORBIDDEN");
@@ -186,7 +194,7 @@ pub(super) fn check_origin(
             "pages of another origin may not open a WebSocket or an event stream here: {why}"
         )))
     };
-    if state.0.authenticator.is_none() {
+    if auth_off {
         return refused("auth is off");
     }
     match &state.options().cors.origins {
@@ -194,6 +202,24 @@ pub(super) fn check_origin(
         CorsOrigins::List(list) if list.iter().any(|o| o == origin) => Ok(()),
         _ => refused("the origin is not one --cors-origin names"),
     }
+}
+
+/// Whether a `Host` names this machine in a way no DNS answer can change: an IP address
+/// or `localhost` (and its subdomains, which resolvers keep on loopback).
+fn unrebindable(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => {
+            return v6
+                .split(']')
+                .next()
+                .is_some_and(|a| a.parse::<std::net::Ipv6Addr>().is_ok())
+        }
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    let name = name.to_ascii_lowercase();
+    name.parse::<std::net::Ipv4Addr>().is_ok()
+        || name == "localhost"
+        || name.ends_with(".localhost")
 }
 
 /// Whether `origin` (`scheme://host[:port]`) names the host the request was sent to.
@@ -236,6 +262,8 @@ enum Close {
     InitTimeout,
     DuplicateId,
     TooManyInits,
+    Bumped,
+    Expired,
 }
 
 impl Close {
@@ -255,6 +283,8 @@ impl Close {
             Close::InitTimeout => (4408, "Connection initialisation timeout"),
             Close::DuplicateId => (4409, "an operation with this id is running"),
             Close::TooManyInits => (4429, "Too many initialisation requests"),
+            Close::Bumped => (1013, "too many sockets awaiting connection_init; try again"),
+            Close::Expired => (4403, "the token has expired"),
         }
     }
 
@@ -267,24 +297,71 @@ impl Close {
     }
 }
 
-/// One of the sockets upgraded and not yet through `connection_init`; given back when
-/// dropped.
-pub(super) struct AwaitingInit(Arc<AtomicUsize>);
+/// The sockets upgraded and not yet through `connection_init`, oldest first.
+#[derive(Default)]
+pub(super) struct Awaiting {
+    next: std::sync::atomic::AtomicU64,
+    open: std::sync::Mutex<std::collections::BTreeMap<u64, Arc<Notify>>>,
+}
 
-impl AwaitingInit {
-    fn take(counter: &Arc<AtomicUsize>, max: usize) -> Option<AwaitingInit> {
-        counter
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| AwaitingInit(counter.clone()))
+/// One socket awaiting `connection_init`; leaves the list when dropped. `bumped` is told
+/// when newer sockets pushed it out.
+pub(super) struct AwaitingInit {
+    id: u64,
+    list: Arc<Awaiting>,
+    bumped: Arc<Notify>,
+}
+
+impl Awaiting {
+    fn open(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<u64, Arc<Notify>>> {
+        self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A place for one more socket; at `max`, the one waiting longest is told to close
+    /// (a client that opens sockets and never initialises them pushes out only its own
+    /// kind: a real client sends `connection_init` as soon as the socket opens).
+    fn take(self: &Arc<Self>, max: usize) -> AwaitingInit {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let bumped = Arc::new(Notify::new());
+        let mut open = self.open();
+        while open.len() >= max.max(1) {
+            match open.pop_first() {
+                Some((_, oldest)) => oldest.notify_one(),
+                None => break,
+            }
+        }
+        open.insert(id, bumped.clone());
+        AwaitingInit {
+            id,
+            list: self.clone(),
+            bumped,
+        }
     }
 }
 
 impl Drop for AwaitingInit {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.list.open().remove(&self.id);
+    }
+}
+
+/// Completes when `bumped` is told (never without one).
+async fn notified(bumped: Option<Arc<Notify>>) {
+    match bumped {
+        Some(n) => n.notified().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Completes when a token expiring at `exp` (seconds since the Unix epoch) has expired
+/// (never without one).
+async fn until_expired(exp: Option<u64>) {
+    match exp {
+        Some(exp) => {
+            let now = crate::model::now_ms() / 1000;
+            tokio::time::sleep(Duration::from_secs(exp.saturating_sub(now))).await;
+        }
+        None => std::future::pending().await,
     }
 }
 
@@ -333,13 +410,7 @@ pub(super) fn websocket(
         .respond(media);
     };
     let live = state.options().live;
-    let Some(awaiting) = AwaitingInit::take(&state.0.awaiting_init, live.max_awaiting_init) else {
-        return HttpError::Unavailable(format!(
-            "{} WebSockets are waiting for connection_init, the most this server takes; try again",
-            live.max_awaiting_init
-        ))
-        .respond(media);
-    };
+    let awaiting = state.0.awaiting_init.take(live.max_awaiting_init);
     let from_header = headers
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes().to_vec());
@@ -365,12 +436,16 @@ struct Outbox {
     limit: usize,
 }
 
+/// What a queued message is counted as: its bytes and what queueing it costs beside them
+/// (its place in the channel, its allocation).
 fn message_len(m: &Message) -> usize {
-    match m {
-        Message::Text(t) => t.len(),
-        Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => b.len(),
-        Message::Close(_) => 2 + 125,
-    }
+    const OVERHEAD: usize = 64;
+    OVERHEAD
+        + match m {
+            Message::Text(t) => t.len(),
+            Message::Binary(b) | Message::Ping(b) | Message::Pong(b) => b.len(),
+            Message::Close(_) => 2 + 125,
+        }
 }
 
 impl Outbox {
@@ -436,6 +511,9 @@ async fn write_queued(
             return Written::All;
         }
     }
+    // The reader is gone: flush what tungstenite owes the client (its answer to a close
+    // frame the client sent) and close, not waited for long.
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
     Written::All
 }
 
@@ -484,7 +562,7 @@ async fn serve_socket(
             limit: live.send_queue_bytes,
         },
     };
-    tokio::select! {
+    let end = tokio::select! {
         written = &mut writer => {
             if written == Written::Stalled {
                 crate::metrics::record_error("CLIENT_NOT_READING");
@@ -492,14 +570,29 @@ async fn serve_socket(
             }
             return;
         }
-        () = socket.run(input, &mut lease) => {}
-    }
-    // The reader has queued its last message: the writer sends what is queued, within
-    // the send timeout each, unless the connection is to close at once.
+        end = socket.run(input, &mut lease) => end,
+    };
+    // The reader has queued its last message: the writer sends what is queued, all of it
+    // within one send timeout, or a second when the connection is to close now (evicted,
+    // swept, or shutdown's time is up), and not past a forced close.
     drop(socket);
+    let drain = if end == Some(Close::Evicted) {
+        Duration::from_secs(1)
+    } else {
+        live.send_timeout
+    };
+    let forced = async {
+        if end == Some(Close::Evicted) {
+            // That was the forced close: the second above is its bound.
+            std::future::pending().await
+        } else {
+            closed(&lease).await
+        }
+    };
     tokio::select! {
         _ = &mut writer => {}
-        () = closed(&lease) => {}
+        () = forced => {}
+        () = tokio::time::sleep(drain) => {}
     }
 }
 
@@ -521,7 +614,8 @@ struct Socket {
 #[derive(PartialEq, Eq)]
 enum Flow {
     Go,
-    Stop,
+    /// Closed by the server for this reason (queued).
+    Stop(Option<Close>),
 }
 
 #[derive(Serialize)]
@@ -549,16 +643,18 @@ impl Socket {
         self.state.options().live
     }
 
-    fn close(&self, why: Close) {
+    fn close(&self, why: Close) -> Option<Close> {
         self.out.push(why.message());
+        Some(why)
     }
 
     /// Reads and answers the socket until it is to close; what it queued last closes it.
+    /// Why the server closed it (`None`: the client did).
     async fn run(
         &mut self,
         mut input: futures::stream::SplitStream<WebSocket>,
         lease: &mut Option<Lease>,
-    ) {
+    ) -> Option<Close> {
         let live = self.live();
         let init_deadline = tokio::time::sleep(live.init_timeout);
         tokio::pin!(init_deadline);
@@ -568,6 +664,8 @@ impl Socket {
         loop {
             let room = self.out.has_room();
             let queue = self.out.queue.clone();
+            let bumped = self.awaiting.as_ref().map(|a| a.bumped.clone());
+            let expires = self.session.as_ref().and_then(|s| s.expiry.0);
             tokio::select! {
                 end = ended(lease) => return self.close(match end {
                     LeaseEnd::Stopping => Close::GoingAway,
@@ -576,7 +674,10 @@ impl Socket {
                 () = &mut init_deadline, if self.session.is_none() => {
                     return self.close(Close::InitTimeout);
                 }
-                () = queue.sent.notified(), if !room => {}
+                () = notified(bumped) => return self.close(Close::Bumped),
+                () = until_expired(expires) => return self.close(Close::Expired),
+                // The client reads: heard from, although its socket is not read meanwhile.
+                () = queue.sent.notified(), if !room => heard = Instant::now(),
                 _ = ping.tick(), if self.session.is_some() => {
                     if heard.elapsed() >= live.keepalive * 3 {
                         return self.close(Close::Silent);
@@ -590,19 +691,18 @@ impl Socket {
                 frame = input.next(), if room => {
                     heard = Instant::now();
                     let flow = match frame {
-                        None => Flow::Stop,
+                        None => return None,
                         Some(Err(e)) => {
-                            self.close(if too_big(e) { Close::MessageTooBig } else { Close::ProtocolError });
-                            Flow::Stop
+                            return self.close(if too_big(e) { Close::MessageTooBig } else { Close::ProtocolError });
                         }
                         Some(Ok(Message::Text(t))) => self.message(t.as_bytes(), lease),
                         Some(Ok(Message::Binary(b))) => self.message(&b, lease),
-                        // tungstenite answers a close frame itself.
-                        Some(Ok(Message::Close(_))) => Flow::Stop,
+                        // tungstenite queues its answer; the writer flushes it at the end.
+                        Some(Ok(Message::Close(_))) => return None,
                         Some(Ok(Message::Ping(_) | Message::Pong(_))) => Flow::Go,
                     };
-                    if flow == Flow::Stop {
-                        return;
+                    if let Flow::Stop(why) = flow {
+                        return why;
                     }
                 }
                 Some((id, result)) = self.ops.next(), if room => match result {
@@ -634,14 +734,12 @@ impl Socket {
     /// Answers one message of the client's.
     fn message(&mut self, bytes: &[u8], lease: &mut Option<Lease>) -> Flow {
         let Ok(message) = serde_json::from_slice::<ClientMessage>(bytes) else {
-            self.close(Close::InvalidMessage);
-            return Flow::Stop;
+            return Flow::Stop(self.close(Close::InvalidMessage));
         };
         match message {
             ClientMessage::ConnectionInit { payload } => {
                 if self.awaiting.is_none() {
-                    self.close(Close::TooManyInits);
-                    return Flow::Stop;
+                    return Flow::Stop(self.close(Close::TooManyInits));
                 }
                 let authorization = payload
                     .as_ref()
@@ -666,23 +764,19 @@ impl Socket {
                                 "payload": { "message": "Forbidden" },
                             }));
                         }
-                        self.close(Close::Forbidden);
-                        Flow::Stop
+                        Flow::Stop(self.close(Close::Forbidden))
                     }
                 }
             }
             ClientMessage::Start { id, payload } => {
                 let Some(session) = self.session.clone() else {
-                    self.close(Close::Unauthorized);
-                    return Flow::Stop;
+                    return Flow::Stop(self.close(Close::Unauthorized));
                 };
                 if id.len() > MAX_ID_BYTES {
-                    self.close(Close::IdTooLong);
-                    return Flow::Stop;
+                    return Flow::Stop(self.close(Close::IdTooLong));
                 }
                 if self.ops.contains_key(&id) {
-                    self.close(Close::DuplicateId);
-                    return Flow::Stop;
+                    return Flow::Stop(self.close(Close::DuplicateId));
                 }
                 let max = self.live().max_per_connection;
                 if self.ops.len() >= max {
@@ -710,10 +804,7 @@ impl Socket {
                 }
                 Flow::Go
             }
-            ClientMessage::ConnectionTerminate => {
-                self.close(Close::Normal);
-                Flow::Stop
-            }
+            ClientMessage::ConnectionTerminate => Flow::Stop(self.close(Close::Normal)),
             ClientMessage::Ping { .. } => {
                 self.out.text(&Typed::bare("pong"));
                 Flow::Go
@@ -754,6 +845,108 @@ pub(super) fn wants_event_stream(headers: &HeaderMap) -> bool {
         })
 }
 
+/// What an event stream's operation hands its body.
+enum Frame {
+    Event(Event),
+    /// The operation ended: `complete` follows.
+    End,
+}
+
+/// When an event stream last moved (the body took a frame, or a frame was queued for an
+/// idle body), and whether its body has finished.
+struct Progress {
+    base: Instant,
+    at_ms: std::sync::atomic::AtomicU64,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress {
+            base: Instant::now(),
+            at_ms: Default::default(),
+            done: Default::default(),
+        }
+    }
+
+    fn moved(&self) {
+        let ms = u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.at_ms.store(ms, Ordering::Release);
+    }
+
+    fn finish(&self) {
+        self.done.store(true, Ordering::Release);
+    }
+
+    fn still_for(&self, d: Duration) -> bool {
+        let at = Duration::from_millis(self.at_ms.load(Ordering::Acquire));
+        self.base.elapsed().saturating_sub(at) >= d
+    }
+}
+
+/// Runs an event stream's operation into `tx`, and closes the connection when the body
+/// leaves frames untaken (or `complete` unsent) for `send_timeout`.
+async fn produce(
+    results: BoxStream<'static, async_graphql::Response>,
+    tx: mpsc::Sender<Frame>,
+    progress: Arc<Progress>,
+    closer: Option<super::connections::Closer>,
+    send_timeout: Duration,
+) {
+    let stalled = || {
+        crate::metrics::record_error("CLIENT_NOT_READING");
+        tracing::debug!("closed an event stream whose client does not read");
+        if let Some(closer) = &closer {
+            closer.close();
+        }
+    };
+    let mut results = Some(results);
+    let mut watch = tokio::time::interval((send_timeout / 4).max(Duration::from_millis(10)));
+    watch.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let next = async {
+            match results.as_mut() {
+                Some(r) => r.next().await,
+                None => std::future::pending().await,
+            }
+        };
+        let frame = tokio::select! {
+            next = next => match next {
+                Some(resp) => match serde_json::to_string(&WireResponse::of(&resp)) {
+                    Ok(json) => Frame::Event(Event::default().event("next").data(json)),
+                    Err(error) => {
+                        tracing::error!(%error, "serializing a GraphQL response");
+                        Frame::End
+                    }
+                },
+                None => Frame::End,
+            },
+            // The body is gone: the client left, or the server is stopping.
+            () = tx.closed() => return,
+            _ = watch.tick() => {
+                let waiting = tx.capacity() < tx.max_capacity()
+                    || (results.is_none() && !progress.done.load(Ordering::Acquire));
+                if waiting && progress.still_for(send_timeout) {
+                    return stalled();
+                }
+                continue;
+            }
+        };
+        if matches!(frame, Frame::End) {
+            results = None;
+        }
+        if tx.capacity() == tx.max_capacity() {
+            // The body had taken everything: the wait for this frame starts now.
+            progress.moved();
+        }
+        match tokio::time::timeout(send_timeout, tx.send(frame)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return,
+            Err(_) => return stalled(),
+        }
+    }
+}
+
 /// The operation `request` asks, streamed as Server-Sent Events (`graphql-sse`,
 /// distinct connections): `next` per result, then `complete`. The caller was
 /// authenticated (`session`) and its origin checked before `request` was read.
@@ -781,44 +974,16 @@ pub(super) fn event_stream(
             ),
         },
     };
-    // The operation runs on a task of its own, so a client that does not read is noticed
-    // (its queue stays full for the send timeout) and disconnected whatever the body's
-    // writer is waiting for.
-    let (tx, mut rx) = mpsc::channel::<Event>(SSE_QUEUE);
+    // The operation runs on a task of its own, which also watches the body: a client
+    // that does not read (its events wait a send timeout for the body to take them, over
+    // HTTP/1.1 or an HTTP/2 stream without flow-control window) is disconnected whatever
+    // the body's writer is waiting for.
+    let (tx, mut rx) = mpsc::channel::<Frame>(SSE_QUEUE);
+    let progress = Arc::new(Progress::new());
     let closer = lease.as_ref().map(Lease::closer);
     tokio::spawn(
-        async move {
-            let mut results = results;
-            loop {
-                let next = tokio::select! {
-                    next = results.next() => next,
-                    // The body is gone: the client left, or the server is stopping.
-                    () = tx.closed() => return,
-                };
-                let Some(resp) = next else { return };
-                let wire = WireResponse::of(&resp);
-                let event = match serde_json::to_string(&wire) {
-                    Ok(json) => Event::default().event("next").data(json),
-                    Err(error) => {
-                        tracing::error!(%error, "serializing a GraphQL response");
-                        return;
-                    }
-                };
-                match tokio::time::timeout(live.send_timeout, tx.send(event)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(_)) => return,
-                    Err(_) => {
-                        crate::metrics::record_error("CLIENT_NOT_READING");
-                        tracing::debug!("closed an event stream whose client does not read");
-                        if let Some(closer) = &closer {
-                            closer.close();
-                        }
-                        return;
-                    }
-                }
-            }
-        }
-        .instrument(tracing::Span::current()),
+        produce(results, tx, progress.clone(), closer, live.send_timeout)
+            .instrument(tracing::Span::current()),
     );
     let events = async_stream::stream! {
         loop {
@@ -826,10 +991,15 @@ pub(super) fn event_stream(
                 next = rx.recv() => next,
                 () = stopping(&mut lease) => None,
             };
-            let Some(event) = next else { break };
-            yield event;
+            progress.moved();
+            match next {
+                Some(Frame::Event(event)) => yield event,
+                Some(Frame::End) | None => break,
+            }
         }
         yield Event::default().event("complete").data("");
+        // Polled again once the client took `complete`: the stream is done.
+        progress.finish();
     };
     Sse::new(events.map(Ok::<_, Infallible>))
         .keep_alive(KeepAlive::new().interval(live.keepalive))

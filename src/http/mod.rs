@@ -172,7 +172,7 @@ struct Inner {
     /// Checks each GraphQL request's bearer token; `None` is `--auth off`.
     authenticator: Option<Authenticator>,
     /// WebSockets upgraded and not yet through `connection_init`.
-    awaiting_init: Arc<std::sync::atomic::AtomicUsize>,
+    awaiting_init: Arc<live::Awaiting>,
 }
 
 impl AppState {
@@ -900,10 +900,6 @@ enum HttpError {
     /// stream it may not open.
     #[error("{0}")]
     Forbidden(String),
-    /// 503 `UNAVAILABLE`, with `Retry-After: 1`: the server is at a limit that frees up
-    /// (sockets awaiting `connection_init`).
-    #[error("{0}")]
-    Unavailable(String),
     /// 500 `INTERNAL`: a handler panicked or a response could not be written; logged.
     #[error("internal error")]
     Internal,
@@ -918,7 +914,6 @@ impl HttpError {
             HttpError::MutationOverGet => StatusCode::METHOD_NOT_ALLOWED,
             HttpError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             HttpError::Forbidden(_) => StatusCode::FORBIDDEN,
-            HttpError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -928,7 +923,6 @@ impl HttpError {
             HttpError::Internal => "INTERNAL",
             HttpError::Unauthenticated(_) => AuthError::CODE,
             HttpError::Forbidden(_) => "FORBIDDEN",
-            HttpError::Unavailable(_) => "UNAVAILABLE",
             _ => "BAD_REQUEST",
         }
     }
@@ -950,11 +944,6 @@ impl HttpError {
                 response
                     .headers_mut()
                     .insert(header::ALLOW, HeaderValue::from_static("POST"));
-            }
-            HttpError::Unavailable(_) => {
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             // RFC 6750: a token was sent but is not good is `invalid_token`.
             HttpError::Unauthenticated(e) => {

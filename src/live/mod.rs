@@ -69,8 +69,8 @@ pub struct LiveOptions {
     /// Largest WebSocket message (a `subscribe` with its document and variables); a larger
     /// one closes the socket with 1009.
     pub max_message_bytes: usize,
-    /// WebSockets upgraded and waiting for an accepted `connection_init`; one more upgrade
-    /// is answered 503 `UNAVAILABLE`.
+    /// WebSockets upgraded and waiting for an accepted `connection_init`; one more closes
+    /// the one waiting longest (1013).
     pub max_awaiting_init: usize,
 }
 
@@ -277,43 +277,35 @@ impl Hub {
     /// Takes one of the process's subscription slots and one of `org`'s, or refuses past
     /// [`LiveOptions::max_subscriptions`] or [`LiveOptions::max_per_org`].
     pub fn slot(self: &Arc<Self>, org: &Slug) -> Result<Slot, LiveError> {
-        let max_org = self.options.max_per_org;
-        {
-            let mut per_org = self.per_org();
-            let n = per_org.entry(org.clone()).or_insert(0);
-            if *n >= max_org {
-                return Err(LiveError::TooMany(format!(
-                    "organization {org} has {max_org} subscriptions open on this server, its \
-                     most; try again later"
-                )));
-            }
-            *n += 1;
-        }
-        // From here on the slot gives the organization's count back if dropped.
-        let slot = Slot {
-            hub: self.clone(),
-            org: org.clone(),
-        };
         let max = self.options.max_subscriptions;
         let taken = self
             .open
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
             });
-        match taken {
-            Ok(n) => {
-                crate::metrics::record_subscriptions(n + 1);
-                Ok(slot)
+        let Ok(n) = taken else {
+            return Err(LiveError::TooMany(format!(
+                "this server has {max} subscriptions open, its most; try again later"
+            )));
+        };
+        let max_org = self.options.max_per_org;
+        {
+            let mut per_org = self.per_org();
+            let count = per_org.entry(org.clone()).or_insert(0);
+            if *count >= max_org {
+                self.open.fetch_sub(1, Ordering::AcqRel);
+                return Err(LiveError::TooMany(format!(
+                    "organization {org} has {max_org} subscriptions open on this server, its \
+                     most; try again later"
+                )));
             }
-            Err(_) => {
-                // Give the organization's count back without the process's.
-                self.open.fetch_add(1, Ordering::AcqRel);
-                drop(slot);
-                Err(LiveError::TooMany(format!(
-                    "this server has {max} subscriptions open, its most; try again later"
-                )))
-            }
+            *count += 1;
         }
+        crate::metrics::record_subscriptions(n + 1);
+        Ok(Slot {
+            hub: self.clone(),
+            org: org.clone(),
+        })
     }
 
     /// Starts the reader once: lists the shards and follows each open one from now.
