@@ -167,10 +167,7 @@ impl CursorCodec {
         text: &str,
         now: SystemTime,
     ) -> Result<Vec<u8>, InvalidCursor> {
-        if text.len() > MAX_CURSOR_LEN {
-            return Err(InvalidCursor);
-        }
-        let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| InvalidCursor)?;
+        let bytes = Self::bytes(text)?;
         if let Some(payload) = Self::unseal(&self.sealing, context, &bytes) {
             return Ok(payload);
         }
@@ -182,7 +179,15 @@ impl CursorCodec {
                 }
             }
         }
-        self.verify_at(context, text, now)
+        self.verify_bytes(context, &bytes, now)
+    }
+
+    /// A cursor's bytes: refused unread past [`MAX_CURSOR_LEN`].
+    fn bytes(text: &str) -> Result<Vec<u8>, InvalidCursor> {
+        if text.len() > MAX_CURSOR_LEN {
+            return Err(InvalidCursor);
+        }
+        URL_SAFE_NO_PAD.decode(text).map_err(|_| InvalidCursor)
     }
 
     fn unseal(key: &RandomizedNonceKey, context: &str, bytes: &[u8]) -> Option<Vec<u8>> {
@@ -211,10 +216,15 @@ impl CursorCodec {
         text: &str,
         now: SystemTime,
     ) -> Result<Vec<u8>, InvalidCursor> {
-        if text.len() > MAX_CURSOR_LEN {
-            return Err(InvalidCursor);
-        }
-        let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| InvalidCursor)?;
+        self.verify_bytes(context, &Self::bytes(text)?, now)
+    }
+
+    fn verify_bytes(
+        &self,
+        context: &str,
+        bytes: &[u8],
+        now: SystemTime,
+    ) -> Result<Vec<u8>, InvalidCursor> {
         if bytes.len() <= TAG_LEN {
             return Err(InvalidCursor);
         }
