@@ -206,12 +206,16 @@ impl AppState {
 
     /// What the `Authorization` header grants: everything when auth is off.
     fn access(&self, headers: &HeaderMap) -> Result<Access, HttpError> {
+        self.header_session(headers).map(|s| s.access)
+    }
+
+    /// The session the `Authorization` header opens (see [`AppState::session`]).
+    fn header_session(&self, headers: &HeaderMap) -> Result<live::Session, HttpError> {
         self.session(
             headers
                 .get(header::AUTHORIZATION)
                 .map(HeaderValue::as_bytes),
         )
-        .map(|s| s.access)
     }
 
     pub fn options(&self) -> &Options {
@@ -441,11 +445,7 @@ async fn graphql_post(State(state): State<AppState>, request: axum::extract::Req
     // whether their request would have parsed, and its body is not read. An event stream
     // is opened for pages of allowed origins only, before its body is read.
     let session = match state
-        .session(
-            headers
-                .get(header::AUTHORIZATION)
-                .map(HeaderValue::as_bytes),
-        )
+        .header_session(&headers)
         .and_then(|session| check_json_content_type(&headers).map(|()| session))
         .and_then(|session| {
             if stream {
@@ -521,11 +521,7 @@ async fn graphql_get(
         // The caller and its origin first: nothing of the request is parsed before.
         let media = Media::negotiate(&headers);
         let session = match state
-            .session(
-                headers
-                    .get(header::AUTHORIZATION)
-                    .map(HeaderValue::as_bytes),
-            )
+            .header_session(&headers)
             .and_then(|session| live::check_origin(&state, &headers, authority).map(|()| session))
         {
             Ok(session) => session,

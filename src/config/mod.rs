@@ -29,11 +29,13 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::graphql::{CursorCodec, Limits};
 use crate::http;
-use crate::live::LiveOptions;
+
+mod live;
 use crate::store::dynamo::{DynamoOptions, DynamoStore};
 use crate::store::embedded::{ChangeLog, EmbeddedStore};
 use crate::store::faults::Faults;
 use crate::store::{Store, TableSchema};
+pub use live::LiveArgs;
 
 /// A GraphQL server whose resolvers map onto DynamoDB item collections.
 #[derive(Debug, Parser)]
@@ -422,148 +424,6 @@ pub struct ServeArgs {
     pub live: LiveArgs,
     #[command(flatten)]
     pub ops: OpsArgs,
-}
-
-/// Subscriptions: how many, how far behind, how the change stream is read.
-#[derive(Debug, Clone, Args)]
-pub struct LiveArgs {
-    /// Most subscriptions open at once in this process, over every transport; one more
-    /// is refused with `TOO_MANY_SUBSCRIPTIONS`.
-    #[arg(
-        long,
-        env = "ITEMGRAPH_MAX_SUBSCRIPTIONS",
-        default_value_t = LiveOptions::DEFAULT.max_subscriptions,
-        value_parser = at_least_one()
-    )]
-    pub max_subscriptions: usize,
-    /// Most subscriptions open at once on one WebSocket.
-    #[arg(
-        long,
-        env = "ITEMGRAPH_MAX_SUBSCRIPTIONS_PER_CONNECTION",
-        default_value_t = LiveOptions::DEFAULT.max_per_connection,
-        value_parser = at_least_one()
-    )]
-    pub max_subscriptions_per_connection: usize,
-    /// Most subscriptions open at once for one organization in this process, over every
-    /// transport (with auth off: per `org` argument); one more is refused with
-    /// `TOO_MANY_SUBSCRIPTIONS`, so one tenant cannot take every slot.
-    #[arg(
-        long,
-        env = "ITEMGRAPH_MAX_SUBSCRIPTIONS_PER_ORG",
-        default_value_t = LiveOptions::DEFAULT.max_per_org,
-        value_parser = at_least_one()
-    )]
-    pub max_subscriptions_per_org: usize,
-    /// Changes a subscriber may fall behind by; further behind, it is ended with
-    /// `SUBSCRIBER_TOO_SLOW` (and resumes with its last event's cursor).
-    #[arg(
-        long,
-        env = "ITEMGRAPH_SUBSCRIBER_BUFFER",
-        value_name = "CHANGES",
-        default_value_t = LiveOptions::DEFAULT.buffer,
-        value_parser = at_least_one()
-    )]
-    pub subscriber_buffer: usize,
-    /// Most stream records a subscription resumed with `after` reads to catch up;
-    /// further behind, it gets `EVENTS_EXPIRED`.
-    #[arg(
-        long,
-        env = "ITEMGRAPH_MAX_REPLAY",
-        value_name = "RECORDS",
-        default_value_t = LiveOptions::DEFAULT.max_replay,
-        value_parser = at_least_one()
-    )]
-    pub max_replay: usize,
-    /// How often DynamoDB Streams is asked for new records when the last call brought
-    /// none, per shard. DynamoDB serves at most 5 such calls per second per shard to all
-    /// its readers together.
-    #[arg(
-        long,
-        env = "ITEMGRAPH_STREAM_POLL_MS",
-        value_name = "MS",
-        default_value_t = LiveOptions::DEFAULT.poll.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(10..)
-    )]
-    pub stream_poll_ms: u64,
-    /// How long a WebSocket has to send `connection_init` before it is closed (4408).
-    #[arg(
-        long,
-        env = "ITEMGRAPH_WS_INIT_TIMEOUT_MS",
-        value_name = "MS",
-        default_value_t = LiveOptions::DEFAULT.init_timeout.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(1..)
-    )]
-    pub ws_init_timeout_ms: u64,
-    /// How often an idle WebSocket is pinged and an event stream sent a comment; a
-    /// WebSocket silent for three of these is closed.
-    #[arg(
-        long,
-        env = "ITEMGRAPH_KEEPALIVE_MS",
-        value_name = "MS",
-        default_value_t = LiveOptions::DEFAULT.keepalive.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(100..)
-    )]
-    pub keepalive_ms: u64,
-    /// Longest a write to a WebSocket or an event stream may wait for the client to read,
-    /// in milliseconds; past it the client is taken not to read and is disconnected.
-    #[arg(
-        long,
-        env = "ITEMGRAPH_SEND_TIMEOUT_MS",
-        value_name = "MS",
-        default_value_t = LiveOptions::DEFAULT.send_timeout.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(1..)
-    )]
-    pub send_timeout_ms: u64,
-    /// Bytes of messages a WebSocket may have waiting for its client; at it, the server
-    /// stops reading the socket and running its operations until the client reads.
-    #[arg(
-        long,
-        env = "ITEMGRAPH_SEND_QUEUE_BYTES",
-        value_name = "BYTES",
-        default_value_t = LiveOptions::DEFAULT.send_queue_bytes,
-        value_parser = at_least_one()
-    )]
-    pub send_queue_bytes: usize,
-    /// Largest WebSocket message in bytes (a `subscribe` with its document and
-    /// variables); a larger one closes the socket with 1009. Apart from
-    /// `--max-body-bytes`, since a socket keeps what it is sent for longer.
-    #[arg(
-        long,
-        env = "ITEMGRAPH_MAX_SOCKET_MESSAGE_BYTES",
-        value_name = "BYTES",
-        default_value_t = LiveOptions::DEFAULT.max_message_bytes,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..)
-    )]
-    pub max_socket_message_bytes: usize,
-    /// WebSockets upgraded and not yet through `connection_init` at once; one more
-    /// closes the one waiting longest (1013). (Such sockets are also the first closed when
-    /// `--max-connections` is reached.)
-    #[arg(
-        long,
-        env = "ITEMGRAPH_MAX_SOCKETS_AWAITING_INIT",
-        default_value_t = LiveOptions::DEFAULT.max_awaiting_init,
-        value_parser = at_least_one()
-    )]
-    pub max_sockets_awaiting_init: usize,
-}
-
-impl LiveArgs {
-    pub fn options(&self) -> LiveOptions {
-        LiveOptions {
-            buffer: self.subscriber_buffer,
-            poll: Duration::from_millis(self.stream_poll_ms),
-            max_subscriptions: self.max_subscriptions,
-            max_per_connection: self.max_subscriptions_per_connection,
-            max_per_org: self.max_subscriptions_per_org,
-            send_timeout: Duration::from_millis(self.send_timeout_ms),
-            send_queue_bytes: self.send_queue_bytes,
-            max_message_bytes: self.max_socket_message_bytes,
-            max_awaiting_init: self.max_sockets_awaiting_init,
-            max_replay: self.max_replay,
-            init_timeout: Duration::from_millis(self.ws_init_timeout_ms),
-            keepalive: Duration::from_millis(self.keepalive_ms),
-        }
-    }
 }
 
 /// What one request may cost, and what the server exposes. See [`Limits`].
