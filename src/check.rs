@@ -644,10 +644,9 @@ mod tests {
     use crate::collections::put_entities;
     use crate::demo;
     use crate::store::embedded::EmbeddedStore;
-    use crate::store::TableSchema;
 
     async fn seeded() -> EmbeddedStore {
-        let store = EmbeddedStore::in_memory("t", TableSchema::itemgraph()).unwrap();
+        let store = EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap();
         store.create_table().await.unwrap();
         demo::seed_demo(&store).await.unwrap();
         store

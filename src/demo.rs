@@ -598,7 +598,6 @@ mod tests {
     use super::*;
     use crate::collections::check_order;
     use crate::model::Entity;
-    use crate::store::TableSchema;
 
     fn per_org<T>(xs: &[T], org: impl Fn(&T) -> &Slug) -> BTreeMap<String, usize> {
         let mut m = BTreeMap::new();
@@ -764,7 +763,7 @@ mod tests {
     #[test]
     fn no_two_items_share_a_primary_key_and_all_decode() {
         let items = demo_items();
-        let schema = TableSchema::itemgraph();
+        let schema = crate::keys::table_schema();
         let keys: HashSet<_> = items.iter().map(|i| schema.key_of(i).unwrap()).collect();
         assert_eq!(keys.len(), items.len());
         let mut types: HashMap<&str, usize> = HashMap::new();
@@ -805,8 +804,9 @@ mod tests {
 
     #[tokio::test]
     async fn seeding_writes_everything_once() {
-        let store = crate::store::embedded::EmbeddedStore::in_memory("t", TableSchema::itemgraph())
-            .unwrap();
+        let store =
+            crate::store::embedded::EmbeddedStore::in_memory("t", crate::keys::table_schema())
+                .unwrap();
         assert!(matches!(
             seed_if_absent(&store, false).await.unwrap(),
             Seeded::Now(_)
@@ -822,8 +822,9 @@ mod tests {
     /// organization goes last), and `--force` completes it without overwriting anything.
     #[tokio::test]
     async fn an_interrupted_seed_is_completed() {
-        let store = crate::store::embedded::EmbeddedStore::in_memory("t", TableSchema::itemgraph())
-            .unwrap();
+        let store =
+            crate::store::embedded::EmbeddedStore::in_memory("t", crate::keys::table_schema())
+                .unwrap();
         store.create_table().await.unwrap();
         let items = demo_items();
         let acme = OrgKey::new(&Slug::parse(MARKER_ORG).unwrap()).primary_key();

@@ -183,7 +183,7 @@ async fn run_check(args: &StoreArgs) -> anyhow::Result<()> {
 /// then the summary; exit 1 when a snapshot changed or a budget was exceeded.
 async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<()> {
     use itemgraph::auth::{Access, Authenticator};
-    use itemgraph::store::{Store, TableSchema};
+    use itemgraph::store::Store;
     use std::sync::Arc;
     let ops = itemgraph::snapshot::collect(&args.paths, args.snapshots.as_deref())?;
     anyhow::ensure!(!ops.is_empty(), "no operations under {:?}", args.paths);
@@ -207,7 +207,7 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
     let store: Arc<dyn Store> = match args.store {
         StoreKind::Embedded => Arc::new(itemgraph::store::embedded::EmbeddedStore::in_memory(
             &args.table,
-            TableSchema::itemgraph(),
+            itemgraph::keys::table_schema(),
         )?),
         StoreKind::DynamoDb => {
             // Operations may be mutations: only a table named by an explicit endpoint
@@ -222,8 +222,11 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
                 ..Default::default()
             };
             Arc::new(
-                itemgraph::store::dynamo::DynamoStore::connect(opts, TableSchema::itemgraph())
-                    .await,
+                itemgraph::store::dynamo::DynamoStore::connect(
+                    opts,
+                    itemgraph::keys::table_schema(),
+                )
+                .await,
             )
         }
     };

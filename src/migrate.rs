@@ -190,14 +190,14 @@ async fn remove_old(
 mod tests {
     use super::*;
     use crate::store::embedded::EmbeddedStore;
-    use crate::store::{PrimaryKey, TableSchema};
+    use crate::store::PrimaryKey;
 
     /// A demo table whose markers all sit at the old global key, as an earlier version
     /// wrote them: `check` names each one, `migrate` moves them all, and a second run
     /// finds nothing.
     #[tokio::test]
     async fn old_email_markers_move_to_their_organization() {
-        let store = EmbeddedStore::in_memory("t", TableSchema::itemgraph()).unwrap();
+        let store = EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap();
         crate::demo::seed_if_absent(&store, false).await.unwrap();
         let markers: Vec<UserEmail> = crate::demo::demo_items()
             .into_iter()

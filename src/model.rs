@@ -709,7 +709,7 @@ mod tests {
             let item = e.to_item();
             assert_eq!(item[TYPE], s(e.type_name()));
             assert_eq!(
-                crate::store::TableSchema::itemgraph().key_of(&item),
+                crate::keys::table_schema().key_of(&item),
                 Some(e.primary_key())
             );
             assert_eq!(Entity::from_item(item).unwrap(), e);

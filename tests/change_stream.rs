@@ -10,8 +10,7 @@ use itemgraph::store::stream::{
     seq_cmp, ChangeKind, ChangeRecord, ChangeStream, StartAt, StreamError,
 };
 use itemgraph::store::{
-    AttributeValue as V, Delete, Item, PrimaryKey, Put, Store, TableSchema, TransactAction, Update,
-    UpdateExpr,
+    AttributeValue as V, Delete, Item, PrimaryKey, Put, Store, TransactAction, Update, UpdateExpr,
 };
 
 fn item(pk: &str, sk: &str, n: u32) -> Item {
@@ -210,7 +209,7 @@ both!(
 // --- The embedded engine's log: shards, trimming, expiry ---------------------------------
 
 async fn small_log(log: ChangeLog) -> EmbeddedStore {
-    let store = EmbeddedStore::in_memory("itemgraph", TableSchema::itemgraph())
+    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::keys::table_schema())
         .unwrap()
         .with_change_log(log);
     assert!(store.create_table().await.unwrap());

@@ -34,9 +34,7 @@ use itemgraph::model::{
     TicketStatus, User, UserEmail,
 };
 use itemgraph::store::embedded::EmbeddedStore;
-use itemgraph::store::{
-    AttributeValue, Delete, GetItem, Put, Store, TableSchema, Update, UpdateExpr,
-};
+use itemgraph::store::{AttributeValue, Delete, GetItem, Put, Store, Update, UpdateExpr};
 
 fn slug(s: &str) -> Slug {
     Slug::parse(s).unwrap()
@@ -779,7 +777,8 @@ async fn the_check_command_exits_1_on_a_violation() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("itemgraph.redb");
     let data = {
-        let store = EmbeddedStore::open(&path, "itemgraph", TableSchema::itemgraph()).unwrap();
+        let store =
+            EmbeddedStore::open(&path, "itemgraph", itemgraph::keys::table_schema()).unwrap();
         store.create_table().await.unwrap();
         seeded(&store).await
     };
@@ -803,7 +802,8 @@ async fn the_check_command_exits_1_on_a_violation() {
 
     let user = &data.users[0];
     {
-        let store = EmbeddedStore::open(&path, "itemgraph", TableSchema::itemgraph()).unwrap();
+        let store =
+            EmbeddedStore::open(&path, "itemgraph", itemgraph::keys::table_schema()).unwrap();
         store
             .delete_item(Delete::new(
                 UserEmailKey::new(&user.org, &user.email).primary_key(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use itemgraph::store::embedded::EmbeddedStore;
 use itemgraph::store::value::canonicalize_item;
-use itemgraph::store::{BatchGet, Item, Store, TableSchema};
+use itemgraph::store::{BatchGet, Item, Store};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -103,7 +103,7 @@ impl Server {
 
 /// Reads every demo item's key back from a store, in chunks of 100.
 async fn read_back(store: &dyn Store, wanted: &[Item]) -> Vec<Item> {
-    let schema = TableSchema::itemgraph();
+    let schema = itemgraph::keys::table_schema();
     let mut out = Vec::new();
     for chunk in wanted.chunks(100) {
         let keys = chunk.iter().map(|i| schema.key_of(i).unwrap()).collect();
@@ -146,7 +146,7 @@ async fn serve_keeps_its_embedded_data_across_restarts() {
     let store = EmbeddedStore::open(
         &dir.path().join("itemgraph.redb"),
         "itemgraph",
-        TableSchema::itemgraph(),
+        itemgraph::keys::table_schema(),
     )
     .unwrap();
     assert_eq!(
@@ -176,7 +176,7 @@ async fn serve_keeps_its_embedded_data_across_restarts() {
     let store = EmbeddedStore::open(
         &dir.path().join("itemgraph.redb"),
         "itemgraph",
-        TableSchema::itemgraph(),
+        itemgraph::keys::table_schema(),
     )
     .unwrap();
     assert_eq!(

@@ -20,7 +20,7 @@ use common::server::TestServer;
 use itemgraph::graphql::CursorCodec;
 use itemgraph::http::AppState;
 use itemgraph::store::dynamo::{DynamoOptions, DynamoStore};
-use itemgraph::store::{Store, TableSchema};
+use itemgraph::store::Store;
 use serde_json::{json, Value};
 
 /// Concurrent clients, each sending the probes one after another in a loop.
@@ -249,8 +249,11 @@ async fn the_server_rides_out_a_frozen_then_killed_dynamodb_under_load() {
     assert!(setup.create_table().await.unwrap());
     itemgraph::demo::seed_demo(&setup).await.unwrap();
 
-    let store =
-        DynamoStore::connect(serving_options(&endpoint, &table), TableSchema::itemgraph()).await;
+    let store = DynamoStore::connect(
+        serving_options(&endpoint, &table),
+        itemgraph::keys::table_schema(),
+    )
+    .await;
     let server = TestServer::start(AppState::new(
         Arc::new(store),
         CursorCodec::new("fault tolerance test secret"),

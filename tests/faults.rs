@@ -9,7 +9,7 @@ use itemgraph::store::embedded::EmbeddedStore;
 use itemgraph::store::faults::Faults;
 use itemgraph::store::{
     AttributeValue, CancelReason, Condition, GetItem, Item, PrimaryKey, Put, Query, Store,
-    StoreError, TableSchema, TransactAction, Update, UpdateExpr,
+    StoreError, TransactAction, Update, UpdateExpr,
 };
 
 fn s(v: &str) -> AttributeValue {
@@ -25,8 +25,8 @@ fn item(pk: &str, sk: &str, extra: &[(&str, AttributeValue)]) -> Item {
 }
 
 async fn store(faults: Faults) -> EmbeddedStore {
-    let store =
-        EmbeddedStore::in_memory_with_faults("t", TableSchema::itemgraph(), faults).expect("open");
+    let store = EmbeddedStore::in_memory_with_faults("t", itemgraph::keys::table_schema(), faults)
+        .expect("open");
     assert!(store.create_table().await.expect("create"));
     store
 }
@@ -102,7 +102,8 @@ async fn changes_waiting_for_the_indexes_reach_them_when_the_file_is_opened_agai
     };
     {
         let store =
-            EmbeddedStore::open_with_faults(&path, "t", TableSchema::itemgraph(), faults).unwrap();
+            EmbeddedStore::open_with_faults(&path, "t", itemgraph::keys::table_schema(), faults)
+                .unwrap();
         store.create_table().await.unwrap();
         store
             .put_item(Put::new(item(
@@ -114,7 +115,7 @@ async fn changes_waiting_for_the_indexes_reach_them_when_the_file_is_opened_agai
             .unwrap();
         assert!(store.query(on_index("G")).await.unwrap().items.is_empty());
     }
-    let store = EmbeddedStore::open(&path, "t", TableSchema::itemgraph()).unwrap();
+    let store = EmbeddedStore::open(&path, "t", itemgraph::keys::table_schema()).unwrap();
     assert_eq!(store.query(on_index("G")).await.unwrap().items.len(), 1);
 
     // Without a lag, the index follows every write at once, rows written under the lag
@@ -135,7 +136,7 @@ async fn changes_waiting_for_the_indexes_reach_them_when_the_file_is_opened_agai
     let store = EmbeddedStore::open_with_faults(
         &path,
         "t",
-        TableSchema::itemgraph(),
+        itemgraph::keys::table_schema(),
         Faults {
             gsi_lag: Duration::from_millis(300),
             ..Faults::default()
@@ -358,11 +359,11 @@ async fn a_write_throttled_after_an_unanswered_attempt_is_not_called_unwritten()
 async fn seeding_goes_through_throttling_and_lost_replies() {
     use itemgraph::store::embedded::EmbeddedStore;
     use itemgraph::store::faults::Faults;
-    use itemgraph::store::TableSchema;
+
     for seed in 1..=3 {
         let store = EmbeddedStore::in_memory_with_faults(
             "itemgraph",
-            TableSchema::itemgraph(),
+            itemgraph::keys::table_schema(),
             Faults {
                 throttle: 0.5,
                 lost_reply: 0.2,

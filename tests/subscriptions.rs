@@ -428,7 +428,7 @@ both!(
 #[tokio::test]
 async fn a_position_past_the_log_is_expired() {
     use itemgraph::store::embedded::{ChangeLog, EmbeddedStore};
-    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::store::TableSchema::itemgraph())
+    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::keys::table_schema())
         .unwrap()
         .with_change_log(ChangeLog {
             capacity: 3,
@@ -533,7 +533,7 @@ async fn an_expired_token_ends_the_subscription() {
 async fn events_follow_the_log_into_child_shards_live_and_on_resume() {
     use itemgraph::store::embedded::{ChangeLog, EmbeddedStore};
     // Two records a shard: each ticket (three changes) closes one shard and opens another.
-    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::store::TableSchema::itemgraph())
+    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::keys::table_schema())
         .unwrap()
         .with_change_log(ChangeLog {
             shard_span: 2,

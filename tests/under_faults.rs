@@ -15,7 +15,7 @@ use common::graphql::{error_codes, Api};
 use futures::future::join_all;
 use itemgraph::store::embedded::EmbeddedStore;
 use itemgraph::store::faults::Faults;
-use itemgraph::store::{Store, TableSchema};
+use itemgraph::store::Store;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
@@ -37,7 +37,8 @@ async fn faulty_demo(seed: u64) -> (Arc<Api>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("faulty.redb");
     {
-        let plain = EmbeddedStore::open(&path, "itemgraph", TableSchema::itemgraph()).unwrap();
+        let plain =
+            EmbeddedStore::open(&path, "itemgraph", itemgraph::keys::table_schema()).unwrap();
         assert!(matches!(
             itemgraph::demo::seed_if_absent(&plain, false)
                 .await
@@ -45,9 +46,13 @@ async fn faulty_demo(seed: u64) -> (Arc<Api>, tempfile::TempDir) {
             itemgraph::demo::Seeded::Now(_)
         ));
     }
-    let store =
-        EmbeddedStore::open_with_faults(&path, "itemgraph", TableSchema::itemgraph(), faults(seed))
-            .unwrap();
+    let store = EmbeddedStore::open_with_faults(
+        &path,
+        "itemgraph",
+        itemgraph::keys::table_schema(),
+        faults(seed),
+    )
+    .unwrap();
     let store: Arc<dyn Store> = Arc::new(store);
     (Arc::new(Api::over(store)), dir)
 }

@@ -106,7 +106,7 @@ impl Store for Counting {
 }
 
 async fn store() -> Counting {
-    let inner = EmbeddedStore::in_memory("t", TableSchema::itemgraph()).unwrap();
+    let inner = EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap();
     inner.create_table().await.unwrap();
     Counting {
         inner,
@@ -251,7 +251,7 @@ fn page_sizes_and_foreign_cursors_are_refused() {
 
 #[test]
 fn chunks_hold_at_most_100_distinct_items() {
-    let schema = TableSchema::itemgraph();
+    let schema = crate::keys::table_schema();
     let items: Vec<Item> = (0..250)
         .map(|i| user("acme", &format!("u{i}")).to_item())
         .collect();

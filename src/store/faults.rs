@@ -24,12 +24,15 @@
 //! engine serializes its writes, so a rate is what reproduces the failure.
 
 use std::fmt;
+use std::future::Future;
 use std::str::FromStr;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+use super::{retry_schedule, CancelReason, StoreError, StoreResult};
 
 /// Attempts of one call, as the SDK's standard retry mode makes them by default
 /// (`DynamoOptions::DEFAULT_MAX_ATTEMPTS`).
@@ -185,6 +188,90 @@ impl Injector {
             return Draw::LostReply;
         }
         Draw::Through
+    }
+}
+
+/// What a call is, for the fault model.
+#[derive(Clone, Copy)]
+pub(crate) enum Call {
+    Read,
+    /// PutItem, UpdateItem, DeleteItem.
+    Single,
+    /// TransactWriteItems with this many actions.
+    Transaction(usize),
+}
+
+/// One call as the SDK in front of DynamoDB makes it: up to [`SDK_MAX_ATTEMPTS`] attempts
+/// (each one `attempt()`), each of which may be throttled (sent again), meet a transaction
+/// in flight (given back at once, as the SDK does), or be applied and lose its reply (sent
+/// again, applied again).
+pub(crate) async fn call<T, F, Fut>(
+    injector: &Injector,
+    call: Call,
+    mut attempt: F,
+) -> StoreResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = StoreResult<T>>,
+{
+    let actions = match call {
+        Call::Read => 0,
+        Call::Single => 1,
+        Call::Transaction(n) => n,
+    };
+    let mut waits = backon::BackoffBuilder::build(retry_schedule(SDK_MAX_ATTEMPTS - 1));
+    let mut lost_before = false;
+    loop {
+        let draw = match injector.draw(actions) {
+            // DynamoDB answers a transaction sent again with its client token from
+            // the token, before any transaction in flight could conflict with it.
+            Draw::Conflict(_) if lost_before && matches!(call, Call::Transaction(_)) => {
+                Draw::Through
+            }
+            draw => draw,
+        };
+        let failed = match draw {
+            Draw::Through => return attempt().await,
+            Draw::Throttled => StoreError::Throttled(
+                "Rate of requests exceeds the allowed throughput (injected)".into(),
+            ),
+            Draw::Conflict(at) => {
+                let conflict = match call {
+                    Call::Transaction(n) => StoreError::TransactionCanceled {
+                        reasons: (0..n)
+                            .map(|i| {
+                                if i == at {
+                                    CancelReason::TransactionConflict
+                                } else {
+                                    CancelReason::None
+                                }
+                            })
+                            .collect(),
+                    },
+                    _ => StoreError::TransactionConflict(
+                        "Transaction is ongoing for the item (injected)".into(),
+                    ),
+                };
+                // A single write that conflicts after an attempt was applied and lost: the
+                // caller cannot be told that nothing was written.
+                return Err(conflict.after_unanswered_attempt(lost_before));
+            }
+            Draw::LostReply => {
+                // Applied (or refused) by the store; the answer never reaches the caller.
+                lost_before = true;
+                let _lost = attempt().await;
+                StoreError::Unavailable(
+                    "the attempt timed out after the store received it (injected lost reply)"
+                        .into(),
+                )
+            }
+        };
+        match waits.next() {
+            Some(wait) => tokio::time::sleep(wait).await,
+            // Throttled now, but an earlier attempt may have been applied: the caller
+            // cannot be told that nothing was written.
+            None => return Err(failed.after_unanswered_attempt(lost_before)),
+        }
     }
 }
 

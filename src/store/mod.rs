@@ -15,6 +15,7 @@ pub mod dynamo;
 pub mod embedded;
 pub mod faults;
 pub mod metered;
+pub mod open;
 pub mod stream;
 pub mod trace;
 pub mod validate;
@@ -51,20 +52,6 @@ pub struct IndexSchema {
 }
 
 impl TableSchema {
-    /// The single-table design of `docs/DATA_MODEL.md`: `PK`/`SK`, `GSI1`, `GSI2`.
-    pub fn itemgraph() -> Self {
-        let gsi = |n: u8| IndexSchema {
-            name: format!("GSI{n}"),
-            pk: format!("GSI{n}PK"),
-            sk: format!("GSI{n}SK"),
-        };
-        TableSchema {
-            pk: "PK".into(),
-            sk: "SK".into(),
-            indexes: vec![gsi(1), gsi(2)],
-        }
-    }
-
     /// The index of that name, if the table has it.
     pub fn index(&self, name: &str) -> Option<&IndexSchema> {
         self.indexes.iter().find(|i| i.name == name)
@@ -469,6 +456,23 @@ pub enum StoreError {
     /// Anything else; logged with detail, clients see `INTERNAL`.
     #[error("internal store error: {0}")]
     Internal(String),
+}
+
+impl StoreError {
+    /// The write's final error as its caller may read it, given whether an earlier attempt
+    /// went unanswered (timed out or broken off after the store may have received it, or a
+    /// 5xx, which DynamoDB documents as "may have succeeded"): a throttle or a conflict says
+    /// that attempt wrote nothing, but the unanswered one may have been applied, so the
+    /// outcome is unknown (`Unavailable`). Both engines answer by this rule.
+    pub fn after_unanswered_attempt(self, unanswered: bool) -> StoreError {
+        if unanswered && (matches!(self, StoreError::Throttled(_)) || is_conflict(&self)) {
+            StoreError::Unavailable(format!(
+                "{self}, after an attempt that got no answer: the write may have been applied"
+            ))
+        } else {
+            self
+        }
+    }
 }
 
 /// Whether a transaction was cancelled by contention alone: at least one

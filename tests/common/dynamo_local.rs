@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use itemgraph::store::dynamo::{DynamoOptions, DynamoStore};
-use itemgraph::store::{Store, TableSchema};
+use itemgraph::store::Store;
 
 /// Set by `scripts/test` to the DynamoDB Local it started for the whole run.
 pub const ENDPOINT_VAR: &str = "ITEMGRAPH_TEST_DYNAMODB_ENDPOINT";
@@ -127,7 +127,7 @@ pub async fn connect(endpoint: &str, table: &str) -> DynamoStore {
         // full of seeded items slow the whole run down.
         stream: false,
     };
-    DynamoStore::connect(opts, TableSchema::itemgraph()).await
+    DynamoStore::connect(opts, itemgraph::keys::table_schema()).await
 }
 
 /// Deletes the store's table; tests call it last so one shared DynamoDB Local does not

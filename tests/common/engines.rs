@@ -3,11 +3,12 @@
 
 use itemgraph::store::dynamo::DynamoStore;
 use itemgraph::store::embedded::EmbeddedStore;
-use itemgraph::store::{Store, TableSchema};
+use itemgraph::store::Store;
 
 /// A new in-memory embedded store with the table created.
 pub async fn embedded() -> EmbeddedStore {
-    let store = EmbeddedStore::in_memory("itemgraph", TableSchema::itemgraph()).expect("open");
+    let store =
+        EmbeddedStore::in_memory("itemgraph", itemgraph::keys::table_schema()).expect("open");
     assert!(store.create_table().await.expect("create table"));
     store
 }
@@ -52,6 +53,6 @@ pub fn dynamodb_at(endpoint: &str) -> DynamoStore {
     DynamoStore::from_client(
         aws_sdk_dynamodb::Client::from_conf(config),
         "itemgraph".into(),
-        TableSchema::itemgraph(),
+        itemgraph::keys::table_schema(),
     )
 }

@@ -34,7 +34,7 @@ use clap::{Parser, ValueEnum};
 
 use itemgraph::store::dynamo::{DynamoOptions, DynamoStore};
 use itemgraph::store::embedded::EmbeddedStore;
-use itemgraph::store::{Store, TableSchema};
+use itemgraph::store::Store;
 
 use crate::dataset::{Dataset, DatasetSpec, Seeding};
 use crate::driver::Target;
@@ -354,7 +354,7 @@ async fn bench_engine(
             Arc::new(EmbeddedStore::open(
                 &data_file,
                 "itemgraph",
-                TableSchema::itemgraph(),
+                itemgraph::keys::table_schema(),
             )?)
         }
         Engine::DynamoDb => Arc::new(
@@ -373,7 +373,7 @@ async fn bench_engine(
                     stream: false,
                     ..DynamoOptions::default()
                 },
-                TableSchema::itemgraph(),
+                itemgraph::keys::table_schema(),
             )
             .await,
         ),
@@ -539,7 +539,7 @@ async fn bench_engine(
                 region: Some("us-east-1".into()),
                 ..DynamoOptions::default()
             },
-            TableSchema::itemgraph(),
+            itemgraph::keys::table_schema(),
         )
         .await;
         let _ = store.delete_table().await;

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use itemgraph::store::embedded::EmbeddedStore;
-use itemgraph::store::{Store, TableSchema};
+use itemgraph::store::Store;
 
 use crate::dataset::{Dataset, DatasetSpec, Seeding};
 use crate::server::{Backend, Server};
@@ -60,7 +60,7 @@ pub async fn run(
             let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(
                 &file,
                 "itemgraph",
-                TableSchema::itemgraph(),
+                itemgraph::keys::table_schema(),
             )?);
             ds.seed(store, Seeding::Transactions).await?
         };

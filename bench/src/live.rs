@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use itemgraph::store::embedded::EmbeddedStore;
-use itemgraph::store::{Store, TableSchema};
+use itemgraph::store::Store;
 
 use crate::server::{Backend, Server};
 use crate::stats::Percentiles;
@@ -74,7 +74,7 @@ pub async fn run(
     let file = work.join("live.redb");
     let _ = std::fs::remove_file(&file);
     {
-        let store = EmbeddedStore::open(&file, "itemgraph", TableSchema::itemgraph())?;
+        let store = EmbeddedStore::open(&file, "itemgraph", itemgraph::keys::table_schema())?;
         store.create_table().await?;
         itemgraph::demo::seed_demo(&store).await?;
     }

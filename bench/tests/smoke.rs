@@ -6,6 +6,7 @@
 //! access-pattern table promises. No timing is asserted: speed is what the benchmark
 //! itself reports (`scripts/bench`, docs/BENCHMARKS.md).
 
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
@@ -13,10 +14,19 @@ use serde_json::Value;
 #[test]
 fn the_smoke_benchmark_reports_no_error_and_the_promised_request_counts() {
     let out = tempfile::tempdir().unwrap();
-    let status = Command::new(env!("CARGO_BIN_EXE_itemgraph-bench"))
+    let bench = Path::new(env!("CARGO_BIN_EXE_itemgraph-bench"));
+    // The server binary of the workspace, built beside the bench's by `cargo build
+    // --workspace` (and by the test command, which builds every target of the workspace).
+    let server = bench.with_file_name(format!("itemgraph{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        server.is_file(),
+        "no server binary at {}: build it first (cargo build --workspace)",
+        server.display()
+    );
+    let status = Command::new(bench)
         .arg("--smoke")
         .arg("--server")
-        .arg(env!("CARGO_BIN_EXE_itemgraph"))
+        .arg(&server)
         .arg("--out")
         .arg(out.path())
         .status()

@@ -1,0 +1,262 @@
+//! The SDK client: how it is configured ([`DynamoOptions`]: endpoint, region, credentials,
+//! timeouts, retries) and the interceptors on it (retries counted; a write's unanswered
+//! attempts noted so its final error says the outcome is unknown).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_config::environment::{
+    EnvironmentVariableCredentialsProvider, EnvironmentVariableRegionProvider,
+};
+use aws_config::meta::credentials::CredentialsProviderChain;
+use aws_config::meta::region::RegionProviderChain;
+use aws_config::profile::{ProfileFileCredentialsProvider, ProfileFileRegionProvider};
+use aws_config::retry::RetryConfig;
+use aws_config::stalled_stream_protection::StalledStreamProtectionConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, Region};
+use aws_sdk_dynamodb::config::Credentials;
+use aws_sdk_dynamodb::Client;
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::context::{
+    BeforeTransmitInterceptorContextRef, FinalizerInterceptorContextRef,
+};
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::orchestrator::Metadata;
+use aws_smithy_runtime_api::client::retries::RequestAttempts;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::config_bag::ConfigBag;
+
+use crate::metrics;
+use crate::store::{retry_conflicts, StoreError, StoreResult, TableSchema};
+
+use super::{stream, DynamoStore};
+
+/// Where requests are signed for when neither the options nor the environment name a region:
+/// DynamoDB Local accepts any region, and a real deployment always configures one.
+pub const DEFAULT_REGION: &str = "us-east-1";
+
+/// How to reach DynamoDB. Every field has a default that works against the real service
+/// with the standard AWS configuration chain; tests and local runs set `endpoint`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamoOptions {
+    /// The table every request addresses.
+    pub table: String,
+    /// An endpoint override (DynamoDB Local, a test stack). `None` uses the region's
+    /// public endpoint, or `AWS_ENDPOINT_URL*` when the environment sets one.
+    pub endpoint: Option<String>,
+    /// Overrides the region found by the configuration chain.
+    pub region: Option<String>,
+    /// Bounds TCP/TLS connection setup, so an unreachable endpoint fails fast.
+    pub connect_timeout: Duration,
+    /// Bounds a whole call including retries: the most a resolver can wait on the store.
+    pub operation_timeout: Duration,
+    /// Bounds one attempt, so a stalled connection is retried instead of eating the budget.
+    pub operation_attempt_timeout: Duration,
+    /// Attempts per call with the SDK's standard retry mode (throttling, 5xx, timeouts).
+    pub max_attempts: u32,
+    /// Whether `create_table` turns the table's stream on (subscriptions need it).
+    pub stream: bool,
+}
+
+impl DynamoOptions {
+    /// DynamoDB connects in milliseconds within a region; past this a connection attempt
+    /// is lost (a dropped SYN, a dead host) and a new attempt does better than waiting.
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+    /// One attempt: far above DynamoDB's latency even for a 1 MB page, so only a stalled
+    /// connection reaches it.
+    pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
+    /// The whole call, retries included: half the default request deadline (10 s), so a
+    /// store that does not answer fails the fields that need it with `UNAVAILABLE` while
+    /// the rest of the response still resolves, instead of the deadline cancelling the
+    /// whole request.
+    pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(5);
+    /// The SDK's standard mode default.
+    pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+}
+
+impl Default for DynamoOptions {
+    fn default() -> Self {
+        DynamoOptions {
+            table: "itemgraph".into(),
+            endpoint: None,
+            region: None,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            operation_timeout: Self::DEFAULT_OPERATION_TIMEOUT,
+            operation_attempt_timeout: Self::DEFAULT_ATTEMPT_TIMEOUT,
+            max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
+            stream: true,
+        }
+    }
+}
+
+impl DynamoStore {
+    /// Builds a client from the standard AWS configuration chain plus `opts`.
+    ///
+    /// With an endpoint override, credentials and region come only from the environment and
+    /// the profile files, then fall back to static dummy values: DynamoDB Local accepts any
+    /// credentials, and the rest of the chain (container and instance metadata) would probe
+    /// the network for seconds before giving up on a developer machine or in CI.
+    pub async fn connect(opts: DynamoOptions, schema: TableSchema) -> Self {
+        let timeouts = TimeoutConfig::builder()
+            .connect_timeout(opts.connect_timeout)
+            .operation_timeout(opts.operation_timeout)
+            .operation_attempt_timeout(opts.operation_attempt_timeout)
+            .build();
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .retry_config(RetryConfig::standard().with_max_attempts(opts.max_attempts.max(1)))
+            .timeout_config(timeouts)
+            // The SDK's stalled-stream protection watches every response body's throughput
+            // with a timer of its own (5 % of the server's CPU at concurrency 64, measured);
+            // DynamoDB's bodies are small JSON, and the attempt timeout above already ends
+            // a stalled one and retries it.
+            .stalled_stream_protection(StalledStreamProtectionConfig::disabled());
+        let fallback_region = Region::from_static(DEFAULT_REGION);
+        loader = match (&opts.region, &opts.endpoint) {
+            (Some(region), _) => loader.region(Region::new(region.clone())),
+            (None, Some(_)) => loader.region(
+                RegionProviderChain::first_try(EnvironmentVariableRegionProvider::new())
+                    .or_else(ProfileFileRegionProvider::builder().build())
+                    .or_else(fallback_region),
+            ),
+            (None, None) => {
+                loader.region(RegionProviderChain::default_provider().or_else(fallback_region))
+            }
+        };
+        if let Some(endpoint) = &opts.endpoint {
+            let credentials = CredentialsProviderChain::first_try(
+                "Environment",
+                EnvironmentVariableCredentialsProvider::new(),
+            )
+            .or_else("Profile", ProfileFileCredentialsProvider::builder().build())
+            .or_else(
+                "EndpointOverrideDummy",
+                // DynamoDB Local (2.x and later) accepts only letters and digits in a key id.
+                Credentials::new("itemgraphlocal", "itemgraphlocal", None, None, "itemgraph"),
+            );
+            loader = loader
+                .endpoint_url(endpoint)
+                .credentials_provider(credentials);
+        }
+        let config = loader.load().await;
+        let streams = aws_sdk_dynamodbstreams::Client::new(&config);
+        let mut store =
+            Self::from_client(Client::new(&config), opts.table, schema).with_streams(streams);
+        store.create_stream = opts.stream;
+        store
+    }
+
+    /// The same store following the table's stream through `streams` (a client for the
+    /// same account, region and endpoint).
+    pub fn with_streams(mut self, streams: aws_sdk_dynamodbstreams::Client) -> Self {
+        self.changes = Some(Arc::new(stream::DynamoChanges {
+            client: self.client.clone(),
+            streams,
+            table: self.table.clone(),
+            schema: self.schema.clone(),
+            arn: tokio::sync::Mutex::new(None),
+        }));
+        self
+    }
+
+    /// Wraps a client configured elsewhere (tests, or an application that shares one),
+    /// adding the interceptor that counts its retries.
+    pub fn from_client(client: Client, table: String, schema: TableSchema) -> Self {
+        let config = client
+            .config()
+            .to_builder()
+            .interceptor(RetryCounter)
+            .build();
+        DynamoStore {
+            client: Client::from_conf(config),
+            table,
+            schema,
+            changes: None,
+            create_stream: true,
+        }
+    }
+
+    /// The raw SDK client: the contract tests send requests that bypass validation to prove
+    /// DynamoDB rejects them too.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}
+
+/// Sends one write: again while it only conflicted with concurrent writes
+/// ([`retry_conflicts`]: DynamoDB did not apply it), each send watched by one [`Uncertain`],
+/// which settles the final error.
+pub(super) async fn send_write<T, F, Fut>(op: &'static str, send: F) -> StoreResult<T>
+where
+    F: Fn(Uncertain) -> Fut,
+    Fut: std::future::Future<Output = StoreResult<T>>,
+{
+    let uncertain = Uncertain::default();
+    retry_conflicts(op, || send(uncertain.clone()))
+        .await
+        .map_err(|e| uncertain.settle(e))
+}
+
+/// Notes, for one write, whether any of the SDK's attempts failed without DynamoDB's
+/// answer (no response: a timed-out attempt or a broken connection; or a 5xx, which
+/// DynamoDB documents as "may have succeeded"). Such an attempt may have been applied, so
+/// a later attempt's throttling must not tell the caller that nothing was written.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Uncertain(Arc<AtomicBool>);
+
+impl Uncertain {
+    /// The write's final error as the caller may read it
+    /// ([`StoreError::after_unanswered_attempt`]).
+    pub(super) fn settle(&self, err: StoreError) -> StoreError {
+        err.after_unanswered_attempt(self.0.load(Ordering::Relaxed))
+    }
+}
+
+impl Intercept for Uncertain {
+    fn name(&self) -> &'static str {
+        "itemgraph::Uncertain"
+    }
+
+    fn read_after_attempt(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let failed = context.output_or_error().is_some_and(|o| o.is_err());
+        let unanswered = context
+            .response()
+            .is_none_or(|r| r.status().is_server_error());
+        if failed && unanswered {
+            self.0.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// Counts the SDK's retries in [`metrics::DYNAMODB_RETRIES`]: the SDK numbers each attempt
+/// in the config bag before the attempt starts, so an attempt past the first is a retry
+/// (throttling, a 5xx, a timed-out attempt).
+#[derive(Debug)]
+pub(super) struct RetryCounter;
+
+impl Intercept for RetryCounter {
+    fn name(&self) -> &'static str {
+        "itemgraph::RetryCounter"
+    }
+
+    fn read_before_attempt(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let attempt = cfg.load::<RequestAttempts>().map_or(1, |a| a.attempts());
+        if attempt > 1 {
+            let op = cfg.load::<Metadata>().map_or("unknown", |m| m.name());
+            metrics::record_retry(op, "sdk");
+        }
+        Ok(())
+    }
+}

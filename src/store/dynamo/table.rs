@@ -1,0 +1,226 @@
+//! Table administration: CreateTable with the schema's keys and indexes, DeleteTable,
+//! DescribeTable, the table's stream turned on, and the wait for the table to be ACTIVE.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::types::{
+    self as sdk, AttributeDefinition, BillingMode, GlobalSecondaryIndex, IndexStatus,
+    KeySchemaElement, KeyType, Projection, ProjectionType, ScalarAttributeType, TableStatus,
+};
+
+use crate::store::{StoreError, StoreResult, TableDescription};
+
+use super::errors::{build_error, store_error};
+use super::DynamoStore;
+
+/// How long `create_table` waits for the table and its indexes to become ACTIVE. DynamoDB
+/// Local is immediate; the real service takes seconds to a minute with two new indexes.
+pub(super) const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The table's stream as subscriptions need it: every change with the item before and
+/// after.
+pub(super) fn stream_specification() -> StoreResult<sdk::StreamSpecification> {
+    sdk::StreamSpecification::builder()
+        .stream_enabled(true)
+        .stream_view_type(sdk::StreamViewType::NewAndOldImages)
+        .build()
+        .map_err(build_error)
+}
+
+impl DynamoStore {
+    /// Turns the table's stream on (`NEW_AND_OLD_IMAGES`) when it is off; `Ok(false)`
+    /// when it was on already. A stream with another view type is refused: subscriptions
+    /// need the item before and after each change.
+    pub async fn enable_stream(&self) -> StoreResult<bool> {
+        self.turn_stream_on(false).await
+    }
+
+    pub(super) async fn turn_stream_on(&self, dry_run: bool) -> StoreResult<bool> {
+        let out = self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        let spec = out.table().and_then(|t| t.stream_specification());
+        if let Some(spec) = spec.filter(|s| s.stream_enabled()) {
+            return if spec.stream_view_type() == Some(&sdk::StreamViewType::NewAndOldImages) {
+                Ok(false)
+            } else {
+                Err(StoreError::Validation(format!(
+                    "table {} has a stream of view type {:?}; subscriptions need \
+                     NEW_AND_OLD_IMAGES (disable that stream first)",
+                    self.table,
+                    spec.stream_view_type()
+                )))
+            };
+        }
+        if dry_run {
+            return Ok(true);
+        }
+        self.client
+            .update_table()
+            .table_name(&self.table)
+            .stream_specification(stream_specification()?)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        self.wait_until_active().await?;
+        Ok(true)
+    }
+
+    pub(super) async fn wait_until_active(&self) -> StoreResult<()> {
+        let deadline = tokio::time::Instant::now() + TABLE_ACTIVE_TIMEOUT;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let out = self
+                .client
+                .describe_table()
+                .table_name(&self.table)
+                .send()
+                .await
+                .map_err(|e| store_error(&self.table, e))?;
+            let table = out.table.as_ref();
+            let active = table.and_then(|t| t.table_status()) == Some(&TableStatus::Active)
+                && table.is_some_and(|t| {
+                    t.global_secondary_indexes()
+                        .iter()
+                        .all(|i| i.index_status() == Some(&IndexStatus::Active))
+                });
+            if active {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(StoreError::Unavailable(format!(
+                    "table {} was not ACTIVE after {}s",
+                    self.table,
+                    TABLE_ACTIVE_TIMEOUT.as_secs()
+                )));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    /// CreateTable with the schema's keys and indexes (on demand, the stream on unless
+    /// the options turned it off), then waits for it to be ACTIVE.
+    pub(super) async fn create(&self) -> StoreResult<bool> {
+        let s = &self.schema;
+        let key_schema = |pk: &str, sk: &str| -> StoreResult<Vec<KeySchemaElement>> {
+            [(pk, KeyType::Hash), (sk, KeyType::Range)]
+                .into_iter()
+                .map(|(attr, kind)| {
+                    KeySchemaElement::builder()
+                        .attribute_name(attr)
+                        .key_type(kind)
+                        .build()
+                        .map_err(build_error)
+                })
+                .collect()
+        };
+        let mut key_attrs: Vec<&str> = vec![&s.pk, &s.sk];
+        for index in &s.indexes {
+            for attr in [&index.pk, &index.sk] {
+                if !key_attrs.contains(&attr.as_str()) {
+                    key_attrs.push(attr);
+                }
+            }
+        }
+        let definitions = key_attrs
+            .into_iter()
+            .map(|attr| {
+                AttributeDefinition::builder()
+                    .attribute_name(attr)
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .map_err(build_error)
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let indexes = s
+            .indexes
+            .iter()
+            .map(|index| {
+                GlobalSecondaryIndex::builder()
+                    .index_name(&index.name)
+                    .set_key_schema(Some(key_schema(&index.pk, &index.sk)?))
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
+                    .build()
+                    .map_err(build_error)
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let created = self
+            .client
+            .create_table()
+            .table_name(&self.table)
+            .set_attribute_definitions(Some(definitions))
+            .set_key_schema(Some(key_schema(&s.pk, &s.sk)?))
+            .set_global_secondary_indexes((!indexes.is_empty()).then_some(indexes))
+            .billing_mode(BillingMode::PayPerRequest)
+            .set_stream_specification(self.create_stream.then(stream_specification).transpose()?)
+            .send()
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(e) if e.code() == Some("ResourceInUseException") => return Ok(false),
+            Err(e) => return Err(store_error(&self.table, e)),
+        }
+        self.wait_until_active().await?;
+        Ok(true)
+    }
+
+    pub(super) async fn delete(&self) -> StoreResult<bool> {
+        match self
+            .client
+            .delete_table()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) => match store_error(&self.table, e) {
+                StoreError::TableNotFound(_) => Ok(false),
+                other => Err(other),
+            },
+        }
+    }
+
+    pub(super) async fn describe(&self) -> StoreResult<Option<TableDescription>> {
+        let out = match self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) => {
+                return match store_error(&self.table, e) {
+                    StoreError::TableNotFound(_) => Ok(None),
+                    other => Err(other),
+                }
+            }
+        };
+        let Some(t) = out.table else {
+            return Ok(None);
+        };
+        Ok(Some(TableDescription {
+            name: t.table_name().unwrap_or(&self.table).to_owned(),
+            status: t
+                .table_status()
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_default(),
+            indexes: t
+                .global_secondary_indexes()
+                .iter()
+                .filter_map(|i| i.index_name().map(str::to_owned))
+                .collect(),
+            item_count: t.item_count().and_then(|n| u64::try_from(n).ok()),
+        }))
+    }
+}

@@ -1,0 +1,561 @@
+//! The embedded engine: DynamoDB's semantics on `redb`, so the server runs with nothing
+//! installed and tests run without a network.
+//!
+//! Layout inside the redb file, per DynamoDB table `T`:
+//! - `meta`: one row per table, so DescribeTable and "table not found" behave as DynamoDB's;
+//! - `items/T`: encoded `(PK, SK)` → the item, binary ([`codec`]; format 1 files held
+//!   DynamoDB JSON and are migrated when opened, see [`upgrade`]);
+//! - `index/T/<index>`: encoded `(index PK, index SK, PK, SK)` → the encoded base key (the
+//!   row points at the item), or, for rows written under a GSI lag, a copy of the item as
+//!   it was then (`codec::PROJECTED` then the encoded item: indexes project every
+//!   attribute, so a lagging index answers with the item as it was). Only items carrying
+//!   both index key attributes get a row, which makes the indexes sparse;
+//! - `changes/T`: the change log, the table's stream ([`stream`]): sequence number → the
+//!   change (kind, key, item before and after, time), written in the transaction of the
+//!   write it records, trimmed to [`ChangeLog::capacity`] records and
+//!   [`ChangeLog::retention`]; shard `n` holds sequence numbers `n × span + 1 ..= (n + 1) ×
+//!   span`, so the log rolls over to a child shard as DynamoDB Streams does;
+//! - `pending/T`: with a GSI lag ([`Faults`]), the index changes of each write in write
+//!   order, each with the time it reaches the indexes. Due changes are applied before an
+//!   index is read; all of them when the file is opened.
+//!
+//! Keys are encoded so that redb's byte order is DynamoDB's order ([`codec`]), and every
+//! key condition becomes one contiguous range ([`query`]).
+//!
+//! Every write runs in one redb write transaction (serializable, one writer at a time), so
+//! conditions are checked and effects applied atomically, and TransactWriteItems is all or
+//! nothing ([`write`]); the writes that arrive during a commit share the next one
+//! ([`group`]). Reads are snapshot reads, hence always strongly consistent, and indexes
+//! are in step with the table, unless a fault model ([`super::faults`]) says otherwise.
+//!
+//! The files: this one the handle, the table's life and the [`Store`] calls; [`codec`]
+//! key and item bytes; [`upgrade`] the file format; [`group`] group commit; [`expr`]
+//! conditions and updates; [`write`] planning and applying writes and transactions;
+//! [`query`] the reads; [`stream`] the change log as a change stream.
+
+mod codec;
+mod expr;
+mod group;
+mod query;
+mod stream;
+#[cfg(test)]
+mod tests;
+mod upgrade;
+mod write;
+
+pub use stream::ChangeLog;
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use redb::{Database, ReadableTable, TableDefinition};
+
+use super::faults::{self, Call};
+use super::faults::{Faults, Injector};
+use super::stream::ChangeStream;
+use codec::{decode_item, meta_row, table_key};
+use group::{Batch, Group, Tokens};
+use query::{query, MAX_BATCH_GET_BYTES};
+use stream::EmbeddedChanges;
+use write::{digest, transact};
+
+use super::validate::{self, MAX_QUERY_PAGE_BYTES};
+use super::value::item_size;
+use super::{
+    retry_conflicts, BatchGet, BatchGetPage, Delete, GetItem, Item, PageKey, Put, Query,
+    QueryOutput, ReturnValues, Scan, Store, StoreError, StoreResult, TableDescription, TableSchema,
+    TransactAction, Update,
+};
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+type Bytes<'a> = TableDefinition<'a, &'static [u8], &'static [u8]>;
+type Sequence<'a> = TableDefinition<'a, u64, &'static [u8]>;
+
+/// The embedded engine for one table. Cheap to clone.
+#[derive(Clone)]
+pub struct EmbeddedStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Database,
+    table: String,
+    schema: TableSchema,
+    items_name: String,
+    index_names: Vec<String>,
+    pending_name: String,
+    changes_name: String,
+    change_log: ChangeLog,
+    /// Counts the commits that logged changes: what stream readers wait on.
+    changed: tokio::sync::watch::Sender<u64>,
+    /// How long a write takes to reach the indexes; zero writes them in its transaction.
+    gsi_lag: Duration,
+    faults: Option<Injector>,
+    /// `ClientRequestToken`s of the transactions applied lately: the digest of the
+    /// request and when the token expires.
+    tokens: Mutex<Tokens>,
+    /// Writes waiting for the next group commit.
+    group: Mutex<Group>,
+}
+
+/// redb's page cache (reads and the write buffer) by default, in MiB (`--cache-mib`). The
+/// benchmark's file is 135 MB: at 128 MiB most of its pages stay cached and the rest come
+/// from the operating system's cache, with the peak RSS under 200 MB and no throughput
+/// lost against redb's own default of 1 GiB, which caches the whole file on top of the
+/// heap (measured in docs/BENCHMARKS.md; 64 MiB cost 12 % of the operations a second).
+pub const DEFAULT_CACHE_MIB: u32 = 128;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+type ReadOp<T> = Arc<dyn Fn(&Inner) -> StoreResult<T> + Send + Sync>;
+type WriteOp<T> =
+    Arc<dyn Fn(&Inner, &redb::WriteTransaction, &mut Batch) -> StoreResult<T> + Send + Sync>;
+
+/// What one attempt of a call does: a read, or a write inside a group's transaction.
+enum Op<T> {
+    Read(ReadOp<T>),
+    Write(WriteOp<T>),
+}
+
+impl<T> Clone for Op<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Op::Read(f) => Op::Read(f.clone()),
+            Op::Write(f) => Op::Write(f.clone()),
+        }
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Internal(format!("embedded engine: {e}"))
+}
+
+fn not_found() -> StoreError {
+    StoreError::TableNotFound("Cannot do operations on a non-existent table".into())
+}
+
+impl EmbeddedStore {
+    /// Opens (or creates) a redb file. The table inside is created by `create_table`.
+    pub fn open(path: &Path, table: &str, schema: TableSchema) -> StoreResult<Self> {
+        Self::open_with_faults(path, table, schema, Faults::default())
+    }
+
+    /// [`EmbeddedStore::open`] with DynamoDB's failure modes injected.
+    pub fn open_with_faults(
+        path: &Path,
+        table: &str,
+        schema: TableSchema,
+        faults: Faults,
+    ) -> StoreResult<Self> {
+        Self::open_with(path, table, schema, faults, DEFAULT_CACHE_MIB)
+    }
+
+    /// [`EmbeddedStore::open_with_faults`] with a page cache of `cache_mib` MiB.
+    pub fn open_with(
+        path: &Path,
+        table: &str,
+        schema: TableSchema,
+        faults: Faults,
+        cache_mib: u32,
+    ) -> StoreResult<Self> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(internal)?;
+        }
+        let cache_bytes = usize::try_from(cache_mib)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(1024 * 1024);
+        let db = Database::builder()
+            .set_cache_size(cache_bytes)
+            .create(path)
+            .map_err(internal)?;
+        let store = Self::with_db(db, table, schema, faults);
+        // Index changes still waiting from the last run go in first, so the upgrade
+        // rewrites their item copies too.
+        store.inner.propagate(true)?;
+        store.inner.upgrade_format(path)?;
+        Ok(store)
+    }
+
+    /// A store that lives in memory only, for tests and throwaway runs.
+    pub fn in_memory(table: &str, schema: TableSchema) -> StoreResult<Self> {
+        Self::in_memory_with_faults(table, schema, Faults::default())
+    }
+
+    /// [`EmbeddedStore::in_memory`] with DynamoDB's failure modes injected.
+    pub fn in_memory_with_faults(
+        table: &str,
+        schema: TableSchema,
+        faults: Faults,
+    ) -> StoreResult<Self> {
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(internal)?;
+        Ok(Self::with_db(db, table, schema, faults))
+    }
+
+    fn with_db(db: Database, table: &str, schema: TableSchema, faults: Faults) -> Self {
+        let index_names = schema
+            .indexes
+            .iter()
+            .map(|i| format!("index/{table}/{}", i.name))
+            .collect();
+        EmbeddedStore {
+            inner: Arc::new(Inner {
+                db,
+                items_name: format!("items/{table}"),
+                index_names,
+                pending_name: format!("pending/{table}"),
+                changes_name: format!("changes/{table}"),
+                change_log: ChangeLog::DEFAULT,
+                changed: tokio::sync::watch::channel(0).0,
+                table: table.to_owned(),
+                schema,
+                gsi_lag: faults.gsi_lag,
+                faults: faults.any().then(|| Injector::new(faults)),
+                tokens: Mutex::new(Tokens::default()),
+                group: Mutex::new(Group::default()),
+            }),
+        }
+    }
+
+    /// The same store keeping `log` of its changes. Call it before the store is cloned
+    /// (a shared store keeps its settings).
+    pub fn with_change_log(mut self, log: ChangeLog) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                inner.change_log = ChangeLog {
+                    capacity: log.capacity.max(1),
+                    shard_span: log.shard_span.max(1),
+                    ..log
+                }
+            }
+            None => tracing::warn!(
+                "the change log's settings are set before the store is shared; ignored"
+            ),
+        }
+        self
+    }
+
+    /// Runs blocking redb work off the async executor.
+    async fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(internal)?
+    }
+
+    /// One attempt of `op`. A read runs on the calling task: it is short (a few B-tree
+    /// lookups in redb's page cache, a page of at most 1 MB), and handing it to the
+    /// blocking pool and back cost more CPU than the read itself (two thread wake-ups per
+    /// call; docs/BENCHMARKS.md). An index read under a GSI lag goes to the blocking pool,
+    /// as it first applies the due index changes (a write). A write joins the next group
+    /// commit.
+    async fn attempt<T: Send + 'static>(&self, op: Op<T>) -> StoreResult<T> {
+        match op {
+            Op::Read(f) if self.inner.gsi_lag.is_zero() => f(&self.inner),
+            Op::Read(f) => self.run(move |inner| f(inner)).await,
+            Op::Write(f) => self.commit_in_group(f).await,
+        }
+    }
+
+    /// One call: without faults, `op` once; with them, the attempts the SDK in front of
+    /// DynamoDB would make ([`faults::call`]).
+    async fn call<T: Send + 'static>(&self, call: Call, op: Op<T>) -> StoreResult<T> {
+        match &self.inner.faults {
+            None => self.attempt(op).await,
+            Some(injector) => faults::call(injector, call, || self.attempt(op.clone())).await,
+        }
+    }
+}
+
+impl Inner {
+    fn items_def(&self) -> Bytes<'_> {
+        TableDefinition::new(&self.items_name)
+    }
+
+    fn index_def(&self, i: usize) -> Bytes<'_> {
+        TableDefinition::new(&self.index_names[i])
+    }
+
+    fn pending_def(&self) -> Sequence<'_> {
+        TableDefinition::new(&self.pending_name)
+    }
+
+    fn changes_def(&self) -> Sequence<'_> {
+        TableDefinition::new(&self.changes_name)
+    }
+
+    fn table_exists(
+        &self,
+        meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    ) -> StoreResult<bool> {
+        Ok(meta.get(self.table.as_str()).map_err(internal)?.is_some())
+    }
+
+    fn read_exists(&self, tx: &redb::ReadTransaction) -> StoreResult<()> {
+        match tx.open_table(META) {
+            Ok(meta) if self.table_exists(&meta)? => Ok(()),
+            Ok(_) | Err(redb::TableError::TableDoesNotExist(_)) => Err(not_found()),
+            Err(e) => Err(internal(e)),
+        }
+    }
+
+    /// The table's items in a snapshot of now, for a read (`TableNotFound` without it).
+    fn read_items(&self) -> StoreResult<redb::ReadOnlyTable<&'static [u8], &'static [u8]>> {
+        let tx = self.db.begin_read().map_err(internal)?;
+        self.read_exists(&tx)?;
+        tx.open_table(self.items_def()).map_err(internal)
+    }
+
+    fn write_exists(&self, tx: &redb::WriteTransaction) -> StoreResult<()> {
+        let meta = tx.open_table(META).map_err(internal)?;
+        if self.table_exists(&meta)? {
+            Ok(())
+        } else {
+            Err(not_found())
+        }
+    }
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    fn table_name(&self) -> &str {
+        &self.inner.table
+    }
+
+    fn schema(&self) -> &TableSchema {
+        &self.inner.schema
+    }
+
+    fn engine_name(&self) -> &'static str {
+        "embedded"
+    }
+
+    async fn create_table(&self) -> StoreResult<bool> {
+        self.run(|inner| {
+            let tx = inner.db.begin_write().map_err(internal)?;
+            {
+                let mut meta = tx.open_table(META).map_err(internal)?;
+                if inner.table_exists(&meta)? {
+                    return Ok(false);
+                }
+                meta.insert(inner.table.as_str(), meta_row(&inner.table).as_slice())
+                    .map_err(internal)?;
+            }
+            tx.open_table(inner.items_def()).map_err(internal)?;
+            for i in 0..inner.index_names.len() {
+                tx.open_table(inner.index_def(i)).map_err(internal)?;
+            }
+            tx.commit().map_err(internal)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn delete_table(&self) -> StoreResult<bool> {
+        self.run(|inner| {
+            let tx = inner.db.begin_write().map_err(internal)?;
+            {
+                let mut meta = tx.open_table(META).map_err(internal)?;
+                if meta
+                    .remove(inner.table.as_str())
+                    .map_err(internal)?
+                    .is_none()
+                {
+                    return Ok(false);
+                }
+            }
+            tx.delete_table(inner.items_def()).map_err(internal)?;
+            for i in 0..inner.index_names.len() {
+                tx.delete_table(inner.index_def(i)).map_err(internal)?;
+            }
+            tx.delete_table(inner.pending_def()).map_err(internal)?;
+            tx.delete_table(inner.changes_def()).map_err(internal)?;
+            tx.commit().map_err(internal)?;
+            inner.notify_changes();
+            Ok(true)
+        })
+        .await
+    }
+
+    async fn describe_table(&self) -> StoreResult<Option<TableDescription>> {
+        self.run(|inner| {
+            let tx = inner.db.begin_read().map_err(internal)?;
+            if let Err(StoreError::TableNotFound(_)) = inner.read_exists(&tx) {
+                return Ok(None);
+            }
+            let items = tx.open_table(inner.items_def()).map_err(internal)?;
+            let count = redb::ReadableTableMetadata::len(&items).map_err(internal)?;
+            Ok(Some(TableDescription {
+                name: inner.table.clone(),
+                status: "ACTIVE".into(),
+                indexes: inner
+                    .schema
+                    .indexes
+                    .iter()
+                    .map(|i| i.name.clone())
+                    .collect(),
+                item_count: Some(count),
+            }))
+        })
+        .await
+    }
+
+    async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
+        validate::get_item(self.schema(), &req)?;
+        self.call(
+            Call::Read,
+            Op::Read(Arc::new(move |inner| {
+                let items = inner.read_items()?;
+                let got = items
+                    .get(table_key(&req.key).as_slice())
+                    .map_err(internal)?;
+                got.map(|v| decode_item(v.value())).transpose()
+            })),
+        )
+        .await
+    }
+
+    async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
+        validate::batch_get(self.schema(), &req)?;
+        self.call(
+            Call::Read,
+            Op::Read(Arc::new(move |inner| {
+                let items = inner.read_items()?;
+                let mut page = BatchGetPage::default();
+                let mut bytes = 0;
+                for key in &req.keys {
+                    if bytes >= MAX_BATCH_GET_BYTES {
+                        page.unprocessed.push(key.clone());
+                        continue;
+                    }
+                    if let Some(v) = items.get(table_key(key).as_slice()).map_err(internal)? {
+                        let item = decode_item(v.value())?;
+                        bytes += item_size(&item);
+                        page.items.push(item);
+                    }
+                }
+                Ok(page)
+            })),
+        )
+        .await
+    }
+
+    async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
+        validate::query(self.schema(), &req)?;
+        self.call(
+            Call::Read,
+            Op::Read(Arc::new(move |inner| {
+                if req.index.is_some() && !inner.gsi_lag.is_zero() {
+                    inner.propagate(false)?;
+                }
+                query(inner, &req)
+            })),
+        )
+        .await
+    }
+
+    async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
+        validate::scan(self.schema(), &req)?;
+        self.call(
+            Call::Read,
+            Op::Read(Arc::new(move |inner| {
+                let items = inner.read_items()?;
+                let start = req.start.as_ref().map(|s| table_key(&s.table));
+                let lower = match &start {
+                    Some(k) => Bound::Excluded(k.as_slice()),
+                    None => Bound::Unbounded,
+                };
+                let limit = req.limit.map_or(usize::MAX, |l| l as usize);
+                let mut out = QueryOutput::default();
+                let mut bytes = 0;
+                for row in items
+                    .range::<&[u8]>((lower, Bound::Unbounded))
+                    .map_err(internal)?
+                {
+                    let (_, v) = row.map_err(internal)?;
+                    let item = decode_item(v.value())?;
+                    bytes += item_size(&item);
+                    let key = inner.schema.key_of(&item);
+                    out.items.push(item);
+                    if out.items.len() >= limit || bytes >= MAX_QUERY_PAGE_BYTES {
+                        out.last_evaluated_key = key.map(|table| PageKey { table, index: None });
+                        break;
+                    }
+                }
+                Ok(out)
+            })),
+        )
+        .await
+    }
+
+    async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
+        validate::put(self.schema(), &req)?;
+        let action = Arc::new(TransactAction::Put(req));
+        self.single_write("PutItem", action).await.map(|_| None)
+    }
+
+    async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
+        validate::update(self.schema(), &req)?;
+        let returns = req.returns;
+        let (old, new) = self
+            .single_write("UpdateItem", Arc::new(TransactAction::Update(req)))
+            .await?;
+        Ok(match returns {
+            ReturnValues::None => None,
+            ReturnValues::AllOld => old,
+            ReturnValues::AllNew => new,
+        })
+    }
+
+    async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
+        validate::delete(self.schema(), &req)?;
+        let returns = req.returns;
+        let (old, _) = self
+            .single_write("DeleteItem", Arc::new(TransactAction::Delete(req)))
+            .await?;
+        Ok(if returns == ReturnValues::AllOld {
+            old
+        } else {
+            None
+        })
+    }
+
+    /// The change log, followed through its own handle.
+    fn change_stream(&self) -> Option<Arc<dyn ChangeStream>> {
+        Some(Arc::new(EmbeddedChanges {
+            store: self.clone(),
+            woken: tokio::sync::Mutex::new(self.inner.changed.subscribe()),
+        }))
+    }
+
+    /// With faults, each send carries a `ClientRequestToken` (the same for the attempts
+    /// of one send), as [`super::dynamo::DynamoStore`]'s do.
+    async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
+        validate::transact(self.schema(), &actions)?;
+        let n = actions.len();
+        let actions = Arc::new(actions);
+        let faulty = self.inner.faults.is_some();
+        retry_conflicts("TransactWriteItems", || {
+            let actions = actions.clone();
+            let token = faulty.then(|| (ulid::Ulid::new().to_string(), digest(&actions)));
+            self.call(
+                Call::Transaction(n),
+                Op::Write(Arc::new(move |inner, tx, batch| {
+                    transact(inner, tx, batch, &actions, token.as_ref())
+                })),
+            )
+        })
+        .await
+    }
+}

@@ -1,0 +1,154 @@
+//! Query: one contiguous key range of the table or of an index, forward or backward, cut
+//! at `Limit` or 1 MB with DynamoDB's `LastEvaluatedKey`.
+
+use std::ops::Bound;
+
+use crate::store::validate::MAX_QUERY_PAGE_BYTES;
+use crate::store::value::item_size;
+use crate::store::{IndexKey, PageKey, PrimaryKey, Query, QueryOutput, SortCondition, StoreResult};
+
+use super::codec::{decode_item, decode_key, encode_key, key_range, table_key, PROJECTED};
+use super::{internal, Inner};
+
+/// BatchGetItem answers at most 16 MB; the rest comes back as unprocessed keys.
+pub(super) const MAX_BATCH_GET_BYTES: usize = 16 * 1024 * 1024;
+
+pub(super) fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
+    let tx = inner.db.begin_read().map_err(internal)?;
+    inner.read_exists(&tx)?;
+    let items = tx.open_table(inner.items_def()).map_err(internal)?;
+    let index = match &req.index {
+        None => None,
+        Some(name) => Some(
+            inner
+                .schema
+                .indexes
+                .iter()
+                .position(|i| &i.name == name)
+                .ok_or_else(|| internal("unknown index"))?,
+        ),
+    };
+    let (mut lo, mut hi) = key_range(&req.partition, req.sort.as_ref());
+    let mut lo_bound_excluded = false;
+    let mut hi_bound_excluded = true;
+    if let Some(start) = &req.start {
+        let sk = match (&start.index, index) {
+            (Some(ik), Some(_)) => encode_key(&[&ik.pk, &ik.sk, &start.table.pk, &start.table.sk]),
+            _ => table_key(&start.table),
+        };
+        if req.forward {
+            if sk >= lo {
+                lo = sk;
+                lo_bound_excluded = true;
+            }
+        } else if sk <= hi {
+            hi = sk;
+            hi_bound_excluded = true;
+        }
+    }
+    let lower = if lo_bound_excluded {
+        Bound::Excluded(lo.as_slice())
+    } else {
+        Bound::Included(lo.as_slice())
+    };
+    let upper = if hi_bound_excluded {
+        Bound::Excluded(hi.as_slice())
+    } else {
+        Bound::Included(hi.as_slice())
+    };
+    if lo > hi || (lo == hi && (lo_bound_excluded || hi_bound_excluded)) {
+        return Ok(QueryOutput::default());
+    }
+
+    let limit = req.limit.map(|l| l as usize).unwrap_or(usize::MAX);
+    let mut out = QueryOutput::default();
+    let mut bytes = 0usize;
+    let mut last: Option<PageKey> = None;
+    let mut stopped = false;
+
+    let mut visit = |row_key: &[u8], row_val: &[u8]| -> StoreResult<bool> {
+        let (item, page_key) = match index {
+            None => {
+                let item = decode_item(row_val)?;
+                let parts = decode_key(row_key)?;
+                let [pk, sk]: [String; 2] = parts.try_into().map_err(|_| internal("bad key"))?;
+                (
+                    item,
+                    PageKey {
+                        table: PrimaryKey { pk, sk },
+                        index: None,
+                    },
+                )
+            }
+            Some(_) => {
+                let parts = decode_key(row_key)?;
+                let [ipk, isk, pk, sk]: [String; 4] =
+                    parts.try_into().map_err(|_| internal("bad index key"))?;
+                let item = match row_val.strip_prefix(&PROJECTED) {
+                    Some(copy) => decode_item(copy)?,
+                    None => {
+                        let base = items
+                            .get(row_val)
+                            .map_err(internal)?
+                            .ok_or_else(|| internal("index row without item"))?;
+                        decode_item(base.value())?
+                    }
+                };
+                (
+                    item,
+                    PageKey {
+                        table: PrimaryKey { pk, sk },
+                        index: Some(IndexKey { pk: ipk, sk: isk }),
+                    },
+                )
+            }
+        };
+        bytes += item_size(&item);
+        out.items.push(item);
+        last = Some(page_key);
+        // DynamoDB stops at Limit items, or once it has read 1 MB, and then hands back the
+        // key of the last item it returned, whether or not more items follow.
+        Ok(out.items.len() >= limit || bytes >= MAX_QUERY_PAGE_BYTES)
+    };
+
+    let index_table = match index {
+        None => None,
+        Some(i) => Some(tx.open_table(inner.index_def(i)).map_err(internal)?),
+    };
+    let range = index_table
+        .as_ref()
+        .unwrap_or(&items)
+        .range::<&[u8]>((lower, upper))
+        .map_err(internal)?;
+    let rows: Box<dyn Iterator<Item = _>> = if req.forward {
+        Box::new(range)
+    } else {
+        Box::new(range.rev())
+    };
+    for row in rows {
+        let (k, v) = row.map_err(internal)?;
+        if visit(k.value(), v.value())? {
+            stopped = true;
+            break;
+        }
+    }
+    if stopped {
+        let at_inclusive_end = index.is_none()
+            && last
+                .as_ref()
+                .is_some_and(|k| match (&req.sort, req.forward) {
+                    (Some(SortCondition::Le(end) | SortCondition::Between(_, end)), true)
+                    | (Some(SortCondition::Ge(end) | SortCondition::Between(end, _)), false) => {
+                        k.table.sk == *end
+                    }
+                    _ => false,
+                });
+        // A base-table page that ends on the inclusive bound of its key condition cannot
+        // be followed by anything (sort keys are unique there), and DynamoDB then returns
+        // no LastEvaluatedKey; on an index, equal sort keys may follow, so the key stays.
+        if !at_inclusive_end {
+            out.last_evaluated_key = last;
+        }
+    }
+    Ok(out)
+}
