@@ -4,26 +4,33 @@
 //!
 //! # Layout
 //!
-//! - [`auth`]: bearer JWTs and the [`auth::Access`] every resolver checks (tenant isolation).
-//! - [`config`]: the command line (clap), every flag also an `ITEMGRAPH_*` variable.
-//! - [`keys`]: the entity chart in code; the only place that spells `ORG#`, `USER#` ….
-//! - [`model`]: plain domain records (serde), no GraphQL or AWS types.
-//! - [`store`]: the port (DynamoDB-shaped typed requests and errors) and its two engines,
-//!   `embedded` (redb) and `dynamo` (aws-sdk-dynamodb).
+//! - [`config`]: the command line (clap), every flag also an `ITEMGRAPH_*` variable;
+//!   `config/store.rs` describes the engine, [`store::open`] opens it.
+//! - [`http`]: the axum router ([`http::app`]) and `serve(listener, state, shutdown)`;
+//!   GraphQL over HTTP, the live transports (WebSocket, Server-Sent Events), the
+//!   listener's limits, the playground.
+//! - [`graphql`]: the schema and resolvers, one file per entity; knows nothing of HTTP.
+//! - [`live`]: subscriptions' source: the one change-stream reader per process, fan-out
+//!   to subscribers, resume positions.
 //! - [`collections`]: one function per access pattern, one file per aggregate: a read is
 //!   one port call, a write one write request (plus the reads its validation needs) that
 //!   keeps every counter and marker of the data model true.
-//! - [`check`]: the whole-table consistency checker behind `itemgraph check`.
-//! - [`events`]: domain events of successful writes and the in-process bus that carries them.
-//! - [`demo`]: the deterministic demo data set.
-//! - [`graphql`]: the schema and resolvers, one file per entity; knows nothing of HTTP.
-//! - [`http`]: the axum router and `serve(listener, state, shutdown)`.
-//! - [`metrics`]: the Prometheus series served at `/metrics`; callers hand it plain values
-//!   (the GraphQL side is `graphql::request_metrics`).
+//! - [`keys`]: the entity chart in code; the only place that spells `ORG#`, `USER#` …,
+//!   and the table schema built from its attribute names.
+//! - [`model`]: plain domain records (serde), no GraphQL or AWS types.
+//! - [`store`]: the port (DynamoDB-shaped typed requests and errors, the change stream),
+//!   its decorators (metrics, trace), the fault model, and its two engines, folders of
+//!   one-concern files: `embedded/` (redb) and `dynamo/` (aws-sdk-dynamodb).
+//! - [`check`], [`migrate`], [`snapshot`]: `itemgraph check` (the whole-table consistency
+//!   checker), `itemgraph migrate` (items moved to today's keys), `itemgraph snapshot`
+//!   (snapshot tests of operations); [`demo`]: the deterministic demo data.
+//! - [`auth`]: bearer JWTs and the [`auth::Access`] every resolver checks (tenant
+//!   isolation); [`metrics`]: the Prometheus series served at `/metrics`, handed plain
+//!   values (the GraphQL side classifies requests in `graphql/request_metrics.rs`).
 //!
 //! Arrows run one way: `http` → `graphql` → `collections` → `keys`/`model` → `store`, with
-//! `auth`, `metrics` and `events` on the ground floor. `docs/DATA_MODEL.md` is the table
-//! design this code implements.
+//! `auth` and `metrics` on the ground floor. `docs/DATA_MODEL.md` is the table design this
+//! code implements; `CONTRIBUTING.md` the architecture and what to touch for a change.
 
 pub mod auth;
 pub mod check;

@@ -359,7 +359,7 @@ pub fn deep_cursors(ds: &Dataset, secret: &str) -> Vec<String> {
         .iter()
         .map(|o| match &o.deep_start {
             Some(key) => codec.encode(
-                &itemgraph::graphql::user::user_tickets_connection(&o.slug, &o.heavy),
+                &itemgraph::graphql::user_tickets_connection(&o.slug, &o.heavy),
                 key,
             ),
             None => String::new(),

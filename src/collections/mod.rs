@@ -22,11 +22,11 @@
 //! | 10 | Create user, unique on username and email | [`create_user`] | TransactWriteItems |
 //! | 11 | Create ticket, bump counters | [`create_ticket`] | TransactWriteItems |
 //! | 12 | Place order with its lines, bump counters, at most once per client token | [`place_order`] | TransactWriteItems |
-//! | 13 | Change a ticket (status, assignee, priority, title, body) | [`update_ticket`] | PutItem with a version condition, or TransactWriteItems when counters move too (status, assignee) |
-//! | 14 | Create organization, unique on slug | [`create_org`] | PutItem `attribute_not_exists` |
+//! | 13 | Change a ticket (status, assignee, priority, title, body) | [`update_ticket`] | TransactWriteItems: the Put with a version condition, and the counters' Updates when the status or assignee changes |
+//! | 14 | Create organization, unique on slug | [`create_org`] | TransactWriteItems of one Put `attribute_not_exists` |
 //! | 15 | Change a user (name, role, email) | [`update_user`] | UpdateItem; TransactWriteItems swapping the email markers on an email change |
 //! | 16 | Delete a user no ticket or order references | [`delete_user`] | GetItem, then TransactWriteItems |
-//! | 17 | Move an order along its life cycle | [`update_order_status`] | Query GSI1 (limit 1; a strongly consistent GetItem when the index lags), then UpdateItem with a version and status condition |
+//! | 17 | Move an order along its life cycle | [`update_order_status`] | Query GSI1 (limit 1; a strongly consistent GetItem when the index lags), then TransactWriteItems of one Update with a version and status condition |
 //!
 //! Every write is one store write request (a conditional PutItem, UpdateItem or one
 //! TransactWriteItems) plus at most the reads its validation needs; each function's doc

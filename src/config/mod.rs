@@ -665,7 +665,7 @@ mod tests {
         let codec = serve(&instant_from_now(-time::Duration::hours(1))).cursor_codec();
         assert_eq!(
             codec.decode("users:ORG#a", &old_cursor),
-            Err(crate::graphql::cursor::InvalidCursor)
+            Err(crate::graphql::InvalidCursor)
         );
     }
 

@@ -1,4 +1,4 @@
-//! The limits on the work of one request. [`super::documents`] enforces them on each
+//! The limits on the work of one request. [`super::document_cache`] enforces them on each
 //! new document (the text before parsing, aliases and fields after, depth and complexity
 //! in validation), [`super::execute`] the deadline around the whole request.
 
@@ -7,8 +7,8 @@ use std::time::Duration;
 use async_graphql::ServerResult;
 
 use super::connection::DEFAULT_PAGE_SIZE;
-use super::document::{text_shape, TextShape};
 use super::errors::ApiError;
+use super::operation::{text_shape, TextShape};
 use crate::collections::MAX_PAGE_SIZE;
 
 /// What one request may cost. Every limit but the deadline is checked on the document,

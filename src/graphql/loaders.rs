@@ -15,7 +15,7 @@ use std::sync::Arc;
 use dataloader::BatchFn;
 
 use super::errors::ApiError;
-use super::gather;
+use super::loader_wait;
 use crate::collections::{batch_get_entities, get_entity};
 use crate::model::Entity;
 use crate::store::validate::MAX_BATCH_GET_KEYS;
@@ -28,11 +28,11 @@ pub type Loaded = Result<Option<Entity>, Arc<ApiError>>;
 pub type EntityLoader = dataloader::cached::Loader<PrimaryKey, Loaded, EntityBatch>;
 
 /// A fresh loader (an empty cache) reading from `store`. Its wait for the other keys of a
-/// level is one poll of the request, not a trip round the executor ([`super::gather`]).
+/// level is one poll of the request, not a trip round the executor ([`super::loader_wait`]).
 pub fn entity_loader(store: Arc<dyn Store>) -> EntityLoader {
     dataloader::cached::Loader::new(EntityBatch { store })
         .with_max_batch_size(MAX_BATCH_GET_KEYS)
-        .with_custom_wait_for_work(gather::wait_once)
+        .with_custom_wait_for_work(loader_wait::wait_once)
 }
 
 /// The batch read behind [`EntityLoader`].

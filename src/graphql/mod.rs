@@ -19,33 +19,33 @@
 //! - [`input`]: the checks every mutation makes before any request.
 //! - [`cursor`], [`ids`], [`errors`]: opaque cursors, global ids, error codes;
 //!   [`scalars`]: money as exact `Cents`, every `Int` within 32 bits.
-//! - [`limits`] and [`document`]: what one request may cost, enforced on the document;
-//!   [`documents`]: the cache of parsed and validated documents;
+//! - [`limits`] and [`operation`]: what one request may cost, enforced on the document;
+//!   [`document_cache`]: the cache of parsed and validated documents;
 //!   [`request_metrics`]: each request's outcome handed to [`crate::metrics`];
-//!   [`nulls`]: the spec's null propagation for fields that fail.
+//!   [`null_propagation`]: the spec's null propagation for fields that fail.
 
-pub mod connection;
-pub mod context;
-pub mod cursor;
-pub mod document;
-pub mod documents;
-pub mod errors;
-pub mod gather;
+mod connection;
+mod context;
+mod cursor;
+mod document_cache;
+mod errors;
 pub mod ids;
-pub mod input;
-pub mod limits;
-pub mod loaders;
-pub mod node;
-pub mod nulls;
-pub mod objects;
-pub mod order;
-pub mod org;
-pub mod prefetch;
-pub mod request_metrics;
-pub mod scalars;
-pub mod subscription;
-pub mod ticket;
-pub mod user;
+mod input;
+mod limits;
+mod loader_wait;
+mod loaders;
+mod node;
+mod null_propagation;
+mod objects;
+mod operation;
+mod order;
+mod org;
+mod prefetch;
+mod request_metrics;
+mod scalars;
+mod subscription;
+mod ticket;
+mod user;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -62,8 +62,13 @@ use crate::store::trace::{Trace, TracedStore};
 use crate::store::Store;
 
 pub use context::RequestContext;
-pub use document::selected_operation;
+pub use cursor::{CursorCodec, InvalidCursor};
+pub use errors::ApiError;
+pub(crate) use limits::check_text;
 pub use limits::{page_cost, Limits, MAX_PERSISTED_QUERY_BYTES};
+pub use operation::selected_operation;
+pub use subscription::TokenExpiry;
+pub use user::user_tickets_connection;
 
 // The root query: the fields of each entity's file, in this order in the schema. (Plain
 // comments: a doc comment here would become a description in the SDL.)
@@ -92,14 +97,12 @@ pub struct Mutation(
     order::OrderMutation,
 );
 
-pub use cursor::CursorCodec;
-
 /// The async-graphql schema of itemgraph's types.
 pub type Executable = Schema<Query, Mutation, subscription::Subscription>;
 
 /// The executable schema: the one that runs requests (no extensions, so no per-field
 /// hooks, and validation in async-graphql's fast mode), the one that checks each new
-/// document in full ([`documents::Check`]), and the cache of documents they share. Cheap
+/// document in full ([`document_cache::Check`]), and the cache of documents they share. Cheap
 /// to clone.
 #[derive(Clone)]
 pub struct ItemgraphSchema(Arc<Parts>);
@@ -108,7 +111,7 @@ struct Parts {
     runner: Executable,
     checker: Executable,
     env: SchemaEnv,
-    documents: documents::Documents,
+    documents: document_cache::Documents,
     limits: Limits,
 }
 
@@ -122,11 +125,11 @@ impl ItemgraphSchema {
         &self.0.env.registry
     }
 
-    /// The request's document from the cache, or prepared now ([`documents`]).
+    /// The request's document from the cache, or prepared now ([`document_cache`]).
     async fn prepare(
         &self,
         request: &mut async_graphql::Request,
-    ) -> Result<Arc<documents::Prepared>, documents::Refused> {
+    ) -> Result<Arc<document_cache::Prepared>, document_cache::Refused> {
         let parts = &self.0;
         parts
             .documents
@@ -157,7 +160,7 @@ pub fn schema_with(limits: &Limits) -> ItemgraphSchema {
         .limit_depth(limits.max_depth)
         .limit_complexity(limits.max_complexity);
     let env = Arc::new(std::sync::OnceLock::new());
-    let mut checker = build().extension(documents::Check {
+    let mut checker = build().extension(document_cache::Check {
         limits: *limits,
         env: env.clone(),
     });
@@ -177,7 +180,7 @@ pub fn schema_with(limits: &Limits) -> ItemgraphSchema {
         runner: runner.finish(),
         checker,
         env,
-        documents: documents::Documents::new(*limits),
+        documents: document_cache::Documents::new(*limits),
         limits: *limits,
     }))
 }
@@ -212,7 +215,7 @@ pub async fn execute(
     let run = run(
         schema, store, cursors, access, request, trace, &named, &span,
     );
-    let run = gather::in_place(run.instrument(span.clone()));
+    let run = loader_wait::in_place(run.instrument(span.clone()));
     let mut resp = match tokio::time::timeout(deadline, run).await {
         Ok(resp) => resp,
         Err(_) => {
@@ -284,7 +287,7 @@ fn trace_extension(requests: &[crate::store::trace::TraceEntry], tenant: bool) -
     Value::Object(ext)
 }
 
-/// The request's document prepared ([`documents`]), then run by the runner, with null
+/// The request's document prepared ([`document_cache`]), then run by the runner, with null
 /// propagation applied.
 async fn respond(
     schema: &ItemgraphSchema,
@@ -327,7 +330,7 @@ async fn respond(
                 .iter()
                 .any(|e| GENERIC_LIMIT_MESSAGES.contains(&e.message.as_str()));
         if refused {
-            let errors = documents::full_validation(
+            let errors = document_cache::full_validation(
                 &parts.checker,
                 &prepared.doc,
                 prepared.operation.clone(),
@@ -339,7 +342,7 @@ async fn respond(
             }
         }
     }
-    nulls::propagate(schema.registry(), &prepared.doc, &operation.node, &mut resp);
+    null_propagation::propagate(schema.registry(), &prepared.doc, &operation.node, &mut resp);
     resp
 }
 
@@ -373,7 +376,12 @@ pub fn subscribe(
         events
             .map(move |mut resp| {
                 if let Some(operation) = prepared.selected() {
-                    nulls::propagate(schema.registry(), &prepared.doc, &operation.node, &mut resp);
+                    null_propagation::propagate(
+                        schema.registry(),
+                        &prepared.doc,
+                        &operation.node,
+                        &mut resp,
+                    );
                 }
                 errors::ensure_codes(&mut resp);
                 resp

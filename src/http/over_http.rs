@@ -252,7 +252,7 @@ pub(super) fn operation_type(
     limits: &graphql::Limits,
 ) -> Option<OperationType> {
     // Never parse what the limits refuse: execution then refuses it with their code.
-    graphql::limits::check_text(&request.query, limits).ok()?;
+    graphql::check_text(&request.query, limits).ok()?;
     let name = request.operation_name.clone();
     let doc = request.parsed_query().ok()?;
     graphql::selected_operation(doc, name.as_deref()).map(|(_, op)| op.node.ty)

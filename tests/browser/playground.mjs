@@ -5,7 +5,7 @@
 // the headers pane must open with the Authorization placeholder, and running a query
 // without a real token must show a readable 401 in the response pane. With
 // --no-introspection the server refuses `__schema`: the page must still run a query. Exits 1 with the reasons when anything is off;
-// prints a JSON summary on success. tests/playground_browser.rs runs it against a server it
+// prints a JSON summary on success. tests/e2e/playground.rs runs it against a server it
 // starts; ITEMGRAPH_CHROMIUM names the browser (default /usr/bin/chromium).
 import puppeteer from "puppeteer-core";
 

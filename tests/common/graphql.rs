@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use itemgraph::auth::Access;
-use itemgraph::graphql::subscription::TokenExpiry;
+use itemgraph::graphql::TokenExpiry;
 use itemgraph::graphql::{self, CursorCodec, ItemgraphSchema};
 use itemgraph::live::{Hub, LiveOptions};
 use itemgraph::store::Store;
@@ -217,35 +217,4 @@ pub fn error_codes(response: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Runs every case of a suite once per engine, as `embedded::case` and `dynamodb::case`.
-/// Each case is an `async fn(&Api)` at the root of the test crate.
-#[macro_export]
-macro_rules! on_every_engine {
-    ($($case:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let api = $crate::common::graphql::Api::embedded().await;
-                    super::$case(&api).await;
-                    api.finish().await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let Some(api) = $crate::common::graphql::Api::dynamodb(stringify!($case)).await
-                    else {
-                        return;
-                    };
-                    super::$case(&api).await;
-                    api.finish().await;
-                }
-            )*
-        }
-    };
 }

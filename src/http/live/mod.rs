@@ -66,8 +66,8 @@ use futures::stream::{self, BoxStream};
 use futures::StreamExt;
 
 use crate::auth::Access;
-use crate::graphql::errors::ApiError;
-use crate::graphql::subscription::TokenExpiry;
+use crate::graphql::ApiError;
+use crate::graphql::TokenExpiry;
 use crate::graphql::{self};
 use crate::http::{operation_type, AppState, HttpError, Lease};
 

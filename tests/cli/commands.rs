@@ -1,0 +1,483 @@
+//! The `itemgraph` binary as a user runs it: `serve` with no store flags starts on the
+//! embedded engine with the demo data and keeps it across a restart; `create-table` and
+//! `seed` load the same demo data into DynamoDB Local.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use itemgraph::store::embedded::EmbeddedStore;
+use itemgraph::store::value::canonicalize_item;
+use itemgraph::store::{BatchGet, Item, Store};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_itemgraph");
+
+/// A running `itemgraph serve`, stopped (SIGTERM) when the test says so or killed on drop.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+/// Strips ANSI colour sequences from a log line.
+fn plain(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+async fn start_server(dir: &Path, extra: &[&str]) -> (Server, Vec<String>) {
+    let data = dir.join("itemgraph.redb");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+        .arg(&data)
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start itemgraph");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let addr = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("read log") {
+            let line = plain(&line);
+            seen.push(line.clone());
+            if let Some(rest) = line
+                .split("addr=")
+                .nth(1)
+                .filter(|_| line.contains("listening"))
+            {
+                return rest.split_whitespace().next().unwrap().to_string();
+            }
+        }
+        panic!("itemgraph exited before listening: {seen:#?}");
+    })
+    .await
+    .expect("itemgraph did not start listening within 60 s");
+    // Keep draining the log so the server never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (Server { child, addr }, seen)
+}
+
+impl Server {
+    async fn get(&self, path: &str) -> (u16, String) {
+        let resp = reqwest::get(format!("http://{}{path}", self.addr))
+            .await
+            .expect("GET");
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    async fn stop(mut self) {
+        let pid = self.child.id().expect("running").to_string();
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let exit = tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("itemgraph did not stop within 30 s of SIGTERM")
+            .unwrap();
+        assert!(exit.success(), "itemgraph exited with {exit}");
+    }
+}
+
+/// Reads every demo item's key back from a store, in chunks of 100.
+async fn read_back(store: &dyn Store, wanted: &[Item]) -> Vec<Item> {
+    let schema = itemgraph::keys::table_schema();
+    let mut out = Vec::new();
+    for chunk in wanted.chunks(100) {
+        let keys = chunk.iter().map(|i| schema.key_of(i).unwrap()).collect();
+        out.extend(
+            store
+                .batch_get_item(BatchGet {
+                    keys,
+                    consistent_read: true,
+                })
+                .await
+                .unwrap(),
+        );
+    }
+    sorted(out)
+}
+
+fn sorted(items: Vec<Item>) -> Vec<Item> {
+    let mut items: Vec<Item> = items.into_iter().map(canonicalize_item).collect();
+    items.sort_by_key(|i| format!("{:?}|{:?}", i.get("PK"), i.get("SK")));
+    items
+}
+
+/// `itemgraph serve` with only a data path loads the demo data into the embedded engine,
+/// answers /healthz and /readyz, stops cleanly on SIGTERM, and after a restart still has
+/// every item exactly as before (and does not seed twice).
+#[tokio::test]
+async fn serve_keeps_its_embedded_data_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = sorted(itemgraph::demo::demo_items());
+
+    let (server, log) = start_server(dir.path(), &[]).await;
+    assert!(
+        log.iter().any(|l| l.contains("demo data loaded")),
+        "{log:#?}"
+    );
+    assert_eq!(server.get("/healthz").await, (200, "ok".to_string()));
+    assert_eq!(server.get("/readyz").await.0, 200);
+    server.stop().await;
+
+    let store = EmbeddedStore::open(
+        &dir.path().join("itemgraph.redb"),
+        "itemgraph",
+        itemgraph::keys::table_schema(),
+    )
+    .unwrap();
+    assert_eq!(
+        read_back(&store, &demo).await,
+        demo,
+        "the demo data as written"
+    );
+    drop(store);
+
+    // Restarted with a page cache of 1 MiB: the pages come from the file through the
+    // operating system, the same data.
+    let (server, log) = start_server(dir.path(), &["--cache-mib", "1"]).await;
+    assert_eq!(
+        server
+            .get("/graphql?query=%7Borganization(slug:%22acme%22)%7Bname%7D%7D")
+            .await,
+        (
+            200,
+            r#"{"data":{"organization":{"name":"Acme Corporation"}}}"#.to_string()
+        )
+    );
+    assert!(
+        log.iter().any(|l| l.contains("demo data already present")),
+        "{log:#?}"
+    );
+    server.stop().await;
+    let store = EmbeddedStore::open(
+        &dir.path().join("itemgraph.redb"),
+        "itemgraph",
+        itemgraph::keys::table_schema(),
+    )
+    .unwrap();
+    assert_eq!(
+        read_back(&store, &demo).await,
+        demo,
+        "the same data after a restart"
+    );
+    let count = store.describe_table().await.unwrap().unwrap().item_count;
+    assert_eq!(count, Some(demo.len() as u64), "nothing seeded twice");
+}
+
+/// A page cache of no size is refused before anything is opened, naming the option.
+#[tokio::test]
+async fn a_cache_of_no_size_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("itemgraph.redb");
+    let out = Command::new(BIN)
+        .args([
+            "serve",
+            "--cache-mib",
+            "0",
+            "--listen",
+            "127.0.0.1:0",
+            "--data",
+        ])
+        .arg(&data)
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--cache-mib"), "{stderr}");
+    assert!(!data.exists(), "nothing was created");
+}
+
+/// `create-table` then `seed` against DynamoDB Local load exactly the demo data.
+#[tokio::test]
+async fn create_table_and_seed_load_the_demo_data_into_dynamodb_local() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("cli-seed");
+    for cmd in ["create-table", "seed"] {
+        let out = Command::new(BIN)
+            .args([
+                cmd,
+                "--store",
+                "dynamodb",
+                "--endpoint",
+                &endpoint,
+                "--region",
+                "us-east-1",
+                "--table",
+                &table,
+            ])
+            .env("NO_COLOR", "1")
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let store = common::dynamo_local::connect(&endpoint, &table).await;
+    let demo = sorted(itemgraph::demo::demo_items());
+    assert_eq!(read_back(&store, &demo).await, demo);
+    common::dynamo_local::drop_table(&store).await;
+}
+
+/// A user's own DynamoDB table is never seeded by accident: `serve --store dynamodb`
+/// with no seed flag leaves a table holding one item of theirs exactly as it was, and
+/// even `seed`/`--seed demo` refuse a table that holds other items; `seed --force` seeds
+/// it without overwriting their item.
+#[tokio::test]
+async fn a_dynamodb_table_in_use_is_never_seeded_silently_or_overwritten() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("cli-noseed");
+    let store = common::dynamo_local::connect(&endpoint, &table).await;
+    store.create_table().await.unwrap();
+    let theirs: Item = serde_json::from_value(serde_json::json!({
+        "PK": { "S": "ORG#acme" }, "SK": { "S": "ORG#acme" }, "theirs": { "S": "yes" }
+    }))
+    .unwrap();
+    store
+        .put_item(itemgraph::store::Put::new(theirs.clone()))
+        .await
+        .unwrap();
+    let all = |store: itemgraph::store::dynamo::DynamoStore| async move {
+        let page = store
+            .scan(itemgraph::store::Scan {
+                limit: None,
+                start: None,
+                consistent_read: true,
+            })
+            .await
+            .unwrap();
+        sorted(page.items)
+    };
+    let dynamo = [
+        "--store",
+        "dynamodb",
+        "--endpoint",
+        &endpoint,
+        "--region",
+        "us-east-1",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut serve = dynamo.to_vec();
+    serve.extend(["--table", &table, "--auth", "off"]);
+    let (server, log) = start_server(dir.path(), &serve).await;
+    server.stop().await;
+    assert_eq!(all(store.clone()).await, vec![theirs.clone()], "{log:#?}");
+
+    // Asked for, the demo data still goes only into an empty table.
+    serve.extend(["--seed", "demo"]);
+    let (server, log) = start_server(dir.path(), &serve).await;
+    server.stop().await;
+    assert_eq!(all(store.clone()).await, vec![theirs.clone()]);
+    assert!(log.iter().any(|l| l.contains("not seeding")), "{log:#?}");
+
+    let mut seed = vec!["seed"];
+    seed.extend(dynamo);
+    seed.extend(["--table", &table]);
+    let out = run_seed(&seed).await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds other items"));
+    assert_eq!(all(store.clone()).await, vec![theirs.clone()]);
+
+    // --force seeds, but a demo key that is taken (their ORG#acme) is never overwritten.
+    seed.push("--force");
+    let out = run_seed(&seed).await;
+    assert!(!out.status.success());
+    let items = all(store.clone()).await;
+    assert!(items.contains(&theirs), "their item is as it was");
+    common::dynamo_local::drop_table(&store).await;
+}
+
+/// `itemgraph token` prints a token that a server started with the same `--jwt-secret`
+/// accepts, for its organization only; without a token that server answers 401.
+#[tokio::test]
+async fn token_prints_a_token_the_server_accepts() {
+    const SECRET: &str = "cli-test-secret-cli-test-secret-0";
+    let out = Command::new(BIN)
+        .args(["token", "--org", "acme", "--role", "admin", "--sub", "wile"])
+        .env("ITEMGRAPH_JWT_SECRET", SECRET)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let (server, log) = start_server(dir.path(), &["--jwt-secret", SECRET]).await;
+    assert!(
+        !log.iter().any(|l| l.contains("authentication is off")),
+        "{log:#?}"
+    );
+    let client = reqwest::Client::new();
+    let url = format!("http://{}/graphql", server.addr);
+    let query = serde_json::json!({
+        "query": r#"{ acme: organization(slug: "acme") { name } globex: organization(slug: "globex") { name } }"#
+    });
+    let body: serde_json::Value = client
+        .post(&url)
+        .json(&query)
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({ "data": { "acme": { "name": "Acme Corporation" }, "globex": null } })
+    );
+    let status = client
+        .post(&url)
+        .json(&query)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status.as_u16(), 401);
+    server.stop().await;
+
+    // A bad organization is refused by the command itself.
+    let out = Command::new(BIN)
+        .args(["token", "--org", "Not A Slug", "--jwt-secret", SECRET])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+/// A DynamoDB table is never served without auth by accident: without a key or an
+/// explicit `--auth off`, `serve --store dynamodb` refuses to start, before touching the
+/// store. The embedded demo store serves with auth off and says so in its log.
+#[tokio::test]
+async fn dynamodb_without_auth_refuses_to_start() {
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        Command::new(BIN)
+            .args([
+                "serve",
+                "--store",
+                "dynamodb",
+                "--endpoint",
+                "http://127.0.0.1:9",
+                "--region",
+                "us-east-1",
+                "--listen",
+                "127.0.0.1:0",
+            ])
+            .env("NO_COLOR", "1")
+            .env_remove("ITEMGRAPH_JWT_SECRET")
+            .env_remove("ITEMGRAPH_AUTH")
+            .output(),
+    )
+    .await
+    .expect("refuses at once")
+    .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("refusing to serve a DynamoDB table without authentication"),
+        "{stderr}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (server, log) = start_server(dir.path(), &["--in-memory"]).await;
+    assert!(
+        log.iter().any(|l| l.contains("authentication is off")),
+        "{log:#?}"
+    );
+    server.stop().await;
+}
+
+/// `--metrics-listen` moves `GET /metrics` to a listener of its own: the API's listener no
+/// longer has the route, the metrics one has nothing else of the API.
+#[tokio::test]
+async fn metrics_listen_serves_metrics_apart_from_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, log) = start_server(
+        dir.path(),
+        &["--in-memory", "--metrics-listen", "127.0.0.1:0"],
+    )
+    .await;
+    let metrics_addr = log
+        .iter()
+        .find(|l| l.contains("metrics served"))
+        .and_then(|l| l.split("addr=").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no metrics address in {log:#?}"))
+        .to_owned();
+    let client = reqwest::Client::new();
+    let body: serde_json::Value = client
+        .post(format!("http://{}/graphql", server.addr))
+        .json(&serde_json::json!({ "query": "query Probe { organization(slug: \"acme\") { name } }" }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["data"]["organization"]["name"], "Acme Corporation");
+    assert_eq!(server.get("/metrics").await.0, 404);
+    let get = |path: &str| {
+        let url = format!("http://{metrics_addr}{path}");
+        async move {
+            let resp = reqwest::get(url).await.unwrap();
+            (resp.status().as_u16(), resp.text().await.unwrap())
+        }
+    };
+    let (status, text) = get("/metrics").await;
+    assert_eq!(status, 200);
+    assert!(
+        text.contains(r#"itemgraph_graphql_requests_total{operation="Probe""#),
+        "{text}"
+    );
+    assert_eq!(get("/graphql").await.0, 404);
+    server.stop().await;
+}
+
+/// Runs `itemgraph` with `args` to completion.
+async fn run_seed(args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap()
+}

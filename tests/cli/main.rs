@@ -1,0 +1,11 @@
+//! The `itemgraph` binary as a user runs it: its commands and `itemgraph snapshot`.
+//!
+//! One test binary for the whole layer, so the crate and the AWS SDK are linked once;
+//! `docs/TESTING.md` lists what each file covers.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod commands;
+mod snapshot;

@@ -1,0 +1,253 @@
+//! Mutations racing each other, each its own GraphQL request through `graphql::execute`,
+//! spawned together on a multi-threaded runtime, on every engine (`embedded::…`,
+//! `dynamodb::…`): uniqueness holds, counters count every write exactly once, optimistic
+//! versions let exactly one writer win, and `itemgraph check` finds the table consistent
+//! afterwards.
+//!
+//! The outcome is asserted, never the interleaving: whichever request wins, exactly one
+//! does.
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use common::graphql::{error_codes, Api};
+use futures::future::join_all;
+use itemgraph::demo::demo_data;
+use itemgraph::keys::Slug;
+use itemgraph::model::{Ticket, TicketStatus};
+use serde_json::{json, Value};
+
+/// Runs `n` requests at once, request `i` with `variables(i)`; the responses in order.
+async fn race(
+    api: &Arc<Api>,
+    n: usize,
+    query: &'static str,
+    variables: impl Fn(usize) -> Value,
+) -> Vec<Value> {
+    let tasks = (0..n).map(|i| {
+        let api = api.clone();
+        let vars = variables(i);
+        tokio::spawn(async move { api.run_with(query, vars).await })
+    });
+    join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.expect("a request task panicked"))
+        .collect()
+}
+
+/// `itemgraph check` finds the table consistent.
+async fn assert_consistent(api: &Api) {
+    let report = itemgraph::check::check(api.store.as_ref())
+        .await
+        .expect("the check reads the table");
+    let lines: Vec<String> = report.violations.iter().map(ToString::to_string).collect();
+    assert!(report.is_clean(), "{report}:\n{}", lines.join("\n"));
+}
+
+fn ok(response: &Value) -> bool {
+    response.get("errors").is_none()
+}
+
+/// Summary of what came back, for failure messages: `(code, field) × count`.
+fn outcomes(responses: &[Value]) -> Vec<(String, String)> {
+    responses
+        .iter()
+        .map(|r| {
+            let code = error_codes(r).join(",");
+            let field = r
+                .pointer("/errors/0/extensions/field")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            (if code.is_empty() { "ok".into() } else { code }, field)
+        })
+        .collect()
+}
+
+const CREATE_USER: &str = "mutation($input: CreateUserInput!) {
+  createUser(input: $input) { user { username email } }
+}";
+
+/// 50 users with one email, at once: exactly one is created; the 49 others are
+/// `CONFLICT` on `email`, and the organization counts one user more.
+async fn one_email_one_user(api: Arc<Api>) {
+    let responses = race(&api, 50, CREATE_USER, |i| {
+        json!({ "input": {
+            "org": "acme", "username": format!("racer-{i:02}"),
+            "email": "Racer@Acme.Example", "name": format!("Racer {i}"), "role": "MEMBER"
+        }})
+    })
+    .await;
+    let winners = responses.iter().filter(|r| ok(r)).count();
+    let conflicts = responses
+        .iter()
+        .filter(|r| {
+            error_codes(r) == ["CONFLICT"]
+                && r.pointer("/errors/0/extensions/field") == Some(&json!("email"))
+        })
+        .count();
+    assert_eq!(
+        (winners, conflicts),
+        (1, 49),
+        "outcomes: {:?}",
+        outcomes(&responses)
+    );
+    let read = api
+        .data(
+            r#"{ organization(slug: "acme") { userCount } }"#,
+            Value::Null,
+        )
+        .await;
+    assert_eq!(read["organization"]["userCount"], 28 + 1);
+    assert_consistent(&api).await;
+}
+
+const CREATE_TICKET: &str = "mutation($input: CreateTicketInput!) {
+  createTicket(input: $input) { ticket { ticketId } }
+}";
+
+const REQUESTER: &str = "wile-e-coyote";
+
+/// The ids of every ticket of the requester, walking `user.tickets` page by page.
+async fn walk_tickets(api: &Api) -> Vec<String> {
+    let q = "query($after: String) {
+  user(org: \"acme\", username: \"wile-e-coyote\") {
+    tickets(first: 100, after: $after) {
+      nodes { ticketId }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}";
+    let mut ids = Vec::new();
+    let mut after = Value::Null;
+    loop {
+        let data = api.data(q, json!({ "after": after })).await;
+        let page = &data["user"]["tickets"];
+        ids.extend(
+            page["nodes"]
+                .as_array()
+                .expect("nodes")
+                .iter()
+                .map(|n| n["ticketId"].as_str().expect("ticketId").to_owned()),
+        );
+        if page["pageInfo"]["hasNextPage"] != json!(true) {
+            return ids;
+        }
+        after = page["pageInfo"]["endCursor"].clone();
+    }
+}
+
+/// 100 tickets for one requester, at once: all are created, and every counter moves by
+/// exactly 100 (none lost to a race); paging the requester's tickets finds exactly the
+/// 100 new ones besides the old.
+async fn hundred_tickets_all_counted(api: Arc<Api>) {
+    let before: Vec<Ticket> = demo_data()
+        .tickets
+        .into_iter()
+        .filter(|t| t.org == Slug::parse("acme").unwrap() && t.requester == REQUESTER)
+        .collect();
+    let responses = race(&api, 100, CREATE_TICKET, |i| {
+        json!({ "input": {
+            "org": "acme", "requester": REQUESTER, "title": format!("Concurrent ticket {i}"),
+            "body": "Raced.", "priority": "NORMAL"
+        }})
+    })
+    .await;
+    let failed: Vec<_> = outcomes(&responses)
+        .into_iter()
+        .filter(|(code, _)| code != "ok")
+        .collect();
+    assert!(failed.is_empty(), "every create succeeds: {failed:?}");
+    let created: BTreeSet<String> = responses
+        .iter()
+        .map(|r| {
+            r.pointer("/data/createTicket/ticket/ticketId")
+                .and_then(Value::as_str)
+                .expect("ticketId")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(created.len(), 100, "100 distinct ids");
+
+    let read = api
+        .data(
+            r#"{
+  user(org: "acme", username: "wile-e-coyote") { ticketCount }
+  organization(slug: "acme") { ticketCount tickets(status: OPEN, first: 0) { totalCount } }
+}"#,
+            Value::Null,
+        )
+        .await;
+    assert_eq!(read["user"]["ticketCount"], before.len() + 100);
+    assert_eq!(read["organization"]["ticketCount"], 80 + 100);
+    assert_eq!(read["organization"]["tickets"]["totalCount"], 24 + 100);
+
+    let walked = walk_tickets(&api).await;
+    assert_eq!(
+        walked.len(),
+        before.len() + 100,
+        "no ticket twice, none missing"
+    );
+    let old: BTreeSet<String> = before.iter().map(|t| t.ticket_id.to_string()).collect();
+    let new: BTreeSet<String> = walked.into_iter().filter(|id| !old.contains(id)).collect();
+    assert_eq!(new, created, "the walk finds exactly the new tickets");
+    assert_consistent(&api).await;
+}
+
+const UPDATE_TICKET: &str = "mutation($input: UpdateTicketInput!) {
+  updateTicket(input: $input) { ticket { version title status } }
+}";
+
+/// How many writers race for one ticket version.
+const WRITERS: usize = 20;
+
+/// 20 changes based on the same version, at once: exactly one is written; every other is
+/// `VERSION_MISMATCH` naming the version the winner wrote. The ticket holds the winner's
+/// change, and the status counters moved once.
+async fn one_version_one_winner(api: Arc<Api>) {
+    let t = demo_data()
+        .tickets
+        .into_iter()
+        .filter(|t| t.org == Slug::parse("acme").unwrap() && t.status == TicketStatus::Open)
+        .max_by_key(|t| t.ticket_id)
+        .expect("an open acme ticket");
+    let statuses = ["PENDING", "SOLVED", "CLOSED"];
+    let responses = race(&api, WRITERS, UPDATE_TICKET, |i| {
+        json!({ "input": {
+            "ticketId": t.ticket_id.to_string(), "expectedVersion": t.version,
+            "title": format!("Writer {i}"), "status": statuses[i % statuses.len()]
+        }})
+    })
+    .await;
+    let winners: Vec<&Value> = responses.iter().filter(|r| ok(r)).collect();
+    assert_eq!(winners.len(), 1, "outcomes: {:?}", outcomes(&responses));
+    let losers: Vec<&Value> = responses.iter().filter(|r| !ok(r)).collect();
+    for r in &losers {
+        assert_eq!(error_codes(r), ["VERSION_MISMATCH"], "{r:#}");
+        assert_eq!(
+            r.pointer("/errors/0/extensions/currentVersion"),
+            Some(&json!(t.version + 1)),
+            "{r:#}"
+        );
+    }
+    let won = &winners[0]["data"]["updateTicket"]["ticket"];
+    assert_eq!(won["version"], t.version + 1);
+
+    let q = format!(
+        r#"{{ ticket(id: "{}") {{ version title status }} organization(slug: "acme") {{ open: tickets(status: OPEN, first: 0) {{ totalCount }} }} }}"#,
+        t.ticket_id
+    );
+    let read = api.data(&q, Value::Null).await;
+    assert_eq!(&read["ticket"], won, "the ticket holds the winner's change");
+    assert_eq!(read["organization"]["open"]["totalCount"], 24 - 1);
+    assert_consistent(&api).await;
+}
+
+on_every_engine!(shared api, threads = 4:
+    one_email_one_user,
+    hundred_tickets_all_counted,
+    one_version_one_winner,
+);

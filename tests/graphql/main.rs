@@ -1,0 +1,20 @@
+//! The GraphQL layer, executed against the schema on both engines: responses and their
+//! DynamoDB requests, paging, mutations, limits, tenant isolation, subscriptions.
+//!
+//! One test binary for the whole layer, so the crate and the AWS SDK are linked once;
+//! `docs/TESTING.md` lists what each file covers.
+
+#[macro_use]
+#[path = "../common/mod.rs"]
+mod common;
+
+mod concurrency;
+mod generative;
+mod limits;
+mod mutations;
+mod paging;
+mod requests;
+mod sdl;
+mod snapshots;
+mod subscriptions;
+mod tenant_isolation;
