@@ -19,6 +19,7 @@ pub mod open;
 pub mod stream;
 pub mod trace;
 pub mod validate;
+pub mod validated;
 pub mod value;
 
 use std::collections::HashMap;

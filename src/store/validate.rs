@@ -1,6 +1,7 @@
 //! The requests DynamoDB rejects with `ValidationException`, checked once for both engines.
 //!
-//! Each engine calls these before doing any work, so both refuse a bad request with the
+//! The [`Validated`](super::validated::Validated) decorator, which every engine's handle
+//! is, calls these before the engine does any work, so both refuse a bad request with the
 //! same [`StoreError::Validation`] message. The messages follow DynamoDB's own wording; the
 //! contract tests send the same raw requests to DynamoDB Local and check that it rejects
 //! them too, which keeps this module from refusing anything DynamoDB accepts.

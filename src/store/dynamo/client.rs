@@ -31,7 +31,8 @@ use aws_smithy_types::config_bag::ConfigBag;
 use crate::metrics;
 use crate::store::{retry_conflicts, StoreError, StoreResult, TableSchema};
 
-use super::{stream, DynamoStore};
+use super::{stream, DynamoEngine, DynamoStore};
+use crate::store::validated::Validated;
 
 /// Where requests are signed for when neither the options nor the environment name a region:
 /// DynamoDB Local accepts any region, and a real deployment always configures one.
@@ -168,13 +169,13 @@ impl DynamoStore {
             .to_builder()
             .interceptor(RetryCounter)
             .build();
-        DynamoStore {
+        Validated::new(DynamoEngine {
             client: Client::from_conf(config),
             table,
             schema,
             changes: None,
             create_stream: true,
-        }
+        })
     }
 
     /// The raw SDK client: the contract tests send requests that bypass validation to prove

@@ -1,7 +1,8 @@
 //! The DynamoDB engine on `aws-sdk-dynamodb`.
 //!
-//! Each port operation is validated by [`validate`] first (so this engine and the embedded
-//! one refuse the same requests with the same message), then becomes exactly one SDK call.
+//! Each port operation is validated first by [`DynamoStore`]'s decorator (so this engine and
+//! the embedded one refuse the same requests with the same message), then becomes exactly
+//! one SDK call.
 //! The port's condition and update trees are rendered by one `Expressions` renderer into
 //! expression strings with `#n…`/`:v…` placeholders, so attribute names never collide with
 //! DynamoDB's reserved words and values never need quoting. Items cross the boundary through
@@ -40,9 +41,10 @@ use errors::{build_error, store_error};
 
 use crate::metrics;
 
+use crate::store::validated::Validated;
 use crate::store::{
-    validate, BatchGet, BatchGetPage, Delete, GetItem, IndexSchema, Item, PageKey, PrimaryKey, Put,
-    Query, QueryOutput, Scan, Store, StoreError, StoreResult, TableDescription, TableSchema,
+    BatchGet, BatchGetPage, Delete, GetItem, IndexSchema, Item, PageKey, PrimaryKey, Put, Query,
+    QueryOutput, Scan, Store, StoreError, StoreResult, TableDescription, TableSchema,
     TransactAction, Update,
 };
 
@@ -65,9 +67,13 @@ macro_rules! send_single {
 type SdkValue = sdk::AttributeValue;
 type SdkItem = HashMap<String, SdkValue>;
 
-/// The [`Store`] on DynamoDB (or DynamoDB Local). Cheap to clone: the SDK client is a handle.
+/// The [`Store`] on DynamoDB (or DynamoDB Local), every request validated first: what
+/// callers hold. Cheap to clone: the SDK client is a handle.
+pub type DynamoStore = Validated<DynamoEngine>;
+
+/// The DynamoDB engine, under [`DynamoStore`]'s validation (the only way to make one).
 #[derive(Debug, Clone)]
-pub struct DynamoStore {
+pub struct DynamoEngine {
     client: Client,
     table: String,
     schema: TableSchema,
@@ -78,7 +84,7 @@ pub struct DynamoStore {
     create_stream: bool,
 }
 
-impl DynamoStore {
+impl DynamoEngine {
     fn key(&self, key: &PrimaryKey) -> SdkItem {
         HashMap::from([
             (self.schema.pk.clone(), SdkValue::S(key.pk.clone())),
@@ -144,7 +150,7 @@ impl DynamoStore {
 }
 
 #[async_trait]
-impl Store for DynamoStore {
+impl Store for DynamoEngine {
     fn table_name(&self) -> &str {
         &self.table
     }
@@ -180,7 +186,6 @@ impl Store for DynamoStore {
     }
 
     async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
-        validate::get_item(&self.schema, &req)?;
         let out = self
             .client
             .get_item()
@@ -196,7 +201,6 @@ impl Store for DynamoStore {
     }
 
     async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
-        validate::batch_get(&self.schema, &req)?;
         let keys = KeysAndAttributes::builder()
             .set_keys(Some(req.keys.iter().map(|k| self.key(k)).collect()))
             .consistent_read(req.consistent_read)
@@ -230,7 +234,6 @@ impl Store for DynamoStore {
     }
 
     async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
-        validate::scan(&self.schema, &req)?;
         let out = self
             .client
             .scan()
@@ -247,7 +250,6 @@ impl Store for DynamoStore {
     }
 
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
-        validate::query(&self.schema, &req)?;
         let index = req
             .index
             .as_deref()
@@ -280,7 +282,6 @@ impl Store for DynamoStore {
     }
 
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
-        validate::put(&self.schema, &req)?;
         let mut ex = Expressions::default();
         let condition = req.condition.as_ref().map(|c| ex.condition(c));
         let (names, values) = ex.into_maps();
@@ -303,7 +304,6 @@ impl Store for DynamoStore {
     }
 
     async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
-        validate::update(&self.schema, &req)?;
         let mut ex = Expressions::default();
         let update = ex.update(&req.update);
         let condition = req.condition.as_ref().map(|c| ex.condition(c));
@@ -329,7 +329,6 @@ impl Store for DynamoStore {
     }
 
     async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
-        validate::delete(&self.schema, &req)?;
         let mut ex = Expressions::default();
         let condition = req.condition.as_ref().map(|c| ex.condition(c));
         let (names, values) = ex.into_maps();
@@ -352,7 +351,7 @@ impl Store for DynamoStore {
         returned(req.returns, out.attributes)
     }
 
-    /// TransactWriteItems ([`DynamoStore::transact`]).
+    /// TransactWriteItems ([`DynamoEngine::transact`]).
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         self.transact(actions).await
     }

@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{
 use crate::store::{StoreError, StoreResult, TableDescription};
 
 use super::errors::{build_error, store_error};
-use super::DynamoStore;
+use super::DynamoEngine;
 
 /// How long `create_table` waits for the table and its indexes to become ACTIVE. DynamoDB
 /// Local is immediate; the real service takes seconds to a minute with two new indexes.
@@ -28,7 +28,7 @@ pub(super) fn stream_specification() -> StoreResult<sdk::StreamSpecification> {
         .map_err(build_error)
 }
 
-impl DynamoStore {
+impl DynamoEngine {
     /// Turns the table's stream on (`NEW_AND_OLD_IMAGES`) when it is off; `Ok(false)`
     /// when it was on already. A stream with another view type is refused: subscriptions
     /// need the item before and after each change.

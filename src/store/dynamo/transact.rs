@@ -5,13 +5,13 @@ use aws_sdk_dynamodb::types::{
     self as sdk, ReturnConsumedCapacity, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
 };
 
-use crate::store::{validate, StoreError, StoreResult, TransactAction};
+use crate::store::{StoreError, StoreResult, TransactAction};
 
 use super::convert::{to_sdk_item, Expressions};
 use super::errors::{build_error, store_error};
-use super::{record_capacity, send_write, DynamoStore};
+use super::{record_capacity, send_write, DynamoEngine};
 
-impl DynamoStore {
+impl DynamoEngine {
     pub(super) fn transact_item(&self, action: TransactAction) -> StoreResult<TransactWriteItem> {
         let on_failure = |asked: bool| asked.then_some(ReturnValuesOnConditionCheckFailure::AllOld);
         let item = match action {
@@ -98,7 +98,6 @@ impl DynamoStore {
     /// only because another write touched one of its items at the same moment (reasons
     /// all `None` or `TransactionConflict`).
     pub(super) async fn transact(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
-        validate::transact(&self.schema, &actions)?;
         let items = actions
             .into_iter()
             .map(|a| self.transact_item(a))

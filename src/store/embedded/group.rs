@@ -9,7 +9,7 @@ use std::time::Instant;
 use crate::store::faults::CLIENT_TOKEN_TTL;
 use crate::store::StoreResult;
 
-use super::{internal, EmbeddedStore, Inner, WriteOp};
+use super::{internal, EmbeddedEngine, Inner, WriteOp};
 
 /// Most writes one group commit takes: bounds how long the first of them waits for the
 /// last.
@@ -108,7 +108,7 @@ impl Tokens {
     }
 }
 
-impl EmbeddedStore {
+impl EmbeddedEngine {
     /// Runs `write` in the next group commit, and answers once that group is durable (or
     /// failed whole).
     pub(super) async fn commit_in_group<T: Send + 'static>(

@@ -56,13 +56,14 @@ use redb::{Database, ReadableTable, TableDefinition};
 use super::faults::{self, Call};
 use super::faults::{Faults, Injector};
 use super::stream::ChangeStream;
+use super::validated::Validated;
 use codec::{decode_item, meta_row, table_key};
 use group::{Batch, Group, Tokens};
 use query::{query, MAX_BATCH_GET_BYTES};
 use stream::EmbeddedChanges;
 use write::{digest, transact};
 
-use super::validate::{self, MAX_QUERY_PAGE_BYTES};
+use super::validate::MAX_QUERY_PAGE_BYTES;
 use super::value::item_size;
 use super::{
     retry_conflicts, BatchGet, BatchGetPage, Delete, GetItem, Item, PageKey, Put, Query,
@@ -74,9 +75,14 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 type Bytes<'a> = TableDefinition<'a, &'static [u8], &'static [u8]>;
 type Sequence<'a> = TableDefinition<'a, u64, &'static [u8]>;
 
-/// The embedded engine for one table. Cheap to clone.
+/// The embedded engine for one table, every request validated first: what callers hold.
+/// Cheap to clone.
+pub type EmbeddedStore = Validated<EmbeddedEngine>;
+
+/// The embedded engine for one table, under [`EmbeddedStore`]'s validation (the only way
+/// to open one). Cheap to clone.
 #[derive(Clone)]
-pub struct EmbeddedStore {
+pub struct EmbeddedEngine {
     inner: Arc<Inner>,
 }
 
@@ -175,12 +181,12 @@ impl EmbeddedStore {
             .set_cache_size(cache_bytes)
             .create(path)
             .map_err(internal)?;
-        let store = Self::with_db(db, table, schema, faults);
+        let store = EmbeddedEngine::with_db(db, table, schema, faults);
         // Index changes still waiting from the last run go in first, so the upgrade
         // rewrites their item copies too.
         store.inner.propagate(true)?;
         store.inner.upgrade_format(path)?;
-        Ok(store)
+        Ok(Validated::new(store))
     }
 
     /// A store that lives in memory only, for tests and throwaway runs.
@@ -197,16 +203,20 @@ impl EmbeddedStore {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .map_err(internal)?;
-        Ok(Self::with_db(db, table, schema, faults))
+        Ok(Validated::new(EmbeddedEngine::with_db(
+            db, table, schema, faults,
+        )))
     }
+}
 
+impl EmbeddedEngine {
     fn with_db(db: Database, table: &str, schema: TableSchema, faults: Faults) -> Self {
         let index_names = schema
             .indexes
             .iter()
             .map(|i| format!("index/{table}/{}", i.name))
             .collect();
-        EmbeddedStore {
+        EmbeddedEngine {
             inner: Arc::new(Inner {
                 db,
                 items_name: format!("items/{table}"),
@@ -224,7 +234,9 @@ impl EmbeddedStore {
             }),
         }
     }
+}
 
+impl EmbeddedStore {
     /// The same store keeping `log` of its changes. Call it before the store is cloned
     /// (a shared store keeps its settings).
     pub fn with_change_log(mut self, log: ChangeLog) -> Self {
@@ -242,7 +254,9 @@ impl EmbeddedStore {
         }
         self
     }
+}
 
+impl EmbeddedEngine {
     /// Runs blocking redb work off the async executor.
     async fn run<T: Send + 'static>(
         &self,
@@ -328,7 +342,7 @@ impl Inner {
 }
 
 #[async_trait]
-impl Store for EmbeddedStore {
+impl Store for EmbeddedEngine {
     fn table_name(&self) -> &str {
         &self.inner.table
     }
@@ -412,7 +426,6 @@ impl Store for EmbeddedStore {
     }
 
     async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
-        validate::get_item(self.schema(), &req)?;
         self.call(
             Call::Read,
             Op::Read(Arc::new(move |inner| {
@@ -427,7 +440,6 @@ impl Store for EmbeddedStore {
     }
 
     async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
-        validate::batch_get(self.schema(), &req)?;
         self.call(
             Call::Read,
             Op::Read(Arc::new(move |inner| {
@@ -452,7 +464,6 @@ impl Store for EmbeddedStore {
     }
 
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
-        validate::query(self.schema(), &req)?;
         self.call(
             Call::Read,
             Op::Read(Arc::new(move |inner| {
@@ -466,7 +477,6 @@ impl Store for EmbeddedStore {
     }
 
     async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
-        validate::scan(self.schema(), &req)?;
         self.call(
             Call::Read,
             Op::Read(Arc::new(move |inner| {
@@ -500,13 +510,11 @@ impl Store for EmbeddedStore {
     }
 
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
-        validate::put(self.schema(), &req)?;
         let action = Arc::new(TransactAction::Put(req));
         self.single_write("PutItem", action).await.map(|_| None)
     }
 
     async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
-        validate::update(self.schema(), &req)?;
         let returns = req.returns;
         let (old, new) = self
             .single_write("UpdateItem", Arc::new(TransactAction::Update(req)))
@@ -519,7 +527,6 @@ impl Store for EmbeddedStore {
     }
 
     async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
-        validate::delete(self.schema(), &req)?;
         let returns = req.returns;
         let (old, _) = self
             .single_write("DeleteItem", Arc::new(TransactAction::Delete(req)))
@@ -542,7 +549,6 @@ impl Store for EmbeddedStore {
     /// With faults, each send carries a `ClientRequestToken` (the same for the attempts
     /// of one send), as [`super::dynamo::DynamoStore`]'s do.
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
-        validate::transact(self.schema(), &actions)?;
         let n = actions.len();
         let actions = Arc::new(actions);
         let faulty = self.inner.faults.is_some();

@@ -14,7 +14,7 @@ use crate::store::stream::{
 };
 use crate::store::{Item, PrimaryKey, StoreError, StoreResult};
 
-use super::{internal, now_ms, EmbeddedStore, Inner};
+use super::{internal, now_ms, EmbeddedEngine, Inner};
 
 /// How much of the change log the engine keeps, and how it is cut into shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +127,7 @@ impl Inner {
 /// The embedded engine's change stream: one handle per reader, each with its own view of
 /// the commits it has been woken for.
 pub(super) struct EmbeddedChanges {
-    pub(super) store: EmbeddedStore,
+    pub(super) store: EmbeddedEngine,
     pub(super) woken: tokio::sync::Mutex<tokio::sync::watch::Receiver<u64>>,
 }
 

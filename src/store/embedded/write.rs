@@ -21,7 +21,7 @@ use crate::store::{
 use super::codec::{decode_item, encode_item, encode_key, projected, table_key, PROJECTED};
 use super::expr::{apply_update, eval};
 use super::group::Batch;
-use super::{internal, now_ms, EmbeddedStore, Inner, Op};
+use super::{internal, now_ms, EmbeddedEngine, Inner, Op};
 
 /// The index changes of one write, waiting for the GSI lag to pass.
 #[derive(Serialize, Deserialize)]
@@ -297,7 +297,7 @@ pub(super) fn single_in_group(
     })
 }
 
-impl EmbeddedStore {
+impl EmbeddedEngine {
     pub(super) async fn single_write(
         &self,
         op: &'static str,
