@@ -64,14 +64,9 @@ async fn run() -> anyhow::Result<()> {
             let mut options = args.options()?;
             options.connections.max_connections =
                 http::fit_to_open_files(options.connections.max_connections);
-            let authenticator = args
-                .auth
-                .authenticator(args.store.store == StoreKind::DynamoDb)?;
-            let cursors = args.cursor_codec();
-            let store = args.store.open().await?;
-            tracing::info!(store = %args.store.describe(), "store opened");
+            let state = args.app_state(options).await?;
             if args.seed_mode() == SeedMode::Demo {
-                match demo::seed_if_absent(store.as_ref(), false)
+                match demo::seed_if_absent(state.store().as_ref(), false)
                     .await
                     .context("seeding the demo data")?
                 {
@@ -85,8 +80,6 @@ async fn run() -> anyhow::Result<()> {
             let listener = TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("binding {}", args.listen))?;
-            let state = http::AppState::with_options(store, cursors, options)
-                .with_authenticator(authenticator);
             if let Some(addr) = args.ops.metrics_listen {
                 let metrics = TcpListener::bind(addr)
                     .await

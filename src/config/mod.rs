@@ -251,6 +251,21 @@ impl ServeArgs {
     }
 }
 
+impl ServeArgs {
+    /// What serves the API, as `serve` and the Lambda function build it: the authenticator,
+    /// the cursor codec and the opened store, with `options` (from [`ServeArgs::options`],
+    /// adjusted to where it runs). The configuration is refused before the store is opened.
+    pub async fn app_state(&self, options: http::Options) -> anyhow::Result<http::AppState> {
+        let authenticator = self
+            .auth
+            .authenticator(self.store.store == StoreKind::DynamoDb)?;
+        let cursors = self.cursor_codec();
+        let store = self.store.open().await?;
+        tracing::info!(store = %self.store.describe(), "store opened");
+        Ok(http::AppState::with_options(store, cursors, options).with_authenticator(authenticator))
+    }
+}
+
 /// An origin as browsers send it in `Origin`: `scheme://host[:port]`, nothing after it; or
 /// `*`.
 fn parse_origin(s: &str) -> Result<axum::http::HeaderValue, String> {

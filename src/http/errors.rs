@@ -36,6 +36,10 @@ pub(super) enum HttpError {
     /// stream it may not open.
     #[error("{0}")]
     Forbidden(String),
+    /// 501 `SUBSCRIPTIONS_UNAVAILABLE`: a WebSocket, an event stream or a subscription
+    /// where the deployment holds no long-lived connection ([`super::LongLived::Refused`]).
+    #[error("{0}")]
+    LongLivedRefused(&'static str),
     /// 500 `INTERNAL`: a handler panicked or a response could not be written; logged.
     #[error("internal error")]
     Internal,
@@ -50,6 +54,7 @@ impl HttpError {
             HttpError::MutationOverGet => StatusCode::METHOD_NOT_ALLOWED,
             HttpError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
             HttpError::Forbidden(_) => StatusCode::FORBIDDEN,
+            HttpError::LongLivedRefused(_) => StatusCode::NOT_IMPLEMENTED,
             HttpError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -59,6 +64,7 @@ impl HttpError {
             HttpError::Internal => "INTERNAL",
             HttpError::Unauthenticated(_) => AuthError::CODE,
             HttpError::Forbidden(_) => "FORBIDDEN",
+            HttpError::LongLivedRefused(_) => "SUBSCRIPTIONS_UNAVAILABLE",
             _ => "BAD_REQUEST",
         }
     }

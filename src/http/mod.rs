@@ -67,7 +67,7 @@ mod tests;
 
 pub use connections::{fit_to_open_files, ConnectionLimits, ConnectionScope, Lease, LeaseEnd};
 
-pub use state::{AppState, Cors, CorsOrigins, Options};
+pub use state::{AppState, Cors, CorsOrigins, LongLived, Options};
 
 use errors::{panic_response, HttpError};
 use negotiate::Media;

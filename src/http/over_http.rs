@@ -19,7 +19,7 @@ use crate::graphql::{self};
 
 use super::errors::HttpError;
 use super::negotiate::{prefers_html, Media};
-use super::state::AppState;
+use super::state::{AppState, LongLived};
 use super::{live, playground_page, ConnectionScope, JSON, TRACE_HEADER};
 
 /// `POST /graphql`.
@@ -39,6 +39,7 @@ pub(super) async fn graphql_post(
         .and_then(|session| check_json_content_type(&headers).map(|()| session))
         .and_then(|session| {
             if stream {
+                refuse_long_lived(&state)?;
                 live::check_origin(&state, &headers, parts.uri.authority().map(|a| a.as_str()))?;
             }
             Ok(session)
@@ -48,7 +49,8 @@ pub(super) async fn graphql_post(
     };
     let request = read_body(&state, body)
         .await
-        .and_then(|body| parse_body(&body));
+        .and_then(|body| parse_body(&body))
+        .and_then(|request| refuse_subscription(&state, request));
     if stream {
         let scope = parts.extensions.get::<ConnectionScope>().cloned();
         return live::event_stream(&state, &headers, scope, session, request);
@@ -101,6 +103,17 @@ pub(super) async fn graphql_get(
 ) -> Response {
     let scope = scope.map(|axum::Extension(s)| s);
     let authority = uri.authority().map(|a| a.as_str());
+    // By its header, not the extractor: where no connection can be upgraded (Lambda),
+    // the extractor fails, and the request must not pass for a plain GET.
+    let asks_upgrade = headers
+        .get_all(header::UPGRADE)
+        .iter()
+        .any(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
+    if asks_upgrade {
+        if let Err(e) = refuse_long_lived(&state) {
+            return e.respond(Media::negotiate(&headers));
+        }
+    }
     if let Ok(ws) = upgrade {
         return live::websocket(state, &headers, authority, scope, ws);
     }
@@ -112,6 +125,7 @@ pub(super) async fn graphql_get(
         let media = Media::negotiate(&headers);
         let session = match state
             .header_session(&headers)
+            .and_then(|session| refuse_long_lived(&state).map(|()| session))
             .and_then(|session| live::check_origin(&state, &headers, authority).map(|()| session))
         {
             Ok(session) => session,
@@ -142,13 +156,39 @@ pub(super) async fn graphql_get(
             // GET must not change anything (GraphQL over HTTP: 405 for a mutation).
             match operation_type(&mut request, &state.options().limits) {
                 Some(OperationType::Mutation) => Err(HttpError::MutationOverGet),
-                _ => Ok(request),
+                _ => refuse_subscription(&state, request),
             }
         });
     match request {
         Ok(request) => run(&state, access, request, wants_trace(&headers), media).await,
         Err(e) => e.respond(media),
     }
+}
+
+/// Refuses a WebSocket or an event stream where the deployment holds no long-lived
+/// connection ([`LongLived::Refused`]).
+fn refuse_long_lived(state: &AppState) -> Result<(), HttpError> {
+    match state.options().long_lived {
+        LongLived::Served => Ok(()),
+        LongLived::Refused(why) => Err(HttpError::LongLivedRefused(why)),
+    }
+}
+
+/// Refuses a subscription sent as a plain request where the deployment holds no
+/// long-lived connection. Where it does, async-graphql answers one itself (subscriptions
+/// are not run over a plain request).
+fn refuse_subscription(
+    state: &AppState,
+    mut request: async_graphql::Request,
+) -> Result<async_graphql::Request, HttpError> {
+    if let LongLived::Refused(why) = state.options().long_lived {
+        if operation_type(&mut request, &state.options().limits)
+            == Some(OperationType::Subscription)
+        {
+            return Err(HttpError::LongLivedRefused(why));
+        }
+    }
+    Ok(request)
 }
 
 /// The body of `POST /graphql`. Unknown members are ignored. `query` may be left out

@@ -32,6 +32,20 @@ pub struct Options {
     pub metrics: bool,
     /// Subscriptions: buffers, limits, how the change stream is polled.
     pub live: LiveOptions,
+    /// Whether this deployment holds long-lived connections (a WebSocket, an event stream)
+    /// and so subscriptions. Where it cannot (AWS Lambda answers one request per
+    /// invocation and then freezes), every such request is refused before anything runs.
+    pub long_lived: LongLived,
+}
+
+/// What a deployment does with a WebSocket, an event stream or a subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LongLived {
+    /// Served (`itemgraph serve`).
+    Served,
+    /// Refused with 501 `SUBSCRIPTIONS_UNAVAILABLE`, with this message: it names the
+    /// deployment that serves them.
+    Refused(&'static str),
 }
 
 impl Options {
@@ -44,6 +58,7 @@ impl Options {
         cors: Cors::NONE,
         metrics: true,
         live: LiveOptions::DEFAULT,
+        long_lived: LongLived::Served,
     };
 }
 

