@@ -52,6 +52,13 @@ async fn run() -> anyhow::Result<()> {
         println!("{}", args.token()?);
         return Ok(());
     }
+    if let Command::Health(args) = &command {
+        // No log: one line on stderr when unhealthy, the exit status says the rest.
+        let target = args.target();
+        return http::probe_health(target, args.timeout)
+            .await
+            .map_err(|reason| anyhow::anyhow!("unhealthy: {reason}"));
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -145,7 +152,9 @@ async fn run() -> anyhow::Result<()> {
                 }
             );
         }
-        Command::Schema | Command::Token(_) => unreachable!("handled before logging starts"),
+        Command::Schema | Command::Token(_) | Command::Health(_) => {
+            unreachable!("handled before logging starts")
+        }
     }
     Ok(())
 }

@@ -80,6 +80,36 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Print the GraphQL schema (SDL) to stdout: `itemgraph schema > schema.graphql`.
     Schema,
+    /// Ask the server listening on `--listen` (`ITEMGRAPH_LISTEN`, as `serve` reads it)
+    /// for `GET /healthz`; exit 0 when it answers 200, 1 otherwise. The container image's
+    /// health check: its base has no HTTP client of its own.
+    Health(HealthArgs),
+}
+
+/// `health`.
+#[derive(Debug, Clone, Args)]
+pub struct HealthArgs {
+    /// The address `serve` listens on; an unspecified one (`0.0.0.0`, `[::]`) is asked on
+    /// loopback.
+    #[arg(long, env = "ITEMGRAPH_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// How long the whole check may take.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub timeout: Duration,
+}
+
+impl HealthArgs {
+    /// Where to connect: the listen address, on loopback when it names every interface.
+    pub fn target(&self) -> SocketAddr {
+        let mut addr = self.listen;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        addr
+    }
 }
 
 /// `snapshot`.

@@ -226,6 +226,43 @@ pub async fn serve(
 
 // --- health ------------------------------------------------------------------------------
 
+/// `itemgraph health`: `GET /healthz` on `addr` over HTTP/1.1 (hyper's client), within
+/// `timeout`. Ok when the answer is 200; otherwise the reason.
+pub async fn probe_health(
+    addr: std::net::SocketAddr,
+    timeout: std::time::Duration,
+) -> Result<(), String> {
+    let probe = async {
+        let stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connecting to {addr}: {e}"))?;
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| format!("HTTP with {addr}: {e}"))?;
+        tokio::spawn(connection);
+        let request = axum::http::Request::get("/healthz")
+            .header(header::HOST, addr.to_string())
+            .body(http_body_util::Empty::<axum::body::Bytes>::new())
+            .map_err(|e| e.to_string())?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("GET /healthz on {addr}: {e}"))?;
+        match response.status() {
+            StatusCode::OK => Ok(()),
+            status => Err(format!("GET /healthz on {addr}: {status}")),
+        }
+    };
+    tokio::time::timeout(timeout, probe)
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "GET /healthz on {addr}: no answer within {timeout:?}"
+            ))
+        })
+}
+
 /// Liveness: answers as long as the process serves requests; touches no store, so a store
 /// outage never gets the process restarted.
 async fn healthz() -> &'static str {

@@ -8,4 +8,5 @@
 mod common;
 
 mod commands;
+mod image;
 mod snapshot;
