@@ -32,9 +32,16 @@ const FUNCTION: &str = "_";
 /// The built function and the emulator, or `None` after a loud skip outside CI.
 fn tools() -> Option<(PathBuf, PathBuf)> {
     let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
-    match (var("ITEMGRAPH_LAMBDA_BOOTSTRAP"), var("ITEMGRAPH_CARGO_LAMBDA")) {
+    match (
+        var("ITEMGRAPH_LAMBDA_BOOTSTRAP"),
+        var("ITEMGRAPH_CARGO_LAMBDA"),
+    ) {
         (Some(bootstrap), Some(cargo_lambda)) => {
-            assert!(bootstrap.is_file(), "no function at {}", bootstrap.display());
+            assert!(
+                bootstrap.is_file(),
+                "no function at {}",
+                bootstrap.display()
+            );
             Some((bootstrap, cargo_lambda))
         }
         _ if std::env::var_os("CI").is_some() => panic!(
@@ -64,7 +71,10 @@ async fn listening(port: u16, process: &mut Child, what: &str) {
         if let Ok(Some(status)) = process.try_wait() {
             panic!("{what} exited before listening: {status}");
         }
-        assert!(Instant::now() < deadline, "{what} did not listen within 60 s");
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not listen within 60 s"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -75,10 +85,18 @@ fn token() -> String {
         #[command(flatten)]
         token: TokenArgs,
     }
-    Cli::parse_from(["token", "--jwt-secret", JWT_SECRET, "--org", "acme", "--role", "admin"])
-        .token
-        .token()
-        .expect("a token")
+    Cli::parse_from([
+        "token",
+        "--jwt-secret",
+        JWT_SECRET,
+        "--org",
+        "acme",
+        "--role",
+        "admin",
+    ])
+    .token
+    .token()
+    .expect("a token")
 }
 
 #[tokio::test]
@@ -98,7 +116,13 @@ async fn the_built_function_answers_on_the_local_runtime_as_serve_does() {
     // The emulator, on loopback, without building or starting the function itself.
     let port = free_port();
     let mut emulator = Command::new(&cargo_lambda)
-        .args(["lambda", "watch", "--only-lambda-apis", "--invoke-address", "127.0.0.1"])
+        .args([
+            "lambda",
+            "watch",
+            "--only-lambda-apis",
+            "--invoke-address",
+            "127.0.0.1",
+        ])
         .args(["--invoke-port", &port.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -111,7 +135,10 @@ async fn the_built_function_answers_on_the_local_runtime_as_serve_does() {
     // The function, with what Lambda gives a function and what the template sets.
     let mut function = Command::new(&bootstrap)
         .env_clear()
-        .env("AWS_LAMBDA_RUNTIME_API", format!("http://127.0.0.1:{port}/.rt"))
+        .env(
+            "AWS_LAMBDA_RUNTIME_API",
+            format!("http://127.0.0.1:{port}/.rt"),
+        )
         .env("AWS_LAMBDA_FUNCTION_NAME", FUNCTION)
         .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024")
@@ -134,8 +161,16 @@ async fn the_built_function_answers_on_the_local_runtime_as_serve_does() {
     // `serve`'s router on the same table, to answer the same requests.
     let settings = Settings::parse(
         [
-            "--store", "dynamodb", "--endpoint", &endpoint, "--table", &table,
-            "--jwt-secret", JWT_SECRET, "--cursor-secret", CURSOR_SECRET,
+            "--store",
+            "dynamodb",
+            "--endpoint",
+            &endpoint,
+            "--table",
+            &table,
+            "--jwt-secret",
+            JWT_SECRET,
+            "--cursor-secret",
+            CURSOR_SECRET,
         ]
         .map(Into::into),
     )
