@@ -26,7 +26,7 @@ async fn run(started: Instant) -> anyhow::Result<()> {
     let settings = Settings::parse(std::env::args_os().skip(1).chain(by_reference))?;
     let app = router(&settings).await?;
     tracing::info!(
-        init_ms = started.elapsed().as_secs_f64() * 1e3,
+        init_ms = %format_args!("{:.1}", started.elapsed().as_secs_f64() * 1e3),
         store = %settings.serve.store.describe(),
         "initialized"
     );

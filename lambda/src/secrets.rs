@@ -25,6 +25,21 @@ pub const BY_REFERENCE: [(&str, &str); 3] = [
 /// The flags (`--cursor-secret VALUE`, …) for the secrets that `env` names by reference;
 /// none, and no call, when it names none. Refused when a variable is given both ways.
 pub async fn resolve(env: impl Fn(&str) -> Option<String>) -> anyhow::Result<Vec<OsString>> {
+    resolve_with(env, || {
+        aws_config::load_defaults(aws_config::BehaviorVersion::latest())
+    })
+    .await
+}
+
+/// [`resolve`], with the SDK's configuration from `config` (loaded only when a secret is
+/// named by reference).
+pub async fn resolve_with<C>(
+    env: impl Fn(&str) -> Option<String>,
+    config: impl FnOnce() -> C,
+) -> anyhow::Result<Vec<OsString>>
+where
+    C: std::future::Future<Output = aws_config::SdkConfig>,
+{
     let mut wanted = Vec::new();
     for (var, flag) in BY_REFERENCE {
         let by_ref = format!("{var}_ARN");
@@ -39,8 +54,7 @@ pub async fn resolve(env: impl Fn(&str) -> Option<String>) -> anyhow::Result<Vec
     if wanted.is_empty() {
         return Ok(Vec::new());
     }
-    let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let client = aws_sdk_secretsmanager::Client::new(&config);
+    let client = aws_sdk_secretsmanager::Client::new(&config().await);
     let values = futures::future::try_join_all(wanted.iter().map(|(by_ref, _, arn)| {
         let client = &client;
         async move {
@@ -65,4 +79,74 @@ pub async fn resolve(env: impl Fn(&str) -> Option<String>) -> anyhow::Result<Vec
         .zip(values)
         .flat_map(|((_, flag, _), value)| [OsString::from(flag), OsString::from(value)])
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    /// A configuration whose Secrets Manager is a closed loopback port.
+    async fn unreachable() -> aws_config::SdkConfig {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new(
+                "test", "test", None, None, "test",
+            ))
+            .endpoint_url(format!("http://127.0.0.1:{port}"))
+            .retry_config(aws_config::retry::RetryConfig::disabled())
+            .load()
+            .await
+    }
+
+    #[tokio::test]
+    async fn nothing_by_reference_loads_no_configuration() {
+        let flags = resolve_with(env(&[("ITEMGRAPH_CURSOR_SECRET", "x")]), || async {
+            panic!("no configuration is loaded when no secret is named by reference")
+        })
+        .await
+        .expect("nothing to read");
+        assert!(flags.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_value_given_both_ways_is_refused() {
+        let vars = [
+            ("ITEMGRAPH_JWT_SECRET", "x"),
+            (
+                "ITEMGRAPH_JWT_SECRET_ARN",
+                "arn:aws:secretsmanager:us-east-1:1:secret:jwt",
+            ),
+        ];
+        let error = resolve_with(env(&vars), unreachable).await.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("ITEMGRAPH_JWT_SECRET and ITEMGRAPH_JWT_SECRET_ARN"),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_secret_that_cannot_be_read_names_its_variable_and_arn() {
+        let arn = "arn:aws:secretsmanager:us-east-1:1:secret:cursor";
+        let vars = [("ITEMGRAPH_CURSOR_SECRET_ARN", arn)];
+        let error = resolve_with(env(&vars), unreachable).await.unwrap_err();
+        let message = format!("{error:#}");
+        assert!(
+            message.contains("ITEMGRAPH_CURSOR_SECRET_ARN") && message.contains(arn),
+            "{message}"
+        );
+    }
 }

@@ -4,25 +4,20 @@
 //! The table is on DynamoDB Local; every answer is compared with `serve`'s router on the
 //! same table, so status, headers that matter and body are exactly `serve`'s.
 
-#[allow(dead_code)]
-#[path = "../../tests/common/dynamo_local.rs"]
-mod dynamo_local;
+mod common;
+
+use common::{dynamo_local, token, CURSOR_SECRET, JWT_SECRET};
 
 use std::path::Path;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use clap::Parser;
 use lambda_http::request::LambdaRequest;
 use lambda_http::{Context, LambdaEvent};
 use serde_json::{json, Value};
 use tower::{Service, ServiceExt};
 
-use itemgraph::auth::TokenArgs;
 use itemgraph_lambda::{handler, router, Settings, LONG_LIVED_REFUSED};
-
-const JWT_SECRET: &str = "a-jwt-secret-of-at-least-thirty-two-bytes";
-const CURSOR_SECRET: &str = "a-cursor-secret-of-at-least-thirty-two-bytes";
 
 /// The kinds of HTTP event, by fixture.
 #[derive(Debug, Clone, Copy)]
@@ -438,26 +433,6 @@ async fn invoke(function: &axum::Router, kind: Kind, event: Value) -> Answer {
         kind,
         &serde_json::to_value(&response).expect("the response serializes"),
     )
-}
-
-fn token(org: &str, role: &str) -> String {
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        token: TokenArgs,
-    }
-    Cli::parse_from([
-        "token",
-        "--jwt-secret",
-        JWT_SECRET,
-        "--org",
-        org,
-        "--role",
-        role,
-    ])
-    .token
-    .token()
-    .expect("a token")
 }
 
 const ORG_QUERY: &str =

@@ -7,25 +7,21 @@
 //! emulator in `ITEMGRAPH_CARGO_LAMBDA`. Without them the test skips loudly; under `CI` it
 //! fails, so a CI run cannot pass without it.
 
-#[allow(dead_code)]
-#[path = "../../tests/common/dynamo_local.rs"]
-mod dynamo_local;
+mod common;
+
+use common::{dynamo_local, token, CURSOR_SECRET, JWT_SECRET};
 
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 use tower::ServiceExt;
 
-use itemgraph::auth::TokenArgs;
 use itemgraph_lambda::{Settings, LONG_LIVED_REFUSED};
 
-const JWT_SECRET: &str = "a-jwt-secret-of-at-least-thirty-two-bytes";
-const CURSOR_SECRET: &str = "a-cursor-secret-of-at-least-thirty-two-bytes";
 /// The function name the emulator gives a function it does not start itself.
 const FUNCTION: &str = "_";
 
@@ -77,26 +73,6 @@ async fn listening(port: u16, process: &mut Child, what: &str) {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-fn token() -> String {
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        token: TokenArgs,
-    }
-    Cli::parse_from([
-        "token",
-        "--jwt-secret",
-        JWT_SECRET,
-        "--org",
-        "acme",
-        "--role",
-        "admin",
-    ])
-    .token
-    .token()
-    .expect("a token")
 }
 
 #[tokio::test]
@@ -186,7 +162,10 @@ async fn the_built_function_answers_on_the_local_runtime_as_serve_does() {
         async move {
             let request = axum::http::Request::post("/graphql")
                 .header("content-type", "application/json")
-                .header("authorization", format!("Bearer {}", token()))
+                .header(
+                    "authorization",
+                    format!("Bearer {}", token("acme", "admin")),
+                )
                 .body(axum::body::Body::from(body.to_string()))
                 .expect("a request");
             let response = serve.oneshot(request).await.expect("infallible");
@@ -202,7 +181,7 @@ async fn the_built_function_answers_on_the_local_runtime_as_serve_does() {
     let invoke = |body: Value| {
         let request = client
             .post(&url)
-            .bearer_auth(token())
+            .bearer_auth(token("acme", "admin"))
             .json(&body)
             .timeout(Duration::from_secs(60));
         async move {

@@ -94,7 +94,7 @@ pub struct HealthArgs {
     #[arg(long, env = "ITEMGRAPH_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
     /// How long the whole check may take.
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, env = "ITEMGRAPH_HEALTH_TIMEOUT", default_value = "3s", value_parser = parse_duration)]
     pub timeout: Duration,
 }
 
