@@ -184,7 +184,7 @@ async fn run_check(args: &StoreArgs) -> anyhow::Result<()> {
 /// `itemgraph snapshot`: one line per operation on stdout (a diff under a changed one),
 /// then the summary; exit 1 when a snapshot changed or a budget was exceeded.
 async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<()> {
-    use itemgraph::auth::{Access, Authenticator};
+    use itemgraph::auth::Access;
     use itemgraph::store::Store;
     use std::sync::Arc;
     let ops = itemgraph::snapshot::collect(&args.paths, args.snapshots.as_deref())?;
@@ -196,12 +196,14 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
             subject: None,
         },
         (None, Some(token)) => {
-            let secret = args
-                .jwt_secret
-                .as_deref()
-                .context("--token needs --jwt-secret (or ITEMGRAPH_JWT_SECRET)")?;
-            Authenticator::hs256(secret.as_bytes())
-                .authenticate(Some(format!("Bearer {token}").as_bytes()))
+            let authenticator = args.auth.authenticator(false).await?.context(
+                "--token needs the key it is checked with: --jwt-secret, --jwt-public-key or \
+                 --jwt-jwks-url",
+            )?;
+            authenticator
+                .verify_until(Some(format!("Bearer {token}").as_bytes()))
+                .await
+                .map(|(access, _)| access)
                 .map_err(|e| anyhow::anyhow!("--token: {e}"))?
         }
         (None, None) => Access::Unrestricted,

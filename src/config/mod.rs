@@ -22,11 +22,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::http;
 
+mod auth;
 mod cursor;
 mod limits;
 mod live;
 mod store;
 
+pub use auth::{AuthArgs, AuthMode, JwtSecret, TokenArgs};
 pub use cursor::{CursorSecret, GraceEnd, GRACE_END_TOLERANCE, MIN_CURSOR_SECRET_LEN};
 pub use limits::{LimitArgs, OpsArgs};
 pub use live::LiveArgs;
@@ -67,7 +69,7 @@ pub enum Command {
     /// Load the demo data set, creating the table if missing.
     Seed(SeedArgs),
     /// Print a development token (HS256) for `--jwt-secret`: `Authorization: Bearer <it>`.
-    Token(crate::auth::TokenArgs),
+    Token(TokenArgs),
     /// Verify the table's invariants (keys, counters, references, markers): prints one
     /// line per violation, then a summary; exits 1 when there is any violation.
     Check(StoreArgs),
@@ -141,7 +143,7 @@ pub struct SnapshotArgs {
     /// The caller's role with `--org`.
     #[arg(long, value_enum, default_value_t = crate::auth::Role::Admin, env = "ITEMGRAPH_SNAPSHOT_ROLE")]
     pub role: crate::auth::Role,
-    /// Run as the caller this token names, checked with `--jwt-secret`.
+    /// Run as the caller this token names, checked as `serve` would check it.
     #[arg(
         long,
         value_name = "JWT",
@@ -150,9 +152,10 @@ pub struct SnapshotArgs {
         hide_env_values = true
     )]
     pub token: Option<String>,
-    /// The HS256 secret `--token` is checked with.
-    #[arg(long, env = "ITEMGRAPH_JWT_SECRET", hide_env_values = true)]
-    pub jwt_secret: Option<String>,
+    /// How `--token` is checked: `serve`'s flags (`--jwt-secret`, `--jwt-public-key` or
+    /// `--jwt-jwks-url`, the claim mapping, issuer, audience, leeway).
+    #[command(flatten)]
+    pub auth: AuthArgs,
     /// `embedded` (default): a fresh store in memory each run. `dynamodb`: the table at
     /// `--endpoint` (required: e.g. DynamoDB Local), created if missing and seeded when
     /// empty. Its own variables, so a shell set up to serve a real table never points it there.
@@ -238,7 +241,7 @@ pub struct ServeArgs {
     )]
     pub cursor_secret_previous_until: Option<GraceEnd>,
     #[command(flatten)]
-    pub auth: crate::auth::AuthArgs,
+    pub auth: AuthArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
@@ -288,7 +291,8 @@ impl ServeArgs {
     pub async fn app_state(&self, options: http::Options) -> anyhow::Result<http::AppState> {
         let authenticator = self
             .auth
-            .authenticator(self.store.store == StoreKind::DynamoDb)?;
+            .authenticator(self.store.store == StoreKind::DynamoDb)
+            .await?;
         let cursors = self.cursor_codec();
         let store = self.store.open().await?;
         tracing::info!(store = %self.store.describe(), "store opened");
@@ -320,7 +324,7 @@ fn parse_origin(s: &str) -> Result<axum::http::HeaderValue, String> {
 }
 
 /// A duration: a number with `ms`, `s` or `m`, or a bare number of seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);

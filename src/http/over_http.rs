@@ -36,6 +36,7 @@ pub(super) async fn graphql_post(
     // is opened for pages of allowed origins only, before its body is read.
     let session = match state
         .header_session(&headers)
+        .await
         .and_then(|session| check_json_content_type(&headers).map(|()| session))
         .and_then(|session| {
             if stream {
@@ -125,6 +126,7 @@ pub(super) async fn graphql_get(
         let media = Media::negotiate(&headers);
         let session = match state
             .header_session(&headers)
+            .await
             .and_then(|session| refuse_long_lived(&state).map(|()| session))
             .and_then(|session| live::check_origin(&state, &headers, authority).map(|()| session))
         {
@@ -145,7 +147,7 @@ pub(super) async fn graphql_get(
         return live::event_stream(&state, &headers, scope, session, request);
     }
     let media = Media::negotiate(&headers);
-    let access = match state.access(&headers) {
+    let access = match state.access(&headers).await {
         Ok(access) => access,
         Err(e) => return e.respond(media),
     };

@@ -150,17 +150,21 @@ impl AppState {
     }
 
     /// What the `Authorization` header grants: everything when auth is off.
-    pub(super) fn access(&self, headers: &HeaderMap) -> Result<Access, HttpError> {
-        self.header_session(headers).map(|s| s.access)
+    pub(super) async fn access(&self, headers: &HeaderMap) -> Result<Access, HttpError> {
+        self.header_session(headers).await.map(|s| s.access)
     }
 
     /// The session the `Authorization` header opens (see [`AppState::session`]).
-    pub(super) fn header_session(&self, headers: &HeaderMap) -> Result<live::Session, HttpError> {
+    pub(super) async fn header_session(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<live::Session, HttpError> {
         self.session(
             headers
                 .get(header::AUTHORIZATION)
                 .map(HeaderValue::as_bytes),
         )
+        .await
     }
 
     pub fn options(&self) -> &Options {

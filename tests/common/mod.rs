@@ -5,6 +5,7 @@ pub mod changes;
 pub mod dynamo_local;
 pub mod engines;
 pub mod graphql;
+pub mod jwks;
 pub mod server;
 pub mod stalled;
 

@@ -5,12 +5,15 @@
 //! read case is also run as an `acme` member, whose answer must hold data (so no case can
 //! pass by reading nothing). After the mutations the whole table is exactly as before
 //! and no domain event was published. Roles: a member may not manage users or change
-//! orders, an admin may not create another organization.
+//! orders, an admin may not create another organization. The whole matrix runs twice:
+//! with callers as built, and (`…_with_jwks_tokens`) with callers as an identity
+//! provider's tokens verify to through its JWKS and the claim mapping.
 
 use crate::common;
 
 use common::graphql::{error_codes, Api};
-use itemgraph::auth::{Access, Role};
+use common::jwks::{cognito, sign, Provider};
+use itemgraph::auth::{Access, Authenticator, Role};
 use itemgraph::graphql::ids::GlobalId;
 use itemgraph::keys::{Id, Slug, Username};
 use itemgraph::store::{Item, Scan, Store};
@@ -22,11 +25,81 @@ const MISSING_ID: &str = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
 const NO_ORG: &str = "no-such-org";
 
 fn caller(org: &str, role: Role) -> Access {
+    if let Ok(access) = JWKS_CALLERS.try_with(|callers| callers.access(org, role)) {
+        return access;
+    }
     Access::Tenant {
         org: Slug::parse(org).unwrap(),
         role,
         subject: None,
     }
+}
+
+tokio::task_local! {
+    /// Set for the matrix's run with JWKS-verified tokens: every caller is then what an
+    /// identity provider's token verifies to.
+    static JWKS_CALLERS: std::sync::Arc<JwksCallers>;
+}
+
+/// Callers as an identity provider's tokens make them: Cognito ID tokens signed with a key
+/// of a JWKS served on loopback, verified and mapped (`custom:org`, `cognito:groups`) by
+/// an authenticator configured as `serve --jwt-jwks-url` is.
+struct JwksCallers {
+    _provider: Provider,
+    auth: Authenticator,
+}
+
+impl JwksCallers {
+    fn access(&self, org: &str, role: Role) -> Access {
+        let group = match role {
+            Role::Admin => "itemgraph-admins",
+            Role::Member => "itemgraph-members",
+        };
+        let token = sign("rsa-1", &cognito(org, group));
+        let access = self
+            .auth
+            .authenticate(Some(format!("Bearer {token}").as_bytes()))
+            .expect("the provider's token verifies");
+        match &access {
+            Access::Tenant {
+                org: got, role: r, ..
+            } => {
+                assert_eq!((got.as_str(), *r), (org, role), "mapped as configured");
+            }
+            Access::Unrestricted => panic!("a token never grants everything"),
+        }
+        access
+    }
+}
+
+/// Runs a case of the matrix with JWKS-verified callers.
+async fn with_jwks_tokens(case: impl std::future::Future<Output = ()>) {
+    let provider = Provider::start(&["rsa-1"], 3600).await;
+    let auth = provider
+        .authenticator(&[])
+        .await
+        .expect("the authenticator");
+    let callers = std::sync::Arc::new(JwksCallers {
+        _provider: provider,
+        auth,
+    });
+    JWKS_CALLERS.scope(callers, case).await;
+}
+
+async fn reads_of_another_organization_answer_as_missing_with_jwks_tokens(api: &Api) {
+    with_jwks_tokens(reads_of_another_organization_answer_as_missing(api)).await;
+}
+
+async fn writes_to_another_organization_change_nothing_with_jwks_tokens(api: &Api) {
+    with_jwks_tokens(writes_to_another_organization_change_nothing(api)).await;
+}
+
+async fn members_may_not_do_what_only_admins_may_with_jwks_tokens(api: &Api) {
+    with_jwks_tokens(members_may_not_do_what_only_admins_may(api)).await;
+}
+
+async fn emails_of_another_organization_are_no_oracle_with_jwks_tokens(api: &Api) {
+    with_jwks_tokens(emails_of_another_organization_are_no_oracle(api)).await;
 }
 
 /// What a response says, without the trace: requests legitimately differ (another
@@ -571,4 +644,8 @@ on_every_engine!(
     emails_of_another_organization_are_no_oracle,
     writes_to_another_organization_change_nothing,
     members_may_not_do_what_only_admins_may,
+    reads_of_another_organization_answer_as_missing_with_jwks_tokens,
+    emails_of_another_organization_are_no_oracle_with_jwks_tokens,
+    writes_to_another_organization_change_nothing_with_jwks_tokens,
+    members_may_not_do_what_only_admins_may_with_jwks_tokens,
 );

@@ -15,6 +15,7 @@ mod dynamodb_outage;
 mod hostile_connections;
 mod hostile_documents;
 mod hostile_live;
+mod jwks;
 mod live_clients;
 mod malformed_requests;
 mod metrics;

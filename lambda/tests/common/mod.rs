@@ -7,7 +7,7 @@ pub mod dynamo_local;
 
 use clap::Parser;
 
-use itemgraph::auth::TokenArgs;
+use itemgraph::config::TokenArgs;
 
 pub const JWT_SECRET: &str = "a-jwt-secret-of-at-least-thirty-two-bytes";
 pub const CURSOR_SECRET: &str = "a-cursor-secret-of-at-least-thirty-two-bytes";

@@ -86,14 +86,15 @@ pub(super) struct Session {
 
 impl AppState {
     /// The session an `Authorization` value opens: unrestricted when auth is off.
-    pub(super) fn session(&self, authorization: Option<&[u8]>) -> Result<Session, HttpError> {
+    pub(super) async fn session(&self, authorization: Option<&[u8]>) -> Result<Session, HttpError> {
         match &self.0.authenticator {
             None => Ok(Session {
                 access: Access::Unrestricted,
                 expiry: TokenExpiry(None),
             }),
             Some(auth) => auth
-                .authenticate_until(authorization)
+                .verify_until(authorization)
+                .await
                 .map(|(access, exp)| Session {
                     access,
                     expiry: TokenExpiry(Some(exp)),

@@ -471,8 +471,8 @@ impl Socket {
                         Some(Err(e)) => {
                             return self.close(if too_big(e) { Close::MessageTooBig } else { Close::ProtocolError });
                         }
-                        Some(Ok(Message::Text(t))) => self.message(t.as_bytes(), lease),
-                        Some(Ok(Message::Binary(b))) => self.message(&b, lease),
+                        Some(Ok(Message::Text(t))) => self.message(t.as_bytes(), lease).await,
+                        Some(Ok(Message::Binary(b))) => self.message(&b, lease).await,
                         // tungstenite queues its answer; the writer flushes it at the end.
                         Some(Ok(Message::Close(_))) => return None,
                         Some(Ok(Message::Ping(_) | Message::Pong(_))) => Flow::Go,
@@ -508,7 +508,7 @@ impl Socket {
     }
 
     /// Answers one message of the client's.
-    fn message(&mut self, bytes: &[u8], lease: &mut Option<Lease>) -> Flow {
+    async fn message(&mut self, bytes: &[u8], lease: &mut Option<Lease>) -> Flow {
         let Ok(message) = serde_json::from_slice::<ClientMessage>(bytes) else {
             return Flow::Stop(self.close(Close::InvalidMessage));
         };
@@ -522,7 +522,7 @@ impl Socket {
                     .and_then(init_authorization)
                     .map(String::into_bytes)
                     .or_else(|| self.from_header.clone());
-                match self.state.session(authorization.as_deref()) {
+                match self.state.session(authorization.as_deref()).await {
                     Ok(session) => {
                         self.session = Some(session);
                         self.awaiting = None;

@@ -1,25 +1,37 @@
 //! Who is calling, and what they may see and do.
 //!
 //! A caller proves who they are with a bearer JWT (`Authorization: Bearer <token>`)
-//! signed by the deployment's identity provider: HS256 with a shared secret
-//! (`--jwt-secret`), or RS256/ES256 checked against a public key (`--jwt-public-key`).
-//! The token carries the caller's organization (`org`) and role (`role`: `admin` or
-//! `member`); `exp` is required. The result is an [`Access`], which every resolver and
-//! mutation consults (see `graphql::RequestContext`): another organization's data answers
-//! exactly as if it did not exist, and only an admin manages users and changes orders.
+//! signed by the deployment's identity provider: with a key of its JWKS chosen by the
+//! token's `kid` ([`Jwks`]: `--jwt-jwks-url`, followed through rotations), with one public
+//! key (`--jwt-public-key`: RS256 or ES256), or HS256 with a shared secret
+//! (`--jwt-secret`). `exp` is required; `nbf`, `iat`, `iss` and `aud` are checked as
+//! configured, with a leeway for clock skew and an optional maximum age. The claims name
+//! the caller's organization and role where the provider puts them ([`ClaimMapping`]);
+//! the result is an [`Access`], which every resolver and mutation consults (see
+//! `graphql::RequestContext`): another organization's data answers exactly as if it did
+//! not exist, and only an admin manages users and changes orders.
 //!
 //! `--auth off` makes every caller [`Access::Unrestricted`]: for local exploration of the
 //! embedded demo store only. Serving a DynamoDB table without auth needs `--auth off`
-//! spelled out (see [`AuthArgs::authenticator`]).
+//! spelled out (see `config::AuthArgs::authenticator`).
+//!
+//! The files: this one the authenticator and [`Access`]; `claims` the claim mapping;
+//! `jwks` the provider's keys.
 
-use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context as _};
-use clap::{Args, ValueEnum};
+use clap::ValueEnum;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+mod claims;
+mod jwks;
+
+pub use claims::{parse_role_map_entry, ClaimMapping};
+pub use jwks::Jwks;
 
 use crate::keys::Slug;
 use crate::model::Entity;
@@ -154,31 +166,75 @@ pub enum AuthError {
     Expired,
     #[error("invalid token: {0}")]
     Invalid(String),
+    /// Signed with a key the identity provider does not publish (an unknown `kid`).
+    #[error("invalid token: signed with a key the identity provider does not publish")]
+    UnknownKey,
 }
 
 impl AuthError {
     pub const CODE: &'static str = "UNAUTHENTICATED";
 }
 
-/// Longest token accepted: real ones are well under 2 KB; this bounds the work a forged
-/// one causes before its signature is checked.
+/// Longest token accepted: real ones are well under 2 KB (an Entra ID token with many
+/// groups a few); this bounds the work a forged one causes before its signature is checked.
 const MAX_TOKEN_LEN: usize = 8 * 1024;
 
 /// Shortest HS256 secret accepted: 256 bits as hex would be 64; 32 characters is the
 /// floor below which a secret is guessable.
 pub const MIN_JWT_SECRET_LEN: usize = 32;
 
-/// Checks bearer tokens against one key.
+/// The algorithms a JWKS-verified token may name unless told otherwise: every asymmetric
+/// one jsonwebtoken verifies. Never `none`, never HS*.
+pub const JWKS_ALGORITHMS: [Algorithm; 9] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// Where the keys that verify a token come from.
+#[derive(Clone)]
+enum Keys {
+    /// One key, one algorithm (`--jwt-secret`, `--jwt-public-key`).
+    Static {
+        key: DecodingKey,
+        algorithm: Algorithm,
+    },
+    /// The provider's JWKS, the key chosen by the token's `kid`, the algorithm from an
+    /// allow-list.
+    Jwks {
+        jwks: Arc<Jwks>,
+        algorithms: Vec<Algorithm>,
+    },
+}
+
+/// Checks bearer tokens: their signature, `exp` (and `nbf`, `iat`, `iss`, `aud` as
+/// configured), then maps their claims to an [`Access`] ([`ClaimMapping`]).
 #[derive(Clone)]
 pub struct Authenticator {
-    key: DecodingKey,
+    keys: Keys,
     validation: Validation,
+    mapping: ClaimMapping,
+    /// Clock skew allowed on `exp`, `nbf` and `iat`, in seconds.
+    leeway: u64,
+    /// `--jwt-max-age`: a token issued longer ago is refused, whatever its `exp`.
+    max_age: Option<u64>,
 }
 
 impl std::fmt::Debug for Authenticator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys = match &self.keys {
+            Keys::Static { algorithm, .. } => format!("{algorithm:?}"),
+            Keys::Jwks { jwks, algorithms } => format!("{jwks:?} {algorithms:?}"),
+        };
         f.debug_struct("Authenticator")
-            .field("algorithms", &self.validation.algorithms)
+            .field("keys", &keys)
+            .field("mapping", &self.mapping)
             .finish_non_exhaustive()
     }
 }
@@ -186,40 +242,67 @@ impl std::fmt::Debug for Authenticator {
 impl Authenticator {
     /// HS256 tokens signed with `secret`.
     pub fn hs256(secret: &[u8]) -> Authenticator {
-        Self::with(DecodingKey::from_secret(secret), Algorithm::HS256)
+        Self::with(Keys::Static {
+            key: DecodingKey::from_secret(secret),
+            algorithm: Algorithm::HS256,
+        })
     }
 
     /// RS256 tokens when `pem` is an RSA public key, ES256 when it is a P-256 one.
     pub fn public_key_pem(pem: &[u8]) -> anyhow::Result<Authenticator> {
-        if let Ok(key) = DecodingKey::from_rsa_pem(pem) {
-            return Ok(Self::with(key, Algorithm::RS256));
-        }
-        if let Ok(key) = DecodingKey::from_ec_pem(pem) {
-            return Ok(Self::with(key, Algorithm::ES256));
-        }
-        bail!("not a PEM RSA or EC (P-256) public key")
+        let (key, algorithm) = if let Ok(key) = DecodingKey::from_rsa_pem(pem) {
+            (key, Algorithm::RS256)
+        } else if let Ok(key) = DecodingKey::from_ec_pem(pem) {
+            (key, Algorithm::ES256)
+        } else {
+            bail!("not a PEM RSA or EC (P-256) public key")
+        };
+        Ok(Self::with(Keys::Static { key, algorithm }))
     }
 
-    fn with(key: DecodingKey, algorithm: Algorithm) -> Authenticator {
-        let mut validation = Validation::new(algorithm);
+    /// Tokens signed by a key of `jwks`, naming one of `algorithms` (none of them HS* or
+    /// `none`: refused here).
+    pub fn jwks(jwks: Arc<Jwks>, algorithms: Vec<Algorithm>) -> anyhow::Result<Authenticator> {
+        anyhow::ensure!(!algorithms.is_empty(), "no algorithm is allowed");
+        if let Some(alg) = algorithms
+            .iter()
+            .find(|a| matches!(a, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512))
+        {
+            bail!("{alg:?} is never accepted with a JWKS: its keys are public");
+        }
+        Ok(Self::with(Keys::Jwks { jwks, algorithms }))
+    }
+
+    fn with(keys: Keys) -> Authenticator {
+        let mut validation = Validation::new(Algorithm::HS256);
         validation.set_required_spec_claims(&["exp"]);
         validation.validate_exp = true;
         validation.validate_nbf = true;
-        // One expiry rule on every transport (POST, WebSocket, event stream, a running
-        // subscription): `authenticate_until` refuses a token once `exp` is reached, with
-        // no leeway. jsonwebtoken's leeway (60 s) is kept for `nbf` only, so an identity
-        // provider whose clock runs a little ahead is not refused.
+        validation.leeway = 0;
         // A token with an `aud` is refused unless the server is told which audience to
         // expect (jsonwebtoken's rule); without one, `aud` is not looked at.
         validation.validate_aud = false;
-        Authenticator { key, validation }
+        Authenticator {
+            keys,
+            validation,
+            mapping: ClaimMapping::default(),
+            leeway: 0,
+            max_age: None,
+        }
+    }
+
+    /// Also require `iss` to be one of `issuers`.
+    pub fn with_issuers(mut self, issuers: &[String]) -> Authenticator {
+        if !issuers.is_empty() {
+            self.validation.set_issuer(issuers);
+            self.validation.required_spec_claims.insert("iss".into());
+        }
+        self
     }
 
     /// Also require `iss` to be `issuer`.
-    pub fn with_issuer(mut self, issuer: &str) -> Authenticator {
-        self.validation.set_issuer(&[issuer]);
-        self.validation.required_spec_claims.insert("iss".into());
-        self
+    pub fn with_issuer(self, issuer: &str) -> Authenticator {
+        self.with_issuers(&[issuer.to_owned()])
     }
 
     /// Also require `aud` to be `audience`.
@@ -230,41 +313,136 @@ impl Authenticator {
         self
     }
 
+    /// Where the organization and the role are read ([`ClaimMapping`]).
+    pub fn with_mapping(mut self, mapping: ClaimMapping) -> Authenticator {
+        self.mapping = mapping;
+        self
+    }
+
+    /// Clock skew allowed on `exp`, `nbf` and `iat` (none by default; `--jwt-leeway`).
+    pub fn with_leeway(mut self, leeway: Duration) -> Authenticator {
+        self.leeway = leeway.as_secs();
+        self.validation.leeway = self.leeway;
+        self
+    }
+
+    /// Refuse tokens issued longer than `max_age` ago (their `iat` is then required).
+    pub fn with_max_age(mut self, max_age: Duration) -> Authenticator {
+        self.max_age = Some(max_age.as_secs());
+        self.validation.required_spec_claims.insert("iat".into());
+        self
+    }
+
     /// The access an `Authorization` header value grants.
     pub fn authenticate(&self, authorization: Option<&[u8]>) -> Result<Access, AuthError> {
         self.authenticate_until(authorization)
             .map(|(access, _)| access)
     }
 
-    /// [`authenticate`](Self::authenticate), with when the token expires (its `exp`,
-    /// seconds since the Unix epoch): a subscription ends then.
+    /// [`authenticate`](Self::authenticate), with when the token stops being accepted
+    /// (seconds since the Unix epoch: its `exp` plus the leeway, or its `iat` plus the
+    /// maximum age if sooner): a subscription ends then.
+    ///
+    /// With a JWKS, a token whose `kid` the cached set does not hold is refused here with
+    /// [`AuthError::UnknownKey`]; [`verify_until`](Self::verify_until) refreshes the set
+    /// and tries again.
     pub fn authenticate_until(
         &self,
         authorization: Option<&[u8]>,
     ) -> Result<(Access, u64), AuthError> {
-        let header = authorization.ok_or(AuthError::Missing)?;
-        let header = std::str::from_utf8(header).map_err(|_| AuthError::NotBearer)?;
-        let (scheme, token) = header.trim().split_once(' ').ok_or(AuthError::NotBearer)?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(AuthError::NotBearer);
-        }
-        let token = token.trim();
-        if token.is_empty() || token.len() > MAX_TOKEN_LEN {
-            return Err(AuthError::Invalid("malformed".into()));
-        }
+        let token = bearer_token(authorization)?;
         let claims = self.claims(token)?;
-        let exp = claims.exp;
+        let now = now_secs();
+        let exp = claims.get("exp").and_then(Value::as_u64).ok_or_else(|| {
+            AuthError::Invalid("the `exp` claim must be a number of seconds".into())
+        })?;
+        let mut until = exp.saturating_add(self.leeway);
         // RFC 7519: valid only *before* `exp` (jsonwebtoken accepts `exp == now`); the
         // same rule as a running subscription's end (`TokenExpiry::expired`).
-        if exp <= now_secs() {
+        if until <= now {
             return Err(AuthError::Expired);
         }
-        Ok((access_of(claims)?, exp))
+        let iat = claims.get("iat").and_then(Value::as_u64);
+        if iat.is_some_and(|iat| iat > now.saturating_add(self.leeway)) {
+            return Err(AuthError::Invalid("issued in the future (`iat`)".into()));
+        }
+        if let Some(max_age) = self.max_age {
+            let iat = iat.ok_or_else(|| {
+                AuthError::Invalid("the `iat` claim is required (--jwt-max-age)".into())
+            })?;
+            let end = iat.saturating_add(max_age);
+            if end <= now {
+                return Err(AuthError::Expired);
+            }
+            until = until.min(end);
+        }
+        Ok((self.mapping.access(&claims)?, until))
     }
 
-    fn claims(&self, token: &str) -> Result<Claims, AuthError> {
+    /// [`authenticate_until`](Self::authenticate_until), refreshing the JWKS when the token
+    /// names a key it does not hold (at most once per `--jwks-min-refresh`), or when it is
+    /// stale (beside the request).
+    pub async fn verify_until(
+        &self,
+        authorization: Option<&[u8]>,
+    ) -> Result<(Access, u64), AuthError> {
+        let Keys::Jwks { jwks, .. } = &self.keys else {
+            return self.authenticate_until(authorization);
+        };
+        jwks.refresh_if_stale();
+        match self.authenticate_until(authorization) {
+            Err(AuthError::UnknownKey) => {
+                jwks.refresh_for_unknown_kid().await;
+                self.authenticate_until(authorization)
+            }
+            other => other,
+        }
+    }
+
+    fn claims(&self, token: &str) -> Result<Map<String, Value>, AuthError> {
+        match &self.keys {
+            Keys::Static { key, algorithm } => self.decode(token, key, *algorithm),
+            Keys::Jwks { jwks, algorithms } => {
+                let header = jsonwebtoken::decode_header(token)
+                    .map_err(|_| AuthError::Invalid("malformed".into()))?;
+                if !algorithms.contains(&header.alg) {
+                    return Err(AuthError::Invalid(format!(
+                        "the {:?} algorithm is not accepted (--jwt-algorithms)",
+                        header.alg
+                    )));
+                }
+                let kid = header
+                    .kid
+                    .ok_or_else(|| AuthError::Invalid("the token names no key (`kid`)".into()))?;
+                let keys = jwks.keys(&kid);
+                if keys.is_empty() {
+                    return Err(AuthError::UnknownKey);
+                }
+                let mut last = AuthError::Invalid("wrong algorithm".into());
+                for key in keys
+                    .iter()
+                    .filter(|k| k.alg.is_none_or(|a| a == header.alg))
+                {
+                    match self.decode(token, &key.key, header.alg) {
+                        Ok(claims) => return Ok(claims),
+                        Err(e) => last = e,
+                    }
+                }
+                Err(last)
+            }
+        }
+    }
+
+    fn decode(
+        &self,
+        token: &str,
+        key: &DecodingKey,
+        algorithm: Algorithm,
+    ) -> Result<Map<String, Value>, AuthError> {
         use jsonwebtoken::errors::ErrorKind;
-        jsonwebtoken::decode::<Claims>(token, &self.key, &self.validation)
+        let mut validation = self.validation.clone();
+        validation.algorithms = vec![algorithm];
+        jsonwebtoken::decode::<Map<String, Value>>(token, key, &validation)
             .map(|data| data.claims)
             .map_err(|e| match e.kind() {
                 ErrorKind::ExpiredSignature => AuthError::Expired,
@@ -276,24 +454,34 @@ impl Authenticator {
                 ErrorKind::InvalidIssuer => AuthError::Invalid("wrong issuer".into()),
                 ErrorKind::InvalidAudience => AuthError::Invalid("wrong audience".into()),
                 ErrorKind::ImmatureSignature => AuthError::Invalid("not valid yet".into()),
-                ErrorKind::Json(_) => AuthError::Invalid(
-                    "claims must include `org` (an organization slug) and `role` \
-                     (`admin` or `member`)"
-                        .into(),
-                ),
                 _ => AuthError::Invalid("malformed".into()),
             })
     }
 }
 
-fn access_of(claims: Claims) -> Result<Access, AuthError> {
-    let org = Slug::parse(&claims.org)
-        .map_err(|_| AuthError::Invalid("the `org` claim is not an organization slug".into()))?;
-    Ok(Access::Tenant {
-        org,
-        role: claims.role,
-        subject: claims.sub,
-    })
+/// The token of an `Authorization: Bearer <token>` value.
+fn bearer_token(authorization: Option<&[u8]>) -> Result<&str, AuthError> {
+    let header = authorization.ok_or(AuthError::Missing)?;
+    let header = std::str::from_utf8(header).map_err(|_| AuthError::NotBearer)?;
+    let (scheme, token) = header.trim().split_once(' ').ok_or(AuthError::NotBearer)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(AuthError::NotBearer);
+    }
+    let token = token.trim();
+    if token.is_empty() || token.len() > MAX_TOKEN_LEN {
+        return Err(AuthError::Invalid("malformed".into()));
+    }
+    Ok(token)
+}
+
+/// Signs any claims with an HS256 secret (`itemgraph token` in a provider's shape).
+pub fn issue_claims(secret: &[u8], claims: &Map<String, Value>) -> anyhow::Result<String> {
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(secret),
+    )
+    .context("signing the token")
 }
 
 /// Signs a development token (`itemgraph token`) with an HS256 secret.
@@ -306,188 +494,10 @@ pub fn issue_token(secret: &[u8], claims: &Claims) -> anyhow::Result<String> {
     .context("signing the token")
 }
 
-fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-// --- configuration -----------------------------------------------------------------------
-
-/// `--auth`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum AuthMode {
-    /// Bearer JWTs required on every GraphQL request.
-    Jwt,
-    /// No authentication: every caller sees and may do everything.
-    Off,
-}
-
-/// The HS256 secret. Its `Debug` never shows it, so the parsed command line can be logged;
-/// it is zeroed when dropped.
-#[derive(Clone)]
-pub struct JwtSecret(SecretString);
-
-impl std::fmt::Debug for JwtSecret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("JwtSecret(..)")
-    }
-}
-
-impl std::str::FromStr for JwtSecret {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.len() < MIN_JWT_SECRET_LEN {
-            return Err(format!(
-                "the JWT secret must be at least {MIN_JWT_SECRET_LEN} bytes, e.g. \
-                 `openssl rand -hex 32`"
-            ));
-        }
-        Ok(JwtSecret(SecretString::from(s)))
-    }
-}
-
-impl JwtSecret {
-    pub fn as_bytes(&self) -> &[u8] {
-        self.0.expose_secret().as_bytes()
-    }
-}
-
-/// How `serve` authenticates callers.
-#[derive(Debug, Clone, Default, Args)]
-pub struct AuthArgs {
-    /// `jwt`: every GraphQL request needs a bearer token; `off`: none do (local
-    /// exploration only). Default: `jwt` when a key is given; otherwise `off` on the
-    /// embedded store (with a warning), and a refusal to start on DynamoDB.
-    #[arg(long, env = "ITEMGRAPH_AUTH", value_enum)]
-    pub auth: Option<AuthMode>,
-    /// HS256 secret the tokens are signed with (at least 32 bytes).
-    #[arg(
-        long,
-        env = "ITEMGRAPH_JWT_SECRET",
-        value_name = "SECRET",
-        hide_env_values = true,
-        conflicts_with = "jwt_public_key"
-    )]
-    pub jwt_secret: Option<JwtSecret>,
-    /// PEM file of the identity provider's public key: RSA (RS256) or P-256 (ES256).
-    #[arg(long, env = "ITEMGRAPH_JWT_PUBLIC_KEY", value_name = "PATH")]
-    pub jwt_public_key: Option<PathBuf>,
-    /// Also require this `iss` claim.
-    #[arg(long, env = "ITEMGRAPH_JWT_ISSUER", value_name = "ISS")]
-    pub jwt_issuer: Option<String>,
-    /// Also require this `aud` claim.
-    #[arg(long, env = "ITEMGRAPH_JWT_AUDIENCE", value_name = "AUD")]
-    pub jwt_audience: Option<String>,
-}
-
-impl AuthArgs {
-    /// The authenticator to serve with (`None`: auth off). `durable_store` is true for
-    /// DynamoDB: a shared table is never served without auth unless `--auth off` is given.
-    pub fn authenticator(&self, durable_store: bool) -> anyhow::Result<Option<Authenticator>> {
-        let has_key = self.jwt_secret.is_some() || self.jwt_public_key.is_some();
-        let mode = match (self.auth, has_key) {
-            (Some(AuthMode::Off), true) => {
-                bail!("--auth off contradicts --jwt-secret/--jwt-public-key: drop one or the other")
-            }
-            (Some(mode), _) => mode,
-            (None, true) => AuthMode::Jwt,
-            (None, false) if durable_store => bail!(
-                "refusing to serve a DynamoDB table without authentication: give \
-                 --jwt-secret or --jwt-public-key (--auth jwt), or --auth off to serve it \
-                 to anyone who can reach this port"
-            ),
-            (None, false) => AuthMode::Off,
-        };
-        match mode {
-            AuthMode::Off => {
-                tracing::warn!(
-                    "authentication is off: every caller sees and may change every \
-                     organization; for local exploration only (--jwt-secret or \
-                     --jwt-public-key require tokens)"
-                );
-                Ok(None)
-            }
-            AuthMode::Jwt => {
-                let mut authenticator = match (&self.jwt_secret, &self.jwt_public_key) {
-                    (Some(secret), _) => Authenticator::hs256(secret.as_bytes()),
-                    (None, Some(path)) => {
-                        let pem = std::fs::read(path)
-                            .with_context(|| format!("reading {}", path.display()))?;
-                        Authenticator::public_key_pem(&pem)
-                            .with_context(|| format!("loading {}", path.display()))?
-                    }
-                    (None, None) => {
-                        bail!("--auth jwt needs --jwt-secret or --jwt-public-key")
-                    }
-                };
-                if let Some(issuer) = &self.jwt_issuer {
-                    authenticator = authenticator.with_issuer(issuer);
-                }
-                if let Some(audience) = &self.jwt_audience {
-                    authenticator = authenticator.with_audience(audience);
-                }
-                Ok(Some(authenticator))
-            }
-        }
-    }
-}
-
-/// `itemgraph token`: a development token for the playground or a test client.
-#[derive(Debug, Clone, Args)]
-pub struct TokenArgs {
-    /// The HS256 secret the server checks (its `--jwt-secret`).
-    #[arg(
-        long,
-        env = "ITEMGRAPH_JWT_SECRET",
-        value_name = "SECRET",
-        hide_env_values = true
-    )]
-    pub jwt_secret: JwtSecret,
-    /// The caller's organization (slug).
-    #[arg(long, env = "ITEMGRAPH_TOKEN_ORG")]
-    pub org: String,
-    /// The caller's role in it.
-    #[arg(long, env = "ITEMGRAPH_TOKEN_ROLE", value_enum, default_value_t = Role::Member)]
-    pub role: Role,
-    /// The `sub` claim: who the caller is.
-    #[arg(long, env = "ITEMGRAPH_TOKEN_SUB")]
-    pub sub: Option<String>,
-    /// Seconds until the token expires (at most 366 days).
-    #[arg(
-        long,
-        env = "ITEMGRAPH_TOKEN_EXPIRES_IN",
-        default_value_t = 12 * 3600,
-        value_parser = clap::value_parser!(u64).range(1..=366 * 24 * 3600)
-    )]
-    pub expires_in: u64,
-    /// The `iss` claim, when the server checks one.
-    #[arg(long, env = "ITEMGRAPH_JWT_ISSUER")]
-    pub issuer: Option<String>,
-    /// The `aud` claim, when the server checks one.
-    #[arg(long, env = "ITEMGRAPH_JWT_AUDIENCE")]
-    pub audience: Option<String>,
-}
-
-impl TokenArgs {
-    /// The signed token.
-    pub fn token(&self) -> anyhow::Result<String> {
-        Slug::parse(&self.org)
-            .map_err(|e| anyhow::anyhow!("--org: {e}"))
-            .map(drop)?;
-        let now = now_secs();
-        let claims = Claims {
-            sub: self.sub.clone(),
-            org: self.org.clone(),
-            role: self.role,
-            exp: now + self.expires_in,
-            iat: Some(now),
-            iss: self.issuer.clone(),
-            aud: self.audience.as_deref().map(Audience::from),
-        };
-        issue_token(self.jwt_secret.as_bytes(), &claims)
-    }
 }
 
 /// The `exp` of a token valid for `ttl` from now, for tools and tests that mint their own.
@@ -647,33 +657,5 @@ mod tests {
             Err(Forbidden(_))
         ));
         assert!(Access::Unrestricted.require_admin("add users").is_ok());
-    }
-
-    #[test]
-    fn dynamodb_needs_auth_or_an_explicit_off() {
-        let none = AuthArgs::default();
-        assert!(none.authenticator(true).is_err());
-        assert!(none.authenticator(false).unwrap().is_none());
-        let off = AuthArgs {
-            auth: Some(AuthMode::Off),
-            ..Default::default()
-        };
-        assert!(off.authenticator(true).unwrap().is_none());
-        let jwt_without_key = AuthArgs {
-            auth: Some(AuthMode::Jwt),
-            ..Default::default()
-        };
-        assert!(jwt_without_key.authenticator(false).is_err());
-        let secret = AuthArgs {
-            jwt_secret: Some(std::str::from_utf8(SECRET).unwrap().parse().unwrap()),
-            ..Default::default()
-        };
-        assert!(secret.authenticator(true).unwrap().is_some());
-        let contradictory = AuthArgs {
-            auth: Some(AuthMode::Off),
-            ..secret
-        };
-        assert!(contradictory.authenticator(false).is_err());
-        assert!("short".parse::<JwtSecret>().is_err());
     }
 }

@@ -1,0 +1,283 @@
+//! The identity provider's signing keys, from its JWKS URL (`--jwt-jwks-url`).
+//!
+//! - **Fetched at start**: a server that cannot fetch every set refuses to start, saying
+//!   which URL failed and why. Starting without keys would answer every caller 401 until
+//!   the provider came back, a failure nobody would see at deploy time.
+//! - **Cached** as the response's `Cache-Control: max-age` says (between
+//!   `--jwks-min-refresh` and a day; an hour when it says nothing). A stale set is still
+//!   used while a refresh runs beside the request that noticed.
+//! - **Refreshed when a token names an unknown `kid`** (the provider rotated), at most once
+//!   per `--jwks-min-refresh` however many such tokens arrive, so a flood of forged `kid`s
+//!   cannot make the server hammer the provider.
+//! - **The last good set is kept** while the provider is unreachable or answers nonsense:
+//!   logged, and counted in `itemgraph_jwks_refresh_total{outcome="error"}`.
+//!
+//! Only asymmetric keys are taken (RSA, EC, Ed25519); a JWKS `oct` (HMAC) key is skipped,
+//! so no key from the provider can verify an HS* token. Keys marked `"use": "enc"` are
+//! skipped too. Which algorithms a token may name is the authenticator's allow-list.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet, KeyAlgorithm, PublicKeyUse};
+use jsonwebtoken::{Algorithm, DecodingKey};
+
+/// The longest a fetched set is trusted without asking again.
+const MAX_FRESH: Duration = Duration::from_secs(24 * 3600);
+/// How long a set is trusted when the response does not say.
+const DEFAULT_FRESH: Duration = Duration::from_secs(3600);
+/// One fetch, connection included.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest JWKS document read: real ones are a few kilobytes.
+const MAX_JWKS_BYTES: usize = 256 * 1024;
+
+/// One key of the set.
+#[derive(Clone)]
+pub struct Key {
+    pub key: DecodingKey,
+    /// The `alg` the JWK pins, if any: a token must then name exactly it.
+    pub alg: Option<Algorithm>,
+}
+
+/// The keys of every configured URL, by `kid`.
+struct Set {
+    keys: HashMap<String, Vec<Key>>,
+    fresh_until: Instant,
+}
+
+/// The cached key sets and their refresh.
+pub struct Jwks {
+    urls: Vec<String>,
+    client: reqwest::Client,
+    min_refresh: Duration,
+    set: RwLock<Arc<Set>>,
+    /// When a fetch was last started (successful or not): refreshes are at most one per
+    /// `min_refresh`.
+    last_attempt: std::sync::Mutex<Instant>,
+    /// Held while fetching, so concurrent callers wait for one fetch instead of each
+    /// starting one.
+    fetching: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Jwks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jwks")
+            .field("urls", &self.urls)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Jwks {
+    /// Fetches every URL's set; refused when any cannot be fetched or holds no usable key.
+    pub async fn fetch(urls: Vec<String>, min_refresh: Duration) -> anyhow::Result<Arc<Jwks>> {
+        anyhow::ensure!(!urls.is_empty(), "no JWKS URL");
+        let client = http_client()?;
+        let mut keys = HashMap::new();
+        let mut fresh_for = MAX_FRESH;
+        for url in &urls {
+            let (set, fresh) = fetch_one(&client, url, min_refresh)
+                .await
+                .map_err(|e| anyhow::anyhow!("fetching the JWKS at {url}: {e}"))?;
+            anyhow::ensure!(
+                !set.is_empty(),
+                "the JWKS at {url} holds no signing key this server can use (RSA, EC or \
+                 Ed25519, with a `kid`)"
+            );
+            merge(&mut keys, set);
+            fresh_for = fresh_for.min(fresh);
+        }
+        let count: usize = keys.values().map(Vec::len).sum();
+        tracing::info!(keys = count, urls = ?urls, "JWKS fetched");
+        metrics::counter!("itemgraph_jwks_refresh_total", "outcome" => "ok").increment(1);
+        Ok(Arc::new(Jwks {
+            urls,
+            client,
+            min_refresh,
+            set: RwLock::new(Arc::new(Set {
+                keys,
+                fresh_until: Instant::now() + fresh_for,
+            })),
+            last_attempt: std::sync::Mutex::new(Instant::now()),
+            fetching: tokio::sync::Mutex::new(()),
+        }))
+    }
+
+    /// The keys with this `kid`; none when the set does not hold it.
+    pub fn keys(&self, kid: &str) -> Vec<Key> {
+        self.current().keys.get(kid).cloned().unwrap_or_default()
+    }
+
+    fn current(&self) -> Arc<Set> {
+        self.set.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Starts a refresh beside the caller when the set is stale (and none runs).
+    pub fn refresh_if_stale(self: &Arc<Self>) {
+        if Instant::now() < self.current().fresh_until || !self.may_attempt() {
+            return;
+        }
+        let jwks = self.clone();
+        tokio::spawn(async move { jwks.refresh().await });
+    }
+
+    /// A token named an unknown `kid`: refresh now, unless one ran within
+    /// `--jwks-min-refresh`. The caller then looks the `kid` up again.
+    pub async fn refresh_for_unknown_kid(&self) {
+        self.refresh().await;
+    }
+
+    /// Whether `min_refresh` has passed since the last attempt.
+    fn may_attempt(&self) -> bool {
+        let last = *self.last_attempt.lock().unwrap_or_else(|e| e.into_inner());
+        last.elapsed() >= self.min_refresh
+    }
+
+    /// One refresh of every URL, if `min_refresh` allows. A URL that fails keeps its keys
+    /// (the whole previous set is kept: keys are merged by `kid`, not by URL).
+    async fn refresh(&self) {
+        let _fetching = self.fetching.lock().await;
+        // Checked under the lock: of callers that queued behind one fetch, only the first
+        // fetches; the others find its result.
+        if !self.may_attempt() {
+            return;
+        }
+        *self.last_attempt.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        let mut keys = HashMap::new();
+        let mut fresh_for = MAX_FRESH;
+        let mut failed = false;
+        for url in &self.urls {
+            match fetch_one(&self.client, url, self.min_refresh).await {
+                Ok((set, fresh)) if !set.is_empty() => {
+                    merge(&mut keys, set);
+                    fresh_for = fresh_for.min(fresh);
+                }
+                Ok(_) => {
+                    tracing::warn!(%url, "the JWKS holds no usable key: keeping the last good set");
+                    failed = true;
+                }
+                Err(error) => {
+                    tracing::warn!(%url, %error, "the JWKS cannot be fetched: keeping the last good set");
+                    failed = true;
+                }
+            }
+        }
+        let outcome = if failed { "error" } else { "ok" };
+        metrics::counter!("itemgraph_jwks_refresh_total", "outcome" => outcome).increment(1);
+        let previous = self.current();
+        let next = if failed {
+            // Whatever was fetched joins what was known; the old keys stay, and the set is
+            // asked again after `min_refresh`.
+            let mut merged = previous.keys.clone();
+            for (kid, list) in keys {
+                merged.insert(kid, list);
+            }
+            Set {
+                keys: merged,
+                fresh_until: Instant::now() + self.min_refresh,
+            }
+        } else {
+            Set {
+                keys,
+                fresh_until: Instant::now() + fresh_for,
+            }
+        };
+        *self.set.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+    }
+}
+
+/// The HTTP client of the fetches: HTTPS (rustls) with the system's roots.
+fn http_client() -> anyhow::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(FETCH_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::limited(3))
+        .build()
+        .map_err(|e| anyhow::anyhow!("building the JWKS client: {e}"))
+}
+
+/// One URL's keys by `kid`, and how long they may be trusted.
+async fn fetch_one(
+    client: &reqwest::Client,
+    url: &str,
+    min_refresh: Duration,
+) -> Result<(HashMap<String, Vec<Key>>, Duration), String> {
+    let response = client.get(url).send().await.map_err(|e| e.to_string())?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(format!("HTTP {status}"));
+    }
+    let fresh = response
+        .headers()
+        .get_all(reqwest::header::CACHE_CONTROL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|directive| {
+            let (name, value) = directive.trim().split_once('=')?;
+            name.eq_ignore_ascii_case("max-age")
+                .then(|| value.trim().parse::<u64>().ok())
+                .flatten()
+        })
+        .map_or(DEFAULT_FRESH, Duration::from_secs)
+        .clamp(min_refresh, MAX_FRESH.max(min_refresh));
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_JWKS_BYTES as u64)
+    {
+        return Err(format!("the JWKS is over {MAX_JWKS_BYTES} bytes"));
+    }
+    let body = response.bytes().await.map_err(|e| e.to_string())?;
+    if body.len() > MAX_JWKS_BYTES {
+        return Err(format!("the JWKS is over {MAX_JWKS_BYTES} bytes"));
+    }
+    let set: JwkSet = serde_json::from_slice(&body).map_err(|e| format!("not a JWK set: {e}"))?;
+    let mut keys: HashMap<String, Vec<Key>> = HashMap::new();
+    for jwk in &set.keys {
+        let Some(kid) = jwk.common.key_id.clone() else {
+            continue;
+        };
+        if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
+            continue;
+        }
+        // Never an HMAC key from a JWKS: an HS* token could then be signed by anyone who
+        // read the set.
+        if matches!(jwk.algorithm, AlgorithmParameters::OctetKey(_)) {
+            continue;
+        }
+        let alg = match jwk.common.key_algorithm {
+            None => None,
+            Some(alg) => match signing_algorithm(alg) {
+                Some(alg) => Some(alg),
+                // An encryption or HMAC algorithm pinned: not a signing key for us.
+                None => continue,
+            },
+        };
+        let Ok(key) = DecodingKey::from_jwk(jwk) else {
+            continue;
+        };
+        keys.entry(kid).or_default().push(Key { key, alg });
+    }
+    Ok((keys, fresh))
+}
+
+fn merge(into: &mut HashMap<String, Vec<Key>>, from: HashMap<String, Vec<Key>>) {
+    for (kid, list) in from {
+        into.entry(kid).or_default().extend(list);
+    }
+}
+
+/// The asymmetric signing algorithm a JWK's `alg` names.
+fn signing_algorithm(alg: KeyAlgorithm) -> Option<Algorithm> {
+    Some(match alg {
+        KeyAlgorithm::RS256 => Algorithm::RS256,
+        KeyAlgorithm::RS384 => Algorithm::RS384,
+        KeyAlgorithm::RS512 => Algorithm::RS512,
+        KeyAlgorithm::PS256 => Algorithm::PS256,
+        KeyAlgorithm::PS384 => Algorithm::PS384,
+        KeyAlgorithm::PS512 => Algorithm::PS512,
+        KeyAlgorithm::ES256 => Algorithm::ES256,
+        KeyAlgorithm::ES384 => Algorithm::ES384,
+        KeyAlgorithm::EdDSA => Algorithm::EdDSA,
+        _ => return None,
+    })
+}

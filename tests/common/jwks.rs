@@ -1,0 +1,195 @@
+//! An identity provider's JWKS endpoint on loopback (a small axum app), with the keys of
+//! `tests/fixtures/jwks/` (`rsa-1`, `rsa-2`: RS256; `ec-1`: ES256) and their private halves
+//! in `tests/fixtures/`, to sign tokens the way the provider would.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{json, Value};
+use tokio::task::JoinHandle;
+
+use itemgraph::auth::{Access, Authenticator};
+use itemgraph::config::AuthArgs;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The public JWK of `kid`.
+pub fn jwk(kid: &str) -> Value {
+    serde_json::from_slice(&fixture(&format!("jwks/{kid}.json"))).expect("a JWK")
+}
+
+/// A token of `claims` signed with `kid`'s private key, naming `kid`.
+pub fn sign(kid: &str, claims: &Value) -> String {
+    let (alg, key) = match kid {
+        "rsa-1" => (
+            Algorithm::RS256,
+            EncodingKey::from_rsa_pem(&fixture("jwt-rs256-private.pem")),
+        ),
+        "rsa-2" => (
+            Algorithm::RS256,
+            EncodingKey::from_rsa_pem(&fixture("jwt-rs256-2-private.pem")),
+        ),
+        "ec-1" => (
+            Algorithm::ES256,
+            EncodingKey::from_ec_pem(&fixture("jwt-es256-private.pem")),
+        ),
+        other => panic!("no private key for {other}"),
+    };
+    sign_as(alg, Some(kid), &key.expect("a PEM key"), claims)
+}
+
+/// A token signed with any key and header.
+pub fn sign_as(alg: Algorithm, kid: Option<&str>, key: &EncodingKey, claims: &Value) -> String {
+    let mut header = Header::new(alg);
+    header.kid = kid.map(str::to_owned);
+    jsonwebtoken::encode(&header, claims, key).expect("signing")
+}
+
+/// The claims of an Amazon Cognito ID token for `org`, in group `group`, valid an hour.
+pub fn cognito(org: &str, group: &str) -> Value {
+    let now = itemgraph::auth::expiring_in(Duration::ZERO);
+    json!({
+        "sub": "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
+        "cognito:groups": [group],
+        "iss": ISSUER,
+        "cognito:username": "wile",
+        "aud": "itemgraph-client",
+        "token_use": "id",
+        "auth_time": now,
+        "custom:org": org,
+        "exp": now + 3600,
+        "iat": now,
+        "email": "wile@example.com"
+    })
+}
+
+/// The issuer of [`cognito`]'s tokens.
+pub const ISSUER: &str = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_example";
+
+/// What the provider serves.
+struct Served {
+    kids: Vec<String>,
+    max_age: u64,
+}
+
+/// A running JWKS endpoint; stopped (its port closed) by [`Provider::stop`] or on drop.
+pub struct Provider {
+    pub url: String,
+    served: Arc<Mutex<Served>>,
+    fetches: Arc<AtomicUsize>,
+    task: JoinHandle<()>,
+}
+
+impl Provider {
+    /// Serves the keys `kids` at `http://127.0.0.1:<port>/.well-known/jwks.json` with
+    /// `Cache-Control: max-age=<max_age>`.
+    pub async fn start(kids: &[&str], max_age: u64) -> Provider {
+        let served = Arc::new(Mutex::new(Served {
+            kids: kids.iter().map(|k| (*k).to_owned()).collect(),
+            max_age,
+        }));
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let app = axum::Router::new()
+            .route("/.well-known/jwks.json", axum::routing::get(keys))
+            .with_state((served.clone(), fetches.clone()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr: SocketAddr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Provider {
+            url: format!("http://{addr}/.well-known/jwks.json"),
+            served,
+            fetches,
+            task,
+        }
+    }
+
+    /// From now on serves these keys (a rotation).
+    pub fn publish(&self, kids: &[&str]) {
+        self.served.lock().unwrap().kids = kids.iter().map(|k| (*k).to_owned()).collect();
+    }
+
+    /// How many times the set was fetched.
+    pub fn fetches(&self) -> usize {
+        self.fetches.load(Ordering::SeqCst)
+    }
+
+    /// Stops answering: the port is closed.
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+
+    /// An authenticator configured as `serve` would be with these flags besides
+    /// `--jwt-jwks-url <this provider>`: Cognito's claims by default.
+    pub async fn authenticator(&self, flags: &[&str]) -> anyhow::Result<Authenticator> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            auth: AuthArgs,
+        }
+        let mut args = vec![
+            "itemgraph",
+            "--jwt-jwks-url",
+            &self.url,
+            "--jwt-org-claim",
+            "custom:org",
+            "--jwt-role-claim",
+            "cognito:groups",
+            "--jwt-role-map",
+            "itemgraph-admins=admin,itemgraph-members=member",
+        ];
+        args.extend_from_slice(flags);
+        let cli = <Cli as clap::Parser>::try_parse_from(args)?;
+        Ok(cli
+            .auth
+            .authenticator(true)
+            .await?
+            .expect("auth is on with a JWKS URL"))
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn keys(
+    State((served, fetches)): State<(Arc<Mutex<Served>>, Arc<AtomicUsize>)>,
+) -> impl IntoResponse {
+    fetches.fetch_add(1, Ordering::SeqCst);
+    let (keys, max_age) = {
+        let served = served.lock().unwrap();
+        (
+            served.kids.iter().map(|k| jwk(k)).collect::<Vec<_>>(),
+            served.max_age,
+        )
+    };
+    (
+        [(header::CACHE_CONTROL, format!("public, max-age={max_age}"))],
+        axum::Json(json!({ "keys": keys })),
+    )
+}
+
+/// What `token` grants, verified as a request would be.
+pub async fn verify(
+    auth: &Authenticator,
+    token: &str,
+) -> Result<Access, itemgraph::auth::AuthError> {
+    auth.verify_until(Some(format!("Bearer {token}").as_bytes()))
+        .await
+        .map(|(access, _)| access)
+}
