@@ -186,6 +186,42 @@ impl Jwks {
     }
 }
 
+/// The JWKS URL of an OpenID Connect issuer, from its discovery document
+/// (`<issuer>/.well-known/openid-configuration`), whose `issuer` must be exactly it.
+pub async fn discover(issuer: &str) -> anyhow::Result<String> {
+    #[derive(serde::Deserialize)]
+    struct Discovery {
+        issuer: String,
+        jwks_uri: String,
+    }
+    let url = format!(
+        "{}/.well-known/openid-configuration",
+        issuer.trim_end_matches('/')
+    );
+    let response = http_client()?
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("fetching {url}: {e}"))?;
+    anyhow::ensure!(
+        response.status().is_success(),
+        "fetching {url}: HTTP {}",
+        response.status()
+    );
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| anyhow::anyhow!("reading {url}: {e}"))?;
+    let document: Discovery = serde_json::from_slice(&body)
+        .map_err(|e| anyhow::anyhow!("{url} is not an OpenID discovery document: {e}"))?;
+    anyhow::ensure!(
+        document.issuer == issuer,
+        "{url} is the discovery document of {}, not of {issuer}",
+        document.issuer
+    );
+    Ok(document.jwks_uri)
+}
+
 /// The HTTP client of the fetches: HTTPS (rustls) with the system's roots.
 fn http_client() -> anyhow::Result<reqwest::Client> {
     reqwest::Client::builder()

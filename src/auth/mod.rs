@@ -31,7 +31,7 @@ mod claims;
 mod jwks;
 
 pub use claims::{parse_role_map_entry, ClaimMapping};
-pub use jwks::Jwks;
+pub use jwks::{discover, Jwks};
 
 use crate::keys::Slug;
 use crate::model::Entity;

@@ -10,8 +10,8 @@ use jsonwebtoken::Algorithm;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::auth::{
-    issue_claims, now_secs, parse_role_map_entry, Audience, Authenticator, ClaimMapping, Claims,
-    Jwks, Role, JWKS_ALGORITHMS, MIN_JWT_SECRET_LEN,
+    discover, issue_claims, now_secs, parse_role_map_entry, Audience, Authenticator, ClaimMapping,
+    Claims, Jwks, Role, JWKS_ALGORITHMS, MIN_JWT_SECRET_LEN,
 };
 use crate::keys::Slug;
 
@@ -111,7 +111,9 @@ pub struct AuthArgs {
         value_parser = jwks_algorithm
     )]
     pub jwt_algorithms: Vec<Algorithm>,
-    /// Require `iss` to be this (repeatable, or comma-separated: one of them).
+    /// Require `iss` to be this (repeatable, or comma-separated: one of them). Alone,
+    /// without a key, it is an OpenID Connect issuer whose JWKS URL is discovered at start
+    /// (`<issuer>/.well-known/openid-configuration`).
     #[arg(
         long,
         env = "ITEMGRAPH_JWT_ISSUER",
@@ -184,8 +186,30 @@ impl Default for AuthArgs {
 }
 
 impl AuthArgs {
+    /// Whether a key source is given: a secret, a public key, a JWKS URL, or an issuer to
+    /// discover one from.
     fn has_key(&self) -> bool {
-        self.jwt_secret.is_some() || self.jwt_public_key.is_some() || !self.jwt_jwks_url.is_empty()
+        self.jwt_secret.is_some()
+            || self.jwt_public_key.is_some()
+            || !self.jwt_jwks_url.is_empty()
+            || !self.jwt_issuer.is_empty()
+    }
+
+    /// The JWKS URLs: `--jwt-jwks-url`, or else each `--jwt-issuer`'s, from its OpenID
+    /// discovery document.
+    async fn jwks_urls(&self) -> anyhow::Result<Vec<String>> {
+        if !self.jwt_jwks_url.is_empty() {
+            return Ok(self.jwt_jwks_url.clone());
+        }
+        let mut urls = Vec::new();
+        for issuer in &self.jwt_issuer {
+            jwks_url(issuer).map_err(|e| anyhow::anyhow!("--jwt-issuer {e}"))?;
+            let url = discover(issuer)
+                .await
+                .with_context(|| format!("discovering the JWKS of --jwt-issuer {issuer}"))?;
+            urls.push(jwks_url(&url).map_err(|e| anyhow::anyhow!("{issuer}'s jwks_uri {e}"))?);
+        }
+        Ok(urls)
     }
 
     /// The authenticator to serve with (`None`: auth off). `durable_store` is true for
@@ -221,13 +245,16 @@ impl AuthArgs {
                         .with_context(|| format!("reading {}", path.display()))?;
                     Authenticator::public_key_pem(&pem)
                         .with_context(|| format!("loading {}", path.display()))?
-                } else if !self.jwt_jwks_url.is_empty() {
-                    let jwks = Jwks::fetch(self.jwt_jwks_url.clone(), self.jwks_min_refresh)
+                } else if !self.jwt_jwks_url.is_empty() || !self.jwt_issuer.is_empty() {
+                    let jwks = Jwks::fetch(self.jwks_urls().await?, self.jwks_min_refresh)
                         .await
                         .context("--jwt-jwks-url")?;
                     Authenticator::jwks(jwks, self.jwt_algorithms.clone())?
                 } else {
-                    bail!("--auth jwt needs --jwt-jwks-url, --jwt-public-key or --jwt-secret")
+                    bail!(
+                        "--auth jwt needs --jwt-jwks-url (or --jwt-issuer, to discover it), \
+                         --jwt-public-key or --jwt-secret"
+                    )
                 };
                 authenticator = authenticator
                     .with_issuers(&self.jwt_issuer)

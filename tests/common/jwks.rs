@@ -86,6 +86,8 @@ struct Served {
 
 /// A running JWKS endpoint; stopped (its port closed) by [`Provider::stop`] or on drop.
 pub struct Provider {
+    /// Its issuer (`http://127.0.0.1:<port>`), whose discovery document names `url`.
+    pub issuer: String,
     pub url: String,
     served: Arc<Mutex<Served>>,
     fetches: Arc<AtomicUsize>,
@@ -101,16 +103,27 @@ impl Provider {
             max_age,
         }));
         let fetches = Arc::new(AtomicUsize::new(0));
-        let app = axum::Router::new()
-            .route("/.well-known/jwks.json", axum::routing::get(keys))
-            .with_state((served.clone(), fetches.clone()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
+        let issuer = format!("http://{addr}");
+        let discovery = json!({
+            "issuer": issuer,
+            "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
+            "id_token_signing_alg_values_supported": ["RS256", "ES256"]
+        });
+        let app = axum::Router::new()
+            .route("/.well-known/jwks.json", axum::routing::get(keys))
+            .route(
+                "/.well-known/openid-configuration",
+                axum::routing::get(move || async move { axum::Json(discovery) }),
+            )
+            .with_state((served.clone(), fetches.clone()));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
         Provider {
-            url: format!("http://{addr}/.well-known/jwks.json"),
+            url: format!("{issuer}/.well-known/jwks.json"),
+            issuer,
             served,
             fetches,
             task,
@@ -135,30 +148,36 @@ impl Provider {
     /// An authenticator configured as `serve` would be with these flags besides
     /// `--jwt-jwks-url <this provider>`: Cognito's claims by default.
     pub async fn authenticator(&self, flags: &[&str]) -> anyhow::Result<Authenticator> {
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            auth: AuthArgs,
-        }
-        let mut args = vec![
-            "itemgraph",
-            "--jwt-jwks-url",
-            &self.url,
-            "--jwt-org-claim",
-            "custom:org",
-            "--jwt-role-claim",
-            "cognito:groups",
-            "--jwt-role-map",
-            "itemgraph-admins=admin,itemgraph-members=member",
-        ];
-        args.extend_from_slice(flags);
-        let cli = <Cli as clap::Parser>::try_parse_from(args)?;
-        Ok(cli
-            .auth
-            .authenticator(true)
-            .await?
-            .expect("auth is on with a JWKS URL"))
+        let mut all = vec!["--jwt-jwks-url", self.url.as_str()];
+        all.extend_from_slice(flags);
+        authenticator(&all).await
     }
+}
+
+/// An authenticator configured as `serve` would be with these flags, and Cognito's claims
+/// (`custom:org`, `cognito:groups` mapped to roles).
+pub async fn authenticator(flags: &[&str]) -> anyhow::Result<Authenticator> {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        auth: AuthArgs,
+    }
+    let mut args = vec![
+        "itemgraph",
+        "--jwt-org-claim",
+        "custom:org",
+        "--jwt-role-claim",
+        "cognito:groups",
+        "--jwt-role-map",
+        "itemgraph-admins=admin,itemgraph-members=member",
+    ];
+    args.extend_from_slice(flags);
+    let cli = <Cli as clap::Parser>::try_parse_from(args)?;
+    Ok(cli
+        .auth
+        .authenticator(true)
+        .await?
+        .expect("auth is on with a JWKS URL"))
 }
 
 impl Drop for Provider {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use jsonwebtoken::{Algorithm, EncodingKey};
 use serde_json::json;
 
-use crate::common::jwks::{cognito, sign, sign_as, verify, Provider, ISSUER};
+use crate::common::jwks::{authenticator, cognito, sign, sign_as, verify, Provider, ISSUER};
 use crate::common::server::TestServer;
 use itemgraph::auth::{Access, AuthError, Role};
 use itemgraph::keys::Slug;
@@ -303,4 +303,26 @@ async fn a_request_is_served_with_a_jwks_token_and_refused_with_its_mapping_name
     let message = body["errors"][0]["message"].as_str().unwrap_or_default();
     assert!(message.contains("`cognito:groups`"), "{message}");
     server.stop().await;
+}
+
+#[tokio::test]
+async fn an_issuer_alone_finds_its_keys_by_openid_discovery() {
+    let provider = Provider::start(&["ec-1"], 3600).await;
+    let auth = authenticator(&["--jwt-issuer", &provider.issuer])
+        .await
+        .unwrap();
+    let mut claims = cognito("acme", "itemgraph-admins");
+    claims["iss"] = provider.issuer.clone().into();
+    assert_eq!(
+        verify(&auth, &sign("ec-1", &claims)).await,
+        Ok(tenant("acme", Role::Admin))
+    );
+    // The issuer is required too: another one's token is refused.
+    claims["iss"] = ISSUER.into();
+    assert!(verify(&auth, &sign("ec-1", &claims)).await.is_err());
+    // A discovery document of another issuer is not taken.
+    let error = authenticator(&["--jwt-issuer", &format!("{}/", provider.issuer)])
+        .await
+        .unwrap_err();
+    assert!(format!("{error:#}").contains("not of"), "{error:#}");
 }
