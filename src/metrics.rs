@@ -80,6 +80,9 @@ pub const DYNAMODB_CONSUMED_CAPACITY: &str = "itemgraph_dynamodb_consumed_capaci
 
 /// The `index` label of a call on the table itself.
 pub const NO_INDEX: &str = "none";
+/// Fetches of the identity provider's JWKS, by `outcome`: `ok`, or `error` (the last good
+/// set kept).
+pub const JWKS_REFRESHES: &str = "itemgraph_jwks_refresh_total";
 
 /// Most distinct operation names kept as label values per process; later ones count
 /// as `other`. Operation names are client-chosen, and every value is a series forever.
@@ -187,6 +190,11 @@ fn describe() {
         Unit::Count,
         "DynamoDB requests sent again, by operation and reason"
     );
+    describe_counter!(
+        JWKS_REFRESHES,
+        Unit::Count,
+        "Fetches of the identity provider's JWKS by outcome (error: the last good set kept)"
+    );
     describe_histogram!(
         DYNAMODB_CONSUMED_CAPACITY,
         "Capacity units DynamoDB reported consumed per request, by operation, table and index"
@@ -194,6 +202,12 @@ fn describe() {
 }
 
 // --- recording ---------------------------------------------------------------------------
+
+/// One fetch of the JWKS (`ok` false: it failed, or held no usable key).
+pub fn record_jwks_refresh(ok: bool) {
+    let outcome = if ok { "ok" } else { "error" };
+    ::metrics::counter!(JWKS_REFRESHES, "outcome" => outcome).increment(1);
+}
 
 /// One error sent to a client, by its `extensions.code`.
 pub fn record_error(code: &str) {

@@ -89,7 +89,7 @@ impl Jwks {
         }
         let count: usize = keys.values().map(Vec::len).sum();
         tracing::info!(keys = count, urls = ?urls, "JWKS fetched");
-        metrics::counter!("itemgraph_jwks_refresh_total", "outcome" => "ok").increment(1);
+        crate::metrics::record_jwks_refresh(true);
         Ok(Arc::new(Jwks {
             urls,
             client,
@@ -162,8 +162,7 @@ impl Jwks {
                 }
             }
         }
-        let outcome = if failed { "error" } else { "ok" };
-        metrics::counter!("itemgraph_jwks_refresh_total", "outcome" => outcome).increment(1);
+        crate::metrics::record_jwks_refresh(!failed);
         let previous = self.current();
         let next = if failed {
             // Whatever was fetched joins what was known; the old keys stay, and the set is

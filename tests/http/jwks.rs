@@ -72,6 +72,8 @@ async fn a_key_rotation_is_followed_and_the_old_key_dropped_when_the_provider_dr
 
 #[tokio::test]
 async fn an_unreachable_provider_leaves_the_last_good_set_in_use() {
+    // This test process's metrics, to read the failed refreshes off.
+    itemgraph::metrics::install();
     let provider = Provider::start(&["rsa-1", "ec-1"], 1).await;
     let auth = provider
         .authenticator(&["--jwks-min-refresh", "200ms"])
@@ -91,6 +93,14 @@ async fn an_unreachable_provider_leaves_the_last_good_set_in_use() {
         assert_eq!(verify(&auth, &unknown).await, Err(AuthError::UnknownKey));
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    let metrics = itemgraph::metrics::render().expect("this process's recorder");
+    let failed = metrics
+        .lines()
+        .find(|l| l.starts_with(r#"itemgraph_jwks_refresh_total{outcome="error"}"#))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(failed >= 1, "failed refreshes counted: {metrics}");
 }
 
 #[tokio::test]
