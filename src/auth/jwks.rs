@@ -73,19 +73,9 @@ impl Jwks {
     pub async fn fetch(urls: Vec<String>, min_refresh: Duration) -> anyhow::Result<Arc<Jwks>> {
         anyhow::ensure!(!urls.is_empty(), "no JWKS URL");
         let client = http_client()?;
-        let mut keys = HashMap::new();
-        let mut fresh_for = MAX_FRESH;
-        for url in &urls {
-            let (set, fresh) = fetch_one(&client, url, min_refresh)
-                .await
-                .map_err(|e| anyhow::anyhow!("fetching the JWKS at {url}: {e}"))?;
-            anyhow::ensure!(
-                !set.is_empty(),
-                "the JWKS at {url} holds no signing key this server can use (RSA, EC or \
-                 Ed25519, with a `kid`)"
-            );
-            merge(&mut keys, set);
-            fresh_for = fresh_for.min(fresh);
+        let (keys, fresh_for, failures) = fetch_all(&client, &urls, min_refresh).await;
+        if let Some(failure) = failures.into_iter().next() {
+            anyhow::bail!("{failure}");
         }
         let count: usize = keys.values().map(Vec::len).sum();
         tracing::info!(keys = count, urls = ?urls, "JWKS fetched");
@@ -143,25 +133,12 @@ impl Jwks {
             return;
         }
         *self.last_attempt.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-        let mut keys = HashMap::new();
-        let mut fresh_for = MAX_FRESH;
-        let mut failed = false;
-        for url in &self.urls {
-            match fetch_one(&self.client, url, self.min_refresh).await {
-                Ok((set, fresh)) if !set.is_empty() => {
-                    merge(&mut keys, set);
-                    fresh_for = fresh_for.min(fresh);
-                }
-                Ok(_) => {
-                    tracing::warn!(%url, "the JWKS holds no usable key: keeping the last good set");
-                    failed = true;
-                }
-                Err(error) => {
-                    tracing::warn!(%url, %error, "the JWKS cannot be fetched: keeping the last good set");
-                    failed = true;
-                }
-            }
+        let (keys, fresh_for, failures) =
+            fetch_all(&self.client, &self.urls, self.min_refresh).await;
+        for failure in &failures {
+            tracing::warn!(%failure, "keeping the last good JWKS");
         }
+        let failed = !failures.is_empty();
         crate::metrics::record_jwks_refresh(!failed);
         let previous = self.current();
         let next = if failed {
@@ -230,7 +207,31 @@ fn http_client() -> anyhow::Result<reqwest::Client> {
         .map_err(|e| anyhow::anyhow!("building the JWKS client: {e}"))
 }
 
-/// One URL's keys by `kid`, and how long they may be trusted.
+/// Every URL's keys by `kid` (fetched all at once), how long the least fresh of them may be
+/// trusted, and why each URL that failed did.
+async fn fetch_all(
+    client: &reqwest::Client,
+    urls: &[String],
+    min_refresh: Duration,
+) -> (HashMap<String, Vec<Key>>, Duration, Vec<String>) {
+    let fetched =
+        futures::future::join_all(urls.iter().map(|url| fetch_one(client, url, min_refresh))).await;
+    let mut keys = HashMap::new();
+    let mut fresh_for = MAX_FRESH;
+    let mut failures = Vec::new();
+    for (url, result) in urls.iter().zip(fetched) {
+        match result {
+            Ok((set, fresh)) => {
+                merge(&mut keys, set);
+                fresh_for = fresh_for.min(fresh);
+            }
+            Err(why) => failures.push(format!("fetching the JWKS at {url}: {why}")),
+        }
+    }
+    (keys, fresh_for, failures)
+}
+
+/// One URL's keys by `kid`, and how long they may be trusted; an error when it holds none.
 async fn fetch_one(
     client: &reqwest::Client,
     url: &str,
@@ -291,6 +292,13 @@ async fn fetch_one(
             continue;
         };
         keys.entry(kid).or_default().push(Key { key, alg });
+    }
+    if keys.is_empty() {
+        return Err(
+            "it holds no signing key this server can use (RSA, EC or Ed25519, with a \
+             `kid`)"
+                .into(),
+        );
     }
     Ok((keys, fresh))
 }
