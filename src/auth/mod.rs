@@ -274,7 +274,13 @@ impl Authenticator {
     }
 
     fn with(keys: Keys) -> Authenticator {
-        let mut validation = Validation::new(Algorithm::HS256);
+        // One key: its algorithm is every token's, set once. A JWKS's is the token's own,
+        // set per token (`decode`).
+        let algorithm = match &keys {
+            Keys::Static { algorithm, .. } => *algorithm,
+            Keys::Jwks { .. } => Algorithm::HS256,
+        };
+        let mut validation = Validation::new(algorithm);
         validation.set_required_spec_claims(&["exp"]);
         validation.validate_exp = true;
         validation.validate_nbf = true;
@@ -440,9 +446,18 @@ impl Authenticator {
         algorithm: Algorithm,
     ) -> Result<Map<String, Value>, AuthError> {
         use jsonwebtoken::errors::ErrorKind;
-        let mut validation = self.validation.clone();
-        validation.algorithms = vec![algorithm];
-        jsonwebtoken::decode::<Map<String, Value>>(token, key, &validation)
+        // jsonwebtoken checks every listed algorithm against the key's family, so the list
+        // is exactly the token's: already so for one static key, copied for a JWKS's.
+        let copied;
+        let validation = if self.validation.algorithms == [algorithm] {
+            &self.validation
+        } else {
+            let mut v = self.validation.clone();
+            v.algorithms = vec![algorithm];
+            copied = v;
+            &copied
+        };
+        jsonwebtoken::decode::<Map<String, Value>>(token, key, validation)
             .map(|data| data.claims)
             .map_err(|e| match e.kind() {
                 ErrorKind::ExpiredSignature => AuthError::Expired,
