@@ -46,3 +46,4 @@ pub mod migrate;
 pub mod model;
 pub mod snapshot;
 pub mod store;
+pub mod telemetry;

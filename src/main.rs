@@ -105,7 +105,12 @@ async fn run() -> anyhow::Result<()> {
             // Signal handlers first: a SIGTERM right after "listening" must stop gracefully.
             let shutdown = shutdown_signal();
             tracing::info!(addr = %listener.local_addr()?, "listening");
+            let telemetry = state.telemetry().cloned();
             http::serve(listener, state, shutdown).await?;
+            if let Some(telemetry) = telemetry {
+                // The last requests' spans, before the process ends.
+                telemetry.shutdown().await;
+            }
             tracing::info!("stopped");
         }
         Command::CreateTable(args) => {

@@ -21,6 +21,8 @@
 //! | [`STREAM_CHANGES`] | counter | |
 //! | [`STREAM_ERRORS`] | counter | |
 //! | [`EVENTS_DELIVERED`] | counter | |
+//! | [`JWKS_REFRESHES`] | counter | `outcome` |
+//! | [`TRACE_SPANS`] | counter | `outcome` |
 //!
 //! Label values are bounded: operation names are chosen by clients, so only well-formed
 //! names, and only the first [`MAX_OPERATION_NAMES`] of them, become label values (see
@@ -83,6 +85,11 @@ pub const NO_INDEX: &str = "none";
 /// Fetches of the identity provider's JWKS, by `outcome`: `ok`, or `error` (the last good
 /// set kept).
 pub const JWKS_REFRESHES: &str = "itemgraph_jwks_refresh_total";
+/// OpenTelemetry spans that ended sampled, by `outcome`: `exported` (the collector took
+/// them), `queue_full` (dropped at once: the export queue was full, so the collector is
+/// down or slower than the server), `export_failed` (the collector refused them, did not
+/// answer in time, or could not be reached), `shutdown` (ended after the exporter stopped).
+pub const TRACE_SPANS: &str = "itemgraph_trace_spans_total";
 
 /// Most distinct operation names kept as label values per process; later ones count
 /// as `other`. Operation names are client-chosen, and every value is a series forever.
@@ -195,6 +202,11 @@ fn describe() {
         Unit::Count,
         "Fetches of the identity provider's JWKS by outcome (error: the last good set kept)"
     );
+    describe_counter!(
+        TRACE_SPANS,
+        Unit::Count,
+        "OpenTelemetry spans by outcome: exported, or dropped (queue_full, export_failed, shutdown)"
+    );
     describe_histogram!(
         DYNAMODB_CONSUMED_CAPACITY,
         "Capacity units DynamoDB reported consumed per request, by operation, table and index"
@@ -207,6 +219,11 @@ fn describe() {
 pub fn record_jwks_refresh(ok: bool) {
     let outcome = if ok { "ok" } else { "error" };
     ::metrics::counter!(JWKS_REFRESHES, "outcome" => outcome).increment(1);
+}
+
+/// `spans` OpenTelemetry spans that met `outcome` (see [`TRACE_SPANS`]).
+pub fn record_trace_spans(outcome: &'static str, spans: usize) {
+    ::metrics::counter!(TRACE_SPANS, "outcome" => outcome).increment(spans as u64);
 }
 
 /// One error sent to a client, by its `extensions.code`.

@@ -97,7 +97,24 @@ pub async fn router(settings: &Settings) -> anyhow::Result<axum::Router> {
         .app_state(options)
         .await
         .context("building the function's state")?;
-    Ok(http::app(state))
+    let telemetry = state.telemetry().cloned();
+    let app = http::app(state);
+    Ok(match telemetry {
+        // The instance is frozen once it has answered: each invocation's spans are
+        // exported before its answer leaves (to the collector, usually the ADOT layer's on
+        // localhost), as the OpenTelemetry Lambda layers do.
+        Some(telemetry) => app.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let telemetry = telemetry.clone();
+                async move {
+                    let response = next.run(request).await;
+                    telemetry.flush().await;
+                    response
+                }
+            },
+        )),
+        None => app,
+    })
 }
 
 /// What the runtime calls for each event: the router, behind [`strip_stage`].

@@ -3,7 +3,11 @@
 
 use super::error::{RepoError, RepoResult};
 use crate::model::Record;
+use opentelemetry::trace::SpanKind;
+use opentelemetry::KeyValue;
+
 use crate::store::{Item, PageKey, Query, SortCondition, Store, StoreError, TableSchema};
+use crate::telemetry;
 
 /// Largest page a connection serves.
 pub const MAX_PAGE_SIZE: u32 = 100;
@@ -183,7 +187,34 @@ pub(super) async fn read_connection<P: Record, C: Record>(
     page: &Page,
 ) -> RepoResult<(Option<P>, Vec<C>, Option<PageKey>)> {
     let query = conn.query(page)?;
-    let out = store.query(query).await?;
+    let otel = telemetry::child("connection page", SpanKind::Internal, || {
+        vec![
+            KeyValue::new("itemgraph.page.children", conn.children),
+            KeyValue::new("itemgraph.page.size", i64::from(page.limit)),
+            KeyValue::new("itemgraph.page.forward", page.forward),
+            KeyValue::new("itemgraph.page.from_cursor", page.start.is_some()),
+        ]
+    });
+    let out = telemetry::within(otel.as_ref(), store.query(query)).await;
+    if let Some(cx) = &otel {
+        let (items, more, error) = match &out {
+            Ok(out) => (out.items.len(), out.last_evaluated_key.is_some(), None),
+            Err(e) => (
+                0,
+                false,
+                Some(crate::store::metered::store_outcome::<()>(&Err(e.clone())).into()),
+            ),
+        };
+        telemetry::end(
+            cx,
+            vec![
+                KeyValue::new("itemgraph.page.items_read", items as i64),
+                KeyValue::new("itemgraph.page.cut", more),
+            ],
+            error,
+        );
+    }
+    let out = out?;
     let (parent, children, cursor) = conn.split(
         store.schema(),
         page,

@@ -27,12 +27,14 @@ mod cursor;
 mod limits;
 mod live;
 mod store;
+mod telemetry;
 
 pub use auth::{AuthArgs, AuthMode, JwtSecret, TokenArgs};
 pub use cursor::{CursorSecret, GraceEnd, GRACE_END_TOLERANCE, MIN_CURSOR_SECRET_LEN};
 pub use limits::{LimitArgs, OpsArgs};
 pub use live::LiveArgs;
 pub use store::{StoreArgs, StoreKind};
+pub use telemetry::{SamplerKind, TelemetryArgs};
 
 /// A GraphQL server whose resolvers map onto DynamoDB item collections.
 #[derive(Debug, Parser)]
@@ -248,6 +250,8 @@ pub struct ServeArgs {
     pub live: LiveArgs,
     #[command(flatten)]
     pub ops: OpsArgs,
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
 }
 
 impl ServeArgs {
@@ -274,6 +278,7 @@ impl ServeArgs {
             self.store.dynamodb_operation_timeout_ms,
             self.limits.request_timeout_ms
         );
+        self.telemetry.settings()?;
         Ok(http::Options {
             cors,
             // With a metrics address of its own, the API's listener has no metrics route.
@@ -294,9 +299,23 @@ impl ServeArgs {
             .authenticator(self.store.store == StoreKind::DynamoDb)
             .await?;
         let cursors = self.cursor_codec();
+        let telemetry = match self.telemetry.settings()? {
+            Some(settings) => {
+                let telemetry = crate::telemetry::Telemetry::start(&settings)?;
+                tracing::info!(
+                    endpoint = %settings.traces_endpoint,
+                    sampler = ?settings.sampler,
+                    "exporting traces over OTLP"
+                );
+                Some(telemetry)
+            }
+            None => None,
+        };
         let store = self.store.open().await?;
         tracing::info!(store = %self.store.describe(), "store opened");
-        Ok(http::AppState::with_options(store, cursors, options).with_authenticator(authenticator))
+        Ok(http::AppState::with_options(store, cursors, options)
+            .with_authenticator(authenticator)
+            .with_telemetry(telemetry))
     }
 }
 
@@ -546,9 +565,11 @@ mod tests {
                     continue;
                 }
                 let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+                // OpenTelemetry's own variables, read as every OpenTelemetry SDK does.
                 assert!(
-                    env.as_deref().is_some_and(|e| e.starts_with("ITEMGRAPH_")),
-                    "--{} has no ITEMGRAPH_ variable",
+                    env.as_deref()
+                        .is_some_and(|e| e.starts_with("ITEMGRAPH_") || e.starts_with("OTEL_")),
+                    "--{} has no ITEMGRAPH_ (or OTEL_) variable",
                     arg.get_id()
                 );
                 assert!(arg.get_help().is_some(), "--{} has no help", arg.get_id());

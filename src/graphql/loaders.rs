@@ -13,6 +13,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use dataloader::BatchFn;
+use opentelemetry::trace::SpanKind;
+use opentelemetry::KeyValue;
 
 use super::errors::ApiError;
 use super::loader_wait;
@@ -20,6 +22,7 @@ use crate::collections::{batch_get_entities, get_entity};
 use crate::model::Entity;
 use crate::store::validate::MAX_BATCH_GET_KEYS;
 use crate::store::{PrimaryKey, Store};
+use crate::telemetry;
 
 /// What the loader answers for one key.
 pub type Loaded = Result<Option<Entity>, Arc<ApiError>>;
@@ -42,22 +45,39 @@ pub struct EntityBatch {
 
 impl BatchFn<PrimaryKey, Loaded> for EntityBatch {
     async fn load(&mut self, keys: &[PrimaryKey]) -> HashMap<PrimaryKey, Loaded> {
-        let found = if let [key] = keys {
-            get_entity(self.store.as_ref(), key.clone())
-                .await
-                .map(|e| e.into_iter().map(|e| (e.primary_key(), e)).collect())
-        } else {
-            batch_get_entities(self.store.as_ref(), keys).await
+        let otel = telemetry::child("DataLoader batch", SpanKind::Internal, || {
+            vec![KeyValue::new(
+                "itemgraph.dataloader.keys",
+                keys.len() as i64,
+            )]
+        });
+        let read = async {
+            if let [key] = keys {
+                get_entity(self.store.as_ref(), key.clone())
+                    .await
+                    .map(|e| e.into_iter().map(|e| (e.primary_key(), e)).collect())
+            } else {
+                batch_get_entities(self.store.as_ref(), keys).await
+            }
         };
+        let found: Result<HashMap<_, _>, _> = telemetry::within(otel.as_ref(), read)
+            .await
+            .map_err(|e| Arc::new(ApiError::from(e)));
+        if let Some(cx) = &otel {
+            let error = found.as_ref().err().map(|e| e.code().into());
+            let loaded = found.as_ref().map_or(0, HashMap::len);
+            telemetry::end(
+                cx,
+                vec![KeyValue::new("itemgraph.dataloader.found", loaded as i64)],
+                error,
+            );
+        }
         match found {
             Ok(mut found) => keys
                 .iter()
                 .map(|k| (k.clone(), Ok(found.remove(k))))
                 .collect(),
-            Err(e) => {
-                let e = Arc::new(ApiError::from(e));
-                keys.iter().map(|k| (k.clone(), Err(e.clone()))).collect()
-            }
+            Err(e) => keys.iter().map(|k| (k.clone(), Err(e.clone()))).collect(),
         }
     }
 }

@@ -54,12 +54,14 @@ use async_graphql::parser::types::OperationType;
 use async_graphql::registry::Registry;
 use async_graphql::{MergedObject, Name, Schema, SchemaEnv, ValidationMode, Value};
 use futures::{Stream, StreamExt};
+use opentelemetry::trace::SpanKind;
 use tracing::Instrument;
 
 use crate::auth::Access;
 use crate::live::Hub;
 use crate::store::trace::{Trace, TracedStore};
 use crate::store::Store;
+use crate::telemetry;
 
 pub use context::RequestContext;
 pub use cursor::{CursorCodec, InvalidCursor};
@@ -212,11 +214,15 @@ pub async fn execute(
     let requested = request.operation_name.clone();
     let named = std::sync::OnceLock::new();
     let deadline = schema.0.limits.request_timeout;
+    let otel = telemetry::child("graphql", SpanKind::Internal, || {
+        request_attributes(&access)
+    });
     let run = run(
         schema, store, cursors, access, request, trace, &named, &span,
     );
     let run = loader_wait::in_place(run.instrument(span.clone()));
-    let mut resp = match tokio::time::timeout(deadline, run).await {
+    let run = telemetry::within(otel.as_ref(), tokio::time::timeout(deadline, run));
+    let mut resp = match run.await {
         Ok(resp) => resp,
         Err(_) => {
             tracing::warn!(parent: &span, ?deadline, "request cancelled at its deadline");
@@ -232,7 +238,26 @@ pub async fn execute(
         None => (requested.as_deref(), None),
     };
     request_metrics::record(&span, operation, ty, &resp, started.elapsed());
+    if let Some(otel) = otel {
+        request_metrics::end_span(&otel, &resp);
+    }
     resp
+}
+
+/// What a traced request's span holds from the start: the caller's organization, where
+/// the operator allowed it ([`telemetry::ORGANIZATION_ATTRIBUTE`]).
+fn request_attributes(access: &Access) -> Vec<opentelemetry::KeyValue> {
+    let records = opentelemetry::Context::map_current(|cx| {
+        cx.get::<telemetry::Telemetry>()
+            .is_some_and(telemetry::Telemetry::records_organization)
+    });
+    match access {
+        Access::Tenant { org, .. } if records => vec![opentelemetry::KeyValue::new(
+            telemetry::ORGANIZATION_ATTRIBUTE,
+            org.to_string(),
+        )],
+        _ => Vec::new(),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -310,6 +335,15 @@ async fn respond(
     };
     let _ = named.set((prepared.operation.clone(), prepared.ty));
     request_metrics::name(span, prepared.operation.as_deref(), Some(prepared.ty));
+    if telemetry::recording() {
+        let (name, mut attributes) =
+            request_metrics::span_naming(prepared.operation.as_deref(), prepared.ty);
+        attributes.push(opentelemetry::KeyValue::new(
+            "graphql.document.hash",
+            document_hash(&request.query),
+        ));
+        telemetry::annotate(Some(name), || attributes);
+    }
     let Some(operation) = prepared.selected() else {
         return async_graphql::Response::from_errors(vec![async_graphql::ServerError::new(
             "Operation name required in request.",
@@ -369,9 +403,34 @@ pub fn subscribe(
             }
         };
         request.set_parsed_query(prepared.doc.clone());
+        let traced = telemetry::recording().then(|| {
+            let (name, mut attributes) =
+                request_metrics::span_naming(prepared.operation.as_deref(), prepared.ty);
+            attributes.push(opentelemetry::KeyValue::new(
+                "graphql.document.hash",
+                document_hash(&request.query),
+            ));
+            attributes.extend(request_attributes(&access));
+            (telemetry::current(), name, attributes)
+        });
+        let slot = telemetry::EventSlot::default();
         let ctx = RequestContext::new(store, cursors, access);
-        let request = request.data(ctx).data(hub).data(expiry);
+        let mut request = request.data(ctx).data(hub).data(expiry);
+        if let Some((_, name, attributes)) = &traced {
+            request = request.data(EventSpan {
+                slot: slot.clone(),
+                name: name.clone(),
+                attributes: attributes.clone(),
+            });
+        }
         let events = schema.0.runner.execute_stream(request);
+        let events = match traced {
+            Some((base, _, _)) => telemetry::per_event(base, slot, events, |cx, resp| {
+                request_metrics::end_span(cx, resp)
+            })
+            .boxed(),
+            None => events.boxed(),
+        };
         let schema = schema.clone();
         events
             .map(move |mut resp| {
@@ -389,4 +448,21 @@ pub fn subscribe(
             .boxed()
     })
     .flatten()
+}
+
+/// How a traced subscription names the span of each of its events
+/// ([`telemetry::EventSlot`]): as its operation, so an event reads like a request.
+#[derive(Clone)]
+pub(crate) struct EventSpan {
+    pub slot: telemetry::EventSlot,
+    pub name: String,
+    pub attributes: Vec<opentelemetry::KeyValue>,
+}
+
+/// `graphql.document.hash`: the SHA-256 of the document's text, in hex, as automatic
+/// persisted queries name it; the text itself (and its literals) stays out of the span.
+fn document_hash(text: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
 }

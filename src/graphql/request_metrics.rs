@@ -38,6 +38,21 @@ pub fn record(
     resp: &async_graphql::Response,
     took: Duration,
 ) {
+    let (outcome, codes) = outcome(resp);
+    let operation = operation_label(operation);
+    let kind = type_label(ty);
+    span.record("operation", operation.as_str());
+    span.record("type", kind);
+    span.record("outcome", outcome);
+    tracing::debug!(parent: span, micros = took.as_micros() as u64, "graphql request done");
+    record_request(&operation, kind, outcome, took);
+    for code in codes {
+        record_error(code);
+    }
+}
+
+/// A response's `outcome` (`ok`, `partial`, `error`, `timeout`) and each error's code.
+pub fn outcome(resp: &async_graphql::Response) -> (&'static str, Vec<&str>) {
     let codes: Vec<&str> = resp
         .errors
         .iter()
@@ -57,16 +72,52 @@ pub fn record(
     } else {
         "partial"
     };
-    let operation = operation_label(operation);
-    let kind = type_label(ty);
-    span.record("operation", operation.as_str());
-    span.record("type", kind);
-    span.record("outcome", outcome);
-    tracing::debug!(parent: span, micros = took.as_micros() as u64, "graphql request done");
-    record_request(&operation, kind, outcome, took);
-    for code in codes {
-        record_error(code);
+    (outcome, codes)
+}
+
+/// Ends a GraphQL request's OpenTelemetry span (or a subscription event's) with its
+/// outcome and error codes; an error status when no data came back.
+pub fn end_span(cx: &opentelemetry::Context, resp: &async_graphql::Response) {
+    use opentelemetry::{KeyValue, StringValue, Value as Otel};
+    let (outcome, codes) = outcome(resp);
+    let mut attributes = vec![KeyValue::new("itemgraph.graphql.outcome", outcome)];
+    if !codes.is_empty() {
+        let codes: Vec<StringValue> = codes.iter().map(|c| (*c).to_owned().into()).collect();
+        attributes.push(KeyValue::new(
+            "itemgraph.graphql.error_codes",
+            Otel::Array(codes.into()),
+        ));
     }
+    let error =
+        matches!(outcome, "error" | "timeout").then(|| std::borrow::Cow::Owned(resp_code(resp)));
+    crate::telemetry::end(cx, attributes, error);
+}
+
+fn resp_code(resp: &async_graphql::Response) -> String {
+    outcome(resp)
+        .1
+        .first()
+        .copied()
+        .unwrap_or("INTERNAL")
+        .to_owned()
+}
+
+/// The span name and attributes the GraphQL semantic conventions give an operation.
+pub fn span_naming(
+    operation: Option<&str>,
+    ty: OperationType,
+) -> (String, Vec<opentelemetry::KeyValue>) {
+    use opentelemetry::KeyValue;
+    let kind = type_label(Some(ty));
+    let mut attributes = vec![KeyValue::new("graphql.operation.type", kind)];
+    let name = match operation {
+        Some(op) => {
+            attributes.push(KeyValue::new("graphql.operation.name", op.to_owned()));
+            format!("{kind} {op}")
+        }
+        None => kind.to_owned(),
+    };
+    (name, attributes)
 }
 
 fn type_label(ty: Option<OperationType>) -> &'static str {

@@ -137,6 +137,7 @@ async fn events<'a, T: Send + 'static>(
         .await
         .map_err(|e| ApiError::from(e).extend())?;
     let cursors = rc.cursors.clone();
+    let traced = ctx.data_opt::<crate::graphql::EventSpan>().cloned();
     Ok(async_stream::stream! {
         let _slot = slot;
         let changes = changes;
@@ -171,6 +172,20 @@ async fn events<'a, T: Send + 'static>(
             }
             let cursor = cursors.seal(&context, &position.to_bytes());
             if let Some(event) = make(&change, cursor) {
+                if let Some(t) = &traced {
+                    t.slot.begin(t.name.clone(), || {
+                        let mut attributes = t.attributes.clone();
+                        attributes.push(opentelemetry::KeyValue::new(
+                            "itemgraph.event.kind",
+                            match change.kind {
+                                crate::live::EventKind::Created => "CREATED",
+                                crate::live::EventKind::Updated => "UPDATED",
+                                crate::live::EventKind::Deleted => "DELETED",
+                            },
+                        ));
+                        attributes
+                    });
+                }
                 // References resolve as they are now: forget the last event's reads,
                 // and know the entity as the change left it.
                 rc.after_write(vec![change.entity().clone()]).await;

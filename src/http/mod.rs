@@ -55,6 +55,8 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
+use crate::telemetry::{self, Telemetry};
+
 mod connections;
 mod errors;
 mod live;
@@ -103,21 +105,31 @@ pub fn app(state: AppState) -> Router {
     }
     // The body size and read time are enforced where the body is read (`read_body`), so
     // an oversized or late body is answered in GraphQL's error shape.
-    with_layers(router, &options.cors).with_state(state)
+    let telemetry = state.telemetry().cloned();
+    with_layers(router, &options.cors, telemetry).with_state(state)
 }
 
 /// The layers every route runs under, innermost first:
 /// - a panic becomes a 500 `INTERNAL`;
 /// - CORS, around it, so even that 500 is readable by an allowed page, and a preflight is
 ///   answered before any route;
+/// - with OpenTelemetry on, the request's server span ([`traced`]), continuing the
+///   caller's `traceparent` and naming the trace in `traceresponse`;
 /// - the trace layer's span (method, path, request id) around everything the request
 ///   does, so its 500 is logged like any response;
 /// - the request id, outermost: set before the span is made, echoed on every response,
 ///   the panic's and the preflight's included.
-fn with_layers(router: Router<AppState>, cors: &Cors) -> Router<AppState> {
+fn with_layers(
+    router: Router<AppState>,
+    cors: &Cors,
+    telemetry: Option<Telemetry>,
+) -> Router<AppState> {
     let mut router = router.layer(CatchPanicLayer::custom(panic_response));
     if let Some(cors) = cors_layer(cors) {
         router = router.layer(cors);
+    }
+    if let Some(telemetry) = telemetry {
+        router = router.layer(axum::middleware::from_fn_with_state(telemetry, traced));
     }
     let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     router
@@ -125,6 +137,55 @@ fn with_layers(router: Router<AppState>, cors: &Cors) -> Router<AppState> {
         .layer(PropagateRequestIdLayer::new(request_id.clone()))
         .layer(SetRequestIdLayer::new(request_id, MakeRequestUuid))
         .layer(axum::middleware::map_request(drop_malformed_request_id))
+}
+
+/// Runs a request in its OpenTelemetry server span (`GET /graphql`: the method and the
+/// route, never the query string, where a GET request's variables are), which continues
+/// the caller's `traceparent`; answers with the trace in [`TRACE_RESPONSE_HEADER`]. A
+/// WebSocket or an event stream carries the span's context on into its operations.
+async fn traced(
+    State(telemetry): State<Telemetry>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    use opentelemetry::KeyValue;
+    let method = request.method().as_str().to_owned();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|p| p.as_str().to_owned());
+    let name = match &route {
+        Some(route) => format!("{method} {route}"),
+        None => method.clone(),
+    };
+    let mut attributes = vec![
+        KeyValue::new("http.request.method", method),
+        KeyValue::new("url.path", request.uri().path().to_owned()),
+    ];
+    if let Some(route) = route {
+        attributes.push(KeyValue::new("http.route", route));
+    }
+    let cx = telemetry.server_context(name, request.headers(), attributes);
+    let mut response = telemetry::attach(cx.clone(), next.run(request)).await;
+    let status = response.status();
+    if let Some(value) = telemetry::trace_response(&cx).and_then(|v| HeaderValue::try_from(v).ok())
+    {
+        response
+            .headers_mut()
+            .insert(telemetry::TRACE_RESPONSE_HEADER, value);
+    }
+    let error = status
+        .is_server_error()
+        .then(|| std::borrow::Cow::Owned(status.as_u16().to_string()));
+    telemetry::end(
+        &cx,
+        vec![KeyValue::new(
+            "http.response.status_code",
+            i64::from(status.as_u16()),
+        )],
+        error,
+    );
+    response
 }
 
 /// The span of one HTTP request; the GraphQL request's span and its store calls' nest in it.
@@ -178,7 +239,10 @@ fn cors_layer(cors: &Cors) -> Option<CorsLayer> {
             HeaderName::from_static(REQUEST_ID_HEADER),
             HeaderName::from_static(TRACE_HEADER),
         ])
-        .expose_headers([HeaderName::from_static(REQUEST_ID_HEADER)]);
+        .expose_headers([
+            HeaderName::from_static(REQUEST_ID_HEADER),
+            HeaderName::from_static(telemetry::TRACE_RESPONSE_HEADER),
+        ]);
     Some(match cors.max_age {
         Some(age) => layer.max_age(age),
         None => layer,

@@ -11,6 +11,7 @@ use crate::graphql::{self, CursorCodec, ItemgraphSchema};
 use crate::live::{Hub, LiveOptions};
 use crate::store::metered::MeteredStore;
 use crate::store::Store;
+use crate::telemetry::Telemetry;
 
 use super::errors::HttpError;
 use super::{live, ConnectionLimits};
@@ -118,6 +119,8 @@ pub(super) struct Inner {
     pub(super) authenticator: Option<Authenticator>,
     /// WebSockets upgraded and not yet through `connection_init`.
     pub(super) awaiting_init: Arc<live::Awaiting>,
+    /// OpenTelemetry traces, when an OTLP endpoint is configured.
+    pub(super) telemetry: Option<Telemetry>,
 }
 
 impl AppState {
@@ -138,6 +141,7 @@ impl AppState {
             options,
             authenticator: None,
             awaiting_init: Arc::default(),
+            telemetry: None,
         }))
     }
 
@@ -147,6 +151,18 @@ impl AppState {
         let mut inner = Arc::unwrap_or_clone(self.0);
         inner.authenticator = authenticator;
         AppState(Arc::new(inner))
+    }
+
+    /// Traces every request to `telemetry`'s collector; `None` traces nothing.
+    pub fn with_telemetry(self, telemetry: Option<Telemetry>) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.0);
+        inner.telemetry = telemetry;
+        AppState(Arc::new(inner))
+    }
+
+    /// The tracer, when requests are traced.
+    pub fn telemetry(&self) -> Option<&Telemetry> {
+        self.0.telemetry.as_ref()
     }
 
     /// What the `Authorization` header grants: everything when auth is off.

@@ -77,6 +77,7 @@ async fn a_panic_becomes_a_500_internal_error() {
             .route("/boom", get(boom))
             .route("/healthz", get(healthz)),
         &cors,
+        None,
     )
     .with_state(state(store));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

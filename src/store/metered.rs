@@ -1,7 +1,8 @@
 //! A [`Store`] decorator that counts and times every call it forwards
 //! ([`crate::metrics::STORE_CALLS`], [`crate::metrics::STORE_CALL_DURATION`]) and runs
 //! each in a `store` span (`op`, `table`, `index`), so the engine's own logs and the SDK's
-//! nest under the GraphQL request that caused them.
+//! nest under the GraphQL request that caused them. In a traced request each call is also
+//! an OpenTelemetry client span (`DynamoDB.Query` …) with the conventions' attributes.
 //!
 //! The server wraps its store in it once, for every request; the trace decorator
 //! ([`super::trace::TracedStore`]) goes on top for a request that asks for it.
@@ -10,13 +11,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
+use opentelemetry::trace::SpanKind;
+use opentelemetry::{KeyValue, StringValue, Value};
 use tracing::Instrument;
 
+use super::call_stats::{self, CallStats};
+use super::CancelReason;
 use super::{
     BatchGet, BatchGetPage, Delete, GetItem, Item, Put, Query, QueryOutput, Scan, Store,
     StoreError, StoreResult, TableDescription, TableSchema, TransactAction, Update,
 };
 use crate::metrics;
+use crate::telemetry;
 
 /// Forwards every call to `inner`, counted, timed and in a span.
 pub struct MeteredStore {
@@ -34,6 +40,21 @@ impl MeteredStore {
         index: Option<&str>,
         call: impl std::future::Future<Output = StoreResult<T>>,
     ) -> StoreResult<T> {
+        self.call_described(op, index, Vec::new, call, |_| None)
+            .await
+    }
+
+    /// [`MeteredStore::call`], also in an OpenTelemetry client span when the request is
+    /// traced: the conventions' attributes, `request`'s, and the item count `count` reads
+    /// from the answer.
+    async fn call_described<T>(
+        &self,
+        op: &'static str,
+        index: Option<&str>,
+        request: impl FnOnce() -> Vec<KeyValue>,
+        call: impl std::future::Future<Output = StoreResult<T>>,
+        count: impl FnOnce(&T) -> Option<usize>,
+    ) -> StoreResult<T> {
         let span = tracing::info_span!(
             "store",
             op,
@@ -46,13 +67,137 @@ impl MeteredStore {
             started: Instant::now(),
             done: false,
         };
-        let result = call.instrument(span.clone()).await;
+        let otel = telemetry::child(span_name(op), SpanKind::Client, || {
+            let mut attributes = call_attributes(op, self.inner.table_name(), index);
+            attributes.extend(request());
+            attributes
+        });
+        let result = match &otel {
+            None => call.instrument(span.clone()).await,
+            Some(cx) => {
+                let call = call_stats::measured(call.instrument(span.clone()));
+                let (result, stats) = telemetry::within(Some(cx), call).await;
+                end_span(cx, self.inner.table_name(), &result, stats, count);
+                result
+            }
+        };
         pending.done = true;
         let outcome = store_outcome(&result);
         let took = pending.started.elapsed();
         tracing::debug!(parent: &span, outcome, micros = took.as_micros() as u64, "store call done");
         metrics::record_store_call(op, index, outcome, took);
         result
+    }
+}
+
+/// `DynamoDB.Query`: the AWS SDK conventions' span name, `{rpc.service}.{rpc.method}`.
+fn span_name(op: &'static str) -> &'static str {
+    match op {
+        "GetItem" => "DynamoDB.GetItem",
+        "BatchGetItem" => "DynamoDB.BatchGetItem",
+        "Query" => "DynamoDB.Query",
+        "Scan" => "DynamoDB.Scan",
+        "PutItem" => "DynamoDB.PutItem",
+        "UpdateItem" => "DynamoDB.UpdateItem",
+        "DeleteItem" => "DynamoDB.DeleteItem",
+        "TransactWriteItems" => "DynamoDB.TransactWriteItems",
+        "CreateTable" => "DynamoDB.CreateTable",
+        "DeleteTable" => "DynamoDB.DeleteTable",
+        "DescribeTable" => "DynamoDB.DescribeTable",
+        _ => "DynamoDB",
+    }
+}
+
+/// The attributes the database and AWS SDK semantic conventions give every DynamoDB call.
+/// Keys and values of items never appear: they are tenant data.
+fn call_attributes(op: &'static str, table: &str, index: Option<&str>) -> Vec<KeyValue> {
+    let mut attributes = vec![
+        KeyValue::new("db.system", "aws.dynamodb"),
+        KeyValue::new("db.system.name", "aws.dynamodb"),
+        KeyValue::new("db.operation.name", op),
+        KeyValue::new("rpc.system", "aws-api"),
+        KeyValue::new("rpc.service", "DynamoDB"),
+        KeyValue::new("rpc.method", op),
+        KeyValue::new("db.collection.name", table.to_owned()),
+        KeyValue::new(
+            "aws.dynamodb.table_names",
+            Value::Array(vec![StringValue::from(table.to_owned())].into()),
+        ),
+    ];
+    if let Some(index) = index {
+        attributes.push(KeyValue::new("aws.dynamodb.index_name", index.to_owned()));
+    }
+    attributes
+}
+
+/// DynamoDB's name for a failure in the port's terms, the span's `error.type`.
+fn error_code(err: &StoreError) -> &'static str {
+    match err {
+        StoreError::Validation(_) => "ValidationException",
+        StoreError::ConditionFailed { .. } => "ConditionalCheckFailedException",
+        StoreError::TransactionCanceled { .. } => "TransactionCanceledException",
+        StoreError::TransactionConflict(_) => "TransactionConflictException",
+        StoreError::TableNotFound(_) => "ResourceNotFoundException",
+        StoreError::Throttled(_) => "ThrottlingException",
+        StoreError::Unavailable(_) => "ServiceUnavailable",
+        StoreError::Internal(_) => "InternalServerError",
+    }
+}
+
+/// Ends a call's span with what it did: items, capacity, attempts, and how it failed.
+fn end_span<T>(
+    cx: &opentelemetry::Context,
+    table: &str,
+    result: &StoreResult<T>,
+    stats: CallStats,
+    count: impl FnOnce(&T) -> Option<usize>,
+) {
+    let mut attributes = vec![
+        KeyValue::new("itemgraph.dynamodb.outcome", store_outcome(result)),
+        KeyValue::new("itemgraph.dynamodb.attempts", i64::from(stats.attempts())),
+        KeyValue::new("itemgraph.dynamodb.throttles", i64::from(stats.throttles)),
+    ];
+    if let Some(n) = result.as_ref().ok().and_then(count) {
+        attributes.push(KeyValue::new("itemgraph.dynamodb.item_count", n as i64));
+    }
+    if let Some(units) = stats.consumed_capacity {
+        attributes.push(KeyValue::new(
+            "itemgraph.dynamodb.consumed_capacity_units",
+            units,
+        ));
+        let consumed = format!(r#"{{"TableName":{table:?},"CapacityUnits":{units}}}"#);
+        attributes.push(KeyValue::new(
+            "aws.dynamodb.consumed_capacity",
+            Value::Array(vec![StringValue::from(consumed)].into()),
+        ));
+    }
+    let error = match result {
+        Ok(_) => None,
+        Err(err) => {
+            if let StoreError::TransactionCanceled { reasons } = err {
+                let reasons: Vec<StringValue> = reasons
+                    .iter()
+                    .map(|r| StringValue::from(cancel_reason_code(r)))
+                    .collect();
+                attributes.push(KeyValue::new(
+                    "itemgraph.dynamodb.cancellation_reasons",
+                    Value::Array(reasons.into()),
+                ));
+            }
+            Some(std::borrow::Cow::Borrowed(error_code(err)))
+        }
+    };
+    telemetry::end(cx, attributes, error);
+}
+
+fn cancel_reason_code(reason: &CancelReason) -> &'static str {
+    match reason {
+        CancelReason::None => "None",
+        CancelReason::ConditionalCheckFailed { .. } => "ConditionalCheckFailed",
+        CancelReason::TransactionConflict => "TransactionConflict",
+        CancelReason::Throttled => "ThrottlingError",
+        CancelReason::ValidationError(_) => "ValidationError",
+        CancelReason::Other { .. } => "Other",
     }
 }
 
@@ -105,39 +250,104 @@ impl Store for MeteredStore {
             .await
     }
     async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
-        self.call("GetItem", None, self.inner.get_item(req)).await
-    }
-    async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
-        self.call("BatchGetItem", None, self.inner.batch_get_page(req))
-            .await
-    }
-    async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
-        let index = req.index.clone();
-        self.call("Query", index.as_deref(), self.inner.query(req))
-            .await
-    }
-    async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
-        self.call("Scan", None, self.inner.scan(req)).await
-    }
-    async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
-        self.call("PutItem", None, self.inner.put_item(req)).await
-    }
-    async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
-        self.call("UpdateItem", None, self.inner.update_item(req))
-            .await
-    }
-    async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
-        self.call("DeleteItem", None, self.inner.delete_item(req))
-            .await
-    }
-    async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
-        self.call(
-            "TransactWriteItems",
+        let consistent = req.consistent_read;
+        self.call_described(
+            "GetItem",
             None,
-            self.inner.transact_write(actions),
+            || vec![KeyValue::new("aws.dynamodb.consistent_read", consistent)],
+            self.inner.get_item(req),
+            |item| Some(usize::from(item.is_some())),
         )
         .await
     }
+    async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
+        let (keys, consistent) = (req.keys.len(), req.consistent_read);
+        self.call_described(
+            "BatchGetItem",
+            None,
+            || {
+                vec![
+                    KeyValue::new("itemgraph.dynamodb.key_count", keys as i64),
+                    KeyValue::new("aws.dynamodb.consistent_read", consistent),
+                ]
+            },
+            self.inner.batch_get_page(req),
+            |page| Some(page.items.len()),
+        )
+        .await
+    }
+    async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
+        let index = req.index.clone();
+        let (limit, forward, consistent) = (req.limit, req.forward, req.consistent_read);
+        self.call_described(
+            "Query",
+            index.as_deref(),
+            || query_attributes(limit, Some(forward), consistent),
+            self.inner.query(req),
+            |out| Some(out.items.len()),
+        )
+        .await
+    }
+    async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
+        let (limit, consistent) = (req.limit, req.consistent_read);
+        self.call_described(
+            "Scan",
+            None,
+            || query_attributes(limit, None, consistent),
+            self.inner.scan(req),
+            |out| Some(out.items.len()),
+        )
+        .await
+    }
+    async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
+        self.call_described("PutItem", None, Vec::new, self.inner.put_item(req), |_| {
+            Some(1)
+        })
+        .await
+    }
+    async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
+        self.call_described(
+            "UpdateItem",
+            None,
+            Vec::new,
+            self.inner.update_item(req),
+            |_| Some(1),
+        )
+        .await
+    }
+    async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
+        self.call_described(
+            "DeleteItem",
+            None,
+            Vec::new,
+            self.inner.delete_item(req),
+            |_| Some(1),
+        )
+        .await
+    }
+    async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
+        let n = actions.len();
+        self.call_described(
+            "TransactWriteItems",
+            None,
+            || vec![KeyValue::new("itemgraph.dynamodb.action_count", n as i64)],
+            self.inner.transact_write(actions),
+            |()| Some(n),
+        )
+        .await
+    }
+}
+
+/// A Query's or Scan's request attributes.
+fn query_attributes(limit: Option<u32>, forward: Option<bool>, consistent: bool) -> Vec<KeyValue> {
+    let mut attributes = vec![KeyValue::new("aws.dynamodb.consistent_read", consistent)];
+    if let Some(limit) = limit {
+        attributes.push(KeyValue::new("aws.dynamodb.limit", i64::from(limit)));
+    }
+    if let Some(forward) = forward {
+        attributes.push(KeyValue::new("aws.dynamodb.scan_forward", forward));
+    }
+    attributes
 }
 
 /// The `outcome` label of a store call: `ok` or what failed, in the port's terms.

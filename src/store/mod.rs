@@ -11,6 +11,7 @@
 //! check that DynamoDB Local rejects the same raw requests, so the validator never refuses
 //! what DynamoDB accepts.
 
+pub mod call_stats;
 pub mod dynamo;
 pub mod embedded;
 pub mod faults;
@@ -517,9 +518,12 @@ where
     use backon::Retryable;
     send.retry(retry_schedule(CONFLICT_MAX_ATTEMPTS - 1))
         .when(is_conflict)
-        .notify(|_, wait| {
+        .notify(|err, wait| {
             tracing::debug!(?wait, op, "write conflict; retrying");
             crate::metrics::record_retry(op, "transaction_conflict");
+            let throttled = matches!(err, StoreError::TransactionCanceled { reasons }
+                if reasons.iter().any(|r| matches!(r, CancelReason::Throttled)));
+            call_stats::report_retry(throttled);
         })
         .await
 }

@@ -43,17 +43,6 @@ pub struct TraceEntry {
     seq: u64,
 }
 
-tokio::task_local! {
-    /// The capacity reported by the engine during the call being traced.
-    static CAPACITY: std::cell::Cell<Option<f64>>;
-}
-
-/// Called by an engine that learns what a call consumed: adds it to the trace entry of
-/// the call being traced, if there is one (a call outside a traced request is a no-op).
-pub fn report_capacity(units: f64) {
-    let _ = CAPACITY.try_with(|c| c.set(Some(c.get().unwrap_or(0.0) + units)));
-}
-
 /// The calls of one request. Cheap to share; a std Mutex is fine because it is held only
 /// to push or copy entries, never across an await.
 #[derive(Debug)]
@@ -106,12 +95,7 @@ impl TracedStore {
     ) -> StoreResult<T> {
         let seq = self.trace.seq.fetch_add(1, Ordering::Relaxed);
         let start = self.trace.started.elapsed();
-        let (result, consumed_capacity) = CAPACITY
-            .scope(std::cell::Cell::new(None), async {
-                let result = call.await;
-                (result, CAPACITY.with(std::cell::Cell::get))
-            })
-            .await;
+        let (result, stats) = super::call_stats::measured(call).await;
         let end = self.trace.started.elapsed();
         let entry = TraceEntry {
             operation,
@@ -123,7 +107,7 @@ impl TracedStore {
             item_count: result.as_ref().map_or(0, count),
             start_micros: start.as_micros() as u64,
             duration_micros: (end - start).as_micros() as u64,
-            consumed_capacity,
+            consumed_capacity: stats.consumed_capacity,
             seq,
         };
         self.trace

@@ -6,6 +6,7 @@ pub mod dynamo_local;
 pub mod engines;
 pub mod graphql;
 pub mod jwks;
+pub mod otlp;
 pub mod server;
 pub mod stalled;
 

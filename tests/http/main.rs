@@ -19,3 +19,4 @@ mod jwks;
 mod live_clients;
 mod malformed_requests;
 mod metrics;
+mod otel;

@@ -518,7 +518,7 @@ async fn cors_answers_the_configured_origins_only() {
     );
     assert_eq!(
         header(&actual, "access-control-expose-headers"),
-        Some("x-request-id")
+        Some("x-request-id,traceresponse")
     );
     server.stop().await;
 }

@@ -113,7 +113,7 @@ fn error_response(e: ApiError) -> async_graphql::Response {
 fn operation(
     state: &AppState,
     session: Session,
-    mut request: async_graphql::Request,
+    request: async_graphql::Request,
 ) -> BoxStream<'static, async_graphql::Response> {
     if session.expiry.expired() {
         return stream::once(async {
@@ -123,6 +123,21 @@ fn operation(
         })
         .boxed();
     }
+    // The request's trace context (its server span), carried into the task that polls
+    // the operation (an event stream's producer, a WebSocket's).
+    let traced = state.telemetry().is_some().then(crate::telemetry::current);
+    let results = run_operation(state, session, request);
+    match traced {
+        Some(cx) => crate::telemetry::attach(cx, results).boxed(),
+        None => results,
+    }
+}
+
+fn run_operation(
+    state: &AppState,
+    session: Session,
+    mut request: async_graphql::Request,
+) -> BoxStream<'static, async_graphql::Response> {
     let inner = state.0.clone();
     let kind = operation_type(&mut request, &inner.options.limits);
     if kind != Some(async_graphql::parser::types::OperationType::Subscription) {

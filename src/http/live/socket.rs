@@ -190,12 +190,18 @@ pub(in crate::http) fn websocket(
     let from_header = headers
         .get(header::AUTHORIZATION)
         .map(|v| v.as_bytes().to_vec());
+    // The upgrade request's trace context, for the operations the socket runs.
+    let traced = state.telemetry().is_some().then(crate::telemetry::current);
     ws.protocols(ALL_WEBSOCKET_PROTOCOLS)
         .max_message_size(live.max_message_bytes)
         .max_frame_size(live.max_message_bytes)
         .on_upgrade(move |socket| {
             let lease = scope.map(|s| s.adopt());
-            serve_socket(state, socket, protocol, from_header, lease, awaiting)
+            let serve = serve_socket(state, socket, protocol, from_header, lease, awaiting);
+            match traced {
+                Some(cx) => futures::future::Either::Left(crate::telemetry::attach(cx, serve)),
+                None => futures::future::Either::Right(serve),
+            }
         })
 }
 

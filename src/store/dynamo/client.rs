@@ -26,10 +26,10 @@ use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::retries::RequestAttempts;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::config_bag::ConfigBag;
+use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 
 use crate::metrics;
-use crate::store::{retry_conflicts, StoreError, StoreResult, TableSchema};
+use crate::store::{call_stats, retry_conflicts, StoreError, StoreResult, TableSchema};
 
 use super::{stream, DynamoEngine, DynamoStore};
 use crate::store::validated::Validated;
@@ -238,9 +238,19 @@ impl Intercept for Uncertain {
 
 /// Counts the SDK's retries in [`metrics::DYNAMODB_RETRIES`]: the SDK numbers each attempt
 /// in the config bag before the attempt starts, so an attempt past the first is a retry
-/// (throttling, a 5xx, a timed-out attempt).
+/// (throttling, a 5xx, a timed-out attempt). Each retry is also reported to the call's
+/// figures ([`call_stats::report_retry`]), as throttled when the attempt before it was
+/// answered 400: the only 400s the SDK sends again are DynamoDB's throttling codes.
 #[derive(Debug)]
 pub(super) struct RetryCounter;
+
+/// The status of the call's last answered attempt, kept in the call's config bag.
+#[derive(Debug, Clone, Copy)]
+struct LastStatus(u16);
+
+impl Storable for LastStatus {
+    type Storer = StoreReplace<Self>;
+}
 
 impl Intercept for RetryCounter {
     fn name(&self) -> &'static str {
@@ -257,7 +267,20 @@ impl Intercept for RetryCounter {
         if attempt > 1 {
             let op = cfg.load::<Metadata>().map_or("unknown", |m| m.name());
             metrics::record_retry(op, "sdk");
+            let throttled = cfg.load::<LastStatus>().is_some_and(|s| s.0 == 400);
+            call_stats::report_retry(throttled);
         }
+        Ok(())
+    }
+
+    fn read_after_attempt(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let status = context.response().map_or(0, |r| r.status().as_u16());
+        cfg.interceptor_state().store_put(LastStatus(status));
         Ok(())
     }
 }

@@ -364,7 +364,7 @@ impl Store for DynamoEngine {
 fn record_capacity(op: &'static str, consumed: &[ConsumedCapacity]) {
     let total: f64 = consumed.iter().filter_map(|c| c.capacity_units()).sum();
     if !consumed.is_empty() {
-        crate::store::trace::report_capacity(total);
+        crate::store::call_stats::report_capacity(total);
     }
     for c in consumed {
         let table = c.table_name().unwrap_or_default();
