@@ -24,6 +24,7 @@ mod scaling;
 mod server;
 mod shapes;
 mod stats;
+mod tracing_cost;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -105,6 +106,9 @@ struct Args {
     /// Tickets written per second during the live updates run.
     #[arg(long, default_value_t = 20.0)]
     subscription_writes_per_second: f64,
+    /// Skips the runs that measure what OpenTelemetry tracing costs (embedded engine).
+    #[arg(long)]
+    skip_tracing: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -271,6 +275,32 @@ async fn main() -> anyhow::Result<()> {
         None
     };
 
+    let tracing = if plan.engines.contains(&Engine::Embedded) && !args.skip_tracing {
+        eprintln!("itemgraph-bench: the cost of tracing (OpenTelemetry over OTLP)");
+        let target = Target {
+            client: client.clone(),
+            url: String::new(),
+            dataset: ds.clone(),
+            deep_cursors: deep.clone(),
+        };
+        Some(
+            tracing_cost::run(
+                &server_exe,
+                &work.join("tracing.redb"),
+                &out,
+                &target,
+                *plan.concurrency.last().expect("checked non-empty"),
+                plan.warmup,
+                plan.duration,
+                args.seed,
+                CURSOR_SECRET,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+
     let total_errors = engines
         .iter()
         .map(|e: &EngineReport| {
@@ -285,7 +315,12 @@ async fn main() -> anyhow::Result<()> {
         + scaling
             .as_ref()
             .map_or(0, |s| s.points.iter().map(|p| p.errors).sum::<u64>())
-        + live.as_ref().map_or(0, |l| l.errors);
+        + live.as_ref().map_or(0, |l| l.errors)
+        + tracing
+            .iter()
+            .flatten()
+            .map(|r| r.stats.errors)
+            .sum::<u64>();
     let d = &ds.data;
     let mut report = Report {
         generated_unix_secs: std::time::SystemTime::now()
@@ -307,6 +342,7 @@ async fn main() -> anyhow::Result<()> {
         engines,
         scaling,
         live,
+        tracing,
         targets: Vec::new(),
         total_errors,
         wall_seconds: started.elapsed().as_secs_f64(),

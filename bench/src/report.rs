@@ -31,6 +31,8 @@ pub struct Report {
     pub scaling: Option<Scaling>,
     /// The live updates run (subscriptions under writes), embedded engine.
     pub live: Option<crate::live::LiveReport>,
+    /// The full mix with tracing off, at 1 % and at 100 %, embedded engine.
+    pub tracing: Option<Vec<crate::tracing_cost::TracingRun>>,
     pub targets: Vec<TargetCheck>,
     pub total_errors: u64,
     pub wall_seconds: f64,
@@ -463,6 +465,33 @@ impl Report {
                 l.peak_rss_mib,
                 l.errors
             );
+        }
+        if let Some(runs) = &self.tracing {
+            let _ = writeln!(
+                md,
+                "\n## The cost of tracing (OpenTelemetry over OTLP/HTTP), embedded engine, full mix\n"
+            );
+            let _ = writeln!(
+                md,
+                "| sampling | concurrency | ops/s | p50 / p99 ms | server CPU ms/op | spans exported / dropped | OTLP exports (KiB) | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+            );
+            for r in runs {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.0} | {:.2} / {:.2} | {:.3} | {:.0} / {:.0} | {} ({:.0}) | {} |",
+                    r.sampling,
+                    r.concurrency,
+                    r.stats.ops_per_sec,
+                    r.stats.latency_ms.p50,
+                    r.stats.latency_ms.p99,
+                    r.server_cpu_ms_per_op,
+                    r.spans_exported,
+                    r.spans_dropped,
+                    r.otlp_posts,
+                    r.otlp_bytes as f64 / 1024.0,
+                    r.stats.errors
+                );
+            }
         }
         let samples: Vec<String> = self
             .engines
