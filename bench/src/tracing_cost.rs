@@ -1,6 +1,6 @@
 //! What OpenTelemetry tracing costs, on the embedded engine: the full mix at the highest
 //! concurrency on one server each with tracing off, on with 1 % of traces sampled, and on
-//! with every trace, the two last exporting over OTLP/HTTP to a receiver in this process
+//! with every trace (each twice: in that order, then the reverse), the two last exporting over OTLP/HTTP to a receiver in this process
 //! (it reads each export whole and answers 200, as a collector does, without decoding).
 //! The runs alternate in that order on the same data file; each reports its throughput,
 //! latency and server CPU per operation, and the spans the server counted exported and
@@ -129,27 +129,35 @@ pub async fn run(
     drop(store);
     let received = Arc::new(Received::default());
     let url = receiver(received.clone()).await?;
-    let settings: [(&str, Vec<&str>); 3] = [
-        ("off", vec![]),
-        (
-            "1%",
-            vec![
-                "--otlp-traces-endpoint",
-                &url,
-                "--otel-traces-sampler-arg",
-                "0.01",
-            ],
-        ),
-        ("100%", vec!["--otlp-traces-endpoint", &url]),
+    // Exported at least every second (the default is 5 s; under load a batch fills long
+    // before either), so the run's last spans are counted a moment after it.
+    let on = [
+        "--otlp-traces-endpoint",
+        &url,
+        "--otel-bsp-schedule-delay",
+        "1000",
+    ];
+    let off: Vec<&str> = Vec::new();
+    let one = [&on[..], &["--otel-traces-sampler-arg", "0.01"]].concat();
+    let all = on.to_vec();
+    // Each setting twice, in an order and its reverse, so a drift over the runs (a cache
+    // warming, the data growing) falls on every setting alike.
+    let settings = [
+        ("off", &off),
+        ("1%", &one),
+        ("100%", &all),
+        ("100%", &all),
+        ("1%", &one),
+        ("off", &off),
     ];
     let mut runs = Vec::new();
-    for (sampling, extra) in settings {
+    for (i, (sampling, extra)) in settings.into_iter().enumerate() {
         let log = log_dir.join(format!(
-            "server-tracing-{}.log",
+            "server-tracing-{i}-{}.log",
             sampling.replace('%', "pct")
         ));
         let server =
-            Server::start_with(exe, Backend::Embedded { data }, cursor_secret, log, &extra).await?;
+            Server::start_with(exe, Backend::Embedded { data }, cursor_secret, log, extra).await?;
         let target = Arc::new(Target {
             client: target.client.clone(),
             url: server.url.clone(),
@@ -170,9 +178,8 @@ pub async fn run(
         .await?;
         let cpu = server.cpu_time().unwrap_or_default().saturating_sub(cpu);
         let measured_share = duration.as_secs_f64() / (warmup + duration).as_secs_f64();
-        // Past the schedule delay (5 s), so the run's last spans are counted too.
         if sampling != "off" {
-            tokio::time::sleep(Duration::from_secs(6)).await;
+            tokio::time::sleep(Duration::from_millis(1500)).await;
         }
         let (spans_exported, spans_dropped) = spans(&target.client, &server.url).await;
         eprintln!(

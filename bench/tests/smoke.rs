@@ -3,8 +3,10 @@
 //! `itemgraph` binary, drives every operation shape (once more beside hostile clients,
 //! whose every document must be refused with its code), runs the scaling phase and writes its
 //! report, with no error and every shape at the store request count README's
-//! access-pattern table promises. No timing is asserted: speed is what the benchmark
-//! itself reports (`scripts/bench`, docs/BENCHMARKS.md).
+//! access-pattern table promises, and runs the full mix with tracing off, at 1 % and at
+//! 100 %, every trace of the last reaching the driver's OTLP receiver. No timing is
+//! asserted: speed is what the benchmark itself reports (`scripts/bench`,
+//! docs/BENCHMARKS.md).
 
 use std::path::Path;
 use std::process::Command;
@@ -72,6 +74,31 @@ fn the_smoke_benchmark_reports_no_error_and_the_promised_request_counts() {
     assert!(engine["floor"]["ops"].as_u64().unwrap() > 0);
     assert_eq!(engine["floor"]["errors"], 0);
     assert!(engine["server_peak_rss_mib"].as_f64().unwrap() > 0.0);
+
+    let tracing = report["tracing"].as_array().unwrap();
+    let sampling: Vec<&str> = tracing
+        .iter()
+        .map(|r| r["sampling"].as_str().unwrap())
+        .collect();
+    assert_eq!(sampling, ["off", "1%", "100%", "100%", "1%", "off"]);
+    for r in tracing {
+        assert!(r["stats"]["ops"].as_u64().unwrap() > 0, "{r}");
+        assert_eq!(r["stats"]["errors"], 0, "{r}");
+        if r["sampling"] == "off" {
+            assert_eq!(r["spans_exported"], 0.0, "{r}");
+            assert_eq!(r["otlp_posts"], 0, "{r}");
+        }
+        if r["sampling"] == "100%" {
+            // Every operation's spans reach the receiver: a server span and a GraphQL
+            // request span at least.
+            assert!(
+                r["spans_exported"].as_f64().unwrap() >= 2.0 * r["stats"]["ops"].as_f64().unwrap(),
+                "{r}"
+            );
+            assert!(r["otlp_posts"].as_u64().unwrap() > 0, "{r}");
+            assert_eq!(r["spans_dropped"], 0.0, "{r}");
+        }
+    }
 
     let scaling = report["scaling"]["points"].as_array().unwrap();
     assert_eq!(scaling.len(), 2);
