@@ -730,6 +730,42 @@ async fn a_rest_api_stage_and_a_base64_body_are_taken_as_api_gateway_sends_them(
 }
 
 /// The message of the refusal to start with these arguments.
+/// An instance is frozen once it has answered: the invocation's spans are at the
+/// collector before its answer leaves, though the batch delay is a minute.
+#[tokio::test]
+async fn each_invocations_spans_reach_the_collector_before_it_answers() {
+    let receiver = common::otlp::Receiver::start().await;
+    let url = receiver.traces_url();
+    let Some(stack) = Stack::with(&[
+        "--otlp-traces-endpoint",
+        &url,
+        "--otel-bsp-schedule-delay",
+        "60000",
+    ])
+    .await
+    else {
+        return;
+    };
+    let trace = "0af7651916cd43dd8448eb211c80319c";
+    let request = Http::post(json!({ "query": ORG_QUERY }))
+        .bearer(&token("acme", "admin"))
+        .header("traceparent", &format!("00-{trace}-b7ad6b7169203331-01"));
+    let answer = stack.invoke(Kind::FunctionUrl, &request).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert!(
+        answer
+            .header("traceresponse")
+            .is_some_and(|t| t.starts_with(&format!("00-{trace}-"))),
+        "{:?}",
+        answer.headers
+    );
+    let spans = receiver.trace(trace);
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    assert!(names.contains(&"POST /graphql"), "{names:?}");
+    assert!(names.contains(&"query"), "{names:?}");
+    assert!(names.contains(&"DynamoDB.Query"), "{names:?}");
+}
+
 async fn refused(args: &[&str]) -> String {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     match router(&settings(&args)).await {

@@ -5,6 +5,10 @@
 #[path = "../../../tests/common/dynamo_local.rs"]
 pub mod dynamo_local;
 
+#[allow(dead_code)]
+#[path = "../../../tests/common/otlp.rs"]
+pub mod otlp;
+
 use clap::Parser;
 
 use itemgraph::config::TokenArgs;
