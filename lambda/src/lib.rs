@@ -62,6 +62,9 @@ impl Settings {
     }
 }
 
+/// Longest an invocation waits for its spans to reach the collector before answering.
+pub const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The router every invocation runs: `serve`'s, with the store opened and the refusals
 /// above checked first.
 pub async fn router(settings: &Settings) -> anyhow::Result<axum::Router> {
@@ -108,7 +111,9 @@ pub async fn router(settings: &Settings) -> anyhow::Result<axum::Router> {
                 let telemetry = telemetry.clone();
                 async move {
                     let response = next.run(request).await;
-                    telemetry.flush().await;
+                    // Bounded: a collector that does not answer costs an invocation at
+                    // most this; what it did not take waits for the next one.
+                    let _ = tokio::time::timeout(FLUSH_TIMEOUT, telemetry.flush()).await;
                     response
                 }
             },

@@ -155,6 +155,11 @@ async fn export_loop<E: SpanExporter>(
     mut queue: mpsc::Receiver<SpanData>,
     mut orders: mpsc::Receiver<Control>,
 ) {
+    let exporter = Exporter {
+        inner: exporter,
+        settings,
+        failing: AtomicBool::new(false),
+    };
     let max = settings.max_export_batch_size.max(1);
     let mut batch = Vec::with_capacity(max);
     loop {
@@ -163,7 +168,7 @@ async fn export_loop<E: SpanExporter>(
             got = queue.recv_many(&mut batch, max) => if got == 0 { return },
             order = orders.recv() => {
                 let Some(order) = order else { return };
-                if drain(&exporter, &settings, &mut queue, &mut batch, order).await {
+                if drain(&exporter, &mut queue, &mut batch, order).await {
                     return;
                 }
                 continue;
@@ -178,33 +183,32 @@ async fn export_loop<E: SpanExporter>(
                 () = tokio::time::sleep_until(deadline) => break,
                 order = orders.recv() => {
                     let Some(order) = order else { break };
-                    if drain(&exporter, &settings, &mut queue, &mut batch, order).await {
+                    if drain(&exporter, &mut queue, &mut batch, order).await {
                         return;
                     }
                 }
             }
         }
-        export(&exporter, &settings, std::mem::take(&mut batch)).await;
+        exporter.export(std::mem::take(&mut batch)).await;
     }
 }
 
 /// Exports `batch` and everything queued, in batches; answers the order. Whether to stop.
 async fn drain<E: SpanExporter>(
-    exporter: &E,
-    settings: &BatchSettings,
+    exporter: &Exporter<E>,
     queue: &mut mpsc::Receiver<SpanData>,
     batch: &mut Vec<SpanData>,
     order: Control,
 ) -> bool {
-    let max = settings.max_export_batch_size.max(1);
+    let max = exporter.settings.max_export_batch_size.max(1);
     while let Ok(span) = queue.try_recv() {
         batch.push(span);
         if batch.len() >= max {
-            export(exporter, settings, std::mem::take(batch)).await;
+            exporter.export(std::mem::take(batch)).await;
         }
     }
     if !batch.is_empty() {
-        export(exporter, settings, std::mem::take(batch)).await;
+        exporter.export(std::mem::take(batch)).await;
     }
     match order {
         Control::Flush(done) => {
@@ -212,27 +216,59 @@ async fn drain<E: SpanExporter>(
             false
         }
         Control::Shutdown(done) => {
-            let _ = exporter.shutdown();
+            let _ = exporter.inner.shutdown();
             let _ = done.send(());
             true
         }
     }
 }
 
-async fn export<E: SpanExporter>(exporter: &E, settings: &BatchSettings, batch: Vec<SpanData>) {
-    let n = batch.len();
-    if n == 0 {
-        return;
-    }
-    match tokio::time::timeout(settings.export_timeout, exporter.export(batch)).await {
-        Ok(Ok(())) => record_trace_spans("exported", n),
-        Ok(Err(error)) => {
-            tracing::debug!(%error, spans = n, "OTLP export failed; spans dropped");
-            record_trace_spans("export_failed", n);
+/// The exporter, with whether its last export failed: the log says when exports start
+/// failing and when they recover, once each, rather than once per batch.
+struct Exporter<E> {
+    inner: E,
+    settings: BatchSettings,
+    failing: AtomicBool,
+}
+
+impl<E: SpanExporter> Exporter<E> {
+    async fn export(&self, batch: Vec<SpanData>) {
+        let n = batch.len();
+        if n == 0 {
+            return;
         }
-        Err(_) => {
-            tracing::debug!(spans = n, "OTLP export timed out; spans dropped");
-            record_trace_spans("export_failed", n);
+        let failure = match tokio::time::timeout(
+            self.settings.export_timeout,
+            self.inner.export(batch),
+        )
+        .await
+        {
+            Ok(Ok(())) => None,
+            Ok(Err(error)) => Some(error.to_string()),
+            Err(_) => Some(format!(
+                "no answer within {:?} (OTEL_BSP_EXPORT_TIMEOUT)",
+                self.settings.export_timeout
+            )),
+        };
+        match failure {
+            None => {
+                record_trace_spans("exported", n);
+                if self.failing.swap(false, Ordering::Relaxed) {
+                    tracing::info!("OTLP exports succeed again");
+                }
+            }
+            Some(error) => {
+                record_trace_spans("export_failed", n);
+                if !self.failing.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        %error,
+                        "OTLP export failed: spans are dropped (counted in \
+                         itemgraph_trace_spans_total) until the collector answers"
+                    );
+                } else {
+                    tracing::debug!(%error, spans = n, "OTLP export failed");
+                }
+            }
         }
     }
 }
