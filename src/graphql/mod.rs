@@ -46,6 +46,7 @@ mod scalars;
 mod subscription;
 mod ticket;
 mod user;
+mod viewer;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -81,6 +82,7 @@ pub struct Query(
     ticket::TicketQuery,
     order::OrderQuery,
     node::NodeQuery,
+    viewer::ViewerQuery,
 );
 
 // The root mutations. Each takes one `…Input` object and answers a `…Payload` holding

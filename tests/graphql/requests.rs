@@ -560,7 +560,64 @@ async fn a_missing_parent_is_null_whatever_the_selection(api: &Api) {
     }
 }
 
+/// `viewer`: the role costs nothing, the organization and the member the token names one
+/// BatchGetItem of both; with auth off every field is null, at no cost.
+async fn viewer_is_one_request_or_none(api: &Api) {
+    use itemgraph::auth::{Access, Role};
+    let caller = |sub: &str| Access::Tenant {
+        org: Slug::parse("acme").unwrap(),
+        role: Role::Admin,
+        subject: Some(sub.into()),
+    };
+    let all = "{ viewer { role organization { name } user { username name } } }";
+    let response = api.run_as(&caller("wile-e-coyote"), all, Value::Null).await;
+    assert!(response.get("errors").is_none(), "{response:#}");
+    assert_eq!(
+        response["data"]["viewer"],
+        json!({
+            "role": "ADMIN",
+            "organization": { "name": "Acme Corporation" },
+            "user": { "username": "wile-e-coyote", "name": "Wile E. Coyote" },
+        })
+    );
+    assert_eq!(request_count(&response), 1);
+    assert_eq!(s(&requests(&response)[0], "operation"), "BatchGetItem");
+
+    let role = api
+        .run_as(&caller("wile-e-coyote"), "{ viewer { role } }", Value::Null)
+        .await;
+    assert_eq!(role["data"]["viewer"], json!({ "role": "ADMIN" }));
+    assert_eq!(request_count(&role), 0, "the token holds the role");
+
+    // A provider's opaque subject names no member; the organization is still one read.
+    let opaque = api
+        .run_as(
+            &caller("aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"),
+            all,
+            Value::Null,
+        )
+        .await;
+    assert_eq!(opaque["data"]["viewer"]["user"], Value::Null);
+    assert_eq!(
+        opaque["data"]["viewer"]["organization"]["name"],
+        "Acme Corporation"
+    );
+    let opaque_subject = api
+        .run_as(&caller("auth0|5f7c8ec7c33c6c004bbafe82"), all, Value::Null)
+        .await;
+    assert_eq!(opaque_subject["data"]["viewer"]["user"], Value::Null);
+    assert_eq!(request_count(&opaque_subject), 1, "the organization only");
+
+    let nobody = api.run_with(all, Value::Null).await;
+    assert_eq!(
+        nobody["data"]["viewer"],
+        json!({ "role": null, "organization": null, "user": null })
+    );
+    assert_eq!(request_count(&nobody), 0);
+}
+
 on_every_engine!(
+    viewer_is_one_request_or_none,
     organization_with_first_users_is_one_forward_query,
     organization_with_newest_orders_is_one_backward_query,
     user_with_first_tickets_is_one_gsi1_query,
