@@ -75,6 +75,11 @@ try {
   const count = (sel) => page.$$eval(sel, (els) => els.length);
   const text = (sel) => page.$eval(sel, (el) => el.textContent);
 
+  // 0. Who is signed in comes from the server (`viewer`), not from reading the token:
+  // its organization's name and the token's role (its subject names no member).
+  const signedInAs = await text('[data-testid="signed-in-as"]');
+  check(signedInAs === 'Acme Corporation · admin', `the nav says who is signed in: "${signedInAs}"`);
+
   // 1. A status queue paged to its end: as many rows as its totalCount.
   await page.click('[data-testid="queue-tab-OPEN"]');
   await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="ticket-row-status"]')].every((e) => e.textContent === 'OPEN'));

@@ -1,6 +1,7 @@
 import { Suspense, useEffect, useMemo, useState } from "react";
-import { RelayEnvironmentProvider } from "react-relay";
-import { clearToken, decodeClaims, getToken, storeToken } from "./auth";
+import { graphql, RelayEnvironmentProvider, useLazyLoadQuery } from "react-relay";
+import type { AppViewerQuery } from "./__generated__/AppViewerQuery.graphql";
+import { clearToken, getToken, storeToken } from "./auth";
 import { ErrorBoundary } from "./components/ErrorBoundary";
 import LiveTicketsPage from "./pages/LiveTicketsPage";
 import NewTicketPage from "./pages/NewTicketPage";
@@ -26,11 +27,39 @@ export default function App() {
   if (!token || !relay) {
     return <SignInPage onSignIn={(t) => (storeToken(t), setToken(t))} />;
   }
-  const claims = decodeClaims(token);
-  const org = claims?.org ?? "acme";
-
   return (
     <RelayEnvironmentProvider environment={relay.environment}>
+      <ErrorBoundary onSignOut={signOut}>
+        <Suspense fallback={<p data-testid="loading">Loading…</p>}>
+          <Shell route={route} signOut={signOut} />
+        </Suspense>
+      </ErrorBoundary>
+    </RelayEnvironmentProvider>
+  );
+}
+
+/** Who is signed in, as the server says (`viewer`), around the page of the route. */
+function Shell({ route, signOut }: { route: string[]; signOut: () => void }) {
+  const { viewer } = useLazyLoadQuery<AppViewerQuery>(
+    graphql`
+      query AppViewerQuery {
+        viewer {
+          role
+          organization {
+            slug
+            name
+          }
+          user {
+            name
+          }
+        }
+      }
+    `,
+    {},
+  );
+  const org = viewer.organization?.slug;
+  return (
+    <>
       <nav>
         <a href={href()} data-testid="nav-org">
           Organization
@@ -42,20 +71,27 @@ export default function App() {
           Live
         </a>
         <span className="muted" data-testid="signed-in-as">
-          {org} · {claims?.role ?? "member"}
+          {viewer.user ? `${viewer.user.name} · ` : ""}
+          {viewer.organization?.name ?? "no organization"} · {viewer.role?.toLowerCase() ?? "signed out"}
         </span>
         <button data-testid="sign-out" onClick={signOut}>
           Sign out
         </button>
       </nav>
       <main>
-        <ErrorBoundary key={route.join("/")} onSignOut={signOut}>
-          <Suspense fallback={<p data-testid="loading">Loading…</p>}>
-            <Page route={route} org={org} />
-          </Suspense>
-        </ErrorBoundary>
+        {org ? (
+          <ErrorBoundary key={route.join("/")} onSignOut={signOut}>
+            <Suspense fallback={<p data-testid="loading">Loading…</p>}>
+              <Page route={route} org={org} />
+            </Suspense>
+          </ErrorBoundary>
+        ) : (
+          <p data-testid="no-organization">
+            The token names no organization this server has. <button onClick={signOut}>Sign in again</button>
+          </p>
+        )}
       </main>
-    </RelayEnvironmentProvider>
+    </>
   );
 }
 
