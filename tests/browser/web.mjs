@@ -5,12 +5,17 @@
 //
 // Serves the built app on 127.0.0.1:<app-port> itself, then walks it: pages a status
 // queue to its end (rows = totalCount), pages a user's tickets older then newer (each
-// once), sees a ticket created through the API arrive on the live page, creates a ticket
-// in the app and finds it in its queue, provokes VERSION_MISMATCH from a second tab and
-// sees the message, changes an order's status; no console error anywhere. Exits 1 with
-// the reason on the first failure.
+// once), sees a ticket created through the API arrive on the live page, cuts the app's
+// connection (a TCP proxy of its own between the app and the server) while changes are
+// made and sees each arrive once after the reconnect, cuts it while more changes are made
+// than the server replays and sees "changes were missed" and the list reloaded, creates a
+// ticket in the app with the server's answers held back and sees it listed at once
+// (optimistically) then confirmed, provokes VERSION_MISMATCH from a second tab and sees
+// the message, changes an order's status; no console error anywhere but the expected
+// failed reconnects. Exits 1 with the reason on the first failure.
 
 import { createServer } from 'node:http';
+import { connect, createServer as createTcpServer } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize } from 'node:path';
 import puppeteer from 'puppeteer-core';
@@ -31,6 +36,49 @@ const server = createServer(async (req, res) => {
   }
 });
 await new Promise((resolve) => server.listen(Number(appPort), '127.0.0.1', resolve));
+
+// The app reaches the server through this proxy, so the test can cut its connections
+// (`cut`, until `restore`) and hold the server's answers back (`hold`).
+const upstream = new URL(api);
+const links = new Set();
+let down = false;
+let holdMs = 0;
+const proxy = createTcpServer((client) => {
+  if (down) return client.destroy();
+  const server = connect(Number(upstream.port), upstream.hostname);
+  const link = { client, server };
+  links.add(link);
+  const end = () => {
+    links.delete(link);
+    client.destroy();
+    server.destroy();
+  };
+  for (const s of [client, server]) s.on('error', end).on('close', end);
+  client.pipe(server);
+  server.on('data', (chunk) => {
+    if (holdMs === 0) return client.write(chunk);
+    server.pause();
+    setTimeout(() => {
+      client.write(chunk);
+      server.resume();
+    }, holdMs);
+  });
+});
+await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+const proxied = `http://127.0.0.1:${proxy.address().port}${upstream.pathname}`;
+const cut = () => {
+  down = true;
+  for (const { client, server } of links) {
+    client.destroy();
+    server.destroy();
+  }
+};
+const restore = () => {
+  down = false;
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// While the connection is cut, the browser logs each failed reconnect: expected then.
+let reconnecting = false;
 
 const gql = async (query, variables) => {
   const r = await fetch(api, {
@@ -56,10 +104,14 @@ const problems = [];
 async function tab() {
   const page = await browser.newPage();
   await page.setViewport({ width: 1200, height: 900 });
-  page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (reconnecting && /WebSocket connection to .* failed|ERR_CONNECTION/.test(m.text())) return;
+    problems.push(`console: ${m.text()}`);
+  });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   // Sign in on this tab (the token and the server are kept per tab).
-  await page.goto(`${APP}?api=${encodeURIComponent(api)}`);
+  await page.goto(`${APP}?api=${encodeURIComponent(proxied)}`);
   await page.waitForSelector('[data-testid="token-input"]');
   await page.type('[data-testid="token-input"]', token);
   await page.click('[data-testid="sign-in-submit"]');
@@ -129,18 +181,72 @@ try {
   check(true, 'a ticket created through the API appeared on the live list');
   await page.screenshot({ path: `${shots}-live.png` });
 
+  // 3b. The connection cut while two tickets are created: after the reconnect each is on
+  // the list and in the event log exactly once (resumed from the last event's cursor).
+  const create = async (title) =>
+    (await gql(`mutation { createTicket(input: {org: "acme", requester: "daffy-duck", title: "${title}", body: "Written while the app was cut off.", priority: LOW}) { ticket { ticketId } } }`)).createTicket.ticket.ticketId;
+  reconnecting = true;
+  cut();
+  const away = ['Missed while away 1', 'Missed while away 2'];
+  const awayIds = [];
+  for (const title of away) awayIds.push(await create(title));
+  await sleep(1000);
+  restore();
+  await page.waitForFunction(
+    (ids) => ids.every((id) => document.querySelector(`[data-testid="live-list"] [data-ticket-id="${id}"]`)),
+    { timeout: 20000 },
+    awayIds,
+  );
+  await sleep(1500); // room for a repeat to show, if one came
+  reconnecting = false;
+  for (const [i, id] of awayIds.entries()) {
+    const rows = await count(`[data-testid="live-list"] [data-ticket-id="${id}"]`);
+    const events = await page.$$eval('[data-testid="live-event"]', (els, t) => els.filter((e) => e.textContent.includes(t)).length, away[i]);
+    check(rows === 1 && events === 1, `"${away[i]}", made while the app was cut off, arrived once (${rows} row, ${events} event)`);
+  }
+  check(!(await page.$('[data-testid="live-expired"]')), 'a short cut is resumed, not reloaded');
+
+  // 3c. Cut off while more changes are made than the server replays (--max-replay):
+  // "changes were missed", and the list is fetched again with the newest of them.
+  reconnecting = true;
+  cut();
+  let newest;
+  for (let i = 0; i < 12; i++) newest = await create(`Missed for good ${i}`);
+  await sleep(500);
+  restore();
+  await page.waitForSelector('[data-testid="live-expired"]', { timeout: 20000 });
+  check(true, `the app says: "${await text('[data-testid="live-expired"]')}"`);
+  await page.waitForFunction((id) => !!document.querySelector(`[data-testid="live-list"] [data-ticket-id="${id}"]`), { timeout: 20000 }, newest);
+  check(true, 'the list was reloaded with the changes made while away');
+  reconnecting = false;
+  await page.screenshot({ path: `${shots}-live-reloaded.png` });
+
   // 4. A ticket created in the app is in its queue.
-  await page.goto(`${APP}#/new-ticket`);
+  // Through the app's own links, so its Relay store (with the OPEN queue) stays.
+  await page.click('[data-testid="nav-org"]');
+  await page.waitForSelector('[data-testid="queue-tab-OPEN"]');
+  await page.click('[data-testid="queue-tab-OPEN"]');
+  await page.waitForSelector('[data-testid="ticket-row"]');
+  await page.click('[data-testid="nav-new-ticket"]');
   await page.waitForSelector('[data-testid="new-ticket-form"]');
   await page.type('[data-testid="new-ticket-title"]', 'Created in the browser');
   await page.type('[data-testid="new-ticket-body"]', 'Typed by the test.');
+  // The server's answers are held back for 4 s: the new ticket is in the OPEN queue at
+  // once (the optimistic update, its id a client one), then replaced by the server's.
+  holdMs = 4000;
   await page.click('[data-testid="new-ticket-submit"]');
-  await page.waitForSelector('[data-testid="new-ticket-created"]', { timeout: 20000 });
-  await page.goto(`${APP}#/`);
-  await page.waitForSelector('[data-testid="ticket-row"]');
+  await page.click('[data-testid="nav-org"]');
+  await page.waitForSelector('[data-testid="queue-tab-OPEN"]');
   await page.click('[data-testid="queue-tab-OPEN"]');
-  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="ticket-row"]')].some((r) => r.textContent.includes('Created in the browser')), { timeout: 20000 });
-  check(true, 'a ticket created in the app is listed in the OPEN queue');
+  const browserRow = (optimistic) =>
+    [...document.querySelectorAll('[data-testid="ticket-row"]')].some(
+      (r) => r.textContent.includes('Created in the browser') && r.dataset.ticketId.startsWith('client:') === optimistic,
+    );
+  await page.waitForFunction(browserRow, { timeout: 3000 }, true);
+  check(true, 'the ticket created in the app is in the OPEN queue before the server answered');
+  holdMs = 0;
+  await page.waitForFunction(browserRow, { timeout: 20000 }, false);
+  check(true, 'then the server\'s answer replaced it: the ticket is listed with its own id');
 
   // 5. VERSION_MISMATCH provoked from a second tab.
   await page.goto(`${APP}#/tickets/${encodeURIComponent(created.id)}`);
@@ -184,5 +290,6 @@ try {
 } finally {
   await browser.close();
   server.close();
+  proxy.close();
 }
 process.exit(exitCode);

@@ -17,6 +17,7 @@ use common::server::TestServer;
 use itemgraph::auth::{issue_token, Authenticator, Claims, Role};
 use itemgraph::graphql::CursorCodec;
 use itemgraph::http::{AppState, Cors, CorsOrigins, Options};
+use itemgraph::live::LiveOptions;
 use itemgraph::store::Store;
 
 const JWT_SECRET: &[u8] = b"web-example-test-jwt-secret-0123456789";
@@ -65,6 +66,12 @@ async fn walk(store: Arc<dyn Store>, engine: &str, chromium: &str) {
             cors: Cors {
                 origins: CorsOrigins::List(vec![origin.parse().unwrap()]),
                 max_age: None,
+            },
+            // A resume replays at most this many stream records: the walk's short cut
+            // (two tickets) is resumed, its long one (twelve) gets EVENTS_EXPIRED.
+            live: LiveOptions {
+                max_replay: 20,
+                ..LiveOptions::DEFAULT
             },
             ..Options::default()
         },

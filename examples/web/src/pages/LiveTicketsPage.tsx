@@ -16,6 +16,10 @@ export default function LiveTicketsPage({ org }: { org: string }) {
   const [, startTransition] = useTransition();
   const [log, setLog] = useState<LogEntry[]>([]);
   const [problem, setProblem] = useState<Problem | null>(null);
+  // Bumped when events were missed for good (`EVENTS_EXPIRED`): the list is fetched again
+  // and the subscription starts afresh.
+  const [reload, setReload] = useState(0);
+  const [missed, setMissed] = useState(false);
   const { organization } = useLazyLoadQuery<LiveTicketsPageQuery>(
     graphql`
       query LiveTicketsPageQuery($org: String!, $status: TicketStatus!) {
@@ -33,15 +37,15 @@ export default function LiveTicketsPage({ org }: { org: string }) {
       }
     `,
     { org, status },
-    { fetchPolicy: "store-and-network" },
+    { fetchPolicy: "store-and-network", fetchKey: reload },
   );
   const connectionId = organization?.tickets.__id;
 
   const config = useMemo<GraphQLSubscriptionConfig<LiveTicketsPageSubscription>>(
     () => ({
       subscription: graphql`
-        subscription LiveTicketsPageSubscription($org: String!, $status: TicketStatus) {
-          ticketEvents(org: $org, status: $status) {
+        subscription LiveTicketsPageSubscription($org: String!, $status: TicketStatus, $after: String) {
+          ticketEvents(org: $org, status: $status, after: $after) {
             kind
             previousStatus
             cursor
@@ -54,7 +58,9 @@ export default function LiveTicketsPage({ org }: { org: string }) {
           }
         }
       `,
-      variables: { org, status },
+      // `after` starts empty; after a dropped connection the network layer resumes from
+      // the last event's cursor (relay/environment.ts), so no change is missed or repeated.
+      variables: { org, status, after: null },
       // The ticket's fields are merged into the store by id on their own; the list's
       // membership is ours to keep: in when it is (now) in this status, out otherwise.
       updater: (store, data) => {
@@ -83,9 +89,16 @@ export default function LiveTicketsPage({ org }: { org: string }) {
           [{ key: cursor, kind, previousStatus, title: ticket.title, status: ticket.status }, ...entries].slice(0, 10),
         );
       },
-      onError: (error) => setProblem(toProblem(error)),
+      onError: (error) => {
+        const problem = toProblem(error);
+        if (problem.code !== "EVENTS_EXPIRED") return setProblem(problem);
+        // Too long away for the missed changes to be sent: show what is there now.
+        setMissed(true);
+        startTransition(() => setReload((n) => n + 1));
+      },
     }),
-    [org, status, connectionId],
+    // `reload` too: a fresh subscription once the list is fetched again.
+    [org, status, connectionId, reload],
   );
   useSubscription(config);
 
@@ -104,6 +117,7 @@ export default function LiveTicketsPage({ org }: { org: string }) {
               startTransition(() => {
                 setStatus(s);
                 setLog([]);
+                setMissed(false);
               })
             }
           >
@@ -112,6 +126,11 @@ export default function LiveTicketsPage({ org }: { org: string }) {
         ))}
       </div>
       {problem && <ErrorMessage problem={problem} testId="live-error" />}
+      {missed && (
+        <p role="status" className="muted" data-testid="live-expired">
+          Changes were missed while the connection was down: reloading.
+        </p>
+      )}
       <div className="columns">
         <ul className="rows" data-testid="live-list">
           {organization.tickets.edges.map((edge) => (

@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<9fdd8300318259424c43800b6e8206fb>>
+ * @generated SignedSource<<0e95350e6cc2f3f73268fa8e7764d4c9>>
  * @lightSyntaxTransform
  */
 
@@ -12,6 +12,7 @@ import { FragmentRefs } from "relay-runtime";
 export type ChangeKind = "CREATED" | "DELETED" | "UPDATED" | "%future added value";
 export type TicketStatus = "CLOSED" | "OPEN" | "PENDING" | "SOLVED" | "%future added value";
 export type LiveTicketsPageSubscription$variables = {
+  after?: string | null | undefined;
   org: string;
   status?: TicketStatus | null | undefined;
 };
@@ -34,19 +35,27 @@ export type LiveTicketsPageSubscription = {
 };
 
 const node: ConcreteRequest = (function(){
-var v0 = [
+var v0 = {
+  "defaultValue": null,
+  "kind": "LocalArgument",
+  "name": "after"
+},
+v1 = {
+  "defaultValue": null,
+  "kind": "LocalArgument",
+  "name": "org"
+},
+v2 = {
+  "defaultValue": null,
+  "kind": "LocalArgument",
+  "name": "status"
+},
+v3 = [
   {
-    "defaultValue": null,
-    "kind": "LocalArgument",
-    "name": "org"
+    "kind": "Variable",
+    "name": "after",
+    "variableName": "after"
   },
-  {
-    "defaultValue": null,
-    "kind": "LocalArgument",
-    "name": "status"
-  }
-],
-v1 = [
   {
     "kind": "Variable",
     "name": "org",
@@ -58,49 +67,49 @@ v1 = [
     "variableName": "status"
   }
 ],
-v2 = {
+v4 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "kind",
   "storageKey": null
 },
-v3 = {
+v5 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "previousStatus",
   "storageKey": null
 },
-v4 = {
+v6 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "cursor",
   "storageKey": null
 },
-v5 = {
+v7 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "id",
   "storageKey": null
 },
-v6 = {
+v8 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "title",
   "storageKey": null
 },
-v7 = {
+v9 = {
   "alias": null,
   "args": null,
   "kind": "ScalarField",
   "name": "status",
   "storageKey": null
 },
-v8 = [
+v10 = [
   {
     "alias": null,
     "args": null,
@@ -108,26 +117,30 @@ v8 = [
     "name": "username",
     "storageKey": null
   },
-  (v5/*:: as any*/)
+  (v7/*:: as any*/)
 ];
 return {
   "fragment": {
-    "argumentDefinitions": (v0/*:: as any*/),
+    "argumentDefinitions": [
+      (v0/*:: as any*/),
+      (v1/*:: as any*/),
+      (v2/*:: as any*/)
+    ],
     "kind": "Fragment",
     "metadata": null,
     "name": "LiveTicketsPageSubscription",
     "selections": [
       {
         "alias": null,
-        "args": (v1/*:: as any*/),
+        "args": (v3/*:: as any*/),
         "concreteType": "TicketEvent",
         "kind": "LinkedField",
         "name": "ticketEvents",
         "plural": false,
         "selections": [
-          (v2/*:: as any*/),
-          (v3/*:: as any*/),
           (v4/*:: as any*/),
+          (v5/*:: as any*/),
+          (v6/*:: as any*/),
           {
             "alias": null,
             "args": null,
@@ -136,9 +149,9 @@ return {
             "name": "ticket",
             "plural": false,
             "selections": [
-              (v5/*:: as any*/),
-              (v6/*:: as any*/),
               (v7/*:: as any*/),
+              (v8/*:: as any*/),
+              (v9/*:: as any*/),
               {
                 "args": null,
                 "kind": "FragmentSpread",
@@ -156,21 +169,25 @@ return {
   },
   "kind": "Request",
   "operation": {
-    "argumentDefinitions": (v0/*:: as any*/),
+    "argumentDefinitions": [
+      (v1/*:: as any*/),
+      (v2/*:: as any*/),
+      (v0/*:: as any*/)
+    ],
     "kind": "Operation",
     "name": "LiveTicketsPageSubscription",
     "selections": [
       {
         "alias": null,
-        "args": (v1/*:: as any*/),
+        "args": (v3/*:: as any*/),
         "concreteType": "TicketEvent",
         "kind": "LinkedField",
         "name": "ticketEvents",
         "plural": false,
         "selections": [
-          (v2/*:: as any*/),
-          (v3/*:: as any*/),
           (v4/*:: as any*/),
+          (v5/*:: as any*/),
+          (v6/*:: as any*/),
           {
             "alias": null,
             "args": null,
@@ -179,9 +196,9 @@ return {
             "name": "ticket",
             "plural": false,
             "selections": [
-              (v5/*:: as any*/),
-              (v6/*:: as any*/),
               (v7/*:: as any*/),
+              (v8/*:: as any*/),
+              (v9/*:: as any*/),
               {
                 "alias": null,
                 "args": null,
@@ -217,7 +234,7 @@ return {
                 "kind": "LinkedField",
                 "name": "requester",
                 "plural": false,
-                "selections": (v8/*:: as any*/),
+                "selections": (v10/*:: as any*/),
                 "storageKey": null
               },
               {
@@ -227,7 +244,7 @@ return {
                 "kind": "LinkedField",
                 "name": "assignee",
                 "plural": false,
-                "selections": (v8/*:: as any*/),
+                "selections": (v10/*:: as any*/),
                 "storageKey": null
               }
             ],
@@ -239,16 +256,16 @@ return {
     ]
   },
   "params": {
-    "cacheID": "847c331b7398f1ac529aac6a03e7591f",
+    "cacheID": "33470431a7367328b9c639d8bfcee06e",
     "id": null,
     "metadata": {},
     "name": "LiveTicketsPageSubscription",
     "operationKind": "subscription",
-    "text": "subscription LiveTicketsPageSubscription(\n  $org: String!\n  $status: TicketStatus\n) {\n  ticketEvents(org: $org, status: $status) {\n    kind\n    previousStatus\n    cursor\n    ticket {\n      id\n      title\n      status\n      ...TicketRow_ticket\n    }\n  }\n}\n\nfragment TicketRow_ticket on Ticket {\n  id\n  ticketId\n  title\n  status\n  priority\n  version\n  createdAt\n  requester {\n    username\n    id\n  }\n  assignee {\n    username\n    id\n  }\n}\n"
+    "text": "subscription LiveTicketsPageSubscription(\n  $org: String!\n  $status: TicketStatus\n  $after: String\n) {\n  ticketEvents(org: $org, status: $status, after: $after) {\n    kind\n    previousStatus\n    cursor\n    ticket {\n      id\n      title\n      status\n      ...TicketRow_ticket\n    }\n  }\n}\n\nfragment TicketRow_ticket on Ticket {\n  id\n  ticketId\n  title\n  status\n  priority\n  version\n  createdAt\n  requester {\n    username\n    id\n  }\n  assignee {\n    username\n    id\n  }\n}\n"
   }
 };
 })();
 
-(node as any).hash = "cc242dfa0a3a69ea30504b10318e6b00";
+(node as any).hash = "5bc9116826396e179500ef9b357c08b3";
 
 export default node;
