@@ -385,6 +385,7 @@ async fn respond(
 /// Runs one subscription for a caller with `access` (whose token expires at `expiry`):
 /// its responses, one per event, each with null propagation applied and every error
 /// given its `extensions.code`, as [`execute`] does. The changes come from `hub`.
+#[allow(clippy::too_many_arguments)]
 pub fn subscribe(
     schema: &ItemgraphSchema,
     store: Arc<dyn Store>,
@@ -393,8 +394,19 @@ pub fn subscribe(
     access: Access,
     expiry: subscription::TokenExpiry,
     mut request: async_graphql::Request,
+    trace: bool,
 ) -> impl Stream<Item = async_graphql::Response> + Send + 'static {
     let schema = schema.clone();
+    // With the trace, each event carries the store calls resolving it made (drained from
+    // one recorder as each event leaves) and, but for a tenant, where in the change
+    // stream it was read.
+    let recorder = trace.then(|| Arc::new(Trace::default()));
+    let store: Arc<dyn Store> = match &recorder {
+        Some(t) => Arc::new(TracedStore::new(store, t.clone())),
+        None => store,
+    };
+    let tenant = matches!(access, Access::Tenant { .. });
+    let position = subscription::EventPosition::default();
     futures::stream::once(async move {
         let prepared = match schema.prepare(&mut request).await {
             Ok(prepared) => prepared,
@@ -418,6 +430,9 @@ pub fn subscribe(
         let slot = telemetry::EventSlot::default();
         let ctx = RequestContext::new(store, cursors, access);
         let mut request = request.data(ctx).data(hub).data(expiry);
+        if recorder.is_some() {
+            request = request.data(position.clone());
+        }
         if let Some((_, name, attributes)) = &traced {
             request = request.data(EventSpan {
                 slot: slot.clone(),
@@ -445,6 +460,18 @@ pub fn subscribe(
                     );
                 }
                 errors::ensure_codes(&mut resp);
+                if let Some(t) = &recorder {
+                    let mut ext = trace_extension(&t.take(), tenant);
+                    if let (Value::Object(fields), Some((shard, sequence)), false) =
+                        (&mut ext, position.take(), tenant)
+                    {
+                        let mut at = async_graphql::indexmap::IndexMap::new();
+                        at.insert(Name::new("sequence"), Value::from(sequence));
+                        at.insert(Name::new("shard"), Value::from(shard));
+                        fields.insert(Name::new("stream"), Value::Object(at));
+                    }
+                    resp.extensions.insert("dynamodb".to_owned(), ext);
+                }
                 resp
             })
             .boxed()

@@ -101,6 +101,22 @@ fn org_arg(rc: &RequestContext, org: &str) -> Result<Slug> {
     Ok(org)
 }
 
+/// Where in the change stream the event being resolved was read (its shard and sequence
+/// number): set as the event leaves the resolver, taken with its trace.
+#[derive(Clone, Default)]
+pub struct EventPosition(Arc<std::sync::Mutex<Option<(String, String)>>>);
+
+impl EventPosition {
+    fn set(&self, shard: &str, sequence: &str) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((shard.to_owned(), sequence.to_owned()));
+    }
+
+    pub fn take(&self) -> Option<(String, String)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
 /// The events of one subscription: the hub's changes of `org` that `wanted` picks, each
 /// made into an event by `make`, ended by the first error (a lost position, a slow
 /// subscriber, an expired token).
@@ -138,6 +154,7 @@ async fn events<'a, T: Send + 'static>(
         .map_err(|e| ApiError::from(e).extend())?;
     let cursors = rc.cursors.clone();
     let traced = ctx.data_opt::<crate::graphql::EventSpan>().cloned();
+    let at = ctx.data_opt::<EventPosition>().cloned();
     Ok(async_stream::stream! {
         let _slot = slot;
         let changes = changes;
@@ -172,6 +189,9 @@ async fn events<'a, T: Send + 'static>(
             }
             let cursor = cursors.seal(&context, &position.to_bytes());
             if let Some(event) = make(&change, cursor) {
+                if let Some(at) = &at {
+                    at.set(&change.shard, &change.sequence);
+                }
                 if let Some(t) = &traced {
                     t.slot.begin(t.name.clone(), || {
                         let mut attributes = t.attributes.clone();

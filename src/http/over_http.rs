@@ -54,6 +54,8 @@ pub(super) async fn graphql_post(
         .and_then(|request| refuse_subscription(&state, request));
     if stream {
         let scope = parts.extensions.get::<ConnectionScope>().cloned();
+        let mut session = session;
+        session.trace = wants_trace(&headers);
         return live::event_stream(&state, &headers, scope, session, request);
     }
     match request {
@@ -144,6 +146,8 @@ pub(super) async fn graphql_get(
                     _ => Ok(request),
                 },
             );
+        let mut session = session;
+        session.trace = wants_trace(&headers);
         return live::event_stream(&state, &headers, scope, session, request);
     }
     let media = Media::negotiate(&headers);

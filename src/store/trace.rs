@@ -63,6 +63,19 @@ impl Default for Trace {
 }
 
 impl Trace {
+    /// The calls since the last take, in the order they started, timed from the first of
+    /// them (a subscription's trace, event by event).
+    pub fn take(&self) -> Vec<TraceEntry> {
+        let mut entries =
+            std::mem::take(&mut *self.entries.lock().unwrap_or_else(|p| p.into_inner()));
+        entries.sort_by_key(|e| e.seq);
+        let first = entries.iter().map(|e| e.start_micros).min().unwrap_or(0);
+        for e in &mut entries {
+            e.start_micros -= first;
+        }
+        entries
+    }
+
     /// The calls so far, in the order they started.
     pub fn entries(&self) -> Vec<TraceEntry> {
         let mut entries = self

@@ -128,6 +128,18 @@ impl Api {
         query: &str,
         variables: Value,
     ) -> impl Stream<Item = Value> + Send + Unpin + 'static {
+        self.subscribe_traced(access, expiry, query, variables, false)
+    }
+
+    /// [`Api::subscribe`], with the DynamoDB trace on each event when `trace`.
+    pub fn subscribe_traced(
+        &self,
+        access: &Access,
+        expiry: Option<u64>,
+        query: &str,
+        variables: Value,
+        trace: bool,
+    ) -> impl Stream<Item = Value> + Send + Unpin + 'static {
         let mut request = async_graphql::Request::new(query);
         if !variables.is_null() {
             request = request.variables(async_graphql::Variables::from_json(variables));
@@ -140,6 +152,7 @@ impl Api {
             access.clone(),
             TokenExpiry(expiry),
             request,
+            trace,
         )
         .map(|r| serde_json::to_value(&r).expect("a response serializes"))
         .boxed()

@@ -387,7 +387,46 @@ async fn limits_are_enforced_with_codes(api: &Api) {
     assert_eq!(error_codes(&r), ["QUERY_TOO_COMPLEX"], "{r:#}");
 }
 
+/// With the trace, each event carries the store calls resolving it made (its requester,
+/// through the DataLoader: one read) and where in the stream it was read; a tenant's
+/// trace names the calls only, as a query's does.
+async fn each_event_carries_its_own_trace(api: &Api) {
+    let query = r#"subscription { ticketEvents(org: "acme") { kind ticket { title requester { name } } } }"#;
+    let mut all =
+        Box::new(api.subscribe_traced(&Access::Unrestricted, None, query, Value::Null, true))
+            as Events;
+    let acme = tenant("acme", Role::Admin);
+    let mut own = Box::new(api.subscribe_traced(&acme, None, query, Value::Null, true)) as Events;
+    ready(api, &mut [&mut all, &mut own], 2).await;
+    for title in ["traced one", "traced two"] {
+        create_ticket(api, title, "wile-e-coyote").await;
+        for (who, events) in [("unrestricted", &mut all), ("tenant", &mut own)] {
+            let r = next(events).await;
+            assert_eq!(event(&r, "ticketEvents")["ticket"]["title"], title);
+            let trace = &r["extensions"]["dynamodb"];
+            assert_eq!(trace["requestCount"], 1, "{who}: {r:#}");
+            assert_eq!(trace["requests"][0]["operation"], "GetItem", "{who}: {r:#}");
+            let stream = &trace["stream"];
+            if who == "tenant" {
+                assert!(stream.is_null(), "no stream position for a tenant: {r:#}");
+                assert!(trace["requests"][0].get("itemCount").is_none());
+            } else {
+                assert!(
+                    stream["shard"].is_string() && stream["sequence"].is_string(),
+                    "{r:#}"
+                );
+            }
+        }
+    }
+    // Without it, no extension.
+    let mut plain = sub(api, &Access::Unrestricted, query, Value::Null);
+    ready(api, &mut [&mut plain], 3).await;
+    create_ticket(api, "untraced", "wile-e-coyote").await;
+    assert!(next(&mut plain).await.get("extensions").is_none());
+}
+
 on_every_engine!(threads = 2:
+    each_event_carries_its_own_trace,
     a_change_reaches_each_matching_subscription_exactly_once,
     a_status_change_tells_the_queue_it_left,
     orders_and_one_order,

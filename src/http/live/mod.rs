@@ -82,6 +82,9 @@ pub const SSE_QUEUE: usize = 16;
 pub(super) struct Session {
     pub(super) access: Access,
     expiry: TokenExpiry,
+    /// The DynamoDB trace asked for (`x-itemgraph-trace`): on each answer, and on each
+    /// event of a subscription.
+    pub(super) trace: bool,
 }
 
 impl AppState {
@@ -91,6 +94,7 @@ impl AppState {
             None => Ok(Session {
                 access: Access::Unrestricted,
                 expiry: TokenExpiry(None),
+                trace: false,
             }),
             Some(auth) => auth
                 .verify_until(authorization)
@@ -98,6 +102,7 @@ impl AppState {
                 .map(|(access, exp)| Session {
                     access,
                     expiry: TokenExpiry(Some(exp)),
+                    trace: false,
                 })
                 .map_err(HttpError::Unauthenticated),
         }
@@ -148,7 +153,7 @@ fn run_operation(
                 inner.cursors.clone(),
                 session.access,
                 request,
-                false,
+                session.trace,
             )
             .await
         })
@@ -162,6 +167,7 @@ fn run_operation(
         session.access,
         session.expiry,
         request,
+        session.trace,
     )
     .boxed()
 }

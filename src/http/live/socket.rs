@@ -141,6 +141,20 @@ async fn until_expired(exp: Option<u64>) {
     }
 }
 
+/// Whether a `connection_init` payload asks for the DynamoDB trace on every operation of
+/// the socket: `x-itemgraph-trace` as a header would say it (`1`, `true`), beside the
+/// `Authorization` value (or in its `headers`).
+fn init_trace(payload: &serde_json::Value) -> bool {
+    let Some(obj) = payload.as_object() else {
+        return false;
+    };
+    match obj.get(super::super::TRACE_HEADER) {
+        Some(serde_json::Value::Bool(on)) => *on,
+        Some(serde_json::Value::String(v)) => v == "1" || v.eq_ignore_ascii_case("true"),
+        _ => obj.get("headers").is_some_and(init_trace),
+    }
+}
+
 /// The `Authorization` value a `connection_init` payload carries, if any.
 fn init_authorization(payload: &serde_json::Value) -> Option<String> {
     let obj = payload.as_object()?;
@@ -529,7 +543,8 @@ impl Socket {
                     .map(String::into_bytes)
                     .or_else(|| self.from_header.clone());
                 match self.state.session(authorization.as_deref()).await {
-                    Ok(session) => {
+                    Ok(mut session) => {
+                        session.trace = payload.as_ref().is_some_and(init_trace);
                         self.session = Some(session);
                         self.awaiting = None;
                         if let Some(lease) = lease {
