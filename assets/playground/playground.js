@@ -1,6 +1,9 @@
 // The itemgraph playground: GraphiQL (vendored, see assets/playground/vendor.lock.json)
 // with the query builder, the example operations of examples/ as tabs, and a DynamoDB
-// panel listing the requests the last operation made. No inline script: the page's
+// panel listing the requests the last operation made. Subscriptions run over this origin's
+// WebSocket (graphql-ws, vendored too) with the Headers pane's values: their events
+// stream into the result pane, and the panel shows what each one cost and where in the
+// change stream it was read. No inline script: the page's
 // settings come from the JSON block #itemgraph-config, so the Content-Security-Policy
 // can forbid every script that is not a file of this origin.
 (function () {
@@ -26,9 +29,100 @@
     return n < 1024 ? n + " B" : (n / 1024).toFixed(1) + " KiB";
   }
 
+  // The operation `params` runs: is it a subscription?
+  function isSubscription(params, options) {
+    var doc = options && options.documentAST;
+    if (doc && doc.definitions) {
+      var ops = doc.definitions.filter(function (d) {
+        return d.kind === "OperationDefinition";
+      });
+      var op =
+        ops.find(function (d) {
+          return params.operationName && d.name && d.name.value === params.operationName;
+        }) || (ops.length === 1 ? ops[0] : null);
+      if (op) return op.operation === "subscription";
+    }
+    return /^\s*subscription\b/.test(params.query || "");
+  }
+
+  // One graphql-ws client per set of headers (a new token opens a new socket): the
+  // headers go in `connection_init`, where the server reads `Authorization` and the trace.
+  var ws = { key: null, client: null };
+  function wsClient(headers) {
+    var params = Object.assign({}, headers);
+    params[config.traceHeader] = "1";
+    var key = JSON.stringify(params);
+    if (ws.key !== key) {
+      if (ws.client) ws.client.dispose();
+      ws.key = key;
+      ws.client = graphqlWs.createClient({
+        url: (location.protocol === "https:" ? "wss://" : "ws://") + location.host + config.endpoint,
+        connectionParams: params,
+        lazy: true,
+        retryAttempts: 0,
+      });
+    }
+    return ws.client;
+  }
+
+  function readable(error) {
+    if (Array.isArray(error)) return { errors: error };
+    if (error && typeof error.code === "number") {
+      var why = error.code === 4403 || error.code === 4401 ? ": the token was refused (Headers pane)" : "";
+      return { errors: [{ message: "The subscription's connection closed (" + error.code + (error.reason ? " " + error.reason : "") + ")" + why }] };
+    }
+    return { errors: [{ message: String((error && error.message) || error) }] };
+  }
+
+  // A subscription: its results as GraphiQL reads them (an async iterator), each event
+  // also published to the panel with its own trace.
+  function subscribe(params, headers) {
+    var iterator = wsClient(headers).iterate({
+      query: params.query,
+      variables: params.variables || undefined,
+      operationName: params.operationName || undefined,
+    });
+    var count = 0;
+    var since = performance.now();
+    return {
+      next: function () {
+        return iterator.next().then(
+          function (step) {
+            if (!step.done) {
+              count += 1;
+              var now = performance.now();
+              var trace = step.value && step.value.extensions ? step.value.extensions.dynamodb : undefined;
+              publish({
+                status: "event " + count,
+                millis: now - since,
+                bytes: byteLength(JSON.stringify(step.value)),
+                trace: trace,
+                stream: trace ? trace.stream : undefined,
+              });
+              since = now;
+            }
+            return step;
+          },
+          function (error) {
+            return { done: false, value: readable(error) };
+          }
+        );
+      },
+      return: function () {
+        return iterator.return ? iterator.return() : Promise.resolve({ done: true, value: undefined });
+      },
+      [Symbol.asyncIterator]: function () {
+        return this;
+      },
+    };
+  }
+
   // Every operation asks for the trace (`x-itemgraph-trace: 1`), which the panel shows.
   // A 401 becomes a readable error in the response pane instead of a parse failure.
   async function fetcher(params, options) {
+    if (isSubscription(params, options)) {
+      return subscribe(params, (options && options.headers) || {});
+    }
     var headers = Object.assign(
       {
         "content-type": "application/json",
@@ -118,20 +212,35 @@
       );
     }
     var requests = entry.trace && entry.trace.requests ? entry.trace.requests : [];
+    var event = typeof entry.status === "string";
     var summary =
       requests.length +
       (requests.length === 1 ? " request" : " requests") +
       " · " +
-      entry.millis.toFixed(1) +
-      " ms · " +
+      (event ? entry.millis.toFixed(0) + " ms since the last · " : entry.millis.toFixed(1) + " ms · ") +
       readableBytes(entry.bytes) +
-      " · HTTP " +
-      entry.status;
+      " · " +
+      (event ? entry.status : "HTTP " + entry.status);
     return h(
       "div",
-      { className: "ig-dynamo", id: "ig-dynamo", "data-request-count": String(requests.length) },
+      {
+        className: "ig-dynamo",
+        id: "ig-dynamo",
+        "data-request-count": String(requests.length),
+        "data-event": event ? entry.status : undefined,
+      },
       h("div", { className: "graphiql-doc-explorer-title" }, "DynamoDB"),
       h("p", { className: "ig-summary" }, summary),
+      entry.stream
+        ? h(
+            "p",
+            { className: "ig-stream", id: "ig-stream" },
+            "Read from the change stream at shard ",
+            h("code", null, entry.stream.shard),
+            ", sequence ",
+            h("code", null, entry.stream.sequence)
+          )
+        : null,
       entry.trace ? null : h("p", null, "The response carries no trace (refused before any read)."),
       h(
         "ol",

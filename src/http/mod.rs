@@ -363,14 +363,14 @@ static PLAYGROUND: LazyLock<[String; 2]> =
     LazyLock::new(|| [false, true].map(|auth| playground::page("/graphql", TRACE_HEADER, auth)));
 
 /// The playground page with its Content-Security-Policy.
-fn playground_page(state: &AppState) -> Response {
+fn playground_page(state: &AppState, headers: &axum::http::HeaderMap) -> Response {
     let auth = state.0.authenticator.is_some();
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let policy = HeaderValue::try_from(playground::content_security_policy(host))
+        .unwrap_or_else(|_| HeaderValue::from_static(playground::CONTENT_SECURITY_POLICY));
     (
         [
-            (
-                header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_static(playground::CONTENT_SECURITY_POLICY),
-            ),
+            (header::CONTENT_SECURITY_POLICY, policy),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
         Html(PLAYGROUND[usize::from(auth)].as_str()),
@@ -378,6 +378,6 @@ fn playground_page(state: &AppState) -> Response {
         .into_response()
 }
 
-async fn graphiql(State(state): State<AppState>) -> Response {
-    playground_page(&state)
+async fn graphiql(State(state): State<AppState>, headers: axum::http::HeaderMap) -> Response {
+    playground_page(&state, &headers)
 }

@@ -121,7 +121,7 @@ pub(super) async fn graphql_get(
         return live::websocket(state, &headers, authority, scope, ws);
     }
     if state.options().graphiql && prefers_html(&headers) {
-        return playground_page(&state);
+        return playground_page(&state, &headers);
     }
     if live::wants_event_stream(&headers) {
         // The caller and its origin first: nothing of the request is parsed before.

@@ -1,7 +1,8 @@
 //! The playground: GraphiQL served by the binary itself, so it works with no internet and
 //! no third party serves code into the API's origin.
 //!
-//! The third-party files (GraphiQL, React, the explorer plugin: production builds at
+//! The third-party files (GraphiQL, React, the explorer plugin, the graphql-ws client for
+//! subscriptions: production builds at
 //! pinned versions, with their licenses) live in `assets/playground/vendor/`, fetched and
 //! checked by `scripts/vendor-playground` against `assets/playground/vendor.lock.json`;
 //! `playground.js` and `playground.css` beside them are the project's own (the DynamoDB
@@ -27,6 +28,27 @@ pub const ASSET_ROUTE: &str = "/playground/{hash}/{name}";
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; \
      font-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The page's policy for a page served at `host` (the request's `Host`): the policy
+/// above, with the playground's WebSocket (subscriptions, over graphql-ws) allowed to
+/// this very host and nowhere else. A `Host` that is not a plain host and port adds
+/// nothing, so it can never widen or break the policy.
+pub fn content_security_policy(host: Option<&str>) -> String {
+    let plain = |h: &&str| {
+        !h.is_empty()
+            && h.len() <= 255
+            && h.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+    };
+    match host.filter(plain) {
+        Some(host) => CONTENT_SECURITY_POLICY.replacen(
+            "connect-src 'self';",
+            &format!("connect-src 'self' ws://{host} wss://{host};"),
+            1,
+        ),
+        None => CONTENT_SECURITY_POLICY.to_owned(),
+    }
+}
 
 /// One embedded file.
 pub struct Asset {
@@ -54,11 +76,12 @@ pub static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
     const JS: &str = "text/javascript; charset=utf-8";
     const CSS: &str = "text/css; charset=utf-8";
     const TEXT: &str = "text/plain; charset=utf-8";
-    let files: [(&str, &str, &[u8]); 13] = [
+    let files: [(&str, &str, &[u8]); 15] = [
         asset!("react.production.min.js", "vendor/", "js"),
         asset!("react-dom.production.min.js", "vendor/", "js"),
         asset!("graphiql.min.js", "vendor/", "js"),
         asset!("plugin-explorer.umd.js", "vendor/", "js"),
+        asset!("graphql-ws.min.js", "vendor/", "js"),
         asset!("playground.js", "", "js"),
         asset!("graphiql.min.css", "vendor/", "css"),
         asset!("plugin-explorer.css", "vendor/", "css"),
@@ -66,6 +89,7 @@ pub static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         asset!("LICENSE.react", "vendor/", "text"),
         asset!("LICENSE.react-dom", "vendor/", "text"),
         asset!("LICENSE.graphiql", "vendor/", "text"),
+        asset!("LICENSE.graphql-ws", "vendor/", "text"),
         asset!("plugin-explorer.package.json", "vendor/", "text"),
         asset!("vendor.lock.json", "", "text"),
     ];
@@ -175,6 +199,23 @@ pub fn page(endpoint: &str, trace_header: &str, auth: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The page's WebSocket is allowed to its own host only, and a `Host` that is not a
+    /// plain host and port changes nothing.
+    #[test]
+    fn the_policy_admits_this_hosts_websocket_only() {
+        let policy = content_security_policy(Some("127.0.0.1:8080"));
+        assert!(policy.contains("connect-src 'self' ws://127.0.0.1:8080 wss://127.0.0.1:8080;"));
+        assert!(policy.contains("script-src 'self';"));
+        for hostile in ["evil; script-src *", "a b", "", "x\r\ny"] {
+            assert_eq!(
+                content_security_policy(Some(hostile)),
+                CONTENT_SECURITY_POLICY,
+                "{hostile:?}"
+            );
+        }
+        assert_eq!(content_security_policy(None), CONTENT_SECURITY_POLICY);
+    }
 
     /// The embedded third-party files are exactly the ones the lock records.
     #[test]

@@ -4,7 +4,10 @@
 // URL is the page (http://127.0.0.1:PORT/). With --auth the server wants a bearer token:
 // the headers pane must open with the Authorization placeholder, and running a query
 // without a real token must show a readable 401 in the response pane. With
-// --no-introspection the server refuses `__schema`: the page must still run a query. Exits 1 with the reasons when anything is off;
+// --no-introspection the server refuses `__schema`: the page must still run a query.
+// Without either, it also runs a subscription and creates a ticket from a second tab: the
+// event must reach the result pane and its requests the DynamoDB panel, with no CSP
+// violation. Exits 1 with the reasons when anything is off;
 // prints a JSON summary on success. tests/e2e/playground.rs runs it against a server it
 // starts; ITEMGRAPH_CHROMIUM names the browser (default /usr/bin/chromium).
 import puppeteer from "puppeteer-core";
@@ -105,6 +108,71 @@ try {
     if (seen.panelCount !== traced || seen.panelItems !== traced) {
       problems.push(`the DynamoDB panel lists ${seen.panelItems} (says ${seen.panelCount}), the trace ${traced}`);
     }
+  }
+  if (!auth && !flags.includes("--no-introspection")) {
+    // A subscription in the playground: ticketEvents over the page's WebSocket, then a
+    // ticket created from a second tab through a mutation; the event reaches the result
+    // pane, and the panel shows what resolving it cost and where it was read.
+    // GraphiQL reads the edited document (and its operation's name) a moment after a change.
+    const setQuery = async (p, text) => {
+      await p.evaluate((t) => document.querySelector(".graphiql-query-editor .CodeMirror").CodeMirror.setValue(t), text);
+      await new Promise((r) => setTimeout(r, 1000));
+    };
+    const resultText = (p) => p.evaluate(() => document.querySelector(".result-window .CodeMirror").CodeMirror.getValue());
+    await setQuery(
+      page,
+      'subscription Watch { ticketEvents(org: "acme") { kind cursor ticket { title requester { name } } } }'
+    );
+    await page.click(".graphiql-execute-button");
+    await new Promise((r) => setTimeout(r, 1500)); // the subscription in place
+    // A context of its own: GraphiQL keeps its tabs in localStorage, and this one starts fresh.
+    const otherContext = await browser.createBrowserContext();
+    const other = await otherContext.newPage();
+    await other.setViewport({ width: 1400, height: 900 });
+    await other.goto(url, { waitUntil: "networkidle0", timeout: 60000 });
+    await other.waitForSelector(".graphiql-container", { timeout: 30000 });
+    await setQuery(
+      other,
+      'mutation { createTicket(input: {org: "acme", requester: "wile-e-coyote", title: "Seen in the playground", body: "From another tab.", priority: HIGH}) { ticket { ticketId } } }'
+    );
+    await other.click(".graphiql-execute-button");
+    await other
+      .waitForFunction(
+        () => /createTicket/.test(document.querySelector(".result-window .CodeMirror").CodeMirror.getValue()),
+        { timeout: 30000 }
+      )
+      .catch(async (e) => {
+        throw new Error(`the second tab's mutation: ${e.message}; its result pane: ${(await resultText(other)).replace(/\s+/g, " ").slice(0, 1500)}`);
+      });
+    await page.bringToFront();
+    try {
+      await page.waitForFunction(
+        () => /Seen in the playground/.test(document.querySelector(".result-window .CodeMirror").CodeMirror.getValue()),
+        { timeout: 30000 }
+      );
+      await page.waitForSelector('#ig-dynamo[data-event="event 1"]', { timeout: 10000 });
+      const event = await page.evaluate(() => {
+        const panel = document.querySelector("#ig-dynamo");
+        return {
+          count: Number(panel.getAttribute("data-request-count")),
+          items: panel.querySelectorAll(".ig-request").length,
+          stream: (document.querySelector("#ig-stream") || {}).innerText || "",
+          csp: window.__cspViolations,
+        };
+      });
+      const result = JSON.parse(await resultText(page));
+      const traced = result.extensions && result.extensions.dynamodb ? result.extensions.dynamodb.requestCount : -1;
+      if (result.data.ticketEvents.kind !== "CREATED") problems.push(`the event: ${JSON.stringify(result)}`);
+      if (event.count !== traced || event.items !== traced || traced < 1) {
+        problems.push(`the panel lists ${event.items} requests (says ${event.count}) for the event, its trace ${traced}`);
+      }
+      if (!/shard .* sequence/.test(event.stream)) problems.push(`no stream position in the panel: "${event.stream}"`);
+      seen.csp = seen.csp.concat(event.csp);
+      await page.screenshot({ path: screenshot.replace(/\.png$/, "-subscription.png") });
+    } catch (e) {
+      problems.push(`the subscription's event did not show: ${e.message}; result pane: ${(await resultText(page)).slice(0, 300)}`);
+    }
+    await otherContext.close();
   }
   if (seen.csp.length) problems.push(`CSP violations: ${seen.csp.join("; ")}`);
   await page.screenshot({ path: screenshot });

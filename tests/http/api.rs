@@ -223,7 +223,7 @@ async fn a_mutation_over_get_is_405() {
 /// vendored ones as the lock records them).
 #[tokio::test]
 async fn browsers_get_the_playground_and_every_file_it_loads() {
-    use itemgraph::http::playground::{asset_path, ASSETS, CONTENT_SECURITY_POLICY};
+    use itemgraph::http::playground::{asset_path, content_security_policy, ASSETS};
     use sha2::{Digest, Sha256};
 
     let server = start_server().await;
@@ -245,7 +245,11 @@ async fn browsers_get_the_playground_and_every_file_it_loads() {
             .to_str()
             .unwrap()
             .starts_with("text/html"));
-        assert_eq!(headers["content-security-policy"], CONTENT_SECURITY_POLICY);
+        // This origin's files only; connections to this host, its WebSocket included.
+        let host = server.addr.to_string();
+        let policy = content_security_policy(Some(&host));
+        assert!(policy.contains(&format!("connect-src 'self' ws://{host} wss://{host};")));
+        assert_eq!(headers["content-security-policy"], policy.as_str());
         page = resp.text().await.unwrap();
         assert!(
             page.contains("\"traceHeader\":\"x-itemgraph-trace\""),
