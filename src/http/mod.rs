@@ -365,7 +365,11 @@ static PLAYGROUND: LazyLock<[String; 2]> =
 /// The playground page with its Content-Security-Policy.
 fn playground_page(state: &AppState, headers: &axum::http::HeaderMap) -> Response {
     let auth = state.0.authenticator.is_some();
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    // The page's WebSocket host, where this deployment serves WebSockets at all.
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|_| state.options().long_lived == LongLived::Served);
     let policy = HeaderValue::try_from(playground::content_security_policy(host))
         .unwrap_or_else(|_| HeaderValue::from_static(playground::CONTENT_SECURITY_POLICY));
     (
