@@ -56,7 +56,9 @@ pub struct StoreArgs {
     /// a realistic, flaky backend, e.g.
     /// `gsi-lag=800ms,throttle=0.05,conflict=0.05,lost-reply=0.02,seed=7`: writes reach
     /// the indexes that late; attempts are throttled, meet a transaction in flight, or
-    /// lose their reply after being applied, at those rates. None by default.
+    /// lose their reply after being applied, at those rates; `item-wcu=1000` holds each
+    /// item to AWS's write units a second, with real transaction conflicts. None by
+    /// default.
     #[arg(long, env = "ITEMGRAPH_FAULTS", value_name = "SPEC", value_parser = clap::value_parser!(Faults))]
     pub faults: Option<Faults>,
     /// Changes the embedded engine keeps in its change log, which subscriptions follow

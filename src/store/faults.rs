@@ -12,6 +12,13 @@
 //!   a transaction is cancelled with reason `TransactionConflict` on one of its actions.
 //! - `lost-reply=0.02`: each attempt of each write is applied, then its reply is lost
 //!   (the client's attempt timed out) at this rate.
+//! - `item-wcu=N`: each item takes at most N write units a second, as one item on AWS
+//!   takes at most about 1 000 (its partition's limit): a token bucket per item key (a
+//!   second's worth of burst) counting a write's units as DynamoDB does (one per KiB
+//!   written, rounded up; twice that in a transaction). A write past it is throttled
+//!   (`ThrottlingException`, sent again as the SDK does; a transaction is cancelled with
+//!   reason `ThrottlingError`). With it, conflicts are real too: a write that touches an
+//!   item a transaction in flight is writing meets `TransactionConflict`, as on DynamoDB.
 //! - `seed=N`: the seed of the draws (default 0).
 //!
 //! The engine answers as the AWS SDK in front of DynamoDB does: it makes up to
@@ -23,11 +30,12 @@
 //! Conflicts are drawn at a rate rather than from the writes actually in flight: the
 //! engine serializes its writes, so a rate is what reproduces the failure.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::str::FromStr;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -52,6 +60,8 @@ pub struct Faults {
     pub conflict: f64,
     /// Rate of write attempts applied whose reply is lost, 0 to 1.
     pub lost_reply: f64,
+    /// Write units one item takes a second; 0 for no limit (and conflicts drawn only).
+    pub item_wcu: f64,
     /// Seed of the draws.
     pub seed: u64,
 }
@@ -63,12 +73,13 @@ impl Faults {
             || self.throttle > 0.0
             || self.conflict > 0.0
             || self.lost_reply > 0.0
+            || self.item_wcu > 0.0
     }
 }
 
 /// Why a `--faults` specification was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid fault specification: {0} (expected for instance gsi-lag=800ms,throttle=0.05,conflict=0.05,lost-reply=0.02,seed=7)")]
+#[error("invalid fault specification: {0} (expected for instance gsi-lag=800ms,throttle=0.05,conflict=0.05,lost-reply=0.02,item-wcu=1000,seed=7)")]
 pub struct InvalidFaults(String);
 
 impl FromStr for Faults {
@@ -86,6 +97,17 @@ impl FromStr for Faults {
                 "throttle" => faults.throttle = rate(name, value)?,
                 "conflict" => faults.conflict = rate(name, value)?,
                 "lost-reply" => faults.lost_reply = rate(name, value)?,
+                "item-wcu" => {
+                    faults.item_wcu = value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|n| n.is_finite() && *n >= 1.0)
+                        .ok_or_else(|| {
+                            InvalidFaults(format!(
+                                "item-wcu `{value}` is not a number of write units of at least 1 (AWS: 1000)"
+                            ))
+                        })?
+                }
                 "seed" => {
                     faults.seed = value
                         .parse()
@@ -108,7 +130,11 @@ impl fmt::Display for Faults {
             self.conflict,
             self.lost_reply,
             self.seed
-        )
+        )?;
+        if self.item_wcu > 0.0 {
+            write!(f, ",item-wcu={}", self.item_wcu)?;
+        }
+        Ok(())
     }
 }
 
@@ -160,6 +186,63 @@ pub(crate) enum Draw {
 pub(crate) struct Injector {
     pub faults: Faults,
     rng: Mutex<StdRng>,
+    /// With `item-wcu`: each item's write units left, and when they were counted.
+    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+    /// With `item-wcu`: the items transactions in flight are writing, and how many.
+    in_flight: Mutex<HashMap<String, usize>>,
+}
+
+/// Buckets kept at most; past it, those full again (idle a second) are dropped.
+const MAX_BUCKETS: usize = 100_000;
+
+/// One item a write touches, and the write units it costs outside a transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ItemWrite {
+    pub key: String,
+    pub units: f64,
+}
+
+impl ItemWrite {
+    /// The item `action` writes (by its key), costing a unit per KiB of the item a Put
+    /// writes, one for any other action (DynamoDB counts the item's size either way;
+    /// the engine's small items are one KiB or less).
+    pub fn of(schema: &super::TableSchema, action: &super::TransactAction) -> Option<ItemWrite> {
+        let key = action.key(schema)?;
+        let units = match action {
+            super::TransactAction::Put(p) => (super::value::item_size(&p.item) as f64 / 1024.0)
+                .ceil()
+                .max(1.0),
+            _ => 1.0,
+        };
+        Some(ItemWrite {
+            key: format!("{}\u{0}{}", key.pk, key.sk),
+            units,
+        })
+    }
+}
+
+/// Holds a transaction's items as in flight until dropped.
+struct InFlight<'a> {
+    injector: &'a Injector,
+    keys: Vec<String>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut held = self
+            .injector
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        for key in &self.keys {
+            if let Some(n) = held.get_mut(key) {
+                *n -= 1;
+                if *n == 0 {
+                    held.remove(key);
+                }
+            }
+        }
+    }
 }
 
 impl Injector {
@@ -167,7 +250,74 @@ impl Injector {
         Injector {
             faults,
             rng: Mutex::new(StdRng::seed_from_u64(faults.seed)),
+            buckets: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Takes `writes`' units (`factor` times each: 2 in a transaction) from their items'
+    /// buckets, all or none; the index of the first write whose item has too few.
+    fn take_units(&self, writes: &[ItemWrite], factor: f64) -> Result<(), usize> {
+        let limit = self.faults.item_wcu;
+        if limit <= 0.0 {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        if buckets.len() > MAX_BUCKETS {
+            buckets.retain(|_, (left, at)| {
+                *left + now.duration_since(*at).as_secs_f64() * limit < limit
+            });
+        }
+        let mut left = Vec::with_capacity(writes.len());
+        for (i, w) in writes.iter().enumerate() {
+            let (units, at) = buckets.get(&w.key).copied().unwrap_or((limit, now));
+            let refilled = (units + now.duration_since(at).as_secs_f64() * limit).min(limit);
+            // The same item twice in one call counts twice.
+            let spent: f64 = writes[..i]
+                .iter()
+                .filter(|o| o.key == w.key)
+                .map(|o| o.units * factor)
+                .sum();
+            let after = refilled - spent - w.units * factor;
+            if after < 0.0 {
+                return Err(i);
+            }
+            left.push((w.key.clone(), after));
+        }
+        for (key, after) in left {
+            buckets.insert(key, (after, now));
+        }
+        Ok(())
+    }
+
+    /// With `item-wcu`, marks a transaction's items in flight; the index of the first one a
+    /// transaction in flight already writes (a conflict) instead.
+    fn start_transaction(&self, writes: &[ItemWrite]) -> Result<Option<InFlight<'_>>, usize> {
+        if self.faults.item_wcu <= 0.0 {
+            return Ok(None);
+        }
+        let mut held = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = writes.iter().position(|w| held.contains_key(&w.key)) {
+            return Err(i);
+        }
+        for w in writes {
+            *held.entry(w.key.clone()).or_default() += 1;
+        }
+        Ok(Some(InFlight {
+            injector: self,
+            keys: writes.iter().map(|w| w.key.clone()).collect(),
+        }))
+    }
+
+    /// With `item-wcu`, whether a transaction in flight writes the item of a single write.
+    fn in_flight(&self, write: &ItemWrite) -> bool {
+        self.faults.item_wcu > 0.0
+            && self
+                .in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(&write.key)
     }
 
     /// Draws the fate of one attempt: of a read (`actions` 0) or of a write of `actions`
@@ -192,13 +342,13 @@ impl Injector {
 }
 
 /// What a call is, for the fault model.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) enum Call {
     Read,
     /// PutItem, UpdateItem, DeleteItem.
-    Single,
+    Single(Option<ItemWrite>),
     /// TransactWriteItems with this many actions.
-    Transaction(usize),
+    Transaction(Vec<ItemWrite>),
 }
 
 /// One call as the SDK in front of DynamoDB makes it: up to [`SDK_MAX_ATTEMPTS`] attempts
@@ -214,10 +364,22 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = StoreResult<T>>,
 {
-    let actions = match call {
-        Call::Read => 0,
-        Call::Single => 1,
-        Call::Transaction(n) => n,
+    let (actions, writes): (usize, &[ItemWrite]) = match &call {
+        Call::Read => (0, &[]),
+        Call::Single(w) => (1, w.as_slice()),
+        Call::Transaction(w) => (w.len(), w.as_slice()),
+    };
+    let transaction = matches!(call, Call::Transaction(_));
+    let cancelled = |at: usize, why: CancelReason| StoreError::TransactionCanceled {
+        reasons: (0..actions)
+            .map(|i| {
+                if i == at {
+                    why.clone()
+                } else {
+                    CancelReason::None
+                }
+            })
+            .collect(),
     };
     let mut waits = backon::BackoffBuilder::build(retry_schedule(SDK_MAX_ATTEMPTS - 1));
     let mut lost_before = false;
@@ -225,32 +387,60 @@ where
         let draw = match injector.draw(actions) {
             // DynamoDB answers a transaction sent again with its client token from
             // the token, before any transaction in flight could conflict with it.
-            Draw::Conflict(_) if lost_before && matches!(call, Call::Transaction(_)) => {
-                Draw::Through
+            Draw::Conflict(_) if lost_before && transaction => Draw::Through,
+            draw => draw,
+        };
+        // The item limits (`item-wcu`): a transaction in flight on an item, then the
+        // item's write units.
+        let draw = match draw {
+            Draw::Through if transaction && !lost_before => {
+                match injector.start_transaction(writes) {
+                    Err(at) => Draw::Conflict(at),
+                    Ok(held) => match injector.take_units(writes, 2.0) {
+                        Err(at) => {
+                            drop(held);
+                            let err = cancelled(at, CancelReason::Throttled);
+                            match waits.next() {
+                                Some(wait) => {
+                                    tokio::time::sleep(wait).await;
+                                    continue;
+                                }
+                                None => return Err(err.after_unanswered_attempt(lost_before)),
+                            }
+                        }
+                        Ok(()) => {
+                            let result = attempt().await;
+                            drop(held);
+                            return result;
+                        }
+                    },
+                }
             }
+            Draw::Through
+                if !transaction && writes.first().is_some_and(|w| injector.in_flight(w)) =>
+            {
+                Draw::Conflict(0)
+            }
+            Draw::Through if !transaction => match injector.take_units(writes, 1.0) {
+                Err(_) => Draw::Throttled,
+                Ok(()) => Draw::Through,
+            },
             draw => draw,
         };
         let failed = match draw {
             Draw::Through => return attempt().await,
             Draw::Throttled => StoreError::Throttled(
-                "Rate of requests exceeds the allowed throughput (injected)".into(),
+                "Rate of requests exceeds the allowed throughput (injected; item-wcu: the \
+                 item's write units a second)"
+                    .into(),
             ),
             Draw::Conflict(at) => {
-                let conflict = match call {
-                    Call::Transaction(n) => StoreError::TransactionCanceled {
-                        reasons: (0..n)
-                            .map(|i| {
-                                if i == at {
-                                    CancelReason::TransactionConflict
-                                } else {
-                                    CancelReason::None
-                                }
-                            })
-                            .collect(),
-                    },
-                    _ => StoreError::TransactionConflict(
+                let conflict = if transaction {
+                    cancelled(at, CancelReason::TransactionConflict)
+                } else {
+                    StoreError::TransactionConflict(
                         "Transaction is ongoing for the item (injected)".into(),
-                    ),
+                    )
                 };
                 // A single write that conflicts after an attempt was applied and lost: the
                 // caller cannot be told that nothing was written.
@@ -291,6 +481,7 @@ mod tests {
                 throttle: 0.05,
                 conflict: 0.05,
                 lost_reply: 0.02,
+                item_wcu: 0.0,
                 seed: 7,
             }
         );
@@ -317,6 +508,116 @@ mod tests {
             let err = spec.parse::<Faults>().unwrap_err().to_string();
             assert!(err.contains(says), "{spec}: {err}");
         }
+    }
+
+    fn item(key: &str, units: f64) -> ItemWrite {
+        ItemWrite {
+            key: key.into(),
+            units,
+        }
+    }
+
+    #[test]
+    fn item_wcu_parses_prints_and_is_checked() {
+        let f: Faults = "item-wcu=1000,seed=2".parse().unwrap();
+        assert_eq!(f.item_wcu, 1000.0);
+        assert!(f.any());
+        assert_eq!(f.to_string().parse::<Faults>().unwrap(), f);
+        assert!(!Faults::default().to_string().contains("item-wcu"));
+        for bad in ["item-wcu=0", "item-wcu=-5", "item-wcu=lots", "item-wcu=inf"] {
+            let err = bad.parse::<Faults>().unwrap_err().to_string();
+            assert!(err.contains("item-wcu"), "{bad}: {err}");
+        }
+    }
+
+    /// Each item has its own second of units; a transaction's writes cost twice; the
+    /// units come back at the limit's rate.
+    #[test]
+    fn each_item_takes_its_write_units_a_second() {
+        let i = Injector::new(Faults {
+            item_wcu: 10.0,
+            ..Faults::default()
+        });
+        for _ in 0..10 {
+            assert_eq!(i.take_units(&[item("a", 1.0)], 1.0), Ok(()));
+        }
+        assert_eq!(i.take_units(&[item("a", 1.0)], 1.0), Err(0));
+        assert_eq!(i.take_units(&[item("b", 1.0), item("a", 1.0)], 1.0), Err(1));
+        // All or none: `b` was not charged by the refused call.
+        for _ in 0..5 {
+            assert_eq!(i.take_units(&[item("b", 1.0)], 2.0), Ok(()));
+        }
+        assert_eq!(i.take_units(&[item("b", 1.0)], 2.0), Err(0));
+        // One item twice in one call counts twice.
+        assert_eq!(i.take_units(&[item("c", 4.0), item("c", 4.0)], 1.0), Ok(()));
+        assert_eq!(i.take_units(&[item("c", 4.0)], 1.0), Err(0));
+        std::thread::sleep(Duration::from_millis(250));
+        assert_eq!(i.take_units(&[item("a", 2.0)], 1.0), Ok(()));
+        // Without the limit, nothing is counted.
+        let free = Injector::new(Faults::default());
+        assert!((0..1000).all(|_| free.take_units(&[item("a", 1.0)], 2.0).is_ok()));
+    }
+
+    /// Two transactions in flight on one item: the second is cancelled with
+    /// `TransactionConflict` on that item's action; a single write on it meets
+    /// `TransactionConflictException`; once the first ends, both go through.
+    #[tokio::test]
+    async fn transactions_in_flight_on_one_item_conflict() {
+        let i = std::sync::Arc::new(Injector::new(Faults {
+            item_wcu: 1000.0,
+            ..Faults::default()
+        }));
+        let (entered, first_in) = tokio::sync::oneshot::channel::<()>();
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let first = {
+            let i = i.clone();
+            tokio::spawn(async move {
+                let mut gates = Some((entered, released));
+                call(
+                    &i,
+                    Call::Transaction(vec![item("org", 1.0), item("t1", 1.0)]),
+                    || {
+                        let gates = gates.take();
+                        async move {
+                            if let Some((entered, released)) = gates {
+                                let _ = entered.send(());
+                                let _ = released.await;
+                            }
+                            Ok(())
+                        }
+                    },
+                )
+                .await
+            })
+        };
+        first_in.await.unwrap();
+        let second = call(
+            &i,
+            Call::Transaction(vec![item("t2", 1.0), item("org", 1.0)]),
+            || async { Ok(()) },
+        )
+        .await;
+        assert_eq!(
+            second,
+            Err(StoreError::TransactionCanceled {
+                reasons: vec![CancelReason::None, CancelReason::TransactionConflict]
+            })
+        );
+        let single = call(&i, Call::Single(Some(item("org", 1.0))), || async {
+            Ok(())
+        })
+        .await;
+        assert!(
+            matches!(single, Err(StoreError::TransactionConflict(_))),
+            "{single:?}"
+        );
+        release.send(()).unwrap();
+        assert_eq!(first.await.unwrap(), Ok(()));
+        let again = call(&i, Call::Transaction(vec![item("org", 1.0)]), || async {
+            Ok(())
+        })
+        .await;
+        assert_eq!(again, Ok(()));
     }
 
     #[test]

@@ -251,3 +251,90 @@ on_every_engine!(shared api, threads = 4:
     hundred_tickets_all_counted,
     one_version_one_winner,
 );
+
+// --- The per-item write limit of the fault model (embedded engine) ----------------------
+
+/// `--faults item-wcu=20`: one item takes 20 write units a second, so one organization
+/// (every ticket created bumps its item, twice the units in a transaction) takes about ten
+/// creates a second. Sixteen writers in one organization exceed it: fewer creates go
+/// through than the limit allows and the rest are refused with a retryable code, as on
+/// AWS past an item's limit; one writer in another organization at a third of the limit,
+/// at the same time, meets no refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_busy_organization_meets_the_item_limit_and_another_does_not() {
+    use itemgraph::store::embedded::EmbeddedStore;
+    use itemgraph::store::faults::Faults;
+    use itemgraph::store::Store;
+    use std::time::{Duration, Instant};
+
+    let faults: Faults = "item-wcu=20".parse().unwrap();
+    let store =
+        EmbeddedStore::in_memory_with_faults("itemgraph", itemgraph::keys::table_schema(), faults)
+            .unwrap();
+    assert!(store.create_table().await.unwrap());
+    itemgraph::demo::seed_demo(&store).await.unwrap();
+    // The seeding's own writes used the items' units: a second for them to come back.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let api = Arc::new(Api::over(Arc::new(store)));
+    const CREATE: &str = "mutation($input: CreateTicketInput!) { createTicket(input: $input) { ticket { ticketId } } }";
+    let create = |api: Arc<Api>,
+                  org: &'static str,
+                  requester: &'static str,
+                  n: usize,
+                  pause: Duration| {
+        tokio::spawn(async move {
+            let mut codes = Vec::new();
+            let mut made = 0;
+            for i in 0..n {
+                let r = api
+                    .run_with(
+                        CREATE,
+                        json!({ "input": { "org": org, "requester": requester, "title": format!("busy {i}"), "body": "Load.", "priority": "LOW" } }),
+                    )
+                    .await;
+                match r.get("errors") {
+                    None => made += 1,
+                    Some(_) => codes.extend(error_codes(&r)),
+                }
+                tokio::time::sleep(pause).await;
+            }
+            (made, codes)
+        })
+    };
+    let started = Instant::now();
+    let busy: Vec<_> = (0..16)
+        .map(|_| create(api.clone(), "acme", "wile-e-coyote", 8, Duration::ZERO))
+        .collect();
+    let quiet = create(
+        api.clone(),
+        "globex",
+        "homer-simpson",
+        6,
+        Duration::from_millis(300),
+    );
+    let (mut made, mut codes) = (0, Vec::new());
+    for task in busy {
+        let (m, c) = task.await.unwrap();
+        made += m;
+        codes.extend(c);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    // Ten creates a second, and one second's burst.
+    let allowed = 10.0 * elapsed + 10.0 + 1.0;
+    assert!(
+        (made as f64) <= allowed,
+        "{made} creates in {elapsed:.1} s, the limit allows {allowed:.0}"
+    );
+    assert!(
+        !codes.is_empty(),
+        "128 creates in {elapsed:.1} s and none refused"
+    );
+    assert!(
+        codes.iter().all(|c| c == "THROTTLED" || c == "CONTENTION"),
+        "{codes:?}"
+    );
+    let (quiet_made, quiet_codes) = quiet.await.unwrap();
+    assert_eq!((quiet_made, quiet_codes), (6, Vec::<String>::new()));
+    let report = itemgraph::check::check(api.store.as_ref()).await.unwrap();
+    assert!(report.is_clean(), "{report}");
+}

@@ -28,6 +28,7 @@ fn faults(seed: u64) -> Faults {
         conflict: 0.05,
         lost_reply: 0.02,
         seed,
+        ..Faults::default()
     }
 }
 

@@ -549,14 +549,28 @@ impl Store for EmbeddedEngine {
     /// With faults, each send carries a `ClientRequestToken` (the same for the attempts
     /// of one send), as [`super::dynamo::DynamoStore`]'s do.
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
-        let n = actions.len();
-        let actions = Arc::new(actions);
         let faulty = self.inner.faults.is_some();
+        // What the fault model counts (item limits, conflicts): one entry per action.
+        let writes: Vec<faults::ItemWrite> = if faulty {
+            actions
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    faults::ItemWrite::of(&self.inner.schema, a).unwrap_or(faults::ItemWrite {
+                        key: format!("\u{0}action {i}"),
+                        units: 1.0,
+                    })
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let actions = Arc::new(actions);
         retry_conflicts("TransactWriteItems", || {
             let actions = actions.clone();
             let token = faulty.then(|| (ulid::Ulid::new().to_string(), digest(&actions)));
             self.call(
-                Call::Transaction(n),
+                Call::Transaction(writes.clone()),
                 Op::Write(Arc::new(move |inner, tx, batch| {
                     transact(inner, tx, batch, &actions, token.as_ref())
                 })),

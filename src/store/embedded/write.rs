@@ -303,10 +303,15 @@ impl EmbeddedEngine {
         op: &'static str,
         action: Arc<TransactAction>,
     ) -> StoreResult<(Option<Item>, Option<Item>)> {
+        let write = self
+            .inner
+            .faults
+            .as_ref()
+            .and_then(|_| crate::store::faults::ItemWrite::of(&self.inner.schema, &action));
         retry_conflicts(op, || {
             let action = action.clone();
             self.call(
-                Call::Single,
+                Call::Single(write.clone()),
                 Op::Write(Arc::new(move |inner, tx, batch| {
                     single_in_group(inner, tx, batch, &action)
                 })),
