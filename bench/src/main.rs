@@ -18,6 +18,7 @@
 mod dataset;
 mod driver;
 mod floor;
+mod hot_org;
 mod live;
 mod report;
 mod scaling;
@@ -109,6 +110,14 @@ struct Args {
     /// Skips the runs that measure what OpenTelemetry tracing costs (embedded engine).
     #[arg(long)]
     skip_tracing: bool,
+    /// The write units a second one item takes in the busy-organization runs
+    /// (`--faults item-wcu=N`), scaled down from AWS's 1 000 so this machine is not the
+    /// bottleneck; 0 skips those runs.
+    #[arg(long, default_value_t = 100.0)]
+    hot_org_wcu: f64,
+    /// Organizations the busy-organization runs spread the same writes over.
+    #[arg(long)]
+    hot_org_orgs: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -301,6 +310,33 @@ async fn main() -> anyhow::Result<()> {
         None
     };
 
+    let hot_org = if plan.engines.contains(&Engine::Embedded) && args.hot_org_wcu > 0.0 {
+        let orgs = args
+            .hot_org_orgs
+            .unwrap_or(if args.smoke { 20 } else { 1000 });
+        eprintln!(
+            "itemgraph-bench: one busy organization against {orgs}, item-wcu={}",
+            args.hot_org_wcu
+        );
+        Some(
+            hot_org::run(
+                &server_exe,
+                &work,
+                &out,
+                &client,
+                orgs,
+                *plan.concurrency.last().expect("checked non-empty"),
+                plan.duration,
+                args.hot_org_wcu,
+                args.seed,
+                CURSOR_SECRET,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+
     let total_errors = engines
         .iter()
         .map(|e: &EngineReport| {
@@ -320,7 +356,8 @@ async fn main() -> anyhow::Result<()> {
             .iter()
             .flatten()
             .map(|r| r.stats.errors)
-            .sum::<u64>();
+            .sum::<u64>()
+        + hot_org.as_ref().map_or(0, |h| h.unexpected);
     let d = &ds.data;
     let mut report = Report {
         generated_unix_secs: std::time::SystemTime::now()
@@ -343,6 +380,7 @@ async fn main() -> anyhow::Result<()> {
         scaling,
         live,
         tracing,
+        hot_org,
         targets: Vec::new(),
         total_errors,
         wall_seconds: started.elapsed().as_secs_f64(),

@@ -33,6 +33,8 @@ pub struct Report {
     pub live: Option<crate::live::LiveReport>,
     /// The full mix with tracing off, at 1 % and at 100 %, embedded engine.
     pub tracing: Option<Vec<crate::tracing_cost::TracingRun>>,
+    /// Writes in one organization against the same writes spread, under `item-wcu`.
+    pub hot_org: Option<crate::hot_org::HotOrgReport>,
     pub targets: Vec<TargetCheck>,
     pub total_errors: u64,
     pub wall_seconds: f64,
@@ -492,6 +494,40 @@ impl Report {
                     r.stats.errors
                 );
             }
+        }
+        if let Some(h) = &self.hot_org {
+            let _ = writeln!(
+                md,
+                "\n## One busy organization (writes only, embedded engine, `--faults item-wcu={}`)\n",
+                h.item_wcu
+            );
+            let _ = writeln!(
+                md,
+                "| organizations | concurrency | writes/s | refused (by code) | p50 / p99 ms |\n|---:|---:|---:|---|---:|"
+            );
+            for r in &h.runs {
+                let refused: Vec<String> =
+                    r.refused.iter().map(|(c, n)| format!("{c} {n}")).collect();
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {:.0} | {} | {:.2} / {:.2} |",
+                    r.organizations,
+                    r.concurrency,
+                    r.writes_per_sec,
+                    if refused.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        refused.join(", ")
+                    },
+                    r.latency_ms.p50,
+                    r.latency_ms.p99
+                );
+            }
+            let _ = writeln!(
+                md,
+                "\nOne organization's writes/s over the spread run's: {:.2}.",
+                h.one_over_many
+            );
         }
         let samples: Vec<String> = self
             .engines

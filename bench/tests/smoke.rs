@@ -100,6 +100,17 @@ fn the_smoke_benchmark_reports_no_error_and_the_promised_request_counts() {
         }
     }
 
+    // One busy organization under the item limit, against the same writes spread: both
+    // runs wrote, and refusals are only the retryable codes of a limit.
+    let hot = &report["hot_org"];
+    let runs = hot["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{hot}");
+    assert_eq!(runs[0]["organizations"], 1);
+    for r in runs {
+        assert!(r["writes"].as_u64().unwrap() > 0, "{r}");
+    }
+    assert_eq!(hot["unexpected"], 0, "{hot}");
+
     let scaling = report["scaling"]["points"].as_array().unwrap();
     assert_eq!(scaling.len(), 2);
     for p in scaling {
