@@ -430,9 +430,7 @@ where
         let failed = match draw {
             Draw::Through => return attempt().await,
             Draw::Throttled => StoreError::Throttled(
-                "Rate of requests exceeds the allowed throughput (injected; item-wcu: the \
-                 item's write units a second)"
-                    .into(),
+                "Rate of requests exceeds the allowed throughput (injected)".into(),
             ),
             Draw::Conflict(at) => {
                 let conflict = if transaction {
