@@ -121,6 +121,18 @@
   // A 401 becomes a readable error in the response pane instead of a parse failure.
   async function fetcher(params, options) {
     if (isSubscription(params, options)) {
+      if (!config.subscriptions) {
+        return {
+          errors: [
+            {
+              message:
+                "This deployment serves no subscriptions: they need a connection that outlives a " +
+                "request, which AWS Lambda does not keep. The container image (itemgraph serve) serves them.",
+              extensions: { code: "SUBSCRIPTIONS_UNAVAILABLE" },
+            },
+          ],
+        };
+      }
       return subscribe(params, (options && options.headers) || {});
     }
     var headers = Object.assign(

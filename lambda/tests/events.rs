@@ -678,16 +678,22 @@ async fn the_playground_is_served_as_serve_serves_it() {
         return;
     };
     let page = Http::get("/", None).header("accept", "text/html");
-    let served = stack.same_as_serve(&page).await;
-    assert_eq!(served.status, 200);
-    assert!(served.body.contains("<html"), "{}", served.body);
+    // `serve`'s page, but for the subscriptions the function does not serve: a
+    // subscription run in it says so, and its policy names no WebSocket.
+    let expected =
+        itemgraph::http::playground::page("/graphql", itemgraph::http::TRACE_HEADER, true, false);
+    assert!(expected.contains("\"subscriptions\":false"));
     for kind in KINDS {
         let answer = stack.invoke(kind, &page).await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.body, expected, "{kind:?}");
         assert_eq!(
             answer.header("content-security-policy"),
-            served.header("content-security-policy")
+            Some(itemgraph::http::playground::CONTENT_SECURITY_POLICY)
         );
     }
+    let served = stack.serve(&page).await;
+    assert!(served.body.contains("\"subscriptions\":true"));
     // Off, as `serve --graphiql off` has it.
     let Some(off) = Stack::with(&["--graphiql", "off"]).await else {
         return;

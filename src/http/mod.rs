@@ -359,17 +359,21 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, String) {
 // --- GraphiQL ----------------------------------------------------------------------------
 
 /// The playground page (see [`playground`]): without and with authentication on.
-static PLAYGROUND: LazyLock<[String; 2]> =
-    LazyLock::new(|| [false, true].map(|auth| playground::page("/graphql", TRACE_HEADER, auth)));
+static PLAYGROUND: LazyLock<[[String; 2]; 2]> = LazyLock::new(|| {
+    [false, true].map(|subscriptions| {
+        [false, true].map(|auth| playground::page("/graphql", TRACE_HEADER, auth, subscriptions))
+    })
+});
 
 /// The playground page with its Content-Security-Policy.
 fn playground_page(state: &AppState, headers: &axum::http::HeaderMap) -> Response {
     let auth = state.0.authenticator.is_some();
     // The page's WebSocket host, where this deployment serves WebSockets at all.
+    let subscriptions = state.options().long_lived == LongLived::Served;
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .filter(|_| state.options().long_lived == LongLived::Served);
+        .filter(|_| subscriptions);
     let policy = HeaderValue::try_from(playground::content_security_policy(host))
         .unwrap_or_else(|_| HeaderValue::from_static(playground::CONTENT_SECURITY_POLICY));
     (
@@ -377,7 +381,7 @@ fn playground_page(state: &AppState, headers: &axum::http::HeaderMap) -> Respons
             (header::CONTENT_SECURITY_POLICY, policy),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
-        Html(PLAYGROUND[usize::from(auth)].as_str()),
+        Html(PLAYGROUND[usize::from(subscriptions)][usize::from(auth)].as_str()),
     )
         .into_response()
 }

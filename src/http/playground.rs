@@ -161,12 +161,14 @@ const EXAMPLES: [&str; 8] = [
 ];
 
 /// The page, for a server with authentication on (`auth`: the headers pane opens with an
-/// `Authorization` placeholder) or off.
-pub fn page(endpoint: &str, trace_header: &str, auth: bool) -> String {
+/// `Authorization` placeholder) or off, and serving subscriptions or not (AWS Lambda: a
+/// subscription run in the page then says why it cannot run there).
+pub fn page(endpoint: &str, trace_header: &str, auth: bool, subscriptions: bool) -> String {
     let config = serde_json::json!({
         "endpoint": endpoint,
         "traceHeader": trace_header,
         "auth": auth,
+        "subscriptions": subscriptions,
         "examples": EXAMPLES.iter().map(|q| serde_json::json!({ "query": q })).collect::<Vec<_>>(),
     });
     // `</` cannot end the JSON block early once escaped; the JSON stays the same value.
@@ -241,7 +243,7 @@ mod tests {
 
     #[test]
     fn the_page_loads_every_script_and_style_from_this_origin_and_nothing_inline() {
-        let page = page("/graphql", "x-itemgraph-trace", false);
+        let page = page("/graphql", "x-itemgraph-trace", false, true);
         for asset in ASSETS
             .iter()
             .filter(|a| !a.content_type.starts_with("text/plain"))
