@@ -82,24 +82,15 @@ pub fn end_span(cx: &opentelemetry::Context, resp: &async_graphql::Response) {
     let (outcome, codes) = outcome(resp);
     let mut attributes = vec![KeyValue::new("itemgraph.graphql.outcome", outcome)];
     if !codes.is_empty() {
-        let codes: Vec<StringValue> = codes.iter().map(|c| (*c).to_owned().into()).collect();
+        let values: Vec<StringValue> = codes.iter().map(|c| (*c).to_owned().into()).collect();
         attributes.push(KeyValue::new(
             "itemgraph.graphql.error_codes",
-            Otel::Array(codes.into()),
+            Otel::Array(values.into()),
         ));
     }
-    let error =
-        matches!(outcome, "error" | "timeout").then(|| std::borrow::Cow::Owned(resp_code(resp)));
+    let error = matches!(outcome, "error" | "timeout")
+        .then(|| std::borrow::Cow::Owned(codes.first().copied().unwrap_or("INTERNAL").to_owned()));
     crate::telemetry::end(cx, attributes, error);
-}
-
-fn resp_code(resp: &async_graphql::Response) -> String {
-    outcome(resp)
-        .1
-        .first()
-        .copied()
-        .unwrap_or("INTERNAL")
-        .to_owned()
 }
 
 /// The span name and attributes the GraphQL semantic conventions give an operation.

@@ -8,7 +8,7 @@ use async_graphql::{Context, Object, Result};
 use super::context::{load, rc};
 use super::objects::{Organization, Role, User};
 use crate::auth::{self, Access};
-use crate::keys::{OrgKey, Slug, UserKey, Username};
+use crate::keys::{OrgKey, Slug, Username};
 use crate::model::{self, Entity};
 
 #[derive(Default)]
@@ -61,12 +61,7 @@ impl Viewer {
         let (Some(org), Some(username)) = (&self.org, &self.username) else {
             return Ok(None);
         };
-        Ok(
-            match load(ctx, UserKey::new(org, username).primary_key()).await? {
-                Some(Entity::User(u)) => Some(User::new(u)),
-                _ => None,
-            },
-        )
+        User::load(ctx, org, username).await
     }
 
     /// What the caller may do there.
