@@ -128,7 +128,7 @@ export default function LiveTicketsPage({ org }: { org: string }) {
       {problem && <ErrorMessage problem={problem} testId="live-error" />}
       {missed && (
         <p role="status" className="muted" data-testid="live-expired">
-          Changes were missed while the connection was down: reloading.
+          Changes were missed while the connection was down, so the list was fetched again.
         </p>
       )}
       <div className="columns">
