@@ -12,7 +12,10 @@
 //!   index keys, present or absent) are exactly those its record computes
 //!   ([`Record::keys`]); no two items hold the same record;
 //! - an organization's `userCount`, `orderCount`, `ticketCount` and per-status ticket
-//!   counts equal the users, orders and tickets found; a user's `ticketCount`,
+//!   counts (its own counter plus its counter shards') equal the users, orders and tickets
+//!   found; it has all its counter shards when its schema version says it is sharded,
+//!   none when it does not (tables in both layouts check clean, as while the
+//!   `counter-shards` migration runs); a user's `ticketCount`,
 //!   `assignedTicketCount` and `orderCount` equal the tickets they requested, the tickets
 //!   assigned to them and the orders they placed as buyer;
 //! - every reference resolves: a user's and a ticket's organization, a ticket's requester
@@ -27,10 +30,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use crate::collections::OrderToken;
-use crate::keys::{Email, Id, ItemKeys, Slug, Username, GSI1PK, GSI1SK, GSI2PK, GSI2SK, PK, SK};
+use crate::keys::{
+    Email, Id, ItemKeys, Slug, Username, COUNTER_SHARDS, GSI1PK, GSI1SK, GSI2PK, GSI2SK, PK, SK,
+};
 use crate::model::{
-    item_type, Entity, Order, OrderLine, Organization, Record, Ticket, TicketStatus, User,
-    UserEmail,
+    item_type, CounterShard, Entity, Order, OrderLine, Organization, Record, Ticket, TicketStatus,
+    User, UserEmail,
 };
 use crate::store::{AttributeValue, Item, PrimaryKey, Scan, Store, StoreError};
 
@@ -58,6 +63,9 @@ pub enum ViolationKind {
     OrphanMarker,
     /// A user without the marker of its email.
     MissingMarker,
+    /// An organization's counter shards disagree with its schema version: some missing
+    /// where it is sharded, any present where it is not, or a shard without organization.
+    CounterShards,
 }
 
 impl ViolationKind {
@@ -73,6 +81,7 @@ impl ViolationKind {
             ViolationKind::OrphanLine => "orphan-line",
             ViolationKind::OrphanMarker => "orphan-marker",
             ViolationKind::MissingMarker => "missing-marker",
+            ViolationKind::CounterShards => "counter-shards",
         }
     }
 }
@@ -208,6 +217,7 @@ struct Checker {
     orders: BTreeMap<Id, At<Order>>,
     lines: BTreeMap<Id, Vec<At<OrderLine>>>,
     tokens: Vec<At<OrderToken>>,
+    shards: BTreeMap<Slug, Vec<At<CounterShard>>>,
     /// Where each record lives, by the primary key its record computes.
     seen: HashMap<PrimaryKey, PrimaryKey>,
     violations: Vec<Violation>,
@@ -217,6 +227,7 @@ struct Checker {
 enum Decoded {
     Entity(Entity),
     Token(OrderToken),
+    Shard(CounterShard),
 }
 
 impl Decoded {
@@ -224,12 +235,14 @@ impl Decoded {
         match self {
             Decoded::Entity(e) => e.keys(),
             Decoded::Token(t) => t.keys(),
+            Decoded::Shard(s) => s.keys(),
         }
     }
     fn type_name(&self) -> &'static str {
         match self {
             Decoded::Entity(e) => e.type_name(),
             Decoded::Token(_) => OrderToken::TYPE,
+            Decoded::Shard(_) => CounterShard::TYPE,
         }
     }
 }
@@ -249,6 +262,8 @@ impl Checker {
         let ty = item_type(&item).unwrap_or("?").to_owned();
         let decoded = if ty == OrderToken::TYPE {
             OrderToken::from_item(item.clone()).map(Decoded::Token)
+        } else if ty == CounterShard::TYPE {
+            CounterShard::from_item(item.clone()).map(Decoded::Shard)
         } else {
             Entity::from_item(item.clone()).map(Decoded::Entity)
         };
@@ -298,6 +313,12 @@ impl Checker {
                     .push(At { key, rec });
             }
             Decoded::Token(rec) => self.tokens.push(At { key, rec }),
+            Decoded::Shard(rec) => {
+                self.shards
+                    .entry(rec.org.clone())
+                    .or_default()
+                    .push(At { key, rec });
+            }
         }
     }
 
@@ -337,8 +358,10 @@ impl Checker {
         }
         for (slug, org) in &self.orgs {
             let c = counts.remove(slug).unwrap_or_default();
-            let mut counter = |name: &str, stored: u32, found: u64, what: &str| {
-                if u64::from(stored) != found {
+            let shards = self.shards.get(slug).map_or(&[][..], Vec::as_slice);
+            self.verify_shards(org, shards, out);
+            let mut counter = |name: &str, stored: i64, found: u64, what: &str| {
+                if stored != found as i64 {
                     out.push(violation(
                         ViolationKind::CounterMismatch,
                         Organization::TYPE,
@@ -347,26 +370,106 @@ impl Checker {
                     ));
                 }
             };
+            // Each count is the organization's own counter plus its shards' parts.
+            let sum = |own: u32, part: fn(&CounterShard) -> i64| {
+                i64::from(own) + shards.iter().map(|s| part(&s.rec)).sum::<i64>()
+            };
             let o = &org.rec;
-            counter(Organization::USER_COUNT, o.user_count, c.users, "users");
-            counter(Organization::ORDER_COUNT, o.order_count, c.orders, "orders");
+            counter(
+                Organization::USER_COUNT,
+                sum(o.user_count, |s| s.user_count),
+                c.users,
+                "users",
+            );
+            counter(
+                Organization::ORDER_COUNT,
+                sum(o.order_count, |s| s.order_count),
+                c.orders,
+                "orders",
+            );
             counter(
                 Organization::TICKET_COUNT,
-                o.ticket_count,
+                sum(o.ticket_count, |s| s.ticket_count),
                 c.tickets,
                 "tickets",
             );
             for status in TicketStatus::ALL {
                 let found = c.by_status.get(status).copied().unwrap_or(0);
                 let what = format!("{status} tickets");
+                let part: fn(&CounterShard) -> i64 = match status {
+                    TicketStatus::Open => |s| s.ticket_count_open,
+                    TicketStatus::Pending => |s| s.ticket_count_pending,
+                    TicketStatus::Solved => |s| s.ticket_count_solved,
+                    TicketStatus::Closed => |s| s.ticket_count_closed,
+                };
                 counter(
                     Organization::status_counter(*status),
-                    o.ticket_count_in(*status),
+                    sum(o.ticket_count_in(*status), part),
                     found,
                     &what,
                 );
             }
         }
+        for (slug, shards) in &self.shards {
+            if self.orgs.contains_key(slug) {
+                continue;
+            }
+            for s in shards {
+                out.push(violation(
+                    ViolationKind::CounterShards,
+                    CounterShard::TYPE,
+                    &s.key,
+                    format!("counts for the organization {slug}, which does not exist"),
+                ));
+            }
+        }
+    }
+
+    /// An organization has all its counter shards when its schema version says it is
+    /// sharded, and none when it does not.
+    fn verify_shards(
+        &self,
+        org: &At<Organization>,
+        shards: &[At<CounterShard>],
+        out: &mut Vec<Violation>,
+    ) {
+        let sharded = org.rec.schema_version == Some(Organization::SHARDED);
+        let mut have: Vec<u32> = shards.iter().map(|s| s.rec.shard).collect();
+        have.sort_unstable();
+        let message = if sharded {
+            let missing: Vec<String> = (0..COUNTER_SHARDS)
+                .filter(|n| have.binary_search(n).is_err())
+                .map(|n| n.to_string())
+                .collect();
+            let extra: Vec<String> = have
+                .iter()
+                .filter(|n| **n >= COUNTER_SHARDS)
+                .map(|n| n.to_string())
+                .collect();
+            match (missing.is_empty(), extra.is_empty()) {
+                (true, true) => return,
+                _ => format!(
+                    "is sharded (schema version {}), but lacks counter shards [{}] and has unknown ones [{}]",
+                    Organization::SHARDED,
+                    missing.join(", "),
+                    extra.join(", ")
+                ),
+            }
+        } else if have.is_empty() {
+            return;
+        } else {
+            format!(
+                "is not sharded (no schema version {}), but has {} counter shards",
+                Organization::SHARDED,
+                have.len()
+            )
+        };
+        out.push(violation(
+            ViolationKind::CounterShards,
+            Organization::TYPE,
+            &org.key,
+            message,
+        ));
     }
 
     fn verify_users(&self, out: &mut Vec<Violation>) {

@@ -13,10 +13,10 @@
 use std::fmt;
 
 use crate::collections::{self, RepoError, RepoResult};
-use crate::keys::{Email, Id, LineNo, OrgKey, Slug, Username};
+use crate::keys::{Email, Id, LineNo, OrgKey, Slug, Username, COUNTER_SHARDS};
 use crate::model::{
-    timestamp_from_ms, Order, OrderLine, OrderStatus, Organization, Plan, Record, Role, Ticket,
-    TicketPriority, TicketStatus, User, UserEmail,
+    timestamp_from_ms, CounterShard, Order, OrderLine, OrderStatus, Organization, Plan, Record,
+    Role, Ticket, TicketPriority, TicketStatus, User, UserEmail,
 };
 use crate::store::{GetItem, Item, Scan, Store, StoreError};
 
@@ -186,11 +186,23 @@ pub struct DemoData {
     pub lines: Vec<OrderLine>,
 }
 
+/// The counter shards of an organization in the sharded layout, all at 0 (its counts are
+/// on its own item); none in the layout before.
+fn counter_shards(org: &Organization) -> Vec<Item> {
+    if org.schema_version != Some(Organization::SHARDED) {
+        return Vec::new();
+    }
+    (0..COUNTER_SHARDS)
+        .map(|shard| CounterShard::empty(org.slug.clone(), shard).to_item())
+        .collect()
+}
+
 impl DemoData {
     /// Every record as an item, parents first.
     pub fn items(&self) -> Vec<Item> {
         let mut items = Vec::with_capacity(self.len());
         items.extend(self.organizations.iter().map(Record::to_item));
+        items.extend(self.organizations.iter().flat_map(counter_shards));
         items.extend(self.users.iter().map(Record::to_item));
         items.extend(self.emails.iter().map(Record::to_item));
         items.extend(self.tickets.iter().map(Record::to_item));
@@ -199,9 +211,23 @@ impl DemoData {
         items
     }
 
+    /// The same data in the layout before counter shards (schema version 1): what a table
+    /// written by an earlier release holds, for the `counter-shards` migration's tests.
+    pub fn unsharded(mut self) -> Self {
+        for org in &mut self.organizations {
+            org.schema_version = None;
+        }
+        self
+    }
+
     /// How many items the set writes.
     pub fn len(&self) -> usize {
         self.organizations.len()
+            + self
+                .organizations
+                .iter()
+                .map(|o| counter_shards(o).len())
+                .sum::<usize>()
             + self.users.len()
             + self.emails.len()
             + self.tickets.len()
@@ -621,7 +647,8 @@ mod tests {
             d.orders[0].order_id.to_string(),
             "01HM5674YHZ4RQSV14960DHNB2"
         );
-        assert_eq!(d.len(), 396);
+        // 396 records and 32 counter shards for each of the 3 organizations.
+        assert_eq!(d.len(), 492);
     }
 
     #[test]
@@ -768,11 +795,17 @@ mod tests {
         assert_eq!(keys.len(), items.len());
         let mut types: HashMap<&str, usize> = HashMap::new();
         for item in items {
-            *types
-                .entry(Entity::from_item(item).unwrap().type_name())
-                .or_default() += 1;
+            let name = match crate::model::item_type(&item).unwrap() {
+                CounterShard::TYPE => CounterShard::from_item(item).map(|_| CounterShard::TYPE),
+                _ => Entity::from_item(item).map(|e| e.type_name()),
+            };
+            *types.entry(name.unwrap()).or_default() += 1;
         }
         assert_eq!(types["UserEmail"], types["User"]);
+        assert_eq!(
+            types[CounterShard::TYPE],
+            types["Organization"] * COUNTER_SHARDS as usize
+        );
     }
 
     /// Ids carry their record's creation time, so id order is creation order.

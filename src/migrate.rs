@@ -13,14 +13,24 @@
 //! its old copy; a marker of a user who no longer has the address (changed or deleted
 //! since the new version took over) is removed, not moved. Running it again finds nothing to move.
 //! `itemgraph check` reports old markers as `key-mismatch` until they are moved.
+//!
+//! Then counter shards (`docs/DATA_MODEL.md`, "Counters"): each organization not at
+//! schema version 3 gets its counter shards, all at 0, and the version, in one
+//! TransactWriteItems (each shard put `attribute_not_exists(PK)`, the organization
+//! updated `attribute_exists(PK) AND attribute_not_exists(schemaVersion)`). Its counts stay
+//! on its own item, which every read adds to its shards' parts, so nothing moves and no
+//! concurrent write can be lost: a write racing the migration either bumps the
+//! organization item (before) or a shard (after), and both are counted. An organization is
+//! migrated whole or not at all, so a killed run leaves none half done, and a run again
+//! skips those done.
 
 use std::fmt;
 
-use crate::keys::{UserEmailKey, UserKey, PK};
-use crate::model::{item_type, Record, UserEmail};
+use crate::keys::{OrgKey, UserEmailKey, UserKey, COUNTER_SHARDS, PK};
+use crate::model::{item_type, CounterShard, Organization, Record, UserEmail};
 use crate::store::{
     AttributeValue, CancelReason, Condition, ConditionCheck, Delete, Item, PrimaryKey, Put, Scan,
-    Store, StoreError, StoreResult, TransactAction,
+    Store, StoreError, StoreResult, TransactAction, Update, UpdateExpr,
 };
 
 /// What [`migrate`] found and did.
@@ -40,13 +50,15 @@ pub struct MigrateReport {
     /// Old markers left where they are, with why (their new key holds another user's
     /// marker, or they changed while being moved): for `itemgraph check` to name.
     pub skipped: Vec<String>,
+    /// Organizations given their counter shards (or that would be, on a dry run).
+    pub sharded: usize,
 }
 
 impl fmt::Display for MigrateReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}{} items scanned: {} email markers moved, {} old copies removed, {} stale removed, {} left",
+            "{}{} items scanned: {} email markers moved, {} old copies removed, {} stale removed, {} left; {} organizations sharded",
             if self.stream_enabled {
                 "change stream turned on; "
             } else {
@@ -56,7 +68,8 @@ impl fmt::Display for MigrateReport {
             self.moved,
             self.duplicates_removed,
             self.stale_removed,
-            self.skipped.len()
+            self.skipped.len(),
+            self.sharded
         )
     }
 }
@@ -79,6 +92,10 @@ pub async fn migrate(store: &dyn Store, dry_run: bool) -> StoreResult<MigrateRep
             .await?;
         report.scanned += page.items.len();
         for item in page.items {
+            if item_type(&item).ok() == Some(Organization::TYPE) {
+                shard_counters(store, &item, dry_run, &mut report).await?;
+                continue;
+            }
             if item_type(&item).ok() != Some(UserEmail::TYPE) {
                 continue;
             }
@@ -158,6 +175,64 @@ async fn move_marker(
                 .skipped
                 .push(format!("{}: changed while being moved", old_key.pk)),
         },
+        Err(e) => return Err(e),
+    }
+    Ok(())
+}
+
+/// Gives an organization in the layout before counter shards its shards and schema
+/// version 3, in one TransactWriteItems; nothing for one already sharded. An organization
+/// that another run sharded in between is skipped; a conflict with a concurrent write
+/// (`CONTENTION`) is retried by the store, then fails the run, which can simply run again.
+async fn shard_counters(
+    store: &dyn Store,
+    item: &Item,
+    dry_run: bool,
+    report: &mut MigrateReport,
+) -> StoreResult<()> {
+    let Ok(org) = Organization::from_item(item.clone()) else {
+        return Ok(());
+    };
+    if org.schema_version == Some(Organization::SHARDED) {
+        return Ok(());
+    }
+    if dry_run {
+        report.sharded += 1;
+        return Ok(());
+    }
+    let mut actions: Vec<TransactAction> = (0..COUNTER_SHARDS)
+        .map(|shard| {
+            TransactAction::Put(
+                Put::new(CounterShard::empty(org.slug.clone(), shard).to_item())
+                    .when(Condition::not_exists(PK)),
+            )
+        })
+        .collect();
+    actions.push(TransactAction::Update(
+        Update::new(
+            OrgKey::new(&org.slug).primary_key(),
+            UpdateExpr::default().set(
+                Organization::SCHEMA_VERSION,
+                AttributeValue::N(Organization::SHARDED.to_string()),
+            ),
+        )
+        .when(Condition::And(vec![
+            Condition::exists(PK),
+            Condition::not_exists(Organization::SCHEMA_VERSION),
+        ])),
+    ));
+    match store.transact_write(actions).await {
+        Ok(()) => report.sharded += 1,
+        Err(StoreError::TransactionCanceled { reasons })
+            if reasons
+                .iter()
+                .any(|r| matches!(r, CancelReason::ConditionalCheckFailed { .. })) =>
+        {
+            report.skipped.push(format!(
+                "{}: sharded by another run, or gone, while being migrated",
+                org.slug
+            ));
+        }
         Err(e) => return Err(e),
     }
     Ok(())

@@ -173,9 +173,20 @@ pub struct Organization {
     pub ticket_count_solved: u32,
     #[serde(default, deserialize_with = "count")]
     pub ticket_count_closed: u32,
+    /// The layout this organization's counters are kept in: absent (1) on the organization
+    /// item alone, [`Organization::SHARDED`] when its counter shards exist too (written
+    /// at creation, or by the `counter-shards` migration). Readers accept both: an
+    /// organization's count is its own counter plus its shards' ([`CounterShard`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema_version: Option<u32>,
 }
 
 impl Organization {
+    /// The schema version of an organization whose counters are sharded.
+    pub const SHARDED: u32 = 3;
+    /// The attribute naming an item's schema version.
+    pub const SCHEMA_VERSION: &'static str = "schemaVersion";
+
     /// A new organization: no users, orders or tickets yet, so every counter at 0.
     pub fn new(slug: Slug, name: String, plan: Plan, created_at: Timestamp) -> Organization {
         Organization {
@@ -190,8 +201,20 @@ impl Organization {
             ticket_count_pending: 0,
             ticket_count_solved: 0,
             ticket_count_closed: 0,
+            schema_version: Some(Organization::SHARDED),
         }
     }
+
+    /// Every counter attribute an organization and its shards hold.
+    pub const COUNTERS: [&'static str; 7] = [
+        Organization::USER_COUNT,
+        Organization::ORDER_COUNT,
+        Organization::TICKET_COUNT,
+        "ticketCountOpen",
+        "ticketCountPending",
+        "ticketCountSolved",
+        "ticketCountClosed",
+    ];
 
     /// Counter attribute names, for `ADD` in the writers that keep them.
     pub const USER_COUNT: &'static str = "userCount";
@@ -226,6 +249,56 @@ impl Organization {
             TicketStatus::Solved => &mut self.ticket_count_solved,
             TicketStatus::Closed => &mut self.ticket_count_closed,
         }
+    }
+}
+
+/// One of an organization's counter shards (`docs/DATA_MODEL.md`, "Counters"): it holds
+/// the same counter attributes as the organization, each a part of the count. A write
+/// `ADD`s to one shard, so no item takes every write of a busy organization; a read sums
+/// the organization's own counters and every shard's. A shard's part may be negative (a
+/// decrement lands on another shard than the increment it undoes); only the sum is a count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CounterShard {
+    pub org: Slug,
+    pub shard: u32,
+    #[serde(default)]
+    pub user_count: i64,
+    #[serde(default)]
+    pub order_count: i64,
+    #[serde(default)]
+    pub ticket_count: i64,
+    #[serde(default)]
+    pub ticket_count_open: i64,
+    #[serde(default)]
+    pub ticket_count_pending: i64,
+    #[serde(default)]
+    pub ticket_count_solved: i64,
+    #[serde(default)]
+    pub ticket_count_closed: i64,
+}
+
+impl CounterShard {
+    /// A shard counting nothing yet.
+    pub fn empty(org: Slug, shard: u32) -> Self {
+        CounterShard {
+            org,
+            shard,
+            user_count: 0,
+            order_count: 0,
+            ticket_count: 0,
+            ticket_count_open: 0,
+            ticket_count_pending: 0,
+            ticket_count_solved: 0,
+            ticket_count_closed: 0,
+        }
+    }
+}
+
+impl Record for CounterShard {
+    const TYPE: &'static str = "CounterShard";
+    fn keys(&self) -> ItemKeys {
+        ItemKeys::primary(OrgKey::new(&self.org).counter_shard(self.shard))
     }
 }
 
@@ -516,6 +589,7 @@ mod tests {
             ticket_count_pending: 1,
             ticket_count_solved: 1,
             ticket_count_closed: 0,
+            schema_version: None,
         }
     }
 

@@ -18,6 +18,8 @@ pub const TARGET_SERVED_OVER_FLOOR: f64 = 0.5;
 pub const TARGET_P99_MS: f64 = 25.0;
 pub const TARGET_RSS_MIB: f64 = 200.0;
 pub const TARGET_GROWTH: f64 = 1.5;
+/// One busy organization's writes a second over the same writes spread over many.
+pub const TARGET_ONE_OVER_MANY: f64 = 0.9;
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -221,6 +223,17 @@ impl Report {
                     });
                 }
             }
+        }
+        if let Some(h) = &self.hot_org {
+            t.push(TargetCheck {
+                target: format!(
+                    "one organization's writes ≥ {TARGET_ONE_OVER_MANY}× the same spread over {} (item-wcu={})",
+                    h.runs.last().map_or(0, |r| r.organizations),
+                    h.item_wcu
+                ),
+                measured: format!("{:.2}×", h.one_over_many),
+                met: h.one_over_many >= TARGET_ONE_OVER_MANY,
+            });
         }
         self.targets = t;
     }

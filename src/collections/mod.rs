@@ -36,6 +36,7 @@
 //! Identifiers arrive as the validated types of [`crate::keys`], so a key-forging value
 //! cannot reach a request. Paging: see [`Page`].
 
+pub mod counters;
 pub mod entities;
 pub mod error;
 pub mod orders;
@@ -48,6 +49,7 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use counters::get_org_counted;
 pub use entities::{batch_get_entities, get_entity, put_entities, put_new_entities};
 pub use error::{RepoError, RepoResult};
 pub use orders::{

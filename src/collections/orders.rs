@@ -4,15 +4,14 @@
 use backon::Retryable;
 use serde::{Deserialize, Serialize};
 
+use super::counters::{transact_counted, OrgBump};
 use super::entities::get_record;
 use super::error::{RepoError, RepoResult};
 use super::page::{read_connection, Connection, Page, MAX_PAGE_SIZE};
 use super::write::{
     bump, explain, failed_condition, n, next_version, put_new, s, OnFail, STATUS, VERSION,
 };
-use crate::keys::{
-    ClientToken, Id, ItemKeys, OrderKey, OrderTokenKey, OrgKey, Slug, UserKey, GSI1, PK,
-};
+use crate::keys::{ClientToken, Id, ItemKeys, OrderKey, OrderTokenKey, Slug, UserKey, GSI1, PK};
 use crate::model::{Order, OrderLine, OrderStatus, Organization, Record, Timestamp, User};
 use crate::store::validate::MAX_TRANSACT_ACTIONS;
 use crate::store::{
@@ -50,6 +49,7 @@ pub async fn get_order_with_lines(
         natural_forward: true,
         parent: Some(SortCondition::Ge(OrderKey::lines_boundary_of(order_id))),
         children: OrderKey::lines_prefix(),
+        beside_parent: 0,
     };
     let (order, lines, last_evaluated_key) = read_connection(store, &conn, &page).await?;
     Ok(OrderWithLines {
@@ -99,8 +99,8 @@ const REPLAY_READ_ATTEMPTS: u32 = 9;
 /// and the order's `lineCount` and `totalCents` agree with them (else `Invalid`).
 ///
 /// One TransactWriteItems, no read: Put the order and each line `attribute_not_exists`
-/// (`AlreadyExists("order")`, `AlreadyExists("order line")`), `ADD orderCount 1` on the
-/// organization (`NotFound("organization")`) and `ADD orderCount 1` on the buyer
+/// (`AlreadyExists("order")`, `AlreadyExists("order line")`), `ADD orderCount 1` on one of
+/// the organization's counter shards (`NotFound("organization")`; see [`transact_counted`]) and `ADD orderCount 1` on the buyer
 /// (`NotFound("buyer")`), each conditioned on its item existing. At most
 /// [`MAX_ORDER_LINES`] lines.
 ///
@@ -138,18 +138,19 @@ pub async fn place_order(
     meanings.push(OnFail::AlreadyExists("order"));
     actions.extend(lines.iter().map(|l| put_new(l.to_item())));
     meanings.extend(lines.iter().map(|_| OnFail::AlreadyExists("order line")));
-    actions.push(bump(
-        OrgKey::new(&order.org).primary_key(),
+    let counted = OrgBump::new(
+        &order.org,
         UpdateExpr::default().add(Organization::ORDER_COUNT, 1),
-    ));
-    meanings.push(OnFail::NotFound("organization"));
+    );
+    let at = actions.len();
+    meanings.push(counted.legacy_meaning);
     actions.push(bump(
         UserKey::new(&order.org, &order.buyer).primary_key(),
         UpdateExpr::default().add(User::ORDER_COUNT, 1),
     ));
     meanings.push(OnFail::NotFound("buyer"));
 
-    let err = match store.transact_write(actions).await {
+    let err = match transact_counted(store, actions, at, &counted).await {
         Ok(()) => {
             return Ok(PlacedOrder {
                 order: order.clone(),

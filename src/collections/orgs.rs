@@ -1,10 +1,11 @@
 //! The organization aggregate: access patterns 1, 2, 3 (reads) and 14 (create).
 
+use super::counters::new_shards;
 use super::entities::get_record;
 use super::error::RepoResult;
 use super::page::{read_connection, Connection, Page};
 use super::write::{explain, put_new, OnFail};
-use crate::keys::{OrgKey, Slug};
+use crate::keys::{OrgKey, Slug, COUNTER_SHARDS};
 use crate::model::{Order, Organization, Record, User};
 use crate::store::{PageKey, SortCondition, Store};
 
@@ -32,7 +33,8 @@ pub async fn get_org(store: &dyn Store, org: &Slug) -> RepoResult<Option<Organiz
 }
 
 /// Access pattern 2: the organization and a page of its users, by username: `PK = ORG#o AND SK >=
-/// ORG#o` forward on a first page, `begins_with(SK, USER#)` on later ones.
+/// ORG#o` forward on a first page (the organization, its counter shards, then users),
+/// `begins_with(SK, USER#)` on later ones.
 pub async fn get_org_with_users(
     store: &dyn Store,
     org: &Slug,
@@ -45,6 +47,7 @@ pub async fn get_org_with_users(
         natural_forward: true,
         parent: Some(SortCondition::Ge(key.boundary())),
         children: key.users_prefix(),
+        beside_parent: COUNTER_SHARDS,
     };
     let (org, users, last_evaluated_key) = read_connection(store, &conn, &page).await?;
     Ok(OrgWithUsers {
@@ -54,8 +57,9 @@ pub async fn get_org_with_users(
     })
 }
 
-/// Access pattern 3: the organization and a page of its newest orders: `PK = ORG#o AND SK <= ORG#o`
-/// backward on a first page, `begins_with(SK, #ORDER#)` on later ones.
+/// Access pattern 3: the organization and a page of its newest orders: `PK = ORG#o AND SK <=
+/// ORG#o#COUNT#~` backward on a first page (the counter shards, the organization, then
+/// orders), `begins_with(SK, #ORDER#)` on later ones.
 pub async fn get_org_with_orders(
     store: &dyn Store,
     org: &Slug,
@@ -66,8 +70,9 @@ pub async fn get_org_with_orders(
         index: None,
         partition: key.partition(),
         natural_forward: false,
-        parent: Some(SortCondition::Le(key.boundary())),
+        parent: Some(SortCondition::Le(key.counters_top())),
         children: key.orders_prefix(),
+        beside_parent: COUNTER_SHARDS,
     };
     let (org, orders, last_evaluated_key) = read_connection(store, &conn, &page).await?;
     Ok(OrgWithOrders {
@@ -81,8 +86,9 @@ pub async fn get_org_with_orders(
 /// of one Put `attribute_not_exists(PK)`, no read (a transaction for its client request
 /// token, which makes the SDK's retry of an attempt whose reply was lost answer success
 /// instead of `AlreadyExists` for the caller's own organization). The counters are
-/// written as 0 whatever `org` says: a new organization has no children yet.
-/// `AlreadyExists("slug")`.
+/// written as 0 whatever `org` says: a new organization has no children yet. Its
+/// [`COUNTER_SHARDS`] counter shards are put in the same transaction, each
+/// `attribute_not_exists(PK)`. `AlreadyExists("slug")`.
 pub async fn create_org(store: &dyn Store, org: &Organization) -> RepoResult<()> {
     let org = Organization::new(
         org.slug.clone(),
@@ -90,8 +96,11 @@ pub async fn create_org(store: &dyn Store, org: &Organization) -> RepoResult<()>
         org.plan,
         org.created_at.clone(),
     );
+    let mut actions = vec![put_new(org.to_item())];
+    actions.extend(new_shards(&org.slug));
+    let meanings = vec![OnFail::AlreadyExists("slug"); actions.len()];
     store
-        .transact_write(vec![put_new(org.to_item())])
+        .transact_write(actions)
         .await
-        .map_err(|e| explain(e, &[OnFail::AlreadyExists("slug")]))
+        .map_err(|e| explain(e, &meanings))
 }

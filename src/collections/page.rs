@@ -75,6 +75,9 @@ pub(super) struct Connection {
     pub(super) parent: Option<SortCondition>,
     /// Sort-key prefix of every child.
     pub(super) children: &'static str,
+    /// Items besides the parent that sit between it and its children (an organization's
+    /// counter shards), read with it and folded into it.
+    pub(super) beside_parent: u32,
 }
 
 impl Connection {
@@ -90,8 +93,9 @@ impl Connection {
             self.check_cursor(start)?;
         }
         let (sort, limit) = match (&self.parent, page.forward, &page.start) {
-            // Parent, `limit` children, and one more to learn whether a next page exists.
-            (Some(parent), true, None) => (parent.clone(), page.limit + 2),
+            // Parent (and what sits beside it), `limit` children, and one more to learn
+            // whether a next page exists.
+            (Some(parent), true, None) => (parent.clone(), page.limit + 2 + self.beside_parent),
             _ => (
                 SortCondition::BeginsWith(self.children.to_owned()),
                 page.limit + 1,
@@ -146,17 +150,19 @@ impl Connection {
         mut items: Vec<Item>,
         store_cut: bool,
     ) -> RepoResult<(Option<Item>, Vec<Item>, Option<PageKey>)> {
-        let parent = match items.first() {
-            Some(first)
-                if self.parent.is_some()
-                    && !self
-                        .sort_value(schema, first)
-                        .is_some_and(|s| s.starts_with(self.children)) =>
-            {
-                Some(items.remove(0))
-            }
-            _ => None,
+        // Everything before the first child: the parent, with its counter shards.
+        let head = match &self.parent {
+            Some(_) => items
+                .iter()
+                .take_while(|item| {
+                    !self
+                        .sort_value(schema, item)
+                        .is_some_and(|s| s.starts_with(self.children))
+                })
+                .count(),
+            None => 0,
         };
+        let parent = super::counters::parent_of(items.drain(..head).collect());
         let limit = page.limit as usize;
         let more = items.len() > limit || store_cut;
         items.truncate(limit);

@@ -8,7 +8,7 @@ use super::entities::chunk_items;
 use super::orders::check_order_transition;
 use super::page::Connection;
 use super::*;
-use crate::keys::{Email, LineNo};
+use crate::keys::{Email, LineNo, COUNTER_SHARDS};
 use crate::keys::{Id, OrderKey, OrgKey, Slug, TicketKey, UserEmailKey, UserKey, Username, PK};
 use crate::model::{timestamp_from_ms, OrderStatus, Plan, Role, TicketPriority};
 use crate::model::{Entity, Order, OrderLine, Organization, Record, Ticket, TicketStatus, User};
@@ -187,12 +187,14 @@ fn first_forward_page_reads_parent_and_one_extra() {
         index: None,
         partition: key.partition(),
         natural_forward: false,
-        parent: Some(SortCondition::Le(key.boundary())),
+        parent: Some(SortCondition::Le(key.counters_top())),
         children: key.orders_prefix(),
+        beside_parent: COUNTER_SHARDS,
     };
     let q = conn.query(&Page::first(10)).unwrap();
-    assert_eq!(q.sort, Some(SortCondition::Le("ORG#acme".into())));
-    assert_eq!((q.limit, q.forward), (Some(12), false));
+    assert_eq!(q.sort, Some(SortCondition::Le("ORG#acme#COUNT#~".into())));
+    // The organization, its 32 shards, 10 orders and one more.
+    assert_eq!((q.limit, q.forward), (Some(44), false));
 
     let start = PageKey {
         table: PrimaryKey::new("ORG#acme", "#ORDER#01H"),
@@ -217,6 +219,7 @@ fn page_sizes_and_foreign_cursors_are_refused() {
         natural_forward: true,
         parent: Some(SortCondition::Ge(key.boundary())),
         children: key.users_prefix(),
+        beside_parent: COUNTER_SHARDS,
     };
     for limit in [0, MAX_PAGE_SIZE + 1] {
         assert!(matches!(
@@ -282,12 +285,16 @@ fn order_invariants() {
     assert!(check_order(&o, &lines[..2]).is_err());
 }
 
-/// Seeds an org with 7 users and 5 orders; the org item sits between them.
+/// Seeds an org with 7 users and 5 orders; the org item sits between them. Both
+/// organizations are in the layout before counter shards, their counts on their own items.
 async fn seed_org(s: &Counting) {
     let mut o = org("acme");
     o.user_count = 7;
     o.order_count = 5;
-    let mut items = vec![o.to_item(), org("acmf").to_item()];
+    o.schema_version = None;
+    let mut other = org("acmf");
+    other.schema_version = None;
+    let mut items = vec![o.to_item(), other.to_item()];
     items.extend((0..7).map(|i| user("acme", &format!("u{i}")).to_item()));
     items.push(user("acmf", "u9").to_item());
     for i in 0..5 {
@@ -393,7 +400,7 @@ async fn org_with_orders_is_newest_first() {
 async fn writers_keep_counters_and_uniqueness() {
     let s = store().await;
     let acme = slug("acme");
-    put_entities(&s, vec![org("acme").to_item()]).await.unwrap();
+    create_org(&s, &org("acme")).await.unwrap();
     s.take();
 
     create_user(&s, &user("acme", "wile")).await.unwrap();
@@ -446,7 +453,7 @@ async fn writers_keep_counters_and_uniqueness() {
         Err(RepoError::NotFound("buyer"))
     ));
 
-    let a = get_org(&s, &acme).await.unwrap().unwrap();
+    let a = get_org_counted(&s, &acme).await.unwrap().unwrap();
     assert_eq!(
         (
             a.user_count,
@@ -533,7 +540,7 @@ async fn writers_keep_counters_and_uniqueness() {
         .await
         .unwrap();
     assert_eq!(solved.tickets, [t3]);
-    let a = get_org(&s, &acme).await.unwrap().unwrap();
+    let a = get_org_counted(&s, &acme).await.unwrap().unwrap();
     assert_eq!((a.ticket_count_open, a.ticket_count_solved), (1, 1));
 
     // References of mixed types in one batch; repeats and absent keys are fine.
@@ -808,5 +815,72 @@ async fn writes_make_the_requests_their_docs_promise() {
     assert_eq!((s.take(), gone.email.as_str()), (2, "temp@acme.example"));
     assert!(marker("temp@acme.example").await.unwrap().is_none());
     assert!(marker("w3@x.example").await.unwrap().is_some());
+    assert_eq!(
+        get_org_counted(&s, &acme)
+            .await
+            .unwrap()
+            .unwrap()
+            .user_count,
+        1
+    );
+}
+
+/// An organization written before counter shards: a write finds no shard and is made
+/// again on the organization item (two requests), reads add both layouts up, the
+/// migration gives it its shards, and from then on a write is one request on a shard.
+#[tokio::test]
+async fn writes_and_reads_accept_both_counter_layouts() {
+    let s = store().await;
+    let acme = slug("acme");
+    let mut before = org("acme");
+    before.schema_version = None;
+    put_entities(&s, vec![before.to_item()]).await.unwrap();
+    s.take();
+
+    create_user(&s, &user("acme", "wile")).await.unwrap();
+    assert_eq!(
+        s.take(),
+        2,
+        "no shard yet: once more on the organization item"
+    );
     assert_eq!(get_org(&s, &acme).await.unwrap().unwrap().user_count, 1);
+    assert!(crate::check::check(&s.inner).await.unwrap().is_clean());
+
+    let dry = crate::migrate::migrate(&s, true).await.unwrap();
+    assert_eq!(dry.sharded, 1);
+    let report = crate::migrate::migrate(&s, false).await.unwrap();
+    assert_eq!(report.sharded, 1, "{report}");
+    assert_eq!(crate::migrate::migrate(&s, false).await.unwrap().sharded, 0);
+    s.take();
+
+    create_user(&s, &user("acme", "road")).await.unwrap();
+    create_user(&s, &user("acme", "temp")).await.unwrap();
+    assert_eq!(s.take(), 2, "one request each, on a shard");
+    delete_user(&s, &acme, &name("temp")).await.unwrap();
+    s.take();
+    assert_eq!(
+        get_org(&s, &acme).await.unwrap().unwrap().user_count,
+        1,
+        "the organization item keeps its own part"
+    );
+    assert_eq!(
+        get_org_counted(&s, &acme)
+            .await
+            .unwrap()
+            .unwrap()
+            .user_count,
+        2
+    );
+    s.take();
+    let users = get_org_with_users(&s, &acme, Page::first(1)).await.unwrap();
+    assert_eq!(users.org.unwrap().user_count, 2);
+    assert_eq!(usernames(&users.users), ["road"]);
+    assert!(users.last_evaluated_key.is_some());
+    let orders = get_org_with_orders(&s, &acme, Page::first(5))
+        .await
+        .unwrap();
+    assert_eq!(orders.org.unwrap().user_count, 2);
+    assert_eq!(s.take(), 2, "each first page is one Query");
+    let check = crate::check::check(&s.inner).await.unwrap();
+    assert!(check.is_clean(), "{check}");
 }

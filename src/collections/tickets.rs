@@ -1,6 +1,7 @@
 //! The ticket aggregate: access patterns 5 and 6 (reads), 11 and 13 (create, change), with
 //! the counters on the organization and the users that a ticket moves.
 
+use super::counters::{transact_counted, OrgBump};
 use super::entities::get_record;
 use super::error::RepoResult;
 use super::page::{read_connection, Connection, Page};
@@ -49,6 +50,7 @@ pub async fn list_org_tickets_by_status(
         natural_forward: false,
         parent: None,
         children: TicketKey::prefix(),
+        beside_parent: 0,
     };
     let (_, tickets, last_evaluated_key) =
         read_connection::<Ticket, Ticket>(store, &conn, &page).await?;
@@ -61,7 +63,7 @@ pub async fn list_org_tickets_by_status(
 /// Access pattern 11: creates a ticket and counts it on the organization (in total and in
 /// its status), on its requester and on its assignee. One TransactWriteItems, no read: Put
 /// the ticket `attribute_not_exists` (`AlreadyExists("ticket")`), `ADD` the organization's
-/// counters (`NotFound("organization")`), `ADD ticketCount 1` on the requester
+/// counters on one of its shards (`NotFound("organization")`; see [`transact_counted`]), `ADD ticketCount 1` on the requester
 /// (`NotFound("requester")`), and when there is an assignee `ADD assignedTicketCount 1` on
 /// them (`NotFound("assignee")`). Each Update is conditioned on its item existing. A
 /// requester who assigns the ticket to themselves is one item, so one Update adds both
@@ -72,14 +74,14 @@ pub async fn create_ticket(store: &dyn Store, ticket: &Ticket) -> RepoResult<()>
     if self_assigned {
         requester = requester.add(User::ASSIGNED_TICKET_COUNT, 1);
     }
+    let counted = OrgBump::new(
+        &ticket.org,
+        UpdateExpr::default()
+            .add(Organization::TICKET_COUNT, 1)
+            .add(Organization::status_counter(ticket.status), 1),
+    );
     let mut actions = vec![
         put_new(ticket.to_item()),
-        bump(
-            OrgKey::new(&ticket.org).primary_key(),
-            UpdateExpr::default()
-                .add(Organization::TICKET_COUNT, 1)
-                .add(Organization::status_counter(ticket.status), 1),
-        ),
         bump(
             UserKey::new(&ticket.org, &ticket.requester).primary_key(),
             requester,
@@ -87,7 +89,7 @@ pub async fn create_ticket(store: &dyn Store, ticket: &Ticket) -> RepoResult<()>
     ];
     let mut meanings = vec![
         OnFail::AlreadyExists("ticket"),
-        OnFail::NotFound("organization"),
+        counted.legacy_meaning,
         OnFail::NotFound("requester"),
     ];
     if let Some(assignee) = ticket.assignee.as_ref().filter(|_| !self_assigned) {
@@ -97,8 +99,7 @@ pub async fn create_ticket(store: &dyn Store, ticket: &Ticket) -> RepoResult<()>
         ));
         meanings.push(OnFail::NotFound("assignee"));
     }
-    store
-        .transact_write(actions)
+    transact_counted(store, actions, 1, &counted)
         .await
         .map_err(|e| explain(e, &meanings))
 }
@@ -161,8 +162,9 @@ impl TicketChange {
 ///
 /// The new item replaces the old one whole, which recomputes its keys: a status change
 /// moves it to the other GSI2 queue. When the status changes, the organization's status
-/// counters move in the same transaction (the one it leaves conditioned on a positive
-/// count, so no counter ever goes below 0: anything else is a table no writer made,
+/// counters move in the same transaction, on one of its shards (a shard's part may go below
+/// 0, the sum never does; an organization without shards yet has the move on its own item,
+/// conditioned on a positive count as before: anything else is a table no writer made,
 /// `INTERNAL`). When the assignee changes, so do the users'
 /// `assignedTicketCount`s: `ADD -1` on the old assignee (conditioned on existing with a
 /// positive count: anything else is a table no writer made, `INTERNAL`) and `ADD 1` on
@@ -187,25 +189,24 @@ pub async fn update_ticket(
     put.return_old_on_condition_failure = true;
 
     let mut actions = vec![TransactAction::Put(put)];
-    let mut meanings = vec![version];
-    if next.status != current.status {
+    let counted = (next.status != current.status).then(|| {
         let from = Organization::status_counter(current.status);
-        actions.push(TransactAction::Update(
-            Update::new(
-                OrgKey::new(&current.org).primary_key(),
-                UpdateExpr::default()
-                    .add(from, -1)
-                    .add(Organization::status_counter(next.status), 1),
-            )
-            .when(Condition::And(vec![
+        OrgBump {
+            org: current.org.clone(),
+            update: UpdateExpr::default()
+                .add(from, -1)
+                .add(Organization::status_counter(next.status), 1),
+            legacy_when: Condition::And(vec![
                 Condition::exists(PK),
                 Condition::Cmp(from.into(), CmpOp::Gt, n(0)),
-            ])),
-        ));
-        meanings.push(OnFail::Corrupt(
-            "the ticket's organization does not exist or does not count its status",
-        ));
-    }
+            ]),
+            legacy_meaning: OnFail::Corrupt(
+                "the ticket's organization does not exist or does not count its status",
+            ),
+        }
+    });
+    let mut meanings = vec![version];
+    meanings.extend(counted.as_ref().map(|c| c.legacy_meaning));
     // Old and new assignee differ, so each user item appears at most once.
     if next.assignee != current.assignee {
         if let Some(old) = &current.assignee {
@@ -236,7 +237,10 @@ pub async fn update_ticket(
     // SDK's own retry of an attempt whose reply was lost idempotent, which a conditional
     // PutItem is not (another writer may change the ticket in between, so the item the
     // failed condition returns cannot tell the write was ours).
-    let written = store.transact_write(actions).await;
+    let written = match &counted {
+        Some(counted) => transact_counted(store, actions, 1, counted).await,
+        None => store.transact_write(actions).await,
+    };
     written.map_err(|e| explain(e, &meanings))?;
     Ok(next)
 }

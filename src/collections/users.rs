@@ -1,11 +1,12 @@
 //! The user aggregate: access patterns 4 and 9 (reads), 10, 15 and 16 (create, change,
 //! delete), with the email uniqueness marker each write keeps.
 
+use super::counters::{transact_counted, OrgBump};
 use super::entities::get_record;
 use super::error::{RepoError, RepoResult};
 use super::page::{read_connection, Connection, Page};
-use super::write::{bump, explain, failed_condition, n, put_new, s, OnFail};
-use crate::keys::{Email, OrgKey, Slug, UserEmailKey, UserKey, Username, GSI1, PK};
+use super::write::{explain, failed_condition, n, put_new, s, OnFail};
+use crate::keys::{Email, Slug, UserEmailKey, UserKey, Username, GSI1, PK};
 use crate::model::{Organization, Record, Role, Ticket, User, UserEmail};
 use crate::store::{
     CmpOp, Condition, Delete, GetItem, Item, PageKey, ReturnValues, SortCondition, Store,
@@ -44,6 +45,7 @@ pub async fn get_user_with_tickets(
         natural_forward: false,
         parent: Some(SortCondition::Le(key.tickets_boundary())),
         children: key.tickets_prefix(),
+        beside_parent: 0,
     };
     let (user, tickets, last_evaluated_key) = read_connection(store, &conn, &page).await?;
     Ok(UserWithTickets {
@@ -57,8 +59,8 @@ pub async fn get_user_with_tickets(
 /// (within the organization) and on email (within the organization too), and counts it on the
 /// organization. One TransactWriteItems, no read: Put the user `attribute_not_exists`
 /// (`AlreadyExists("username")`), Put its email marker `attribute_not_exists`
-/// (`AlreadyExists("email")`), `ADD userCount 1` on the organization, which must exist
-/// (`NotFound("organization")`). The user's counters (`ticketCount`,
+/// (`AlreadyExists("email")`), `ADD userCount 1` on one of the organization's counter
+/// shards, which must exist (`NotFound("organization")`; see [`transact_counted`]). The user's counters (`ticketCount`,
 /// `assignedTicketCount`, `orderCount`) are written as 0 whatever `user` says.
 pub async fn create_user(store: &dyn Store, user: &User) -> RepoResult<()> {
     let user = User {
@@ -72,21 +74,17 @@ pub async fn create_user(store: &dyn Store, user: &User) -> RepoResult<()> {
         org: user.org.clone(),
         username: user.username.clone(),
     };
-    let actions = vec![
-        put_new(user.to_item()),
-        put_new(marker.to_item()),
-        bump(
-            OrgKey::new(&user.org).primary_key(),
-            UpdateExpr::default().add(Organization::USER_COUNT, 1),
-        ),
-    ];
+    let actions = vec![put_new(user.to_item()), put_new(marker.to_item())];
+    let counted = OrgBump::new(
+        &user.org,
+        UpdateExpr::default().add(Organization::USER_COUNT, 1),
+    );
     let meanings = [
         OnFail::AlreadyExists("username"),
         OnFail::AlreadyExists("email"),
-        OnFail::NotFound("organization"),
+        counted.legacy_meaning,
     ];
-    store
-        .transact_write(actions)
+    transact_counted(store, actions, 2, &counted)
         .await
         .map_err(|e| explain(e, &meanings))
 }
@@ -366,8 +364,9 @@ fn user_referrers(user: &User) -> Option<&'static str> {
 /// email read and on `ticketCount`, `assignedTicketCount` and `orderCount` being 0 (so a
 /// ticket or order that names them between the read and the write cancels the delete);
 /// delete its marker (conditioned on it naming this user, or being absent); `ADD
-/// userCount -1` on the organization, conditioned on a positive count (else the table
-/// is one no writer made: `INTERNAL`). `NotFound("user")`. When the user changed in
+/// userCount -1` on one of the organization's counter shards (on an organization without
+/// shards yet, on its own item conditioned on a positive count, else the table is one no
+/// writer made: `INTERNAL`). `NotFound("user")`. When the user changed in
 /// between (its email moved, a counter grew), the cancelled transaction reports the user
 /// as it is now, and the refusal or the write is built again from that, as in
 /// [`update_user`].
@@ -395,18 +394,19 @@ pub async fn delete_user(store: &dyn Store, org: &Slug, username: &Username) -> 
                 Delete::new(UserEmailKey::new(&current.org, &current.email).primary_key())
                     .when(marker_is_theirs(&current)),
             ),
-            TransactAction::Update(
-                Update::new(
-                    OrgKey::new(org).primary_key(),
-                    UpdateExpr::default().add(Organization::USER_COUNT, -1),
-                )
-                .when(Condition::And(vec![
-                    Condition::exists(PK),
-                    Condition::Cmp(Organization::USER_COUNT.into(), CmpOp::Gt, n(0)),
-                ])),
-            ),
         ];
-        match store.transact_write(actions).await {
+        let counted = OrgBump {
+            org: org.clone(),
+            update: UpdateExpr::default().add(Organization::USER_COUNT, -1),
+            legacy_when: Condition::And(vec![
+                Condition::exists(PK),
+                Condition::Cmp(Organization::USER_COUNT.into(), CmpOp::Gt, n(0)),
+            ]),
+            legacy_meaning: OnFail::Corrupt(
+                "the organization does not exist or does not count the user",
+            ),
+        };
+        match transact_counted(store, actions, 2, &counted).await {
             Ok(()) => return Ok(current),
             Err(err) => match failed_condition(&err) {
                 Some((0, item)) => current = user_now(item)?,
@@ -416,9 +416,7 @@ pub async fn delete_user(store: &dyn Store, org: &Slug, username: &Username) -> 
                         &[
                             OnFail::NotFound("user"),
                             OnFail::Corrupt("the user's email marker names another user"),
-                            OnFail::Corrupt(
-                                "the organization does not exist or does not count the user",
-                            ),
+                            counted.legacy_meaning,
                         ],
                     ))
                 }

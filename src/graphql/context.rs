@@ -1,16 +1,18 @@
 //! What every resolver of one request reaches: the store, the DataLoader, the cursor
 //! codec and the caller's access.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_graphql::Context;
+use tokio::sync::{Mutex, OnceCell};
 
 use super::cursor::CursorCodec;
 use super::errors::ApiError;
 use super::loaders::{entity_loader, EntityLoader};
 use crate::auth::Access;
 use crate::keys::Slug;
-use crate::model::{Entity, Record};
+use crate::model::{self, Entity, Record};
 use crate::store::{PrimaryKey, Store};
 
 /// What every resolver of one request reaches through the context.
@@ -25,7 +27,13 @@ pub struct RequestContext {
     /// Who is asking: what they may see ([`RequestContext::sees`], and every entity
     /// [`RequestContext::load`] returns) and do.
     pub access: Access,
+    /// Organizations read with their counter shards ([`RequestContext::counted_org`]), at
+    /// most once each per request.
+    counted: Mutex<HashMap<Slug, Arc<OnceCell<CountedOrg>>>>,
 }
+
+/// An organization as read with its counters; `None` when it does not exist.
+pub type CountedOrg = Result<Option<Arc<model::Organization>>, Arc<ApiError>>;
 
 impl RequestContext {
     /// A fresh context (its own DataLoader cache) for one request.
@@ -35,7 +43,31 @@ impl RequestContext {
             store,
             cursors,
             access,
+            counted: Mutex::default(),
         }
+    }
+
+    /// The organization with its counts (its item and its counter shards, one Query),
+    /// read once per request however many fields ask (until a write of the request).
+    pub async fn counted_org(&self, org: &Slug) -> CountedOrg {
+        if !self.sees(org) {
+            return Ok(None);
+        }
+        let cell = self
+            .counted
+            .lock()
+            .await
+            .entry(org.clone())
+            .or_default()
+            .clone();
+        cell.get_or_init(|| async {
+            crate::collections::get_org_counted(self.store.as_ref(), org)
+                .await
+                .map(|o| o.map(Arc::new))
+                .map_err(|e| Arc::new(ApiError::from(e)))
+        })
+        .await
+        .clone()
     }
 
     /// Forgets every entity this request has read, then remembers `written` (what a
@@ -44,6 +76,7 @@ impl RequestContext {
     /// it are read again rather than served stale.
     pub async fn after_write(&self, written: Vec<Entity>) {
         self.loader.clear_all().await;
+        self.counted.lock().await.clear();
         self.loader
             .prime_many(written.into_iter().map(|e| (e.primary_key(), Ok(Some(e)))))
             .await;

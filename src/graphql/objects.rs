@@ -90,13 +90,32 @@ impl Node {
 pub struct Organization {
     pub rec: Arc<model::Organization>,
     pub pages: Arc<Prefetched>,
+    /// Whether `rec` was read with the counter shards, so holds the counts. An
+    /// organization read by key (a reference, `node`) was not: its count fields read them
+    /// ([`Organization::counts`]).
+    pub counted: bool,
 }
 
 impl Organization {
+    /// An organization read by key, without its counter shards.
     pub fn new(rec: model::Organization) -> Self {
         Organization {
             rec: Arc::new(rec),
             pages: Arc::default(),
+            counted: false,
+        }
+    }
+
+    /// The record with the organization's counts: `rec` when it was read with its
+    /// counter shards, else one Query for them (once per request).
+    pub(super) async fn counts(&self, ctx: &Context<'_>) -> Result<Arc<model::Organization>> {
+        if self.counted {
+            return Ok(self.rec.clone());
+        }
+        match super::context::rc(ctx).counted_org(&self.rec.slug).await {
+            Ok(Some(rec)) => Ok(rec),
+            Ok(None) => Err(ApiError::NotFound(format!("organization {}", self.rec.slug)).extend()),
+            Err(e) => Err(e.as_ref().extend()),
         }
     }
 }

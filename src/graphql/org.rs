@@ -78,6 +78,31 @@ pub async fn fetch_org_tickets(
     Ok(fetched(out.tickets, out.last_evaluated_key))
 }
 
+impl Organization {
+    /// A connection's `totalCount`: from the counts when it is selected, else unused.
+    async fn total(
+        &self,
+        ctx: &Context<'_>,
+        count: impl Fn(&model::Organization) -> u32,
+    ) -> Result<u32> {
+        if self.counted || !ctx.look_ahead().field("totalCount").exists() {
+            return Ok(count(&self.rec));
+        }
+        Ok(count(&*self.counts(ctx).await?))
+    }
+}
+
+/// Whether a selection of an organization asks for any of its counts.
+fn counts_selected(ctx: &Context<'_>) -> bool {
+    let org = ctx.look_ahead();
+    ["userCount", "orderCount", "ticketCount"]
+        .iter()
+        .any(|f| org.field(f).exists())
+        || ["users", "orders", "tickets"]
+            .iter()
+            .any(|c| org.field(c).field("totalCount").exists())
+}
+
 #[Object]
 impl Organization {
     /// Opaque global id, for `node(id)`.
@@ -99,17 +124,19 @@ impl Organization {
     async fn created_at(&self) -> &str {
         &self.rec.created_at
     }
-    /// Number of users; the same as `users.totalCount`.
-    async fn user_count(&self) -> i32 {
-        int(self.rec.user_count)
+    /// Number of users; the same as `users.totalCount`. Exact: every write that adds or
+    /// removes a user counts it in the same transaction (on one of the organization's
+    /// counter shards, summed here).
+    async fn user_count(&self, ctx: &Context<'_>) -> Result<i32> {
+        Ok(int(self.counts(ctx).await?.user_count))
     }
-    /// Number of orders placed; the same as `orders.totalCount`.
-    async fn order_count(&self) -> i32 {
-        int(self.rec.order_count)
+    /// Number of orders placed; the same as `orders.totalCount`. Exact, as `userCount`.
+    async fn order_count(&self, ctx: &Context<'_>) -> Result<i32> {
+        Ok(int(self.counts(ctx).await?.order_count))
     }
-    /// Number of tickets raised in the organization, all statuses.
-    async fn ticket_count(&self) -> i32 {
-        int(self.rec.ticket_count)
+    /// Number of tickets raised in the organization, all statuses. Exact, as `userCount`.
+    async fn ticket_count(&self, ctx: &Context<'_>) -> Result<i32> {
+        Ok(int(self.counts(ctx).await?.ticket_count))
     }
     /// The organization's users, by username. Read together with the organization in
     /// one Query when this is the first page.
@@ -128,7 +155,7 @@ impl Organization {
                 ctx,
                 (&self.pages.users, ""),
                 |page| async move { fetch_org_users(rc(ctx), org, &page).await.map(|p| p.1) },
-                self.rec.user_count,
+                self.total(ctx, |o| o.user_count).await?,
                 |u| u.keys().page_key(None),
                 User::new,
             )
@@ -151,7 +178,7 @@ impl Organization {
                 ctx,
                 (&self.pages.orders, ""),
                 |page| async move { fetch_org_orders(rc(ctx), org, &page).await.map(|p| p.1) },
-                self.rec.order_count,
+                self.total(ctx, |o| o.order_count).await?,
                 |o| o.keys().page_key(None),
                 Order::new,
             )
@@ -182,7 +209,7 @@ impl Organization {
             ctx,
             (&self.pages.tickets, status.as_str()),
             |page| async move { fetch_org_tickets(rc(ctx), org, status, &page).await },
-            self.rec.ticket_count_in(status),
+            self.total(ctx, |o| o.ticket_count_in(status)).await?,
             |t| t.keys().page_key(Some(GSI2)),
             Ticket::new,
         )
@@ -250,9 +277,17 @@ impl OrgQuery {
         }
         let carries_parent = user_jobs.iter().any(|(_, first, _)| *first)
             || order_jobs.iter().any(|(_, first, _)| *first);
+        // Without a first page to carry it, the organization is one GetItem through the
+        // DataLoader, or one Query with its counter shards when counts are selected.
+        let with_counts = !carries_parent && counts_selected(ctx);
         let parent_load = async {
             if carries_parent {
                 Ok(None)
+            } else if with_counts {
+                match rc.counted_org(&slug).await {
+                    Ok(org) => Ok(Some(org.map(|o| Entity::Organization((*o).clone())))),
+                    Err(e) => Err(e.as_ref().extend()),
+                }
             } else {
                 load(ctx, OrgKey::new(&slug).primary_key()).await.map(Some)
             }
@@ -281,6 +316,7 @@ impl OrgQuery {
         };
         Ok(Some(Organization {
             rec: Arc::new(rec),
+            counted: carries_parent || with_counts,
             pages: Arc::new(Prefetched {
                 users: users.into_iter().collect(),
                 orders: orders.into_iter().collect(),
@@ -316,7 +352,8 @@ pub struct OrgMutation;
 impl OrgMutation {
     /// Creates an organization. `CONFLICT` (`field: "slug"`) when the slug is taken.
     /// With auth on, admins only, and only the organization their token names
-    /// (`FORBIDDEN` otherwise). One request: a conditional PutItem.
+    /// (`FORBIDDEN` otherwise). One request: a TransactWriteItems of the organization and its
+    /// counter shards, each put only where none exists.
     async fn create_organization(
         &self,
         ctx: &Context<'_>,
@@ -345,7 +382,11 @@ async fn create_organization(
     }
     collections::create_org(rc.store.as_ref(), &org).await?;
     rc.after_write(vec![org.clone().into()]).await;
+    // A new organization counts nothing: its record holds every count.
     Ok(CreateOrganizationPayload {
-        organization: Organization::new(org),
+        organization: Organization {
+            counted: true,
+            ..Organization::new(org)
+        },
     })
 }

@@ -1,5 +1,5 @@
 //! The entity chart of `docs/DATA_MODEL.md` in code: the only place that spells `ORG#`,
-//! `USER#`, `#ORDER#`, `TICKET#`, `EMAIL#`, `LINE#`, `STATUS#`, `ORDERTOKEN#`.
+//! `USER#`, `#ORDER#`, `TICKET#`, `EMAIL#`, `LINE#`, `STATUS#`, `ORDERTOKEN#`, `#COUNT#`.
 //!
 //! Two halves:
 //!
@@ -14,7 +14,7 @@
 //! places every parent inside its children's item collection:
 //!
 //! - partition `ORG#<org>`: orders (`#ORDER#…`), then the organization (`ORG#<org>`),
-//!   then users (`USER#…`);
+//!   then its counter shards (`ORG#<org>#COUNT#nn`), then users (`USER#…`);
 //! - GSI1 partition `ORG#<org>#USER#<u>`: the user's tickets (`TICKET#…`), then the user;
 //! - GSI1 partition `ORDER#<id>`: the order (`#ORDER#<id>`), then its lines (`LINE#nnn`);
 //! - GSI2 partition `ORG#<org>#STATUS#<status>`: one status queue of tickets.
@@ -72,6 +72,12 @@ const ORDER_SK: &str = "#ORDER#";
 const LINE: &str = "LINE#";
 const STATUS: &str = "#STATUS#";
 const ORDER_TOKEN: &str = "ORDERTOKEN#";
+/// Between an organization's own sort key and its shard number: `ORG#<org>#COUNT#07`.
+const COUNT: &str = "#COUNT#";
+
+/// How many counter shards an organization's counters are spread over (see
+/// `docs/DATA_MODEL.md`, "Counters"): a write bumps one, a read sums them all.
+pub const COUNTER_SHARDS: u32 = 32;
 
 /// A ticket status as the chart spells it in a status queue's key. The model's
 /// `TicketStatus` implements it, so the chart names statuses without importing the model.
@@ -89,7 +95,7 @@ pub struct ItemKeys {
 }
 
 impl ItemKeys {
-    fn primary(primary: PrimaryKey) -> Self {
+    pub fn primary(primary: PrimaryKey) -> Self {
         ItemKeys {
             primary,
             gsi1: None,
@@ -159,6 +165,26 @@ impl OrgKey {
     }
     pub fn item_keys(&self) -> ItemKeys {
         ItemKeys::primary(self.primary_key())
+    }
+    /// One of the organization's counter shards: `ORG#<org>` / `ORG#<org>#COUNT#<nn>`
+    /// (`nn` two digits, `00` to `31`). Above the organization's own sort key and below
+    /// every user (`O` < `U`), above every order: a first page of users (forward from the
+    /// organization) or of orders (backward from [`OrgKey::counters_top`]) reads the
+    /// organization, its shards and the page in one Query.
+    pub fn counter_shard(&self, shard: u32) -> PrimaryKey {
+        PrimaryKey::new(
+            self.partition(),
+            format!("{}{COUNT}{shard:02}", self.boundary()),
+        )
+    }
+    /// A sort key above every counter shard and below every user: the upper bound of the
+    /// reads that bring the organization with its counters.
+    pub fn counters_top(&self) -> String {
+        format!("{}{COUNT}~", self.boundary())
+    }
+    /// Sort-key prefix of the organization's counter shards.
+    pub fn counters_prefix(&self) -> String {
+        format!("{}{COUNT}", self.boundary())
     }
     /// Sort-key prefix of the users in this partition.
     pub fn users_prefix(&self) -> &'static str {
@@ -582,6 +608,34 @@ mod tests {
         // Even an org whose slug sorts high cannot pass its own users.
         let z = slug("zzzz");
         assert!(OrgKey::new(&z).boundary() < UserKey::new(&z, &user("0")).primary_key().sk);
+    }
+
+    /// The counter shards sit between the organization and its first user, so both
+    /// first-page queries (forward from the organization, backward from the shards' top)
+    /// read the organization and every shard before any child.
+    #[test]
+    fn counter_shards_sit_between_the_organization_and_its_users() {
+        for org in [slug("acme"), slug("zzzz"), slug("0"), slug(&"z".repeat(40))] {
+            let k = OrgKey::new(&org);
+            let first = k.counter_shard(0);
+            let last = k.counter_shard(COUNTER_SHARDS - 1);
+            assert_eq!(first.pk, k.partition());
+            let user_sk = UserKey::new(&org, &user("0")).primary_key().sk;
+            let newest_order = OrderKey::new(&org, id("7ZZZZZZZZZZZZZZZZZZZZZZZZZ"))
+                .primary_key()
+                .sk;
+            let b = |s: &str| s.as_bytes().to_vec();
+            assert!(b(&newest_order) < b(&k.boundary()));
+            assert!(b(&k.boundary()) < b(&first.sk));
+            assert!(b(&first.sk) < b(&last.sk));
+            assert!(b(&last.sk) < b(&k.counters_top()));
+            assert!(b(&k.counters_top()) < b(&user_sk));
+            assert!(first.sk.starts_with(&k.counters_prefix()));
+        }
+        let k = OrgKey::new(&slug("acme"));
+        assert_eq!(k.counter_shard(7), pk("ORG#acme", "ORG#acme#COUNT#07"));
+        assert_eq!(k.counter_shard(31).sk, "ORG#acme#COUNT#31");
+        assert_eq!(k.counters_top(), "ORG#acme#COUNT#~");
     }
 
     /// GSI1 user partition: tickets sort below the user; GSI1 order partition: the order

@@ -68,7 +68,7 @@ impl Watch {
     }
 }
 
-/// `Created Ticket`, `Updated Organization` …: what changed, sorted.
+/// `Created Ticket`, `Updated User` …: what changed, sorted.
 pub fn summary(changes: &[Change]) -> Vec<String> {
     let mut out: Vec<String> = changes
         .iter()

@@ -254,14 +254,16 @@ on_every_engine!(shared api, threads = 4:
 
 // --- The per-item write limit of the fault model (embedded engine) ----------------------
 
-/// `--faults item-wcu=20`: one item takes 20 write units a second, so one organization
-/// (every ticket created bumps its item, twice the units in a transaction) takes about ten
-/// creates a second. Sixteen writers in one organization exceed it: fewer creates go
-/// through than the limit allows and the rest are refused with a retryable code, as on
-/// AWS past an item's limit; one writer in another organization at a third of the limit,
-/// at the same time, meets no refusal.
+/// `--faults item-wcu=20`: one item takes 20 write units a second. Every ticket created
+/// bumps its requester's `ticketCount` (twice the units in a transaction), so one
+/// requester takes about ten creates a second: sixteen writers raising tickets for one
+/// requester exceed it. Fewer creates go through than the limit allows and the rest are
+/// refused with a retryable code, as on AWS past an item's limit; one writer in another
+/// organization at a third of the limit, at the same time, meets no refusal. (An
+/// organization's own counters are sharded, so its limit is far above one item's: see
+/// `one_busy_organization_is_counted_exactly_under_aws_item_limits`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_busy_organization_meets_the_item_limit_and_another_does_not() {
+async fn one_busy_requester_meets_the_item_limit_and_another_organization_does_not() {
     use itemgraph::store::embedded::EmbeddedStore;
     use itemgraph::store::faults::Faults;
     use itemgraph::store::Store;
@@ -335,6 +337,99 @@ async fn one_busy_organization_meets_the_item_limit_and_another_does_not() {
     );
     let (quiet_made, quiet_codes) = quiet.await.unwrap();
     assert_eq!((quiet_made, quiet_codes), (6, Vec::<String>::new()));
+    let report = itemgraph::check::check(api.store.as_ref()).await.unwrap();
+    assert!(report.is_clean(), "{report}");
+}
+
+/// Under AWS's own per-item limit (`--faults item-wcu=1000`, real in-flight transaction
+/// conflicts): 64 writers in one organization, each its own requester, create tickets for
+/// 20 s at about 1,000 a second in all, twice what one item takes in transactions (the
+/// layout before counter shards stopped at 500). No client sees `THROTTLED` or
+/// `CONTENTION`, every acknowledged create is counted exactly once by `ticketCount` and
+/// the OPEN queue's `totalCount`, and `check` finds the table clean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_busy_organization_is_counted_exactly_under_aws_item_limits() {
+    use itemgraph::store::embedded::EmbeddedStore;
+    use itemgraph::store::faults::Faults;
+    use itemgraph::store::Store;
+    use std::time::{Duration, Instant};
+
+    const WRITERS: usize = 64;
+    const SECONDS: u64 = 20;
+    /// Each writer's pace: 64 × 16 a second.
+    const PAUSE: Duration = Duration::from_millis(1000 / 16);
+    let faults: Faults = "item-wcu=1000".parse().unwrap();
+    let store =
+        EmbeddedStore::in_memory_with_faults("itemgraph", itemgraph::keys::table_schema(), faults)
+            .unwrap();
+    assert!(store.create_table().await.unwrap());
+    itemgraph::demo::seed_demo(&store).await.unwrap();
+    let acme = Slug::parse("acme").unwrap();
+    let base = demo_data().users[0].clone();
+    let mut requesters = Vec::new();
+    for i in 0..WRITERS {
+        let username = format!("busy-{i}");
+        let user = itemgraph::model::User {
+            username: itemgraph::keys::Username::parse(&username).unwrap(),
+            email: itemgraph::keys::Email::parse(&format!("{username}@acme.example")).unwrap(),
+            org: acme.clone(),
+            ..base.clone()
+        };
+        itemgraph::collections::create_user(&store, &user)
+            .await
+            .unwrap();
+        requesters.push(username);
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let api = Arc::new(Api::over(Arc::new(store)));
+    const COUNTS: &str = r#"{ organization(slug: "acme") { ticketCount open: tickets(status: OPEN, first: 0) { totalCount } } }"#;
+    let before = api.data(COUNTS, Value::Null).await;
+    const CREATE: &str = "mutation($input: CreateTicketInput!) { createTicket(input: $input) { ticket { ticketId } } }";
+    let end = Instant::now() + Duration::from_secs(SECONDS);
+    let writers: Vec<_> = requesters
+        .into_iter()
+        .map(|requester| {
+            let api = api.clone();
+            tokio::spawn(async move {
+                let (mut made, mut codes) = (0u64, Vec::new());
+                while Instant::now() < end {
+                    let r = api
+                        .run_with(
+                            CREATE,
+                            json!({ "input": { "org": "acme", "requester": requester, "title": "Busy", "body": "Load.", "priority": "LOW" } }),
+                        )
+                        .await;
+                    match r.get("errors") {
+                        None => made += 1,
+                        Some(_) => codes.extend(error_codes(&r)),
+                    }
+                    tokio::time::sleep(PAUSE).await;
+                }
+                (made, codes)
+            })
+        })
+        .collect();
+    let (mut made, mut codes) = (0u64, Vec::new());
+    for w in join_all(writers).await {
+        let (m, c) = w.unwrap();
+        made += m;
+        codes.extend(c);
+    }
+    assert_eq!(codes, Vec::<String>::new(), "{made} creates acknowledged");
+    assert!(
+        made as f64 > 500.0 * SECONDS as f64 * 1.2,
+        "{made} creates in {SECONDS} s: not above what one item took"
+    );
+    let after = api.data(COUNTS, Value::Null).await;
+    let count = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_u64).unwrap();
+    assert_eq!(
+        count(&after, "/organization/ticketCount"),
+        count(&before, "/organization/ticketCount") + made
+    );
+    assert_eq!(
+        count(&after, "/organization/open/totalCount"),
+        count(&before, "/organization/open/totalCount") + made
+    );
     let report = itemgraph::check::check(api.store.as_ref()).await.unwrap();
     assert!(report.is_clean(), "{report}");
 }

@@ -457,7 +457,8 @@ async fn create_user(api: &Api) {
     let changes = w.changes().await;
     assert_eq!(
         summary(&changes),
-        ["Created User", "Created UserEmail", "Updated Organization"]
+        ["Created User", "Created UserEmail"],
+        "the organization counts it on a counter shard, which is no entity"
     );
     assert!(
         matches!(after(one_of(&changes, "User"), EventKind::Created), Entity::User(u) if u.username == "hubie")
@@ -500,7 +501,9 @@ async fn create_user_no_organization(api: &Api) {
     );
     let r = mutate(api, "create_user_no_organization", &create_user_q(), vars).await;
     assert_error(&r, "NOT_FOUND", Some("organization"));
-    assert_eq!(operations(&r), ["TransactWriteItems"]);
+    // No counter shard: once more on the organization item, which an organization not
+    // migrated yet would have (docs/DATA_MODEL.md, "Both layouts").
+    assert_eq!(operations(&r), ["TransactWriteItems", "TransactWriteItems"]);
 }
 
 /// Not an email address: `BAD_USER_INPUT` naming `email`, no request.
@@ -604,7 +607,8 @@ async fn delete_user(api: &Api) {
     let changes = w.changes().await;
     assert_eq!(
         summary(&changes),
-        ["Deleted User", "Deleted UserEmail", "Updated Organization"]
+        ["Deleted User", "Deleted UserEmail"],
+        "the organization uncounts it on a counter shard, which is no entity"
     );
     assert!(
         matches!(after(one_of(&changes, "User"), EventKind::Deleted), Entity::User(u) if *u == user)
@@ -653,13 +657,8 @@ async fn create_ticket(api: &Api) {
     let changes = w.changes().await;
     assert_eq!(
         summary(&changes),
-        [
-            "Created Ticket",
-            "Updated Organization",
-            "Updated User",
-            "Updated User"
-        ],
-        "the organization, the requester and the assignee count it"
+        ["Created Ticket", "Updated User", "Updated User"],
+        "the requester and the assignee count it (the organization on a counter shard, no entity)"
     );
     assert!(
         matches!(after(one_of(&changes, "Ticket"), EventKind::Created), Entity::Ticket(t) if t.ticket_id.to_string() == id)
@@ -696,7 +695,9 @@ async fn create_ticket_no_organization(api: &Api) {
     )
     .await;
     assert_error(&r, "NOT_FOUND", Some("organization"));
-    assert_eq!(operations(&r), ["TransactWriteItems"]);
+    // No counter shard: once more on the organization item, which an organization not
+    // migrated yet would have (docs/DATA_MODEL.md, "Both layouts").
+    assert_eq!(operations(&r), ["TransactWriteItems", "TransactWriteItems"]);
 }
 
 /// No such requester: `NOT_FOUND` naming `requester`.
@@ -921,7 +922,6 @@ async fn place_order(api: &Api) {
             "Created Order",
             "Created OrderLine",
             "Created OrderLine",
-            "Updated Organization",
             "Updated User"
         ]
     );

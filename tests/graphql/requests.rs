@@ -197,8 +197,10 @@ async fn organization_with_newest_orders_is_one_backward_query(api: &Api) {
     assert_eq!(q["scanForward"], json!(false));
     assert_eq!(
         s(q, "keyCondition"),
-        r#"PK = "ORG#acme" AND SK <= "ORG#acme""#
+        r#"PK = "ORG#acme" AND SK <= "ORG#acme#COUNT#~""#
     );
+    // Its 32 counter shards, the organization, ten orders and one more.
+    assert_eq!(q["limit"], json!(44));
     assert_eq!(
         r["data"]["organization"]["orders"]["nodes"]
             .as_array()

@@ -19,8 +19,8 @@ use std::process::Command;
 
 use itemgraph::check::{check, CheckReport, ViolationKind};
 use itemgraph::collections::{
-    create_org, create_ticket, create_user, delete_user, get_order, get_org, get_ticket, get_user,
-    place_order, update_order_status, update_ticket, update_user, PlacedOrder, RepoError,
+    create_org, create_ticket, create_user, delete_user, get_order, get_org_counted, get_ticket,
+    get_user, place_order, update_order_status, update_ticket, update_user, PlacedOrder, RepoError,
     TicketChange, UserChange,
 };
 use itemgraph::demo::{self, DemoData};
@@ -84,7 +84,10 @@ async fn marker(store: &dyn Store, e: &str) -> Option<UserEmail> {
 }
 
 async fn org_now(store: &dyn Store, o: &str) -> Organization {
-    get_org(store, &slug(o)).await.unwrap().expect("org")
+    get_org_counted(store, &slug(o))
+        .await
+        .unwrap()
+        .expect("org")
 }
 
 fn order(org: &str, buyer: &str, lines: u16) -> (Order, Vec<OrderLine>) {
