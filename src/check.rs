@@ -33,6 +33,7 @@ use crate::collections::OrderToken;
 use crate::keys::{
     Email, Id, ItemKeys, Slug, Username, COUNTER_SHARDS, GSI1PK, GSI1SK, GSI2PK, GSI2SK, PK, SK,
 };
+use crate::migrate::records::{MigrationRecord, SegmentCheckpoint};
 use crate::model::{
     item_type, CounterShard, Entity, Order, OrderLine, Organization, Record, Ticket, TicketStatus,
     User, UserEmail,
@@ -155,6 +156,7 @@ pub async fn check(store: &dyn Store) -> Result<CheckReport, StoreError> {
                 limit: Some(SCAN_PAGE_SIZE),
                 start,
                 consistent_read: true,
+                segment: None,
             })
             .await?;
         items.extend(page.items);
@@ -228,6 +230,9 @@ enum Decoded {
     Entity(Entity),
     Token(OrderToken),
     Shard(CounterShard),
+    /// `itemgraph migrate`'s own items (a migration, a segment's checkpoint): their keys
+    /// are checked, nothing else.
+    Migration(&'static str, ItemKeys),
 }
 
 impl Decoded {
@@ -236,6 +241,7 @@ impl Decoded {
             Decoded::Entity(e) => e.keys(),
             Decoded::Token(t) => t.keys(),
             Decoded::Shard(s) => s.keys(),
+            Decoded::Migration(_, keys) => keys.clone(),
         }
     }
     fn type_name(&self) -> &'static str {
@@ -243,6 +249,7 @@ impl Decoded {
             Decoded::Entity(e) => e.type_name(),
             Decoded::Token(_) => OrderToken::TYPE,
             Decoded::Shard(_) => CounterShard::TYPE,
+            Decoded::Migration(ty, _) => ty,
         }
     }
 }
@@ -264,6 +271,12 @@ impl Checker {
             OrderToken::from_item(item.clone()).map(Decoded::Token)
         } else if ty == CounterShard::TYPE {
             CounterShard::from_item(item.clone()).map(Decoded::Shard)
+        } else if ty == MigrationRecord::TYPE {
+            MigrationRecord::from_item(item.clone())
+                .map(|r| Decoded::Migration(MigrationRecord::TYPE, r.keys()))
+        } else if ty == SegmentCheckpoint::TYPE {
+            SegmentCheckpoint::from_item(item.clone())
+                .map(|r| Decoded::Migration(SegmentCheckpoint::TYPE, r.keys()))
         } else {
             Entity::from_item(item.clone()).map(Decoded::Entity)
         };
@@ -319,6 +332,7 @@ impl Checker {
                     .or_default()
                     .push(At { key, rec });
             }
+            Decoded::Migration(..) => {}
         }
     }
 

@@ -317,6 +317,7 @@ pub async fn is_empty(store: &dyn Store) -> RepoResult<bool> {
             limit: Some(1),
             start: None,
             consistent_read: true,
+            segment: None,
         })
         .await?;
     Ok(page.items.is_empty())

@@ -142,9 +142,24 @@ async fn run() -> anyhow::Result<()> {
         Command::Snapshot(args) => run_snapshot(&args).await?,
         Command::Migrate(args) => {
             let store = args.store.open().await?;
-            let report = itemgraph::migrate::migrate(store.as_ref(), args.dry_run)
+            let options = itemgraph::migrate::Options {
+                dry_run: args.dry_run,
+                segments: args.segments,
+                page_size: args.page_size,
+                max_wcu: args.max_wcu,
+                progress: true,
+            };
+            let report = itemgraph::migrate::run(store.as_ref(), &options)
                 .await
-                .with_context(|| format!("migrating {}", args.store.describe()))?;
+                .with_context(|| {
+                    format!(
+                        "migrating {} (run again to resume from the checkpoints)",
+                        args.store.describe()
+                    )
+                })?;
+            for migration in &report.migrations {
+                println!("{migration}");
+            }
             for skipped in &report.skipped {
                 println!("left: {skipped}");
             }

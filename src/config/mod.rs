@@ -181,9 +181,42 @@ pub struct SnapshotArgs {
 pub struct MigrateArgs {
     #[command(flatten)]
     pub store: StoreArgs,
-    /// Read only: count what would move.
+    /// Read only: count what each migration would change, writing nothing (not even a
+    /// checkpoint).
     #[arg(long, env = "ITEMGRAPH_MIGRATE_DRY_RUN")]
     pub dry_run: bool,
+    /// Segments of a migration's parallel Scan, each read and migrated by a task of its
+    /// own. A resumed migration keeps the number it started with.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MIGRATE_SEGMENTS",
+        default_value_t = 4,
+        value_parser = clap::value_parser!(u32).range(1..=1_000)
+    )]
+    pub segments: u32,
+    /// Items per Scan page; a segment's checkpoint is written after each page.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MIGRATE_PAGE_SIZE",
+        default_value_t = 100,
+        value_parser = clap::value_parser!(u32).range(1..=1_000)
+    )]
+    pub page_size: u32,
+    /// At most this many write units a second (as DynamoDB bills them: a unit per KiB
+    /// written, twice in a transaction), so the run leaves capacity to the application.
+    /// Unlimited when absent.
+    #[arg(long, env = "ITEMGRAPH_MIGRATE_MAX_WCU", value_parser = max_wcu)]
+    pub max_wcu: Option<f64>,
+}
+
+/// A write budget: a positive number of units a second.
+fn max_wcu(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(n),
+        _ => Err(format!(
+            "{s:?} is not a positive number of write units a second"
+        )),
+    }
 }
 
 impl ServeArgs {

@@ -201,6 +201,30 @@ pub struct Scan {
     pub limit: Option<u32>,
     pub start: Option<PageKey>,
     pub consistent_read: bool,
+    /// A parallel scan's part: `Segment` and `TotalSegments`. The segments split the
+    /// table by partition key, so each item is in exactly one, and scanning each to its
+    /// end reads the whole table once.
+    pub segment: Option<ScanSegment>,
+}
+
+/// One part of a parallel Scan: `index` of `total` (DynamoDB's `Segment`, `TotalSegments`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanSegment {
+    pub index: u32,
+    pub total: u32,
+}
+
+impl ScanSegment {
+    /// DynamoDB's bound on `TotalSegments`.
+    pub const MAX_TOTAL: u32 = 1_000_000;
+
+    /// Whether an item of partition key `pk` falls in this segment, as the embedded engine
+    /// splits its table: by a hash of the partition key, stable across processes and
+    /// releases (a checkpointed scan resumes in another process). CRC-32 is enough: it
+    /// spreads keys, and nothing depends on it being hard to invert.
+    pub fn holds(&self, pk: &str) -> bool {
+        self.total <= 1 || crc32fast::hash(pk.as_bytes()) % self.total == self.index
+    }
 }
 
 /// Comparison operators of a condition expression.

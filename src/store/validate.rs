@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use super::value::{compare, item_size, parse_number, type_name};
 use super::{
     AttributeValue, BatchGet, CmpOp, Condition, Delete, GetItem, Item, PageKey, Put, Query,
-    ReturnValues, Scan, SetValue, SortCondition, StoreError, StoreResult, TableSchema,
+    ReturnValues, Scan, ScanSegment, SetValue, SortCondition, StoreError, StoreResult, TableSchema,
     TransactAction, Update,
 };
 
@@ -338,10 +338,22 @@ pub fn query(schema: &TableSchema, q: &Query) -> StoreResult<()> {
     Ok(())
 }
 
-/// Limit at least 1; a start key is a base-table key.
+/// Limit at least 1; a start key is a base-table key; a segment within 0..TotalSegments,
+/// TotalSegments within 1..=1,000,000.
 pub fn scan(schema: &TableSchema, s: &Scan) -> StoreResult<()> {
     if s.limit == Some(0) {
         return Err(invalid("1 validation error detected: Value '0' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1"));
+    }
+    if let Some(seg) = s.segment {
+        if seg.total == 0 || seg.total > ScanSegment::MAX_TOTAL {
+            return Err(invalid(format!("1 validation error detected: Value '{}' at 'totalSegments' failed to satisfy constraint: Member must have value less than or equal to 1000000 and greater than or equal to 1", seg.total)));
+        }
+        if seg.index >= seg.total {
+            return Err(invalid(format!(
+                "The Segment parameter is zero-based and must be less than parameter TotalSegments: Segment: {} is not less than TotalSegments: {}",
+                seg.index, seg.total
+            )));
+        }
     }
     if let Some(start) = &s.start {
         if start.index.is_some() || primary_key(schema, &start.table.pk, &start.table.sk).is_err() {

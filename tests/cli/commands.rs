@@ -276,6 +276,7 @@ async fn a_dynamodb_table_in_use_is_never_seeded_silently_or_overwritten() {
                 limit: None,
                 start: None,
                 consistent_read: true,
+                segment: None,
             })
             .await
             .unwrap();

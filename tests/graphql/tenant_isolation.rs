@@ -403,6 +403,7 @@ async fn table(store: &dyn Store) -> Vec<String> {
                 limit: None,
                 start,
                 consistent_read: true,
+                segment: None,
             })
             .await
             .expect("scan");

@@ -4,14 +4,14 @@
 //! every case once on the embedded engine (`embedded::…`) and once on AWS's DynamoDB Local
 //! (`dynamodb::…`), so a test name says which engine it proved.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use itemgraph::store::value::equal;
 
 use itemgraph::store::{
     AttributeValue as V, BatchGet, CancelReason, CmpOp, Condition, ConditionCheck, Delete, GetItem,
-    IndexKey, Item, PageKey, PrimaryKey, Put, Query, ReturnValues, SetValue, SortCondition, Store,
-    StoreError, TransactAction, Update, UpdateExpr,
+    IndexKey, Item, PageKey, PrimaryKey, Put, Query, ReturnValues, ScanSegment, SetValue,
+    SortCondition, Store, StoreError, TransactAction, Update, UpdateExpr,
 };
 
 fn s(v: &str) -> V {
@@ -728,6 +728,61 @@ async fn scan_walks_every_item(store: &dyn Store) {
     seen.dedup();
     assert_eq!((before, seen.len()), (25, 25), "every item exactly once");
     assert!(pages >= 7, "pages of at most 4 items");
+
+    // A parallel scan: three segments, each walked page by page, hold every item once,
+    // and an item's partition is never split between segments.
+    let mut segmented = Vec::new();
+    let mut partitions: HashMap<String, u32> = HashMap::new();
+    for index in 0..3 {
+        let mut req = itemgraph::store::Scan {
+            limit: Some(2),
+            segment: Some(ScanSegment { index, total: 3 }),
+            ..Default::default()
+        };
+        loop {
+            let page = store.scan(req.clone()).await.unwrap();
+            for i in &page.items {
+                let pk = format!("{:?}", i["PK"]);
+                assert_eq!(*partitions.entry(pk.clone()).or_insert(index), index);
+                segmented.push(format!("{pk}/{}", sk_of(i)));
+            }
+            match page.last_evaluated_key {
+                Some(k) => req.start = Some(k),
+                None => break,
+            }
+        }
+    }
+    segmented.sort();
+    assert_eq!(
+        segmented, seen,
+        "the segments together hold every item once"
+    );
+    for (segment, wanted) in [
+        (
+            ScanSegment { index: 3, total: 3 },
+            "must be less than parameter TotalSegments",
+        ),
+        (ScanSegment { index: 0, total: 0 }, "totalSegments"),
+        (
+            ScanSegment {
+                index: 0,
+                total: 1_000_001,
+            },
+            "totalSegments",
+        ),
+    ] {
+        let err = store
+            .scan(itemgraph::store::Scan {
+                segment: Some(segment),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, StoreError::Validation(m) if m.contains(wanted)),
+            "{segment:?}: {err}"
+        );
+    }
 }
 
 /// Every operation on a table that does not exist reports `TableNotFound`.

@@ -241,6 +241,14 @@ impl Store for DynamoEngine {
             .set_limit(req.limit.map(|l| i32::try_from(l).unwrap_or(i32::MAX)))
             .set_exclusive_start_key(req.start.as_ref().map(|s| self.start_key(None, s)))
             .consistent_read(req.consistent_read)
+            .set_segment(
+                req.segment
+                    .map(|s| i32::try_from(s.index).unwrap_or(i32::MAX)),
+            )
+            .set_total_segments(
+                req.segment
+                    .map(|s| i32::try_from(s.total).unwrap_or(i32::MAX)),
+            )
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
             .send()
             .await

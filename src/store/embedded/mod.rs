@@ -495,8 +495,13 @@ impl Store for EmbeddedEngine {
                 {
                     let (_, v) = row.map_err(internal)?;
                     let item = decode_item(v.value())?;
-                    bytes += item_size(&item);
                     let key = inner.schema.key_of(&item);
+                    if let (Some(segment), Some(key)) = (req.segment, &key) {
+                        if !segment.holds(&key.pk) {
+                            continue;
+                        }
+                    }
+                    bytes += item_size(&item);
                     out.items.push(item);
                     if out.items.len() >= limit || bytes >= MAX_QUERY_PAGE_BYTES {
                         out.last_evaluated_key = key.map(|table| PageKey { table, index: None });

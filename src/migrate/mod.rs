@@ -1,0 +1,586 @@
+//! `itemgraph migrate`: brings a table written by an earlier version to today's layout,
+//! by named, versioned migrations run in order:
+//!
+//! | Version | Name | What |
+//! |---|---|---|
+//! | 1 | `email-markers` | email markers move to their organization's key ([`email_markers`]) |
+//! | 2 | `change-stream` | the table's change stream (`NEW_AND_OLD_IMAGES`) turned on |
+//! | 3 | `counter-shards` | each organization gets its counter shards ([`counter_shards`]) |
+//!
+//! A migration over items reads the table by a parallel Scan (`--segments`, each segment
+//! its own task) and writes each change conditioned on what it read, so a concurrent
+//! application write is never lost: the write or the migration's change fails its
+//! condition and the migration leaves that item as the application wrote it.
+//!
+//! Its state lives in the table ([`records`]): a `Migration` item per version, and per
+//! segment a checkpoint, the Scan's `LastEvaluatedKey` after each page done. A killed run
+//! resumes each segment where its checkpoint is, redoing at most one page, which the
+//! conditions make harmless. A migration done is recorded so, and no run does it again.
+//! Two runs at once are safe for the same reason, only wasteful.
+//!
+//! `--max-wcu` holds the run's writes under a budget of write units a second
+//! ([`budget`]); a progress bar shows items/s and an ETA ([`progress`]). `--dry-run`
+//! reads only, checkpoints included, and counts what each migration would change.
+
+pub mod budget;
+mod counter_shards;
+mod email_markers;
+pub mod progress;
+pub mod records;
+
+use std::fmt;
+
+use futures::future::try_join_all;
+
+use crate::keys::MigrationKey;
+use crate::store::{Delete, Item, Scan, ScanSegment, Store, StoreResult, TransactAction};
+
+use budget::WriteBudget;
+use progress::Progress;
+use records::{MigrationRecord, MigrationState, SegmentCheckpoint};
+
+/// One migration of the registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    pub version: u32,
+    pub name: &'static str,
+    /// Whether it reads every item (a Scan) or changes the table's settings.
+    pub scans_items: bool,
+}
+
+/// Every migration, in the order they run.
+pub const MIGRATIONS: [Migration; 3] = [
+    Migration {
+        version: 1,
+        name: "email-markers",
+        scans_items: true,
+    },
+    Migration {
+        version: 2,
+        name: "change-stream",
+        scans_items: false,
+    },
+    Migration {
+        version: 3,
+        name: "counter-shards",
+        scans_items: true,
+    },
+];
+
+/// How a run goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Read only: count what would change.
+    pub dry_run: bool,
+    /// Segments of the parallel Scan of a migration started by this run (a resumed one
+    /// keeps its own).
+    pub segments: u32,
+    /// Items per Scan page, so per checkpoint.
+    pub page_size: u32,
+    /// Write units a second at most, `None` for no limit.
+    pub max_wcu: Option<f64>,
+    /// Draw a progress bar (or log progress when stderr is no terminal).
+    pub progress: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            dry_run: false,
+            segments: 4,
+            page_size: 100,
+            max_wcu: None,
+            progress: false,
+        }
+    }
+}
+
+/// What a run did with one migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Recorded done by an earlier run: nothing read.
+    AlreadyDone,
+    /// Done by this run from the start.
+    Done,
+    /// Started by an earlier run that stopped, finished by this one from its checkpoints.
+    Resumed,
+    /// A dry run: what it would do is counted in the report.
+    WouldRun,
+}
+
+/// One migration's line of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationOutcome {
+    pub migration: Migration,
+    pub outcome: Outcome,
+    /// Items its Scan read in this run.
+    pub scanned: usize,
+}
+
+impl fmt::Display for MigrationOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Migration { version, name, .. } = self.migration;
+        let what = match self.outcome {
+            Outcome::AlreadyDone => "done by an earlier run",
+            Outcome::Done => "done",
+            Outcome::Resumed => "resumed from its checkpoints and done",
+            Outcome::WouldRun => "to do",
+        };
+        write!(f, "migration {version} {name}: {what}")?;
+        if self.migration.scans_items && self.outcome != Outcome::AlreadyDone {
+            write!(f, " ({} items read)", self.scanned)?;
+        }
+        Ok(())
+    }
+}
+
+/// What [`run`] found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrateReport {
+    /// Each migration, in order.
+    pub migrations: Vec<MigrationOutcome>,
+    /// Whether the table's stream was turned on (or would be, on a dry run).
+    pub stream_enabled: bool,
+    /// Items read, over every migration's Scan.
+    pub scanned: usize,
+    /// Email markers moved to their organization's key (or that would be, on a dry run).
+    pub moved: usize,
+    /// Old markers whose new key already held the same marker: the old copy removed.
+    pub duplicates_removed: usize,
+    /// Old markers of a user who no longer has that email (changed or deleted since the
+    /// new version took over): removed, not moved.
+    pub stale_removed: usize,
+    /// Items left where they are, with why (an old marker whose new key holds another
+    /// user's marker, an item that changed while being migrated): for `itemgraph check`
+    /// to name.
+    pub skipped: Vec<String>,
+    /// Organizations given their counter shards (or that would be, on a dry run).
+    pub sharded: usize,
+    /// Write units spent, counted as DynamoDB bills them (checkpoints included).
+    pub write_units: u64,
+}
+
+impl MigrateReport {
+    /// Adds a segment's counts.
+    fn absorb(&mut self, part: MigrateReport) {
+        self.scanned += part.scanned;
+        self.moved += part.moved;
+        self.duplicates_removed += part.duplicates_removed;
+        self.stale_removed += part.stale_removed;
+        self.skipped.extend(part.skipped);
+        self.sharded += part.sharded;
+    }
+}
+
+impl fmt::Display for MigrateReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}{} items scanned: {} email markers moved, {} old copies removed, {} stale removed, {} left; {} organizations sharded; {} write units",
+            if self.stream_enabled {
+                "change stream turned on; "
+            } else {
+                ""
+            },
+            self.scanned,
+            self.moved,
+            self.duplicates_removed,
+            self.stale_removed,
+            self.skipped.len(),
+            self.sharded,
+            self.write_units
+        )
+    }
+}
+
+/// Runs every migration not yet done, with the default options but `dry_run`.
+pub async fn migrate(store: &dyn Store, dry_run: bool) -> StoreResult<MigrateReport> {
+    run(
+        store,
+        &Options {
+            dry_run,
+            ..Options::default()
+        },
+    )
+    .await
+}
+
+/// Runs every migration not yet recorded done, in order.
+pub async fn run(store: &dyn Store, options: &Options) -> StoreResult<MigrateReport> {
+    let budget = WriteBudget::new(options.max_wcu);
+    let ctx = Ctx {
+        store,
+        dry_run: options.dry_run,
+        budget: &budget,
+    };
+    let mut report = MigrateReport::default();
+    for migration in MIGRATIONS {
+        let outcome = run_one(&ctx, migration, options, &mut report).await?;
+        report.migrations.push(outcome);
+    }
+    report.write_units = budget.spent().ceil() as u64;
+    Ok(report)
+}
+
+/// What every migration's writes go through: the store, the budget, the dry run.
+pub(crate) struct Ctx<'a> {
+    pub store: &'a dyn Store,
+    pub dry_run: bool,
+    budget: &'a WriteBudget,
+}
+
+impl Ctx<'_> {
+    /// A TransactWriteItems, once its units fit in the budget.
+    async fn transact(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
+        let units = budget::units(self.store.schema(), &actions, true);
+        self.budget.spend(units).await;
+        self.store.transact_write(actions).await
+    }
+
+    /// A DeleteItem, once its unit fits in the budget.
+    async fn delete(&self, delete: Delete) -> StoreResult<Option<Item>> {
+        self.budget.spend(1.0).await;
+        self.store.delete_item(delete).await
+    }
+
+    /// A checkpoint or a migration's record, once its unit fits in the budget.
+    async fn record<R: crate::model::Record>(&self, record: &R) -> StoreResult<()> {
+        self.budget.spend(1.0).await;
+        records::write(self.store, record).await
+    }
+}
+
+async fn run_one(
+    ctx: &Ctx<'_>,
+    migration: Migration,
+    options: &Options,
+    report: &mut MigrateReport,
+) -> StoreResult<MigrationOutcome> {
+    let key = MigrationKey::new(migration.version);
+    let existing: Option<MigrationRecord> = records::read(ctx.store, key.primary_key()).await?;
+    let mut outcome = MigrationOutcome {
+        migration,
+        outcome: if ctx.dry_run {
+            Outcome::WouldRun
+        } else if existing.is_some() {
+            Outcome::Resumed
+        } else {
+            Outcome::Done
+        },
+        scanned: 0,
+    };
+    if existing
+        .as_ref()
+        .is_some_and(|r| r.state == MigrationState::Done)
+    {
+        outcome.outcome = Outcome::AlreadyDone;
+        return Ok(outcome);
+    }
+    let mut record = existing.clone().unwrap_or_else(|| MigrationRecord {
+        version: migration.version,
+        name: migration.name.to_owned(),
+        state: MigrationState::Running,
+        segments: options.segments.clamp(1, ScanSegment::MAX_TOTAL),
+        started_at: now(),
+        done_at: None,
+    });
+    if !migration.scans_items {
+        report.stream_enabled = ctx.store.enable_change_stream(ctx.dry_run).await?;
+    } else {
+        if !ctx.dry_run && existing.is_none() {
+            ctx.record(&record).await?;
+        }
+        let mut checkpoints = Vec::new();
+        for segment in 0..record.segments {
+            let fresh = SegmentCheckpoint::new(migration.version, segment);
+            checkpoints.push(match existing {
+                // A dry run counts everything still to do, so it reads from the start.
+                Some(_) if !ctx.dry_run => records::read(ctx.store, key.segment(segment))
+                    .await?
+                    .unwrap_or(fresh),
+                _ => fresh,
+            });
+        }
+        let total = ctx.store.describe_table().await?.and_then(|d| d.item_count);
+        let done_before = checkpoints.iter().map(|c| c.scanned).sum();
+        let progress = Progress::start(
+            &format!("{} {}", migration.version, migration.name),
+            total,
+            done_before,
+            options.progress,
+        );
+        let parts = try_join_all(checkpoints.into_iter().map(|checkpoint| {
+            scan_segment(
+                ctx,
+                migration,
+                checkpoint,
+                record.segments,
+                options.page_size,
+                &progress,
+            )
+        }))
+        .await?;
+        for part in parts {
+            outcome.scanned += part.scanned;
+            report.absorb(part);
+        }
+    }
+    if !ctx.dry_run {
+        record.state = MigrationState::Done;
+        record.done_at = Some(now());
+        ctx.record(&record).await?;
+    }
+    Ok(outcome)
+}
+
+/// Migrates one segment from its checkpoint to its end, checkpointing after each page.
+async fn scan_segment(
+    ctx: &Ctx<'_>,
+    migration: Migration,
+    mut checkpoint: SegmentCheckpoint,
+    segments: u32,
+    page_size: u32,
+    progress: &Progress,
+) -> StoreResult<MigrateReport> {
+    let mut part = MigrateReport::default();
+    while !checkpoint.done {
+        let page = ctx
+            .store
+            .scan(Scan {
+                limit: Some(page_size),
+                start: checkpoint.start(),
+                consistent_read: true,
+                segment: Some(ScanSegment {
+                    index: checkpoint.segment,
+                    total: segments,
+                }),
+            })
+            .await?;
+        part.scanned += page.items.len();
+        for item in &page.items {
+            match migration.version {
+                1 => email_markers::migrate_item(ctx, item, &mut part).await?,
+                3 => counter_shards::migrate_item(ctx, item, &mut part).await?,
+                _ => {}
+            }
+        }
+        checkpoint.advance(page.items.len(), page.last_evaluated_key.as_ref());
+        progress.advance(page.items.len() as u64);
+        if !ctx.dry_run {
+            ctx.record(&checkpoint).await?;
+        }
+    }
+    Ok(part)
+}
+
+fn now() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{UserEmailKey, PK};
+    use crate::model::{item_type, Record, UserEmail};
+    use crate::store::embedded::EmbeddedStore;
+    use crate::store::{AttributeValue, PrimaryKey, Put};
+    use std::time::Duration;
+
+    /// A demo table whose markers all sit at the old global key, as an earlier version
+    /// wrote them: `check` names each one, `migrate` moves them all, and a second run
+    /// finds nothing.
+    #[tokio::test]
+    async fn old_email_markers_move_to_their_organization() {
+        let store = EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap();
+        crate::demo::seed_if_absent(&store, false).await.unwrap();
+        let markers: Vec<UserEmail> = crate::demo::demo_items()
+            .into_iter()
+            .filter(|i| item_type(i).ok() == Some(UserEmail::TYPE))
+            .map(|i| UserEmail::from_item(i).unwrap())
+            .collect();
+        assert!(markers.len() > 2);
+        for m in &markers {
+            let new = UserEmailKey::new(&m.org, &m.email).primary_key();
+            store.delete_item(Delete::new(new)).await.unwrap();
+            let old = format!("EMAIL#{}", m.email);
+            let mut item = m.to_item();
+            item.insert(PK.into(), AttributeValue::S(old.clone()));
+            item.insert("SK".into(), AttributeValue::S(old));
+            store.put_item(Put::new(item)).await.unwrap();
+        }
+        let before = crate::check::check(&store).await.unwrap();
+        assert!(before.violations.len() >= markers.len(), "{before}");
+
+        let dry = migrate(&store, true).await.unwrap();
+        assert_eq!(dry.moved, markers.len());
+        assert!(!crate::check::check(&store).await.unwrap().is_clean());
+
+        // One old marker whose new key already holds it: only the old copy goes.
+        let first = &markers[0];
+        store.put_item(Put::new(first.to_item())).await.unwrap();
+        // One old marker whose user has another email by now: removed, not moved.
+        let stale = &markers[1];
+        let mut user = crate::collections::get_user(&store, &stale.org, &stale.username)
+            .await
+            .unwrap()
+            .unwrap();
+        user.email = crate::keys::Email::parse("moved-on@elsewhere.example").unwrap();
+        store.put_item(Put::new(user.to_item())).await.unwrap();
+        let moved_on = UserEmail {
+            email: user.email.clone(),
+            ..stale.clone()
+        };
+        store.put_item(Put::new(moved_on.to_item())).await.unwrap();
+        let report = migrate(&store, false).await.unwrap();
+        assert_eq!(
+            (
+                report.moved,
+                report.duplicates_removed,
+                report.stale_removed,
+                report.skipped.len()
+            ),
+            (markers.len() - 2, 1, 1, 0),
+            "{report}"
+        );
+        let stale_new = UserEmailKey::new(&stale.org, &stale.email).primary_key();
+        let gone = store
+            .get_item(crate::store::GetItem {
+                key: stale_new,
+                consistent_read: true,
+            })
+            .await
+            .unwrap();
+        assert!(gone.is_none(), "a stale marker is not moved");
+        let after = crate::check::check(&store).await.unwrap();
+        assert!(after.is_clean(), "{after}");
+        let old_key = format!("EMAIL#{}", first.email);
+        let gone = store
+            .get_item(crate::store::GetItem {
+                key: PrimaryKey::new(old_key.clone(), old_key),
+                consistent_read: true,
+            })
+            .await
+            .unwrap();
+        assert!(gone.is_none());
+        let again = migrate(&store, false).await.unwrap();
+        assert_eq!((again.moved, again.duplicates_removed), (0, 0));
+    }
+
+    /// The previous layout's demo data and 60 more organizations of that layout.
+    async fn previous_layout() -> (EmbeddedStore, usize) {
+        let store = EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap();
+        store.create_table().await.unwrap();
+        let data = crate::demo::demo_data().unsharded();
+        let mut orgs = data.organizations.len();
+        let mut items = data.items();
+        for i in 0..60 {
+            let mut org = data.organizations[0].clone();
+            org.slug = crate::keys::Slug::parse(&format!("old-{i}")).unwrap();
+            org.user_count = 0;
+            org.order_count = 0;
+            org.ticket_count = 0;
+            org.ticket_count_open = 0;
+            org.ticket_count_pending = 0;
+            org.ticket_count_solved = 0;
+            org.ticket_count_closed = 0;
+            items.push(org.to_item());
+            orgs += 1;
+        }
+        for item in items {
+            store.put_item(Put::new(item)).await.unwrap();
+        }
+        (store, orgs)
+    }
+
+    async fn sharded(store: &EmbeddedStore) -> usize {
+        let report = migrate(store, true).await.unwrap();
+        report.sharded
+    }
+
+    /// A run stopped midway (its future dropped, as a killed process stops between two
+    /// requests) leaves its checkpoints; the next run resumes from them, reads less than
+    /// the whole table, and leaves every organization sharded and the table clean. A dry
+    /// run in between counts only what is left and writes nothing.
+    #[tokio::test]
+    async fn a_stopped_run_resumes_from_its_checkpoints() {
+        let (store, orgs) = previous_layout().await;
+        assert_eq!(
+            sharded(&store).await,
+            orgs,
+            "a dry run counts every organization"
+        );
+        let options = Options {
+            segments: 3,
+            page_size: 10,
+            max_wcu: Some(400.0),
+            ..Options::default()
+        };
+        let stopped =
+            tokio::time::timeout(Duration::from_millis(1500), run(&store, &options)).await;
+        assert!(stopped.is_err(), "stopped before it was done");
+        let record: MigrationRecord = records::read(&store, MigrationKey::new(3).primary_key())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(record.state, MigrationState::Running);
+        assert_eq!(record.segments, 3);
+        let left = sharded(&store).await;
+        assert!(0 < left && left < orgs, "{left} of {orgs} left");
+        let before = scan_all(&store).await;
+        assert_eq!(before, scan_all(&store).await);
+        migrate(&store, true).await.unwrap();
+        assert_eq!(before, scan_all(&store).await, "a dry run writes nothing");
+
+        let total = before.len();
+        let report = run(
+            &store,
+            &Options {
+                max_wcu: None,
+                segments: 7,
+                ..options
+            },
+        )
+        .await
+        .unwrap();
+        let outcomes: Vec<Outcome> = report.migrations.iter().map(|m| m.outcome).collect();
+        assert_eq!(
+            outcomes,
+            [Outcome::AlreadyDone, Outcome::AlreadyDone, Outcome::Resumed]
+        );
+        assert_eq!(report.sharded, left, "{report}");
+        assert!(report.migrations[2].scanned < total, "{report}");
+        assert_eq!(sharded(&store).await, 0);
+        let check = crate::check::check(&store).await.unwrap();
+        assert!(check.is_clean(), "{check}");
+        let again = migrate(&store, false).await.unwrap();
+        assert!(again
+            .migrations
+            .iter()
+            .all(|m| m.outcome == Outcome::AlreadyDone));
+        assert_eq!(again.scanned, 0);
+    }
+
+    async fn scan_all(store: &EmbeddedStore) -> Vec<String> {
+        let page = store
+            .scan(Scan {
+                consistent_read: true,
+                ..Scan::default()
+            })
+            .await
+            .unwrap();
+        assert!(page.last_evaluated_key.is_none());
+        let mut items: Vec<String> = page
+            .items
+            .iter()
+            .map(|i| {
+                let mut attrs: Vec<String> = i.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+                attrs.sort();
+                attrs.join(",")
+            })
+            .collect();
+        items.sort();
+        items
+    }
+}

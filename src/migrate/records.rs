@@ -1,0 +1,114 @@
+//! What `itemgraph migrate` keeps in the table: one item per migration (its state) and one
+//! per segment of its parallel Scan (the checkpoint a killed run resumes from). They sit
+//! in partitions of their own (`MIGRATION#<nnn>`, [`MigrationKey`]) that no access
+//! pattern reads; `itemgraph check` accepts them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::keys::{ItemKeys, MigrationKey};
+use crate::model::Record;
+use crate::store::{GetItem, PageKey, PrimaryKey, Put, Store, StoreResult};
+
+/// Where a migration stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MigrationState {
+    /// Started, not finished: the next run resumes it from its segments' checkpoints.
+    Running,
+    /// Finished: no run does it again.
+    Done,
+}
+
+/// A migration's own item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationRecord {
+    pub version: u32,
+    pub name: String,
+    pub state: MigrationState,
+    /// How many segments its Scan was split into: a resumed run keeps the number, since a
+    /// checkpoint belongs to its segment.
+    pub segments: u32,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_at: Option<String>,
+}
+
+impl Record for MigrationRecord {
+    const TYPE: &'static str = "Migration";
+    fn keys(&self) -> ItemKeys {
+        ItemKeys::primary(MigrationKey::new(self.version).primary_key())
+    }
+}
+
+/// How far one segment of a migration's Scan got: every item before `next` is migrated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentCheckpoint {
+    pub version: u32,
+    pub segment: u32,
+    /// The Scan's `LastEvaluatedKey` after the last page done (absent before the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_sk: Option<String>,
+    /// The segment was scanned to its end.
+    pub done: bool,
+    /// Items this segment has read so far, over every run.
+    pub scanned: u64,
+}
+
+impl Record for SegmentCheckpoint {
+    const TYPE: &'static str = "MigrationSegment";
+    fn keys(&self) -> ItemKeys {
+        ItemKeys::primary(MigrationKey::new(self.version).segment(self.segment))
+    }
+}
+
+impl SegmentCheckpoint {
+    pub fn new(version: u32, segment: u32) -> Self {
+        SegmentCheckpoint {
+            version,
+            segment,
+            next_pk: None,
+            next_sk: None,
+            done: false,
+            scanned: 0,
+        }
+    }
+
+    /// Where the segment's Scan goes on.
+    pub fn start(&self) -> Option<PageKey> {
+        match (&self.next_pk, &self.next_sk) {
+            (Some(pk), Some(sk)) => Some(PageKey {
+                table: PrimaryKey::new(pk.clone(), sk.clone()),
+                index: None,
+            }),
+            _ => None,
+        }
+    }
+
+    /// After a page: `next` is its `LastEvaluatedKey`, none at the segment's end.
+    pub fn advance(&mut self, read: usize, next: Option<&PageKey>) {
+        self.scanned += read as u64;
+        self.next_pk = next.map(|k| k.table.pk.clone());
+        self.next_sk = next.map(|k| k.table.sk.clone());
+        self.done = next.is_none();
+    }
+}
+
+/// A record by key, read strongly consistent; `None` when absent or of another type.
+pub async fn read<R: Record>(store: &dyn Store, key: PrimaryKey) -> StoreResult<Option<R>> {
+    let item = store
+        .get_item(GetItem {
+            key,
+            consistent_read: true,
+        })
+        .await?;
+    Ok(item.and_then(|i| R::from_item(i).ok()))
+}
+
+/// Writes a record over whatever was at its key: these items are the runner's own.
+pub async fn write<R: Record>(store: &dyn Store, record: &R) -> StoreResult<()> {
+    store.put_item(Put::new(record.to_item())).await.map(|_| ())
+}
