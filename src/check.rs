@@ -8,7 +8,8 @@
 //!
 //! What it verifies:
 //!
-//! - every item decodes as its `Type`, and its stored key attributes (`PK`, `SK`, and the
+//! - every item decodes as its `Type` (`itemgraph migrate`'s records included), and its
+//!   stored key attributes (`PK`, `SK`, and the
 //!   index keys, present or absent) are exactly those its record computes
 //!   ([`Record::keys`]); no two items hold the same record;
 //! - an organization's `userCount`, `orderCount`, `ticketCount` and per-status ticket

@@ -8,6 +8,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How often the log line comes when no bar is drawn.
 const LOG_EVERY: Duration = Duration::from_secs(5);
 
+const WITH_TOTAL: &str = "{prefix} [{bar:30}] {human_pos}/~{human_len} items, {per_sec}, ETA {eta}";
+const WITHOUT_TOTAL: &str = "{prefix} {human_pos} items, {per_sec}";
+
 /// One migration's progress over the items of its Scan.
 pub struct Progress {
     bar: ProgressBar,
@@ -27,9 +30,9 @@ impl Progress {
         };
         let bar = ProgressBar::with_draw_target(total, target);
         let template = if total.is_some() {
-            "{prefix} [{bar:30}] {human_pos}/~{human_len} items, {per_sec}, ETA {eta}"
+            WITH_TOTAL
         } else {
-            "{prefix} {human_pos} items, {per_sec}"
+            WITHOUT_TOTAL
         };
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style.progress_chars("=> "));
@@ -77,5 +80,33 @@ impl Drop for Progress {
             logger.abort();
         }
         self.bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_templates_parse() {
+        for template in [WITH_TOTAL, WITHOUT_TOTAL] {
+            ProgressStyle::with_template(template).unwrap();
+        }
+    }
+
+    /// Past DescribeTable's estimate, the total follows the items read.
+    #[tokio::test]
+    async fn the_total_grows_past_the_estimate() {
+        let progress = Progress::start("3 counter-shards", Some(10), 4, false);
+        progress.advance(5);
+        assert_eq!(
+            (progress.bar.position(), progress.bar.length()),
+            (9, Some(10))
+        );
+        progress.advance(5);
+        assert_eq!(
+            (progress.bar.position(), progress.bar.length()),
+            (14, Some(14))
+        );
     }
 }

@@ -9,4 +9,5 @@ mod common;
 
 mod commands;
 mod image;
+mod migrate;
 mod snapshot;
