@@ -34,6 +34,7 @@ use crate::collections::OrderToken;
 use crate::keys::{
     Email, Id, ItemKeys, Slug, Username, COUNTER_SHARDS, GSI1PK, GSI1SK, GSI2PK, GSI2SK, PK, SK,
 };
+use crate::live::lease::LeaseRecord;
 use crate::migrate::records::{MigrationRecord, SegmentCheckpoint};
 use crate::model::{
     item_type, CounterShard, Entity, Order, OrderLine, Organization, Record, Ticket, TicketStatus,
@@ -231,9 +232,9 @@ enum Decoded {
     Entity(Entity),
     Token(OrderToken),
     Shard(CounterShard),
-    /// `itemgraph migrate`'s own items (a migration, a segment's checkpoint): their keys
-    /// are checked, nothing else.
-    Migration(&'static str, ItemKeys),
+    /// The server's own bookkeeping (`itemgraph migrate`'s migrations and checkpoints,
+    /// the relay's lease): their keys are checked, nothing else.
+    Bookkeeping(&'static str, ItemKeys),
 }
 
 impl Decoded {
@@ -242,7 +243,7 @@ impl Decoded {
             Decoded::Entity(e) => e.keys(),
             Decoded::Token(t) => t.keys(),
             Decoded::Shard(s) => s.keys(),
-            Decoded::Migration(_, keys) => keys.clone(),
+            Decoded::Bookkeeping(_, keys) => keys.clone(),
         }
     }
     fn type_name(&self) -> &'static str {
@@ -250,7 +251,7 @@ impl Decoded {
             Decoded::Entity(e) => e.type_name(),
             Decoded::Token(_) => OrderToken::TYPE,
             Decoded::Shard(_) => CounterShard::TYPE,
-            Decoded::Migration(ty, _) => ty,
+            Decoded::Bookkeeping(ty, _) => ty,
         }
     }
 }
@@ -274,10 +275,13 @@ impl Checker {
             CounterShard::from_item(item.clone()).map(Decoded::Shard)
         } else if ty == MigrationRecord::TYPE {
             MigrationRecord::from_item(item.clone())
-                .map(|r| Decoded::Migration(MigrationRecord::TYPE, r.keys()))
+                .map(|r| Decoded::Bookkeeping(MigrationRecord::TYPE, r.keys()))
         } else if ty == SegmentCheckpoint::TYPE {
             SegmentCheckpoint::from_item(item.clone())
-                .map(|r| Decoded::Migration(SegmentCheckpoint::TYPE, r.keys()))
+                .map(|r| Decoded::Bookkeeping(SegmentCheckpoint::TYPE, r.keys()))
+        } else if ty == LeaseRecord::TYPE {
+            LeaseRecord::from_item(item.clone())
+                .map(|r| Decoded::Bookkeeping(LeaseRecord::TYPE, r.keys()))
         } else {
             Entity::from_item(item.clone()).map(Decoded::Entity)
         };
@@ -333,7 +337,7 @@ impl Checker {
                     .or_default()
                     .push(At { key, rec });
             }
-            Decoded::Migration(..) => {}
+            Decoded::Bookkeeping(..) => {}
         }
     }
 

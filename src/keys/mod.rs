@@ -1,6 +1,6 @@
 //! The entity chart of `docs/DATA_MODEL.md` in code: the only place that spells `ORG#`,
 //! `USER#`, `#ORDER#`, `TICKET#`, `EMAIL#`, `LINE#`, `STATUS#`, `ORDERTOKEN#`, `#COUNT#`,
-//! `MIGRATION#`, `SEGMENT#`.
+//! `MIGRATION#`, `SEGMENT#`, `LEASE#`.
 //!
 //! Two halves:
 //!
@@ -78,6 +78,7 @@ const ORDER_TOKEN: &str = "ORDERTOKEN#";
 const COUNT: &str = "#COUNT#";
 const MIGRATION: &str = "MIGRATION#";
 const SEGMENT: &str = "SEGMENT#";
+const LEASE: &str = "LEASE#";
 
 /// How many counter shards an organization's counters are spread over (see
 /// `docs/DATA_MODEL.md`, "Counters"): a write bumps one, a read sums them all.
@@ -426,6 +427,13 @@ impl MigrationKey {
     }
 }
 
+/// A lease that replicas elect one holder by (the change stream's relay reader):
+/// `LEASE#<name>` for both PK and SK, a partition of its own that no access pattern reads.
+pub fn lease_key(name: &str) -> PrimaryKey {
+    let k = format!("{LEASE}{name}");
+    PrimaryKey::new(k.clone(), k)
+}
+
 /// An order line: `ORDER#<id>#LINE#<nnn>` for both PK and SK, and `LINE#<nnn>` in its
 /// order's GSI1 partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -487,6 +495,10 @@ mod tests {
         assert_eq!(m.primary_key(), pk("MIGRATION#003", "MIGRATION#003"));
         assert_eq!(m.segment(7), pk("MIGRATION#003", "SEGMENT#0000007"));
         assert!(m.segment(999_999).sk.starts_with(m.segments_prefix()));
+        assert_eq!(
+            lease_key("stream-relay"),
+            pk("LEASE#stream-relay", "LEASE#stream-relay")
+        );
     }
 
     /// The table as DynamoDB is told of it: these exact names are what a deployed table

@@ -20,8 +20,10 @@
 //!   [`LiveError::TooSlow`]: it never blocks the reader or the others, and never makes
 //!   the process buffer more.
 
+pub mod lease;
 pub mod position;
 mod reader;
+pub mod relay;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -7,6 +7,7 @@ pub mod engines;
 pub mod graphql;
 pub mod jwks;
 pub mod otlp;
+pub mod redis;
 pub mod server;
 pub mod stalled;
 

@@ -15,4 +15,5 @@ mod contract;
 mod differential;
 mod dynamo_local;
 mod fault_model;
+mod relay;
 mod validation_fidelity;

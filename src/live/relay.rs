@@ -1,0 +1,303 @@
+//! The relay log: a Redis (or Valkey) Stream that the one replica holding the relay lease
+//! ([`super::lease`]) appends the table's changes to, and that every replica follows, so
+//! the table's change stream has one reader whatever the replica count.
+//!
+//! Each entry is one change with the stream position just after it. Appends are fenced:
+//! a Lua script appends only for the lease's current epoch, which the holder claims when
+//! it takes the lease (`claim`), so a holder that stalled past its lease and woke up
+//! cannot append after its successor. The log keeps at most `max_len` entries (trimmed
+//! approximately, as `XADD MAXLEN ~` does) and none older than `retention`: that is the
+//! history resumes are served from.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use redis::aio::ConnectionManager;
+use redis::streams::{StreamRangeReply, StreamReadOptions, StreamReadReply};
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+use super::position::Position;
+use super::{Change, EventKind};
+use crate::model::Entity;
+use crate::store::Item;
+
+/// Why a relay call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    /// A later holder of the lease claimed the log: this one must stop relaying.
+    #[error("the relay log belongs to a later lease holder (epoch {0})")]
+    Fenced(u64),
+    #[error("the relay ({0})")]
+    Redis(#[from] redis::RedisError),
+    #[error("a relay entry does not decode: {0}")]
+    Malformed(String),
+}
+
+pub type RelayResult<T> = Result<T, RelayError>;
+
+/// One entry of the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Redis's id for it (`<ms>-<n>`): where a follower or a replay goes on from.
+    pub id: String,
+    pub change: Change,
+    /// The stream position just after the change.
+    pub position: Position,
+}
+
+/// Appends only while the fence holds this epoch; trims by count and by age.
+/// KEYS: stream, fence. ARGV: epoch, max_len, min_id, then one payload per entry.
+const APPEND: &str = r#"
+local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
+if fence ~= tonumber(ARGV[1]) then
+  return redis.error_reply('FENCED ' .. fence)
+end
+local ids = {}
+for i = 4, #ARGV do
+  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'e', ARGV[i])
+end
+redis.call('XTRIM', KEYS[1], 'MINID', '~', ARGV[3])
+return ids
+"#;
+
+/// Moves the fence to this epoch unless a later one holds it. KEYS: fence. ARGV: epoch.
+const CLAIM: &str = r#"
+local fence = tonumber(redis.call('GET', KEYS[1]) or '0')
+if fence > tonumber(ARGV[1]) then
+  return fence
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return tonumber(ARGV[1])
+"#;
+
+/// The relay log of one table.
+#[derive(Clone)]
+pub struct RelayLog {
+    conn: ConnectionManager,
+    stream: String,
+    fence: String,
+    max_len: usize,
+    retention: Duration,
+    append: redis::Script,
+    claim: redis::Script,
+}
+
+impl std::fmt::Debug for RelayLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RelayLog")
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
+
+impl RelayLog {
+    /// Connects to `url` (`redis://host:port`); the log's keys are named after `table`
+    /// (`itemgraph:{<table>}:changes`, `…:fence`, in one hash slot for a cluster).
+    pub async fn connect(
+        url: &str,
+        table: &str,
+        max_len: usize,
+        retention: Duration,
+    ) -> RelayResult<RelayLog> {
+        let client = redis::Client::open(url)?;
+        let conn = ConnectionManager::new(client).await?;
+        Ok(RelayLog {
+            conn,
+            stream: format!("itemgraph:{{{table}}}:changes"),
+            fence: format!("itemgraph:{{{table}}}:fence"),
+            max_len: max_len.max(1),
+            retention,
+            append: redis::Script::new(APPEND),
+            claim: redis::Script::new(CLAIM),
+        })
+    }
+
+    /// Claims the log for a lease holding of `epoch`; `Fenced` when a later one has.
+    pub async fn claim(&self, epoch: u64) -> RelayResult<()> {
+        let mut conn = self.conn.clone();
+        let fence: u64 = self
+            .claim
+            .key(&self.fence)
+            .arg(epoch)
+            .invoke_async(&mut conn)
+            .await?;
+        if fence == epoch {
+            Ok(())
+        } else {
+            Err(RelayError::Fenced(fence))
+        }
+    }
+
+    /// Appends changes, each with the position after it, as the holder of `epoch`.
+    pub async fn append(
+        &self,
+        epoch: u64,
+        entries: &[(Change, Position)],
+    ) -> RelayResult<Vec<String>> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let min_ms = crate::model::now_ms().saturating_sub(self.retention.as_millis() as u64);
+        let mut invocation = self.append.prepare_invoke();
+        invocation
+            .key(&self.stream)
+            .key(&self.fence)
+            .arg(epoch)
+            .arg(self.max_len)
+            .arg(format!("{min_ms}-0"));
+        for (change, position) in entries {
+            invocation.arg(encode(change, position)?);
+        }
+        let mut conn = self.conn.clone();
+        match invocation.invoke_async::<Vec<String>>(&mut conn).await {
+            Ok(ids) => Ok(ids),
+            Err(e) if e.to_string().contains("FENCED") => {
+                let fence = e
+                    .to_string()
+                    .split_whitespace()
+                    .filter_map(|w| w.parse().ok())
+                    .next_back()
+                    .unwrap_or(0);
+                Err(RelayError::Fenced(fence))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The newest entry: where a new holder goes on reading the table's stream from.
+    pub async fn last(&self) -> RelayResult<Option<Entry>> {
+        let mut conn = self.conn.clone();
+        let reply: StreamRangeReply = conn.xrevrange_count(&self.stream, "+", "-", 1).await?;
+        reply.ids.into_iter().next().map(entry).transpose()
+    }
+
+    /// The oldest entry's id: a replay from before it has lost entries.
+    pub async fn first_id(&self) -> RelayResult<Option<String>> {
+        let mut conn = self.conn.clone();
+        let reply: StreamRangeReply = conn.xrange_count(&self.stream, "-", "+", 1).await?;
+        Ok(reply.ids.into_iter().next().map(|e| e.id))
+    }
+
+    /// Up to `count` entries after `id` (`"0"`: from the oldest), without waiting.
+    pub async fn range_after(&self, id: &str, count: usize) -> RelayResult<Vec<Entry>> {
+        let mut conn = self.conn.clone();
+        let reply: StreamRangeReply = conn
+            .xrange_count(&self.stream, format!("({id}"), "+", count)
+            .await?;
+        reply.ids.into_iter().map(entry).collect()
+    }
+
+    /// Entries after `id` (`"$"`: only those appended from now), waiting up to `block`
+    /// for the first; none when nothing came.
+    pub async fn follow(&self, id: &str, count: usize, block: Duration) -> RelayResult<Vec<Entry>> {
+        let mut conn = self.conn.clone();
+        let options = StreamReadOptions::default()
+            .count(count)
+            .block(block.as_millis() as usize);
+        let reply: Option<StreamReadReply> =
+            conn.xread_options(&[&self.stream], &[id], &options).await?;
+        reply
+            .into_iter()
+            .flat_map(|r| r.keys)
+            .flat_map(|k| k.ids)
+            .map(entry)
+            .collect()
+    }
+
+    /// The newest entry's id, `"0"` when the log is empty: a follower that starts now
+    /// goes on from it.
+    pub async fn tail(&self) -> RelayResult<String> {
+        let mut conn = self.conn.clone();
+        let reply: StreamRangeReply = conn.xrevrange_count(&self.stream, "+", "-", 1).await?;
+        Ok(reply
+            .ids
+            .into_iter()
+            .next()
+            .map_or_else(|| "0".to_owned(), |e| e.id))
+    }
+}
+
+/// An entry as stored: the change's images as items, in JSON.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    k: char,
+    s: String,
+    q: String,
+    t: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    b: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    a: Option<serde_json::Value>,
+    p: String,
+}
+
+fn encode(change: &Change, position: &Position) -> RelayResult<String> {
+    let image = |e: &Option<Entity>| -> RelayResult<Option<serde_json::Value>> {
+        e.as_ref()
+            .map(|e| {
+                serde_dynamo::from_item::<_, serde_json::Value>(e.to_item())
+                    .map_err(|err| RelayError::Malformed(err.to_string()))
+            })
+            .transpose()
+    };
+    let stored = Stored {
+        k: match change.kind {
+            EventKind::Created => 'c',
+            EventKind::Updated => 'u',
+            EventKind::Deleted => 'd',
+        },
+        s: change.shard.clone(),
+        q: change.sequence.clone(),
+        t: change.created_ms,
+        b: image(&change.before)?,
+        a: image(&change.after)?,
+        p: base64::engine::general_purpose::STANDARD_NO_PAD.encode(position.to_bytes()),
+    };
+    serde_json::to_string(&stored).map_err(|e| RelayError::Malformed(e.to_string()))
+}
+
+fn decode(id: String, payload: &str) -> RelayResult<Entry> {
+    let bad = |e: &dyn std::fmt::Display| RelayError::Malformed(format!("{id}: {e}"));
+    let stored: Stored = serde_json::from_str(payload).map_err(|e| bad(&e))?;
+    let image = |v: Option<serde_json::Value>| -> RelayResult<Option<Entity>> {
+        v.map(|v| {
+            let item: Item = serde_dynamo::to_item(v).map_err(|e| bad(&e))?;
+            Entity::from_item(item).map_err(|e| bad(&e))
+        })
+        .transpose()
+    };
+    let kind = match stored.k {
+        'c' => EventKind::Created,
+        'u' => EventKind::Updated,
+        'd' => EventKind::Deleted,
+        other => return Err(bad(&format!("kind {other:?}"))),
+    };
+    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(&stored.p)
+        .map_err(|e| bad(&e))?;
+    let position = Position::from_bytes(&bytes).ok_or_else(|| bad(&"position"))?;
+    let change = Change {
+        kind,
+        before: image(stored.b)?,
+        after: image(stored.a)?,
+        shard: stored.s,
+        sequence: stored.q,
+        created_ms: stored.t,
+    };
+    if change.before.is_none() && change.after.is_none() {
+        return Err(bad(&"no image"));
+    }
+    Ok(Entry {
+        id,
+        change,
+        position,
+    })
+}
+
+fn entry(e: redis::streams::StreamId) -> RelayResult<Entry> {
+    let payload: String = e
+        .get("e")
+        .ok_or_else(|| RelayError::Malformed(format!("{}: no payload", e.id)))?;
+    decode(e.id, &payload)
+}

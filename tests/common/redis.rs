@@ -1,0 +1,82 @@
+//! A Redis server of a test's own, from Debian's `redis-server` (which `scripts/test`
+//! installs): on a free loopback port, nothing saved to disk, killed when dropped.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+/// `scripts/test` names the binary; outside it, `redis-server` on the PATH.
+pub const SERVER_VAR: &str = "ITEMGRAPH_TEST_REDIS_SERVER";
+
+pub struct Redis {
+    child: Child,
+    pub port: u16,
+}
+
+impl Redis {
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (SIGKILL), as a crashed cache node goes.
+    pub async fn kill(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+/// A fresh server, or `None` (after a loud `SKIPPED` line) when there is no
+/// `redis-server` outside CI. Panics under `CI` or when `scripts/test` named a binary.
+pub async fn start() -> Option<Redis> {
+    let named = std::env::var(SERVER_VAR)
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let binary = named.clone().unwrap_or_else(|| "redis-server".into());
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let spawned = Command::new(&binary)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "yes",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn();
+    let child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            let why = format!("{binary} does not start: {e}");
+            if named.is_some() || std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+                panic!("{why}");
+            }
+            eprintln!("SKIPPED: {why}");
+            return None;
+        }
+    };
+    let redis = Redis { child, port };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Some(redis);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "redis-server did not listen on {port}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

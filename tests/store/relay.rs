@@ -1,0 +1,141 @@
+//! The change stream's relay parts against real servers: the relay log on a Redis server
+//! of the test's own, the lease that elects its writer on DynamoDB Local.
+
+use std::time::Duration;
+
+use itemgraph::live::lease::{Lease, Look};
+use itemgraph::live::position::{Pos, Position};
+use itemgraph::live::relay::{RelayError, RelayLog};
+use itemgraph::live::{Change, EventKind};
+use itemgraph::model::Entity;
+
+use crate::common;
+
+fn change(n: u64) -> (Change, Position) {
+    let data = itemgraph::demo::demo_data();
+    let ticket = data.tickets[(n as usize) % data.tickets.len()].clone();
+    let sequence = format!("{:021}", 1000 + n);
+    let mut position = Position::default();
+    position
+        .shards
+        .insert("shard-1".into(), Pos::Seq(sequence.clone()));
+    (
+        Change {
+            kind: EventKind::Updated,
+            before: Some(Entity::Ticket(ticket.clone())),
+            after: Some(Entity::Ticket(ticket)),
+            shard: "shard-1".into(),
+            sequence,
+            created_ms: 1_700_000_000_000 + n,
+        },
+        position,
+    )
+}
+
+/// Entries come back as appended, to a follower and to a range read; appends are fenced
+/// by the lease epoch; the log keeps about `max_len` entries.
+#[tokio::test]
+async fn the_relay_log_keeps_order_fences_stale_writers_and_trims() {
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let log = RelayLog::connect(&redis.url(), "t", 500, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!(log.last().await.unwrap(), None);
+    assert_eq!(log.tail().await.unwrap(), "0");
+    // Nothing may be appended before a holder claims the log.
+    assert!(matches!(
+        log.append(1, &[change(0)]).await,
+        Err(RelayError::Fenced(0))
+    ));
+    log.claim(1).await.unwrap();
+    let follower = log.clone();
+    let followed = tokio::spawn(async move {
+        let mut got = Vec::new();
+        let mut at = "0".to_owned();
+        while got.len() < 3 {
+            for e in follower
+                .follow(&at, 10, Duration::from_secs(5))
+                .await
+                .unwrap()
+            {
+                at = e.id.clone();
+                got.push(e);
+            }
+        }
+        got
+    });
+    let ids = log
+        .append(1, &[change(1), change(2), change(3)])
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 3);
+    let got = followed.await.unwrap();
+    let want: Vec<(Change, Position)> = (1..=3).map(change).collect();
+    assert_eq!(
+        got.iter()
+            .map(|e| (e.change.clone(), e.position.clone()))
+            .collect::<Vec<_>>(),
+        want
+    );
+    assert_eq!(got.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), ids);
+    let after_first = log.range_after(&ids[0], 10).await.unwrap();
+    assert_eq!(after_first.len(), 2);
+    assert_eq!(after_first[0].id, ids[1]);
+    assert_eq!(log.last().await.unwrap().unwrap().id, ids[2]);
+
+    // A later holding claims the log: the earlier one's appends are refused.
+    log.claim(2).await.unwrap();
+    assert!(matches!(
+        log.append(1, &[change(4)]).await,
+        Err(RelayError::Fenced(2))
+    ));
+    assert!(matches!(log.claim(1).await, Err(RelayError::Fenced(2))));
+    log.append(2, &[change(4)]).await.unwrap();
+
+    // Trimmed to about max_len: the oldest entries go.
+    let batch: Vec<(Change, Position)> = (5..105).map(change).collect();
+    for _ in 0..20 {
+        log.append(2, &batch).await.unwrap();
+    }
+    let first = log.first_id().await.unwrap().unwrap();
+    assert_ne!(first, ids[0], "the oldest entries were trimmed");
+    let kept = log.range_after("0", 10_000).await.unwrap().len();
+    assert!((500..=700).contains(&kept), "{kept} entries kept");
+    redis.kill().await;
+}
+
+/// The lease on DynamoDB Local: one holder; a stalled one replaced after a duration at the
+/// next epoch; a released one taken at once.
+#[tokio::test]
+async fn the_relay_lease_elects_one_holder_on_dynamodb_local() {
+    let Some(store) = common::dynamo_local::store("relay-lease").await else {
+        return;
+    };
+    let d = Duration::from_millis(400);
+    let mut a = Lease::new("stream-relay", "a", d);
+    let mut b = Lease::new("stream-relay", "b", d);
+    let Look::Held(mut held_a) = a.try_acquire(&store).await.unwrap() else {
+        panic!("a free lease is taken");
+    };
+    assert!(matches!(
+        b.try_acquire(&store).await.unwrap(),
+        Look::HeldBy { epoch: 1, .. }
+    ));
+    tokio::time::sleep(d / 2).await;
+    assert!(a.renew(&store, &mut held_a).await.unwrap());
+    assert!(matches!(
+        b.try_acquire(&store).await.unwrap(),
+        Look::HeldBy { .. }
+    ));
+    tokio::time::sleep(d + Duration::from_millis(50)).await;
+    let Look::Held(held_b) = b.try_acquire(&store).await.unwrap() else {
+        panic!("a stalled holder is replaced");
+    };
+    assert_eq!(held_b.epoch, 2);
+    assert!(!a.renew(&store, &mut held_a).await.unwrap());
+    b.release(&store, held_b).await.unwrap();
+    assert!(matches!(a.try_acquire(&store).await.unwrap(), Look::Held(h) if h.epoch == 3));
+    common::dynamo_local::drop_table(&store).await;
+}
