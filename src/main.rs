@@ -1,6 +1,8 @@
 //! The `itemgraph` binary: parse the command line, open the store, run the subcommand.
 
 use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
@@ -104,9 +106,33 @@ async fn run() -> anyhow::Result<()> {
             }
             // Signal handlers first: a SIGTERM right after "listening" must stop gracefully.
             let shutdown = shutdown_signal();
+            let relayer = state.relay().and_then(|log| {
+                let store = state.store().clone();
+                let stream = store.change_stream()?;
+                let relayer = itemgraph::live::relayer::Relayer {
+                    lease: itemgraph::live::lease::Lease::new(
+                        itemgraph::live::relayer::LEASE_NAME,
+                        itemgraph::live::relayer::replica_id(),
+                        args.live.relay_lease(),
+                    ),
+                    store,
+                    stream,
+                    log,
+                    poll: args.live.options().poll,
+                };
+                let stop = Arc::new(tokio::sync::Notify::new());
+                let stopped = stop.clone();
+                let task = tokio::spawn(relayer.run(async move { stopped.notified().await }));
+                Some((stop, task))
+            });
             tracing::info!(addr = %listener.local_addr()?, "listening");
             let telemetry = state.telemetry().cloned();
             http::serve(listener, state, shutdown).await?;
+            if let Some((stop, task)) = relayer {
+                // Released, so another replica takes the relay over at once.
+                stop.notify_one();
+                let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+            }
             if let Some(telemetry) = telemetry {
                 // The last requests' spans, before the process ends.
                 telemetry.shutdown().await;

@@ -21,6 +21,11 @@
 //! | [`STREAM_CHANGES`] | counter | |
 //! | [`STREAM_ERRORS`] | counter | |
 //! | [`EVENTS_DELIVERED`] | counter | |
+//! | [`RELAY_HOLDER`] | gauge | |
+//! | [`RELAY_EPOCH`] | gauge | |
+//! | [`RELAY_APPENDED`] | counter | |
+//! | [`RELAY_FOLLOWED`] | counter | |
+//! | [`RELAY_LAG`] | gauge (s) | |
 //! | [`JWKS_REFRESHES`] | counter | `outcome` |
 //! | [`TRACE_SPANS`] | counter | `outcome` |
 //!
@@ -69,6 +74,18 @@ pub const STREAM_CHANGES: &str = "itemgraph_stream_changes_total";
 pub const STREAM_ERRORS: &str = "itemgraph_stream_errors_total";
 /// Subscription events sent to clients.
 pub const EVENTS_DELIVERED: &str = "itemgraph_subscription_events_total";
+/// 1 while this replica holds the relay lease (reads the change stream into the relay
+/// log), 0 otherwise.
+pub const RELAY_HOLDER: &str = "itemgraph_relay_holder";
+/// The relay lease's epoch as this replica last saw it: one more at every takeover.
+pub const RELAY_EPOCH: &str = "itemgraph_relay_epoch";
+/// Entries this replica appended to the relay log while holding the lease.
+pub const RELAY_APPENDED: &str = "itemgraph_relay_appended_total";
+/// Relay entries this replica's hub received from the log.
+pub const RELAY_FOLLOWED: &str = "itemgraph_relay_followed_total";
+/// How far behind the table's writes the last relay entry this replica received was:
+/// the entry's arrival less the change's time in the stream (whole seconds on DynamoDB).
+pub const RELAY_LAG: &str = "itemgraph_relay_lag_seconds";
 /// DynamoDB requests sent again, by `op` and `reason`: `sdk` (an attempt of the SDK's
 /// retry policy after the first: throttling, 5xx, timeouts) or `transaction_conflict`
 /// (TransactWriteItems cancelled only by a concurrent write, sent again by the engine).
@@ -278,6 +295,30 @@ pub fn record_subscriptions(open: usize) {
 /// One change read from the stream.
 pub fn record_stream_change() {
     ::metrics::counter!(STREAM_CHANGES).increment(1);
+}
+
+/// Whether this replica holds the relay lease now, and at which epoch.
+pub fn record_relay_holder(holding: bool, epoch: u64) {
+    ::metrics::gauge!(RELAY_HOLDER).set(if holding { 1.0 } else { 0.0 });
+    if holding {
+        record_relay_epoch(epoch);
+    }
+}
+
+/// The relay lease's epoch as last seen.
+pub fn record_relay_epoch(epoch: u64) {
+    ::metrics::gauge!(RELAY_EPOCH).set(epoch as f64);
+}
+
+/// `n` entries appended to the relay log.
+pub fn record_relayed(n: usize) {
+    ::metrics::counter!(RELAY_APPENDED).increment(n as u64);
+}
+
+/// One relay entry received, `lag` after its change was made.
+pub fn record_relay_followed(lag: Duration) {
+    ::metrics::counter!(RELAY_FOLLOWED).increment(1);
+    ::metrics::gauge!(RELAY_LAG).set(lag.as_secs_f64());
 }
 
 /// One failed call of the stream's reader.

@@ -129,6 +129,64 @@ pub struct LiveArgs {
         value_parser = at_least_one()
     )]
     pub max_sockets_awaiting_init: usize,
+    /// The relay of the change stream, for more than one replica: a Redis or Valkey URL
+    /// (`redis://host:port`, `rediss://` for TLS, as ElastiCache gives). One replica at a
+    /// time, elected by a lease item in the table (`LEASE#stream-relay`), reads the stream
+    /// into a Redis Stream; every replica's subscriptions follow that, and resumes are
+    /// served from its history. Without it each replica reads the stream itself, which
+    /// DynamoDB Streams allows for two at most.
+    #[arg(long, env = "ITEMGRAPH_RELAY_URL", value_name = "URL")]
+    pub relay_url: Option<String>,
+    /// How long the relay's holder has between heartbeats before another replica takes
+    /// over, in milliseconds (it heartbeats three times a lease).
+    #[arg(
+        long,
+        env = "ITEMGRAPH_RELAY_LEASE_MS",
+        value_name = "MS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(300..)
+    )]
+    pub relay_lease_ms: u64,
+    /// Most entries the relay's history keeps (trimmed approximately): how far back a
+    /// resume can go, with `--relay-retention-ms`.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_RELAY_HISTORY",
+        default_value_t = 100_000,
+        value_parser = at_least_one()
+    )]
+    pub relay_history: usize,
+    /// Oldest entry the relay's history keeps, in milliseconds.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_RELAY_RETENTION_MS",
+        value_name = "MS",
+        default_value_t = 3_600_000,
+        value_parser = clap::value_parser!(u64).range(1000..)
+    )]
+    pub relay_retention_ms: u64,
+}
+
+impl LiveArgs {
+    /// Connects to the relay, when one is configured.
+    pub async fn relay(&self, table: &str) -> anyhow::Result<Option<crate::live::relay::RelayLog>> {
+        let Some(url) = &self.relay_url else {
+            return Ok(None);
+        };
+        let log = crate::live::relay::RelayLog::connect(
+            url,
+            table,
+            self.relay_history,
+            Duration::from_millis(self.relay_retention_ms),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("--relay-url: {e}"))?;
+        Ok(Some(log))
+    }
+
+    pub fn relay_lease(&self) -> Duration {
+        Duration::from_millis(self.relay_lease_ms)
+    }
 }
 
 impl LiveArgs {

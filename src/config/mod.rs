@@ -346,7 +346,12 @@ impl ServeArgs {
         };
         let store = self.store.open().await?;
         tracing::info!(store = %self.store.describe(), "store opened");
+        let relay = self.live.relay(&self.store.table).await?;
+        if relay.is_some() {
+            tracing::info!("live updates follow the change stream's relay");
+        }
         Ok(http::AppState::with_options(store, cursors, options)
+            .with_relay(relay)
             .with_authenticator(authenticator)
             .with_telemetry(telemetry))
     }

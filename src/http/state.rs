@@ -153,6 +153,22 @@ impl AppState {
         AppState(Arc::new(inner))
     }
 
+    /// Subscriptions follow `relay` (the change stream's relay log) instead of reading the
+    /// stream in this process; `None` keeps the stream.
+    pub fn with_relay(self, relay: Option<crate::live::relay::RelayLog>) -> Self {
+        let Some(relay) = relay else {
+            return self;
+        };
+        let mut inner = Arc::unwrap_or_clone(self.0);
+        inner.hub = Hub::with_relay(inner.store.change_stream(), relay, inner.options.live);
+        AppState(Arc::new(inner))
+    }
+
+    /// The hub's relay log, when it follows one.
+    pub fn relay(&self) -> Option<crate::live::relay::RelayLog> {
+        self.0.hub.relay_log()
+    }
+
     /// Traces every request to `telemetry`'s collector; `None` traces nothing.
     pub fn with_telemetry(self, telemetry: Option<Telemetry>) -> Self {
         let mut inner = Arc::unwrap_or_clone(self.0);

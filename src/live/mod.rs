@@ -24,6 +24,7 @@ pub mod lease;
 pub mod position;
 mod reader;
 pub mod relay;
+pub mod relayer;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,7 +34,8 @@ use std::time::Duration;
 use futures::Stream;
 use tokio::sync::{broadcast, OnceCell};
 
-pub use position::{Pos, Position};
+pub use position::{relay_id_cmp, Pos, Position};
+use relay::{Entry, RelayLog, Relayed};
 
 use crate::keys::Slug;
 use crate::model::Entity;
@@ -190,9 +192,13 @@ pub struct Delivered {
     pub position: Arc<Position>,
 }
 
-/// The process's one reader of the change stream, and its subscribers.
+/// The process's one reader of the change stream (or follower of the relay log), and
+/// its subscribers.
 pub struct Hub {
     stream: Option<Arc<dyn ChangeStream>>,
+    /// With a relay, the hub follows its log instead of reading the stream, and resumes
+    /// are served from the log's history.
+    relay: Option<RelayLog>,
     options: LiveOptions,
     sender: broadcast::Sender<Signal>,
     /// The reader's position: what it has published so far. Locked while publishing, so
@@ -241,9 +247,28 @@ impl Hub {
     /// A hub over `stream` (`None`: the store has no stream; every subscription is
     /// refused with [`LiveError::Unavailable`]).
     pub fn new(stream: Option<Arc<dyn ChangeStream>>, options: LiveOptions) -> Arc<Hub> {
+        Hub::build(stream, None, options)
+    }
+
+    /// A hub that follows `relay` (which the replica holding the relay lease writes,
+    /// [`relayer::Relayer`]) instead of reading `stream` itself.
+    pub fn with_relay(
+        stream: Option<Arc<dyn ChangeStream>>,
+        relay: RelayLog,
+        options: LiveOptions,
+    ) -> Arc<Hub> {
+        Hub::build(stream, Some(relay), options)
+    }
+
+    fn build(
+        stream: Option<Arc<dyn ChangeStream>>,
+        relay: Option<RelayLog>,
+        options: LiveOptions,
+    ) -> Arc<Hub> {
         let (sender, _) = broadcast::channel(options.buffer.max(1));
         Arc::new(Hub {
             stream,
+            relay,
             options,
             sender,
             position: Mutex::new(Position::default()),
@@ -310,8 +335,44 @@ impl Hub {
         })
     }
 
-    /// Starts the reader once: lists the shards and follows each open one from now.
+    /// The relay log the hub follows, if any.
+    pub fn relay_log(&self) -> Option<RelayLog> {
+        self.relay.clone()
+    }
+
+    /// Starts the reader once: lists the shards and follows each open one from now (with
+    /// a relay: follows the log from its newest entry).
     async fn start(self: &Arc<Self>) -> Result<(), LiveError> {
+        if let Some(log) = self.relay.clone() {
+            let hub = self.clone();
+            return self
+                .started
+                .get_or_try_init(|| async move {
+                    let at = match log.last().await {
+                        Ok(Some(last)) => {
+                            let id = last.id.clone();
+                            hub.set_position(|p| {
+                                *p = Position {
+                                    relay: Some(last.id),
+                                    ..last.position
+                                }
+                            });
+                            id
+                        }
+                        Ok(None) => "0".to_owned(),
+                        Err(e) => {
+                            tracing::error!(error = %e, "the relay log cannot be read");
+                            return Err(LiveError::Unavailable(format!(
+                                "the relay of the change stream cannot be read: {e}"
+                            )));
+                        }
+                    };
+                    tokio::spawn(follow_relay(log, Arc::downgrade(&hub), at));
+                    Ok(())
+                })
+                .await
+                .map(|_| ());
+        }
         let Some(stream) = self.stream.clone() else {
             return Err(LiveError::Unavailable(
                 "this store has no change stream".into(),
@@ -322,7 +383,8 @@ impl Hub {
         // while the server runs is picked up).
         self.started
             .get_or_try_init(|| async move {
-                match reader::Reader::start(stream, Arc::downgrade(&hub)).await {
+                let sink = Arc::new(reader::HubSink(Arc::downgrade(&hub)));
+                match reader::Reader::start(stream, sink, hub.options.poll).await {
                     Ok(reader) => {
                         tokio::spawn(reader.run());
                         Ok(())
@@ -356,6 +418,27 @@ impl Hub {
         let _ = self.sender.send(Signal::Lost(why));
     }
 
+    /// Publishes one relay entry, the position moving to just after it.
+    fn publish_relayed(&self, entry: Entry) {
+        let mut position = self.position.lock().unwrap_or_else(|p| p.into_inner());
+        *position = Position {
+            relay: Some(entry.id),
+            ..entry.position
+        };
+        match entry.relayed {
+            Relayed::Change(change) => {
+                crate::metrics::record_relay_followed(Duration::from_millis(
+                    crate::model::now_ms().saturating_sub(change.created_ms),
+                ));
+                let at = Arc::new(position.clone());
+                let _ = self.sender.send(Signal::Change(Arc::from(change), at));
+            }
+            Relayed::Lost(why) => {
+                let _ = self.sender.send(Signal::Lost(why));
+            }
+        }
+    }
+
     /// The changes of one subscription, each with the position to resume after it:
     /// from now, or (with `after`) from that position, replayed first. `wanted` picks the
     /// changes to deliver; the position moves past the others too. The stream ends after
@@ -365,15 +448,23 @@ impl Hub {
         after: Option<Position>,
         wanted: impl Fn(&Change) -> bool + Send + 'static,
     ) -> Result<impl Stream<Item = Result<Delivered, LiveError>> + Send + 'static, LiveError> {
+        // (The stream-reading subscription is `Right`, the relay-following one `Left`.)
         self.start().await?;
         let (mut rx, now) = {
             let position = self.position.lock().unwrap_or_else(|p| p.into_inner());
             (self.sender.subscribe(), position.clone())
         };
+        if let Some(log) = self.relay.clone() {
+            let buffer = self.options.buffer;
+            let max_replay = self.options.max_replay;
+            return Ok(futures::future::Either::Left(relayed_changes(
+                log, rx, now, after, wanted, buffer, max_replay,
+            )));
+        }
         let stream = self.stream.clone().expect("started, so there is a stream");
         let buffer = self.options.buffer;
         let max_replay = self.options.max_replay;
-        Ok(async_stream::stream! {
+        Ok(futures::future::Either::Right(async_stream::stream! {
             // Replay: from `after` to where the reader was when we subscribed.
             let mut replayed: BTreeMap<String, String> = BTreeMap::new();
             // Where the replay left the subscriber: live positions are merged with it, so
@@ -437,7 +528,150 @@ impl Hub {
                     Err(broadcast::error::RecvError::Closed) => return,
                 }
             }
-        })
+        }))
+    }
+}
+
+/// Follows the relay log from `at` into the hub until the hub is gone.
+async fn follow_relay(log: RelayLog, hub: std::sync::Weak<Hub>, mut at: String) {
+    let mut backoff = Duration::from_millis(100);
+    let mut failed = false;
+    loop {
+        if hub.strong_count() == 0 {
+            return;
+        }
+        match log.follow(&at, 1000, RELAY_BLOCK).await {
+            Ok(entries) => {
+                if failed {
+                    failed = false;
+                    // Back after a failure: entries trimmed meanwhile are lost to everyone.
+                    if let Ok(Some(first)) = log.first_id().await {
+                        if at != "0" && relay_id_cmp(&first, &at).is_some_and(|o| o.is_gt()) {
+                            if let Some(hub) = hub.upgrade() {
+                                hub.lost("the server fell behind the relay's history and missed changes: refetch, then subscribe again".into());
+                            }
+                        }
+                    }
+                }
+                backoff = Duration::from_millis(100);
+                let Some(hub) = hub.upgrade() else {
+                    return;
+                };
+                for entry in entries {
+                    at = entry.id.clone();
+                    hub.publish_relayed(entry);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, ?backoff, "following the relay log failed; retrying");
+                crate::metrics::record_stream_error();
+                failed = true;
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// How long one read of the relay log waits for an entry.
+const RELAY_BLOCK: Duration = Duration::from_secs(2);
+
+/// Entries read from the relay log per call of a replay.
+const RELAY_PAGE: usize = 1000;
+
+/// One subscription's changes on a hub that follows a relay: a resume (`after`) replays
+/// from the log's history (never the stream) up to where the hub was when it subscribed,
+/// then goes on with the hub's entries after the last one replayed.
+fn relayed_changes(
+    log: RelayLog,
+    mut rx: broadcast::Receiver<Signal>,
+    now: Position,
+    after: Option<Position>,
+    wanted: impl Fn(&Change) -> bool + Send + 'static,
+    buffer: usize,
+    max_replay: usize,
+) -> impl Stream<Item = Result<Delivered, LiveError>> + Send + 'static {
+    async_stream::stream! {
+        let mut replayed_to: Option<String> = None;
+        if let Some(from) = after {
+            let refetch = |why: &str| LiveError::Expired(format!("{why}: refetch, then subscribe without `after`"));
+            let Some(mut at) = from.relay else {
+                yield Err(refetch("this event cursor was made by a server that did not follow the relay"));
+                return;
+            };
+            match log.first_id().await {
+                Ok(Some(first)) if relay_id_cmp(&at, &first).is_some_and(|o| o.is_lt()) => {
+                    yield Err(refetch("the relay's history no longer holds that position"));
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));
+                    return;
+                }
+            }
+            let mut replayed = 0;
+            'replay: loop {
+                let page = match log.range_after(&at, RELAY_PAGE).await {
+                    Ok(page) => page,
+                    Err(e) => {
+                        yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));
+                        return;
+                    }
+                };
+                let last_page = page.len() < RELAY_PAGE;
+                for entry in page {
+                    let beyond = now.relay.as_deref().is_none_or(|n| relay_id_cmp(&entry.id, n).is_some_and(|o| o.is_gt()));
+                    if beyond {
+                        break 'replay;
+                    }
+                    at = entry.id.clone();
+                    replayed += 1;
+                    if replayed > max_replay {
+                        yield Err(refetch(&format!("more than {max_replay} changes happened since that position")));
+                        return;
+                    }
+                    match entry.relayed {
+                        Relayed::Change(change) => {
+                            if wanted(&change) {
+                                let position = Position { relay: Some(entry.id), ..entry.position };
+                                yield Ok(Delivered { change: Arc::from(change), position: Arc::new(position) });
+                            }
+                        }
+                        Relayed::Lost(why) => {
+                            yield Err(LiveError::Expired(why));
+                            return;
+                        }
+                    }
+                }
+                if last_page {
+                    break;
+                }
+            }
+            replayed_to = Some(at);
+        }
+        loop {
+            match rx.recv().await {
+                Ok(Signal::Change(change, position)) => {
+                    let seen = match (&replayed_to, &position.relay) {
+                        (Some(to), Some(id)) => relay_id_cmp(id, to).is_some_and(|o| o.is_le()),
+                        _ => false,
+                    };
+                    if !seen && wanted(&change) {
+                        yield Ok(Delivered { change, position });
+                    }
+                }
+                Ok(Signal::Lost(why)) => {
+                    yield Err(LiveError::Expired(why));
+                    return;
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    yield Err(LiveError::TooSlow(buffer));
+                    return;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
     }
 }
 

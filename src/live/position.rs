@@ -24,11 +24,28 @@ pub enum Pos {
     Start,
 }
 
-/// A position in the stream: one [`Pos`] per shard.
+/// A position in the stream: one [`Pos`] per shard, and, on a server that follows the
+/// relay ([`super::relay`]), the relay entry it is just after, which a resume is served
+/// from without reading the stream.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Position {
     pub shards: BTreeMap<String, Pos>,
+    pub relay: Option<String>,
 }
+
+/// Orders relay entry ids (`<ms>-<n>`, as Redis Streams make them) by their numbers;
+/// `None` for what is no such id.
+pub fn relay_id_cmp(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+    Some(relay_id(a)?.cmp(&relay_id(b)?))
+}
+
+fn relay_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, n) = id.split_once('-')?;
+    Some((ms.parse().ok()?, n.parse().ok()?))
+}
+
+/// The key a cursor's relay id is stored under: no shard has an empty id.
+const RELAY_KEY: &str = "";
 
 impl Position {
     /// Moves past `sequence` in `shard`.
@@ -74,7 +91,7 @@ impl Position {
 
     /// The position as bytes, for a cursor.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let parts: Vec<(&str, String)> = self
+        let mut parts: Vec<(&str, String)> = self
             .shards
             .iter()
             .map(|(shard, pos)| {
@@ -88,6 +105,9 @@ impl Position {
                 )
             })
             .collect();
+        if let Some(id) = &self.relay {
+            parts.push((RELAY_KEY, format!("r{id}")));
+        }
         serde_json::to_vec(&parts).expect("strings serialize")
     }
 
@@ -95,7 +115,14 @@ impl Position {
     pub fn from_bytes(bytes: &[u8]) -> Option<Position> {
         let parts: Vec<(String, String)> = serde_json::from_slice(bytes).ok()?;
         let mut shards = BTreeMap::new();
+        let mut relay = None;
         for (shard, pos) in parts {
+            if shard == RELAY_KEY {
+                let id = pos.strip_prefix('r')?;
+                relay_id(id)?;
+                relay = Some(id.to_owned());
+                continue;
+            }
             let pos = match pos.split_at_checked(1)? {
                 ("s", s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
                     Pos::Seq(s.to_owned())
@@ -106,7 +133,7 @@ impl Position {
             };
             shards.insert(shard, pos);
         }
-        Some(Position { shards })
+        Some(Position { shards, relay })
     }
 }
 
@@ -129,12 +156,23 @@ mod tests {
             Some(position())
         );
         assert_eq!(Position::from_bytes(b"[]"), Some(Position::default()));
+        let relayed = Position {
+            relay: Some("1700000000000-3".into()),
+            ..position()
+        };
+        assert_eq!(Position::from_bytes(&relayed.to_bytes()), Some(relayed));
+        assert_eq!(
+            relay_id_cmp("1700000000000-3", "1700000000000-12"),
+            Some(std::cmp::Ordering::Less)
+        );
         for bad in [
             &b"garbage"[..],
             br#"[["a","x1"]]"#,
             br#"[["a","s"]]"#,
             br#"[["a","s1a"]]"#,
             br#"[["a","tz"]]"#,
+            br#"[["","rx-1"]]"#,
+            br#"[["","1-1"]]"#,
         ] {
             assert_eq!(Position::from_bytes(bad), None);
         }

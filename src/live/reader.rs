@@ -84,6 +84,67 @@ struct Tracked {
     /// Where to start again when the iterator expires.
     last: Option<String>,
     began: StartAt,
+    /// Records made before this (ms since the Unix epoch) are not delivered: a shard the
+    /// previous relay holder began at its latest record, read again from its start.
+    since_ms: Option<u64>,
+}
+
+/// One record of a page, as the reader hands it on.
+pub(super) enum Read {
+    /// A change of an entity of the design.
+    Change(Box<Change>),
+    /// A record of no entity: it moves the position only.
+    Skipped { shard: String, sequence: String },
+}
+
+/// Where the reader's changes go: this process's hub, or the relay log that every
+/// replica's hub follows ([`super::relay`]).
+#[async_trait::async_trait]
+pub(super) trait Sink: Send + Sync + 'static {
+    /// Whether anyone still wants the changes; the reader stops when not.
+    fn wanted(&self) -> bool;
+    /// One page of one shard, in order. `false`: stop reading (the relay lost its lease
+    /// or its log); whoever reads next goes on from the position the sink holds.
+    async fn deliver(&self, page: Vec<Read>) -> bool;
+    /// Moves the position without a record (shards begun or left).
+    fn set_position(&self, f: &mut dyn FnMut(&mut Position));
+    /// Records were lost (trimmed from the stream before they were read).
+    async fn lost(&self, why: String);
+}
+
+/// The hub as a sink, without keeping it alive.
+pub(super) struct HubSink(pub Weak<Hub>);
+
+#[async_trait::async_trait]
+impl Sink for HubSink {
+    fn wanted(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+    async fn deliver(&self, page: Vec<Read>) -> bool {
+        let Some(hub) = self.0.upgrade() else {
+            return false;
+        };
+        for read in page {
+            match read {
+                Read::Change(change) => hub.publish(*change),
+                // Still a position: a cursor made later must be past it.
+                Read::Skipped { shard, sequence } => {
+                    hub.set_position(|p| p.advance(&shard, &sequence))
+                }
+            }
+        }
+        true
+    }
+    fn set_position(&self, f: &mut dyn FnMut(&mut Position)) {
+        if let Some(hub) = self.0.upgrade() {
+            hub.set_position(f);
+        }
+    }
+    async fn lost(&self, why: String) {
+        if let Some(hub) = self.0.upgrade() {
+            hub.lost(why);
+        }
+    }
 }
 
 impl Tracked {
@@ -95,10 +156,11 @@ impl Tracked {
     }
 }
 
-/// The hub's reader: every open shard, in lineage order, from the moment it started.
+/// The stream's reader: every open shard, in lineage order, from the moment it started
+/// (or from a position: the relay's next holder).
 pub(super) struct Reader {
     stream: Arc<dyn ChangeStream>,
-    hub: Weak<Hub>,
+    sink: Arc<dyn Sink>,
     tracked: Vec<Tracked>,
     /// Every shard listed so far (those closed when the reader started hold the past).
     known: HashSet<String>,
@@ -111,12 +173,12 @@ impl Reader {
     /// Lists the shards and takes an iterator at the latest record of each open one.
     pub(super) async fn start(
         stream: Arc<dyn ChangeStream>,
-        hub: Weak<Hub>,
+        sink: Arc<dyn Sink>,
+        poll: Duration,
     ) -> Result<Reader, StreamError> {
-        let Some(h) = hub.upgrade() else {
+        if !sink.wanted() {
             return Err(StreamError::NoStream("the server is stopping".into()));
-        };
-        let poll = h.options.poll;
+        }
         let shards = stream.shards().await?;
         let mut tracked = Vec::new();
         let since = now_ms();
@@ -127,9 +189,10 @@ impl Reader {
                 iterator: Some(iterator),
                 last: None,
                 began: StartAt::Latest,
+                since_ms: None,
             });
         }
-        h.set_position(|p| {
+        sink.set_position(&mut |p| {
             for t in &tracked {
                 p.shards.insert(t.id.clone(), Pos::Since(since));
             }
@@ -142,23 +205,92 @@ impl Reader {
         Ok(Reader {
             known: shards.into_iter().map(|s| s.id).collect(),
             stream,
-            hub,
+            sink,
             tracked,
             awaiting_children: HashSet::new(),
             poll,
         })
     }
 
-    /// Reads until the hub is gone.
+    /// Goes on from `from`, where the relay's previous holder stopped: each shard it names
+    /// from there (a shard begun at its latest record, from its start, skipping records
+    /// made before it began), and the descendants of those when their parents end. Every
+    /// other shard listed was read before `from` (an ancestor) or never was to be (closed
+    /// before the relay began).
+    pub(super) async fn resume(
+        stream: Arc<dyn ChangeStream>,
+        sink: Arc<dyn Sink>,
+        poll: Duration,
+        from: &Position,
+    ) -> Result<Reader, StreamError> {
+        let shards = stream.shards().await?;
+        let parents: HashMap<&str, &str> = shards
+            .iter()
+            .filter_map(|s| Some((s.id.as_str(), s.parent.as_deref()?)))
+            .collect();
+        let descends_from_position = |id: &str| {
+            let mut at = parents.get(id).copied();
+            let mut hops = 0;
+            while let Some(p) = at {
+                if from.shards.contains_key(p) {
+                    return true;
+                }
+                hops += 1;
+                if hops > shards.len() {
+                    return false;
+                }
+                at = parents.get(p).copied();
+            }
+            false
+        };
+        let mut tracked = Vec::new();
+        for (id, pos) in &from.shards {
+            let (began, last, since_ms) = match pos {
+                Pos::Seq(seq) => (StartAt::After(seq.clone()), Some(seq.clone()), None),
+                Pos::Since(ms) => (StartAt::TrimHorizon, None, Some(*ms)),
+                Pos::Start => (StartAt::TrimHorizon, None, None),
+            };
+            tracked.push(Tracked {
+                id: id.clone(),
+                iterator: None,
+                last,
+                began,
+                since_ms,
+            });
+        }
+        let known = shards
+            .iter()
+            .filter(|s| !descends_from_position(&s.id))
+            .map(|s| s.id.clone())
+            .chain(from.shards.keys().cloned())
+            .collect();
+        sink.set_position(&mut |p| *p = from.clone());
+        tracing::info!(
+            engine = stream.engine_name(),
+            shards = tracked.len(),
+            "following the change stream from the relay's last position"
+        );
+        Ok(Reader {
+            known,
+            stream,
+            sink,
+            tracked,
+            awaiting_children: HashSet::new(),
+            poll,
+        })
+    }
+
+    /// Reads until the sink wants no more.
     pub(super) async fn run(mut self) {
         let mut backoff = self.poll;
         let mut listed = tokio::time::Instant::now();
         loop {
-            if self.hub.strong_count() == 0 {
+            if !self.sink.wanted() {
                 return;
             }
             match self.round().await {
-                Ok(read) => {
+                Ok(None) => return,
+                Ok(Some(read)) => {
                     backoff = self.poll;
                     if self.tracked.is_empty()
                         || !self.awaiting_children.is_empty()
@@ -183,8 +315,9 @@ impl Reader {
         }
     }
 
-    /// One `GetRecords` per followed shard; the records read.
-    async fn round(&mut self) -> Result<usize, StreamError> {
+    /// One `GetRecords` per followed shard; the records read, `None` when the sink
+    /// wants no more.
+    async fn round(&mut self) -> Result<Option<usize>, StreamError> {
         let mut read = 0;
         let mut ended = Vec::new();
         for i in 0..self.tracked.len() {
@@ -198,11 +331,11 @@ impl Reader {
                         // the last record read is lost to every subscriber. Its children
                         // are adopted from their start.
                         if t.last.is_some() || t.began != StartAt::Latest {
-                            if let Some(hub) = self.hub.upgrade() {
-                                hub.lost(format!(
+                            self.sink
+                                .lost(format!(
                                     "the server lost its place in the change stream ({why}): refetch, then subscribe again"
-                                ));
-                            }
+                                ))
+                                .await;
                         }
                         ended.push(i);
                         continue;
@@ -227,11 +360,11 @@ impl Reader {
                 Err(StreamError::Trimmed(why)) => {
                     // Fell behind the stream's retention: what was trimmed is lost to
                     // every subscriber; go on from the oldest record there is.
-                    if let Some(hub) = self.hub.upgrade() {
-                        hub.lost(format!(
+                    self.sink
+                        .lost(format!(
                             "the server fell behind the change stream and missed changes ({why}): refetch, then subscribe again"
-                        ));
-                    }
+                        ))
+                        .await;
                     t.last = None;
                     t.began = StartAt::TrimHorizon;
                     continue;
@@ -241,18 +374,20 @@ impl Reader {
                     return Err(e);
                 }
             };
-            let Some(hub) = self.hub.upgrade() else {
-                return Ok(read);
-            };
+            let mut out = Vec::with_capacity(page.records.len());
             for mut record in page.records {
                 read += 1;
                 record.shard = t.id.clone();
                 t.last = Some(record.sequence.clone());
-                match decode(record.clone()) {
-                    Some(change) => hub.publish(change),
-                    // Still a position: a cursor made later must be past it.
-                    None => hub.set_position(|p| p.advance(&record.shard, &record.sequence)),
+                let before_began = t.since_ms.is_some_and(|ms| record.created_ms < ms);
+                let (shard, sequence) = (record.shard.clone(), record.sequence.clone());
+                match decode(record).filter(|_| !before_began) {
+                    Some(change) => out.push(Read::Change(Box::new(change))),
+                    None => out.push(Read::Skipped { shard, sequence }),
                 }
+            }
+            if !out.is_empty() && !self.sink.deliver(out).await {
+                return Ok(None);
             }
             match page.next {
                 Some(next) => t.iterator = Some(next),
@@ -264,7 +399,7 @@ impl Reader {
             tracing::debug!(shard = %t.id, "shard read to its end");
             self.awaiting_children.insert(t.id);
         }
-        Ok(read)
+        Ok(Some(read))
     }
 
     /// Follows the children of ended shards from their start (and any shard never seen,
@@ -289,18 +424,15 @@ impl Reader {
             following.insert(shard.id.as_str());
             new.push(shard.clone());
         }
-        let Some(hub) = self.hub.upgrade() else {
-            return Ok(());
-        };
         for shard in new {
             self.known.insert(shard.id.clone());
             if let Some(parent) = &shard.parent {
                 self.awaiting_children.remove(parent);
-                hub.set_position(|p| {
+                self.sink.set_position(&mut |p| {
                     p.shards.remove(parent);
                 });
             }
-            hub.set_position(|p| {
+            self.sink.set_position(&mut |p| {
                 p.shards.insert(shard.id.clone(), Pos::Start);
             });
             self.tracked.push(Tracked {
@@ -308,6 +440,7 @@ impl Reader {
                 iterator: None,
                 last: None,
                 began: StartAt::TrimHorizon,
+                since_ms: None,
             });
         }
         // An ended shard whose children are not listed yet keeps being asked about; one

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::{StreamRangeReply, StreamReadOptions, StreamReadReply};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -36,13 +36,23 @@ pub enum RelayError {
 
 pub type RelayResult<T> = Result<T, RelayError>;
 
+/// What an entry tells followers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Relayed {
+    /// A change of an entity.
+    Change(Box<Change>),
+    /// The relay lost records (trimmed from the stream before they were read): every
+    /// subscriber may have missed changes, and is told to refetch.
+    Lost(String),
+}
+
 /// One entry of the log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     /// Redis's id for it (`<ms>-<n>`): where a follower or a replay goes on from.
     pub id: String,
-    pub change: Change,
-    /// The stream position just after the change.
+    pub relayed: Relayed,
+    /// The stream position just after it.
     pub position: Position,
 }
 
@@ -71,10 +81,19 @@ redis.call('SET', KEYS[1], ARGV[1])
 return tonumber(ARGV[1])
 "#;
 
+/// Longest a call to the relay may take (connecting included) before it fails.
+const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Longest a follower's read waits for an entry.
+pub const MAX_BLOCK: Duration = Duration::from_secs(5);
+
 /// The relay log of one table.
 #[derive(Clone)]
 pub struct RelayLog {
     conn: ConnectionManager,
+    /// A connection of its own for blocking reads (`XREAD BLOCK`): Redis answers one
+    /// connection's commands in order, so a blocked read would hold up every append.
+    blocking: ConnectionManager,
     stream: String,
     fence: String,
     max_len: usize,
@@ -101,9 +120,18 @@ impl RelayLog {
         retention: Duration,
     ) -> RelayResult<RelayLog> {
         let client = redis::Client::open(url)?;
-        let conn = ConnectionManager::new(client).await?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CALL_TIMEOUT))
+            .set_response_timeout(Some(CALL_TIMEOUT));
+        let conn = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
+        let blocking = ConnectionManager::new_with_config(
+            client,
+            config.set_response_timeout(Some(MAX_BLOCK + CALL_TIMEOUT)),
+        )
+        .await?;
         Ok(RelayLog {
             conn,
+            blocking,
             stream: format!("itemgraph:{{{table}}}:changes"),
             fence: format!("itemgraph:{{{table}}}:fence"),
             max_len: max_len.max(1),
@@ -129,11 +157,11 @@ impl RelayLog {
         }
     }
 
-    /// Appends changes, each with the position after it, as the holder of `epoch`.
+    /// Appends entries, each with the position after it, as the holder of `epoch`.
     pub async fn append(
         &self,
         epoch: u64,
-        entries: &[(Change, Position)],
+        entries: &[(Relayed, Position)],
     ) -> RelayResult<Vec<String>> {
         if entries.is_empty() {
             return Ok(Vec::new());
@@ -146,8 +174,8 @@ impl RelayLog {
             .arg(epoch)
             .arg(self.max_len)
             .arg(format!("{min_ms}-0"));
-        for (change, position) in entries {
-            invocation.arg(encode(change, position)?);
+        for (relayed, position) in entries {
+            invocation.arg(encode(relayed, position)?);
         }
         let mut conn = self.conn.clone();
         match invocation.invoke_async::<Vec<String>>(&mut conn).await {
@@ -189,9 +217,11 @@ impl RelayLog {
     }
 
     /// Entries after `id` (`"$"`: only those appended from now), waiting up to `block`
-    /// for the first; none when nothing came.
+    /// (at most [`MAX_BLOCK`]) for the first; none when nothing came. One follower per
+    /// log: the blocking connection is the log's own.
     pub async fn follow(&self, id: &str, count: usize, block: Duration) -> RelayResult<Vec<Entry>> {
-        let mut conn = self.conn.clone();
+        let block = block.min(MAX_BLOCK);
+        let mut conn = self.blocking.clone();
         let options = StreamReadOptions::default()
             .count(count)
             .block(block.as_millis() as usize);
@@ -218,10 +248,12 @@ impl RelayLog {
     }
 }
 
-/// An entry as stored: the change's images as items, in JSON.
+/// An entry as stored: the change's images as items, in JSON (`k` `l` with `m`: lost).
 #[derive(Serialize, Deserialize)]
 struct Stored {
     k: char,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    m: Option<String>,
     s: String,
     q: String,
     t: u64,
@@ -232,7 +264,25 @@ struct Stored {
     p: String,
 }
 
-fn encode(change: &Change, position: &Position) -> RelayResult<String> {
+fn encode(relayed: &Relayed, position: &Position) -> RelayResult<String> {
+    let p = base64::engine::general_purpose::STANDARD_NO_PAD.encode(position.to_bytes());
+    let change = match relayed {
+        Relayed::Change(change) => change,
+        Relayed::Lost(why) => {
+            let stored = Stored {
+                k: 'l',
+                m: Some(why.clone()),
+                s: String::new(),
+                q: String::new(),
+                t: 0,
+                b: None,
+                a: None,
+                p,
+            };
+            return serde_json::to_string(&stored)
+                .map_err(|e| RelayError::Malformed(e.to_string()));
+        }
+    };
     let image = |e: &Option<Entity>| -> RelayResult<Option<serde_json::Value>> {
         e.as_ref()
             .map(|e| {
@@ -247,12 +297,13 @@ fn encode(change: &Change, position: &Position) -> RelayResult<String> {
             EventKind::Updated => 'u',
             EventKind::Deleted => 'd',
         },
+        m: None,
         s: change.shard.clone(),
         q: change.sequence.clone(),
         t: change.created_ms,
         b: image(&change.before)?,
         a: image(&change.after)?,
-        p: base64::engine::general_purpose::STANDARD_NO_PAD.encode(position.to_bytes()),
+        p,
     };
     serde_json::to_string(&stored).map_err(|e| RelayError::Malformed(e.to_string()))
 }
@@ -267,16 +318,23 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
         })
         .transpose()
     };
+    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(&stored.p)
+        .map_err(|e| bad(&e))?;
+    let position = Position::from_bytes(&bytes).ok_or_else(|| bad(&"position"))?;
     let kind = match stored.k {
+        'l' => {
+            return Ok(Entry {
+                id,
+                relayed: Relayed::Lost(stored.m.unwrap_or_default()),
+                position,
+            })
+        }
         'c' => EventKind::Created,
         'u' => EventKind::Updated,
         'd' => EventKind::Deleted,
         other => return Err(bad(&format!("kind {other:?}"))),
     };
-    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
-        .decode(&stored.p)
-        .map_err(|e| bad(&e))?;
-    let position = Position::from_bytes(&bytes).ok_or_else(|| bad(&"position"))?;
     let change = Change {
         kind,
         before: image(stored.b)?,
@@ -290,7 +348,7 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
     }
     Ok(Entry {
         id,
-        change,
+        relayed: Relayed::Change(Box::new(change)),
         position,
     })
 }

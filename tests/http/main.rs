@@ -17,6 +17,7 @@ mod hostile_documents;
 mod hostile_live;
 mod jwks;
 mod live_clients;
+mod live_relay;
 mod malformed_requests;
 mod metrics;
 mod otel;

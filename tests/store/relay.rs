@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use itemgraph::live::lease::{Lease, Look};
 use itemgraph::live::position::{Pos, Position};
-use itemgraph::live::relay::{RelayError, RelayLog};
+use itemgraph::live::relay::{RelayError, RelayLog, Relayed};
 use itemgraph::live::{Change, EventKind};
 use itemgraph::model::Entity;
 
 use crate::common;
 
-fn change(n: u64) -> (Change, Position) {
+fn change(n: u64) -> (Relayed, Position) {
     let data = itemgraph::demo::demo_data();
     let ticket = data.tickets[(n as usize) % data.tickets.len()].clone();
     let sequence = format!("{:021}", 1000 + n);
@@ -20,14 +20,14 @@ fn change(n: u64) -> (Change, Position) {
         .shards
         .insert("shard-1".into(), Pos::Seq(sequence.clone()));
     (
-        Change {
+        Relayed::Change(Box::new(Change {
             kind: EventKind::Updated,
             before: Some(Entity::Ticket(ticket.clone())),
             after: Some(Entity::Ticket(ticket)),
             shard: "shard-1".into(),
             sequence,
             created_ms: 1_700_000_000_000 + n,
-        },
+        })),
         position,
     )
 }
@@ -72,10 +72,10 @@ async fn the_relay_log_keeps_order_fences_stale_writers_and_trims() {
         .unwrap();
     assert_eq!(ids.len(), 3);
     let got = followed.await.unwrap();
-    let want: Vec<(Change, Position)> = (1..=3).map(change).collect();
+    let want: Vec<(Relayed, Position)> = (1..=3).map(change).collect();
     assert_eq!(
         got.iter()
-            .map(|e| (e.change.clone(), e.position.clone()))
+            .map(|e| (e.relayed.clone(), e.position.clone()))
             .collect::<Vec<_>>(),
         want
     );
@@ -95,7 +95,10 @@ async fn the_relay_log_keeps_order_fences_stale_writers_and_trims() {
     log.append(2, &[change(4)]).await.unwrap();
 
     // Trimmed to about max_len: the oldest entries go.
-    let batch: Vec<(Change, Position)> = (5..105).map(change).collect();
+    let lost = (Relayed::Lost("trimmed".into()), Position::default());
+    log.append(2, std::slice::from_ref(&lost)).await.unwrap();
+    assert_eq!(log.last().await.unwrap().unwrap().relayed, lost.0);
+    let batch: Vec<(Relayed, Position)> = (5..105).map(change).collect();
     for _ in 0..20 {
         log.append(2, &batch).await.unwrap();
     }
