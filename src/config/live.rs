@@ -58,6 +58,16 @@ pub struct LiveArgs {
         value_parser = at_least_one()
     )]
     pub max_replay: usize,
+    /// Resumed subscriptions (`after`) of one organization catching up at once in this
+    /// process; one more is refused with `TOO_MANY_REPLAYS` (retryable), so one tenant's
+    /// reconnect storm leaves the others' events on time.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_MAX_REPLAYS_PER_ORG",
+        default_value_t = LiveOptions::DEFAULT.max_replays_per_org,
+        value_parser = at_least_one()
+    )]
+    pub max_replays_per_org: usize,
     /// How often DynamoDB Streams is asked for new records when the last call brought
     /// none, per shard. DynamoDB serves at most 5 such calls per second per shard to all
     /// its readers together.
@@ -202,6 +212,7 @@ impl LiveArgs {
             max_message_bytes: self.max_socket_message_bytes,
             max_awaiting_init: self.max_sockets_awaiting_init,
             max_replay: self.max_replay,
+            max_replays_per_org: self.max_replays_per_org,
             init_timeout: Duration::from_millis(self.ws_init_timeout_ms),
             keepalive: Duration::from_millis(self.keepalive_ms),
         }

@@ -111,6 +111,10 @@ pub enum ApiError {
     /// subscriptions as it may.
     #[error("{0}")]
     TooManySubscriptions(String),
+    /// `TOO_MANY_REPLAYS` (retryable): as many resumed subscriptions of the organization
+    /// are catching up on this server as it allows at once; resume again shortly.
+    #[error("{0}")]
+    TooManyReplays(String),
     /// `EVENTS_UNAVAILABLE` (retryable): the table's change stream cannot be read now (or
     /// the table has none).
     #[error("live updates are unavailable: {0}")]
@@ -154,6 +158,7 @@ impl ApiError {
             ApiError::EventsExpired(_) => "EVENTS_EXPIRED",
             ApiError::SubscriberTooSlow(_) => "SUBSCRIBER_TOO_SLOW",
             ApiError::TooManySubscriptions(_) => "TOO_MANY_SUBSCRIPTIONS",
+            ApiError::TooManyReplays(_) => "TOO_MANY_REPLAYS",
             ApiError::EventsUnavailable(_) => "EVENTS_UNAVAILABLE",
             ApiError::Unauthenticated(_) => "UNAUTHENTICATED",
             ApiError::Internal => "INTERNAL",
@@ -171,6 +176,7 @@ impl ApiError {
                 | ApiError::Contention
                 | ApiError::SubscriberTooSlow(_)
                 | ApiError::TooManySubscriptions(_)
+                | ApiError::TooManyReplays(_)
                 | ApiError::EventsUnavailable(_)
         )
     }

@@ -76,6 +76,7 @@ impl From<LiveError> for ApiError {
             )),
             LiveError::Unavailable(why) => ApiError::EventsUnavailable(why),
             LiveError::TooMany(why) => ApiError::TooManySubscriptions(why),
+            LiveError::ReplaysBusy(why) => ApiError::TooManyReplays(why),
         }
     }
 }
@@ -146,10 +147,17 @@ async fn events<'a, T: Send + 'static>(
         None => None,
     };
     let slot = hub.slot(&org).map_err(|e| ApiError::from(e).extend())?;
+    let replay = match &from {
+        Some(_) => Some(
+            hub.replay_slot(&org)
+                .map_err(|e| ApiError::from(e).extend())?,
+        ),
+        None => None,
+    };
     let access = rc.access.clone();
     let in_org = org.clone();
     let changes = hub
-        .subscribe(from, move |c| c.org() == Some(&in_org) && wanted(c))
+        .subscribe(from, replay, move |c| c.org() == Some(&in_org) && wanted(c))
         .await
         .map_err(|e| ApiError::from(e).extend())?;
     let cursors = rc.cursors.clone();

@@ -59,6 +59,10 @@ pub struct LiveOptions {
     /// Most stream records a resumed subscription reads to catch up; further behind,
     /// it is told to refetch (`EVENTS_EXPIRED`).
     pub max_replay: usize,
+    /// Resumed subscriptions of one organization replaying at once in this process; one
+    /// more is refused with `TOO_MANY_REPLAYS` (retryable), so one tenant's reconnect
+    /// storm cannot take the process from the others.
+    pub max_replays_per_org: usize,
     /// How long a WebSocket has to complete `connection_init` before it is closed.
     pub init_timeout: Duration,
     /// How often an idle WebSocket is pinged (and an event stream sent a comment), so
@@ -85,6 +89,7 @@ impl LiveOptions {
         max_subscriptions: 10_000,
         max_per_connection: 100,
         max_replay: 100_000,
+        max_replays_per_org: 8,
         max_per_org: 2_500,
         init_timeout: Duration::from_secs(3),
         keepalive: Duration::from_secs(15),
@@ -173,6 +178,9 @@ pub enum LiveError {
     /// Too many subscriptions are open.
     #[error("{0}")]
     TooMany(String),
+    /// Too many resumed subscriptions of the organization are replaying.
+    #[error("{0}")]
+    ReplaysBusy(String),
 }
 
 /// What the hub's channel carries.
@@ -209,6 +217,8 @@ pub struct Hub {
     open: AtomicUsize,
     /// Subscriptions open per organization (entries at zero are removed).
     per_org: Mutex<HashMap<Slug, usize>>,
+    /// Resumed subscriptions replaying per organization (entries at zero are removed).
+    replaying: Mutex<HashMap<Slug, usize>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -240,6 +250,24 @@ impl Drop for Slot {
         }
         self.hub.open.fetch_sub(1, Ordering::Relaxed);
         crate::metrics::record_subscriptions(self.hub.open.load(Ordering::Relaxed));
+    }
+}
+
+/// One of an organization's replay slots, held while a resumed subscription catches up.
+pub struct ReplaySlot {
+    hub: Arc<Hub>,
+    org: Slug,
+}
+
+impl Drop for ReplaySlot {
+    fn drop(&mut self) {
+        let mut replaying = self.hub.replaying.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = replaying.get_mut(&self.org) {
+            *n -= 1;
+            if *n == 0 {
+                replaying.remove(&self.org);
+            }
+        }
     }
 }
 
@@ -275,6 +303,7 @@ impl Hub {
             started: OnceCell::new(),
             open: AtomicUsize::new(0),
             per_org: Mutex::default(),
+            replaying: Mutex::default(),
         })
     }
 
@@ -338,6 +367,32 @@ impl Hub {
     /// The relay log the hub follows, if any.
     pub fn relay_log(&self) -> Option<RelayLog> {
         self.relay.clone()
+    }
+
+    /// Takes one of `org`'s replay slots, or refuses past
+    /// [`LiveOptions::max_replays_per_org`]: a resume (`after`) holds it until it has
+    /// caught up.
+    pub fn replay_slot(self: &Arc<Self>, org: &Slug) -> Result<ReplaySlot, LiveError> {
+        let max = self.options.max_replays_per_org;
+        let mut replaying = self.replaying.lock().unwrap_or_else(|p| p.into_inner());
+        let n = replaying.entry(org.clone()).or_insert(0);
+        if *n >= max {
+            return Err(LiveError::ReplaysBusy(format!(
+                "organization {org} has {max} resumed subscriptions catching up on this server, \
+                 its most; try again shortly"
+            )));
+        }
+        *n += 1;
+        Ok(ReplaySlot {
+            hub: self.clone(),
+            org: org.clone(),
+        })
+    }
+
+    /// Resumed subscriptions of `org` replaying now.
+    pub fn replaying_for(&self, org: &Slug) -> usize {
+        let replaying = self.replaying.lock().unwrap_or_else(|p| p.into_inner());
+        replaying.get(org).copied().unwrap_or(0)
     }
 
     /// Starts the reader once: lists the shards and follows each open one from now (with
@@ -440,12 +495,14 @@ impl Hub {
     }
 
     /// The changes of one subscription, each with the position to resume after it:
-    /// from now, or (with `after`) from that position, replayed first. `wanted` picks the
-    /// changes to deliver; the position moves past the others too. The stream ends after
-    /// its first error.
+    /// from now, or (with `after`) from that position, replayed first, holding `replay`
+    /// (the organization's replay slot, [`Hub::replay_slot`]) until caught up. `wanted`
+    /// picks the changes to deliver; the position moves past the others too. The stream
+    /// ends after its first error.
     pub async fn subscribe(
         self: &Arc<Self>,
         after: Option<Position>,
+        replay: Option<ReplaySlot>,
         wanted: impl Fn(&Change) -> bool + Send + 'static,
     ) -> Result<impl Stream<Item = Result<Delivered, LiveError>> + Send + 'static, LiveError> {
         // (The stream-reading subscription is `Right`, the relay-following one `Left`.)
@@ -458,13 +515,15 @@ impl Hub {
             let buffer = self.options.buffer;
             let max_replay = self.options.max_replay;
             return Ok(futures::future::Either::Left(relayed_changes(
-                log, rx, now, after, wanted, buffer, max_replay,
+                log, rx, now, after, replay, wanted, buffer, max_replay,
             )));
         }
         let stream = self.stream.clone().expect("started, so there is a stream");
         let buffer = self.options.buffer;
         let max_replay = self.options.max_replay;
+        let replay_slot = replay;
         Ok(futures::future::Either::Right(async_stream::stream! {
+            let replay_slot = replay_slot;
             // Replay: from `after` to where the reader was when we subscribed.
             let mut replayed: BTreeMap<String, String> = BTreeMap::new();
             // Where the replay left the subscriber: live positions are merged with it, so
@@ -500,6 +559,8 @@ impl Hub {
                     }
                 }
             }
+            // Caught up: the organization's replay slot is free for the next resume.
+            drop(replay_slot);
             loop {
                 match rx.recv().await {
                     Ok(Signal::Change(change, position)) => {
@@ -587,11 +648,13 @@ fn relayed_changes(
     mut rx: broadcast::Receiver<Signal>,
     now: Position,
     after: Option<Position>,
+    replay_slot: Option<ReplaySlot>,
     wanted: impl Fn(&Change) -> bool + Send + 'static,
     buffer: usize,
     max_replay: usize,
 ) -> impl Stream<Item = Result<Delivered, LiveError>> + Send + 'static {
     async_stream::stream! {
+        let replay_slot = replay_slot;
         let mut replayed_to: Option<String> = None;
         if let Some(from) = after {
             let refetch = |why: &str| LiveError::Expired(format!("{why}: refetch, then subscribe without `after`"));
@@ -650,6 +713,8 @@ fn relayed_changes(
             }
             replayed_to = Some(at);
         }
+        // Caught up: the organization's replay slot is free for the next resume.
+        drop(replay_slot);
         loop {
             match rx.recv().await {
                 Ok(Signal::Change(change, position)) => {
@@ -685,5 +750,39 @@ impl From<StreamError> for LiveError {
             StreamError::NoStream(why) => LiveError::Unavailable(why),
             other => LiveError::Unavailable(format!("the change stream could not be read: {other}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replay slots are counted per organization: one tenant at its limit leaves the
+    /// others theirs, and a slot given back is taken again.
+    #[test]
+    fn replay_slots_are_per_organization() {
+        let hub = Hub::new(
+            None,
+            LiveOptions {
+                max_replays_per_org: 2,
+                ..LiveOptions::DEFAULT
+            },
+        );
+        let acme = Slug::parse("acme").unwrap();
+        let globex = Slug::parse("globex").unwrap();
+        let a1 = hub.replay_slot(&acme).unwrap();
+        let _a2 = hub.replay_slot(&acme).unwrap();
+        assert!(matches!(
+            hub.replay_slot(&acme),
+            Err(LiveError::ReplaysBusy(_))
+        ));
+        let _g = hub.replay_slot(&globex).unwrap();
+        assert_eq!(
+            (hub.replaying_for(&acme), hub.replaying_for(&globex)),
+            (2, 1)
+        );
+        drop(a1);
+        assert_eq!(hub.replaying_for(&acme), 1);
+        let _a3 = hub.replay_slot(&acme).unwrap();
     }
 }

@@ -30,7 +30,7 @@ impl Watch {
     pub async fn new(store: &dyn Store) -> Watch {
         let hub = Hub::new(store.change_stream(), test_options());
         let changes = hub
-            .subscribe(None, |_| true)
+            .subscribe(None, None, |_| true)
             .await
             .expect("the store has a change stream");
         Watch {

@@ -494,6 +494,57 @@ async fn subscriptions_past_the_process_limit_are_refused() {
     quiet(&mut c).await;
 }
 
+/// A resume holds one of its organization's replay slots until it has caught up: past
+/// `max_replays_per_org`, a resume is refused with the retryable `TOO_MANY_REPLAYS`, and
+/// once the first caught up, one goes through again.
+#[tokio::test]
+async fn resumes_past_the_organizations_replay_limit_are_refused_until_one_caught_up() {
+    let api = Api::embedded().await.with_live(LiveOptions {
+        max_replays_per_org: 1,
+        ..common::changes::test_options()
+    });
+    let all = Access::Unrestricted;
+    let mut first = sub(&api, &all, TICKETS, json!({ "org": "acme" }));
+    ready(&api, &mut [&mut first], 1).await;
+    for n in 0..3 {
+        create_ticket(&api, &format!("replayed {n}"), "wile-e-coyote").await;
+    }
+    let cursor = event(&next(&mut first).await, "ticketEvents")["cursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The hub has read all three, so a resume replays the two after the cursor.
+    next(&mut first).await;
+    next(&mut first).await;
+    let resume = json!({ "org": "acme", "after": cursor });
+    // Mid-replay: one of the two changes since the cursor read, the other not yet.
+    let mut catching_up = sub(&api, &all, TICKETS, resume.clone());
+    let r = next(&mut catching_up).await;
+    assert_eq!(
+        event(&r, "ticketEvents")["ticket"]["title"],
+        "replayed 1",
+        "{r:#}"
+    );
+    let r = next(&mut sub(&api, &all, TICKETS, resume.clone())).await;
+    assert_eq!(error_codes(&r), ["TOO_MANY_REPLAYS"], "{r:#}");
+    assert_eq!(r["errors"][0]["extensions"]["retryable"], true);
+    let r = next(&mut catching_up).await;
+    assert_eq!(
+        event(&r, "ticketEvents")["ticket"]["title"],
+        "replayed 2",
+        "{r:#}"
+    );
+    // Caught up (its slot is given back once it waits on live changes).
+    quiet(&mut catching_up).await;
+    let mut again = sub(&api, &all, TICKETS, resume);
+    let r = next(&mut again).await;
+    assert_eq!(
+        event(&r, "ticketEvents")["ticket"]["title"],
+        "replayed 1",
+        "{r:#}"
+    );
+}
+
 #[tokio::test]
 async fn a_subscriber_that_falls_behind_is_ended_not_waited_for() {
     let api = Api::embedded().await.with_live(LiveOptions {

@@ -183,7 +183,9 @@ async fn replicas_share_one_relay_reader_that_a_kill_hands_over() {
     };
     let mut subscribers = Vec::new();
     for r in &replicas {
-        subscribers.push(Box::pin(r.hub.subscribe(None, |_| true).await.unwrap()));
+        subscribers.push(Box::pin(
+            r.hub.subscribe(None, None, |_| true).await.unwrap(),
+        ));
     }
 
     // Changes before and after the holder's writer is killed midway.
@@ -238,7 +240,7 @@ async fn replicas_share_one_relay_reader_that_a_kill_hands_over() {
     let resumed = Box::pin(
         replicas[quiet]
             .hub
-            .subscribe(Some(from), |_| true)
+            .subscribe(Some(from), None, |_| true)
             .await
             .unwrap(),
     );
