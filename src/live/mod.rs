@@ -512,10 +512,14 @@ impl Hub {
             (self.sender.subscribe(), position.clone())
         };
         if let Some(log) = self.relay.clone() {
-            let buffer = self.options.buffer;
-            let max_replay = self.options.max_replay;
             return Ok(futures::future::Either::Left(relayed_changes(
-                log, rx, now, after, replay, wanted, buffer, max_replay,
+                log,
+                rx,
+                now,
+                after,
+                replay,
+                wanted,
+                self.options,
             )));
         }
         let stream = self.stream.clone().expect("started, so there is a stream");
@@ -650,9 +654,11 @@ fn relayed_changes(
     after: Option<Position>,
     replay_slot: Option<ReplaySlot>,
     wanted: impl Fn(&Change) -> bool + Send + 'static,
-    buffer: usize,
-    max_replay: usize,
+    options: LiveOptions,
 ) -> impl Stream<Item = Result<Delivered, LiveError>> + Send + 'static {
+    let LiveOptions {
+        buffer, max_replay, ..
+    } = options;
     async_stream::stream! {
         let replay_slot = replay_slot;
         let mut replayed_to: Option<String> = None;
