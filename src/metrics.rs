@@ -20,6 +20,7 @@
 //! | [`SUBSCRIPTIONS`] | gauge | |
 //! | [`STREAM_CHANGES`] | counter | |
 //! | [`STREAM_ERRORS`] | counter | |
+//! | [`STREAM_CALLS`] | counter | `op` |
 //! | [`EVENTS_DELIVERED`] | counter | |
 //! | [`RELAY_HOLDER`] | gauge | |
 //! | [`RELAY_EPOCH`] | gauge | |
@@ -70,6 +71,10 @@ pub const SUBSCRIPTIONS: &str = "itemgraph_subscriptions_open";
 /// Changes of the design's entities read from the table's change stream by this
 /// process's reader.
 pub const STREAM_CHANGES: &str = "itemgraph_stream_changes_total";
+/// Calls to DynamoDB Streams by this process, by `op` (`GetRecords`, `GetShardIterator`,
+/// `DescribeStream`): what the stream's limit of 5 `GetRecords` a second per shard, for
+/// all readers together, is measured against.
+pub const STREAM_CALLS: &str = "itemgraph_stream_calls_total";
 /// Failed calls of the change stream's reader (each retried after a pause).
 pub const STREAM_ERRORS: &str = "itemgraph_stream_errors_total";
 /// Subscription events sent to clients.
@@ -319,6 +324,11 @@ pub fn record_relayed(n: usize) {
 pub fn record_relay_followed(lag: Duration) {
     ::metrics::counter!(RELAY_FOLLOWED).increment(1);
     ::metrics::gauge!(RELAY_LAG).set(lag.as_secs_f64());
+}
+
+/// One call to DynamoDB Streams.
+pub fn record_stream_call(op: &'static str) {
+    ::metrics::counter!(STREAM_CALLS, "op" => op).increment(1);
 }
 
 /// One failed call of the stream's reader.

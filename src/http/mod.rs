@@ -55,6 +55,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
+use crate::model::Record as _;
 use crate::telemetry::{self, Telemetry};
 
 mod connections;
@@ -337,9 +338,9 @@ async fn healthz() -> &'static str {
 /// `UPDATING`), 503 otherwise, so a load balancer holds traffic back until then.
 async fn readyz(State(state): State<AppState>) -> (StatusCode, String) {
     let store = state.store();
-    match store.describe_table().await {
+    let (status, mut body) = match store.describe_table().await {
         Ok(Some(table)) if matches!(table.status.as_str(), "ACTIVE" | "UPDATING") => {
-            (StatusCode::OK, "ready".into())
+            (StatusCode::OK, "ready".to_owned())
         }
         Ok(Some(table)) => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -353,7 +354,44 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, String) {
             tracing::warn!(%error, "readiness check: DescribeTable failed");
             (StatusCode::SERVICE_UNAVAILABLE, "store unavailable".into())
         }
+    };
+    if let Some(log) = state.relay() {
+        // Reported, never failing readiness: every replica shares the relay, so a relay
+        // outage failing them all would take queries and mutations down with it.
+        body.push('\n');
+        body.push_str(&relay_health(&state, &log).await);
     }
+    (status, body)
+}
+
+/// The relay's health as `/readyz` reports it: reachable or not, who holds the lease at
+/// which epoch, what this replica has received, and its subscriptions.
+async fn relay_health(state: &AppState, log: &crate::live::relay::RelayLog) -> String {
+    let reachable = match log.ping().await {
+        Ok(()) => "reachable".to_owned(),
+        Err(e) => format!("unreachable ({e})"),
+    };
+    let lease = match state
+        .store()
+        .get_item(crate::store::GetItem {
+            key: crate::keys::lease_key(crate::live::relayer::LEASE_NAME),
+            consistent_read: true,
+        })
+        .await
+        .map(|i| i.and_then(|i| crate::live::lease::LeaseRecord::from_item(i).ok()))
+    {
+        Ok(Some(l)) if !l.released => format!("held by {} (epoch {})", l.holder, l.epoch),
+        Ok(_) => "free".to_owned(),
+        Err(e) => format!("unknown ({e})"),
+    };
+    let hub = &state.0.hub;
+    let followed = hub.followed();
+    format!(
+        "relay: {reachable}; lease {lease}; {} entries received, the last {} ms after its change; {} subscriptions open",
+        followed.entries,
+        followed.lag_ms,
+        hub.open_subscriptions()
+    )
 }
 
 // --- GraphiQL ----------------------------------------------------------------------------

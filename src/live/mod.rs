@@ -219,6 +219,19 @@ pub struct Hub {
     per_org: Mutex<HashMap<Slug, usize>>,
     /// Resumed subscriptions replaying per organization (entries at zero are removed).
     replaying: Mutex<HashMap<Slug, usize>>,
+    /// What the hub last received from the relay.
+    followed: Mutex<Followed>,
+}
+
+/// What a hub has received from the relay, for `/readyz`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Followed {
+    /// Entries received since the process started.
+    pub entries: u64,
+    /// The last entry's id.
+    pub last: Option<String>,
+    /// How long after its change was made the last entry arrived (ms).
+    pub lag_ms: u64,
 }
 
 impl std::fmt::Debug for Hub {
@@ -304,6 +317,7 @@ impl Hub {
             open: AtomicUsize::new(0),
             per_org: Mutex::default(),
             replaying: Mutex::default(),
+            followed: Mutex::default(),
         })
     }
 
@@ -362,6 +376,11 @@ impl Hub {
             hub: self.clone(),
             org: org.clone(),
         })
+    }
+
+    /// What the hub has received from the relay.
+    pub fn followed(&self) -> Followed {
+        self.followed.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The relay log the hub follows, if any.
@@ -480,6 +499,14 @@ impl Hub {
             relay: Some(entry.id),
             ..entry.position
         };
+        {
+            let mut followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
+            followed.entries += 1;
+            followed.last = position.relay.clone();
+            if let Relayed::Change(change) = &entry.relayed {
+                followed.lag_ms = crate::model::now_ms().saturating_sub(change.created_ms);
+            }
+        }
         match entry.relayed {
             Relayed::Change(change) => {
                 crate::metrics::record_relay_followed(Duration::from_millis(
@@ -638,6 +665,16 @@ async fn follow_relay(log: RelayLog, hub: std::sync::Weak<Hub>, mut at: String) 
     }
 }
 
+/// A read of the relay's history, sent again on failure (a timeout under load, a
+/// reconnect) on the store's retry schedule, three times at most.
+async fn with_retries<T, F, Fut>(call: F) -> Result<T, relay::RelayError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, relay::RelayError>>,
+{
+    crate::store::retry_while(3, |e| !matches!(e, relay::RelayError::Malformed(_)), call).await
+}
+
 /// How long one read of the relay log waits for an entry.
 const RELAY_BLOCK: Duration = Duration::from_secs(2);
 
@@ -668,7 +705,7 @@ fn relayed_changes(
                 yield Err(refetch("this event cursor was made by a server that did not follow the relay"));
                 return;
             };
-            match log.first_id().await {
+            match with_retries(|| log.first_id()).await {
                 Ok(Some(first)) if relay_id_cmp(&at, &first).is_some_and(|o| o.is_lt()) => {
                     yield Err(refetch("the relay's history no longer holds that position"));
                     return;
@@ -681,7 +718,7 @@ fn relayed_changes(
             }
             let mut replayed = 0;
             'replay: loop {
-                let page = match log.range_after(&at, RELAY_PAGE).await {
+                let page = match with_retries(|| log.range_after(&at, RELAY_PAGE)).await {
                     Ok(page) => page,
                     Err(e) => {
                         yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));

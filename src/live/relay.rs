@@ -82,7 +82,7 @@ return tonumber(ARGV[1])
 "#;
 
 /// Longest a call to the relay may take (connecting included) before it fails.
-const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Longest a follower's read waits for an entry.
 pub const MAX_BLOCK: Duration = Duration::from_secs(5);
@@ -191,6 +191,13 @@ impl RelayLog {
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Whether the relay answers (`PING`).
+    pub async fn ping(&self) -> RelayResult<()> {
+        let mut conn = self.conn.clone();
+        let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+        Ok(())
     }
 
     /// The newest entry: where a new holder goes on reading the table's stream from.

@@ -10,4 +10,5 @@ mod common;
 mod commands;
 mod image;
 mod migrate;
+mod replicas;
 mod snapshot;

@@ -136,6 +136,7 @@ impl ChangeStream for DynamoChanges {
     }
 
     async fn shards(&self) -> StreamResult<Vec<ShardInfo>> {
+        crate::metrics::record_stream_call("DescribeStream");
         let arn = self.arn().await?;
         let mut shards = Vec::new();
         let mut start: Option<String> = None;
@@ -183,6 +184,7 @@ impl ChangeStream for DynamoChanges {
     }
 
     async fn shard_iterator(&self, shard: &str, at: StartAt) -> StreamResult<String> {
+        crate::metrics::record_stream_call("GetShardIterator");
         let arn = self.arn().await?;
         let (kind, seq) = match at {
             StartAt::TrimHorizon => (ShardIteratorType::TrimHorizon, None),
@@ -210,6 +212,7 @@ impl ChangeStream for DynamoChanges {
     }
 
     async fn get_records(&self, iterator: &str, limit: u32) -> StreamResult<RecordsPage> {
+        crate::metrics::record_stream_call("GetRecords");
         let out = match self
             .streams
             .get_records()
