@@ -166,6 +166,15 @@ pub struct LiveArgs {
         value_parser = at_least_one()
     )]
     pub relay_history: usize,
+    /// With `--relay-url`: the relay's latest entries each replica keeps in memory (about
+    /// 1 KB each), so a resume from a recent position, such as a reconnect storm after a
+    /// deploy, reads nothing at all.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_RELAY_MEMORY",
+        default_value_t = LiveOptions::DEFAULT.relay_memory
+    )]
+    pub relay_memory: usize,
     /// Oldest entry the relay's history keeps, in milliseconds.
     #[arg(
         long,
@@ -213,6 +222,7 @@ impl LiveArgs {
             max_awaiting_init: self.max_sockets_awaiting_init,
             max_replay: self.max_replay,
             max_replays_per_org: self.max_replays_per_org,
+            relay_memory: self.relay_memory,
             init_timeout: Duration::from_millis(self.ws_init_timeout_ms),
             keepalive: Duration::from_millis(self.keepalive_ms),
         }

@@ -63,6 +63,9 @@ pub struct LiveOptions {
     /// more is refused with `TOO_MANY_REPLAYS` (retryable), so one tenant's reconnect
     /// storm cannot take the process from the others.
     pub max_replays_per_org: usize,
+    /// With a relay: how many of its latest entries the hub keeps in memory, so resumes
+    /// from a recent position read nothing (about 1 KB each).
+    pub relay_memory: usize,
     /// How long a WebSocket has to complete `connection_init` before it is closed.
     pub init_timeout: Duration,
     /// How often an idle WebSocket is pinged (and an event stream sent a comment), so
@@ -90,6 +93,7 @@ impl LiveOptions {
         max_per_connection: 100,
         max_replay: 100_000,
         max_replays_per_org: 8,
+        relay_memory: 10_000,
         max_per_org: 2_500,
         init_timeout: Duration::from_secs(3),
         keepalive: Duration::from_secs(15),
@@ -221,6 +225,49 @@ pub struct Hub {
     replaying: Mutex<HashMap<Slug, usize>>,
     /// What the hub last received from the relay.
     followed: Mutex<Followed>,
+    /// The relay entries this hub received last, so a resume from a recent position (a
+    /// reconnect storm after a deploy) is served from memory: no read of the relay, no
+    /// decoding. Locked inside `position`.
+    recent: Mutex<Recent>,
+    /// Replays from the relay's history (read and decoded) running at once in this
+    /// process, over every organization: their decoding is the CPU a reconnect storm costs.
+    history_replays: Arc<tokio::sync::Semaphore>,
+}
+
+/// Replays from the relay's history at once in one process: each decodes entries as fast
+/// as it can (yielding between them), so one at a time leaves the runtime's other tasks,
+/// other tenants' events among them, their turn. The others wait for it, each holding its
+/// organization's replay slot.
+const HISTORY_REPLAYS: usize = 1;
+
+/// The last [`LiveOptions::relay_memory`] relay entries a hub received, in order.
+#[derive(Default)]
+struct Recent {
+    capacity: usize,
+    /// The id just before the first entry held: every entry after it is here.
+    base: Option<String>,
+    entries: std::collections::VecDeque<(String, Signal)>,
+}
+
+impl Recent {
+    /// The entries after `from`, when all of them are held.
+    fn after(&self, from: &str) -> Option<Vec<(String, Signal)>> {
+        let base = self.base.as_deref()?;
+        if relay_id_cmp(from, base)?.is_lt() {
+            return None;
+        }
+        let start = self
+            .entries
+            .partition_point(|(id, _)| relay_id_cmp(id, from).is_some_and(|o| o.is_le()));
+        Some(self.entries.range(start..).cloned().collect())
+    }
+
+    fn push(&mut self, id: String, signal: Signal) {
+        self.entries.push_back((id, signal));
+        if self.entries.len() > self.capacity {
+            self.base = self.entries.pop_front().map(|(id, _)| id);
+        }
+    }
 }
 
 /// What a hub has received from the relay, for `/readyz`.
@@ -318,6 +365,11 @@ impl Hub {
             per_org: Mutex::default(),
             replaying: Mutex::default(),
             followed: Mutex::default(),
+            history_replays: Arc::new(tokio::sync::Semaphore::new(HISTORY_REPLAYS)),
+            recent: Mutex::new(Recent {
+                capacity: options.relay_memory,
+                ..Recent::default()
+            }),
         })
     }
 
@@ -380,7 +432,10 @@ impl Hub {
 
     /// What the hub has received from the relay.
     pub fn followed(&self) -> Followed {
-        self.followed.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.followed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The relay log the hub follows, if any.
@@ -422,9 +477,19 @@ impl Hub {
             return self
                 .started
                 .get_or_try_init(|| async move {
-                    let at = match log.last().await {
+                    let last = match log.last().await {
+                        // No holder has begun yet: wait for the first to mark its start
+                        // (a subscription served before it could miss changes).
+                        Ok(None) => log
+                            .follow("0", 1, RELAY_BEGIN_WAIT)
+                            .await
+                            .map(|entries| entries.into_iter().next()),
+                        other => other,
+                    };
+                    let at = match last {
                         Ok(Some(last)) => {
                             let id = last.id.clone();
+                            hub.recent().base = Some(id.clone());
                             hub.set_position(|p| {
                                 *p = Position {
                                     relay: Some(last.id),
@@ -433,7 +498,11 @@ impl Hub {
                             });
                             id
                         }
-                        Ok(None) => "0".to_owned(),
+                        Ok(None) => {
+                            return Err(LiveError::Unavailable(
+                                "the relay of the change stream has not begun: no replica holds its lease yet".into(),
+                            ))
+                        }
                         Err(e) => {
                             tracing::error!(error = %e, "the relay log cannot be read");
                             return Err(LiveError::Unavailable(format!(
@@ -507,18 +576,24 @@ impl Hub {
                 followed.lag_ms = crate::model::now_ms().saturating_sub(change.created_ms);
             }
         }
-        match entry.relayed {
+        let signal = match entry.relayed {
             Relayed::Change(change) => {
                 crate::metrics::record_relay_followed(Duration::from_millis(
                     crate::model::now_ms().saturating_sub(change.created_ms),
                 ));
-                let at = Arc::new(position.clone());
-                let _ = self.sender.send(Signal::Change(Arc::from(change), at));
+                Signal::Change(Arc::from(change), Arc::new(position.clone()))
             }
-            Relayed::Lost(why) => {
-                let _ = self.sender.send(Signal::Lost(why));
-            }
+            Relayed::Lost(why) => Signal::Lost(why),
+            Relayed::Began => return,
+        };
+        if let Some(id) = &position.relay {
+            self.recent().push(id.clone(), signal.clone());
         }
+        let _ = self.sender.send(signal);
+    }
+
+    fn recent(&self) -> std::sync::MutexGuard<'_, Recent> {
+        self.recent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The changes of one subscription, each with the position to resume after it:
@@ -534,11 +609,20 @@ impl Hub {
     ) -> Result<impl Stream<Item = Result<Delivered, LiveError>> + Send + 'static, LiveError> {
         // (The stream-reading subscription is `Right`, the relay-following one `Left`.)
         self.start().await?;
-        let (mut rx, now) = {
+        let (mut rx, now, from_memory) = {
             let position = self.position.lock().unwrap_or_else(|p| p.into_inner());
-            (self.sender.subscribe(), position.clone())
+            let from_memory = match (&self.relay, after.as_ref().and_then(|a| a.relay.as_deref())) {
+                (Some(_), Some(from)) => self.recent().after(from),
+                _ => None,
+            };
+            (self.sender.subscribe(), position.clone(), from_memory)
         };
         if let Some(log) = self.relay.clone() {
+            let after = after.map(|from| Resume {
+                from,
+                from_memory,
+                history: self.history_replays.clone(),
+            });
             return Ok(futures::future::Either::Left(relayed_changes(
                 log,
                 rx,
@@ -675,20 +759,33 @@ where
     crate::store::retry_while(3, |e| !matches!(e, relay::RelayError::Malformed(_)), call).await
 }
 
+/// How long a hub's first subscription waits for the relay's first holder to begin.
+const RELAY_BEGIN_WAIT: Duration = Duration::from_secs(5);
+
 /// How long one read of the relay log waits for an entry.
 const RELAY_BLOCK: Duration = Duration::from_secs(2);
 
 /// Entries read from the relay log per call of a replay.
 const RELAY_PAGE: usize = 1000;
 
+/// Where a resume on a relay-following hub starts: the position, and the entries after it
+/// when the hub still holds them all in memory.
+struct Resume {
+    from: Position,
+    from_memory: Option<Vec<(String, Signal)>>,
+    /// Taken for a replay from the relay's history.
+    history: Arc<tokio::sync::Semaphore>,
+}
+
 /// One subscription's changes on a hub that follows a relay: a resume (`after`) replays
-/// from the log's history (never the stream) up to where the hub was when it subscribed,
-/// then goes on with the hub's entries after the last one replayed.
+/// from the hub's recent entries, or else from the log's history (never the stream), up
+/// to where the hub was when it subscribed, then goes on with the hub's entries after the
+/// last one replayed.
 fn relayed_changes(
     log: RelayLog,
     mut rx: broadcast::Receiver<Signal>,
     now: Position,
-    after: Option<Position>,
+    after: Option<Resume>,
     replay_slot: Option<ReplaySlot>,
     wanted: impl Fn(&Change) -> bool + Send + 'static,
     options: LiveOptions,
@@ -699,7 +796,33 @@ fn relayed_changes(
     async_stream::stream! {
         let replay_slot = replay_slot;
         let mut replayed_to: Option<String> = None;
-        if let Some(from) = after {
+        if let Some(Resume { from, from_memory: Some(entries), .. }) = &after {
+            if entries.len() > max_replay {
+                yield Err(LiveError::Expired(format!(
+                    "more than {max_replay} changes happened since that position: refetch, then subscribe without `after`"
+                )));
+                return;
+            }
+            replayed_to = from.relay.clone();
+            for (id, signal) in entries {
+                // Held entries are ready at once: give the runtime back its turn now and
+                // then, so a storm of replays cannot starve other tasks.
+                tokio::task::coop::consume_budget().await;
+                replayed_to = Some(id.clone());
+                match signal {
+                    Signal::Change(change, position) => {
+                        if wanted(change) {
+                            yield Ok(Delivered { change: change.clone(), position: position.clone() });
+                        }
+                    }
+                    Signal::Lost(why) => {
+                        yield Err(LiveError::Expired(why.clone()));
+                        return;
+                    }
+                }
+            }
+        } else if let Some(Resume { from, history, .. }) = after {
+            let _permit = history.acquire_owned().await;
             let refetch = |why: &str| LiveError::Expired(format!("{why}: refetch, then subscribe without `after`"));
             let Some(mut at) = from.relay else {
                 yield Err(refetch("this event cursor was made by a server that did not follow the relay"));
@@ -718,7 +841,7 @@ fn relayed_changes(
             }
             let mut replayed = 0;
             'replay: loop {
-                let page = match with_retries(|| log.range_after(&at, RELAY_PAGE)).await {
+                let page = match with_retries(|| log.range_after_raw(&at, RELAY_PAGE)).await {
                     Ok(page) => page,
                     Err(e) => {
                         yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));
@@ -726,7 +849,15 @@ fn relayed_changes(
                     }
                 };
                 let last_page = page.len() < RELAY_PAGE;
-                for entry in page {
+                for raw in page {
+                    tokio::task::coop::consume_budget().await;
+                    let entry = match raw.decode() {
+                        Ok(entry) => entry,
+                        Err(e) => {
+                            yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));
+                            return;
+                        }
+                    };
                     let beyond = now.relay.as_deref().is_none_or(|n| relay_id_cmp(&entry.id, n).is_some_and(|o| o.is_gt()));
                     if beyond {
                         break 'replay;
@@ -748,6 +879,7 @@ fn relayed_changes(
                             yield Err(LiveError::Expired(why));
                             return;
                         }
+                        Relayed::Began => {}
                     }
                 }
                 if last_page {

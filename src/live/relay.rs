@@ -44,6 +44,10 @@ pub enum Relayed {
     /// The relay lost records (trimmed from the stream before they were read): every
     /// subscriber may have missed changes, and is told to refetch.
     Lost(String),
+    /// The first holder began reading the stream here: every change after this entry is
+    /// relayed. A hub waits for it before its first subscription is served, so no change
+    /// made after a subscription started can come before the relay did.
+    Began,
 }
 
 /// One entry of the log.
@@ -216,11 +220,30 @@ impl RelayLog {
 
     /// Up to `count` entries after `id` (`"0"`: from the oldest), without waiting.
     pub async fn range_after(&self, id: &str, count: usize) -> RelayResult<Vec<Entry>> {
+        self.range_after_raw(id, count)
+            .await?
+            .into_iter()
+            .map(RawEntry::decode)
+            .collect()
+    }
+
+    /// [`range_after`](Self::range_after) without decoding: a replay decodes entry by
+    /// entry, giving the runtime its turn in between.
+    pub async fn range_after_raw(&self, id: &str, count: usize) -> RelayResult<Vec<RawEntry>> {
         let mut conn = self.conn.clone();
         let reply: StreamRangeReply = conn
             .xrange_count(&self.stream, format!("({id}"), "+", count)
             .await?;
-        reply.ids.into_iter().map(entry).collect()
+        reply
+            .ids
+            .into_iter()
+            .map(|e| {
+                let payload: String = e
+                    .get("e")
+                    .ok_or_else(|| RelayError::Malformed(format!("{}: no payload", e.id)))?;
+                Ok(RawEntry { id: e.id, payload })
+            })
+            .collect()
     }
 
     /// Entries after `id` (`"$"`: only those appended from now), waiting up to `block`
@@ -275,10 +298,14 @@ fn encode(relayed: &Relayed, position: &Position) -> RelayResult<String> {
     let p = base64::engine::general_purpose::STANDARD_NO_PAD.encode(position.to_bytes());
     let change = match relayed {
         Relayed::Change(change) => change,
-        Relayed::Lost(why) => {
+        Relayed::Lost(_) | Relayed::Began => {
+            let (k, m) = match relayed {
+                Relayed::Lost(why) => ('l', Some(why.clone())),
+                _ => ('b', None),
+            };
             let stored = Stored {
-                k: 'l',
-                m: Some(why.clone()),
+                k,
+                m,
                 s: String::new(),
                 q: String::new(),
                 t: 0,
@@ -330,6 +357,13 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
         .map_err(|e| bad(&e))?;
     let position = Position::from_bytes(&bytes).ok_or_else(|| bad(&"position"))?;
     let kind = match stored.k {
+        'b' => {
+            return Ok(Entry {
+                id,
+                relayed: Relayed::Began,
+                position,
+            })
+        }
         'l' => {
             return Ok(Entry {
                 id,
@@ -358,6 +392,19 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
         relayed: Relayed::Change(Box::new(change)),
         position,
     })
+}
+
+/// An entry as read, not decoded yet.
+#[derive(Debug, Clone)]
+pub struct RawEntry {
+    pub id: String,
+    payload: String,
+}
+
+impl RawEntry {
+    pub fn decode(self) -> RelayResult<Entry> {
+        decode(self.id, &self.payload)
+    }
 }
 
 fn entry(e: redis::streams::StreamId) -> RelayResult<Entry> {

@@ -93,7 +93,14 @@ impl Relayer {
             Ok(Some(last)) => {
                 Reader::resume(self.stream.clone(), sink.clone(), self.poll, &last.position).await
             }
-            Ok(None) => Reader::start(self.stream.clone(), sink.clone(), self.poll).await,
+            Ok(None) => {
+                let reader = Reader::start(self.stream.clone(), sink.clone(), self.poll).await;
+                // The log says where the relay began, so hubs know it is live.
+                if reader.is_ok() && !sink.begin().await {
+                    return false;
+                }
+                reader
+            }
             Err(error) => {
                 tracing::warn!(%error, "reading the relay log failed");
                 return false;
@@ -155,6 +162,12 @@ struct RelaySink {
 }
 
 impl RelaySink {
+    /// Marks where the first holder began reading.
+    async fn begin(&self) -> bool {
+        let position = self.position().clone();
+        self.append(vec![(Relayed::Began, position)]).await
+    }
+
     fn position(&self) -> std::sync::MutexGuard<'_, Position> {
         self.position.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -22,8 +22,7 @@ use crate::common;
 const BIN: &str = env!("CARGO_BIN_EXE_itemgraph");
 const SECRET: &str = "replicas-test-jwt-secret-0123456789abcdef";
 const CURSOR_SECRET: &str = "replicas-test-cursor-secret-0123456789abcdef";
-const SUBSCRIPTION: &str =
-    r#"subscription($after: String) { ticketEvents(org: "acme", after: $after) { cursor ticket { title } } }"#;
+const SUBSCRIPTION: &str = r#"subscription($after: String) { ticketEvents(org: "acme", after: $after) { cursor ticket { title } } }"#;
 
 struct Replica {
     child: Child,
@@ -68,7 +67,11 @@ impl Replica {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let addr = tokio::time::timeout(Duration::from_secs(60), async {
             while let Some(line) = lines.next_line().await.expect("read log") {
-                if let Some(rest) = line.split("addr=").nth(1).filter(|_| line.contains("listening")) {
+                if let Some(rest) = line
+                    .split("addr=")
+                    .nth(1)
+                    .filter(|_| line.contains("listening"))
+                {
                     return rest.split_whitespace().next().unwrap().to_string();
                 }
             }
@@ -109,7 +112,9 @@ impl Replica {
 
     async fn stop(mut self) {
         let pid = self.pid().to_string();
-        let _ = std::process::Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status();
         let _ = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
     }
 }
@@ -138,7 +143,11 @@ struct Events {
 
 impl Events {
     /// Subscribes; `None` when refused before any event (the refusal's code).
-    async fn open(client: &reqwest::Client, addr: &str, after: Option<&str>) -> Result<Events, String> {
+    async fn open(
+        client: &reqwest::Client,
+        addr: &str,
+        after: Option<&str>,
+    ) -> Result<Events, String> {
         let resp = client
             .post(format!("http://{addr}/graphql"))
             .header("accept", "text/event-stream")
@@ -286,7 +295,10 @@ async fn eight_replicas_share_one_stream_reader_through_the_relay() {
         })
     };
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let killed = replicas.iter().position(|r| r.pid() == first_holder).unwrap();
+    let killed = replicas
+        .iter()
+        .position(|r| r.pid() == first_holder)
+        .unwrap();
     replicas.remove(killed).kill().await;
     subscribers.remove(killed);
     writer.await.unwrap();
@@ -305,13 +317,26 @@ async fn eight_replicas_share_one_stream_reader_through_the_relay() {
     // Only the holder reads the stream, within its limit (DynamoDB Local has one shard).
     let mut get_records = HashMap::new();
     for r in &replicas {
-        let calls = r.counter("itemgraph_stream_calls_total", "op=\"GetRecords\"").await;
+        let calls = r
+            .counter("itemgraph_stream_calls_total", "op=\"GetRecords\"")
+            .await;
         get_records.insert(r.pid(), calls);
     }
-    let readers: Vec<u32> = get_records.iter().filter(|(_, c)| **c > 0.0).map(|(p, _)| *p).collect();
-    assert_eq!(readers, [second_holder], "only the holder reads the stream: {get_records:?}");
+    let readers: Vec<u32> = get_records
+        .iter()
+        .filter(|(_, c)| **c > 0.0)
+        .map(|(p, _)| *p)
+        .collect();
+    assert_eq!(
+        readers,
+        [second_holder],
+        "only the holder reads the stream: {get_records:?}"
+    );
     let per_second = get_records[&second_holder] / elapsed;
-    assert!(per_second <= 5.0, "{per_second:.1} GetRecords a second on one shard");
+    assert!(
+        per_second <= 5.0,
+        "{per_second:.1} GetRecords a second on one shard"
+    );
     let health = replicas[0].get("/readyz").await;
     assert!(
         health.starts_with("ready\nrelay: reachable; lease held by"),
@@ -320,7 +345,10 @@ async fn eight_replicas_share_one_stream_reader_through_the_relay() {
 
     // A replica that is not the holder restarts; 1,000 subscribers resume on it at once
     // (refused ones, past the replay limit, resume again), from the fifth event.
-    let quiet = replicas.iter().position(|r| r.pid() != second_holder).unwrap();
+    let quiet = replicas
+        .iter()
+        .position(|r| r.pid() != second_holder)
+        .unwrap();
     replicas.remove(quiet).stop().await;
     let restarted = Replica::start(&endpoint, &table, &redis.url()).await;
     let from = Arc::new(cursors[0].clone());

@@ -66,6 +66,16 @@ fn options() -> LiveOptions {
 }
 
 async fn replica(endpoint: &str, table: &str, redis: &str, n: usize) -> Replica {
+    replica_with(endpoint, table, redis, n, options()).await
+}
+
+async fn replica_with(
+    endpoint: &str,
+    table: &str,
+    redis: &str,
+    n: usize,
+    options: LiveOptions,
+) -> Replica {
     let store: Arc<dyn Store> = Arc::new(common::dynamo_local::connect(endpoint, table).await);
     let stream = Arc::new(Counted {
         inner: store.change_stream().unwrap(),
@@ -74,14 +84,14 @@ async fn replica(endpoint: &str, table: &str, redis: &str, n: usize) -> Replica 
     let log = RelayLog::connect(redis, table, 10_000, Duration::from_secs(3600))
         .await
         .unwrap();
-    let hub = Hub::with_relay(Some(stream.clone()), log.clone(), options());
+    let hub = Hub::with_relay(Some(stream.clone()), log.clone(), options);
     let stop = Arc::new(Notify::new());
     let relayer = Relayer {
         store,
         stream: stream.clone(),
         log,
         lease: Lease::new(LEASE_NAME, format!("replica-{n}"), LEASE),
-        poll: options().poll,
+        poll: options.poll,
     };
     let stopped = stop.clone();
     let relayer = tokio::spawn(relayer.run(async move { stopped.notified().await }));
@@ -260,4 +270,162 @@ async fn replicas_share_one_relay_reader_that_a_kill_hands_over() {
     }
     redis.kill().await;
     common::dynamo_local::drop_table(&seeder).await;
+}
+
+/// The `n`th percentile of `samples` (nearest rank).
+fn percentile(samples: &[Duration], p: f64) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Fair replays: one tenant's reconnect storm (hundreds of subscribers resuming from an
+/// old cursor, again and again, each replaying hundreds of changes) beside another
+/// tenant's subscriber. The second's write-to-event p99 stays within twice its quiet
+/// figure, measured in the same run, because one organization's replays are capped
+/// (`max_replays_per_org`): the storm's resumes past the cap are refused with a
+/// retryable error and wait their turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenants_reconnect_storm_leaves_anothers_events_on_time() {
+    reconnect_storm(options()).await;
+}
+
+/// The same storm resuming from further back than the hub keeps in memory: each replay
+/// reads and decodes the relay's history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnect_storm_from_the_relays_history_leaves_anothers_events_on_time() {
+    reconnect_storm(LiveOptions {
+        relay_memory: 0,
+        ..options()
+    })
+    .await;
+}
+
+async fn reconnect_storm(options: LiveOptions) {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("relay-fair");
+    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
+    seeder.create_table().await.unwrap();
+    itemgraph::demo::seed_demo(&seeder).await.unwrap();
+    seeder.enable_stream().await.unwrap();
+    let r = replica_with(&endpoint, &table, &redis.url(), 0, options).await;
+    let data = itemgraph::demo::demo_data();
+    let requester = |org: &Slug| data.users.iter().find(|u| u.org == *org).unwrap().clone();
+    let (acme, globex) = (
+        data.organizations[0].slug.clone(),
+        data.organizations[1].slug.clone(),
+    );
+    let (acme_user, globex_user) = (requester(&acme), requester(&globex));
+
+    // The storm's history: 300 changes of acme after the cursor it resumes from.
+    let in_org = |org: &Slug| {
+        let org = org.clone();
+        move |c: &itemgraph::live::Change| c.org() == Some(&org)
+    };
+    let mut acme_events = Box::pin(r.hub.subscribe(None, None, in_org(&acme)).await.unwrap());
+    let mut globex_events = Box::pin(r.hub.subscribe(None, None, in_org(&globex)).await.unwrap());
+    const HISTORY: usize = 300;
+    for n in 0..=HISTORY {
+        create_ticket(&seeder, &ticket(&acme, &acme_user, n))
+            .await
+            .unwrap();
+    }
+    let history = collect(acme_events.as_mut(), HISTORY + 1).await;
+    let cursor = history[0].1.position.as_ref().clone();
+
+    // Write-to-event latency of globex: a ticket made, then its event awaited.
+    let seeder = Arc::new(seeder);
+    let mut made = 0;
+    let mut measure = async |samples: usize| {
+        let mut out = Vec::new();
+        for _ in 0..samples {
+            made += 1;
+            let title = format!("relayed {made}");
+            let mut t = ticket(&globex, &globex_user, made);
+            t.title = title.clone();
+            create_ticket(seeder.as_ref(), &t).await.unwrap();
+            let written = tokio::time::Instant::now();
+            loop {
+                let next = tokio::time::timeout(Duration::from_secs(30), globex_events.next())
+                    .await
+                    .expect("an event within 30 s")
+                    .expect("the subscription goes on")
+                    .unwrap();
+                if matches!(&next.change.after, Some(Entity::Ticket(t)) if t.title == title) {
+                    break;
+                }
+            }
+            out.push(written.elapsed());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        out
+    };
+    let quiet = measure(150).await;
+
+    // The storm: 300 subscribers of acme resuming from the cursor, over and over.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let replayed = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let storm: Vec<_> = (0..300)
+        .map(|_| {
+            let hub = r.hub.clone();
+            let (stop, replayed, refused) = (stop.clone(), replayed.clone(), refused.clone());
+            let (acme, cursor) = (acme.clone(), cursor.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let slot = match hub.replay_slot(&acme) {
+                        Ok(slot) => slot,
+                        Err(LiveError::ReplaysBusy(_)) => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            continue;
+                        }
+                        Err(e) => panic!("{e}"),
+                    };
+                    let org = acme.clone();
+                    let events = hub
+                        .subscribe(Some(cursor.clone()), Some(slot), move |c| {
+                            c.org() == Some(&org)
+                        })
+                        .await
+                        .unwrap();
+                    let got = collect(Box::pin(events), HISTORY).await;
+                    assert_eq!(got.len(), HISTORY);
+                    replayed.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stormy = measure(150).await;
+    stop.store(true, Ordering::Relaxed);
+    for task in storm {
+        task.await.unwrap();
+    }
+    let (quiet99, stormy99) = (percentile(&quiet, 99.0), percentile(&stormy, 99.0));
+    let (replays, refusals) = (
+        replayed.load(Ordering::Relaxed),
+        refused.load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "write-to-event p99: quiet {quiet99:?}, beside the storm {stormy99:?}; {replays} replays of {HISTORY} changes, {refusals} refused"
+    );
+    assert!(
+        replays >= 20 && refusals > 0,
+        "the storm ran: {replays} replays, {refusals} refused"
+    );
+    assert!(
+        stormy99 <= quiet99 * 2,
+        "beside the storm p99 {stormy99:?} > twice the quiet {quiet99:?}"
+    );
+    r.stop.notify_one();
+    let _ = r.relayer.await;
+    redis.kill().await;
+    common::dynamo_local::drop_table(seeder.as_ref()).await;
 }
