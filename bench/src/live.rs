@@ -20,7 +20,7 @@ use crate::server::{Backend, Server};
 use crate::stats::Percentiles;
 
 /// The organizations of the demo data the subscriptions and writes spread over.
-const ORGS: [&str; 3] = ["acme", "globex", "initech"];
+pub const ORGS: [&str; 3] = ["acme", "globex", "initech"];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LiveReport {
@@ -48,7 +48,7 @@ fn micros_now(origin: Instant) -> u64 {
 }
 
 /// Open subscriptions the server reports (`itemgraph_subscriptions_open`).
-async fn open_on_server(client: &reqwest::Client, base: &str) -> anyhow::Result<usize> {
+pub async fn open_on_server(client: &reqwest::Client, base: &str) -> anyhow::Result<usize> {
     let text = client
         .get(format!("{base}/metrics"))
         .send()
@@ -100,80 +100,18 @@ pub async fn run(
         .build()?;
 
     let origin = Instant::now();
-    let delivered = Arc::new(AtomicU64::new(0));
-    let errors = Arc::new(AtomicU64::new(0));
-    // Set before the server stops, which ends every subscription: no error then.
-    let stopping = Arc::new(AtomicBool::new(false));
-    let samples = Arc::new(Mutex::new(Vec::<u32>::new()));
+    let tally = Arc::new(Tally::default());
     let opened = Instant::now();
     let mut tasks = Vec::with_capacity(subscriptions);
     for i in 0..subscriptions {
         let org = ORGS[i % ORGS.len()];
-        let (client, url) = (client.clone(), url.clone());
-        let (delivered, errors, samples) = (delivered.clone(), errors.clone(), samples.clone());
-        let stopping = stopping.clone();
-        tasks.push(tokio::spawn(async move {
-            let body = json!({
-                "query": "subscription($org: String!) { ticketEvents(org: $org) { kind ticket { title } } }",
-                "variables": { "org": org },
-            });
-            let mut resp = match client
-                .post(&url)
-                .header("accept", "text/event-stream")
-                .json(&body)
-                .send()
-                .await
-            {
-                Ok(r) if r.status().is_success() => r,
-                _ => {
-                    errors.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-            };
-            let mut buf = String::new();
-            let mut mine = Vec::new();
-            loop {
-                let chunk = match resp.chunk().await {
-                    Ok(Some(c)) => c,
-                    _ => {
-                        if !stopping.load(Ordering::Relaxed) {
-                            errors.fetch_add(1, Ordering::Relaxed);
-                        }
-                        break;
-                    }
-                };
-                let now = micros_now(origin);
-                buf.push_str(&String::from_utf8_lossy(&chunk));
-                while let Some(end) = buf.find("\n\n") {
-                    let block: String = buf.drain(..end + 2).collect();
-                    let Some(data) = block
-                        .lines()
-                        .find_map(|l| l.strip_prefix("data:"))
-                        .filter(|_| block.contains("event: next") || block.contains("event:next"))
-                    else {
-                        continue;
-                    };
-                    let v: Value = serde_json::from_str(data.trim()).unwrap_or_default();
-                    match v["data"]["ticketEvents"]["ticket"]["title"]
-                        .as_str()
-                        .and_then(|t| t.strip_prefix("bench-"))
-                        .and_then(|t| t.parse::<u64>().ok())
-                    {
-                        Some(sent) => {
-                            delivered.fetch_add(1, Ordering::Relaxed);
-                            mine.push(u32::try_from(now.saturating_sub(sent)).unwrap_or(u32::MAX));
-                        }
-                        None => {
-                            errors.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-                if mine.len() >= 4096 {
-                    samples.lock().unwrap().append(&mut mine);
-                }
-            }
-            samples.lock().unwrap().append(&mut mine);
-        }));
+        tasks.push(spawn_subscriber(
+            client.clone(),
+            url.clone(),
+            org,
+            origin,
+            tally.clone(),
+        ));
     }
     let deadline = Instant::now() + Duration::from_secs(120);
     while open_on_server(&client, &base).await? < subscriptions {
@@ -187,50 +125,26 @@ pub async fn run(
     let (_, rss_with) = server.memory_kib()?;
 
     // The writer: one ticket at a time, at the rate asked, across the organizations.
-    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / writes_per_second));
     let started = Instant::now();
-    let mut writes = 0u64;
-    let mut expected = 0u64;
-    while started.elapsed().as_secs_f64() < seconds {
-        tick.tick().await;
-        let org = ORGS[writes as usize % ORGS.len()];
-        let requester = match org {
-            "acme" => "wile-e-coyote",
-            "globex" => "hank-scorpio",
-            _ => "bill-lumbergh",
-        };
-        let sent = micros_now(origin);
-        let r: Value = client
-            .post(&url)
-            .json(&json!({
-                "query": "mutation($input: CreateTicketInput!) { createTicket(input: $input) { ticket { ticketId } } }",
-                "variables": { "input": { "org": org, "requester": requester, "title": format!("bench-{sent}"), "body": "Load.", "priority": "LOW" } },
-            }))
-            .send()
-            .await?
-            .json()
-            .await?;
-        anyhow::ensure!(r.get("errors").is_none(), "a write failed: {r}");
-        writes += 1;
-        expected += (0..subscriptions)
-            .filter(|i| ORGS[i % ORGS.len()] == org)
-            .count() as u64;
-    }
+    let (writes, expected) = write_tickets(
+        &client,
+        &url,
+        origin,
+        seconds,
+        writes_per_second,
+        subscriptions,
+    )
+    .await?;
     let write_seconds = started.elapsed().as_secs_f64();
-    // Stragglers.
-    let settle = Instant::now();
-    while delivered.load(Ordering::Relaxed) < expected && settle.elapsed() < Duration::from_secs(10)
-    {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let delivered_events = delivered.load(Ordering::Relaxed);
+    tally.settle(expected).await;
+    let delivered_events = tally.delivered.load(Ordering::Relaxed);
     let (peak, _) = server.memory_kib()?;
-    stopping.store(true, Ordering::Relaxed);
+    tally.stopping.store(true, Ordering::Relaxed);
     server.stop().await?;
     for t in tasks {
         let _ = t.await;
     }
-    let mut all = std::mem::take(&mut *samples.lock().unwrap());
+    let mut all = std::mem::take(&mut *tally.samples.lock().unwrap());
     let mib = |kib: u64| kib as f64 / 1024.0;
     let _ = std::fs::remove_file(&file);
     Ok(LiveReport {
@@ -245,6 +159,145 @@ pub async fn run(
         rss_before_mib: mib(rss_before),
         rss_with_subscriptions_mib: mib(rss_with),
         peak_rss_mib: mib(peak),
-        errors: errors.load(Ordering::Relaxed),
+        errors: tally.errors.load(Ordering::Relaxed),
     })
+}
+
+/// What every subscription of a run adds to.
+#[derive(Default)]
+pub struct Tally {
+    pub delivered: AtomicU64,
+    pub errors: AtomicU64,
+    /// Set before the servers stop, which ends every subscription: no error then.
+    pub stopping: AtomicBool,
+    /// Write-to-event times, µs.
+    pub samples: Mutex<Vec<u32>>,
+}
+
+impl Tally {
+    /// Waits up to 10 s for stragglers, until `expected` events came.
+    pub async fn settle(&self, expected: u64) {
+        let settle = Instant::now();
+        while self.delivered.load(Ordering::Relaxed) < expected
+            && settle.elapsed() < Duration::from_secs(10)
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// One subscription over Server-Sent Events to `org`'s ticket events on `url`, counting
+/// each event and its write-to-event time (the ticket's title carries the send time).
+pub fn spawn_subscriber(
+    client: reqwest::Client,
+    url: String,
+    org: &'static str,
+    origin: Instant,
+    tally: Arc<Tally>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let body = json!({
+            "query": "subscription($org: String!) { ticketEvents(org: $org) { kind ticket { title } } }",
+            "variables": { "org": org },
+        });
+        let mut resp = match client
+            .post(&url)
+            .header("accept", "text/event-stream")
+            .json(&body)
+            .send()
+            .await
+        {
+            Ok(r) if r.status().is_success() => r,
+            _ => {
+                tally.errors.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        };
+        let mut buf = String::new();
+        let mut mine = Vec::new();
+        loop {
+            let chunk = match resp.chunk().await {
+                Ok(Some(c)) => c,
+                _ => {
+                    if !tally.stopping.load(Ordering::Relaxed) {
+                        tally.errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                    break;
+                }
+            };
+            let now = micros_now(origin);
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buf.find("\n\n") {
+                let block: String = buf.drain(..end + 2).collect();
+                let Some(data) = block
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data:"))
+                    .filter(|_| block.contains("event: next") || block.contains("event:next"))
+                else {
+                    continue;
+                };
+                let v: Value = serde_json::from_str(data.trim()).unwrap_or_default();
+                match v["data"]["ticketEvents"]["ticket"]["title"]
+                    .as_str()
+                    .and_then(|t| t.strip_prefix("bench-"))
+                    .and_then(|t| t.parse::<u64>().ok())
+                {
+                    Some(sent) => {
+                        tally.delivered.fetch_add(1, Ordering::Relaxed);
+                        mine.push(u32::try_from(now.saturating_sub(sent)).unwrap_or(u32::MAX));
+                    }
+                    None => {
+                        tally.errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            if mine.len() >= 4096 {
+                tally.samples.lock().unwrap().append(&mut mine);
+            }
+        }
+        tally.samples.lock().unwrap().append(&mut mine);
+    })
+}
+
+/// Creates one ticket at a time at `writes_per_second` for `seconds`, round the
+/// organizations, through `url`; the writes made and the events they should produce for
+/// `subscriptions` spread over the organizations.
+pub async fn write_tickets(
+    client: &reqwest::Client,
+    url: &str,
+    origin: Instant,
+    seconds: f64,
+    writes_per_second: f64,
+    subscriptions: usize,
+) -> anyhow::Result<(u64, u64)> {
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / writes_per_second));
+    let started = Instant::now();
+    let mut writes = 0u64;
+    let mut expected = 0u64;
+    while started.elapsed().as_secs_f64() < seconds {
+        tick.tick().await;
+        let org = ORGS[writes as usize % ORGS.len()];
+        let requester = match org {
+            "acme" => "wile-e-coyote",
+            "globex" => "hank-scorpio",
+            _ => "bill-lumbergh",
+        };
+        let sent = micros_now(origin);
+        let r: Value = client
+            .post(url)
+            .json(&json!({
+                "query": "mutation($input: CreateTicketInput!) { createTicket(input: $input) { ticket { ticketId } } }",
+                "variables": { "input": { "org": org, "requester": requester, "title": format!("bench-{sent}"), "body": "Load.", "priority": "LOW" } },
+            }))
+            .send()
+            .await?
+            .json()
+            .await?;
+        anyhow::ensure!(r.get("errors").is_none(), "a write failed: {r}");
+        writes += 1;
+        expected += (0..subscriptions)
+            .filter(|i| ORGS[i % ORGS.len()] == org)
+            .count() as u64;
+    }
+    Ok((writes, expected))
 }

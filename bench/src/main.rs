@@ -20,6 +20,7 @@ mod driver;
 mod floor;
 mod hot_org;
 mod live;
+mod replicas;
 mod report;
 mod scaling;
 mod server;
@@ -107,6 +108,14 @@ struct Args {
     /// Tickets written per second during the live updates run.
     #[arg(long, default_value_t = 20.0)]
     subscription_writes_per_second: f64,
+    /// Replica counts of the live updates run on DynamoDB Local, measured beside each other:
+    /// 1 reads the table's stream itself, more share the change stream's relay through a
+    /// Redis server the run starts (`redis-server`). Empty skips it; so does `--smoke`.
+    #[arg(long, value_delimiter = ',', default_value = "1,4")]
+    live_replicas: Vec<usize>,
+    /// Subscriptions over all replicas in that run.
+    #[arg(long, default_value_t = 400)]
+    replica_subscriptions: usize,
     /// Skips the runs that measure what OpenTelemetry tracing costs (embedded engine).
     #[arg(long)]
     skip_tracing: bool,
@@ -285,6 +294,32 @@ async fn main() -> anyhow::Result<()> {
         None
     };
 
+    let replicas = match (
+        &args.dynamodb_endpoint,
+        plan.engines.contains(&Engine::DynamoDb),
+    ) {
+        (Some(endpoint), true) if !args.smoke && !args.live_replicas.is_empty() => {
+            eprintln!(
+                "itemgraph-bench: live updates on {:?} replicas, DynamoDB Local",
+                args.live_replicas
+            );
+            Some(
+                replicas::run(
+                    &server_exe,
+                    &work,
+                    endpoint,
+                    &args.live_replicas,
+                    args.replica_subscriptions,
+                    plan.duration.as_secs_f64(),
+                    args.subscription_writes_per_second,
+                    CURSOR_SECRET,
+                )
+                .await?,
+            )
+        }
+        _ => None,
+    };
+
     let tracing = if plan.engines.contains(&Engine::Embedded) && !args.skip_tracing {
         eprintln!("itemgraph-bench: the cost of tracing (OpenTelemetry over OTLP)");
         let target = Target {
@@ -353,6 +388,7 @@ async fn main() -> anyhow::Result<()> {
             .as_ref()
             .map_or(0, |s| s.points.iter().map(|p| p.errors).sum::<u64>())
         + live.as_ref().map_or(0, |l| l.errors)
+        + replicas.iter().flatten().map(|r| r.errors).sum::<u64>()
         + tracing
             .iter()
             .flatten()
@@ -380,6 +416,7 @@ async fn main() -> anyhow::Result<()> {
         engines,
         scaling,
         live,
+        replicas,
         tracing,
         hot_org,
         targets: Vec::new(),

@@ -33,6 +33,9 @@ pub struct Report {
     pub scaling: Option<Scaling>,
     /// The live updates run (subscriptions under writes), embedded engine.
     pub live: Option<crate::live::LiveReport>,
+    /// The same on DynamoDB Local over 1 replica and over several sharing the relay.
+    #[serde(default)]
+    pub replicas: Option<Vec<crate::replicas::ReplicasReport>>,
     /// The full mix with tracing off, at 1 % and at 100 %, embedded engine.
     pub tracing: Option<Vec<crate::tracing_cost::TracingRun>>,
     /// Writes in one organization against the same writes spread, under `item-wcu`.
@@ -480,6 +483,35 @@ impl Report {
                 l.peak_rss_mib,
                 l.errors
             );
+        }
+        if let Some(runs) = &self.replicas {
+            let _ = writeln!(
+                md,
+                "\n## Live updates on replicas, DynamoDB Local: one replica reading the stream, and several sharing the relay (Redis)\n"
+            );
+            let _ = writeln!(
+                md,
+                "| replicas | subscriptions | writes (per s) | events expected / delivered | events/s | write→event p50 / p99 ms | GetRecords/s (readers) | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+            );
+            for r in runs {
+                let _ = writeln!(
+                    md,
+                    "| {}{} | {} | {} ({:.1}) | {} / {} | {:.0} | {:.1} / {:.1} | {:.1} ({}) | {} |",
+                    r.replicas,
+                    if r.relay { " (relay)" } else { "" },
+                    r.subscriptions,
+                    r.writes,
+                    r.writes as f64 / r.write_seconds,
+                    r.expected_events,
+                    r.delivered_events,
+                    r.events_per_second,
+                    r.latency_ms.p50,
+                    r.latency_ms.p99,
+                    r.get_records_per_second,
+                    r.stream_readers,
+                    r.errors
+                );
+            }
         }
         if let Some(runs) = &self.tracing {
             let _ = writeln!(

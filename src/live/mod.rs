@@ -477,28 +477,21 @@ impl Hub {
             return self
                 .started
                 .get_or_try_init(|| async move {
-                    let last = match log.last().await {
+                    // The newest entries, to serve recent resumes from memory at once
+                    // (a replica restarted in a deploy meets its clients' resumes first),
+                    // and one more, the id they all come after.
+                    let capacity = hub.options.relay_memory;
+                    let newest = match with_retries(|| log.newest(capacity + 1)).await {
                         // No holder has begun yet: wait for the first to mark its start
                         // (a subscription served before it could miss changes).
-                        Ok(None) => log
+                        Ok(entries) if entries.is_empty() => log
                             .follow("0", 1, RELAY_BEGIN_WAIT)
-                            .await
-                            .map(|entries| entries.into_iter().next()),
+                            .await,
                         other => other,
                     };
-                    let at = match last {
-                        Ok(Some(last)) => {
-                            let id = last.id.clone();
-                            hub.recent().base = Some(id.clone());
-                            hub.set_position(|p| {
-                                *p = Position {
-                                    relay: Some(last.id),
-                                    ..last.position
-                                }
-                            });
-                            id
-                        }
-                        Ok(None) => {
+                    let newest = match newest {
+                        Ok(entries) if !entries.is_empty() => entries,
+                        Ok(_) => {
                             return Err(LiveError::Unavailable(
                                 "the relay of the change stream has not begun: no replica holds its lease yet".into(),
                             ))
@@ -510,6 +503,7 @@ impl Hub {
                             )));
                         }
                     };
+                    let at = hub.warm(newest);
                     tokio::spawn(follow_relay(log, Arc::downgrade(&hub), at));
                     Ok(())
                 })
@@ -590,6 +584,41 @@ impl Hub {
             self.recent().push(id.clone(), signal.clone());
         }
         let _ = self.sender.send(signal);
+    }
+
+    /// Takes `newest` (oldest first) as where the hub starts following the relay: its
+    /// position is after the last, and the entries after the first are held in memory.
+    /// Returns the last one's id.
+    fn warm(&self, newest: Vec<Entry>) -> String {
+        let mut position = self.position.lock().unwrap_or_else(|p| p.into_inner());
+        let mut recent = self.recent();
+        let mut entries = newest.into_iter();
+        let first = entries.next().expect("at least one entry");
+        recent.base = Some(first.id.clone());
+        let mut at = first;
+        for entry in entries {
+            let relayed_at = Position {
+                relay: Some(entry.id.clone()),
+                ..entry.position.clone()
+            };
+            let signal = match &entry.relayed {
+                Relayed::Change(change) => Some(Signal::Change(
+                    Arc::new((**change).clone()),
+                    Arc::new(relayed_at),
+                )),
+                Relayed::Lost(why) => Some(Signal::Lost(why.clone())),
+                Relayed::Began => None,
+            };
+            if let Some(signal) = signal {
+                recent.push(entry.id.clone(), signal);
+            }
+            at = entry;
+        }
+        *position = Position {
+            relay: Some(at.id.clone()),
+            ..at.position
+        };
+        at.id
     }
 
     fn recent(&self) -> std::sync::MutexGuard<'_, Recent> {

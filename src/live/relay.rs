@@ -211,6 +211,22 @@ impl RelayLog {
         reply.ids.into_iter().next().map(entry).transpose()
     }
 
+    /// The newest `count` entries, oldest first: what a hub starting to follow the log
+    /// keeps in memory.
+    pub async fn newest(&self, count: usize) -> RelayResult<Vec<Entry>> {
+        let mut conn = self.conn.clone();
+        let reply: StreamRangeReply = conn
+            .xrevrange_count(&self.stream, "+", "-", count.max(1))
+            .await?;
+        let mut entries = reply
+            .ids
+            .into_iter()
+            .map(entry)
+            .collect::<RelayResult<Vec<_>>>()?;
+        entries.reverse();
+        Ok(entries)
+    }
+
     /// The oldest entry's id: a replay from before it has lost entries.
     pub async fn first_id(&self) -> RelayResult<Option<String>> {
         let mut conn = self.conn.clone();

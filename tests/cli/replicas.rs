@@ -304,7 +304,13 @@ async fn eight_replicas_share_one_stream_reader_through_the_relay() {
     writer.await.unwrap();
     let want: Vec<String> = (0..CHANGES).map(|n| format!("replicated {n:02}")).collect();
     let mut cursors = Vec::new();
-    let got = futures::future::join_all(subscribers.iter_mut().map(|s| s.titles(CHANGES))).await;
+    // Keep-alive comments keep each read alive: bound the whole wait instead.
+    let got = tokio::time::timeout(
+        Duration::from_secs(120),
+        futures::future::join_all(subscribers.iter_mut().map(|s| s.titles(CHANGES))),
+    )
+    .await
+    .expect("every replica's subscriber got every change within 2 minutes");
     for (i, events) in got.iter().enumerate() {
         let titles: Vec<String> = events.iter().map(|(t, _)| t.clone()).collect();
         assert_eq!(titles, want, "replica {i}: every change once, in order");
@@ -357,11 +363,15 @@ async fn eight_replicas_share_one_stream_reader_through_the_relay() {
         let addr = restarted.addr.clone();
         let from = from.clone();
         tokio::spawn(async move {
+            // As a client backs off: doubling from 100 ms, at most 2 s, with jitter.
+            let mut backoff = Duration::from_millis(100);
             loop {
                 let mut events = Events::open(&client, &addr, Some(&from)).await.unwrap();
                 let first = events.next().await;
                 if first["errors"][0]["extensions"]["code"] == "TOO_MANY_REPLAYS" {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let jitter = rand::random::<f64>() * 0.5 + 0.75;
+                    tokio::time::sleep(backoff.mul_f64(jitter)).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
                     continue;
                 }
                 assert!(first.get("errors").is_none(), "{first:#}");
@@ -374,7 +384,10 @@ async fn eight_replicas_share_one_stream_reader_through_the_relay() {
             }
         })
     });
-    let resumed = futures::future::join_all(resumes).await;
+    let resumed =
+        tokio::time::timeout(Duration::from_secs(300), futures::future::join_all(resumes))
+            .await
+            .expect("the 1,000 resumes were served within 5 minutes");
     for titles in resumed {
         assert_eq!(titles.unwrap(), want[5..].to_vec());
     }
