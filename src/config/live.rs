@@ -140,7 +140,7 @@ pub struct LiveArgs {
     )]
     pub max_sockets_awaiting_init: usize,
     /// The relay of the change stream, for more than one replica: a Redis or Valkey URL
-    /// (`redis://host:port`, `rediss://` for TLS, as ElastiCache gives). One replica at a
+    /// (`redis://host:port`; TLS, `rediss://`, is not built in). One replica at a
     /// time, elected by a lease item in the table (`LEASE#stream-relay`), reads the stream
     /// into a Redis Stream; every replica's subscriptions follow that, and resumes are
     /// served from its history. Without it each replica reads the stream itself, which
