@@ -140,13 +140,18 @@ pub struct LiveArgs {
     )]
     pub max_sockets_awaiting_init: usize,
     /// The relay of the change stream, for more than one replica: a Redis or Valkey URL
-    /// (`redis://host:port`; TLS, `rediss://`, is not built in). One replica at a
+    /// (`redis://host:port`, `rediss://` for TLS, as ElastiCache's in-transit encryption
+    /// asks). One replica at a
     /// time, elected by a lease item in the table (`LEASE#stream-relay`), reads the stream
     /// into a Redis Stream; every replica's subscriptions follow that, and resumes are
     /// served from its history. Without it each replica reads the stream itself, which
     /// DynamoDB Streams allows for two at most.
     #[arg(long, env = "ITEMGRAPH_RELAY_URL", value_name = "URL")]
     pub relay_url: Option<String>,
+    /// With a `rediss://` relay: a PEM file of the certificates to trust instead of the
+    /// system's roots (a private CA).
+    #[arg(long, env = "ITEMGRAPH_RELAY_CA_FILE", value_name = "PATH")]
+    pub relay_ca_file: Option<std::path::PathBuf>,
     /// How long the relay's holder has between heartbeats before another replica takes
     /// over, in milliseconds (it heartbeats three times a lease).
     #[arg(
@@ -192,8 +197,16 @@ impl LiveArgs {
         let Some(url) = &self.relay_url else {
             return Ok(None);
         };
-        let log = crate::live::relay::RelayLog::connect(
+        let ca = match &self.relay_ca_file {
+            Some(path) => Some(
+                std::fs::read(path)
+                    .map_err(|e| anyhow::anyhow!("--relay-ca-file {}: {e}", path.display()))?,
+            ),
+            None => None,
+        };
+        let log = crate::live::relay::RelayLog::connect_trusting(
             url,
+            ca.as_deref(),
             table,
             self.relay_history,
             Duration::from_millis(self.relay_retention_ms),

@@ -115,15 +115,40 @@ impl std::fmt::Debug for RelayLog {
 }
 
 impl RelayLog {
-    /// Connects to `url` (`redis://host:port`); the log's keys are named after `table`
-    /// (`itemgraph:{<table>}:changes`, `…:fence`, in one hash slot for a cluster).
+    /// Connects to `url` (`redis://host:port`, `rediss://` for TLS against the system's
+    /// roots); the log's keys are named after `table` (`itemgraph:{<table>}:changes`,
+    /// `…:fence`, in one hash slot for a cluster).
     pub async fn connect(
         url: &str,
         table: &str,
         max_len: usize,
         retention: Duration,
     ) -> RelayResult<RelayLog> {
-        let client = redis::Client::open(url)?;
+        Self::connect_trusting(url, None, table, max_len, retention).await
+    }
+
+    /// [`connect`](Self::connect), trusting the PEM certificates `ca` instead of the
+    /// system's roots for `rediss://` (a private CA, a self-signed test server).
+    pub async fn connect_trusting(
+        url: &str,
+        ca: Option<&[u8]>,
+        table: &str,
+        max_len: usize,
+        retention: Duration,
+    ) -> RelayResult<RelayLog> {
+        // The build has both of rustls's crypto providers; name one before any TLS client
+        // is built (an error only says one is named already).
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+        let client = match ca {
+            Some(ca) => redis::Client::build_with_tls(
+                url,
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(ca.to_vec()),
+                },
+            )?,
+            None => redis::Client::open(url)?,
+        };
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(CALL_TIMEOUT))
             .set_response_timeout(Some(CALL_TIMEOUT));

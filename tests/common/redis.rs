@@ -28,6 +28,31 @@ impl Redis {
 /// A fresh server, or `None` (after a loud `SKIPPED` line) when there is no
 /// `redis-server` outside CI. Panics under `CI` or when `scripts/test` named a binary.
 pub async fn start() -> Option<Redis> {
+    start_with(|port| vec!["--port".into(), port.to_string()]).await
+}
+
+/// A fresh server that speaks TLS only, with the certificate and key in those PEM files
+/// (clients are not asked for certificates).
+pub async fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Option<Redis> {
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    start_with(move |port| {
+        vec![
+            "--port".into(),
+            "0".into(),
+            "--tls-port".into(),
+            port.to_string(),
+            "--tls-cert-file".into(),
+            cert.clone(),
+            "--tls-key-file".into(),
+            key.clone(),
+            "--tls-auth-clients".into(),
+            "no".into(),
+        ]
+    })
+    .await
+}
+
+async fn start_with(listen: impl Fn(u16) -> Vec<String>) -> Option<Redis> {
     let named = std::env::var(SERVER_VAR)
         .ok()
         .filter(|v| !v.trim().is_empty());
@@ -37,9 +62,8 @@ pub async fn start() -> Option<Redis> {
         listener.local_addr().unwrap().port()
     };
     let spawned = Command::new(&binary)
+        .args(listen(port))
         .args([
-            "--port",
-            &port.to_string(),
             "--bind",
             "127.0.0.1",
             "--save",

@@ -109,6 +109,39 @@ async fn the_relay_log_keeps_order_fences_stale_writers_and_trims() {
     redis.kill().await;
 }
 
+/// Over TLS (`rediss://`): a server whose certificate a private CA signed is reached
+/// trusting that CA, and refused against the system's roots.
+#[tokio::test]
+async fn the_relay_log_speaks_tls_trusting_a_given_ca() {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    let Some(redis) = common::redis::start_tls(&cert_file, &key_file).await else {
+        return;
+    };
+    let url = format!("rediss://127.0.0.1:{}", redis.port);
+    let retention = Duration::from_secs(3600);
+    let log = RelayLog::connect_trusting(&url, Some(ca.pem().as_bytes()), "t", 100, retention)
+        .await
+        .unwrap();
+    log.claim(1).await.unwrap();
+    let ids = log.append(1, &[change(1)]).await.unwrap();
+    assert_eq!(log.last().await.unwrap().unwrap().id, ids[0]);
+    // The system's roots do not know the CA: no connection.
+    assert!(RelayLog::connect(&url, "t", 100, retention).await.is_err());
+    redis.kill().await;
+}
+
 /// The lease on DynamoDB Local: one holder; a stalled one replaced after a duration at the
 /// next epoch; a released one taken at once.
 #[tokio::test]
