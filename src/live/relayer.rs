@@ -95,6 +95,21 @@ impl Relayer {
             }
             Ok(None) => {
                 let reader = Reader::start(self.stream.clone(), sink.clone(), self.poll).await;
+                // An empty log after an earlier holding: the relay lost its history (a
+                // Redis restarted without its data, or flushed). What was relayed since
+                // its last entry cannot be known: subscribers are told to refetch.
+                if reader.is_ok() && held.epoch > 1 {
+                    tracing::warn!(
+                        epoch = held.epoch,
+                        "the relay log is empty after an earlier holder: its history was lost"
+                    );
+                    if !sink
+                        .lose("the relay of the change stream lost its history: refetch, then subscribe again".into())
+                        .await
+                    {
+                        return false;
+                    }
+                }
                 // The log says where the relay began, so hubs know it is live.
                 if reader.is_ok() && !sink.begin().await {
                     return false;
@@ -162,6 +177,12 @@ struct RelaySink {
 }
 
 impl RelaySink {
+    /// Tells every subscriber that changes were lost.
+    async fn lose(&self, why: String) -> bool {
+        let position = self.position().clone();
+        self.append(vec![(Relayed::Lost(why), position)]).await
+    }
+
     /// Marks where the first holder began reading.
     async fn begin(&self) -> bool {
         let position = self.position().clone();
@@ -231,7 +252,6 @@ impl Sink for RelaySink {
     }
 
     async fn lost(&self, why: String) {
-        let position = self.position().clone();
-        self.append(vec![(Relayed::Lost(why), position)]).await;
+        self.lose(why).await;
     }
 }

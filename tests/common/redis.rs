@@ -28,14 +28,19 @@ impl Redis {
 /// A fresh server, or `None` (after a loud `SKIPPED` line) when there is no
 /// `redis-server` outside CI. Panics under `CI` or when `scripts/test` named a binary.
 pub async fn start() -> Option<Redis> {
-    start_with(|port| vec!["--port".into(), port.to_string()]).await
+    start_with(None, |port| vec!["--port".into(), port.to_string()]).await
+}
+
+/// A fresh, empty server on `port` (where another was killed: a restart without its data).
+pub async fn start_on(port: u16) -> Option<Redis> {
+    start_with(Some(port), |port| vec!["--port".into(), port.to_string()]).await
 }
 
 /// A fresh server that speaks TLS only, with the certificate and key in those PEM files
 /// (clients are not asked for certificates).
 pub async fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Option<Redis> {
     let (cert, key) = (cert.display().to_string(), key.display().to_string());
-    start_with(move |port| {
+    start_with(None, move |port| {
         vec![
             "--port".into(),
             "0".into(),
@@ -52,15 +57,15 @@ pub async fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Option<
     .await
 }
 
-async fn start_with(listen: impl Fn(u16) -> Vec<String>) -> Option<Redis> {
+async fn start_with(port: Option<u16>, listen: impl Fn(u16) -> Vec<String>) -> Option<Redis> {
     let named = std::env::var(SERVER_VAR)
         .ok()
         .filter(|v| !v.trim().is_empty());
     let binary = named.clone().unwrap_or_else(|| "redis-server".into());
-    let port = {
+    let port = port.unwrap_or_else(|| {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
-    };
+    });
     let spawned = Command::new(&binary)
         .args(listen(port))
         .args([

@@ -272,6 +272,102 @@ async fn replicas_share_one_relay_reader_that_a_kill_hands_over() {
     common::dynamo_local::drop_table(&seeder).await;
 }
 
+/// The relay's Redis restarts without its data: the next holding finds the log empty
+/// after an earlier one, so subscribers are told changes were lost (`EVENTS_EXPIRED`:
+/// refetch) instead of silently missing what happened meanwhile, and a new subscription
+/// gets the changes made after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_that_lost_its_history_tells_subscribers_to_refetch() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("relay-lost");
+    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
+    seeder.create_table().await.unwrap();
+    itemgraph::demo::seed_demo(&seeder).await.unwrap();
+    seeder.enable_stream().await.unwrap();
+    let (url, port) = (redis.url(), redis.port);
+    let r = replica(&endpoint, &table, &url, 0).await;
+    let data = itemgraph::demo::demo_data();
+    let org = data.organizations[0].slug.clone();
+    let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
+    let mut events = Box::pin(r.hub.subscribe(None, None, |_| true).await.unwrap());
+    create_ticket(&seeder, &ticket(&org, &requester, 0))
+        .await
+        .unwrap();
+    collect(events.as_mut(), 1).await;
+
+    redis.kill().await;
+    let restarted = common::redis::start_on(port).await.unwrap();
+    // Changes made while the relay is down and after it came back empty.
+    for n in 1..4 {
+        create_ticket(&seeder, &ticket(&org, &requester, n))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let ended = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            match events.next().await {
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Some(e),
+                None => return None,
+            }
+        }
+    })
+    .await
+    .expect("the subscriber was told within a minute");
+    assert!(matches!(ended, Some(LiveError::Expired(_))), "{ended:?}");
+    // The next holding said so in the log: a lost marker, then where it began.
+    let log = RelayLog::connect(&url, &table, 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let first: Vec<_> = log
+        .newest(10_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .take(2)
+        .collect();
+    assert!(
+        matches!(
+            first.iter().map(|e| &e.relayed).collect::<Vec<_>>()[..],
+            [
+                itemgraph::live::relay::Relayed::Lost(_),
+                itemgraph::live::relay::Relayed::Began
+            ]
+        ),
+        "{first:?}"
+    );
+    // A new subscription (after refetching) gets what comes next.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut fresh = loop {
+        match r.hub.subscribe(None, None, |_| true).await {
+            Ok(s) => break Box::pin(s),
+            Err(e) => {
+                assert!(tokio::time::Instant::now() < deadline, "{e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    let after = ticket(&org, &requester, 9);
+    create_ticket(&seeder, &after).await.unwrap();
+    // (Changes made while the relay came back may come first.)
+    loop {
+        let (title, _) = collect(fresh.as_mut(), 1).await.remove(0);
+        if title == "relayed 9" {
+            break;
+        }
+    }
+    r.stop.notify_one();
+    let _ = r.relayer.await;
+    restarted.kill().await;
+    common::dynamo_local::drop_table(&seeder).await;
+}
+
 /// The `n`th percentile of `samples` (nearest rank).
 fn percentile(samples: &[Duration], p: f64) -> Duration {
     let mut sorted = samples.to_vec();
