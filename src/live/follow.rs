@@ -1,0 +1,265 @@
+//! The hub's side of the change stream's relay ([`super::relay`]): following the log into
+//! the hub, the recent entries a hub holds for resumes, and a relay-following
+//! subscription, whose resume replays from memory or from the log's history, never from
+//! the stream.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::broadcast;
+
+use super::position::{relay_id_cmp, Position};
+use super::relay::{RelayError, RelayLog, Relayed};
+use super::{Change, Delivered, Hub, LiveError, LiveOptions, ReplaySlot, Signal};
+
+/// Replays from the relay's history at once in one process: each decodes entries as fast
+/// as it can (yielding between them), so one at a time leaves the runtime's other tasks,
+/// other tenants' events among them, their turn. The others wait for it, each holding its
+/// organization's replay slot.
+pub(super) const HISTORY_REPLAYS: usize = 1;
+
+/// The last [`LiveOptions::relay_memory`] relay entries a hub received, in order.
+#[derive(Default)]
+pub(super) struct Recent {
+    capacity: usize,
+    /// The id just before the first entry held: every entry after it is here.
+    pub(super) base: Option<String>,
+    entries: std::collections::VecDeque<(String, Signal)>,
+}
+
+impl Recent {
+    /// Holding at most `capacity` entries.
+    pub(super) fn new(capacity: usize) -> Recent {
+        Recent {
+            capacity,
+            ..Recent::default()
+        }
+    }
+
+    /// The entries after `from`, when all of them are held.
+    pub(super) fn after(&self, from: &str) -> Option<Vec<(String, Signal)>> {
+        let base = self.base.as_deref()?;
+        if relay_id_cmp(from, base)?.is_lt() {
+            return None;
+        }
+        let start = self
+            .entries
+            .partition_point(|(id, _)| relay_id_cmp(id, from).is_some_and(|o| o.is_le()));
+        Some(self.entries.range(start..).cloned().collect())
+    }
+
+    pub(super) fn push(&mut self, id: String, signal: Signal) {
+        self.entries.push_back((id, signal));
+        if self.entries.len() > self.capacity {
+            self.base = self.entries.pop_front().map(|(id, _)| id);
+        }
+    }
+}
+
+/// Follows the relay log from `at` into the hub until the hub is gone.
+pub(super) async fn follow_relay(log: RelayLog, hub: std::sync::Weak<Hub>, mut at: String) {
+    let mut backoff = Duration::from_millis(100);
+    let mut failed = false;
+    loop {
+        if hub.strong_count() == 0 {
+            return;
+        }
+        match log.follow(&at, 1000, RELAY_BLOCK).await {
+            Ok(entries) => {
+                if failed {
+                    failed = false;
+                    // Back after a failure: entries trimmed meanwhile are lost to everyone.
+                    if let Ok(Some(first)) = log.first_id().await {
+                        if at != "0" && relay_id_cmp(&first, &at).is_some_and(|o| o.is_gt()) {
+                            if let Some(hub) = hub.upgrade() {
+                                hub.lost("the server fell behind the relay's history and missed changes: refetch, then subscribe again".into());
+                            }
+                        }
+                    }
+                }
+                backoff = Duration::from_millis(100);
+                let Some(hub) = hub.upgrade() else {
+                    return;
+                };
+                for entry in entries {
+                    at = entry.id.clone();
+                    hub.publish_relayed(entry);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, ?backoff, "following the relay log failed; retrying");
+                crate::metrics::record_stream_error();
+                failed = true;
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// A read of the relay's history, sent again on failure (a timeout under load, a
+/// reconnect) on the store's retry schedule, three times at most.
+pub(super) async fn with_retries<T, F, Fut>(call: F) -> Result<T, RelayError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, RelayError>>,
+{
+    crate::store::retry_while(3, |e| !matches!(e, RelayError::Malformed(_)), call).await
+}
+
+/// How long a hub's first subscription waits for the relay's first holder to begin.
+pub(super) const RELAY_BEGIN_WAIT: Duration = Duration::from_secs(5);
+
+/// How long one read of the relay log waits for an entry.
+const RELAY_BLOCK: Duration = Duration::from_secs(2);
+
+/// Entries read from the relay log per call of a replay.
+const RELAY_PAGE: usize = 1000;
+
+/// Where a resume on a relay-following hub starts: the position, and the entries after it
+/// when the hub still holds them all in memory.
+pub(super) struct Resume {
+    pub(super) from: Position,
+    pub(super) from_memory: Option<Vec<(String, Signal)>>,
+    /// Taken for a replay from the relay's history.
+    pub(super) history: Arc<tokio::sync::Semaphore>,
+}
+
+/// One subscription's changes on a hub that follows a relay: a resume (`after`) replays
+/// from the hub's recent entries, or else from the log's history (never the stream), up
+/// to where the hub was when it subscribed, then goes on with the hub's entries after the
+/// last one replayed.
+pub(super) fn relayed_changes(
+    log: RelayLog,
+    mut rx: broadcast::Receiver<Signal>,
+    now: Position,
+    after: Option<Resume>,
+    replay_slot: Option<ReplaySlot>,
+    wanted: impl Fn(&Change) -> bool + Send + 'static,
+    options: LiveOptions,
+) -> impl Stream<Item = Result<Delivered, LiveError>> + Send + 'static {
+    let LiveOptions {
+        buffer, max_replay, ..
+    } = options;
+    async_stream::stream! {
+        let replay_slot = replay_slot;
+        let mut replayed_to: Option<String> = None;
+        if let Some(Resume { from, from_memory: Some(entries), .. }) = &after {
+            if entries.len() > max_replay {
+                yield Err(LiveError::Expired(format!(
+                    "more than {max_replay} changes happened since that position: refetch, then subscribe without `after`"
+                )));
+                return;
+            }
+            replayed_to = from.relay.clone();
+            for (id, signal) in entries {
+                // Held entries are ready at once: give the runtime back its turn now and
+                // then, so a storm of replays cannot starve other tasks.
+                tokio::task::coop::consume_budget().await;
+                replayed_to = Some(id.clone());
+                match signal {
+                    Signal::Change(change, position) => {
+                        if wanted(change) {
+                            yield Ok(Delivered { change: change.clone(), position: position.clone() });
+                        }
+                    }
+                    Signal::Lost(why) => {
+                        yield Err(LiveError::Expired(why.clone()));
+                        return;
+                    }
+                }
+            }
+        } else if let Some(Resume { from, history, .. }) = after {
+            let _permit = history.acquire_owned().await;
+            let refetch = |why: &str| LiveError::Expired(format!("{why}: refetch, then subscribe without `after`"));
+            let Some(mut at) = from.relay else {
+                yield Err(refetch("this event cursor was made by a server that did not follow the relay"));
+                return;
+            };
+            match with_retries(|| log.first_id()).await {
+                Ok(Some(first)) if relay_id_cmp(&at, &first).is_some_and(|o| o.is_lt()) => {
+                    yield Err(refetch("the relay's history no longer holds that position"));
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));
+                    return;
+                }
+            }
+            let mut replayed = 0;
+            'replay: loop {
+                let page = match with_retries(|| log.range_after_raw(&at, RELAY_PAGE)).await {
+                    Ok(page) => page,
+                    Err(e) => {
+                        yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));
+                        return;
+                    }
+                };
+                let last_page = page.len() < RELAY_PAGE;
+                for raw in page {
+                    tokio::task::coop::consume_budget().await;
+                    let entry = match raw.decode() {
+                        Ok(entry) => entry,
+                        Err(e) => {
+                            yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));
+                            return;
+                        }
+                    };
+                    let beyond = now.relay.as_deref().is_none_or(|n| relay_id_cmp(&entry.id, n).is_some_and(|o| o.is_gt()));
+                    if beyond {
+                        break 'replay;
+                    }
+                    at = entry.id.clone();
+                    replayed += 1;
+                    if replayed > max_replay {
+                        yield Err(refetch(&format!("more than {max_replay} changes happened since that position")));
+                        return;
+                    }
+                    match entry.relayed {
+                        Relayed::Change(change) => {
+                            if wanted(&change) {
+                                let position = Position { relay: Some(entry.id), ..entry.position };
+                                yield Ok(Delivered { change: Arc::from(change), position: Arc::new(position) });
+                            }
+                        }
+                        Relayed::Lost(why) => {
+                            yield Err(LiveError::Expired(why));
+                            return;
+                        }
+                        Relayed::Began => {}
+                    }
+                }
+                if last_page {
+                    break;
+                }
+            }
+            replayed_to = Some(at);
+        }
+        // Caught up: the organization's replay slot is free for the next resume.
+        drop(replay_slot);
+        loop {
+            match rx.recv().await {
+                Ok(Signal::Change(change, position)) => {
+                    let seen = match (&replayed_to, &position.relay) {
+                        (Some(to), Some(id)) => relay_id_cmp(id, to).is_some_and(|o| o.is_le()),
+                        _ => false,
+                    };
+                    if !seen && wanted(&change) {
+                        yield Ok(Delivered { change, position });
+                    }
+                }
+                Ok(Signal::Lost(why)) => {
+                    yield Err(LiveError::Expired(why));
+                    return;
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    yield Err(LiveError::TooSlow(buffer));
+                    return;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+}
