@@ -40,20 +40,10 @@ fn plain(line: &str) -> String {
     out
 }
 
-async fn start_server(dir: &Path, extra: &[&str]) -> (Server, Vec<String>) {
-    let data = dir.join("itemgraph.redb");
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
-        .arg(&data)
-        .args(extra)
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start itemgraph");
+/// Reads a starting `serve`'s log (its stdout, colourless) until the line saying where it
+/// listens: that address, and the lines up to it. The rest of the log is drained in the
+/// background, so the server never blocks on a full pipe.
+pub(crate) async fn listening(child: &mut Child) -> (String, Vec<String>) {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     let addr = tokio::time::timeout(Duration::from_secs(60), async {
@@ -72,8 +62,25 @@ async fn start_server(dir: &Path, extra: &[&str]) -> (Server, Vec<String>) {
     })
     .await
     .expect("itemgraph did not start listening within 60 s");
-    // Keep draining the log so the server never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (addr, seen)
+}
+
+async fn start_server(dir: &Path, extra: &[&str]) -> (Server, Vec<String>) {
+    let data = dir.join("itemgraph.redb");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+        .arg(&data)
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start itemgraph");
+    let (addr, seen) = listening(&mut child).await;
     (Server { child, addr }, seen)
 }
 

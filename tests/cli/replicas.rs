@@ -14,7 +14,6 @@ use itemgraph::live::relayer::LEASE_NAME;
 use itemgraph::model::Record;
 use itemgraph::store::{GetItem, Store};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::common;
@@ -64,22 +63,7 @@ impl Replica {
             .kill_on_drop(true)
             .spawn()
             .expect("start itemgraph");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let addr = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await.expect("read log") {
-                if let Some(rest) = line
-                    .split("addr=")
-                    .nth(1)
-                    .filter(|_| line.contains("listening"))
-                {
-                    return rest.split_whitespace().next().unwrap().to_string();
-                }
-            }
-            panic!("itemgraph exited before listening");
-        })
-        .await
-        .expect("itemgraph did not start listening within 60 s");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (addr, _) = crate::commands::listening(&mut child).await;
         Replica { child, addr }
     }
 
@@ -167,29 +151,7 @@ impl Events {
 
     /// The next `next` event's data.
     async fn next(&mut self) -> Value {
-        loop {
-            while let Some(end) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..end + 2).collect();
-                let mut event = "";
-                let mut data = String::new();
-                for line in block.lines() {
-                    if let Some(e) = line.strip_prefix("event:") {
-                        event = e.trim();
-                    } else if let Some(d) = line.strip_prefix("data:") {
-                        data.push_str(d.trim_start());
-                    }
-                }
-                if event == "next" {
-                    return serde_json::from_str(&data).expect("JSON data");
-                }
-            }
-            let chunk = tokio::time::timeout(Duration::from_secs(60), self.resp.chunk())
-                .await
-                .expect("an event within 60 s")
-                .expect("the stream reads")
-                .expect("the stream goes on");
-            self.buf.push_str(&String::from_utf8_lossy(&chunk));
-        }
+        common::sse::next_event(&mut self.resp, &mut self.buf, |_| true).await
     }
 
     /// The titles of the next `n` events, with the last event's cursor.

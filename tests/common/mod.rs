@@ -9,6 +9,7 @@ pub mod jwks;
 pub mod otlp;
 pub mod redis;
 pub mod server;
+pub mod sse;
 pub mod stalled;
 
 /// Runs every case of a suite once per engine, as `embedded::case` and `dynamodb::case`

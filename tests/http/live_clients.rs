@@ -99,40 +99,6 @@ async fn graphql_ws_and_graphql_sse_clients_follow_the_changes() {
     server.stop().await;
 }
 
-/// Reads a `text/event-stream` answer until an event `next` whose data satisfies `want`.
-async fn next_event(
-    resp: &mut reqwest::Response,
-    buf: &mut String,
-    want: impl Fn(&Value) -> bool,
-) -> Value {
-    loop {
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            let mut event = "";
-            let mut data = String::new();
-            for line in block.lines() {
-                if let Some(e) = line.strip_prefix("event:") {
-                    event = e.trim();
-                } else if let Some(d) = line.strip_prefix("data:") {
-                    data.push_str(d.trim_start());
-                }
-            }
-            if event == "next" {
-                let v: Value = serde_json::from_str(&data).expect("JSON data");
-                if want(&v) {
-                    return v;
-                }
-            }
-        }
-        let chunk = tokio::time::timeout(Duration::from_secs(30), resp.chunk())
-            .await
-            .expect("an event within 30 s")
-            .expect("the stream reads")
-            .expect("the stream goes on");
-        buf.push_str(&String::from_utf8_lossy(&chunk));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_share_one_stream() {
     let Some(endpoint) = common::dynamo_local::endpoint().await else {
@@ -200,7 +166,7 @@ async fn two_replicas_share_one_stream() {
         let id = create(format!("through A {i}")).await;
         let got = tokio::time::timeout(
             Duration::from_secs(2),
-            next_event(&mut resp, &mut buf, |v| {
+            common::sse::next_event(&mut resp, &mut buf, |v| {
                 v["data"]["ticketEvents"]["ticket"]["ticketId"] == id.as_str()
             }),
         )
@@ -234,7 +200,7 @@ async fn two_replicas_share_one_stream() {
         .send()
         .await
         .unwrap();
-    let e = next_event(&mut resp, &mut buf, |v| {
+    let e = common::sse::next_event(&mut resp, &mut buf, |v| {
         v["data"]["ticketEvents"]["ticket"]["title"] == "Written with the AWS SDK"
     })
     .await;
