@@ -28,6 +28,7 @@
 //! | [`RELAY_FOLLOWED`] | counter | |
 //! | [`RELAY_LAG`] | gauge (s) | |
 //! | [`JWKS_REFRESHES`] | counter | `outcome` |
+//! | [`JWKS_KEYS_SKIPPED`] | counter | |
 //! | [`TRACE_SPANS`] | counter | `outcome` |
 //!
 //! Label values are bounded: operation names are chosen by clients, so only well-formed
@@ -107,6 +108,9 @@ pub const NO_INDEX: &str = "none";
 /// Fetches of the identity provider's JWKS, by `outcome`: `ok`, or `error` (the last good
 /// set kept).
 pub const JWKS_REFRESHES: &str = "itemgraph_jwks_refresh_total";
+/// Keys of a fetched JWKS that were skipped because this server cannot read them (a key
+/// type or curve it does not know, a malformed key), while the set's other keys are used.
+pub const JWKS_KEYS_SKIPPED: &str = "itemgraph_jwks_keys_skipped_total";
 /// OpenTelemetry spans that ended sampled, by `outcome`: `exported` (the collector took
 /// them), `queue_full` (dropped at once: the export queue was full, so the collector is
 /// down or slower than the server), `export_failed` (the collector refused them, did not
@@ -225,6 +229,11 @@ fn describe() {
         "Fetches of the identity provider's JWKS by outcome (error: the last good set kept)"
     );
     describe_counter!(
+        JWKS_KEYS_SKIPPED,
+        Unit::Count,
+        "Keys of a fetched JWKS skipped as unreadable (unknown type or curve, malformed)"
+    );
+    describe_counter!(
         TRACE_SPANS,
         Unit::Count,
         "OpenTelemetry spans by outcome: exported, or dropped (queue_full, export_failed, shutdown)"
@@ -241,6 +250,11 @@ fn describe() {
 pub fn record_jwks_refresh(ok: bool) {
     let outcome = if ok { "ok" } else { "error" };
     ::metrics::counter!(JWKS_REFRESHES, "outcome" => outcome).increment(1);
+}
+
+/// `keys` keys of a fetched JWKS skipped as unreadable.
+pub fn record_jwks_keys_skipped(keys: usize) {
+    ::metrics::counter!(JWKS_KEYS_SKIPPED).increment(keys as u64);
 }
 
 /// `spans` OpenTelemetry spans that met `outcome` (see [`TRACE_SPANS`]).

@@ -22,7 +22,7 @@ pub const BY_REFERENCE: [(&str, &str); 3] = [
     ("ITEMGRAPH_JWT_SECRET", "--jwt-secret"),
 ];
 
-/// The flags (`--cursor-secret VALUE`, …) for the secrets that `env` names by reference;
+/// The flags (`--cursor-secret=VALUE`, …) for the secrets that `env` names by reference;
 /// none, and no call, when it names none. Refused when a variable is given both ways.
 pub async fn resolve(env: impl Fn(&str) -> Option<String>) -> anyhow::Result<Vec<OsString>> {
     resolve_with(env, || {
@@ -77,7 +77,9 @@ where
     Ok(wanted
         .into_iter()
         .zip(values)
-        .flat_map(|((_, flag, _), value)| [OsString::from(flag), OsString::from(value)])
+        // One argument, `--flag=value`: a value starting with `-` is then never read as a
+        // flag of its own (whose refusal would quote it into the function's log).
+        .map(|((_, flag, _), value)| OsString::from(format!("{flag}={value}")))
         .collect())
 }
 
@@ -147,6 +149,54 @@ mod tests {
         assert!(
             message.contains("ITEMGRAPH_CURSOR_SECRET_ARN") && message.contains(arn),
             "{message}"
+        );
+    }
+
+    /// A Secrets Manager of the test's own on loopback, answering every `GetSecretValue`
+    /// with `value`.
+    async fn serving(value: &'static str) -> aws_config::SdkConfig {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a free port");
+        let port = listener.local_addr().expect("its address").port();
+        let app = axum::Router::new().fallback(move || async move {
+            (
+                [("content-type", "application/x-amz-json-1.1")],
+                format!(
+                    r#"{{"ARN":"arn:aws:secretsmanager:us-east-1:1:secret:cursor","Name":"cursor","SecretString":{value:?}}}"#
+                ),
+            )
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new(
+                "test", "test", None, None, "test",
+            ))
+            .endpoint_url(format!("http://127.0.0.1:{port}"))
+            .retry_config(aws_config::retry::RetryConfig::disabled())
+            .load()
+            .await
+    }
+
+    /// A secret whose value starts with `-` is the flag's value, not a flag of its own.
+    #[tokio::test]
+    async fn a_secret_starting_with_a_dash_is_passed_as_the_flags_value() {
+        const VALUE: &str = "-starts-with-a-dash-0123456789abcdef";
+        let vars = [(
+            "ITEMGRAPH_CURSOR_SECRET_ARN",
+            "arn:aws:secretsmanager:us-east-1:1:secret:cursor",
+        )];
+        let flags = resolve_with(env(&vars), || serving(VALUE))
+            .await
+            .expect("read");
+        assert_eq!(flags, [OsString::from(format!("--cursor-secret={VALUE}"))]);
+        let mut args = vec![OsString::from("--store"), OsString::from("dynamodb")];
+        args.extend(flags);
+        let settings = crate::Settings::parse(args).expect("the value is taken as it is");
+        assert_eq!(
+            settings.serve.cursor_secret,
+            Some(VALUE.parse().expect("a cursor secret"))
         );
     }
 }

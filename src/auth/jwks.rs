@@ -15,12 +15,23 @@
 //! Only asymmetric keys are taken (RSA, EC, Ed25519); a JWKS `oct` (HMAC) key is skipped,
 //! so no key from the provider can verify an HS* token. Keys marked `"use": "enc"` are
 //! skipped too. Which algorithms a token may name is the authenticator's allow-list.
+//!
+//! - **Keys are read one by one**: a key this server cannot read (Ed448, secp256k1, a
+//!   type published after this version) is skipped, logged and counted
+//!   (`itemgraph_jwks_keys_skipped_total`), and the set's other keys are used.
+//! - **Each key is bound to its issuer** ([`KeySource`]): it verifies only tokens whose
+//!   `iss` is the issuer whose discovery document or `--jwt-jwks-url ISSUER=URL` named
+//!   its set, so one provider's keys never vouch for another's tokens.
+//! - **What is fetched is bounded**: redirects (three at most) only to `https://` or to
+//!   `http://` on loopback, as the URLs themselves; a key set read up to
+//!   [`MAX_JWKS_BYTES`] and a discovery document up to [`MAX_DISCOVERY_BYTES`], counted
+//!   as the body arrives, so a chunked or lying response is cut off there.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::jwk::{AlgorithmParameters, JwkSet, KeyAlgorithm, PublicKeyUse};
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 
 /// The longest a fetched set is trusted without asking again.
@@ -30,7 +41,20 @@ const DEFAULT_FRESH: Duration = Duration::from_secs(3600);
 /// One fetch, connection included.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest JWKS document read: real ones are a few kilobytes.
-const MAX_JWKS_BYTES: usize = 256 * 1024;
+pub const MAX_JWKS_BYTES: usize = 256 * 1024;
+/// Largest OpenID discovery document read: real ones are a few kilobytes.
+pub const MAX_DISCOVERY_BYTES: usize = 64 * 1024;
+/// Redirects followed at most by one fetch.
+const MAX_REDIRECTS: usize = 3;
+
+/// Where a key set is fetched, and the issuer whose tokens its keys verify.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySource {
+    pub url: String,
+    /// `None`: the keys verify any issuer the authenticator accepts (refused by the
+    /// configuration's check wherever a JWKS is served).
+    pub issuer: Option<String>,
+}
 
 /// One key of the set.
 #[derive(Clone)]
@@ -38,6 +62,8 @@ pub struct Key {
     pub key: DecodingKey,
     /// The `alg` the JWK pins, if any: a token must then name exactly it.
     pub alg: Option<Algorithm>,
+    /// The issuer whose tokens it verifies ([`KeySource::issuer`]).
+    pub issuer: Option<Arc<str>>,
 }
 
 /// The keys of every configured URL, by `kid`.
@@ -48,7 +74,7 @@ struct Set {
 
 /// The cached key sets and their refresh.
 pub struct Jwks {
-    urls: Vec<String>,
+    urls: Vec<KeySource>,
     client: reqwest::Client,
     min_refresh: Duration,
     set: RwLock<Arc<Set>>,
@@ -70,7 +96,7 @@ impl std::fmt::Debug for Jwks {
 
 impl Jwks {
     /// Fetches every URL's set; refused when any cannot be fetched or holds no usable key.
-    pub async fn fetch(urls: Vec<String>, min_refresh: Duration) -> anyhow::Result<Arc<Jwks>> {
+    pub async fn fetch(urls: Vec<KeySource>, min_refresh: Duration) -> anyhow::Result<Arc<Jwks>> {
         anyhow::ensure!(!urls.is_empty(), "no JWKS URL");
         let client = http_client()?;
         let (keys, fresh_for, failures) = fetch_all(&client, &urls, min_refresh).await;
@@ -178,14 +204,13 @@ pub async fn discover(issuer: &str) -> anyhow::Result<String> {
         .get(&url)
         .send()
         .await
-        .map_err(|e| anyhow::anyhow!("fetching {url}: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("fetching {url}: {}", with_sources(&e)))?;
     anyhow::ensure!(
         response.status().is_success(),
         "fetching {url}: HTTP {}",
         response.status()
     );
-    let body = response
-        .bytes()
+    let body = read_capped(response, MAX_DISCOVERY_BYTES, "the discovery document")
         .await
         .map_err(|e| anyhow::anyhow!("reading {url}: {e}"))?;
     let document: Discovery = serde_json::from_slice(&body)
@@ -198,28 +223,99 @@ pub async fn discover(issuer: &str) -> anyhow::Result<String> {
     Ok(document.jwks_uri)
 }
 
-/// The HTTP client of the fetches: HTTPS (rustls) with the system's roots.
+/// The HTTP client of the fetches: HTTPS (rustls) with the system's roots; a redirect is
+/// followed only where a URL could have pointed in the first place (`https://`, or
+/// `http://` on loopback), [`MAX_REDIRECTS`] at most.
 fn http_client() -> anyhow::Result<reqwest::Client> {
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else if redirect_allowed(attempt.url()) {
+            attempt.follow()
+        } else {
+            let to = format!(
+                "{}://{}",
+                attempt.url().scheme(),
+                attempt.url().host_str().unwrap_or("")
+            );
+            attempt.error(format!(
+                "a redirect to {to} (only https://, or http:// on loopback, is followed)"
+            ))
+        }
+    });
     reqwest::Client::builder()
         .timeout(FETCH_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::limited(3))
+        .redirect(policy)
         .build()
         .map_err(|e| anyhow::anyhow!("building the JWKS client: {e}"))
+}
+
+/// An error with its causes (reqwest's says only "error following redirect", its cause
+/// why).
+fn with_sources(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// Whether a redirect may be followed to `url`: `https://` to any host, or `http://` to a
+/// loopback address.
+fn redirect_allowed(url: &reqwest::Url) -> bool {
+    match url.scheme() {
+        "https" => url.host().is_some(),
+        "http" => url.host_str().is_some_and(|host| {
+            host.eq_ignore_ascii_case("localhost")
+                || host
+                    .trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }),
+        _ => false,
+    }
+}
+
+/// A response's body, refused as soon as more than `max` bytes have arrived (whatever its
+/// `Content-Length` said, or without one: chunked).
+async fn read_capped(
+    mut response: reqwest::Response,
+    max: usize,
+    what: &str,
+) -> Result<Vec<u8>, String> {
+    let too_large = || format!("{what} is over {max} bytes");
+    if response.content_length().is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if body.len() + chunk.len() > max {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// Every URL's keys by `kid` (fetched all at once), how long the least fresh of them may be
 /// trusted, and why each URL that failed did.
 async fn fetch_all(
     client: &reqwest::Client,
-    urls: &[String],
+    urls: &[KeySource],
     min_refresh: Duration,
 ) -> (HashMap<String, Vec<Key>>, Duration, Vec<String>) {
-    let fetched =
-        futures::future::join_all(urls.iter().map(|url| fetch_one(client, url, min_refresh))).await;
+    let fetched = futures::future::join_all(
+        urls.iter()
+            .map(|source| fetch_one(client, source, min_refresh)),
+    )
+    .await;
     let mut keys = HashMap::new();
     let mut fresh_for = MAX_FRESH;
     let mut failures = Vec::new();
-    for (url, result) in urls.iter().zip(fetched) {
+    for (KeySource { url, .. }, result) in urls.iter().zip(fetched) {
         match result {
             Ok((set, fresh)) => {
                 merge(&mut keys, set);
@@ -234,10 +330,14 @@ async fn fetch_all(
 /// One URL's keys by `kid`, and how long they may be trusted; an error when it holds none.
 async fn fetch_one(
     client: &reqwest::Client,
-    url: &str,
+    source: &KeySource,
     min_refresh: Duration,
 ) -> Result<(HashMap<String, Vec<Key>>, Duration), String> {
-    let response = client.get(url).send().await.map_err(|e| e.to_string())?;
+    let response = client
+        .get(&source.url)
+        .send()
+        .await
+        .map_err(|e| with_sources(&e))?;
     let status = response.status();
     if !status.is_success() {
         return Err(format!("HTTP {status}"));
@@ -256,19 +356,47 @@ async fn fetch_one(
         })
         .map_or(DEFAULT_FRESH, Duration::from_secs)
         .clamp(min_refresh, MAX_FRESH.max(min_refresh));
-    if response
-        .content_length()
-        .is_some_and(|n| n > MAX_JWKS_BYTES as u64)
-    {
-        return Err(format!("the JWKS is over {MAX_JWKS_BYTES} bytes"));
+    let body = read_capped(response, MAX_JWKS_BYTES, "the JWKS").await?;
+    let (keys, skipped) = parse_keys(&body, source.issuer.as_deref())?;
+    if skipped > 0 {
+        tracing::warn!(
+            url = %source.url,
+            skipped,
+            "JWKS keys this server cannot read were skipped; the others are used"
+        );
+        crate::metrics::record_jwks_keys_skipped(skipped);
     }
-    let body = response.bytes().await.map_err(|e| e.to_string())?;
-    if body.len() > MAX_JWKS_BYTES {
-        return Err(format!("the JWKS is over {MAX_JWKS_BYTES} bytes"));
+    if keys.is_empty() {
+        return Err(
+            "it holds no signing key this server can use (RSA, EC or Ed25519, with a \
+             `kid`)"
+                .into(),
+        );
     }
-    let set: JwkSet = serde_json::from_slice(&body).map_err(|e| format!("not a JWK set: {e}"))?;
+    Ok((keys, fresh))
+}
+
+/// The usable keys of a JWK set's document by `kid`, bound to `issuer`, and how many keys
+/// were skipped as unreadable. Each key is read on its own: one this server does not know
+/// (a new key type or curve) is skipped, never the whole set.
+fn parse_keys(
+    body: &[u8],
+    issuer: Option<&str>,
+) -> Result<(HashMap<String, Vec<Key>>, usize), String> {
+    #[derive(serde::Deserialize)]
+    struct Document {
+        keys: Vec<serde_json::Value>,
+    }
+    let document: Document =
+        serde_json::from_slice(body).map_err(|e| format!("not a JWK set: {e}"))?;
+    let issuer: Option<Arc<str>> = issuer.map(Arc::from);
     let mut keys: HashMap<String, Vec<Key>> = HashMap::new();
-    for jwk in &set.keys {
+    let mut skipped = 0;
+    for value in document.keys {
+        let Ok(jwk) = serde_json::from_value::<Jwk>(value) else {
+            skipped += 1;
+            continue;
+        };
         let Some(kid) = jwk.common.key_id.clone() else {
             continue;
         };
@@ -288,19 +416,17 @@ async fn fetch_one(
                 None => continue,
             },
         };
-        let Ok(key) = DecodingKey::from_jwk(jwk) else {
+        let Ok(key) = DecodingKey::from_jwk(&jwk) else {
+            skipped += 1;
             continue;
         };
-        keys.entry(kid).or_default().push(Key { key, alg });
+        keys.entry(kid).or_default().push(Key {
+            key,
+            alg,
+            issuer: issuer.clone(),
+        });
     }
-    if keys.is_empty() {
-        return Err(
-            "it holds no signing key this server can use (RSA, EC or Ed25519, with a \
-             `kid`)"
-                .into(),
-        );
-    }
-    Ok((keys, fresh))
+    Ok((keys, skipped))
 }
 
 fn merge(into: &mut HashMap<String, Vec<Key>>, from: HashMap<String, Vec<Key>>) {

@@ -31,7 +31,7 @@ mod claims;
 mod jwks;
 
 pub use claims::{parse_role_map_entry, ClaimMapping};
-pub use jwks::{discover, Jwks};
+pub use jwks::{discover, Jwks, KeySource};
 
 use crate::keys::Slug;
 use crate::model::Entity;
@@ -430,6 +430,17 @@ impl Authenticator {
                     .filter(|k| k.alg.is_none_or(|a| a == header.alg))
                 {
                     match self.decode(token, &key.key, header.alg) {
+                        // A key verifies only its own issuer's tokens: a provider whose
+                        // keys another issuer's tokens name vouches for nothing of theirs.
+                        Ok(claims)
+                            if key.issuer.as_deref().is_some_and(|issuer| {
+                                claims.get("iss").and_then(Value::as_str) != Some(issuer)
+                            }) =>
+                        {
+                            last = AuthError::Invalid(
+                                "signed with a key of another issuer than its `iss`".into(),
+                            );
+                        }
                         Ok(claims) => return Ok(claims),
                         Err(e) => last = e,
                     }

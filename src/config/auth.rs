@@ -11,9 +11,11 @@ use secrecy::{ExposeSecret, SecretString};
 
 use crate::auth::{
     discover, issue_claims, now_secs, parse_role_map_entry, Audience, Authenticator, ClaimMapping,
-    Claims, Jwks, Role, JWKS_ALGORITHMS, MIN_JWT_SECRET_LEN,
+    Claims, Jwks, KeySource, Role, JWKS_ALGORITHMS, MIN_JWT_SECRET_LEN,
 };
 use crate::keys::Slug;
+
+use super::SecretValue;
 
 /// `--auth`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -69,6 +71,8 @@ pub struct AuthArgs {
         env = "ITEMGRAPH_JWT_SECRET",
         value_name = "SECRET",
         hide_env_values = true,
+        allow_hyphen_values = true,
+        value_parser = SecretValue(<JwtSecret as std::str::FromStr>::from_str),
         conflicts_with_all = ["jwt_public_key", "jwt_jwks_url"]
     )]
     pub jwt_secret: Option<JwtSecret>,
@@ -81,24 +85,27 @@ pub struct AuthArgs {
     )]
     pub jwt_public_key: Option<PathBuf>,
     /// The identity provider's JWKS URL (its signing keys, chosen by the token's `kid`;
-    /// rotated keys are fetched again). Repeatable, or comma-separated, to trust two
-    /// providers during a migration. HTTPS, or HTTP on a loopback address.
+    /// rotated keys are fetched again), as `ISSUER=URL` or `URL`. Its keys verify only
+    /// tokens of that issuer: `ISSUER=`, or else the one `--jwt-issuer`. Repeatable, or
+    /// comma-separated, to trust two providers during a migration (each then `ISSUER=URL`).
+    /// HTTPS, or HTTP on a loopback address.
     #[arg(
         long,
         env = "ITEMGRAPH_JWT_JWKS_URL",
-        value_name = "URL",
+        value_name = "[ISSUER=]URL",
         value_delimiter = ',',
-        value_parser = jwks_url
+        value_parser = jwks_source
     )]
-    pub jwt_jwks_url: Vec<String>,
+    pub jwt_jwks_url: Vec<KeySource>,
     /// The least time between two fetches of the JWKS for tokens naming an unknown key
     /// (and the shortest a fetched set is cached).
+    /// From 1s to 1h.
     #[arg(
         long,
         env = "ITEMGRAPH_JWKS_MIN_REFRESH",
         value_name = "DURATION",
         default_value = "30s",
-        value_parser = super::parse_duration
+        value_parser = super::duration_within(Duration::from_secs(1), Duration::from_secs(3600))
     )]
     pub jwks_min_refresh: Duration,
     /// The algorithms a JWKS-verified token may use (`none` and HS* never).
@@ -121,9 +128,22 @@ pub struct AuthArgs {
         value_delimiter = ','
     )]
     pub jwt_issuer: Vec<String>,
-    /// Also require this `aud` claim.
+    /// Also require this `aud` claim: the client (application) the tokens are issued to.
+    /// Required with a JWKS, unless `--jwt-no-audience`.
     #[arg(long, env = "ITEMGRAPH_JWT_AUDIENCE", value_name = "AUD")]
     pub jwt_audience: Option<String>,
+    /// With a JWKS, accept tokens whatever their `aud`: of every client of the provider
+    /// (each could replay its tokens here). Said explicitly, since it is rarely meant.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_JWT_NO_AUDIENCE",
+        conflicts_with = "jwt_audience",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        default_value = "false",
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub jwt_no_audience: bool,
     /// The claim naming the caller's organization: a name (`custom:org`,
     /// `https://example.com/org`) or a path of names (`tenant.slug`).
     #[arg(
@@ -143,7 +163,9 @@ pub struct AuthArgs {
     )]
     pub jwt_role_claim: String,
     /// A value of the role claim and the role it grants: `itemgraph-admins=admin`.
-    /// Repeatable, or comma-separated. Without it, the values `admin` and `member`.
+    /// Repeatable, or comma-separated. Without it, the values `admin` and `member`: only
+    /// for the claim `role` (any other claim needs a map, so that a value named `admin`
+    /// meant for another application grants nothing here).
     #[arg(
         long,
         env = "ITEMGRAPH_JWT_ROLE_MAP",
@@ -154,21 +176,23 @@ pub struct AuthArgs {
     pub jwt_role_map: Vec<(String, Role)>,
     /// Clock skew allowed between the identity provider and this server on `exp`,
     /// `nbf` and `iat`.
+    /// From 0s to 5m.
     #[arg(
         long,
         env = "ITEMGRAPH_JWT_LEEWAY",
         value_name = "DURATION",
         default_value = "60s",
-        value_parser = super::parse_duration
+        value_parser = super::duration_within(Duration::ZERO, Duration::from_secs(300))
     )]
     pub jwt_leeway: Duration,
     /// Refuse tokens issued longer ago than this, whatever their `exp` (their `iat` is
     /// then required): the bound on a leaked token's life, since tokens are not looked up.
+    /// From 1m to 30 days (43200m).
     #[arg(
         long,
         env = "ITEMGRAPH_JWT_MAX_AGE",
         value_name = "DURATION",
-        value_parser = super::parse_duration
+        value_parser = super::duration_within(Duration::from_secs(60), Duration::from_secs(30 * 24 * 3600))
     )]
     pub jwt_max_age: Option<Duration>,
 }
@@ -195,21 +219,124 @@ impl AuthArgs {
             || !self.jwt_issuer.is_empty()
     }
 
-    /// The JWKS URLs: `--jwt-jwks-url`, or else each `--jwt-issuer`'s, from its OpenID
-    /// discovery document.
-    async fn jwks_urls(&self) -> anyhow::Result<Vec<String>> {
+    /// Whether the keys come from a JWKS (`--jwt-jwks-url`, or discovered from
+    /// `--jwt-issuer`).
+    fn uses_jwks(&self) -> bool {
+        self.jwt_secret.is_none() && self.jwt_public_key.is_none() && self.has_key()
+    }
+
+    /// Whether callers are authenticated: `--auth`, else on with a key, else off on the
+    /// embedded store; refused for DynamoDB with neither (`durable_store`).
+    pub fn mode(&self, durable_store: bool) -> anyhow::Result<AuthMode> {
+        Ok(match (self.auth, self.has_key()) {
+            (Some(AuthMode::Off), true) => bail!(
+                "--auth off contradicts --jwt-secret/--jwt-public-key/--jwt-jwks-url/--jwt-issuer: \
+                 drop one or the other"
+            ),
+            (Some(mode), _) => mode,
+            (None, true) => AuthMode::Jwt,
+            (None, false) if durable_store => bail!(
+                "refusing to serve a DynamoDB table without authentication: give \
+                 --jwt-jwks-url, --jwt-public-key or --jwt-secret (--auth jwt), or --auth \
+                 off to serve it to anyone who can reach this port"
+            ),
+            (None, false) => AuthMode::Off,
+        })
+    }
+
+    /// The JWKS sources, each bound to its issuer: `--jwt-jwks-url` (its `ISSUER=`, or the
+    /// one `--jwt-issuer`), or else each `--jwt-issuer`'s, from its OpenID discovery
+    /// document.
+    async fn key_sources(&self) -> anyhow::Result<Vec<KeySource>> {
         if !self.jwt_jwks_url.is_empty() {
-            return Ok(self.jwt_jwks_url.clone());
+            let only = match self.jwt_issuer.as_slice() {
+                [only] => Some(only.clone()),
+                _ => None,
+            };
+            return Ok(self
+                .jwt_jwks_url
+                .iter()
+                .map(|source| KeySource {
+                    url: source.url.clone(),
+                    issuer: source.issuer.clone().or_else(|| only.clone()),
+                })
+                .collect());
         }
-        let mut urls = Vec::new();
+        let mut sources = Vec::new();
         for issuer in &self.jwt_issuer {
             jwks_url(issuer).map_err(|e| anyhow::anyhow!("--jwt-issuer {e}"))?;
             let url = discover(issuer)
                 .await
                 .with_context(|| format!("discovering the JWKS of --jwt-issuer {issuer}"))?;
-            urls.push(jwks_url(&url).map_err(|e| anyhow::anyhow!("{issuer}'s jwks_uri {e}"))?);
+            let url = jwks_url(&url).map_err(|e| anyhow::anyhow!("{issuer}'s jwks_uri {e}"))?;
+            sources.push(KeySource {
+                url,
+                issuer: Some(issuer.clone()),
+            });
         }
-        Ok(urls)
+        Ok(sources)
+    }
+
+    /// Every issuer a token may name: `--jwt-issuer`, and each `ISSUER=` of
+    /// `--jwt-jwks-url`.
+    fn issuers(&self) -> Vec<String> {
+        let mut issuers = self.jwt_issuer.clone();
+        for issuer in self.jwt_jwks_url.iter().filter_map(|s| s.issuer.as_ref()) {
+            if !issuers.contains(issuer) {
+                issuers.push(issuer.clone());
+            }
+        }
+        issuers
+    }
+
+    /// Refuses the identity configurations that accept more than they seem to: with a
+    /// JWKS, no issuer (a shared key set, Entra's `common` or Google's, signs every
+    /// tenant's tokens), a key set bound to no issuer or to one not required, and no
+    /// audience unless `--jwt-no-audience` (every client of the provider could replay its
+    /// tokens here); a role claim other than `role` without `--jwt-role-map` (a value named
+    /// `admin`, meant for another application, would grant admin here).
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.uses_jwks() {
+            let unbound = self.jwt_jwks_url.iter().filter(|s| s.issuer.is_none());
+            match (self.jwt_issuer.len(), unbound.count()) {
+                (0, 0) if !self.jwt_jwks_url.is_empty() => {}
+                (0, _) => bail!(
+                    "with a JWKS, --jwt-issuer is required (or --jwt-jwks-url ISSUER=URL): a \
+                     key set shared by many tenants (Entra ID's common, Google's) would \
+                     otherwise accept every tenant's tokens"
+                ),
+                (1, _) | (_, 0) => {}
+                (_, _) => bail!(
+                    "with several --jwt-issuer values, name each key set's issuer: \
+                     --jwt-jwks-url ISSUER=URL, so that one provider's keys never verify \
+                     another's tokens"
+                ),
+            }
+            if !self.jwt_issuer.is_empty() {
+                for source in &self.jwt_jwks_url {
+                    if let Some(issuer) = source.issuer.as_ref() {
+                        anyhow::ensure!(
+                            self.jwt_issuer.contains(issuer),
+                            "--jwt-jwks-url names the issuer {issuer}, which --jwt-issuer does not"
+                        );
+                    }
+                }
+            }
+            anyhow::ensure!(
+                self.jwt_audience.is_some() || self.jwt_no_audience,
+                "with a JWKS, --jwt-audience is required (the client id the tokens are issued \
+                 to): without it every client of the provider could replay its tokens here; \
+                 --jwt-no-audience accepts them all explicitly"
+            );
+        }
+        anyhow::ensure!(
+            self.jwt_role_claim == "role" || !self.jwt_role_map.is_empty(),
+            "--jwt-role-claim {} needs --jwt-role-map (GROUP=ROLE, e.g. \
+             itemgraph-admins=admin): without it a value named `admin` in that claim, meant \
+             for another application, would make the caller an itemgraph admin",
+            self.jwt_role_claim
+        );
+        Ok(())
     }
 
     /// The authenticator to serve with (`None`: auth off). `durable_store` is true for
@@ -219,25 +346,13 @@ impl AuthArgs {
         &self,
         durable_store: bool,
     ) -> anyhow::Result<Option<Authenticator>> {
-        let mode = match (self.auth, self.has_key()) {
-            (Some(AuthMode::Off), true) => bail!(
-                "--auth off contradicts --jwt-secret/--jwt-public-key/--jwt-jwks-url: drop                  one or the other"
-            ),
-            (Some(mode), _) => mode,
-            (None, true) => AuthMode::Jwt,
-            (None, false) if durable_store => bail!(
-                "refusing to serve a DynamoDB table without authentication: give                  --jwt-jwks-url, --jwt-public-key or --jwt-secret (--auth jwt), or --auth                  off to serve it to anyone who can reach this port"
-            ),
-            (None, false) => AuthMode::Off,
-        };
-        match mode {
+        match self.mode(durable_store)? {
             AuthMode::Off => {
-                tracing::warn!(
-                    "authentication is off: every caller sees and may change every                      organization; for local exploration only (--jwt-jwks-url,                      --jwt-public-key or --jwt-secret require tokens)"
-                );
+                tracing::warn!("{AUTH_OFF_WARNING}");
                 Ok(None)
             }
             AuthMode::Jwt => {
+                self.check()?;
                 let mut authenticator = if let Some(secret) = &self.jwt_secret {
                     Authenticator::hs256(secret.as_bytes())
                 } else if let Some(path) = &self.jwt_public_key {
@@ -245,8 +360,8 @@ impl AuthArgs {
                         .with_context(|| format!("reading {}", path.display()))?;
                     Authenticator::public_key_pem(&pem)
                         .with_context(|| format!("loading {}", path.display()))?
-                } else if !self.jwt_jwks_url.is_empty() || !self.jwt_issuer.is_empty() {
-                    let jwks = Jwks::fetch(self.jwks_urls().await?, self.jwks_min_refresh)
+                } else if self.uses_jwks() {
+                    let jwks = Jwks::fetch(self.key_sources().await?, self.jwks_min_refresh)
                         .await
                         .context("--jwt-jwks-url")?;
                     Authenticator::jwks(jwks, self.jwt_algorithms.clone())?
@@ -257,7 +372,7 @@ impl AuthArgs {
                     )
                 };
                 authenticator = authenticator
-                    .with_issuers(&self.jwt_issuer)
+                    .with_issuers(&self.issuers())
                     .with_mapping(ClaimMapping {
                         org: self.jwt_org_claim.clone(),
                         role: self.jwt_role_claim.clone(),
@@ -274,6 +389,32 @@ impl AuthArgs {
             }
         }
     }
+}
+
+/// What `serve` logs when authentication is off.
+pub const AUTH_OFF_WARNING: &str = "authentication is off: every caller sees and may change \
+    every organization; for local exploration only (--jwt-jwks-url, --jwt-public-key or \
+    --jwt-secret require tokens)";
+
+/// `--jwt-jwks-url`: `ISSUER=URL` (the issuer itself a URL), or a bare `URL`.
+fn jwks_source(s: &str) -> Result<KeySource, String> {
+    let s = s.trim();
+    let (issuer, url) = match s.split_once('=') {
+        Some((issuer, url)) if url.starts_with("https://") || url.starts_with("http://") => {
+            if issuer.trim().is_empty() {
+                return Err(format!(
+                    "`{}`: the issuer before `=` is empty",
+                    s.escape_debug()
+                ));
+            }
+            (Some(issuer.trim().to_owned()), url)
+        }
+        _ => (None, s),
+    };
+    Ok(KeySource {
+        url: jwks_url(url)?,
+        issuer,
+    })
 }
 
 /// A JWKS URL: HTTPS, or HTTP to a loopback address (a local provider, a test).
@@ -321,7 +462,9 @@ pub struct TokenArgs {
         long,
         env = "ITEMGRAPH_JWT_SECRET",
         value_name = "SECRET",
-        hide_env_values = true
+        hide_env_values = true,
+        allow_hyphen_values = true,
+        value_parser = SecretValue(<JwtSecret as std::str::FromStr>::from_str)
     )]
     pub jwt_secret: JwtSecret,
     /// The caller's organization (slug).
@@ -463,6 +606,184 @@ mod tests {
         };
         assert!(contradictory.authenticator(false).await.is_err());
         assert!("short".parse::<JwtSecret>().is_err());
+    }
+
+    fn auth(args: &[&str]) -> Result<AuthArgs, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            auth: AuthArgs,
+        }
+        let mut argv = vec!["itemgraph"];
+        argv.extend_from_slice(args);
+        <Cli as clap::Parser>::try_parse_from(argv).map(|cli| cli.auth)
+    }
+
+    /// With a JWKS, no issuer (a shared key set accepts every tenant's tokens), no
+    /// audience (every client of the provider replays its tokens), or a role claim of the
+    /// provider's without a map (a role named `admin` meant for another application) is
+    /// refused at start, saying why.
+    #[test]
+    fn identity_configurations_that_accept_too_much_are_refused() {
+        const JWKS: &str = "https://login.example/common/keys";
+        const ISS: &str = "https://login.example/tenant-1/v2.0";
+        let refused = |args: &[&str], says: &str| {
+            let error = auth(args).unwrap().check().unwrap_err().to_string();
+            assert!(error.contains(says), "{args:?}: {error}");
+        };
+        refused(
+            &["--jwt-jwks-url", JWKS, "--jwt-audience", "app"],
+            "--jwt-issuer is required",
+        );
+        refused(
+            &["--jwt-jwks-url", JWKS, "--jwt-issuer", ISS],
+            "--jwt-audience is required",
+        );
+        refused(
+            &[
+                "--jwt-jwks-url",
+                JWKS,
+                "--jwt-issuer",
+                &format!("{ISS},https://other.example"),
+                "--jwt-audience",
+                "app",
+            ],
+            "ISSUER=URL",
+        );
+        refused(
+            &[
+                "--jwt-jwks-url",
+                &format!("https://third.example={JWKS}"),
+                "--jwt-issuer",
+                ISS,
+                "--jwt-audience",
+                "app",
+            ],
+            "which --jwt-issuer does not",
+        );
+        refused(
+            &[
+                "--jwt-jwks-url",
+                JWKS,
+                "--jwt-issuer",
+                ISS,
+                "--jwt-audience",
+                "app",
+                "--jwt-role-claim",
+                "realm_access.roles",
+            ],
+            "needs --jwt-role-map",
+        );
+        // A secret's tokens too: any claim but `role` needs its map.
+        refused(
+            &["--jwt-secret", SECRET, "--jwt-role-claim", "groups"],
+            "needs --jwt-role-map",
+        );
+        for taken in [
+            &[
+                "--jwt-jwks-url",
+                JWKS,
+                "--jwt-issuer",
+                ISS,
+                "--jwt-audience",
+                "app",
+            ][..],
+            &[
+                "--jwt-jwks-url",
+                JWKS,
+                "--jwt-issuer",
+                ISS,
+                "--jwt-no-audience",
+            ],
+            &[
+                "--jwt-jwks-url",
+                &format!("{ISS}={JWKS}"),
+                "--jwt-audience",
+                "app",
+            ],
+            &[
+                "--jwt-jwks-url",
+                &format!("{ISS}={JWKS},https://other.example=https://other.example/keys"),
+                "--jwt-audience",
+                "app",
+                "--jwt-role-claim",
+                "groups",
+                "--jwt-role-map",
+                "itemgraph-admins=admin",
+            ],
+            &["--jwt-secret", SECRET],
+        ] {
+            auth(taken)
+                .unwrap()
+                .check()
+                .unwrap_or_else(|e| panic!("{taken:?}: {e}"));
+        }
+        assert!(auth(&["--jwt-audience", "app", "--jwt-no-audience"]).is_err());
+        let bound = auth(&["--jwt-jwks-url", &format!("{ISS}={JWKS}")]).unwrap();
+        assert_eq!(
+            bound.jwt_jwks_url,
+            [KeySource {
+                url: JWKS.into(),
+                issuer: Some(ISS.into())
+            }]
+        );
+        assert_eq!(bound.issuers(), [ISS]);
+    }
+
+    /// A refused secret is named by its flag, never quoted; one starting with `-` is a
+    /// value, not a flag.
+    #[test]
+    fn a_refused_secret_is_never_printed() {
+        let short = "hunter2-but-short";
+        let error = auth(&["--jwt-secret", short])
+            .expect_err("too short")
+            .to_string();
+        assert!(!error.contains(short), "{error}");
+        assert!(
+            error.contains("--jwt-secret") && error.contains("32 bytes"),
+            "{error}"
+        );
+        let dashed = "-0123456789abcdef0123456789abcdef";
+        let taken = auth(&["--jwt-secret", dashed]).expect("a value starting with a dash");
+        assert_eq!(taken.jwt_secret.unwrap().as_bytes(), dashed.as_bytes());
+    }
+
+    /// Every duration flag of the identity settings has a floor and a ceiling.
+    #[test]
+    fn identity_durations_are_bounded() {
+        for (flag, refused) in [
+            ("--jwks-min-refresh", "0"),
+            ("--jwks-min-refresh", "500ms"),
+            ("--jwks-min-refresh", "2h"),
+            ("--jwt-leeway", "30m"),
+            ("--jwt-leeway", "18446744073709551615"),
+            ("--jwt-max-age", "0"),
+            ("--jwt-max-age", "99999999999999m"),
+        ] {
+            let error = auth(&[flag, refused])
+                .err()
+                .unwrap_or_else(|| panic!("{flag} {refused}"));
+            assert!(
+                error.to_string().contains("outside"),
+                "{flag} {refused}: {error}"
+            );
+        }
+        let taken = auth(&[
+            "--jwks-min-refresh",
+            "1s",
+            "--jwt-leeway",
+            "5m",
+            "--jwt-max-age",
+            "1m",
+        ])
+        .unwrap();
+        assert_eq!(taken.jwks_min_refresh, Duration::from_secs(1));
+        assert_eq!(taken.jwt_leeway, Duration::from_secs(300));
+    }
+
+    #[test]
+    fn the_auth_off_warning_reads_as_one_sentence() {
+        assert!(!AUTH_OFF_WARNING.contains("  "), "{AUTH_OFF_WARNING}");
     }
 
     #[test]

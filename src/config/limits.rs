@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{at_least_one, parse_duration, parse_origin, Switch};
+use super::{at_least_one, duration_within, parse_origin, Switch};
 use crate::graphql::Limits;
 use crate::http;
 
@@ -76,22 +76,24 @@ pub struct LimitArgs {
     /// its connection is accepted, and from the end of each response on a kept-alive
     /// connection (so also how long a connection may sit idle). Past it the connection is
     /// closed.
+    /// From 1 to 600000 (10 minutes).
     #[arg(
         long,
         env = "ITEMGRAPH_HEADER_READ_TIMEOUT_MS",
         value_name = "MS",
         default_value_t = http::ConnectionLimits::DEFAULT.header_read_timeout.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(1..)
+        value_parser = clap::value_parser!(u64).range(1..=600_000)
     )]
     pub header_read_timeout_ms: u64,
     /// Time a request's whole body has to arrive, in milliseconds; past it the request is
     /// answered 408 `BAD_REQUEST`, however steadily the bytes trickle in.
+    /// From 1 to 600000 (10 minutes).
     #[arg(
         long,
         env = "ITEMGRAPH_BODY_READ_TIMEOUT_MS",
         value_name = "MS",
         default_value_t = http::ConnectionLimits::DEFAULT.body_read_timeout.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(1..)
+        value_parser = clap::value_parser!(u64).range(1..=600_000)
     )]
     pub body_read_timeout_ms: u64,
     /// Most open connections. One more closes the connection idle the longest; when every
@@ -109,22 +111,24 @@ pub struct LimitArgs {
     /// WebSockets are closed with 1001 and event streams ended at once; whatever is still
     /// open after this is closed and the process exits. `10s`, `500ms`, `1m`; a bare
     /// number is seconds.
+    /// From 0s to 15m.
     #[arg(
         long,
         env = "ITEMGRAPH_SHUTDOWN_TIMEOUT",
         value_name = "DURATION",
         default_value = "10s",
-        value_parser = parse_duration
+        value_parser = duration_within(Duration::ZERO, Duration::from_secs(900))
     )]
     pub shutdown_timeout: Duration,
     /// Deadline of one request in milliseconds: past it the request is cancelled, its
     /// outstanding store calls with it, and answered with `TIMEOUT`.
+    /// From 1 to 900000 (15 minutes).
     #[arg(
         long,
         env = "ITEMGRAPH_REQUEST_TIMEOUT_MS",
         value_name = "MS",
         default_value_t = Limits::DEFAULT.request_timeout.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(1..)
+        value_parser = clap::value_parser!(u64).range(1..=900_000)
     )]
     pub request_timeout_ms: u64,
     /// Whether `__schema` and `__type` answer; GraphiQL needs them.
@@ -187,6 +191,19 @@ pub struct OpsArgs {
         value_parser = parse_origin
     )]
     pub cors_origins: Vec<axum::http::HeaderValue>,
+    /// With auth off: a host name (as a `Host` header has it, without the port) that
+    /// `/graphql` also answers on, one whose DNS the operator controls (a private name
+    /// behind a gateway that authenticates). Repeatable, or comma-separated. Without it an
+    /// auth-off server answers `/graphql` only on an IP address or `localhost`: a page of
+    /// any other name could have pointed it at this machine (DNS rebinding).
+    #[arg(
+        long = "allowed-host",
+        env = "ITEMGRAPH_ALLOWED_HOST",
+        value_name = "NAME",
+        value_delimiter = ',',
+        value_parser = parse_host_name
+    )]
+    pub allowed_hosts: Vec<String>,
     /// How long a browser may cache a CORS preflight answer, in seconds (browsers cap
     /// it: Chrome at 7200). Without it the browser's default applies.
     #[arg(long, env = "ITEMGRAPH_CORS_MAX_AGE", value_name = "SECONDS")]
@@ -215,5 +232,24 @@ impl OpsArgs {
             origins,
             max_age: self.cors_max_age.map(Duration::from_secs),
         })
+    }
+}
+
+/// A host name of `--allowed-host`: letters, digits, `-` and `.`, no port.
+fn parse_host_name(s: &str) -> Result<String, String> {
+    let name = s.trim().to_ascii_lowercase();
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+    if ok {
+        Ok(name)
+    } else {
+        Err(format!(
+            "`{}` is not a host name: write it as in the URL, without scheme or port, e.g. \
+             itemgraph.internal",
+            s.escape_debug()
+        ))
     }
 }

@@ -71,41 +71,45 @@ pub struct LiveArgs {
     /// How often DynamoDB Streams is asked for new records when the last call brought
     /// none, per shard. DynamoDB serves at most 5 such calls per second per shard to all
     /// its readers together.
+    /// From 10 to 60000 (a minute).
     #[arg(
         long,
         env = "ITEMGRAPH_STREAM_POLL_MS",
         value_name = "MS",
         default_value_t = LiveOptions::DEFAULT.poll.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(10..)
+        value_parser = clap::value_parser!(u64).range(10..=60_000)
     )]
     pub stream_poll_ms: u64,
     /// How long a WebSocket has to send `connection_init` before it is closed (4408).
+    /// From 1 to 600000 (10 minutes).
     #[arg(
         long,
         env = "ITEMGRAPH_WS_INIT_TIMEOUT_MS",
         value_name = "MS",
         default_value_t = LiveOptions::DEFAULT.init_timeout.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(1..)
+        value_parser = clap::value_parser!(u64).range(1..=600_000)
     )]
     pub ws_init_timeout_ms: u64,
     /// How often an idle WebSocket is pinged and an event stream sent a comment; a
     /// WebSocket silent for three of these is closed.
+    /// From 100 to 600000 (10 minutes).
     #[arg(
         long,
         env = "ITEMGRAPH_KEEPALIVE_MS",
         value_name = "MS",
         default_value_t = LiveOptions::DEFAULT.keepalive.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(100..)
+        value_parser = clap::value_parser!(u64).range(100..=600_000)
     )]
     pub keepalive_ms: u64,
     /// Longest a write to a WebSocket or an event stream may wait for the client to read,
     /// in milliseconds; past it the client is taken not to read and is disconnected.
+    /// From 1 to 600000 (10 minutes).
     #[arg(
         long,
         env = "ITEMGRAPH_SEND_TIMEOUT_MS",
         value_name = "MS",
         default_value_t = LiveOptions::DEFAULT.send_timeout.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(1..)
+        value_parser = clap::value_parser!(u64).range(1..=600_000)
     )]
     pub send_timeout_ms: u64,
     /// Bytes of messages a WebSocket may have waiting for its client; at it, the server
@@ -146,7 +150,12 @@ pub struct LiveArgs {
     /// into a Redis Stream; every replica's subscriptions follow that, and resumes are
     /// served from its history. Without it each replica reads the stream itself, which
     /// DynamoDB Streams allows for two at most.
-    #[arg(long, env = "ITEMGRAPH_RELAY_URL", value_name = "URL")]
+    #[arg(
+        long,
+        env = "ITEMGRAPH_RELAY_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
     pub relay_url: Option<String>,
     /// With a `rediss://` relay: a PEM file of the certificates to trust instead of the
     /// system's roots (a private CA).
@@ -154,12 +163,13 @@ pub struct LiveArgs {
     pub relay_ca_file: Option<std::path::PathBuf>,
     /// How long the relay's holder has between heartbeats before another replica takes
     /// over, in milliseconds (it heartbeats three times a lease).
+    /// From 300 to 600000 (10 minutes).
     #[arg(
         long,
         env = "ITEMGRAPH_RELAY_LEASE_MS",
         value_name = "MS",
         default_value_t = 10_000,
-        value_parser = clap::value_parser!(u64).range(300..)
+        value_parser = clap::value_parser!(u64).range(300..=600_000)
     )]
     pub relay_lease_ms: u64,
     /// Most entries the relay's history keeps (trimmed approximately): how far back a
@@ -181,12 +191,13 @@ pub struct LiveArgs {
     )]
     pub relay_memory: usize,
     /// Oldest entry the relay's history keeps, in milliseconds.
+    /// From 1000 to 604800000 (7 days).
     #[arg(
         long,
         env = "ITEMGRAPH_RELAY_RETENTION_MS",
         value_name = "MS",
         default_value_t = 3_600_000,
-        value_parser = clap::value_parser!(u64).range(1000..)
+        value_parser = clap::value_parser!(u64).range(1000..=604_800_000)
     )]
     pub relay_retention_ms: u64,
 }

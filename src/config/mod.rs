@@ -98,7 +98,8 @@ pub struct HealthArgs {
     #[arg(long, env = "ITEMGRAPH_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
     /// How long the whole check may take.
-    #[arg(long, env = "ITEMGRAPH_HEALTH_TIMEOUT", default_value = "3s", value_parser = parse_duration)]
+    /// From 100ms to 1m.
+    #[arg(long, env = "ITEMGRAPH_HEALTH_TIMEOUT", default_value = "3s", value_parser = duration_within(Duration::from_millis(100), Duration::from_secs(60)))]
     pub timeout: Duration,
 }
 
@@ -250,7 +251,9 @@ pub struct ServeArgs {
         long,
         env = "ITEMGRAPH_CURSOR_SECRET",
         value_name = "SECRET",
-        hide_env_values = true
+        hide_env_values = true,
+        allow_hyphen_values = true,
+        value_parser = SecretValue(<CursorSecret as std::str::FromStr>::from_str)
     )]
     pub cursor_secret: Option<CursorSecret>,
     /// The cursor secret being rotated out. Cursors signed with it (handed out before the
@@ -261,6 +264,8 @@ pub struct ServeArgs {
         env = "ITEMGRAPH_CURSOR_SECRET_PREVIOUS",
         value_name = "SECRET",
         hide_env_values = true,
+        allow_hyphen_values = true,
+        value_parser = SecretValue(<CursorSecret as std::str::FromStr>::from_str),
         requires_all = ["cursor_secret", "cursor_secret_previous_until"]
     )]
     pub cursor_secret_previous: Option<CursorSecret>,
@@ -291,6 +296,17 @@ impl ServeArgs {
     /// The server's options: the limits' and the operational ones.
     pub fn options(&self) -> anyhow::Result<http::Options> {
         let cors = self.ops.cors()?;
+        // (A configuration refused outright is refused by `app_state`, saying why.)
+        let auth_off = matches!(
+            self.auth.mode(self.store.store == StoreKind::DynamoDb),
+            Ok(AuthMode::Off)
+        );
+        anyhow::ensure!(
+            !(auth_off && cors.origins == http::CorsOrigins::Any),
+            "--cors-origin '*' with authentication off would let a page of every site read and \
+             change every organization through its visitor's browser: name the origins, or \
+             turn authentication on"
+        );
         if cors.origins == http::CorsOrigins::Any {
             tracing::warn!(
                 "--cors-origin '*': pages of every site may call this API from a browser \
@@ -317,6 +333,7 @@ impl ServeArgs {
             // With a metrics address of its own, the API's listener has no metrics route.
             metrics: self.ops.metrics == Switch::On && self.ops.metrics_listen.is_none(),
             live: self.live.options(),
+            allowed_hosts: self.ops.allowed_hosts.clone(),
             ..self.limits.options()
         })
     }
@@ -380,7 +397,70 @@ fn parse_origin(s: &str) -> Result<axum::http::HeaderValue, String> {
     axum::http::HeaderValue::from_str(s).map_err(|e| e.to_string())
 }
 
-/// A duration: a number with `ms`, `s` or `m`, or a bare number of seconds.
+/// The value parser of a secret flag (`--jwt-secret`, `--cursor-secret`, …): its refusal
+/// names the flag and the rule, never the value. clap's own (`invalid value '…' for …`)
+/// quotes what it refused, into a terminal, a container's log or CloudWatch.
+#[derive(Clone, Copy)]
+pub(crate) struct SecretValue<T>(pub(crate) fn(&str) -> Result<T, String>);
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for SecretValue<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        let flag = arg
+            .and_then(clap::Arg::get_long)
+            .map_or_else(|| "a secret".to_owned(), |long| format!("--{long}"));
+        let refuse = |why: String| {
+            cmd.clone().error(
+                clap::error::ErrorKind::ValueValidation,
+                format!("{flag}: {why} (the value given is not shown)"),
+            )
+        };
+        let text = value
+            .to_str()
+            .ok_or_else(|| refuse("not UTF-8".to_owned()))?;
+        (self.0)(text).map_err(refuse)
+    }
+}
+
+/// A duration flag's parser: [`parse_duration`], refused outside `floor..=ceiling` with a
+/// message naming both (each flag's help states them too).
+pub(crate) fn duration_within(
+    floor: Duration,
+    ceiling: Duration,
+) -> impl Fn(&str) -> Result<Duration, String> + Clone + Send + Sync + 'static {
+    move |s| {
+        let d = parse_duration(s)?;
+        if d < floor || d > ceiling {
+            return Err(format!(
+                "{} is outside {}..={}",
+                show_duration(d),
+                show_duration(floor),
+                show_duration(ceiling)
+            ));
+        }
+        Ok(d)
+    }
+}
+
+/// A duration as the flags write it: `90s`, `1500ms`, `5m`.
+fn show_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 60_000 == 0 && ms > 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// A duration: a number with `ms`, `s`, `m` or `h`, or a bare number of seconds.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
@@ -395,6 +475,7 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
         "" | "s" => Ok(Duration::from_secs(n)),
         "ms" => Ok(Duration::from_millis(n)),
         "m" => Ok(Duration::from_secs(n.saturating_mul(60))),
+        "h" => Ok(Duration::from_secs(n.saturating_mul(3600))),
         _ => Err(format!(
             "`{}` is not a duration: write e.g. 10s, 500ms or 1m",
             s.escape_debug()
@@ -641,7 +722,11 @@ mod tests {
             Ok(key),
             "replicas sharing the secret accept each other's cursors"
         );
-        assert!(Cli::try_parse_from(["itemgraph", "--cursor-secret", "short"]).is_err());
+        let error = Cli::try_parse_from(["itemgraph", "--cursor-secret", "short-and-secret"])
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("short-and-secret"), "{error}");
+        assert!(error.contains("--cursor-secret"), "{error}");
     }
 
     #[test]
@@ -899,6 +984,50 @@ mod tests {
         );
     }
 
+    /// Every duration flag is refused outside its floor and ceiling (a huge one would
+    /// overflow an `Instant`), and its help states both.
+    #[test]
+    fn every_duration_flag_has_a_floor_and_a_ceiling() {
+        let durations = [
+            ("--shutdown-timeout", "16m"),
+            ("--header-read-timeout-ms", "600001"),
+            ("--body-read-timeout-ms", "600001"),
+            ("--request-timeout-ms", "900001"),
+            ("--stream-poll-ms", "60001"),
+            ("--ws-init-timeout-ms", "600001"),
+            ("--keepalive-ms", "600001"),
+            ("--send-timeout-ms", "600001"),
+            ("--relay-lease-ms", "600001"),
+            ("--relay-retention-ms", "604800001"),
+            ("--dynamodb-connect-timeout-ms", "60001"),
+            ("--dynamodb-attempt-timeout-ms", "600001"),
+            ("--dynamodb-operation-timeout-ms", "600001"),
+            ("--otel-bsp-schedule-delay", "600001"),
+            ("--otel-bsp-export-timeout", "600001"),
+            ("--jwks-min-refresh", "2h"),
+            ("--jwt-leeway", "6m"),
+            ("--jwt-max-age", "43201m"),
+        ];
+        let command = Cli::command();
+        for (flag, over) in durations {
+            assert!(
+                Cli::try_parse_from(["itemgraph", flag, over]).is_err(),
+                "{flag} {over}"
+            );
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_long() == flag.strip_prefix("--"))
+                .unwrap_or_else(|| panic!("{flag}"));
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            assert!(
+                help.contains("From "),
+                "{flag}'s help states no bounds: {help}"
+            );
+        }
+        let health = ["itemgraph", "health", "--timeout", "2m"];
+        assert!(Cli::try_parse_from(health).is_err());
+    }
+
     #[test]
     fn check_takes_the_store_flags() {
         let Command::Check(args) = parse(&["check", "--data", "/tmp/x.redb"]) else {
@@ -963,10 +1092,24 @@ mod tests {
             }
         );
         assert!(!o.metrics);
+        let secret = "0123456789abcdef0123456789abcdef";
         assert_eq!(
-            options(&["--cors-origin", "*"]).unwrap().cors.origins,
+            options(&["--cors-origin", "*", "--jwt-secret", secret])
+                .unwrap()
+                .cors
+                .origins,
             http::CorsOrigins::Any
         );
+        // Every site's pages, with nobody authenticated: refused at start.
+        let error = options(&["--cors-origin", "*"]).unwrap_err().to_string();
+        assert!(error.contains("authentication off"), "{error}");
+        assert_eq!(
+            options(&["--allowed-host", "itemgraph.internal,API.Example"])
+                .unwrap()
+                .allowed_hosts,
+            ["itemgraph.internal", "api.example"]
+        );
+        assert!(Cli::try_parse_from(["itemgraph", "--allowed-host", "a.example:8080"]).is_err());
         assert!(options(&["--cors-origin", "*,https://app.example"]).is_err());
         for bad in [
             "app.example",

@@ -89,33 +89,36 @@ pub struct StoreArgs {
     )]
     pub dynamodb_max_attempts: u32,
     /// Milliseconds a connection to DynamoDB may take to open before the attempt fails.
+    /// From 1 to 60000 (a minute).
     #[arg(
         long,
         env = "ITEMGRAPH_DYNAMODB_CONNECT_TIMEOUT_MS",
         value_name = "MS",
         default_value_t = DynamoOptions::DEFAULT_CONNECT_TIMEOUT.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(1..)
+        value_parser = clap::value_parser!(u64).range(1..=60_000)
     )]
     pub dynamodb_connect_timeout_ms: u64,
     /// Milliseconds one attempt of a DynamoDB call may take before it is abandoned and
     /// retried: what a stalled connection costs.
+    /// From 1 to 600000 (10 minutes).
     #[arg(
         long,
         env = "ITEMGRAPH_DYNAMODB_ATTEMPT_TIMEOUT_MS",
         value_name = "MS",
         default_value_t = DynamoOptions::DEFAULT_ATTEMPT_TIMEOUT.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(1..)
+        value_parser = clap::value_parser!(u64).range(1..=600_000)
     )]
     pub dynamodb_attempt_timeout_ms: u64,
     /// Milliseconds a whole DynamoDB call may take, retries included, before it fails with
     /// `UNAVAILABLE`. Must be under `--request-timeout-ms` (`serve` refuses to start
     /// otherwise): a store that does not answer then fails only the fields that need it.
+    /// From 1 to 600000 (10 minutes).
     #[arg(
         long,
         env = "ITEMGRAPH_DYNAMODB_OPERATION_TIMEOUT_MS",
         value_name = "MS",
         default_value_t = DynamoOptions::DEFAULT_OPERATION_TIMEOUT.as_millis() as u64,
-        value_parser = clap::value_parser!(u64).range(1..)
+        value_parser = clap::value_parser!(u64).range(1..=600_000)
     )]
     pub dynamodb_operation_timeout_ms: u64,
 }

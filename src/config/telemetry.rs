@@ -56,18 +56,21 @@ pub struct TelemetryArgs {
     #[arg(long, env = "OTEL_BSP_MAX_QUEUE_SIZE", default_value_t = BatchSettings::DEFAULT.max_queue_size, value_parser = super::at_least_one())]
     pub otel_bsp_max_queue_size: usize,
     /// Longest wait, in milliseconds, from a span's end to its export.
+    /// From 0 to 600000 (10 minutes).
     #[arg(
         long,
         env = "OTEL_BSP_SCHEDULE_DELAY",
         value_name = "MS",
-        default_value_t = 5000
+        default_value_t = 5000,
+        value_parser = clap::value_parser!(u64).range(..=600_000)
     )]
     pub otel_bsp_schedule_delay: u64,
     /// Most spans in one export; at most the queue size.
     #[arg(long, env = "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", default_value_t = BatchSettings::DEFAULT.max_export_batch_size, value_parser = super::at_least_one())]
     pub otel_bsp_max_export_batch_size: usize,
     /// Longest one export may take, in milliseconds, before its spans count as lost.
-    #[arg(long, env = "OTEL_BSP_EXPORT_TIMEOUT", value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    /// From 1 to 600000 (10 minutes).
+    #[arg(long, env = "OTEL_BSP_EXPORT_TIMEOUT", value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub otel_bsp_export_timeout: u64,
     /// Turns tracing off whatever else is set, as every OpenTelemetry SDK does.
     #[arg(long, env = "OTEL_SDK_DISABLED", value_parser = BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]

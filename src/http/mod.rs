@@ -91,10 +91,16 @@ const JSON: &str = "application/json";
 /// tracing and CORS.
 pub fn app(state: AppState) -> Router {
     let options = state.options().clone();
-    let mut router = Router::new()
-        .route("/graphql", get(graphql_get).post(graphql_post))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz));
+    let mut router =
+        Router::new()
+            .route(
+                "/graphql",
+                get(graphql_get).post(graphql_post).route_layer(
+                    axum::middleware::from_fn_with_state(state.clone(), live::refuse_rebound_host),
+                ),
+            )
+            .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz));
     if options.graphiql {
         router = router
             .route("/", get(graphiql))

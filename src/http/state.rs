@@ -37,6 +37,9 @@ pub struct Options {
     /// and so subscriptions. Where it cannot (AWS Lambda answers one request per
     /// invocation and then freezes), every such request is refused before anything runs.
     pub long_lived: LongLived,
+    /// With auth off: host names besides IP addresses and `localhost` that `/graphql`
+    /// answers on (`--allowed-host`), names the operator's own DNS keeps here.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// What a deployment does with a WebSocket, an event stream or a subscription.
@@ -60,6 +63,7 @@ impl Options {
         metrics: true,
         live: LiveOptions::DEFAULT,
         long_lived: LongLived::Served,
+        allowed_hosts: Vec::new(),
     };
 }
 

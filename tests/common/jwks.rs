@@ -81,6 +81,8 @@ pub const ISSUER: &str = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_
 /// What the provider serves.
 struct Served {
     kids: Vec<String>,
+    /// JWKs served after the fixtures' (keys of types this server may not know).
+    extra: Vec<Value>,
     max_age: u64,
 }
 
@@ -100,6 +102,7 @@ impl Provider {
     pub async fn start(kids: &[&str], max_age: u64) -> Provider {
         let served = Arc::new(Mutex::new(Served {
             kids: kids.iter().map(|k| (*k).to_owned()).collect(),
+            extra: Vec::new(),
             max_age,
         }));
         let fetches = Arc::new(AtomicUsize::new(0));
@@ -113,6 +116,33 @@ impl Provider {
         });
         let app = axum::Router::new()
             .route("/.well-known/jwks.json", axum::routing::get(keys))
+            // A redirect to wherever `?to=` says.
+            .route(
+                "/moved",
+                axum::routing::get(
+                    |axum::extract::Query(q): axum::extract::Query<
+                        std::collections::HashMap<String, String>,
+                    >| async move {
+                        (
+                            axum::http::StatusCode::FOUND,
+                            [(header::LOCATION, q.get("to").cloned().unwrap_or_default())],
+                        )
+                    },
+                ),
+            )
+            // A key set that never ends, sent in chunks with no length.
+            .route(
+                "/endless.json",
+                axum::routing::get(|| async {
+                    let head = futures::stream::once(async {
+                        Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"{\"keys\":["))
+                    });
+                    let padding = futures::stream::repeat_with(|| {
+                        Ok(axum::body::Bytes::from(format!("{},", jwk("rsa-1"))))
+                    });
+                    axum::body::Body::from_stream(futures::StreamExt::chain(head, padding))
+                }),
+            )
             .route(
                 "/.well-known/openid-configuration",
                 axum::routing::get(move || async move { axum::Json(discovery) }),
@@ -135,6 +165,16 @@ impl Provider {
         self.served.lock().unwrap().kids = kids.iter().map(|k| (*k).to_owned()).collect();
     }
 
+    /// From now on also serves these JWKs, after the fixtures' keys.
+    pub fn publish_extra(&self, extra: Vec<Value>) {
+        self.served.lock().unwrap().extra = extra;
+    }
+
+    /// The base URL (`http://127.0.0.1:<port>`).
+    pub fn base(&self) -> &str {
+        &self.issuer
+    }
+
     /// How many times the set was fetched.
     pub fn fetches(&self) -> usize {
         self.fetches.load(Ordering::SeqCst)
@@ -146,9 +186,10 @@ impl Provider {
     }
 
     /// An authenticator configured as `serve` would be with these flags besides
-    /// `--jwt-jwks-url <this provider>`: Cognito's claims by default.
+    /// `--jwt-jwks-url ISSUER=<this provider>`: Cognito's issuer and claims by default.
     pub async fn authenticator(&self, flags: &[&str]) -> anyhow::Result<Authenticator> {
-        let mut all = vec!["--jwt-jwks-url", self.url.as_str()];
+        let source = format!("{ISSUER}={}", self.url);
+        let mut all = vec!["--jwt-jwks-url", source.as_str()];
         all.extend_from_slice(flags);
         authenticator(&all).await
     }
@@ -170,6 +211,8 @@ pub async fn authenticator(flags: &[&str]) -> anyhow::Result<Authenticator> {
         "cognito:groups",
         "--jwt-role-map",
         "itemgraph-admins=admin,itemgraph-members=member",
+        "--jwt-audience",
+        "itemgraph-client",
     ];
     args.extend_from_slice(flags);
     let cli = <Cli as clap::Parser>::try_parse_from(args)?;
@@ -192,10 +235,9 @@ async fn keys(
     fetches.fetch_add(1, Ordering::SeqCst);
     let (keys, max_age) = {
         let served = served.lock().unwrap();
-        (
-            served.kids.iter().map(|k| jwk(k)).collect::<Vec<_>>(),
-            served.max_age,
-        )
+        let mut keys = served.kids.iter().map(|k| jwk(k)).collect::<Vec<_>>();
+        keys.extend(served.extra.iter().cloned());
+        (keys, served.max_age)
     };
     (
         [(header::CACHE_CONTROL, format!("public, max-age={max_age}"))],

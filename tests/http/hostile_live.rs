@@ -829,7 +829,8 @@ async fn ids_messages_and_close_reasons_are_bounded() {
         );
     }
     // The default bound of a socket's message is far under a POST body's.
-    const { assert!(LiveOptions::DEFAULT.max_message_bytes < Options::DEFAULT.max_body_bytes) };
+    let defaults = Options::default();
+    assert!(LiveOptions::DEFAULT.max_message_bytes < defaults.max_body_bytes);
     bystander.still_served(&server).await;
 }
 
@@ -1222,4 +1223,107 @@ async fn with_auth_off_a_rebindable_host_is_refused() {
     assert_eq!(upgrade(format!("localhost:{port}")).await, 101);
     assert_eq!(upgrade(format!("127.0.0.1:{port}")).await, 101);
     assert_eq!(upgrade(format!("[::1]:{port}")).await, 101);
+}
+
+/// The status line's code and the body of one raw HTTP/1.1 request sent to `addr`.
+async fn raw_exchange(addr: SocketAddr, request: String) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // To the end, or to the end of the head of a `101 Switching Protocols` (the socket
+    // then stays open).
+    let mut answer = Vec::new();
+    let read = async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&chunk[..n]);
+            if answer.starts_with(b"HTTP/1.1 101") && answer.windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {answer:?}"));
+    (status, answer)
+}
+
+/// With auth off, every `/graphql` request sent to a name DNS rebinding could have
+/// pointed here is refused, with or without an `Origin`: a plain POST (same-origin after
+/// rebinding, so no preflight), a plain GET, an event stream and an upgrade. On an IP
+/// address, `localhost` or an `--allowed-host` name they are served; with auth on, the
+/// token decides.
+#[tokio::test]
+async fn with_auth_off_every_graphql_request_on_a_rebindable_host_is_refused() {
+    let body = json!({ "query": "{ organization(slug: \"acme\") { name } }" }).to_string();
+    let requests = |host: &str, token: Option<String>| {
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        let post = format!(
+            "POST /graphql HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n{auth}Connection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let get = format!(
+            "GET /graphql?query=%7B__typename%7D HTTP/1.1\r\nHost: {host}\r\nAccept: \
+             application/json\r\n{auth}Connection: close\r\n\r\n"
+        );
+        let stream = format!(
+            "GET /graphql?query=%7B__typename%7D HTTP/1.1\r\nHost: {host}\r\nAccept: \
+             text/event-stream\r\n{auth}Connection: close\r\n\r\n"
+        );
+        let upgrade = format!(
+            "GET /graphql HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: \
+             Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: \
+             13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n{auth}\r\n"
+        );
+        [
+            ("POST", post),
+            ("GET", get),
+            ("event stream", stream),
+            ("upgrade", upgrade),
+        ]
+    };
+    let open = Server::start(false, live(|_| {}), |o| {
+        o.allowed_hosts = vec!["itemgraph.internal".to_owned()];
+    })
+    .await;
+    let port = open.addr().port();
+    for (what, request) in requests(&format!("rebind.example:{port}"), None) {
+        let (status, answer) = raw_exchange(open.addr(), request).await;
+        assert_eq!(status, 403, "{what}: {answer}");
+        assert!(answer.contains("FORBIDDEN"), "{what}: {answer}");
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("itemgraph.internal:{port}"),
+    ] {
+        for (what, request) in requests(&host, None) {
+            let (status, answer) = raw_exchange(open.addr(), request).await;
+            let served = if what == "upgrade" { 101 } else { 200 };
+            assert_eq!(status, served, "{what} on {host}: {answer}");
+        }
+    }
+    // With auth on, the name is not what protects the API: the token is.
+    let closed = Server::start(true, live(|_| {}), |_| {}).await;
+    let host = format!("rebind.example:{}", closed.addr().port());
+    for (what, request) in requests(&host, None) {
+        let (status, answer) = raw_exchange(closed.addr(), request).await;
+        if what != "upgrade" {
+            assert_eq!(status, 401, "{what}: {answer}");
+        }
+    }
+    for (what, request) in requests(&host, Some(token("acme"))) {
+        let (status, answer) = raw_exchange(closed.addr(), request).await;
+        let served = if what == "upgrade" { 101 } else { 200 };
+        assert_eq!(status, served, "{what}: {answer}");
+    }
 }

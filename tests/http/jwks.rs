@@ -35,10 +35,10 @@ async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
 
 #[tokio::test]
 async fn a_key_rotation_is_followed_and_the_old_key_dropped_when_the_provider_drops_it() {
-    // The set is cached for one second (`max-age=1`), refreshed at most every 200 ms.
+    // The set is cached for one second (`max-age=1`), refreshed at most every second.
     let provider = Provider::start(&["rsa-1"], 1).await;
     let auth = provider
-        .authenticator(&["--jwks-min-refresh", "200ms"])
+        .authenticator(&["--jwks-min-refresh", "1s"])
         .await
         .unwrap();
     let old = sign("rsa-1", &cognito("acme", "itemgraph-admins"));
@@ -49,7 +49,7 @@ async fn a_key_rotation_is_followed_and_the_old_key_dropped_when_the_provider_dr
     // The provider publishes its next key beside the current one and starts signing with
     // it: the unknown `kid` fetches the set again (once the interval allows).
     provider.publish(&["rsa-1", "rsa-2"]);
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    tokio::time::sleep(Duration::from_millis(1050)).await;
     assert_eq!(
         verify(&auth, &new).await,
         Ok(tenant("globex", Role::Member))
@@ -76,7 +76,7 @@ async fn an_unreachable_provider_leaves_the_last_good_set_in_use() {
     itemgraph::metrics::install();
     let provider = Provider::start(&["rsa-1", "ec-1"], 1).await;
     let auth = provider
-        .authenticator(&["--jwks-min-refresh", "200ms"])
+        .authenticator(&["--jwks-min-refresh", "1s"])
         .await
         .unwrap();
     let rsa = sign("rsa-1", &cognito("acme", "itemgraph-members"));
@@ -321,6 +321,12 @@ async fn an_issuer_alone_finds_its_keys_by_openid_discovery() {
     let auth = authenticator(&["--jwt-issuer", &provider.issuer])
         .await
         .unwrap();
+    // Keys of the discovered set verify that issuer's tokens only.
+    assert!(
+        verify(&auth, &sign("ec-1", &cognito("acme", "itemgraph-admins")))
+            .await
+            .is_err()
+    );
     let mut claims = cognito("acme", "itemgraph-admins");
     claims["iss"] = provider.issuer.clone().into();
     assert_eq!(
@@ -335,4 +341,143 @@ async fn an_issuer_alone_finds_its_keys_by_openid_discovery() {
         .await
         .unwrap_err();
     assert!(format!("{error:#}").contains("not of"), "{error:#}");
+}
+
+/// JWKs of key types and curves this server cannot read: Ed448 and secp256k1, published
+/// beside usable keys as providers do.
+fn unknown_keys() -> Vec<serde_json::Value> {
+    vec![
+        json!({ "kty": "OKP", "crv": "Ed448", "kid": "ed448-1", "use": "sig",
+                "x": "X9dEm1m0Yf0s54fsYWrUah2hNCSFpw4fig6nXYDpZ3jt8SR2m0bHBhvWeD3x5Q9s0foavq_oJWGA" }),
+        json!({ "kty": "EC", "crv": "secp256k1", "kid": "k1-1", "use": "sig",
+                "x": "CXRL0XWCTl7D7bUlRIGlbH6WN0tNtk5vrXzVgK0LhMU",
+                "y": "ZmJfIJK6gbP1o8aXsLqjT1ePOw-3D76VJgr9vYtrPcY" }),
+        json!({ "kty": "NEW-TYPE", "kid": "future-1" }),
+    ]
+}
+
+/// A key the server cannot read, published beside the RSA keys, is skipped and counted:
+/// the start succeeds, and a refresh takes the set's new usable key (rather than keeping
+/// the old set for ever).
+#[tokio::test]
+async fn a_key_this_server_cannot_read_is_skipped_not_the_whole_set() {
+    itemgraph::metrics::install();
+    let provider = Provider::start(&["rsa-1"], 1).await;
+    provider.publish_extra(unknown_keys());
+    let auth = provider
+        .authenticator(&["--jwks-min-refresh", "1s"])
+        .await
+        .expect("the start takes the keys it can read");
+    let old = sign("rsa-1", &cognito("acme", "itemgraph-admins"));
+    assert_eq!(verify(&auth, &old).await, Ok(tenant("acme", Role::Admin)));
+    // The provider rotates: the refresh finds the unreadable keys beside the new one.
+    provider.publish(&["rsa-1", "rsa-2"]);
+    tokio::time::sleep(Duration::from_millis(1050)).await;
+    let new = sign("rsa-2", &cognito("globex", "itemgraph-members"));
+    assert_eq!(
+        verify(&auth, &new).await,
+        Ok(tenant("globex", Role::Member))
+    );
+    let metrics = itemgraph::metrics::render().expect("this process's recorder");
+    let skipped = metrics
+        .lines()
+        .find(|l| l.starts_with("itemgraph_jwks_keys_skipped_total"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(skipped >= 6, "three skipped per fetch: {metrics}");
+}
+
+/// Redirects are followed only where a URL could point: `https://`, or `http://` on
+/// loopback.
+#[tokio::test]
+async fn a_redirect_to_plain_http_elsewhere_is_not_followed() {
+    let provider = Provider::start(&["rsa-1"], 3600).await;
+    let here = format!("{}/moved?to={}", provider.base(), provider.url);
+    let source = format!("{ISSUER}={here}");
+    let followed = authenticator(&["--jwt-jwks-url", &source]).await;
+    assert!(
+        followed.is_ok(),
+        "a loopback redirect: {:?}",
+        followed.err()
+    );
+    let away = format!(
+        "{ISSUER}={}/moved?to=http://jwks.example/.well-known/jwks.json",
+        provider.base()
+    );
+    let error = format!(
+        "{:#}",
+        authenticator(&["--jwt-jwks-url", &away]).await.unwrap_err()
+    );
+    assert!(error.contains("only https://"), "{error}");
+}
+
+/// A key set is cut off once past its cap as it streams in (a chunked body has no length
+/// to refuse up front), not read for as long as the provider sends.
+#[tokio::test]
+async fn an_endless_key_set_is_cut_off_at_its_cap() {
+    let provider = Provider::start(&["rsa-1"], 3600).await;
+    let source = format!("{ISSUER}={}/endless.json", provider.base());
+    let started = Instant::now();
+    let error = format!(
+        "{:#}",
+        authenticator(&["--jwt-jwks-url", &source])
+            .await
+            .unwrap_err()
+    );
+    assert!(error.contains("over 262144 bytes"), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// An OpenID discovery document past its cap is refused.
+#[tokio::test]
+async fn an_oversized_discovery_document_is_refused() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    let document = json!({
+        "issuer": issuer,
+        "jwks_uri": format!("{issuer}/keys"),
+        "padding": "x".repeat(100 * 1024),
+    });
+    let app = axum::Router::new().route(
+        "/.well-known/openid-configuration",
+        axum::routing::get(move || async move { axum::Json(document) }),
+    );
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let error = format!(
+        "{:#}",
+        authenticator(&["--jwt-issuer", &issuer]).await.unwrap_err()
+    );
+    server.abort();
+    assert!(error.contains("over 65536 bytes"), "{error}");
+}
+
+/// Two providers trusted at once: each one's keys verify its own tokens only, so a token
+/// naming one issuer and signed by the other's key is refused.
+#[tokio::test]
+async fn a_key_verifies_only_its_own_issuers_tokens() {
+    const OTHER: &str = "https://other.example";
+    let cognito_keys = Provider::start(&["rsa-1"], 3600).await;
+    let other_keys = Provider::start(&["rsa-2"], 3600).await;
+    let sources = format!("{ISSUER}={},{OTHER}={}", cognito_keys.url, other_keys.url);
+    let auth = authenticator(&["--jwt-jwks-url", &sources]).await.unwrap();
+    let ours = sign("rsa-1", &cognito("acme", "itemgraph-admins"));
+    assert_eq!(verify(&auth, &ours).await, Ok(tenant("acme", Role::Admin)));
+    let mut theirs = cognito("globex", "itemgraph-members");
+    theirs["iss"] = OTHER.into();
+    assert_eq!(
+        verify(&auth, &sign("rsa-2", &theirs)).await,
+        Ok(tenant("globex", Role::Member))
+    );
+    // The other provider's key, under Cognito's issuer: refused.
+    let forged = sign("rsa-2", &cognito("acme", "itemgraph-admins"));
+    assert!(
+        matches!(verify(&auth, &forged).await, Err(AuthError::Invalid(_))),
+        "{:?}",
+        verify(&auth, &forged).await
+    );
 }

@@ -58,7 +58,7 @@ mod origin;
 mod socket;
 
 pub(in crate::http) use events::event_stream;
-pub(in crate::http) use origin::check_origin;
+pub(in crate::http) use origin::{check_origin, refuse_rebound_host};
 pub(in crate::http) use socket::{websocket, Awaiting};
 
 use axum::http::{header, HeaderMap};
