@@ -48,6 +48,21 @@ impl WriteBudget {
         }
     }
 
+    /// Counts `units` already spent (attempts the store sent again) without waiting: the
+    /// next [`spend`](Self::spend) waits for them.
+    pub fn charge(&self, units: f64) {
+        if units <= 0.0 {
+            return;
+        }
+        *self.spent.lock().unwrap_or_else(|e| e.into_inner()) += units;
+        let Some(rate) = self.per_second else {
+            return;
+        };
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        *next = (*next).max(now) + Duration::from_secs_f64(units / rate);
+    }
+
     /// Waits until `units` fit in the budget, and counts them as spent.
     pub async fn spend(&self, units: f64) {
         *self.spent.lock().unwrap_or_else(|e| e.into_inner()) += units;
@@ -76,6 +91,23 @@ impl WriteBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Units charged after the fact (attempts sent again) are waited for by the next spend.
+    #[tokio::test(start_paused = true)]
+    async fn units_charged_after_the_fact_delay_the_next_write() {
+        let budget = WriteBudget::new(Some(100.0));
+        let started = tokio::time::Instant::now();
+        budget.spend(100.0).await;
+        budget.charge(200.0);
+        budget.spend(10.0).await;
+        assert_eq!(budget.spent(), 310.0);
+        // 310 units at 100 a second, the last second of them a burst: 2.1 s.
+        let waited = started.elapsed();
+        assert!(
+            (Duration::from_millis(2090)..Duration::from_millis(2200)).contains(&waited),
+            "{waited:?}"
+        );
+    }
 
     /// A second's worth goes at once; past it, the rate holds (time paused, so exact).
     #[tokio::test(start_paused = true)]

@@ -33,7 +33,9 @@ use std::fmt;
 use futures::future::try_join_all;
 
 use crate::keys::MigrationKey;
-use crate::store::{Delete, Item, Scan, ScanSegment, Store, StoreResult, TransactAction};
+use crate::store::{
+    call_stats, Delete, Item, Scan, ScanSegment, Store, StoreResult, TransactAction,
+};
 
 use budget::WriteBudget;
 use progress::Progress;
@@ -230,23 +232,35 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// A TransactWriteItems, once its units fit in the budget.
+    /// A TransactWriteItems, once its units fit in the budget. Every attempt is charged:
+    /// one the store sent again (a conflict, a throttle) cost units too, so those are
+    /// taken from the budget after it, before the next write goes.
     async fn transact(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         let units = budget::units(self.store.schema(), &actions, true);
         self.budget.spend(units).await;
-        self.store.transact_write(actions).await
+        let (result, stats) = call_stats::measured(self.store.transact_write(actions)).await;
+        self.budget.charge(units * f64::from(stats.retries));
+        result
     }
 
-    /// A DeleteItem, once its unit fits in the budget.
+    /// A DeleteItem, once its unit fits in the budget (and its attempts charged).
     async fn delete(&self, delete: Delete) -> StoreResult<Option<Item>> {
         self.budget.spend(1.0).await;
-        self.store.delete_item(delete).await
+        let (result, stats) = call_stats::measured(self.store.delete_item(delete)).await;
+        self.budget.charge(f64::from(stats.retries));
+        result
     }
 
     /// A checkpoint or a migration's record, once its unit fits in the budget.
     async fn record<R: crate::model::Record>(&self, record: &R) -> StoreResult<()> {
         self.budget.spend(1.0).await;
         records::write(self.store, record).await
+    }
+
+    /// A migration's record where none is yet; false when another run wrote it first.
+    async fn create<R: crate::model::Record>(&self, record: &R) -> StoreResult<bool> {
+        self.budget.spend(1.0).await;
+        records::create(self.store, record).await
     }
 }
 
@@ -257,7 +271,7 @@ async fn run_one(
     report: &mut MigrateReport,
 ) -> StoreResult<MigrationOutcome> {
     let key = MigrationKey::new(migration.version);
-    let existing: Option<MigrationRecord> = records::read(ctx.store, key.primary_key()).await?;
+    let mut existing: Option<MigrationRecord> = records::read(ctx.store, key.primary_key()).await?;
     let mut outcome = MigrationOutcome {
         migration,
         outcome: if ctx.dry_run {
@@ -287,16 +301,27 @@ async fn run_one(
     if !migration.scans_items {
         report.stream_enabled = ctx.store.enable_change_stream(ctx.dry_run).await?;
     } else {
-        if !ctx.dry_run && existing.is_none() {
-            ctx.record(&record).await?;
+        if !ctx.dry_run && existing.is_none() && !ctx.create(&record).await? {
+            // Another run started it in between: this one joins it with its segment
+            // count, so every checkpoint names a position of one split of the table.
+            existing = records::read(ctx.store, key.primary_key()).await?;
+            if let Some(theirs) = &existing {
+                if theirs.state == MigrationState::Done {
+                    outcome.outcome = Outcome::AlreadyDone;
+                    return Ok(outcome);
+                }
+                record = theirs.clone();
+                outcome.outcome = Outcome::Resumed;
+            }
         }
         let mut checkpoints = Vec::new();
         for segment in 0..record.segments {
-            let fresh = SegmentCheckpoint::new(migration.version, segment);
+            let fresh = SegmentCheckpoint::new(migration.version, segment, record.segments);
             checkpoints.push(match existing {
                 // A dry run counts everything still to do, so it reads from the start.
                 Some(_) if !ctx.dry_run => records::read(ctx.store, key.segment(segment))
                     .await?
+                    .filter(|c: &SegmentCheckpoint| c.of(record.segments))
                     .unwrap_or(fresh),
                 _ => fresh,
             });
@@ -560,6 +585,112 @@ mod tests {
             .iter()
             .all(|m| m.outcome == Outcome::AlreadyDone));
         assert_eq!(again.scanned, 0);
+    }
+
+    /// Two runs started at once with different `--segments`, both stopped midway, then a
+    /// third: the migration's record is created once (the second run joins the first with
+    /// its segment count), every checkpoint belongs to that one split, and the third run
+    /// leaves every organization sharded.
+    #[tokio::test]
+    async fn two_runs_at_once_with_different_segments_skip_nothing() {
+        let (store, orgs) = previous_layout().await;
+        let options = |segments| Options {
+            segments,
+            page_size: 5,
+            max_wcu: Some(300.0),
+            ..Options::default()
+        };
+        let (two, five) = (options(2), options(5));
+        // The five-segment run polled first, so without the conditional record the
+        // two-segment run's record, written last, would be the one a resume reads.
+        let both = futures::future::join(run(&store, &five), run(&store, &two));
+        let stopped = tokio::time::timeout(Duration::from_millis(1500), both).await;
+        assert!(stopped.is_err(), "stopped before either was done");
+        let record: MigrationRecord = records::read(&store, MigrationKey::new(3).primary_key())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(record.state, MigrationState::Running);
+        let checkpoints = store
+            .query(crate::store::Query {
+                sort: Some(crate::store::SortCondition::BeginsWith(
+                    MigrationKey::new(3).segments_prefix().to_owned(),
+                )),
+                consistent_read: true,
+                ..crate::store::Query::partition(MigrationKey::new(3).partition())
+            })
+            .await
+            .unwrap()
+            .items;
+        assert!(!checkpoints.is_empty());
+        for item in checkpoints {
+            let checkpoint = SegmentCheckpoint::from_item(item).unwrap();
+            assert!(
+                checkpoint.segment < record.segments && checkpoint.of(record.segments),
+                "{checkpoint:?} does not belong to the record's {} segments",
+                record.segments
+            );
+        }
+        let report = run(
+            &store,
+            &Options {
+                max_wcu: None,
+                ..options(3)
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(report.migrations[2].outcome, Outcome::Resumed, "{report}");
+        assert_eq!(sharded(&store).await, 0, "of {orgs}");
+        let check = crate::check::check(&store).await.unwrap();
+        assert!(check.is_clean(), "{check}");
+    }
+
+    /// `--max-wcu` is charged for every attempt: a transaction the store sent again after
+    /// a conflict costs its units each time.
+    #[tokio::test]
+    async fn every_attempt_of_a_write_is_charged() {
+        let spent = |conflict: f64| async move {
+            let (clean, _) = previous_layout().await;
+            let store = EmbeddedStore::in_memory_with_faults(
+                "t",
+                crate::keys::table_schema(),
+                crate::store::faults::Faults {
+                    conflict,
+                    seed: 7,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            store.create_table().await.unwrap();
+            for item in scan_items(&clean).await {
+                store.put_item(Put::new(item)).await.unwrap();
+            }
+            let (report, stats) = call_stats::measured(run(&store, &Options::default())).await;
+            let report = report.unwrap();
+            assert_eq!(sharded(&store).await, 0);
+            (report.write_units, stats.retries)
+        };
+        let (calm, _) = spent(0.0).await;
+        let (contended, retries) = spent(0.1).await;
+        assert!(retries > 0, "conflicts were drawn");
+        // Each organization's transaction is 33 items, 66 units: every retry of one is
+        // charged as much again.
+        assert!(
+            contended >= calm + 66,
+            "{contended} units with {retries} retries, {calm} without"
+        );
+    }
+
+    async fn scan_items(store: &EmbeddedStore) -> Vec<Item> {
+        store
+            .scan(Scan {
+                consistent_read: true,
+                ..Scan::default()
+            })
+            .await
+            .unwrap()
+            .items
     }
 
     async fn scan_all(store: &EmbeddedStore) -> Vec<String> {

@@ -5,9 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::keys::{ItemKeys, MigrationKey};
+use crate::keys::{ItemKeys, MigrationKey, PK};
 use crate::model::Record;
-use crate::store::{GetItem, PageKey, PrimaryKey, Put, Store, StoreResult};
+use crate::store::{Condition, GetItem, PageKey, PrimaryKey, Put, Store, StoreError, StoreResult};
 
 /// Where a migration stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,6 +56,11 @@ pub struct SegmentCheckpoint {
     pub done: bool,
     /// Items this segment has read so far, over every run.
     pub scanned: u64,
+    /// How many segments the Scan it belongs to has: a checkpoint of another split names
+    /// a position in other items, and a resume never starts from it. (Absent on
+    /// checkpoints written before it was kept.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<u32>,
 }
 
 impl Record for SegmentCheckpoint {
@@ -66,7 +71,7 @@ impl Record for SegmentCheckpoint {
 }
 
 impl SegmentCheckpoint {
-    pub fn new(version: u32, segment: u32) -> Self {
+    pub fn new(version: u32, segment: u32, segments: u32) -> Self {
         SegmentCheckpoint {
             version,
             segment,
@@ -74,7 +79,13 @@ impl SegmentCheckpoint {
             next_sk: None,
             done: false,
             scanned: 0,
+            segments: Some(segments),
         }
+    }
+
+    /// Whether it belongs to a Scan of `segments` segments.
+    pub fn of(&self, segments: u32) -> bool {
+        self.segments.is_none_or(|of| of == segments)
     }
 
     /// Where the segment's Scan goes on.
@@ -106,6 +117,19 @@ pub async fn read<R: Record>(store: &dyn Store, key: PrimaryKey) -> StoreResult<
         })
         .await?;
     Ok(item.and_then(|i| R::from_item(i).ok()))
+}
+
+/// Writes a record only where none is (`attribute_not_exists`): false when another run
+/// wrote one first.
+pub async fn create<R: Record>(store: &dyn Store, record: &R) -> StoreResult<bool> {
+    match store
+        .put_item(Put::new(record.to_item()).when(Condition::not_exists(PK)))
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(StoreError::ConditionFailed { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Writes a record over whatever was at its key: these items are the runner's own.
