@@ -27,6 +27,7 @@
 //! | [`RELAY_APPENDED`] | counter | |
 //! | [`RELAY_FOLLOWED`] | counter | |
 //! | [`RELAY_LAG`] | gauge (s) | |
+//! | [`WEBSOCKET_CLOSES`] | counter | `code` |
 //! | [`JWKS_REFRESHES`] | counter | `outcome` |
 //! | [`JWKS_KEYS_SKIPPED`] | counter | |
 //! | [`TRACE_SPANS`] | counter | `outcome` |
@@ -105,6 +106,10 @@ pub const DYNAMODB_CONSUMED_CAPACITY: &str = "itemgraph_dynamodb_consumed_capaci
 
 /// The `index` label of a call on the table itself.
 pub const NO_INDEX: &str = "none";
+/// WebSockets ended, counted once the connection is gone, by the close code the server
+/// gave (`3008` silent, `1008` not reading, `1001` shutdown, …) or `client` when the
+/// client closed it.
+pub const WEBSOCKET_CLOSES: &str = "itemgraph_websocket_closes_total";
 /// Fetches of the identity provider's JWKS, by `outcome`: `ok`, or `error` (the last good
 /// set kept).
 pub const JWKS_REFRESHES: &str = "itemgraph_jwks_refresh_total";
@@ -229,6 +234,11 @@ fn describe() {
         "Fetches of the identity provider's JWKS by outcome (error: the last good set kept)"
     );
     describe_counter!(
+        WEBSOCKET_CLOSES,
+        Unit::Count,
+        "WebSockets ended, once the connection is gone, by the server's close code (or client)"
+    );
+    describe_counter!(
         JWKS_KEYS_SKIPPED,
         Unit::Count,
         "Keys of a fetched JWKS skipped as unreadable (unknown type or curve, malformed)"
@@ -250,6 +260,11 @@ fn describe() {
 pub fn record_jwks_refresh(ok: bool) {
     let outcome = if ok { "ok" } else { "error" };
     ::metrics::counter!(JWKS_REFRESHES, "outcome" => outcome).increment(1);
+}
+
+/// A WebSocket's connection is gone: `code` the close code the server gave, or `client`.
+pub fn record_websocket_close(code: &'static str) {
+    ::metrics::counter!(WEBSOCKET_CLOSES, "code" => code).increment(1);
 }
 
 /// `keys` keys of a fetched JWKS skipped as unreadable.

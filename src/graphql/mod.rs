@@ -382,6 +382,20 @@ async fn respond(
     resp
 }
 
+/// The errors that refuse a request before any of it runs (its document does not parse,
+/// breaks a limit or does not validate, its variables do not fit), coded as an answer
+/// carries them; `None` when it may run. The check is cached, so running the request
+/// after it checks nothing twice.
+pub async fn refusal(
+    schema: &ItemgraphSchema,
+    request: &mut async_graphql::Request,
+) -> Option<Vec<async_graphql::ServerError>> {
+    let refused = schema.prepare(request).await.err()?;
+    let mut resp = async_graphql::Response::from_errors(refused.errors);
+    errors::ensure_codes(&mut resp);
+    Some(resp.errors)
+}
+
 /// Runs one subscription for a caller with `access` (whose token expires at `expiry`):
 /// its responses, one per event, each with null propagation applied and every error
 /// given its `extensions.code`, as [`execute`] does. The changes come from `hub`.

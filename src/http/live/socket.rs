@@ -18,7 +18,9 @@ use tokio::time::Instant;
 use tokio_stream::StreamMap;
 
 use super::{check_origin, operation, too_many_operations, Session, MAX_ID_BYTES};
-use crate::http::{AppState, ConnectionScope, HttpError, Lease, LeaseEnd, Media};
+use crate::graphql;
+use crate::http::{operation_type, AppState, ConnectionScope, HttpError, Lease, LeaseEnd, Media};
+use async_graphql::parser::types::OperationType;
 
 /// Why the server closes a socket: a code and a short fixed reason each (a close frame
 /// holds at most 125 bytes, and never echoes what the client sent).
@@ -61,6 +63,26 @@ impl Close {
             Close::TooManyInits => (4429, "Too many initialisation requests"),
             Close::Bumped => (1013, "too many sockets awaiting connection_init; try again"),
             Close::Expired => (4403, "the token has expired"),
+        }
+    }
+
+    /// The close code as a metric's label.
+    fn label(self) -> &'static str {
+        match self.frame().0 {
+            1000 => "1000",
+            1001 => "1001",
+            1002 => "1002",
+            1008 => "1008",
+            1009 => "1009",
+            1013 => "1013",
+            3008 => "3008",
+            4400 => "4400",
+            4401 => "4401",
+            4403 => "4403",
+            4408 => "4408",
+            4409 => "4409",
+            4429 => "4429",
+            _ => "other",
         }
     }
 
@@ -362,7 +384,10 @@ async fn serve_socket(
         written = &mut writer => {
             if written == Written::Stalled {
                 crate::metrics::record_error("CLIENT_NOT_READING");
+                crate::metrics::record_websocket_close(Close::NotReading.label());
                 tracing::debug!("closed a WebSocket whose client does not read");
+            } else {
+                crate::metrics::record_websocket_close("client");
             }
             return;
         }
@@ -370,9 +395,11 @@ async fn serve_socket(
     };
     // The reader has queued its last message: the writer sends what is queued, all of it
     // within one send timeout, or a second when the connection is to close now (evicted,
-    // swept, or shutdown's time is up), and not past a forced close.
+    // swept, or shutdown's time is up) or its client answers nothing (silent: it does not
+    // read either, most likely, and a write blocked on it must not hold the close for a
+    // send timeout), and not past a forced close.
     drop(socket);
-    let drain = if end == Some(Close::Evicted) {
+    let drain = if matches!(end, Some(Close::Evicted | Close::Silent)) {
         Duration::from_secs(1)
     } else {
         live.send_timeout
@@ -390,6 +417,7 @@ async fn serve_socket(
         () = forced => {}
         () = tokio::time::sleep(drain) => {}
     }
+    crate::metrics::record_websocket_close(end.map_or("client", Close::label));
 }
 
 /// One socket's protocol: its session once `connection_init` is accepted, its running
@@ -588,6 +616,24 @@ impl Socket {
                     });
                     self.complete(&id);
                     return Flow::Go;
+                }
+                let mut payload = payload;
+                if self.protocol == WebSocketProtocols::GraphQLWS
+                    && operation_type(&mut payload, &self.state.options().limits)
+                        == Some(OperationType::Subscription)
+                {
+                    // graphql-transport-ws: a subscription refused before it runs (its
+                    // document does not validate, e.g. two root fields) is answered with
+                    // one `error` message, which ends the operation (no `complete`).
+                    let schema = self.state.0.schema.clone();
+                    if let Some(errors) = graphql::refusal(&schema, &mut payload).await {
+                        self.out.text(&serde_json::json!({
+                            "type": "error",
+                            "id": id,
+                            "payload": errors,
+                        }));
+                        return Flow::Go;
+                    }
                 }
                 let results = operation(&self.state, session, payload)
                     .map(Some)
