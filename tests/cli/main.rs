@@ -8,6 +8,7 @@
 mod common;
 
 mod commands;
+mod features;
 mod image;
 mod migrate;
 mod replicas;
