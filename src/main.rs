@@ -134,7 +134,8 @@ async fn run() -> anyhow::Result<()> {
                 let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
             }
             if let Some(telemetry) = telemetry {
-                // The last requests' spans, before the process ends.
+                // The last requests' spans, for `--otel-shutdown-timeout` at most, before
+                // the process ends.
                 telemetry.shutdown().await;
             }
             tracing::info!("stopped");

@@ -117,9 +117,10 @@ pub const JWKS_REFRESHES: &str = "itemgraph_jwks_refresh_total";
 /// type or curve it does not know, a malformed key), while the set's other keys are used.
 pub const JWKS_KEYS_SKIPPED: &str = "itemgraph_jwks_keys_skipped_total";
 /// OpenTelemetry spans that ended sampled, by `outcome`: `exported` (the collector took
-/// them), `queue_full` (dropped at once: the export queue was full, so the collector is
-/// down or slower than the server), `export_failed` (the collector refused them, did not
-/// answer in time, or could not be reached), `shutdown` (ended after the exporter stopped).
+/// them), `queue_full` (dropped at once: the export queue was full, in spans or in bytes,
+/// so the collector is down or slower than the server), `export_failed` (the collector
+/// refused them, did not answer in time, or could not be reached), `shutdown` (ended after
+/// the exporter stopped, or not exported by the stop's deadline).
 pub const TRACE_SPANS: &str = "itemgraph_trace_spans_total";
 
 /// Most distinct operation names kept as label values per process; later ones count

@@ -355,6 +355,7 @@ impl ServeArgs {
                 tracing::info!(
                     endpoint = %settings.traces_endpoint,
                     sampler = ?settings.sampler,
+                    trust_parent = ?settings.parent_trust,
                     "exporting traces over OTLP"
                 );
                 Some(telemetry)
@@ -1004,6 +1005,7 @@ mod tests {
             ("--dynamodb-operation-timeout-ms", "600001"),
             ("--otel-bsp-schedule-delay", "600001"),
             ("--otel-bsp-export-timeout", "600001"),
+            ("--otel-shutdown-timeout", "60001"),
             ("--jwks-min-refresh", "2h"),
             ("--jwt-leeway", "6m"),
             ("--jwt-max-age", "43201m"),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::builder::BoolishValueParser;
 use clap::{Args, ValueEnum};
 
-use crate::telemetry::{BatchSettings, SamplerSetting, Settings, WireProtocol};
+use crate::telemetry::{BatchSettings, ParentTrust, SamplerSetting, Settings, WireProtocol};
 
 /// Tracing: where spans go, which are kept, how they are batched.
 #[derive(Debug, Clone, Args)]
@@ -38,9 +38,10 @@ pub struct TelemetryArgs {
     /// percent-encoded where they hold `,` or `=`.
     #[arg(long, env = "OTEL_RESOURCE_ATTRIBUTES", value_name = "K=V,…", value_parser = parse_resource_attributes)]
     pub otel_resource_attributes: Option<ResourceAttributes>,
-    /// Which traces are kept: `parentbased_traceidratio` (a caller's sampled trace is
-    /// continued, a new one kept at the ratio), `parentbased_always_on`,
-    /// `parentbased_always_off`, `traceidratio`, `always_on`, `always_off`.
+    /// Which traces are kept: `parentbased_traceidratio` (a trusted caller's sampled trace
+    /// is continued, see `--otel-trust-parent`; a new one is kept at the ratio),
+    /// `parentbased_always_on`, `parentbased_always_off`, `traceidratio`, `always_on`,
+    /// `always_off`.
     #[arg(
         long,
         env = "OTEL_TRACES_SAMPLER",
@@ -52,7 +53,8 @@ pub struct TelemetryArgs {
     #[arg(long, env = "OTEL_TRACES_SAMPLER_ARG", default_value_t = 1.0, value_parser = parse_ratio)]
     pub otel_traces_sampler_arg: f64,
     /// Spans held waiting for export at most; more are dropped (and counted in
-    /// `itemgraph_trace_spans_total{outcome="queue_full"}`).
+    /// `itemgraph_trace_spans_total{outcome="queue_full"}`). See also
+    /// `--otel-bsp-max-queue-bytes`.
     #[arg(long, env = "OTEL_BSP_MAX_QUEUE_SIZE", default_value_t = BatchSettings::DEFAULT.max_queue_size, value_parser = super::at_least_one())]
     pub otel_bsp_max_queue_size: usize,
     /// Longest wait, in milliseconds, from a span's end to its export.
@@ -79,6 +81,40 @@ pub struct TelemetryArgs {
     /// Off by default: it is tenant data, for the operator to allow.
     #[arg(long, env = "ITEMGRAPH_OTEL_RECORD_ORGANIZATION", value_parser = BoolishValueParser::new(), default_value = "false", num_args = 0..=1, default_missing_value = "true")]
     pub otel_record_organization: bool,
+    /// Whose `traceparent` decides whether a request is traced: `authenticated` (a request
+    /// to `/graphql` with a valid bearer token continues its caller's trace; any other
+    /// starts a new trace, kept at the sampler's ratio and linked to the caller's), `all`
+    /// (every caller's: only for a server that a proxy setting or stripping `traceparent`
+    /// fronts; with `--auth off`, what continues callers' traces), `none`.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_OTEL_TRUST_PARENT",
+        value_enum,
+        default_value = "authenticated"
+    )]
+    pub otel_trust_parent: ParentTrust,
+    /// Bytes of spans (names, attributes, trace state, and an allowance per span) held
+    /// waiting for export or being exported at most; past it a span is dropped and counted
+    /// (`queue_full`), as past `--otel-bsp-max-queue-size`. At least 65536.
+    #[arg(
+        long,
+        env = "ITEMGRAPH_OTEL_BSP_MAX_QUEUE_BYTES",
+        value_name = "BYTES",
+        default_value_t = BatchSettings::DEFAULT.max_queue_bytes,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(65_536..)
+    )]
+    pub otel_bsp_max_queue_bytes: usize,
+    /// Longest, in milliseconds, a stop waits for the last spans to reach the collector;
+    /// what is not exported by then is dropped (counted as `shutdown`).
+    /// From 0 to 60000 (a minute).
+    #[arg(
+        long,
+        env = "ITEMGRAPH_OTEL_SHUTDOWN_TIMEOUT",
+        value_name = "MS",
+        default_value_t = 5000,
+        value_parser = clap::value_parser!(u64).range(..=60_000)
+    )]
+    pub otel_shutdown_timeout: u64,
 }
 
 /// `OTEL_TRACES_SAMPLER`'s values, as the specification spells them.
@@ -149,8 +185,11 @@ impl TelemetryArgs {
                 schedule_delay: Duration::from_millis(self.otel_bsp_schedule_delay),
                 max_export_batch_size: self.otel_bsp_max_export_batch_size,
                 export_timeout: Duration::from_millis(self.otel_bsp_export_timeout),
+                max_queue_bytes: self.otel_bsp_max_queue_bytes,
+                shutdown_timeout: Duration::from_millis(self.otel_shutdown_timeout),
             },
             record_organization: self.otel_record_organization,
+            parent_trust: self.otel_trust_parent,
         }))
     }
 }
@@ -321,6 +360,50 @@ mod tests {
             let args: Vec<&str> = bad.iter().copied().filter(|a| !a.is_empty()).collect();
             let err = parse(&args).unwrap().settings().unwrap_err().to_string();
             assert!(err.contains(says), "{err}");
+        }
+    }
+
+    #[test]
+    fn trust_queue_bytes_and_the_stops_deadline_are_read() {
+        let s = parse(&["--otlp-endpoint=http://a:4318"])
+            .unwrap()
+            .settings()
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.parent_trust, ParentTrust::Authenticated);
+        assert_eq!(s.batch.max_queue_bytes, 8 * 1024 * 1024);
+        assert_eq!(s.batch.shutdown_timeout, Duration::from_secs(5));
+        let s = parse(&[
+            "--otlp-endpoint=http://a:4318",
+            "--otel-trust-parent=all",
+            "--otel-bsp-max-queue-bytes=1048576",
+            "--otel-shutdown-timeout=250",
+        ])
+        .unwrap()
+        .settings()
+        .unwrap()
+        .unwrap();
+        assert_eq!(s.parent_trust, ParentTrust::All);
+        assert_eq!(s.batch.max_queue_bytes, 1 << 20);
+        assert_eq!(s.batch.shutdown_timeout, Duration::from_millis(250));
+        assert_eq!(
+            parse(&["--otel-trust-parent=none"])
+                .unwrap()
+                .otel_trust_parent,
+            ParentTrust::Nobody
+        );
+        assert_eq!(
+            parse(&["--otel-shutdown-timeout=0"])
+                .unwrap()
+                .otel_shutdown_timeout,
+            0
+        );
+        for bad in [
+            "--otel-trust-parent=everyone",
+            "--otel-bsp-max-queue-bytes=1000",
+            "--otel-shutdown-timeout=60001",
+        ] {
+            assert!(parse(&[bad]).is_err(), "{bad}");
         }
     }
 }

@@ -94,6 +94,7 @@ pub fn end_span(cx: &opentelemetry::Context, resp: &async_graphql::Response) {
 }
 
 /// The span name and attributes the GraphQL semantic conventions give an operation.
+/// The operation's name is cut to [`crate::telemetry::MAX_OPERATION_NAME_BYTES`].
 pub fn span_naming(
     operation: Option<&str>,
     ty: OperationType,
@@ -103,6 +104,8 @@ pub fn span_naming(
     let mut attributes = vec![KeyValue::new("graphql.operation.type", kind)];
     let name = match operation {
         Some(op) => {
+            // Client-chosen, as long as the body: cut before it is copied twice.
+            let op = crate::telemetry::truncated(op, crate::telemetry::MAX_OPERATION_NAME_BYTES);
             attributes.push(KeyValue::new("graphql.operation.name", op.to_owned()));
             format!("{kind} {op}")
         }

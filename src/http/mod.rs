@@ -112,31 +112,30 @@ pub fn app(state: AppState) -> Router {
     }
     // The body size and read time are enforced where the body is read (`read_body`), so
     // an oversized or late body is answered in GraphQL's error shape.
-    let telemetry = state.telemetry().cloned();
-    with_layers(router, &options.cors, telemetry).with_state(state)
+    let gate = state.telemetry().cloned().map(|telemetry| TraceGate {
+        telemetry,
+        authenticator: state.0.authenticator.clone(),
+    });
+    with_layers(router, &options.cors, gate).with_state(state)
 }
 
 /// The layers every route runs under, innermost first:
 /// - a panic becomes a 500 `INTERNAL`;
 /// - CORS, around it, so even that 500 is readable by an allowed page, and a preflight is
 ///   answered before any route;
-/// - with OpenTelemetry on, the request's server span ([`traced`]), continuing the
+/// - with OpenTelemetry on, the request's server span ([`traced`]), continuing a trusted
 ///   caller's `traceparent` and naming the trace in `traceresponse`;
 /// - the trace layer's span (method, path, request id) around everything the request
 ///   does, so its 500 is logged like any response;
 /// - the request id, outermost: set before the span is made, echoed on every response,
 ///   the panic's and the preflight's included.
-fn with_layers(
-    router: Router<AppState>,
-    cors: &Cors,
-    telemetry: Option<Telemetry>,
-) -> Router<AppState> {
+fn with_layers(router: Router<AppState>, cors: &Cors, gate: Option<TraceGate>) -> Router<AppState> {
     let mut router = router.layer(CatchPanicLayer::custom(panic_response));
     if let Some(cors) = cors_layer(cors) {
         router = router.layer(cors);
     }
-    if let Some(telemetry) = telemetry {
-        router = router.layer(axum::middleware::from_fn_with_state(telemetry, traced));
+    if let Some(gate) = gate {
+        router = router.layer(axum::middleware::from_fn_with_state(gate, traced));
     }
     let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     router
@@ -146,12 +145,50 @@ fn with_layers(
         .layer(axum::middleware::map_request(drop_malformed_request_id))
 }
 
+/// What [`traced`] needs: the tracer, and the authenticator that tells whether a caller's
+/// `traceparent` is to be followed (`--otel-trust-parent authenticated`).
+#[derive(Clone)]
+struct TraceGate {
+    telemetry: Telemetry,
+    authenticator: Option<crate::auth::Authenticator>,
+}
+
+impl TraceGate {
+    /// Whether this request's `traceparent` may decide its sampling. With `authenticated`,
+    /// looked at only when it can matter: a `traceparent` to follow, on the one route that
+    /// authenticates. The token is checked with the keys at hand (`authenticate`, never
+    /// `verify_until`'s fetch), so a forged `kid` costs no fetch here; the handler checks
+    /// it again, as it always has.
+    fn trusts(&self, route: Option<&str>, headers: &axum::http::HeaderMap) -> bool {
+        use crate::telemetry::ParentTrust;
+        match self.telemetry.parent_trust() {
+            ParentTrust::All => true,
+            ParentTrust::Nobody => false,
+            ParentTrust::Authenticated => {
+                route == Some("/graphql")
+                    && headers.contains_key(telemetry::TRACEPARENT_HEADER)
+                    && self.authenticator.as_ref().is_some_and(|auth| {
+                        auth.authenticate(
+                            headers
+                                .get(header::AUTHORIZATION)
+                                .map(HeaderValue::as_bytes),
+                        )
+                        .is_ok()
+                    })
+            }
+        }
+    }
+}
+
 /// Runs a request in its OpenTelemetry server span (`GET /graphql`: the method and the
-/// route, never the query string, where a GET request's variables are), which continues
-/// the caller's `traceparent`; answers with the trace in [`TRACE_RESPONSE_HEADER`]. A
-/// WebSocket or an event stream carries the span's context on into its operations.
+/// route, never the query string, where a GET request's variables are). A trusted
+/// caller's `traceparent` is continued ([`TraceGate::trusts`]); anyone else's starts a new
+/// trace linked to it. A path no route matches is recorded by the method alone (span
+/// `GET`, no `url.path`, no `http.route`): a client can make it as long and as varied as
+/// it likes. Answers with the trace in [`TRACE_RESPONSE_HEADER`]. A WebSocket or an event
+/// stream carries the span's context on into its operations.
 async fn traced(
-    State(telemetry): State<Telemetry>,
+    State(gate): State<TraceGate>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
@@ -161,18 +198,21 @@ async fn traced(
         .extensions()
         .get::<axum::extract::MatchedPath>()
         .map(|p| p.as_str().to_owned());
-    let name = match &route {
-        Some(route) => format!("{method} {route}"),
-        None => method.clone(),
+    let trusted = gate.trusts(route.as_deref(), request.headers());
+    let mut attributes = vec![KeyValue::new("http.request.method", method.clone())];
+    let name = match route {
+        Some(route) => {
+            let path = telemetry::truncated(request.uri().path(), telemetry::MAX_URL_PATH_BYTES);
+            attributes.push(KeyValue::new("url.path", path.to_owned()));
+            let name = format!("{method} {route}");
+            attributes.push(KeyValue::new("http.route", route));
+            name
+        }
+        None => method,
     };
-    let mut attributes = vec![
-        KeyValue::new("http.request.method", method),
-        KeyValue::new("url.path", request.uri().path().to_owned()),
-    ];
-    if let Some(route) = route {
-        attributes.push(KeyValue::new("http.route", route));
-    }
-    let cx = telemetry.server_context(name, request.headers(), attributes);
+    let cx = gate
+        .telemetry
+        .server_context(name, request.headers(), trusted, attributes);
     let mut response = telemetry::attach(cx.clone(), next.run(request)).await;
     let status = response.status();
     if let Some(value) = telemetry::trace_response(&cx).and_then(|v| HeaderValue::try_from(v).ok())

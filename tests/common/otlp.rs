@@ -1,6 +1,7 @@
 //! An OTLP/HTTP receiver on loopback, as a collector is to the server: it takes
 //! `POST /v1/traces` (protobuf), decodes every span with the OpenTelemetry protocol's own
-//! types and keeps it. It can also stop answering (a hung collector).
+//! types and keeps it. It can also stop answering (a hung collector), or hold exports
+//! unanswered for a while (a collector that stalls, then recovers).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -21,7 +22,7 @@ use prost::Message;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
-use itemgraph::telemetry::{BatchSettings, SamplerSetting, Settings, WireProtocol};
+use itemgraph::telemetry::{BatchSettings, ParentTrust, SamplerSetting, Settings, WireProtocol};
 
 /// One span as received.
 #[derive(Debug, Clone)]
@@ -38,6 +39,10 @@ pub struct Span {
     pub status_code: i32,
     pub status_message: String,
     pub service_name: String,
+    /// The W3C `tracestate` the span carries (empty for none).
+    pub trace_state: String,
+    /// The spans it links to: (trace id, span id).
+    pub links: Vec<(String, String)>,
 }
 
 impl Span {
@@ -58,6 +63,7 @@ impl Span {
 struct Shared {
     spans: Mutex<Vec<Span>>,
     hung: AtomicBool,
+    paused: AtomicBool,
     posts: std::sync::atomic::AtomicUsize,
 }
 
@@ -91,6 +97,17 @@ impl Receiver {
         self.shared.hung.store(true, Ordering::SeqCst);
     }
 
+    /// From now on, exports are read and held unanswered until [`Receiver::resume`]: a
+    /// collector that stalls, then recovers.
+    pub fn pause(&self) {
+        self.shared.paused.store(true, Ordering::SeqCst);
+    }
+
+    /// Exports held by [`Receiver::pause`] are taken and answered, and later ones at once.
+    pub fn resume(&self) {
+        self.shared.paused.store(false, Ordering::SeqCst);
+    }
+
     /// Every span received so far.
     pub fn spans(&self) -> Vec<Span> {
         self.shared.spans.lock().unwrap().clone()
@@ -121,6 +138,9 @@ async fn receive(State(shared): State<Arc<Shared>>, body: Bytes) -> impl IntoRes
     if shared.hung.load(Ordering::SeqCst) {
         std::future::pending::<()>().await;
     }
+    while shared.paused.load(Ordering::SeqCst) {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let Ok(request) = ExportTraceServiceRequest::decode(body) else {
         return (StatusCode::BAD_REQUEST, Vec::new()).into_response();
     };
@@ -150,6 +170,12 @@ async fn receive(State(shared): State<Arc<Shared>>, body: Bytes) -> impl IntoRes
                     status_code: status.code,
                     status_message: status.message,
                     service_name: service_name.clone(),
+                    trace_state: span.trace_state,
+                    links: span
+                        .links
+                        .iter()
+                        .map(|l| (hex(&l.trace_id), hex(&l.span_id)))
+                        .collect(),
                 });
             }
         }
@@ -196,5 +222,6 @@ pub fn settings(traces_url: &str) -> Settings {
             ..BatchSettings::DEFAULT
         },
         record_organization: false,
+        parent_trust: ParentTrust::Authenticated,
     }
 }
