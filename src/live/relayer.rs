@@ -79,7 +79,35 @@ impl Relayer {
         mut held: Held,
         stop: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
     ) -> bool {
-        if let Err(error) = self.log.claim(held.epoch).await {
+        let claimed = match self.log.claim(held.epoch).await {
+            // The log was claimed at a later epoch than the lease's: its item was deleted,
+            // or the table restored from a backup, after later holdings. Moving the lease
+            // past the fence now beats being fenced once a lease, epoch by epoch.
+            Err(RelayError::Fenced(fence)) => {
+                tracing::warn!(
+                    epoch = held.epoch,
+                    fence,
+                    "the relay log's fence is ahead of the lease; moving the lease past it"
+                );
+                match self
+                    .lease
+                    .advance(self.store.as_ref(), &mut held, fence.saturating_add(1))
+                    .await
+                {
+                    Ok(true) => {
+                        crate::metrics::record_relay_holder(true, held.epoch);
+                        self.log.claim(held.epoch).await
+                    }
+                    Ok(false) => return false,
+                    Err(error) => {
+                        tracing::warn!(%error, "moving the relay lease past the fence failed");
+                        return false;
+                    }
+                }
+            }
+            other => other,
+        };
+        if let Err(error) = claimed {
             tracing::warn!(%error, epoch = held.epoch, "claiming the relay log failed");
             return false;
         }

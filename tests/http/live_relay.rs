@@ -9,14 +9,15 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use itemgraph::collections::tickets::create_ticket;
 use itemgraph::keys::{Id, Slug};
-use itemgraph::live::lease::Lease;
+use itemgraph::keys::lease_key;
+use itemgraph::live::lease::{Lease, LeaseRecord};
 use itemgraph::live::relay::RelayLog;
 use itemgraph::live::relayer::{Relayer, LEASE_NAME};
 use itemgraph::live::{Delivered, Hub, LiveError, LiveOptions};
-use itemgraph::model::{Entity, Ticket, TicketPriority, TicketStatus, User};
+use itemgraph::model::{Entity, Record, Ticket, TicketPriority, TicketStatus, User};
 use itemgraph::store::dynamo::DynamoStore;
 use itemgraph::store::stream::{ChangeStream, RecordsPage, ShardInfo, StartAt, StreamResult};
-use itemgraph::store::Store;
+use itemgraph::store::{Delete, GetItem, Store};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -524,4 +525,64 @@ async fn reconnect_storm(options: LiveOptions) {
     let _ = r.relayer.await;
     redis.kill().await;
     common::dynamo_local::drop_table(seeder.as_ref()).await;
+}
+
+/// The relay's fence is ahead of the lease (its item deleted after many holdings, or the
+/// table restored from a backup): the next holder moves the lease past the fence at once
+/// and relays, instead of being fenced once a lease, epoch by epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fence_ahead_of_the_lease_is_passed_at_once() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("relay-fence");
+    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
+    seeder.create_table().await.unwrap();
+    itemgraph::demo::seed_demo(&seeder).await.unwrap();
+    seeder.enable_stream().await.unwrap();
+    let first = replica(&endpoint, &table, &redis.url(), 0).await;
+    let data = itemgraph::demo::demo_data();
+    let org = data.organizations[0].slug.clone();
+    let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
+    let mut events = Box::pin(first.hub.subscribe(None, None, |_| true).await.unwrap());
+    create_ticket(&seeder, &ticket(&org, &requester, 0))
+        .await
+        .unwrap();
+    collect(events.as_mut(), 1).await;
+    first.stop.notify_one();
+    first.relayer.await.unwrap();
+
+    // Holdings up to epoch 1000 claimed the log; then the lease item was lost.
+    let log = RelayLog::connect(&redis.url(), &table, 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    log.claim(1000).await.unwrap();
+    seeder
+        .delete_item(Delete::new(lease_key(LEASE_NAME)))
+        .await
+        .unwrap();
+    let second = replica(&endpoint, &table, &redis.url(), 1).await;
+    create_ticket(&seeder, &ticket(&org, &requester, 1))
+        .await
+        .unwrap();
+    // Within `collect`'s 30 s (fenced epoch by epoch, it would take 1,000 leases).
+    let (title, _) = collect(events.as_mut(), 1).await.remove(0);
+    assert_eq!(title, "relayed 1");
+    let lease = seeder
+        .get_item(GetItem {
+            key: lease_key(LEASE_NAME),
+            consistent_read: true,
+        })
+        .await
+        .unwrap()
+        .map(|item| LeaseRecord::from_item(item).unwrap())
+        .expect("a lease");
+    assert!(lease.epoch > 1000, "{lease:?}");
+    second.stop.notify_one();
+    let _ = second.relayer.await;
+    redis.kill().await;
+    common::dynamo_local::drop_table(&seeder).await;
 }
