@@ -148,9 +148,17 @@ impl Sink for HubSink {
 }
 
 impl Tracked {
-    fn restart_at(&self) -> StartAt {
+    /// Where a new iterator starts when the last one expired (or was never taken).
+    fn restart_at(&mut self) -> StartAt {
         match &self.last {
             Some(seq) => StartAt::After(seq.clone()),
+            // Begun at its latest record and read nothing since: an iterator at the latest
+            // record now would skip what was written in between. From the oldest record
+            // instead; those made before the reader began are skipped (`since_ms`).
+            None if self.began == StartAt::Latest => {
+                self.began = StartAt::TrimHorizon;
+                StartAt::TrimHorizon
+            }
             None => self.began.clone(),
         }
     }
@@ -189,7 +197,11 @@ impl Reader {
                 iterator: Some(iterator),
                 last: None,
                 began: StartAt::Latest,
-                since_ms: None,
+                // Records made before the reader began are not delivered if the shard is
+                // ever read again from its oldest record (its iterator expired before it
+                // gave one). Stream times are whole seconds on DynamoDB (minutes on
+                // DynamoDB Local): a margin, as replays have.
+                since_ms: Some(since.saturating_sub(SINCE_MARGIN.as_millis() as u64)),
             });
         }
         sink.set_position(&mut |p| {
@@ -247,7 +259,13 @@ impl Reader {
         for (id, pos) in &from.shards {
             let (began, last, since_ms) = match pos {
                 Pos::Seq(seq) => (StartAt::After(seq.clone()), Some(seq.clone()), None),
-                Pos::Since(ms) => (StartAt::TrimHorizon, None, Some(*ms)),
+                // With the replays' margin: a record made in the second the previous
+                // holder began, after it, is dated before it.
+                Pos::Since(ms) => (
+                    StartAt::TrimHorizon,
+                    None,
+                    Some(ms.saturating_sub(SINCE_MARGIN.as_millis() as u64)),
+                ),
                 Pos::Start => (StartAt::TrimHorizon, None, None),
             };
             tracked.push(Tracked {
@@ -324,24 +342,27 @@ impl Reader {
             let t = &mut self.tracked[i];
             let iterator = match t.iterator.take() {
                 Some(it) => it,
-                None => match self.stream.shard_iterator(&t.id, t.restart_at()).await {
-                    Ok(it) => it,
-                    Err(StreamError::Trimmed(why)) => {
-                        // The shard (or the position in it) is gone: what it held past
-                        // the last record read is lost to every subscriber. Its children
-                        // are adopted from their start.
-                        if t.last.is_some() || t.began != StartAt::Latest {
-                            self.sink
+                None => {
+                    let at = t.restart_at();
+                    match self.stream.shard_iterator(&t.id, at).await {
+                        Ok(it) => it,
+                        Err(StreamError::Trimmed(why)) => {
+                            // The shard (or the position in it) is gone: what it held past
+                            // the last record read is lost to every subscriber. Its children
+                            // are adopted from their start.
+                            if t.last.is_some() || t.began != StartAt::Latest {
+                                self.sink
                                 .lost(format!(
                                     "the server lost its place in the change stream ({why}): refetch, then subscribe again"
                                 ))
                                 .await;
+                            }
+                            ended.push(i);
+                            continue;
                         }
-                        ended.push(i);
-                        continue;
+                        Err(e) => return Err(e),
                     }
-                    Err(e) => return Err(e),
-                },
+                }
             };
             let page = match self
                 .stream
