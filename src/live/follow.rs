@@ -12,6 +12,7 @@ use tokio::sync::broadcast;
 use super::position::{relay_id_cmp, Position};
 use super::relay::{RelayError, RelayLog, Relayed};
 use super::{Change, Delivered, Hub, LiveError, LiveOptions, ReplaySlot, Signal};
+use crate::keys::Slug;
 
 /// Replays from the relay's history at once in one process: each decodes entries as fast
 /// as it can (yielding between them), so one at a time leaves the runtime's other tasks,
@@ -132,6 +133,7 @@ pub(super) struct Resume {
 /// last one replayed.
 pub(super) fn relayed_changes(
     log: RelayLog,
+    org: Option<Slug>,
     mut rx: broadcast::Receiver<Signal>,
     now: Position,
     after: Option<Resume>,
@@ -164,9 +166,11 @@ pub(super) fn relayed_changes(
                             yield Ok(Delivered { change: change.clone(), position: position.clone() });
                         }
                     }
-                    Signal::Lost(why) => {
-                        yield Err(LiveError::Expired(why.clone()));
-                        return;
+                    other => {
+                        if let Some(why) = other.ends(org.as_ref()) {
+                            yield Err(LiveError::Expired(why.to_owned()));
+                            return;
+                        }
                     }
                 }
             }
@@ -200,13 +204,7 @@ pub(super) fn relayed_changes(
                 let last_page = page.len() < RELAY_PAGE;
                 for raw in page {
                     tokio::task::coop::consume_budget().await;
-                    let entry = match raw.decode() {
-                        Ok(entry) => entry,
-                        Err(e) => {
-                            yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));
-                            return;
-                        }
-                    };
+                    let entry = raw.decode();
                     let beyond = now.relay.as_deref().is_none_or(|n| relay_id_cmp(&entry.id, n).is_some_and(|o| o.is_gt()));
                     if beyond {
                         break 'replay;
@@ -227,6 +225,12 @@ pub(super) fn relayed_changes(
                         Relayed::Lost(why) => {
                             yield Err(LiveError::Expired(why));
                             return;
+                        }
+                        Relayed::Unreadable { org: of, .. } => {
+                            if super::concerns(of.as_deref(), org.as_ref()) {
+                                yield Err(LiveError::Expired(super::UNREADABLE.into()));
+                                return;
+                            }
                         }
                         Relayed::Began => {}
                     }
@@ -250,9 +254,11 @@ pub(super) fn relayed_changes(
                         yield Ok(Delivered { change, position });
                     }
                 }
-                Ok(Signal::Lost(why)) => {
-                    yield Err(LiveError::Expired(why));
-                    return;
+                Ok(signal @ (Signal::Lost(_) | Signal::Unreadable { .. })) => {
+                    if let Some(why) = signal.ends(org.as_ref()) {
+                        yield Err(LiveError::Expired(why.to_owned()));
+                        return;
+                    }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     yield Err(LiveError::TooSlow(buffer));

@@ -8,6 +8,13 @@
 //! cannot append after its successor. The log keeps at most `max_len` entries (trimmed
 //! approximately, as `XADD MAXLEN ~` does) and none older than `retention`: that is the
 //! history resumes are served from.
+//!
+//! Entries are read one by one: one this version cannot read (a later version wrote it,
+//! with a new entity type, value or kind of entry) is [`Relayed::Unreadable`], scoped to
+//! the organization its envelope names, and never stops a follower. So that this holds
+//! across versions, a rule to keep: *the stream field `e`, and `o`, `p`, `v` in its JSON,
+//! keep their meaning across versions* (new fields are optional, and a reader ignores
+//! those it does not know).
 
 use std::time::Duration;
 
@@ -48,6 +55,16 @@ pub enum Relayed {
     /// relayed. A hub waits for it before its first subscription is served, so no change
     /// made after a subscription started can come before the relay did.
     Began,
+    /// An entry this version cannot read (a later version wrote it: a new entity type, a
+    /// new value, a new kind of entry): followers skip it and tell the subscribers of
+    /// `org` (every subscriber when `None`) to refetch. `placed`: its position was read
+    /// (else the entry's `position` is empty, and a follower keeps its own). Never
+    /// appended.
+    Unreadable {
+        org: Option<String>,
+        why: String,
+        placed: bool,
+    },
 }
 
 /// One entry of the log.
@@ -58,6 +75,10 @@ pub struct Entry {
     pub relayed: Relayed,
     /// The stream position just after it.
     pub position: Position,
+    /// The id of the entry appended before it; `None` from an earlier version.
+    pub prev: Option<String>,
+    /// The label of the change stream it was read from; `None` from an earlier version.
+    pub stream: Option<String>,
 }
 
 /// Appends only while the fence holds this epoch; trims by count and by age.
@@ -204,7 +225,7 @@ impl RelayLog {
             .arg(self.max_len)
             .arg(format!("{min_ms}-0"));
         for (relayed, position) in entries {
-            invocation.arg(encode(relayed, position)?);
+            invocation.arg(encode(relayed, position, None)?);
         }
         let mut conn = self.conn.clone();
         match invocation.invoke_async::<Vec<String>>(&mut conn).await {
@@ -222,6 +243,11 @@ impl RelayLog {
         }
     }
 
+    /// The name of the log's stream key (for operators and tests).
+    pub fn stream_key(&self) -> &str {
+        &self.stream
+    }
+
     /// Whether the relay answers (`PING`).
     pub async fn ping(&self) -> RelayResult<()> {
         let mut conn = self.conn.clone();
@@ -233,7 +259,21 @@ impl RelayLog {
     pub async fn last(&self) -> RelayResult<Option<Entry>> {
         let mut conn = self.conn.clone();
         let reply: StreamRangeReply = conn.xrevrange_count(&self.stream, "+", "-", 1).await?;
-        reply.ids.into_iter().next().map(entry).transpose()
+        let Some(last) = reply.ids.into_iter().next().map(entry) else {
+            return Ok(None);
+        };
+        // Going on from anywhere else would skip or repeat changes: a holder of the
+        // version that wrote it must take over.
+        if let Relayed::Unreadable {
+            placed: false, why, ..
+        } = &last.relayed
+        {
+            return Err(RelayError::Malformed(format!(
+                "{}: its position cannot be read: {why}",
+                last.id
+            )));
+        }
+        Ok(Some(last))
     }
 
     /// The newest `count` entries, oldest first: what a hub starting to follow the log
@@ -243,11 +283,7 @@ impl RelayLog {
         let reply: StreamRangeReply = conn
             .xrevrange_count(&self.stream, "+", "-", count.max(1))
             .await?;
-        let mut entries = reply
-            .ids
-            .into_iter()
-            .map(entry)
-            .collect::<RelayResult<Vec<_>>>()?;
+        let mut entries: Vec<Entry> = reply.ids.into_iter().map(entry).collect();
         entries.reverse();
         Ok(entries)
     }
@@ -261,11 +297,12 @@ impl RelayLog {
 
     /// Up to `count` entries after `id` (`"0"`: from the oldest), without waiting.
     pub async fn range_after(&self, id: &str, count: usize) -> RelayResult<Vec<Entry>> {
-        self.range_after_raw(id, count)
+        Ok(self
+            .range_after_raw(id, count)
             .await?
             .into_iter()
             .map(RawEntry::decode)
-            .collect()
+            .collect())
     }
 
     /// [`range_after`](Self::range_after) without decoding: a replay decodes entry by
@@ -275,16 +312,7 @@ impl RelayLog {
         let reply: StreamRangeReply = conn
             .xrange_count(&self.stream, format!("({id}"), "+", count)
             .await?;
-        reply
-            .ids
-            .into_iter()
-            .map(|e| {
-                let payload: String = e
-                    .get("e")
-                    .ok_or_else(|| RelayError::Malformed(format!("{}: no payload", e.id)))?;
-                Ok(RawEntry { id: e.id, payload })
-            })
-            .collect()
+        Ok(reply.ids.into_iter().map(raw).collect())
     }
 
     /// Entries after `id` (`"$"`: only those appended from now), waiting up to `block`
@@ -298,12 +326,12 @@ impl RelayLog {
             .block(block.as_millis() as usize);
         let reply: Option<StreamReadReply> =
             conn.xread_options(&[&self.stream], &[id], &options).await?;
-        reply
+        Ok(reply
             .into_iter()
             .flat_map(|r| r.keys)
             .flat_map(|k| k.ids)
             .map(entry)
-            .collect()
+            .collect())
     }
 
     /// The newest entry's id, `"0"` when the log is empty: a follower that starts now
@@ -323,6 +351,13 @@ impl RelayLog {
 #[derive(Serialize, Deserialize)]
 struct Stored {
     k: char,
+    /// The organization of the change's entity: what a version that cannot read the
+    /// change still reads, to tell only that organization's subscribers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    o: Option<String>,
+    /// The label of the change stream read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    v: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     m: Option<String>,
     s: String,
@@ -335,10 +370,16 @@ struct Stored {
     p: String,
 }
 
-fn encode(relayed: &Relayed, position: &Position) -> RelayResult<String> {
+fn encode(relayed: &Relayed, position: &Position, stream: Option<&str>) -> RelayResult<String> {
     let p = base64::engine::general_purpose::STANDARD_NO_PAD.encode(position.to_bytes());
+    let v = stream.map(str::to_owned);
     let change = match relayed {
         Relayed::Change(change) => change,
+        Relayed::Unreadable { .. } => {
+            return Err(RelayError::Malformed(
+                "an unreadable entry is never appended".into(),
+            ))
+        }
         Relayed::Lost(_) | Relayed::Began => {
             let (k, m) = match relayed {
                 Relayed::Lost(why) => ('l', Some(why.clone())),
@@ -346,6 +387,8 @@ fn encode(relayed: &Relayed, position: &Position) -> RelayResult<String> {
             };
             let stored = Stored {
                 k,
+                o: None,
+                v,
                 m,
                 s: String::new(),
                 q: String::new(),
@@ -372,6 +415,8 @@ fn encode(relayed: &Relayed, position: &Position) -> RelayResult<String> {
             EventKind::Updated => 'u',
             EventKind::Deleted => 'd',
         },
+        o: change.org().map(|o| o.as_str().to_owned()),
+        v,
         m: None,
         s: change.shard.clone(),
         q: change.sequence.clone(),
@@ -385,7 +430,8 @@ fn encode(relayed: &Relayed, position: &Position) -> RelayResult<String> {
 
 fn decode(id: String, payload: &str) -> RelayResult<Entry> {
     let bad = |e: &dyn std::fmt::Display| RelayError::Malformed(format!("{id}: {e}"));
-    let stored: Stored = serde_json::from_str(payload).map_err(|e| bad(&e))?;
+    let mut stored: Stored = serde_json::from_str(payload).map_err(|e| bad(&e))?;
+    let stream = stored.v.take();
     let image = |v: Option<serde_json::Value>| -> RelayResult<Option<Entity>> {
         v.map(|v| {
             let item: Item = serde_dynamo::to_item(v).map_err(|e| bad(&e))?;
@@ -403,6 +449,8 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
                 id,
                 relayed: Relayed::Began,
                 position,
+                prev: None,
+                stream,
             })
         }
         'l' => {
@@ -410,6 +458,8 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
                 id,
                 relayed: Relayed::Lost(stored.m.unwrap_or_default()),
                 position,
+                prev: None,
+                stream,
             })
         }
         'c' => EventKind::Created,
@@ -432,25 +482,84 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
         id,
         relayed: Relayed::Change(Box::new(change)),
         position,
+        prev: None,
+        stream,
     })
+}
+
+/// What any version reads of an entry of a later one.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    o: Option<String>,
+    #[serde(default)]
+    p: Option<String>,
+    #[serde(default)]
+    v: Option<String>,
+}
+
+fn position_of(p: &str) -> Option<Position> {
+    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(p)
+        .ok()?;
+    Position::from_bytes(&bytes)
+}
+
+/// An entry as read: decoded, or [`Relayed::Unreadable`] with what its envelope says.
+fn read(id: String, payload: Option<&str>, prev: Option<String>) -> Entry {
+    let decoded = match payload {
+        Some(payload) => decode(id.clone(), payload),
+        None => Err(RelayError::Malformed(format!("{id}: no payload"))),
+    };
+    match decoded {
+        Ok(entry) => Entry { prev, ..entry },
+        Err(error) => {
+            let envelope = payload.and_then(|p| serde_json::from_str::<Envelope>(p).ok());
+            let position = envelope
+                .as_ref()
+                .and_then(|e| e.p.as_deref())
+                .and_then(position_of);
+            Entry {
+                id,
+                relayed: Relayed::Unreadable {
+                    org: envelope.as_ref().and_then(|e| e.o.clone()),
+                    why: error.to_string(),
+                    placed: position.is_some(),
+                },
+                position: position.unwrap_or_default(),
+                prev,
+                stream: envelope.and_then(|e| e.v),
+            }
+        }
+    }
 }
 
 /// An entry as read, not decoded yet.
 #[derive(Debug, Clone)]
 pub struct RawEntry {
     pub id: String,
-    payload: String,
+    payload: Option<String>,
+    /// The id of the entry appended before it; `None` from an earlier version.
+    pub prev: Option<String>,
 }
 
 impl RawEntry {
-    pub fn decode(self) -> RelayResult<Entry> {
-        decode(self.id, &self.payload)
+    /// The entry, or [`Relayed::Unreadable`] when this version cannot read it.
+    pub fn decode(self) -> Entry {
+        read(self.id, self.payload.as_deref(), self.prev)
     }
 }
 
-fn entry(e: redis::streams::StreamId) -> RelayResult<Entry> {
-    let payload: String = e
-        .get("e")
-        .ok_or_else(|| RelayError::Malformed(format!("{}: no payload", e.id)))?;
-    decode(e.id, &payload)
+fn raw(e: redis::streams::StreamId) -> RawEntry {
+    let payload: Option<String> = e.get("e");
+    let prev: Option<String> = e.get("r");
+    RawEntry {
+        id: e.id,
+        payload,
+        prev,
+    }
+}
+
+fn entry(e: redis::streams::StreamId) -> Entry {
+    raw(e).decode()
 }

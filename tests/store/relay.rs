@@ -3,17 +3,35 @@
 
 use std::time::Duration;
 
+use base64::Engine as _;
+use futures::StreamExt;
+use itemgraph::keys::Slug;
 use itemgraph::live::lease::{Lease, Look};
 use itemgraph::live::position::{Pos, Position};
 use itemgraph::live::relay::{RelayError, RelayLog, Relayed};
-use itemgraph::live::{Change, EventKind};
-use itemgraph::model::Entity;
+use itemgraph::live::{Change, EventKind, Hub, LiveError, LiveOptions};
+use itemgraph::model::{Entity, Ticket};
 
 use crate::common;
 
 fn change(n: u64) -> (Relayed, Position) {
     let data = itemgraph::demo::demo_data();
-    let ticket = data.tickets[(n as usize) % data.tickets.len()].clone();
+    ticket_change(data.tickets[(n as usize) % data.tickets.len()].clone(), n)
+}
+
+/// A change of a ticket of `org`.
+fn change_in(org: &Slug, n: u64) -> (Relayed, Position) {
+    let data = itemgraph::demo::demo_data();
+    let ticket = data
+        .tickets
+        .iter()
+        .find(|t| t.org == *org)
+        .expect("a ticket of the organization")
+        .clone();
+    ticket_change(ticket, n)
+}
+
+fn ticket_change(ticket: Ticket, n: u64) -> (Relayed, Position) {
     let sequence = format!("{:021}", 1000 + n);
     let mut position = Position::default();
     position
@@ -174,4 +192,112 @@ async fn the_relay_lease_elects_one_holder_on_dynamodb_local() {
     b.release(&store, held_b).await.unwrap();
     assert!(matches!(a.try_acquire(&store).await.unwrap(), Look::Held(h) if h.epoch == 3));
     common::dynamo_local::drop_table(&store).await;
+}
+
+async fn raw(redis: &common::redis::Redis) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// An entry as a later version writes one: a change of an entity type this version does
+/// not know, with the organization and position every version reads.
+fn foreign_entry(org: &Slug, n: u64) -> String {
+    let sequence = format!("{:021}", 1000 + n);
+    let mut position = Position::default();
+    position
+        .shards
+        .insert("shard-1".into(), Pos::Seq(sequence.clone()));
+    serde_json::json!({
+        "k": "c",
+        "o": org.as_str(),
+        "s": "shard-1",
+        "q": sequence,
+        "t": 1_700_000_000_000u64 + n,
+        "a": { "PK": format!("ORG#{org}#INVOICE#1"), "SK": "INVOICE#1", "Type": "Invoice" },
+        "p": base64::engine::general_purpose::STANDARD_NO_PAD.encode(position.to_bytes()),
+    })
+    .to_string()
+}
+
+fn in_org(org: &Slug) -> impl Fn(&Change) -> bool + Send + 'static {
+    let org = org.clone();
+    move |c| c.org() == Some(&org)
+}
+
+/// An entry a later version wrote that this one cannot read (a new entity type) is
+/// skipped alone: the subscribers of its organization are told to refetch, the others go
+/// on, and a hub that starts with it among the newest entries starts.
+#[tokio::test]
+async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only() {
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let log = RelayLog::connect(&redis.url(), "t", 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    log.claim(1).await.unwrap();
+    log.append(1, &[(Relayed::Began, Position::default())])
+        .await
+        .unwrap();
+    let data = itemgraph::demo::demo_data();
+    let (acme, globex) = (
+        data.organizations[0].slug.clone(),
+        data.organizations[1].slug.clone(),
+    );
+    let hub = Hub::with_relay(None, log.clone(), LiveOptions::DEFAULT);
+    let mut of_acme = Box::pin(
+        hub.subscribe_in(Some(acme.clone()), None, None, in_org(&acme))
+            .await
+            .unwrap(),
+    );
+    let mut of_globex = Box::pin(
+        hub.subscribe_in(Some(globex.clone()), None, None, in_org(&globex))
+            .await
+            .unwrap(),
+    );
+
+    let _: String = redis::cmd("XADD")
+        .arg(log.stream_key())
+        .arg("*")
+        .arg("e")
+        .arg(foreign_entry(&acme, 1))
+        .query_async(&mut raw(&redis).await)
+        .await
+        .unwrap();
+    log.append(1, &[change_in(&globex, 2), change_in(&acme, 3)])
+        .await
+        .unwrap();
+
+    let within = Duration::from_secs(10);
+    let got = tokio::time::timeout(within, of_globex.next())
+        .await
+        .expect("the change after the unreadable entry reaches another organization")
+        .expect("the subscription goes on")
+        .unwrap();
+    assert_eq!(got.change.sequence, format!("{:021}", 1002));
+    let ended = tokio::time::timeout(within, of_acme.next())
+        .await
+        .expect("the entry's organization is told")
+        .expect("an error, then the end");
+    assert!(matches!(ended, Err(LiveError::Expired(_))), "{ended:?}");
+
+    // A hub that starts now loads the entry among the newest.
+    let later = Hub::with_relay(None, log.clone(), LiveOptions::DEFAULT);
+    let mut events = Box::pin(
+        later
+            .subscribe_in(Some(globex.clone()), None, None, in_org(&globex))
+            .await
+            .expect("a hub starts with an unreadable entry among the newest"),
+    );
+    log.append(1, &[change_in(&globex, 4)]).await.unwrap();
+    let got = tokio::time::timeout(within, events.next())
+        .await
+        .expect("a change after")
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.change.sequence, format!("{:021}", 1004));
+    redis.kill().await;
 }
