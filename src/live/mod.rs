@@ -260,6 +260,10 @@ pub struct Hub {
     /// reconnect storm after a deploy) is served from memory: no read of the relay, no
     /// decoding. Locked inside `position`.
     recent: Mutex<Recent>,
+    /// The last sequence of each shard published from the relay (locked inside
+    /// `position`): a log that Redis restored behind this hub holds again, under new ids,
+    /// changes it published, and they are dropped.
+    relayed: Mutex<HashMap<String, String>>,
     /// Replays from the relay's history (read and decoded) running at once in this
     /// process, over every organization: their decoding is the CPU a reconnect storm costs.
     history_replays: Arc<tokio::sync::Semaphore>,
@@ -362,6 +366,7 @@ impl Hub {
             followed: Mutex::default(),
             history_replays: Arc::new(tokio::sync::Semaphore::new(HISTORY_REPLAYS)),
             recent: Mutex::new(Recent::new(options.relay_memory)),
+            relayed: Mutex::default(),
         })
     }
 
@@ -556,6 +561,14 @@ impl Hub {
             position: at,
             ..
         } = entry;
+        if let Relayed::Change(change) = &relayed {
+            if !self.first_relay_of(change, &at) {
+                // Relayed again (Redis restored behind this hub): published already. The
+                // hub's shards, past it, stay.
+                position.relay = Some(id);
+                return;
+            }
+        }
         match &relayed {
             // Its position unread: the hub's shards stay, and its relay id moves past it.
             Relayed::Unreadable { placed: false, .. } => position.relay = Some(id.clone()),
@@ -613,6 +626,9 @@ impl Hub {
             return position.relay.clone().unwrap_or_else(|| "0".to_owned());
         };
         recent.base = Some(first.id.clone());
+        if let Relayed::Change(change) = &first.relayed {
+            self.first_relay_of(change, &first.position);
+        }
         let mut at = first.id.clone();
         // The shards of the last entry whose position was read.
         let mut shards_at = first.position.clone();
@@ -626,9 +642,10 @@ impl Hub {
                 ..shards_at.clone()
             };
             let signal = match entry.relayed {
-                Relayed::Change(change) => {
+                Relayed::Change(change) if self.first_relay_of(&change, &entry.position) => {
                     Some(Signal::Change(Arc::from(change), Arc::new(relayed_at)))
                 }
+                Relayed::Change(_) => None,
                 Relayed::Lost(why) => Some(Signal::Lost(why)),
                 Relayed::Unreadable { org, .. } => {
                     crate::metrics::record_relay_unreadable();
@@ -648,6 +665,36 @@ impl Hub {
             ..shards_at
         };
         at
+    }
+
+    /// Records `change` as published from the relay; `false` when a change of its shard
+    /// at or past its sequence was already (the log was restored behind this hub, and
+    /// holds it again under a new id). Within a shard the relay appends in sequence order.
+    fn first_relay_of(&self, change: &Change, at: &Position) -> bool {
+        let mut relayed = self.relayed.lock().unwrap_or_else(|p| p.into_inner());
+        if relayed
+            .get(&change.shard)
+            .is_some_and(|s| seq_cmp(&change.sequence, s).is_le())
+        {
+            return false;
+        }
+        relayed.insert(change.shard.clone(), change.sequence.clone());
+        // Shards no longer read (parents read to their end) are forgotten once there are
+        // many.
+        if relayed.len() > 2 * at.shards.len() + 1024 {
+            relayed.retain(|shard, _| at.shards.contains_key(shard));
+        }
+        true
+    }
+
+    /// The follower missed entries before `next` (trimmed before it read them): every
+    /// subscriber is told, and a resume from before `next` goes to the history (where
+    /// that position is gone: `EVENTS_EXPIRED`), not to memory.
+    fn lost_relayed(&self, next: &str, why: String) {
+        // Locked as publishing is, so a subscriber gets this with what follows.
+        let _position = self.position.lock().unwrap_or_else(|p| p.into_inner());
+        self.recent().restart(next);
+        let _ = self.sender.send(Signal::Lost(why));
     }
 
     fn recent(&self) -> std::sync::MutexGuard<'_, Recent> {

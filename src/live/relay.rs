@@ -24,7 +24,7 @@ use redis::streams::{StreamRangeReply, StreamReadOptions, StreamReadReply};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
-use super::position::Position;
+use super::position::{relay_id_cmp, Position};
 use super::{Change, EventKind};
 use crate::model::Entity;
 use crate::store::Item;
@@ -39,6 +39,11 @@ pub enum RelayError {
     Redis(#[from] redis::RedisError),
     #[error("a relay entry does not decode: {0}")]
     Malformed(String),
+    /// The log's last entry is not the one this holder appended last: Redis lost entries
+    /// (a failover to a replica that missed them, a restore). The holder must stop; the
+    /// next holding goes on from the log's last entry.
+    #[error("the relay log is not where this holder left it ({0})")]
+    Diverged(String),
 }
 
 pub type RelayResult<T> = Result<T, RelayError>;
@@ -81,30 +86,66 @@ pub struct Entry {
     pub stream: Option<String>,
 }
 
-/// Appends only while the fence holds this epoch; trims by count and by age.
-/// KEYS: stream, fence. ARGV: epoch, max_len, min_id, then one payload per entry.
-const APPEND: &str = r#"
+/// The Lua function both scripts start with: the id of the last entry ever appended to a
+/// stream (kept by Redis when entries are trimmed, restored with the stream), `0-0` for
+/// none.
+macro_rules! last_id_fn {
+    () => {
+        r#"
+local function last_id(key)
+  if redis.call('EXISTS', key) == 0 then
+    return '0-0'
+  end
+  local info = redis.call('XINFO', 'STREAM', key)
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then
+      return info[i + 1]
+    end
+  end
+  return '0-0'
+end
+"#
+    };
+}
+
+/// Appends only while the fence holds this epoch, and (with ARGV[4]) only on the entry
+/// the holder appended last; each entry names the one before it (`r`); trims by count and
+/// by age. KEYS: stream, fence. ARGV: epoch, max_len, min_id, last id or '', then one
+/// payload per entry.
+const APPEND: &str = concat!(
+    last_id_fn!(),
+    r#"
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
 if fence ~= tonumber(ARGV[1]) then
   return redis.error_reply('FENCED ' .. fence)
 end
+local prev = last_id(KEYS[1])
+if ARGV[4] ~= '' and ARGV[4] ~= prev then
+  return redis.error_reply('DIVERGED ' .. prev)
+end
 local ids = {}
-for i = 4, #ARGV do
-  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'e', ARGV[i])
+for i = 5, #ARGV do
+  prev = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'e', ARGV[i], 'r', prev)
+  ids[#ids + 1] = prev
 end
 redis.call('XTRIM', KEYS[1], 'MINID', '~', ARGV[3])
 return ids
-"#;
+"#
+);
 
-/// Moves the fence to this epoch unless a later one holds it. KEYS: fence. ARGV: epoch.
-const CLAIM: &str = r#"
+/// Moves the fence to this epoch unless a later one holds it. KEYS: fence, stream.
+/// ARGV: epoch. Returns the fence, and the stream's last id when it was moved.
+const CLAIM: &str = concat!(
+    last_id_fn!(),
+    r#"
 local fence = tonumber(redis.call('GET', KEYS[1]) or '0')
 if fence > tonumber(ARGV[1]) then
-  return fence
+  return {fence, ''}
 end
 redis.call('SET', KEYS[1], ARGV[1])
-return tonumber(ARGV[1])
-"#;
+return {tonumber(ARGV[1]), last_id(KEYS[2])}
+"#
+);
 
 /// Longest a call to the relay may take (connecting included) before it fails.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -191,17 +232,20 @@ impl RelayLog {
         })
     }
 
-    /// Claims the log for a lease holding of `epoch`; `Fenced` when a later one has.
-    pub async fn claim(&self, epoch: u64) -> RelayResult<()> {
+    /// Claims the log for a lease holding of `epoch`: the id of the last entry ever
+    /// appended (`0-0` for none), which the holding's first append names; `Fenced` when a
+    /// later holding has claimed it.
+    pub async fn claim(&self, epoch: u64) -> RelayResult<String> {
         let mut conn = self.conn.clone();
-        let fence: u64 = self
+        let (fence, last): (u64, String) = self
             .claim
             .key(&self.fence)
+            .key(&self.stream)
             .arg(epoch)
             .invoke_async(&mut conn)
             .await?;
         if fence == epoch {
-            Ok(())
+            Ok(last)
         } else {
             Err(RelayError::Fenced(fence))
         }
@@ -211,6 +255,19 @@ impl RelayLog {
     pub async fn append(
         &self,
         epoch: u64,
+        entries: &[(Relayed, Position)],
+    ) -> RelayResult<Vec<String>> {
+        self.append_on(epoch, None, None, entries).await
+    }
+
+    /// [`append`](Self::append) by a holder that knows the log's last id, `on` (refused
+    /// with `Diverged` when it is another: Redis lost entries, and the next holding must
+    /// go on from its last entry), of changes read from the stream labelled `stream`.
+    pub async fn append_on(
+        &self,
+        epoch: u64,
+        on: Option<&str>,
+        stream: Option<&str>,
         entries: &[(Relayed, Position)],
     ) -> RelayResult<Vec<String>> {
         if entries.is_empty() {
@@ -223,9 +280,10 @@ impl RelayLog {
             .key(&self.fence)
             .arg(epoch)
             .arg(self.max_len)
-            .arg(format!("{min_ms}-0"));
+            .arg(format!("{min_ms}-0"))
+            .arg(on.unwrap_or(""));
         for (relayed, position) in entries {
-            invocation.arg(encode(relayed, position, None)?);
+            invocation.arg(encode(relayed, position, stream)?);
         }
         let mut conn = self.conn.clone();
         match invocation.invoke_async::<Vec<String>>(&mut conn).await {
@@ -238,6 +296,9 @@ impl RelayLog {
                     .next_back()
                     .unwrap_or(0);
                 Err(RelayError::Fenced(fence))
+            }
+            Err(e) if e.to_string().contains("DIVERGED") => {
+                Err(RelayError::Diverged(e.to_string()))
             }
             Err(e) => Err(e.into()),
         }
@@ -485,6 +546,32 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
         prev: None,
         stream,
     })
+}
+
+/// Whether entries are missing between `at`, the id a reader read last, and an entry
+/// whose predecessor is `prev`, read next: `Some(true)` when that predecessor is after
+/// `at` (trimmed before the reader read it); `None` when the entry does not say (an
+/// earlier version appended it). A predecessor before `at` is a log that Redis restored
+/// behind the reader (rewound): what it holds again was read already, and is dropped by
+/// its shard sequence.
+fn follows_gap(prev: Option<&str>, at: &str) -> Option<bool> {
+    Some(relay_id_cmp(prev?, at).is_some_and(|o| o.is_gt()))
+}
+
+impl Entry {
+    /// Whether entries are missing between `at` and this one (see [`RawEntry::follows_gap`]).
+    pub fn follows_gap(&self, at: &str) -> Option<bool> {
+        follows_gap(self.prev.as_deref(), at)
+    }
+}
+
+impl RawEntry {
+    /// Whether entries are missing between `at`, the id read last, and this one, read
+    /// next: `None` when the entry does not name its predecessor (an earlier version
+    /// appended it).
+    pub fn follows_gap(&self, at: &str) -> Option<bool> {
+        follows_gap(self.prev.as_deref(), at)
+    }
 }
 
 /// What any version reads of an entry of a later one.

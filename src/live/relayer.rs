@@ -107,14 +107,18 @@ impl Relayer {
             }
             other => other,
         };
-        if let Err(error) = claimed {
-            tracing::warn!(%error, epoch = held.epoch, "claiming the relay log failed");
-            return false;
-        }
+        let last_id = match claimed {
+            Ok(last) => last,
+            Err(error) => {
+                tracing::warn!(%error, epoch = held.epoch, "claiming the relay log failed");
+                return false;
+            }
+        };
         let sink = Arc::new(RelaySink {
             log: self.log.clone(),
             epoch: held.epoch,
             position: Mutex::default(),
+            last_id: Mutex::new(last_id),
             relaying: AtomicBool::new(true),
         });
         let reader = match self.log.last().await {
@@ -186,8 +190,13 @@ impl Relayer {
             _ = heartbeat => false,
             _ = stop.as_mut() => true,
         };
+        // The sink stopped the reader (its log fenced, diverged or failing): the lease
+        // is let go too, so the next holding goes on from the log's last entry at once
+        // rather than a lease later (conditioned on this holding's token, it never
+        // touches a later holder's).
+        let gave_up = !sink.relaying.load(Ordering::Relaxed);
         sink.relaying.store(false, Ordering::Relaxed);
-        if stopped {
+        if stopped || gave_up {
             if let Err(error) = self.lease.release(self.store.as_ref(), held).await {
                 tracing::warn!(%error, "releasing the relay lease failed");
             }
@@ -201,6 +210,9 @@ struct RelaySink {
     log: RelayLog,
     epoch: u64,
     position: Mutex<Position>,
+    /// The id of the entry this holding appended last (at first, the log's last when it
+    /// claimed it): each append goes only on it.
+    last_id: Mutex<String>,
     relaying: AtomicBool,
 }
 
@@ -226,10 +238,32 @@ impl RelaySink {
             return true;
         }
         let n = entries.len();
-        match self.log.append(self.epoch, &entries).await {
-            Ok(_) => {
+        let on = self
+            .last_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match self
+            .log
+            .append_on(self.epoch, Some(&on), None, &entries)
+            .await
+        {
+            Ok(ids) => {
+                if let Some(last) = ids.last() {
+                    *self.last_id.lock().unwrap_or_else(|p| p.into_inner()) = last.clone();
+                }
                 crate::metrics::record_relayed(n);
                 true
+            }
+            Err(RelayError::Diverged(why)) => {
+                tracing::warn!(
+                    epoch = self.epoch,
+                    %why,
+                    "the relay log lost entries this holder appended (a Redis failover or \
+                     restore); stopping, so the next holding goes on from its last entry"
+                );
+                self.relaying.store(false, Ordering::Relaxed);
+                false
             }
             Err(RelayError::Fenced(by)) => {
                 tracing::warn!(

@@ -11,7 +11,7 @@ use itemgraph::collections::tickets::create_ticket;
 use itemgraph::keys::lease_key;
 use itemgraph::keys::{Id, Slug};
 use itemgraph::live::lease::{Lease, LeaseRecord};
-use itemgraph::live::relay::RelayLog;
+use itemgraph::live::relay::{Entry, RelayLog, Relayed};
 use itemgraph::live::relayer::{Relayer, LEASE_NAME};
 use itemgraph::live::{Delivered, Hub, LiveError, LiveOptions};
 use itemgraph::model::{Entity, Record, Ticket, TicketPriority, TicketStatus, User};
@@ -583,6 +583,111 @@ async fn a_fence_ahead_of_the_lease_is_passed_at_once() {
     assert!(lease.epoch > 1000, "{lease:?}");
     second.stop.notify_one();
     let _ = second.relayer.await;
+    redis.kill().await;
+    common::dynamo_local::drop_table(&seeder).await;
+}
+
+async fn raw_redis(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// Whether the entry is the change of the ticket titled `title`.
+fn titled(entry: &Entry, title: &str) -> bool {
+    matches!(&entry.relayed, Relayed::Change(c)
+        if matches!(&c.after, Some(Entity::Ticket(t)) if t.title == title))
+}
+
+/// Redis restored from an older copy (a failover to a replica that missed the tail): the
+/// next holder relays the missing changes again, under new ids, and neither a subscriber
+/// nor a resume from a cursor of the lost tail gets any of them twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_restored_from_an_older_copy_repeats_nothing() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("relay-restored");
+    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
+    seeder.create_table().await.unwrap();
+    itemgraph::demo::seed_demo(&seeder).await.unwrap();
+    seeder.enable_stream().await.unwrap();
+    // Resumes read the history, not the hub's memory.
+    let r = replica_with(
+        &endpoint,
+        &table,
+        &redis.url(),
+        0,
+        LiveOptions {
+            relay_memory: 0,
+            ..options()
+        },
+    )
+    .await;
+    let data = itemgraph::demo::demo_data();
+    let org = data.organizations[0].slug.clone();
+    let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
+    let mut events = Box::pin(r.hub.subscribe(None, None, |_| true).await.unwrap());
+    create_ticket(&seeder, &ticket(&org, &requester, 0))
+        .await
+        .unwrap();
+    collect(events.as_mut(), 1).await;
+
+    let log = RelayLog::connect(&redis.url(), &table, 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let mut conn = raw_redis(&redis.url()).await;
+    let copy: Vec<u8> = redis::cmd("DUMP")
+        .arg(log.stream_key())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    for n in 1..=2 {
+        create_ticket(&seeder, &ticket(&org, &requester, n))
+            .await
+            .unwrap();
+    }
+    let tail = collect(events.as_mut(), 2).await;
+    let cursor = tail[1].1.position.as_ref().clone();
+
+    // The holder stops; Redis comes back without the last two entries.
+    r.stop.notify_one();
+    let _ = r.relayer.await;
+    let _: () = redis::cmd("RESTORE")
+        .arg(log.stream_key())
+        .arg(0)
+        .arg(copy)
+        .arg("REPLACE")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let next = replica(&endpoint, &table, &redis.url(), 1).await;
+    create_ticket(&seeder, &ticket(&org, &requester, 3))
+        .await
+        .unwrap();
+
+    let (title, _) = collect(events.as_mut(), 1).await.remove(0);
+    assert_eq!(
+        title, "relayed 3",
+        "the changes relayed again are not delivered again"
+    );
+    let resumed = Box::pin(r.hub.subscribe(Some(cursor), None, |_| true).await.unwrap());
+    let (title, _) = collect(resumed, 1).await.remove(0);
+    assert_eq!(
+        title, "relayed 3",
+        "nor replayed to a cursor of the lost tail"
+    );
+    // The log holds the changes relayed again.
+    let entries = log.range_after("0", 100).await.unwrap();
+    assert!(entries.iter().any(|e| titled(e, "relayed 1")));
+
+    next.stop.notify_one();
+    let _ = next.relayer.await;
     redis.kill().await;
     common::dynamo_local::drop_table(&seeder).await;
 }

@@ -301,3 +301,153 @@ async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only(
     assert_eq!(got.change.sequence, format!("{:021}", 1004));
     redis.kill().await;
 }
+
+/// Trimmed past a follower that had not read there yet (1,000 entries appended in one
+/// script, trimmed to about 100 before the blocked follower is served): the follower
+/// tells its subscribers they missed changes, instead of going on from the oldest entry
+/// left.
+#[tokio::test]
+async fn a_follower_that_trimming_overtook_tells_its_subscribers() {
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let log = RelayLog::connect(&redis.url(), "t", 100, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    log.claim(1).await.unwrap();
+    log.append(1, &[(Relayed::Began, Position::default())])
+        .await
+        .unwrap();
+    let options = LiveOptions {
+        buffer: 10_000,
+        ..LiveOptions::DEFAULT
+    };
+    let hub = Hub::with_relay(None, log.clone(), options);
+    let mut events = Box::pin(hub.subscribe(None, None, |_| true).await.unwrap());
+    let batch: Vec<(Relayed, Position)> = (1..=1000).map(change).collect();
+    log.append(1, &batch).await.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("told within 10 s")
+        .expect("an error, then the end");
+    assert!(
+        matches!(first, Err(LiveError::Expired(_))),
+        "the first thing delivered: {first:?}"
+    );
+    redis.kill().await;
+}
+
+/// A resume from the relay's history that trimming overtakes between two pages gets
+/// `EVENTS_EXPIRED`, not the entries after the gap as if none were missed.
+#[tokio::test]
+async fn a_history_replay_that_trimming_overtakes_expires() {
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let log = RelayLog::connect(&redis.url(), "t", 100_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    log.claim(1).await.unwrap();
+    log.append(1, &[(Relayed::Began, Position::default())])
+        .await
+        .unwrap();
+    // Resumes read the history, not the hub's memory.
+    let options = LiveOptions {
+        relay_memory: 0,
+        buffer: 10_000,
+        ..LiveOptions::DEFAULT
+    };
+    let hub = Hub::with_relay(None, log.clone(), options);
+    let mut live = Box::pin(hub.subscribe(None, None, |_| true).await.unwrap());
+    for chunk in (1..=3000u64).collect::<Vec<_>>().chunks(500) {
+        let entries: Vec<(Relayed, Position)> = chunk.iter().map(|&n| change(n)).collect();
+        log.append(1, &entries).await.unwrap();
+    }
+    // The hub has all 3,000: resume from the first.
+    let mut from = None;
+    for _ in 0..3000 {
+        let delivered = tokio::time::timeout(Duration::from_secs(10), live.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        from.get_or_insert(delivered.position);
+    }
+    let from = from.unwrap().as_ref().clone();
+    let mut resumed = Box::pin(hub.subscribe(Some(from), None, |_| true).await.unwrap());
+    // The first page (1,000 entries) is being read; then all but the last 500 entries
+    // are trimmed.
+    resumed.next().await.unwrap().unwrap();
+    let keep = log.range_after("0", 4000).await.unwrap()[2500].id.clone();
+    let _: u64 = redis::cmd("XTRIM")
+        .arg(log.stream_key())
+        .arg("MINID")
+        .arg(&keep)
+        .query_async(&mut raw(&redis).await)
+        .await
+        .unwrap();
+    let ended = loop {
+        match tokio::time::timeout(Duration::from_secs(10), resumed.next())
+            .await
+            .expect("the replay ends or errs within 10 s")
+        {
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => break e,
+            None => panic!("ended without an error"),
+        }
+    };
+    assert!(matches!(ended, LiveError::Expired(_)), "{ended:?}");
+    redis.kill().await;
+}
+
+/// Redis restored behind a holder (its last appends lost): its next append on what it
+/// appended last is refused, so the next holding goes on from the log's last entry; each
+/// entry names the one before it.
+#[tokio::test]
+async fn an_append_on_a_tail_redis_lost_is_refused() {
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let log = RelayLog::connect(&redis.url(), "t", 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let first = log.claim(1).await.unwrap();
+    assert_eq!(first, "0-0");
+    let ids = log
+        .append_on(1, Some(&first), None, &[change(1)])
+        .await
+        .unwrap();
+    let mut conn = raw(&redis).await;
+    let copy: Vec<u8> = redis::cmd("DUMP")
+        .arg(log.stream_key())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let more = log
+        .append_on(1, Some(&ids[0]), None, &[change(2)])
+        .await
+        .unwrap();
+    let _: () = redis::cmd("RESTORE")
+        .arg(log.stream_key())
+        .arg(0)
+        .arg(copy)
+        .arg("REPLACE")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(matches!(
+        log.append_on(1, Some(&more[0]), None, &[change(3)]).await,
+        Err(RelayError::Diverged(_))
+    ));
+    // The next holding goes on from the log's last entry.
+    let again = log
+        .append_on(1, Some(&ids[0]), None, &[change(2)])
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 1);
+    let after = log.range_after(&ids[0], 10).await.unwrap();
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].prev.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(after[0].follows_gap(&ids[0]), Some(false));
+    redis.kill().await;
+}
