@@ -119,11 +119,19 @@ impl Relayer {
             epoch: held.epoch,
             position: Mutex::default(),
             last_id: Mutex::new(last_id),
+            stream: Mutex::default(),
             relaying: AtomicBool::new(true),
         });
         let reader = match self.log.last().await {
             Ok(Some(last)) => {
-                Reader::resume(self.stream.clone(), sink.clone(), self.poll, &last.position).await
+                Reader::resume(
+                    self.stream.clone(),
+                    sink.clone(),
+                    self.poll,
+                    &last.position,
+                    last.stream.as_deref(),
+                )
+                .await
             }
             Ok(None) => {
                 let reader = Reader::start(self.stream.clone(), sink.clone(), self.poll).await;
@@ -213,6 +221,8 @@ struct RelaySink {
     /// The id of the entry this holding appended last (at first, the log's last when it
     /// claimed it): each append goes only on it.
     last_id: Mutex<String>,
+    /// The label of the change stream read, written in every entry.
+    stream: Mutex<Option<String>>,
     relaying: AtomicBool,
 }
 
@@ -243,9 +253,14 @@ impl RelaySink {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        let stream = self
+            .stream
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         match self
             .log
-            .append_on(self.epoch, Some(&on), None, &entries)
+            .append_on(self.epoch, Some(&on), stream.as_deref(), &entries)
             .await
         {
             Ok(ids) => {
@@ -315,5 +330,9 @@ impl Sink for RelaySink {
 
     async fn lost(&self, why: String) {
         self.lose(why).await;
+    }
+
+    fn set_stream(&self, label: &str) {
+        *self.stream.lock().unwrap_or_else(|p| p.into_inner()) = Some(label.to_owned());
     }
 }

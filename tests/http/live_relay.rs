@@ -34,6 +34,9 @@ impl ChangeStream for Counted {
     fn engine_name(&self) -> &'static str {
         self.inner.engine_name()
     }
+    async fn latest(&self) -> StreamResult<String> {
+        self.inner.latest().await
+    }
     async fn shards(&self) -> StreamResult<Vec<ShardInfo>> {
         self.inner.shards().await
     }
@@ -688,6 +691,123 @@ async fn a_relay_restored_from_an_older_copy_repeats_nothing() {
 
     next.stop.notify_one();
     let _ = next.relayer.await;
+    redis.kill().await;
+    common::dynamo_local::drop_table(&seeder).await;
+}
+
+/// Turns the table's stream off (`UpdateTable`), as an operator does to change its view
+/// type.
+async fn disable_stream(store: &DynamoStore) {
+    use aws_sdk_dynamodb::types::StreamSpecification;
+    store
+        .client()
+        .update_table()
+        .table_name(store.table_name())
+        .stream_specification(
+            StreamSpecification::builder()
+                .stream_enabled(false)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+}
+
+async fn stream_label(store: &DynamoStore) -> Option<String> {
+    let out = store
+        .client()
+        .describe_table()
+        .table_name(store.table_name())
+        .send()
+        .await
+        .unwrap();
+    out.table()
+        .and_then(|t| t.latest_stream_label())
+        .map(str::to_owned)
+}
+
+/// The table's stream is disabled and enabled again while no replica relays: the next
+/// holder finds the log's last position in the old stream, writes one lost mark, and
+/// relays the new stream from its start, so changes flow again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_change_stream_is_relayed_from_its_start() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("relay-replaced");
+    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
+    seeder.create_table().await.unwrap();
+    itemgraph::demo::seed_demo(&seeder).await.unwrap();
+    seeder.enable_stream().await.unwrap();
+    let first = replica(&endpoint, &table, &redis.url(), 0).await;
+    let data = itemgraph::demo::demo_data();
+    let org = data.organizations[0].slug.clone();
+    let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
+    let mut events = Box::pin(first.hub.subscribe(None, None, |_| true).await.unwrap());
+    create_ticket(&seeder, &ticket(&org, &requester, 0))
+        .await
+        .unwrap();
+    collect(events.as_mut(), 1).await;
+
+    // The holder stops (its lease released); the stream is replaced meanwhile.
+    first.stop.notify_one();
+    first.relayer.await.unwrap();
+    let old = stream_label(&seeder).await;
+    disable_stream(&seeder).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await; // labels are timestamps
+    seeder.enable_stream().await.unwrap();
+    assert_ne!(
+        stream_label(&seeder).await,
+        old,
+        "enabled again, it is a new stream"
+    );
+    create_ticket(&seeder, &ticket(&org, &requester, 1))
+        .await
+        .unwrap();
+
+    // The next holder: a replica started now takes the released lease.
+    let second = replica(&endpoint, &table, &redis.url(), 1).await;
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match events.next().await {
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Some(e),
+                None => return None,
+            }
+        }
+    })
+    .await
+    .expect("the subscriber was told");
+    assert!(matches!(ended, Some(LiveError::Expired(_))), "{ended:?}");
+    // The new stream's changes flow: a new subscription gets the next one.
+    let mut fresh = Box::pin(first.hub.subscribe(None, None, |_| true).await.unwrap());
+    create_ticket(&seeder, &ticket(&org, &requester, 2))
+        .await
+        .unwrap();
+    loop {
+        if collect(fresh.as_mut(), 1).await.remove(0).0 == "relayed 2" {
+            break;
+        }
+    }
+    // In the log: one lost mark, and after it the change made while no one relayed.
+    let log = RelayLog::connect(&redis.url(), &table, 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let entries = log.newest(10_000).await.unwrap();
+    let marks: Vec<usize> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e.relayed, Relayed::Lost(_)))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(marks.len(), 1, "one lost mark: {entries:?}");
+    assert!(entries[marks[0]..].iter().any(|e| titled(e, "relayed 1")));
+    second.stop.notify_one();
+    let _ = second.relayer.await;
     redis.kill().await;
     common::dynamo_local::drop_table(&seeder).await;
 }

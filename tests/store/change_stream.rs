@@ -340,6 +340,9 @@ impl ChangeStream for Expiring {
     fn engine_name(&self) -> &'static str {
         self.inner.engine_name()
     }
+    async fn latest(&self) -> StreamResult<String> {
+        self.inner.latest().await
+    }
     async fn shards(&self) -> StreamResult<Vec<ShardInfo>> {
         self.inner.shards().await
     }
