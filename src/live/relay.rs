@@ -178,15 +178,15 @@ impl std::fmt::Debug for RelayLog {
 
 impl RelayLog {
     /// Connects to `url` (`redis://host:port`, `rediss://` for TLS against the system's
-    /// roots); the log's keys are named after `table` (`itemgraph:{<table>}:changes`,
-    /// `…:fence`, in one hash slot for a cluster).
+    /// roots); the log's keys are named after `name` (`itemgraph:{<name>}:changes`,
+    /// `…:fence`, in one hash slot for a cluster): the table's ARN, or `--relay-prefix`.
     pub async fn connect(
         url: &str,
-        table: &str,
+        name: &str,
         max_len: usize,
         retention: Duration,
     ) -> RelayResult<RelayLog> {
-        Self::connect_trusting(url, None, table, max_len, retention).await
+        Self::connect_trusting(url, None, name, max_len, retention).await
     }
 
     /// [`connect`](Self::connect), trusting the PEM certificates `ca` instead of the
@@ -194,7 +194,7 @@ impl RelayLog {
     pub async fn connect_trusting(
         url: &str,
         ca: Option<&[u8]>,
-        table: &str,
+        name: &str,
         max_len: usize,
         retention: Duration,
     ) -> RelayResult<RelayLog> {
@@ -223,8 +223,8 @@ impl RelayLog {
         Ok(RelayLog {
             conn,
             blocking,
-            stream: format!("itemgraph:{{{table}}}:changes"),
-            fence: format!("itemgraph:{{{table}}}:fence"),
+            stream: format!("itemgraph:{{{name}}}:changes"),
+            fence: format!("itemgraph:{{{name}}}:fence"),
             max_len: max_len.max(1),
             retention,
             append: redis::Script::new(APPEND),
