@@ -177,7 +177,10 @@ pub(super) fn relayed_changes(
         .as_ref()
         .map(|a| a.from.shards.clone())
         .unwrap_or_default();
-    let covered = move |c: &Change| matches!(covered.get(&c.shard), Some(Pos::Seq(s)) if seq_cmp(&c.sequence, s).is_le());
+    let covered = move |c: &Change| match covered.get(&c.shard) {
+        Some(Pos::Seq(s)) => seq_cmp(&c.sequence, s).is_le(),
+        _ => false,
+    };
     async_stream::stream! {
         let replay_slot = replay_slot;
         let mut replayed_to: Option<String> = None;
