@@ -28,6 +28,7 @@
 //! | [`RELAY_FOLLOWED`] | counter | |
 //! | [`RELAY_LAG`] | gauge (s) | |
 //! | [`WEBSOCKET_CLOSES`] | counter | `code` |
+//! | [`RELAY_UNREADABLE`] | counter | |
 //! | [`JWKS_REFRESHES`] | counter | `outcome` |
 //! | [`JWKS_KEYS_SKIPPED`] | counter | |
 //! | [`TRACE_SPANS`] | counter | `outcome` |
@@ -93,6 +94,9 @@ pub const RELAY_FOLLOWED: &str = "itemgraph_relay_followed_total";
 /// How far behind the table's writes the last relay entry this replica received was:
 /// the entry's arrival less the change's time in the stream (whole seconds on DynamoDB).
 pub const RELAY_LAG: &str = "itemgraph_relay_lag_seconds";
+/// Relay entries this replica's hub could not read (a later version wrote them) and
+/// skipped, each telling the subscribers of its organization to refetch.
+pub const RELAY_UNREADABLE: &str = "itemgraph_relay_unreadable_total";
 /// DynamoDB requests sent again, by `op` and `reason`: `sdk` (an attempt of the SDK's
 /// retry policy after the first: throttling, 5xx, timeouts) or `transaction_conflict`
 /// (TransactWriteItems cancelled only by a concurrent write, sent again by the engine).
@@ -354,6 +358,11 @@ pub fn record_relayed(n: usize) {
 pub fn record_relay_followed(lag: Duration) {
     ::metrics::counter!(RELAY_FOLLOWED).increment(1);
     ::metrics::gauge!(RELAY_LAG).set(lag.as_secs_f64());
+}
+
+/// One relay entry this replica could not read, skipped.
+pub fn record_relay_unreadable() {
+    ::metrics::counter!(RELAY_UNREADABLE).increment(1);
 }
 
 /// One call to DynamoDB Streams.

@@ -161,6 +161,19 @@ pub struct LiveArgs {
     /// system's roots (a private CA).
     #[arg(long, env = "ITEMGRAPH_RELAY_CA_FILE", value_name = "PATH")]
     pub relay_ca_file: Option<std::path::PathBuf>,
+    /// With `--relay-url`: the name the relay's Redis keys carry (`itemgraph:{<name>}:changes`,
+    /// `…:fence`). By default the table's ARN, so deployments of other accounts or regions
+    /// sharing one Redis stay apart (the table's name when it has no ARN: the embedded
+    /// engine). Set it to the table's name to keep the keys of a version before this flag
+    /// through an upgrade, or to keep apart deployments whose ARNs are alike (DynamoDB
+    /// Local).
+    #[arg(
+        long,
+        env = "ITEMGRAPH_RELAY_PREFIX",
+        value_name = "NAME",
+        value_parser = clap::builder::NonEmptyStringValueParser::new()
+    )]
+    pub relay_prefix: Option<String>,
     /// How long the relay's holder has between heartbeats before another replica takes
     /// over, in milliseconds (it heartbeats three times a lease).
     /// From 300 to 600000 (10 minutes).
@@ -203,8 +216,13 @@ pub struct LiveArgs {
 }
 
 impl LiveArgs {
-    /// Connects to the relay, when one is configured.
-    pub async fn relay(&self, table: &str) -> anyhow::Result<Option<crate::live::relay::RelayLog>> {
+    /// Connects to the relay, when one is configured, its keys named by `--relay-prefix`,
+    /// or else the table's ARN (`arn`), or else the table's name.
+    pub async fn relay(
+        &self,
+        table: &str,
+        arn: Option<&str>,
+    ) -> anyhow::Result<Option<crate::live::relay::RelayLog>> {
         let Some(url) = &self.relay_url else {
             return Ok(None);
         };
@@ -218,7 +236,7 @@ impl LiveArgs {
         let log = crate::live::relay::RelayLog::connect_trusting(
             url,
             ca.as_deref(),
-            table,
+            self.relay_prefix.as_deref().or(arn).unwrap_or(table),
             self.relay_history,
             Duration::from_millis(self.relay_retention_ms),
         )

@@ -364,7 +364,25 @@ impl ServeArgs {
         };
         let store = self.store.open().await?;
         tracing::info!(store = %self.store.describe(), "store opened");
-        let relay = self.live.relay(&self.store.table).await?;
+        // The relay's keys are named after the table's ARN unless `--relay-prefix` names
+        // them; with no ARN to read (the embedded engine, or a table not created yet),
+        // after the table's name, as before that flag.
+        let arn = match (&self.live.relay_url, &self.live.relay_prefix) {
+            (Some(_), None) => match store.describe_table().await? {
+                Some(table) => table.arn,
+                None => {
+                    tracing::warn!(
+                        table = %self.store.table,
+                        "the table does not exist yet: the relay's keys are named after its \
+                         name, not its ARN (replicas started once it exists use its ARN; \
+                         name them with --relay-prefix to be sure all agree)"
+                    );
+                    None
+                }
+            },
+            _ => None,
+        };
+        let relay = self.live.relay(&self.store.table, arn.as_deref()).await?;
         if relay.is_some() {
             tracing::info!("live updates follow the change stream's relay");
         }

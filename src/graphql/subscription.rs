@@ -157,7 +157,9 @@ async fn events<'a, T: Send + 'static>(
     let access = rc.access.clone();
     let in_org = org.clone();
     let changes = hub
-        .subscribe(from, replay, move |c| c.org() == Some(&in_org) && wanted(c))
+        .subscribe_in(Some(org.clone()), from, replay, move |c| {
+            c.org() == Some(&in_org) && wanted(c)
+        })
         .await
         .map_err(|e| ApiError::from(e).extend())?;
     let cursors = rc.cursors.clone();

@@ -3,15 +3,18 @@
 //! subscription, whose resume replays from memory or from the log's history, never from
 //! the stream.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
 use tokio::sync::broadcast;
 
-use super::position::{relay_id_cmp, Position};
+use super::position::{relay_id_cmp, Pos, Position};
 use super::relay::{RelayError, RelayLog, Relayed};
 use super::{Change, Delivered, Hub, LiveError, LiveOptions, ReplaySlot, Signal};
+use crate::keys::Slug;
+use crate::store::stream::seq_cmp;
 
 /// Replays from the relay's history at once in one process: each decodes entries as fast
 /// as it can (yielding between them), so one at a time leaves the runtime's other tasks,
@@ -49,6 +52,12 @@ impl Recent {
         Some(self.entries.range(start..).cloned().collect())
     }
 
+    /// Holds nothing from before `id`: the entries before it did not all arrive.
+    pub(super) fn restart(&mut self, id: &str) {
+        self.entries.clear();
+        self.base = Some(id.to_owned());
+    }
+
     pub(super) fn push(&mut self, id: String, signal: Signal) {
         self.entries.push_back((id, signal));
         if self.entries.len() > self.capacity {
@@ -57,31 +66,50 @@ impl Recent {
     }
 }
 
+/// Why subscribers are told when the hub's follower fell behind the relay's history.
+const FELL_BEHIND: &str =
+    "the server fell behind the relay's history and missed changes: refetch, then subscribe again";
+
+/// Whether the log was trimmed past `at`, as its oldest entry tells: for entries that do
+/// not name their predecessor (an earlier version appended them).
+async fn trimmed_past(log: &RelayLog, at: &str) -> Result<bool, RelayError> {
+    if at == "0" {
+        return Ok(false);
+    }
+    Ok(match log.first_id().await? {
+        Some(oldest) => relay_id_cmp(&oldest, at).is_some_and(|o| o.is_gt()),
+        None => false,
+    })
+}
+
 /// Follows the relay log from `at` into the hub until the hub is gone.
 pub(super) async fn follow_relay(log: RelayLog, hub: std::sync::Weak<Hub>, mut at: String) {
     let mut backoff = Duration::from_millis(100);
-    let mut failed = false;
     loop {
         if hub.strong_count() == 0 {
             return;
         }
         match log.follow(&at, 1000, RELAY_BLOCK).await {
             Ok(entries) => {
-                if failed {
-                    failed = false;
-                    // Back after a failure: entries trimmed meanwhile are lost to everyone.
-                    if let Ok(Some(first)) = log.first_id().await {
-                        if at != "0" && relay_id_cmp(&first, &at).is_some_and(|o| o.is_gt()) {
-                            if let Some(hub) = hub.upgrade() {
-                                hub.lost("the server fell behind the relay's history and missed changes: refetch, then subscribe again".into());
-                            }
-                        }
-                    }
-                }
                 backoff = Duration::from_millis(100);
+                // Trimmed before this follower read them (it fell behind the history, or
+                // was paused): lost to every subscriber. Each entry names the one before
+                // it; one of an earlier version does not, and the oldest entry left tells
+                // instead.
+                let gap = match entries.first() {
+                    None => false,
+                    Some(first) => match first.follows_gap(&at) {
+                        Some(gap) => gap,
+                        None => trimmed_past(&log, &at).await.unwrap_or(false),
+                    },
+                };
                 let Some(hub) = hub.upgrade() else {
                     return;
                 };
+                if let (true, Some(first)) = (gap, entries.first()) {
+                    tracing::warn!(from = %at, to = %first.id, "the relay's history was trimmed past this server's follower");
+                    hub.lost_relayed(&first.id, FELL_BEHIND.into());
+                }
                 for entry in entries {
                     at = entry.id.clone();
                     hub.publish_relayed(entry);
@@ -90,7 +118,6 @@ pub(super) async fn follow_relay(log: RelayLog, hub: std::sync::Weak<Hub>, mut a
             Err(error) => {
                 tracing::warn!(%error, ?backoff, "following the relay log failed; retrying");
                 crate::metrics::record_stream_error();
-                failed = true;
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }
@@ -130,8 +157,10 @@ pub(super) struct Resume {
 /// from the hub's recent entries, or else from the log's history (never the stream), up
 /// to where the hub was when it subscribed, then goes on with the hub's entries after the
 /// last one replayed.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn relayed_changes(
     log: RelayLog,
+    org: Option<Slug>,
     mut rx: broadcast::Receiver<Signal>,
     now: Position,
     after: Option<Resume>,
@@ -142,6 +171,16 @@ pub(super) fn relayed_changes(
     let LiveOptions {
         buffer, max_replay, ..
     } = options;
+    // What the cursor covers: a log that Redis restored behind it holds again, under new
+    // ids, changes its client had (same shard, sequence at or before the cursor's).
+    let covered: BTreeMap<String, Pos> = after
+        .as_ref()
+        .map(|a| a.from.shards.clone())
+        .unwrap_or_default();
+    let covered = move |c: &Change| match covered.get(&c.shard) {
+        Some(Pos::Seq(s)) => seq_cmp(&c.sequence, s).is_le(),
+        _ => false,
+    };
     async_stream::stream! {
         let replay_slot = replay_slot;
         let mut replayed_to: Option<String> = None;
@@ -160,13 +199,15 @@ pub(super) fn relayed_changes(
                 replayed_to = Some(id.clone());
                 match signal {
                     Signal::Change(change, position) => {
-                        if wanted(change) {
+                        if !covered(change) && wanted(change) {
                             yield Ok(Delivered { change: change.clone(), position: position.clone() });
                         }
                     }
-                    Signal::Lost(why) => {
-                        yield Err(LiveError::Expired(why.clone()));
-                        return;
+                    other => {
+                        if let Some(why) = other.ends(org.as_ref()) {
+                            yield Err(LiveError::Expired(why.to_owned()));
+                            return;
+                        }
                     }
                 }
             }
@@ -197,16 +238,28 @@ pub(super) fn relayed_changes(
                         return;
                     }
                 };
+                // Trimmed past this replay since the page before (or since its start):
+                // what lay between is lost.
+                if let Some(first) = page.first() {
+                    let gap = match first.follows_gap(&at) {
+                        Some(gap) => gap,
+                        None => match with_retries(|| trimmed_past(&log, &at)).await {
+                            Ok(gap) => gap,
+                            Err(e) => {
+                                yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));
+                                return;
+                            }
+                        },
+                    };
+                    if gap {
+                        yield Err(refetch("the relay's history no longer holds that position"));
+                        return;
+                    }
+                }
                 let last_page = page.len() < RELAY_PAGE;
                 for raw in page {
                     tokio::task::coop::consume_budget().await;
-                    let entry = match raw.decode() {
-                        Ok(entry) => entry,
-                        Err(e) => {
-                            yield Err(LiveError::Unavailable(format!("the relay's history cannot be read: {e}")));
-                            return;
-                        }
-                    };
+                    let entry = raw.decode();
                     let beyond = now.relay.as_deref().is_none_or(|n| relay_id_cmp(&entry.id, n).is_some_and(|o| o.is_gt()));
                     if beyond {
                         break 'replay;
@@ -219,7 +272,7 @@ pub(super) fn relayed_changes(
                     }
                     match entry.relayed {
                         Relayed::Change(change) => {
-                            if wanted(&change) {
+                            if !covered(&change) && wanted(&change) {
                                 let position = Position { relay: Some(entry.id), ..entry.position };
                                 yield Ok(Delivered { change: Arc::from(change), position: Arc::new(position) });
                             }
@@ -227,6 +280,12 @@ pub(super) fn relayed_changes(
                         Relayed::Lost(why) => {
                             yield Err(LiveError::Expired(why));
                             return;
+                        }
+                        Relayed::Unreadable { org: of, .. } => {
+                            if super::concerns(of.as_deref(), org.as_ref()) {
+                                yield Err(LiveError::Expired(super::UNREADABLE.into()));
+                                return;
+                            }
                         }
                         Relayed::Began => {}
                     }
@@ -246,13 +305,15 @@ pub(super) fn relayed_changes(
                         (Some(to), Some(id)) => relay_id_cmp(id, to).is_some_and(|o| o.is_le()),
                         _ => false,
                     };
-                    if !seen && wanted(&change) {
+                    if !seen && !covered(&change) && wanted(&change) {
                         yield Ok(Delivered { change, position });
                     }
                 }
-                Ok(Signal::Lost(why)) => {
-                    yield Err(LiveError::Expired(why));
-                    return;
+                Ok(signal @ (Signal::Lost(_) | Signal::Unreadable { .. })) => {
+                    if let Some(why) = signal.ends(org.as_ref()) {
+                        yield Err(LiveError::Expired(why.to_owned()));
+                        return;
+                    }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     yield Err(LiveError::TooSlow(buffer));

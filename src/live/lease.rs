@@ -77,6 +77,7 @@ pub struct Lease {
 }
 
 const TOKEN: &str = "token";
+const EPOCH: &str = "epoch";
 const RELEASED: &str = "released";
 const RENEWED_MS: &str = "renewedMs";
 
@@ -195,6 +196,46 @@ impl Lease {
         }
     }
 
+    /// Moves this holding's epoch to `epoch`, past a fence a later holding left elsewhere
+    /// (the relay log's), when the lease item was deleted or restored from a backup. The
+    /// write is conditioned on this holding's token, so a holder that truly took over is
+    /// never passed. `false`: the lease was taken over meanwhile.
+    pub async fn advance(
+        &self,
+        store: &dyn Store,
+        held: &mut Held,
+        epoch: u64,
+    ) -> StoreResult<bool> {
+        let token = new_token();
+        let update = Update::new(
+            lease_key(&self.name),
+            UpdateExpr::default()
+                .set(EPOCH, AttributeValue::N(epoch.to_string()))
+                .set(TOKEN, AttributeValue::S(token.clone()))
+                .set(
+                    RENEWED_MS,
+                    AttributeValue::N(crate::model::now_ms().to_string()),
+                ),
+        )
+        .when(Condition::eq(TOKEN, AttributeValue::S(held.token.clone())));
+        match store.update_item(update).await {
+            Ok(_) => {
+                tracing::warn!(
+                    lease = %self.name,
+                    holder = %self.holder,
+                    from = held.epoch,
+                    to = epoch,
+                    "lease epoch moved past a later fence"
+                );
+                held.epoch = epoch;
+                held.token = token;
+                Ok(true)
+            }
+            Err(StoreError::ConditionFailed { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Lets the lease go, so another replica takes it without waiting a duration.
     pub async fn release(&self, store: &dyn Store, held: Held) -> StoreResult<()> {
         let update = Update::new(
@@ -274,6 +315,29 @@ mod tests {
         assert_eq!(held(a.try_acquire(&store).await.unwrap()).epoch, 3);
         let check = crate::check::check(&store).await.unwrap();
         assert!(check.is_clean(), "{check}");
+    }
+
+    /// A holding moved past a fence: the lease's epoch jumps, and the next takeover goes
+    /// on from it.
+    #[tokio::test]
+    async fn a_holding_moves_its_epoch_past_a_fence() {
+        let store = store().await;
+        let d = Duration::from_millis(100);
+        let mut a = Lease::new("relay", "a", d);
+        let mut h = held(a.try_acquire(&store).await.unwrap());
+        assert!(a.advance(&store, &mut h, 1001).await.unwrap());
+        assert_eq!(h.epoch, 1001);
+        assert!(a.renew(&store, &mut h).await.unwrap());
+        a.release(&store, h).await.unwrap();
+        let mut b = Lease::new("relay", "b", d);
+        assert_eq!(held(b.try_acquire(&store).await.unwrap()).epoch, 1002);
+        // A holding whose token was replaced is not moved.
+        let mut stale = Held {
+            epoch: 1002,
+            token: "not the lease's".into(),
+        };
+        assert!(!b.advance(&store, &mut stale, 2000).await.unwrap());
+        assert_eq!(stale.epoch, 1002);
     }
 
     /// Two replicas taking over the same stale lease at once: the condition lets one win.

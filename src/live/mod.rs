@@ -197,6 +197,35 @@ enum Signal {
     /// The reader lost records (it fell behind the stream's retention): every
     /// subscriber may have missed changes.
     Lost(String),
+    /// A relay entry this server cannot read: lost to the subscribers of `org` (to every
+    /// subscriber when `None`).
+    Unreadable { org: Option<String>, why: String },
+}
+
+/// Why subscribers are told a relay entry was skipped.
+const UNREADABLE: &str = "the server cannot read a change the relay holds (a later version \
+    of the server wrote it): refetch, then subscribe again";
+
+/// Whether an entry of organization `of` concerns a subscription of `org` (`None`: of
+/// every organization; an entry of no known organization concerns everyone).
+fn concerns(of: Option<&str>, org: Option<&Slug>) -> bool {
+    match (of, org) {
+        (Some(of), Some(org)) => org.as_str() == of,
+        _ => true,
+    }
+}
+
+impl Signal {
+    /// Why this ends a subscription of `org`, if it does.
+    fn ends(&self, org: Option<&Slug>) -> Option<&str> {
+        match self {
+            Signal::Change(..) => None,
+            Signal::Lost(why) => Some(why.as_str()),
+            Signal::Unreadable { org: of, why } => {
+                concerns(of.as_deref(), org).then_some(why.as_str())
+            }
+        }
+    }
 }
 
 /// One change delivered to a subscription, with the position to resume after it.
@@ -231,6 +260,10 @@ pub struct Hub {
     /// reconnect storm after a deploy) is served from memory: no read of the relay, no
     /// decoding. Locked inside `position`.
     recent: Mutex<Recent>,
+    /// The last sequence of each shard published from the relay (locked inside
+    /// `position`): a log that Redis restored behind this hub holds again, under new ids,
+    /// changes it published, and they are dropped.
+    relayed: Mutex<HashMap<String, String>>,
     /// Replays from the relay's history (read and decoded) running at once in this
     /// process, over every organization: their decoding is the CPU a reconnect storm costs.
     history_replays: Arc<tokio::sync::Semaphore>,
@@ -333,6 +366,7 @@ impl Hub {
             followed: Mutex::default(),
             history_replays: Arc::new(tokio::sync::Semaphore::new(HISTORY_REPLAYS)),
             recent: Mutex::new(Recent::new(options.relay_memory)),
+            relayed: Mutex::default(),
         })
     }
 
@@ -521,19 +555,39 @@ impl Hub {
     /// Publishes one relay entry, the position moving to just after it.
     fn publish_relayed(&self, entry: Entry) {
         let mut position = self.position.lock().unwrap_or_else(|p| p.into_inner());
-        *position = Position {
-            relay: Some(entry.id),
-            ..entry.position
-        };
+        let Entry {
+            id,
+            relayed,
+            position: at,
+            ..
+        } = entry;
+        if let Relayed::Change(change) = &relayed {
+            if !self.first_relay_of(change, &at) {
+                // Relayed again (Redis restored behind this hub): published already. The
+                // hub's shards, past it, stay.
+                position.relay = Some(id);
+                return;
+            }
+        }
+        match &relayed {
+            // Its position unread: the hub's shards stay, and its relay id moves past it.
+            Relayed::Unreadable { placed: false, .. } => position.relay = Some(id.clone()),
+            _ => {
+                *position = Position {
+                    relay: Some(id.clone()),
+                    ..at
+                }
+            }
+        }
         {
             let mut followed = self.followed.lock().unwrap_or_else(|p| p.into_inner());
             followed.entries += 1;
-            followed.last = position.relay.clone();
-            if let Relayed::Change(change) = &entry.relayed {
+            followed.last = Some(id.clone());
+            if let Relayed::Change(change) = &relayed {
                 followed.lag_ms = crate::model::now_ms().saturating_sub(change.created_ms);
             }
         }
-        let signal = match entry.relayed {
+        let signal = match relayed {
             Relayed::Change(change) => {
                 crate::metrics::record_relay_followed(Duration::from_millis(
                     crate::model::now_ms().saturating_sub(change.created_ms),
@@ -541,11 +595,23 @@ impl Hub {
                 Signal::Change(Arc::from(change), Arc::new(position.clone()))
             }
             Relayed::Lost(why) => Signal::Lost(why),
+            Relayed::Unreadable { org, why, .. } => {
+                crate::metrics::record_relay_unreadable();
+                tracing::warn!(
+                    %id,
+                    %why,
+                    ?org,
+                    "a relay entry this version cannot read (written by a later one?): \
+                     skipped; its organization's subscribers are told to refetch"
+                );
+                Signal::Unreadable {
+                    org,
+                    why: UNREADABLE.into(),
+                }
+            }
             Relayed::Began => return,
         };
-        if let Some(id) = &position.relay {
-            self.recent().push(id.clone(), signal.clone());
-        }
+        self.recent().push(id, signal.clone());
         let _ = self.sender.send(signal);
     }
 
@@ -556,32 +622,79 @@ impl Hub {
         let mut position = self.position.lock().unwrap_or_else(|p| p.into_inner());
         let mut recent = self.recent();
         let mut entries = newest.into_iter();
-        let first = entries.next().expect("at least one entry");
+        let Some(first) = entries.next() else {
+            return position.relay.clone().unwrap_or_else(|| "0".to_owned());
+        };
         recent.base = Some(first.id.clone());
-        let mut at = first;
+        if let Relayed::Change(change) = &first.relayed {
+            self.first_relay_of(change, &first.position);
+        }
+        let mut at = first.id.clone();
+        // The shards of the last entry whose position was read.
+        let mut shards_at = first.position.clone();
         for entry in entries {
+            at = entry.id.clone();
+            if !matches!(entry.relayed, Relayed::Unreadable { placed: false, .. }) {
+                shards_at = entry.position.clone();
+            }
             let relayed_at = Position {
                 relay: Some(entry.id.clone()),
-                ..entry.position.clone()
+                ..shards_at.clone()
             };
-            let signal = match &entry.relayed {
-                Relayed::Change(change) => Some(Signal::Change(
-                    Arc::new((**change).clone()),
-                    Arc::new(relayed_at),
-                )),
-                Relayed::Lost(why) => Some(Signal::Lost(why.clone())),
+            let signal = match entry.relayed {
+                Relayed::Change(change) if self.first_relay_of(&change, &entry.position) => {
+                    Some(Signal::Change(Arc::from(change), Arc::new(relayed_at)))
+                }
+                Relayed::Change(_) => None,
+                Relayed::Lost(why) => Some(Signal::Lost(why)),
+                Relayed::Unreadable { org, .. } => {
+                    crate::metrics::record_relay_unreadable();
+                    Some(Signal::Unreadable {
+                        org,
+                        why: UNREADABLE.into(),
+                    })
+                }
                 Relayed::Began => None,
             };
             if let Some(signal) = signal {
-                recent.push(entry.id.clone(), signal);
+                recent.push(entry.id, signal);
             }
-            at = entry;
         }
         *position = Position {
-            relay: Some(at.id.clone()),
-            ..at.position
+            relay: Some(at.clone()),
+            ..shards_at
         };
-        at.id
+        at
+    }
+
+    /// Records `change` as published from the relay; `false` when a change of its shard
+    /// at or past its sequence was already (the log was restored behind this hub, and
+    /// holds it again under a new id). Within a shard the relay appends in sequence order.
+    fn first_relay_of(&self, change: &Change, at: &Position) -> bool {
+        let mut relayed = self.relayed.lock().unwrap_or_else(|p| p.into_inner());
+        if relayed
+            .get(&change.shard)
+            .is_some_and(|s| seq_cmp(&change.sequence, s).is_le())
+        {
+            return false;
+        }
+        relayed.insert(change.shard.clone(), change.sequence.clone());
+        // Shards no longer read (parents read to their end) are forgotten once there are
+        // many.
+        if relayed.len() > 2 * at.shards.len() + 1024 {
+            relayed.retain(|shard, _| at.shards.contains_key(shard));
+        }
+        true
+    }
+
+    /// The follower missed entries before `next` (trimmed before it read them): every
+    /// subscriber is told, and a resume from before `next` goes to the history (where
+    /// that position is gone: `EVENTS_EXPIRED`), not to memory.
+    fn lost_relayed(&self, next: &str, why: String) {
+        // Locked as publishing is, so a subscriber gets this with what follows.
+        let _position = self.position.lock().unwrap_or_else(|p| p.into_inner());
+        self.recent().restart(next);
+        let _ = self.sender.send(Signal::Lost(why));
     }
 
     fn recent(&self) -> std::sync::MutexGuard<'_, Recent> {
@@ -595,6 +708,19 @@ impl Hub {
     /// ends after its first error.
     pub async fn subscribe(
         self: &Arc<Self>,
+        after: Option<Position>,
+        replay: Option<ReplaySlot>,
+        wanted: impl Fn(&Change) -> bool + Send + 'static,
+    ) -> Result<impl Stream<Item = Result<Delivered, LiveError>> + Send + 'static, LiveError> {
+        self.subscribe_in(None, after, replay, wanted).await
+    }
+
+    /// [`subscribe`](Self::subscribe) for a subscriber of `org`: a relay entry this server
+    /// cannot read ends it only when the entry is of `org` (or of no organization it can
+    /// tell).
+    pub async fn subscribe_in(
+        self: &Arc<Self>,
+        org: Option<Slug>,
         after: Option<Position>,
         replay: Option<ReplaySlot>,
         wanted: impl Fn(&Change) -> bool + Send + 'static,
@@ -617,6 +743,7 @@ impl Hub {
             });
             return Ok(futures::future::Either::Left(follow::relayed_changes(
                 log,
+                org,
                 rx,
                 now,
                 after,
@@ -685,9 +812,11 @@ impl Hub {
                             yield Ok(Delivered { change, position });
                         }
                     }
-                    Ok(Signal::Lost(why)) => {
-                        yield Err(LiveError::Expired(why));
-                        return;
+                    Ok(signal @ (Signal::Lost(_) | Signal::Unreadable { .. })) => {
+                        if let Some(why) = signal.ends(org.as_ref()) {
+                            yield Err(LiveError::Expired(why.to_owned()));
+                            return;
+                        }
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         yield Err(LiveError::TooSlow(buffer));

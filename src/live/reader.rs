@@ -75,6 +75,10 @@ const RELIST_EVERY: Duration = Duration::from_secs(10);
 /// How far before a `Pos::Since` a replay starts sending (see [`Replay::plan`]).
 const SINCE_MARGIN: Duration = Duration::from_secs(60);
 
+/// Why subscribers are told when the stream read is not the table's any more.
+const REPLACED: &str = "the table's change stream was replaced (disabled and enabled again, \
+    or the table recreated), or the server's place in it is gone: refetch, then subscribe again";
+
 /// Longest pause after a failed stream call, doubling from the poll interval.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
@@ -110,6 +114,8 @@ pub(super) trait Sink: Send + Sync + 'static {
     fn set_position(&self, f: &mut dyn FnMut(&mut Position));
     /// Records were lost (trimmed from the stream before they were read).
     async fn lost(&self, why: String);
+    /// The label of the stream the changes after this come from.
+    fn set_stream(&self, _label: &str) {}
 }
 
 /// The hub as a sink, without keeping it alive.
@@ -148,9 +154,17 @@ impl Sink for HubSink {
 }
 
 impl Tracked {
-    fn restart_at(&self) -> StartAt {
+    /// Where a new iterator starts when the last one expired (or was never taken).
+    fn restart_at(&mut self) -> StartAt {
         match &self.last {
             Some(seq) => StartAt::After(seq.clone()),
+            // Begun at its latest record and read nothing since: an iterator at the latest
+            // record now would skip what was written in between. From the oldest record
+            // instead; those made before the reader began are skipped (`since_ms`).
+            None if self.began == StartAt::Latest => {
+                self.began = StartAt::TrimHorizon;
+                StartAt::TrimHorizon
+            }
             None => self.began.clone(),
         }
     }
@@ -160,6 +174,8 @@ impl Tracked {
 /// (or from a position: the relay's next holder).
 pub(super) struct Reader {
     stream: Arc<dyn ChangeStream>,
+    /// The label of the stream read ([`ChangeStream::latest`]).
+    label: String,
     sink: Arc<dyn Sink>,
     tracked: Vec<Tracked>,
     /// Every shard listed so far (those closed when the reader started hold the past).
@@ -179,6 +195,8 @@ impl Reader {
         if !sink.wanted() {
             return Err(StreamError::NoStream("the server is stopping".into()));
         }
+        let label = stream.latest().await?;
+        sink.set_stream(&label);
         let shards = stream.shards().await?;
         let mut tracked = Vec::new();
         let since = now_ms();
@@ -189,7 +207,11 @@ impl Reader {
                 iterator: Some(iterator),
                 last: None,
                 began: StartAt::Latest,
-                since_ms: None,
+                // Records made before the reader began are not delivered if the shard is
+                // ever read again from its oldest record (its iterator expired before it
+                // gave one). Stream times are whole seconds on DynamoDB (minutes on
+                // DynamoDB Local): a margin, as replays have.
+                since_ms: Some(since.saturating_sub(SINCE_MARGIN.as_millis() as u64)),
             });
         }
         sink.set_position(&mut |p| {
@@ -204,6 +226,7 @@ impl Reader {
         );
         Ok(Reader {
             known: shards.into_iter().map(|s| s.id).collect(),
+            label,
             stream,
             sink,
             tracked,
@@ -216,13 +239,19 @@ impl Reader {
     /// from there (a shard begun at its latest record, from its start, skipping records
     /// made before it began), and the descendants of those when their parents end. Every
     /// other shard listed was read before `from` (an ancestor) or never was to be (closed
-    /// before the relay began).
+    /// before the relay began). `from_stream`: the label of the stream `from` is in (none
+    /// from an earlier version); when the table's stream is another one, or none of
+    /// `from`'s shards nor their descendants are listed any more, what was not read is
+    /// lost (one lost mark) and every listed shard is read from its start.
     pub(super) async fn resume(
         stream: Arc<dyn ChangeStream>,
         sink: Arc<dyn Sink>,
         poll: Duration,
         from: &Position,
+        from_stream: Option<&str>,
     ) -> Result<Reader, StreamError> {
+        let label = stream.latest().await?;
+        sink.set_stream(&label);
         let shards = stream.shards().await?;
         let parents: HashMap<&str, &str> = shards
             .iter()
@@ -243,11 +272,46 @@ impl Reader {
             }
             false
         };
+        let replaced = from_stream.is_some_and(|l| l != label);
+        let continued = shards
+            .iter()
+            .any(|s| from.shards.contains_key(&s.id) || descends_from_position(&s.id));
+        if replaced || !continued {
+            // The position is in no shard listed, nor an ancestor of one: the stream was
+            // replaced, or the relay stopped for longer than the stream keeps records (or
+            // the position names no shard: the relay began before the stream had one).
+            // Every listed shard is read from its start, parents first, by the first
+            // round (`adopt_children`).
+            sink.set_position(&mut |p| p.shards.clear());
+            if replaced || !from.shards.is_empty() {
+                tracing::warn!(
+                    from = ?from_stream,
+                    to = %label,
+                    "the relay's last position is in no shard of the table's stream; reading it from its start"
+                );
+                sink.lost(REPLACED.into()).await;
+            }
+            return Ok(Reader {
+                label,
+                stream,
+                sink,
+                tracked: Vec::new(),
+                known: HashSet::new(),
+                awaiting_children: HashSet::new(),
+                poll,
+            });
+        }
         let mut tracked = Vec::new();
         for (id, pos) in &from.shards {
             let (began, last, since_ms) = match pos {
                 Pos::Seq(seq) => (StartAt::After(seq.clone()), Some(seq.clone()), None),
-                Pos::Since(ms) => (StartAt::TrimHorizon, None, Some(*ms)),
+                // With the replays' margin: a record made in the second the previous
+                // holder began, after it, is dated before it.
+                Pos::Since(ms) => (
+                    StartAt::TrimHorizon,
+                    None,
+                    Some(ms.saturating_sub(SINCE_MARGIN.as_millis() as u64)),
+                ),
                 Pos::Start => (StartAt::TrimHorizon, None, None),
             };
             tracked.push(Tracked {
@@ -272,6 +336,7 @@ impl Reader {
         );
         Ok(Reader {
             known,
+            label,
             stream,
             sink,
             tracked,
@@ -284,9 +349,18 @@ impl Reader {
     pub(super) async fn run(mut self) {
         let mut backoff = self.poll;
         let mut listed = tokio::time::Instant::now();
+        // The table's stream is looked up on a timer of its own: `listed` is reset every
+        // round while nothing is tracked.
+        let mut checked = tokio::time::Instant::now();
         loop {
             if !self.sink.wanted() {
                 return;
+            }
+            if checked.elapsed() >= RELIST_EVERY {
+                checked = tokio::time::Instant::now();
+                if let Err(error) = self.follow_latest().await {
+                    tracing::warn!(%error, "looking up the table's change stream failed");
+                }
             }
             match self.round().await {
                 Ok(None) => return,
@@ -315,6 +389,34 @@ impl Reader {
         }
     }
 
+    /// Whether the table's stream is still the one read; if not, what the old one held
+    /// past the last record read is lost to every subscriber, and the new one is read
+    /// from its start.
+    async fn follow_latest(&mut self) -> Result<(), StreamError> {
+        let label = match self.stream.latest().await {
+            Ok(label) => label,
+            // Disabled, not enabled again (yet): the old stream's records stay readable.
+            Err(StreamError::NoStream(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        if label == self.label {
+            return Ok(());
+        }
+        tracing::warn!(
+            from = %self.label,
+            to = %label,
+            "the table's change stream was replaced; reading the new one from its start"
+        );
+        self.label = label;
+        self.tracked.clear();
+        self.known.clear();
+        self.awaiting_children.clear();
+        self.sink.set_stream(&self.label);
+        self.sink.set_position(&mut |p| p.shards.clear());
+        self.sink.lost(REPLACED.into()).await;
+        self.adopt_children().await
+    }
+
     /// One `GetRecords` per followed shard; the records read, `None` when the sink
     /// wants no more.
     async fn round(&mut self) -> Result<Option<usize>, StreamError> {
@@ -324,24 +426,27 @@ impl Reader {
             let t = &mut self.tracked[i];
             let iterator = match t.iterator.take() {
                 Some(it) => it,
-                None => match self.stream.shard_iterator(&t.id, t.restart_at()).await {
-                    Ok(it) => it,
-                    Err(StreamError::Trimmed(why)) => {
-                        // The shard (or the position in it) is gone: what it held past
-                        // the last record read is lost to every subscriber. Its children
-                        // are adopted from their start.
-                        if t.last.is_some() || t.began != StartAt::Latest {
-                            self.sink
+                None => {
+                    let at = t.restart_at();
+                    match self.stream.shard_iterator(&t.id, at).await {
+                        Ok(it) => it,
+                        Err(StreamError::Trimmed(why)) => {
+                            // The shard (or the position in it) is gone: what it held past
+                            // the last record read is lost to every subscriber. Its children
+                            // are adopted from their start.
+                            if t.last.is_some() || t.began != StartAt::Latest {
+                                self.sink
                                 .lost(format!(
                                     "the server lost its place in the change stream ({why}): refetch, then subscribe again"
                                 ))
                                 .await;
+                            }
+                            ended.push(i);
+                            continue;
                         }
-                        ended.push(i);
-                        continue;
+                        Err(e) => return Err(e),
                     }
-                    Err(e) => return Err(e),
-                },
+                }
             };
             let page = match self
                 .stream

@@ -8,6 +8,13 @@
 //! cannot append after its successor. The log keeps at most `max_len` entries (trimmed
 //! approximately, as `XADD MAXLEN ~` does) and none older than `retention`: that is the
 //! history resumes are served from.
+//!
+//! Entries are read one by one: one this version cannot read (a later version wrote it,
+//! with a new entity type, value or kind of entry) is [`Relayed::Unreadable`], scoped to
+//! the organization its envelope names, and never stops a follower. So that this holds
+//! across versions, a rule to keep: *the stream field `e`, and `o`, `p`, `v` in its JSON,
+//! keep their meaning across versions* (new fields are optional, and a reader ignores
+//! those it does not know).
 
 use std::time::Duration;
 
@@ -17,7 +24,7 @@ use redis::streams::{StreamRangeReply, StreamReadOptions, StreamReadReply};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
-use super::position::Position;
+use super::position::{relay_id_cmp, Position};
 use super::{Change, EventKind};
 use crate::model::Entity;
 use crate::store::Item;
@@ -32,6 +39,11 @@ pub enum RelayError {
     Redis(#[from] redis::RedisError),
     #[error("a relay entry does not decode: {0}")]
     Malformed(String),
+    /// The log's last entry is not the one this holder appended last: Redis lost entries
+    /// (a failover to a replica that missed them, a restore). The holder must stop; the
+    /// next holding goes on from the log's last entry.
+    #[error("the relay log is not where this holder left it ({0})")]
+    Diverged(String),
 }
 
 pub type RelayResult<T> = Result<T, RelayError>;
@@ -48,6 +60,16 @@ pub enum Relayed {
     /// relayed. A hub waits for it before its first subscription is served, so no change
     /// made after a subscription started can come before the relay did.
     Began,
+    /// An entry this version cannot read (a later version wrote it: a new entity type, a
+    /// new value, a new kind of entry): followers skip it and tell the subscribers of
+    /// `org` (every subscriber when `None`) to refetch. `placed`: its position was read
+    /// (else the entry's `position` is empty, and a follower keeps its own). Never
+    /// appended.
+    Unreadable {
+        org: Option<String>,
+        why: String,
+        placed: bool,
+    },
 }
 
 /// One entry of the log.
@@ -58,32 +80,72 @@ pub struct Entry {
     pub relayed: Relayed,
     /// The stream position just after it.
     pub position: Position,
+    /// The id of the entry appended before it; `None` from an earlier version.
+    pub prev: Option<String>,
+    /// The label of the change stream it was read from; `None` from an earlier version.
+    pub stream: Option<String>,
 }
 
-/// Appends only while the fence holds this epoch; trims by count and by age.
-/// KEYS: stream, fence. ARGV: epoch, max_len, min_id, then one payload per entry.
-const APPEND: &str = r#"
+/// The Lua function both scripts start with: the id of the last entry ever appended to a
+/// stream (kept by Redis when entries are trimmed, restored with the stream), `0-0` for
+/// none.
+macro_rules! last_id_fn {
+    () => {
+        r#"
+local function last_id(key)
+  if redis.call('EXISTS', key) == 0 then
+    return '0-0'
+  end
+  local info = redis.call('XINFO', 'STREAM', key)
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then
+      return info[i + 1]
+    end
+  end
+  return '0-0'
+end
+"#
+    };
+}
+
+/// Appends only while the fence holds this epoch, and (with ARGV[4]) only on the entry
+/// the holder appended last; each entry names the one before it (`r`); trims by count and
+/// by age. KEYS: stream, fence. ARGV: epoch, max_len, min_id, last id or '', then one
+/// payload per entry.
+const APPEND: &str = concat!(
+    last_id_fn!(),
+    r#"
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0')
 if fence ~= tonumber(ARGV[1]) then
   return redis.error_reply('FENCED ' .. fence)
 end
+local prev = last_id(KEYS[1])
+if ARGV[4] ~= '' and ARGV[4] ~= prev then
+  return redis.error_reply('DIVERGED ' .. prev)
+end
 local ids = {}
-for i = 4, #ARGV do
-  ids[#ids + 1] = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'e', ARGV[i])
+for i = 5, #ARGV do
+  prev = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'e', ARGV[i], 'r', prev)
+  ids[#ids + 1] = prev
 end
 redis.call('XTRIM', KEYS[1], 'MINID', '~', ARGV[3])
 return ids
-"#;
+"#
+);
 
-/// Moves the fence to this epoch unless a later one holds it. KEYS: fence. ARGV: epoch.
-const CLAIM: &str = r#"
+/// Moves the fence to this epoch unless a later one holds it. KEYS: fence, stream.
+/// ARGV: epoch. Returns the fence, and the stream's last id when it was moved.
+const CLAIM: &str = concat!(
+    last_id_fn!(),
+    r#"
 local fence = tonumber(redis.call('GET', KEYS[1]) or '0')
 if fence > tonumber(ARGV[1]) then
-  return fence
+  return {fence, ''}
 end
 redis.call('SET', KEYS[1], ARGV[1])
-return tonumber(ARGV[1])
-"#;
+return {tonumber(ARGV[1]), last_id(KEYS[2])}
+"#
+);
 
 /// Longest a call to the relay may take (connecting included) before it fails.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -116,15 +178,15 @@ impl std::fmt::Debug for RelayLog {
 
 impl RelayLog {
     /// Connects to `url` (`redis://host:port`, `rediss://` for TLS against the system's
-    /// roots); the log's keys are named after `table` (`itemgraph:{<table>}:changes`,
-    /// `…:fence`, in one hash slot for a cluster).
+    /// roots); the log's keys are named after `name` (`itemgraph:{<name>}:changes`,
+    /// `…:fence`, in one hash slot for a cluster): the table's ARN, or `--relay-prefix`.
     pub async fn connect(
         url: &str,
-        table: &str,
+        name: &str,
         max_len: usize,
         retention: Duration,
     ) -> RelayResult<RelayLog> {
-        Self::connect_trusting(url, None, table, max_len, retention).await
+        Self::connect_trusting(url, None, name, max_len, retention).await
     }
 
     /// [`connect`](Self::connect), trusting the PEM certificates `ca` instead of the
@@ -132,7 +194,7 @@ impl RelayLog {
     pub async fn connect_trusting(
         url: &str,
         ca: Option<&[u8]>,
-        table: &str,
+        name: &str,
         max_len: usize,
         retention: Duration,
     ) -> RelayResult<RelayLog> {
@@ -161,8 +223,8 @@ impl RelayLog {
         Ok(RelayLog {
             conn,
             blocking,
-            stream: format!("itemgraph:{{{table}}}:changes"),
-            fence: format!("itemgraph:{{{table}}}:fence"),
+            stream: format!("itemgraph:{{{name}}}:changes"),
+            fence: format!("itemgraph:{{{name}}}:fence"),
             max_len: max_len.max(1),
             retention,
             append: redis::Script::new(APPEND),
@@ -170,17 +232,20 @@ impl RelayLog {
         })
     }
 
-    /// Claims the log for a lease holding of `epoch`; `Fenced` when a later one has.
-    pub async fn claim(&self, epoch: u64) -> RelayResult<()> {
+    /// Claims the log for a lease holding of `epoch`: the id of the last entry ever
+    /// appended (`0-0` for none), which the holding's first append names; `Fenced` when a
+    /// later holding has claimed it.
+    pub async fn claim(&self, epoch: u64) -> RelayResult<String> {
         let mut conn = self.conn.clone();
-        let fence: u64 = self
+        let (fence, last): (u64, String) = self
             .claim
             .key(&self.fence)
+            .key(&self.stream)
             .arg(epoch)
             .invoke_async(&mut conn)
             .await?;
         if fence == epoch {
-            Ok(())
+            Ok(last)
         } else {
             Err(RelayError::Fenced(fence))
         }
@@ -190,6 +255,19 @@ impl RelayLog {
     pub async fn append(
         &self,
         epoch: u64,
+        entries: &[(Relayed, Position)],
+    ) -> RelayResult<Vec<String>> {
+        self.append_on(epoch, None, None, entries).await
+    }
+
+    /// [`append`](Self::append) by a holder that knows the log's last id, `on` (refused
+    /// with `Diverged` when it is another: Redis lost entries, and the next holding must
+    /// go on from its last entry), of changes read from the stream labelled `stream`.
+    pub async fn append_on(
+        &self,
+        epoch: u64,
+        on: Option<&str>,
+        stream: Option<&str>,
         entries: &[(Relayed, Position)],
     ) -> RelayResult<Vec<String>> {
         if entries.is_empty() {
@@ -202,9 +280,10 @@ impl RelayLog {
             .key(&self.fence)
             .arg(epoch)
             .arg(self.max_len)
-            .arg(format!("{min_ms}-0"));
+            .arg(format!("{min_ms}-0"))
+            .arg(on.unwrap_or(""));
         for (relayed, position) in entries {
-            invocation.arg(encode(relayed, position)?);
+            invocation.arg(encode(relayed, position, stream)?);
         }
         let mut conn = self.conn.clone();
         match invocation.invoke_async::<Vec<String>>(&mut conn).await {
@@ -218,8 +297,16 @@ impl RelayLog {
                     .unwrap_or(0);
                 Err(RelayError::Fenced(fence))
             }
+            Err(e) if e.to_string().contains("DIVERGED") => {
+                Err(RelayError::Diverged(e.to_string()))
+            }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The name of the log's stream key (for operators and tests).
+    pub fn stream_key(&self) -> &str {
+        &self.stream
     }
 
     /// Whether the relay answers (`PING`).
@@ -233,7 +320,21 @@ impl RelayLog {
     pub async fn last(&self) -> RelayResult<Option<Entry>> {
         let mut conn = self.conn.clone();
         let reply: StreamRangeReply = conn.xrevrange_count(&self.stream, "+", "-", 1).await?;
-        reply.ids.into_iter().next().map(entry).transpose()
+        let Some(last) = reply.ids.into_iter().next().map(entry) else {
+            return Ok(None);
+        };
+        // Going on from anywhere else would skip or repeat changes: a holder of the
+        // version that wrote it must take over.
+        if let Relayed::Unreadable {
+            placed: false, why, ..
+        } = &last.relayed
+        {
+            return Err(RelayError::Malformed(format!(
+                "{}: its position cannot be read: {why}",
+                last.id
+            )));
+        }
+        Ok(Some(last))
     }
 
     /// The newest `count` entries, oldest first: what a hub starting to follow the log
@@ -243,11 +344,7 @@ impl RelayLog {
         let reply: StreamRangeReply = conn
             .xrevrange_count(&self.stream, "+", "-", count.max(1))
             .await?;
-        let mut entries = reply
-            .ids
-            .into_iter()
-            .map(entry)
-            .collect::<RelayResult<Vec<_>>>()?;
+        let mut entries: Vec<Entry> = reply.ids.into_iter().map(entry).collect();
         entries.reverse();
         Ok(entries)
     }
@@ -261,11 +358,12 @@ impl RelayLog {
 
     /// Up to `count` entries after `id` (`"0"`: from the oldest), without waiting.
     pub async fn range_after(&self, id: &str, count: usize) -> RelayResult<Vec<Entry>> {
-        self.range_after_raw(id, count)
+        Ok(self
+            .range_after_raw(id, count)
             .await?
             .into_iter()
             .map(RawEntry::decode)
-            .collect()
+            .collect())
     }
 
     /// [`range_after`](Self::range_after) without decoding: a replay decodes entry by
@@ -275,16 +373,7 @@ impl RelayLog {
         let reply: StreamRangeReply = conn
             .xrange_count(&self.stream, format!("({id}"), "+", count)
             .await?;
-        reply
-            .ids
-            .into_iter()
-            .map(|e| {
-                let payload: String = e
-                    .get("e")
-                    .ok_or_else(|| RelayError::Malformed(format!("{}: no payload", e.id)))?;
-                Ok(RawEntry { id: e.id, payload })
-            })
-            .collect()
+        Ok(reply.ids.into_iter().map(raw).collect())
     }
 
     /// Entries after `id` (`"$"`: only those appended from now), waiting up to `block`
@@ -298,12 +387,12 @@ impl RelayLog {
             .block(block.as_millis() as usize);
         let reply: Option<StreamReadReply> =
             conn.xread_options(&[&self.stream], &[id], &options).await?;
-        reply
+        Ok(reply
             .into_iter()
             .flat_map(|r| r.keys)
             .flat_map(|k| k.ids)
             .map(entry)
-            .collect()
+            .collect())
     }
 
     /// The newest entry's id, `"0"` when the log is empty: a follower that starts now
@@ -323,6 +412,13 @@ impl RelayLog {
 #[derive(Serialize, Deserialize)]
 struct Stored {
     k: char,
+    /// The organization of the change's entity: what a version that cannot read the
+    /// change still reads, to tell only that organization's subscribers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    o: Option<String>,
+    /// The label of the change stream read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    v: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     m: Option<String>,
     s: String,
@@ -335,10 +431,16 @@ struct Stored {
     p: String,
 }
 
-fn encode(relayed: &Relayed, position: &Position) -> RelayResult<String> {
+fn encode(relayed: &Relayed, position: &Position, stream: Option<&str>) -> RelayResult<String> {
     let p = base64::engine::general_purpose::STANDARD_NO_PAD.encode(position.to_bytes());
+    let v = stream.map(str::to_owned);
     let change = match relayed {
         Relayed::Change(change) => change,
+        Relayed::Unreadable { .. } => {
+            return Err(RelayError::Malformed(
+                "an unreadable entry is never appended".into(),
+            ))
+        }
         Relayed::Lost(_) | Relayed::Began => {
             let (k, m) = match relayed {
                 Relayed::Lost(why) => ('l', Some(why.clone())),
@@ -346,6 +448,8 @@ fn encode(relayed: &Relayed, position: &Position) -> RelayResult<String> {
             };
             let stored = Stored {
                 k,
+                o: None,
+                v,
                 m,
                 s: String::new(),
                 q: String::new(),
@@ -372,6 +476,8 @@ fn encode(relayed: &Relayed, position: &Position) -> RelayResult<String> {
             EventKind::Updated => 'u',
             EventKind::Deleted => 'd',
         },
+        o: change.org().map(|o| o.as_str().to_owned()),
+        v,
         m: None,
         s: change.shard.clone(),
         q: change.sequence.clone(),
@@ -385,7 +491,8 @@ fn encode(relayed: &Relayed, position: &Position) -> RelayResult<String> {
 
 fn decode(id: String, payload: &str) -> RelayResult<Entry> {
     let bad = |e: &dyn std::fmt::Display| RelayError::Malformed(format!("{id}: {e}"));
-    let stored: Stored = serde_json::from_str(payload).map_err(|e| bad(&e))?;
+    let mut stored: Stored = serde_json::from_str(payload).map_err(|e| bad(&e))?;
+    let stream = stored.v.take();
     let image = |v: Option<serde_json::Value>| -> RelayResult<Option<Entity>> {
         v.map(|v| {
             let item: Item = serde_dynamo::to_item(v).map_err(|e| bad(&e))?;
@@ -403,6 +510,8 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
                 id,
                 relayed: Relayed::Began,
                 position,
+                prev: None,
+                stream,
             })
         }
         'l' => {
@@ -410,6 +519,8 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
                 id,
                 relayed: Relayed::Lost(stored.m.unwrap_or_default()),
                 position,
+                prev: None,
+                stream,
             })
         }
         'c' => EventKind::Created,
@@ -432,25 +543,110 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
         id,
         relayed: Relayed::Change(Box::new(change)),
         position,
+        prev: None,
+        stream,
     })
+}
+
+/// Whether entries are missing between `at`, the id a reader read last, and an entry
+/// whose predecessor is `prev`, read next: `Some(true)` when that predecessor is after
+/// `at` (trimmed before the reader read it); `None` when the entry does not say (an
+/// earlier version appended it). A predecessor before `at` is a log that Redis restored
+/// behind the reader (rewound): what it holds again was read already, and is dropped by
+/// its shard sequence.
+fn follows_gap(prev: Option<&str>, at: &str) -> Option<bool> {
+    Some(relay_id_cmp(prev?, at).is_some_and(|o| o.is_gt()))
+}
+
+impl Entry {
+    /// Whether entries are missing between `at` and this one (see [`RawEntry::follows_gap`]).
+    pub fn follows_gap(&self, at: &str) -> Option<bool> {
+        follows_gap(self.prev.as_deref(), at)
+    }
+}
+
+impl RawEntry {
+    /// Whether entries are missing between `at`, the id read last, and this one, read
+    /// next: `None` when the entry does not name its predecessor (an earlier version
+    /// appended it).
+    pub fn follows_gap(&self, at: &str) -> Option<bool> {
+        follows_gap(self.prev.as_deref(), at)
+    }
+}
+
+/// What any version reads of an entry of a later one.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    o: Option<String>,
+    #[serde(default)]
+    p: Option<String>,
+    #[serde(default)]
+    v: Option<String>,
+}
+
+fn position_of(p: &str) -> Option<Position> {
+    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(p)
+        .ok()?;
+    Position::from_bytes(&bytes)
+}
+
+/// An entry as read: decoded, or [`Relayed::Unreadable`] with what its envelope says.
+fn read(id: String, payload: Option<&str>, prev: Option<String>) -> Entry {
+    let decoded = match payload {
+        Some(payload) => decode(id.clone(), payload),
+        None => Err(RelayError::Malformed(format!("{id}: no payload"))),
+    };
+    match decoded {
+        Ok(entry) => Entry { prev, ..entry },
+        Err(error) => {
+            let envelope = payload.and_then(|p| serde_json::from_str::<Envelope>(p).ok());
+            let position = envelope
+                .as_ref()
+                .and_then(|e| e.p.as_deref())
+                .and_then(position_of);
+            Entry {
+                id,
+                relayed: Relayed::Unreadable {
+                    org: envelope.as_ref().and_then(|e| e.o.clone()),
+                    why: error.to_string(),
+                    placed: position.is_some(),
+                },
+                position: position.unwrap_or_default(),
+                prev,
+                stream: envelope.and_then(|e| e.v),
+            }
+        }
+    }
 }
 
 /// An entry as read, not decoded yet.
 #[derive(Debug, Clone)]
 pub struct RawEntry {
     pub id: String,
-    payload: String,
+    payload: Option<String>,
+    /// The id of the entry appended before it; `None` from an earlier version.
+    pub prev: Option<String>,
 }
 
 impl RawEntry {
-    pub fn decode(self) -> RelayResult<Entry> {
-        decode(self.id, &self.payload)
+    /// The entry, or [`Relayed::Unreadable`] when this version cannot read it.
+    pub fn decode(self) -> Entry {
+        read(self.id, self.payload.as_deref(), self.prev)
     }
 }
 
-fn entry(e: redis::streams::StreamId) -> RelayResult<Entry> {
-    let payload: String = e
-        .get("e")
-        .ok_or_else(|| RelayError::Malformed(format!("{}: no payload", e.id)))?;
-    decode(e.id, &payload)
+fn raw(e: redis::streams::StreamId) -> RawEntry {
+    let payload: Option<String> = e.get("e");
+    let prev: Option<String> = e.get("r");
+    RawEntry {
+        id: e.id,
+        payload,
+        prev,
+    }
+}
+
+fn entry(e: redis::streams::StreamId) -> Entry {
+    raw(e).decode()
 }

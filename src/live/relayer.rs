@@ -79,19 +79,59 @@ impl Relayer {
         mut held: Held,
         stop: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
     ) -> bool {
-        if let Err(error) = self.log.claim(held.epoch).await {
-            tracing::warn!(%error, epoch = held.epoch, "claiming the relay log failed");
-            return false;
-        }
+        let claimed = match self.log.claim(held.epoch).await {
+            // The log was claimed at a later epoch than the lease's: its item was deleted,
+            // or the table restored from a backup, after later holdings. Moving the lease
+            // past the fence now beats being fenced once a lease, epoch by epoch.
+            Err(RelayError::Fenced(fence)) => {
+                tracing::warn!(
+                    epoch = held.epoch,
+                    fence,
+                    "the relay log's fence is ahead of the lease; moving the lease past it"
+                );
+                match self
+                    .lease
+                    .advance(self.store.as_ref(), &mut held, fence.saturating_add(1))
+                    .await
+                {
+                    Ok(true) => {
+                        crate::metrics::record_relay_holder(true, held.epoch);
+                        self.log.claim(held.epoch).await
+                    }
+                    Ok(false) => return false,
+                    Err(error) => {
+                        tracing::warn!(%error, "moving the relay lease past the fence failed");
+                        return false;
+                    }
+                }
+            }
+            other => other,
+        };
+        let last_id = match claimed {
+            Ok(last) => last,
+            Err(error) => {
+                tracing::warn!(%error, epoch = held.epoch, "claiming the relay log failed");
+                return false;
+            }
+        };
         let sink = Arc::new(RelaySink {
             log: self.log.clone(),
             epoch: held.epoch,
             position: Mutex::default(),
+            last_id: Mutex::new(last_id),
+            stream: Mutex::default(),
             relaying: AtomicBool::new(true),
         });
         let reader = match self.log.last().await {
             Ok(Some(last)) => {
-                Reader::resume(self.stream.clone(), sink.clone(), self.poll, &last.position).await
+                Reader::resume(
+                    self.stream.clone(),
+                    sink.clone(),
+                    self.poll,
+                    &last.position,
+                    last.stream.as_deref(),
+                )
+                .await
             }
             Ok(None) => {
                 let reader = Reader::start(self.stream.clone(), sink.clone(), self.poll).await;
@@ -158,8 +198,13 @@ impl Relayer {
             _ = heartbeat => false,
             _ = stop.as_mut() => true,
         };
+        // The sink stopped the reader (its log fenced, diverged or failing): the lease
+        // is let go too, so the next holding goes on from the log's last entry at once
+        // rather than a lease later (conditioned on this holding's token, it never
+        // touches a later holder's).
+        let gave_up = !sink.relaying.load(Ordering::Relaxed);
         sink.relaying.store(false, Ordering::Relaxed);
-        if stopped {
+        if stopped || gave_up {
             if let Err(error) = self.lease.release(self.store.as_ref(), held).await {
                 tracing::warn!(%error, "releasing the relay lease failed");
             }
@@ -173,6 +218,11 @@ struct RelaySink {
     log: RelayLog,
     epoch: u64,
     position: Mutex<Position>,
+    /// The id of the entry this holding appended last (at first, the log's last when it
+    /// claimed it): each append goes only on it.
+    last_id: Mutex<String>,
+    /// The label of the change stream read, written in every entry.
+    stream: Mutex<Option<String>>,
     relaying: AtomicBool,
 }
 
@@ -198,10 +248,37 @@ impl RelaySink {
             return true;
         }
         let n = entries.len();
-        match self.log.append(self.epoch, &entries).await {
-            Ok(_) => {
+        let on = self
+            .last_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let stream = self
+            .stream
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        match self
+            .log
+            .append_on(self.epoch, Some(&on), stream.as_deref(), &entries)
+            .await
+        {
+            Ok(ids) => {
+                if let Some(last) = ids.last() {
+                    *self.last_id.lock().unwrap_or_else(|p| p.into_inner()) = last.clone();
+                }
                 crate::metrics::record_relayed(n);
                 true
+            }
+            Err(RelayError::Diverged(why)) => {
+                tracing::warn!(
+                    epoch = self.epoch,
+                    %why,
+                    "the relay log lost entries this holder appended (a Redis failover or \
+                     restore); stopping, so the next holding goes on from its last entry"
+                );
+                self.relaying.store(false, Ordering::Relaxed);
+                false
             }
             Err(RelayError::Fenced(by)) => {
                 tracing::warn!(
@@ -253,5 +330,9 @@ impl Sink for RelaySink {
 
     async fn lost(&self, why: String) {
         self.lose(why).await;
+    }
+
+    fn set_stream(&self, label: &str) {
+        *self.stream.lock().unwrap_or_else(|p| p.into_inner()) = Some(label.to_owned());
     }
 }

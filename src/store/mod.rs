@@ -446,6 +446,8 @@ pub enum CancelReason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableDescription {
     pub name: String,
+    /// The table's ARN (DynamoDB); none for the embedded engine.
+    pub arn: Option<String>,
     pub status: String,
     pub indexes: Vec<String>,
     pub item_count: Option<u64>,

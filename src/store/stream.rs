@@ -114,6 +114,13 @@ pub trait ChangeStream: Send + Sync + 'static {
     /// The engine's name, for logs (`embedded`, `dynamodb`).
     fn engine_name(&self) -> &'static str;
 
+    /// The table's stream, looked up now: its label. The label changes when the stream
+    /// is disabled and enabled again or the table is recreated (DynamoDB's
+    /// `StreamLabel`; the embedded engine's log is never replaced). The calls after this
+    /// one address that stream. A reader that finds another label than the one it read
+    /// has lost its place, and reads the new stream from its start.
+    async fn latest(&self) -> StreamResult<String>;
+
     /// Every shard the stream lists, parents before their children.
     async fn shards(&self) -> StreamResult<Vec<ShardInfo>>;
 

@@ -30,6 +30,11 @@ struct Replica {
 
 impl Replica {
     async fn start(endpoint: &str, table: &str, redis: &str) -> Replica {
+        Replica::start_with(endpoint, table, redis, &[]).await
+    }
+
+    /// [`start`](Self::start) with `extra` arguments after the others.
+    async fn start_with(endpoint: &str, table: &str, redis: &str, extra: &[&str]) -> Replica {
         let mut child = Command::new(BIN)
             .args([
                 "serve",
@@ -56,6 +61,7 @@ impl Replica {
                 "--max-replays-per-org",
                 "64",
             ])
+            .args(extra)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdout(Stdio::piped())
@@ -360,6 +366,69 @@ async fn eight_replicas_share_one_stream_reader_through_the_relay() {
     for r in replicas {
         r.stop().await;
     }
+    redis.kill().await;
+    common::dynamo_local::drop_table(&store).await;
+}
+
+/// The relay's Redis keys carry the table's ARN (deployments of other accounts or regions
+/// sharing one Redis stay apart), or the name `--relay-prefix` gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relays_keys_carry_the_tables_arn_or_the_prefix() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("relay-keys");
+    let store = common::dynamo_local::connect(&endpoint, &table).await;
+    store.create_table().await.unwrap();
+    store.enable_stream().await.unwrap();
+    let arn = store
+        .describe_table()
+        .await
+        .unwrap()
+        .unwrap()
+        .arn
+        .expect("DynamoDB names the table's ARN");
+    let mut conn = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    for (extra, name) in [
+        (&[][..], arn.as_str()),
+        (&["--relay-prefix", "staging"][..], "staging"),
+    ] {
+        let replica = Replica::start_with(&endpoint, &table, &redis.url(), extra).await;
+        // The holder appends where it began as soon as it holds the lease.
+        let key = format!("itemgraph:{{{name}}}:changes");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let exists: bool = redis::cmd("EXISTS")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            if exists {
+                break;
+            }
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg("itemgraph:*")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert!(Instant::now() < deadline, "no {key}; there are {keys:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        replica.stop().await;
+    }
+    let legacy: bool = redis::cmd("EXISTS")
+        .arg(format!("itemgraph:{{{table}}}:changes"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!legacy, "keys named by the table's name only");
     redis.kill().await;
     common::dynamo_local::drop_table(&store).await;
 }

@@ -8,15 +8,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use itemgraph::collections::tickets::create_ticket;
+use itemgraph::keys::lease_key;
 use itemgraph::keys::{Id, Slug};
-use itemgraph::live::lease::Lease;
-use itemgraph::live::relay::RelayLog;
+use itemgraph::live::lease::{Lease, LeaseRecord};
+use itemgraph::live::relay::{Entry, RelayLog, Relayed};
 use itemgraph::live::relayer::{Relayer, LEASE_NAME};
 use itemgraph::live::{Delivered, Hub, LiveError, LiveOptions};
-use itemgraph::model::{Entity, Ticket, TicketPriority, TicketStatus, User};
+use itemgraph::model::{Entity, Record, Ticket, TicketPriority, TicketStatus, User};
 use itemgraph::store::dynamo::DynamoStore;
 use itemgraph::store::stream::{ChangeStream, RecordsPage, ShardInfo, StartAt, StreamResult};
-use itemgraph::store::Store;
+use itemgraph::store::{Delete, GetItem, Store};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -32,6 +33,9 @@ struct Counted {
 impl ChangeStream for Counted {
     fn engine_name(&self) -> &'static str {
         self.inner.engine_name()
+    }
+    async fn latest(&self) -> StreamResult<String> {
+        self.inner.latest().await
     }
     async fn shards(&self) -> StreamResult<Vec<ShardInfo>> {
         self.inner.shards().await
@@ -524,4 +528,286 @@ async fn reconnect_storm(options: LiveOptions) {
     let _ = r.relayer.await;
     redis.kill().await;
     common::dynamo_local::drop_table(seeder.as_ref()).await;
+}
+
+/// The relay's fence is ahead of the lease (its item deleted after many holdings, or the
+/// table restored from a backup): the next holder moves the lease past the fence at once
+/// and relays, instead of being fenced once a lease, epoch by epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fence_ahead_of_the_lease_is_passed_at_once() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("relay-fence");
+    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
+    seeder.create_table().await.unwrap();
+    itemgraph::demo::seed_demo(&seeder).await.unwrap();
+    seeder.enable_stream().await.unwrap();
+    let first = replica(&endpoint, &table, &redis.url(), 0).await;
+    let data = itemgraph::demo::demo_data();
+    let org = data.organizations[0].slug.clone();
+    let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
+    let mut events = Box::pin(first.hub.subscribe(None, None, |_| true).await.unwrap());
+    create_ticket(&seeder, &ticket(&org, &requester, 0))
+        .await
+        .unwrap();
+    collect(events.as_mut(), 1).await;
+    first.stop.notify_one();
+    first.relayer.await.unwrap();
+
+    // Holdings up to epoch 1000 claimed the log; then the lease item was lost.
+    let log = RelayLog::connect(&redis.url(), &table, 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    log.claim(1000).await.unwrap();
+    seeder
+        .delete_item(Delete::new(lease_key(LEASE_NAME)))
+        .await
+        .unwrap();
+    let second = replica(&endpoint, &table, &redis.url(), 1).await;
+    create_ticket(&seeder, &ticket(&org, &requester, 1))
+        .await
+        .unwrap();
+    // Within `collect`'s 30 s (fenced epoch by epoch, it would take 1,000 leases).
+    let (title, _) = collect(events.as_mut(), 1).await.remove(0);
+    assert_eq!(title, "relayed 1");
+    let lease = seeder
+        .get_item(GetItem {
+            key: lease_key(LEASE_NAME),
+            consistent_read: true,
+        })
+        .await
+        .unwrap()
+        .map(|item| LeaseRecord::from_item(item).unwrap())
+        .expect("a lease");
+    assert!(lease.epoch > 1000, "{lease:?}");
+    second.stop.notify_one();
+    let _ = second.relayer.await;
+    redis.kill().await;
+    common::dynamo_local::drop_table(&seeder).await;
+}
+
+async fn raw_redis(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// Whether the entry is the change of the ticket titled `title`.
+fn titled(entry: &Entry, title: &str) -> bool {
+    matches!(&entry.relayed, Relayed::Change(c)
+        if matches!(&c.after, Some(Entity::Ticket(t)) if t.title == title))
+}
+
+/// Redis restored from an older copy (a failover to a replica that missed the tail): the
+/// next holder relays the missing changes again, under new ids, and neither a subscriber
+/// nor a resume from a cursor of the lost tail gets any of them twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_restored_from_an_older_copy_repeats_nothing() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("relay-restored");
+    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
+    seeder.create_table().await.unwrap();
+    itemgraph::demo::seed_demo(&seeder).await.unwrap();
+    seeder.enable_stream().await.unwrap();
+    // Resumes read the history, not the hub's memory.
+    let r = replica_with(
+        &endpoint,
+        &table,
+        &redis.url(),
+        0,
+        LiveOptions {
+            relay_memory: 0,
+            ..options()
+        },
+    )
+    .await;
+    let data = itemgraph::demo::demo_data();
+    let org = data.organizations[0].slug.clone();
+    let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
+    let mut events = Box::pin(r.hub.subscribe(None, None, |_| true).await.unwrap());
+    create_ticket(&seeder, &ticket(&org, &requester, 0))
+        .await
+        .unwrap();
+    collect(events.as_mut(), 1).await;
+
+    let log = RelayLog::connect(&redis.url(), &table, 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let mut conn = raw_redis(&redis.url()).await;
+    let copy: Vec<u8> = redis::cmd("DUMP")
+        .arg(log.stream_key())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    for n in 1..=2 {
+        create_ticket(&seeder, &ticket(&org, &requester, n))
+            .await
+            .unwrap();
+    }
+    let tail = collect(events.as_mut(), 2).await;
+    let cursor = tail[1].1.position.as_ref().clone();
+
+    // The holder stops; Redis comes back without the last two entries.
+    r.stop.notify_one();
+    let _ = r.relayer.await;
+    let _: () = redis::cmd("RESTORE")
+        .arg(log.stream_key())
+        .arg(0)
+        .arg(copy)
+        .arg("REPLACE")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let next = replica(&endpoint, &table, &redis.url(), 1).await;
+    create_ticket(&seeder, &ticket(&org, &requester, 3))
+        .await
+        .unwrap();
+
+    let (title, _) = collect(events.as_mut(), 1).await.remove(0);
+    assert_eq!(
+        title, "relayed 3",
+        "the changes relayed again are not delivered again"
+    );
+    let resumed = Box::pin(r.hub.subscribe(Some(cursor), None, |_| true).await.unwrap());
+    let (title, _) = collect(resumed, 1).await.remove(0);
+    assert_eq!(
+        title, "relayed 3",
+        "nor replayed to a cursor of the lost tail"
+    );
+    // The log holds the changes relayed again.
+    let entries = log.range_after("0", 100).await.unwrap();
+    assert!(entries.iter().any(|e| titled(e, "relayed 1")));
+
+    next.stop.notify_one();
+    let _ = next.relayer.await;
+    redis.kill().await;
+    common::dynamo_local::drop_table(&seeder).await;
+}
+
+/// Turns the table's stream off (`UpdateTable`), as an operator does to change its view
+/// type.
+async fn disable_stream(store: &DynamoStore) {
+    use aws_sdk_dynamodb::types::StreamSpecification;
+    store
+        .client()
+        .update_table()
+        .table_name(store.table_name())
+        .stream_specification(
+            StreamSpecification::builder()
+                .stream_enabled(false)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+}
+
+async fn stream_label(store: &DynamoStore) -> Option<String> {
+    let out = store
+        .client()
+        .describe_table()
+        .table_name(store.table_name())
+        .send()
+        .await
+        .unwrap();
+    out.table()
+        .and_then(|t| t.latest_stream_label())
+        .map(str::to_owned)
+}
+
+/// The table's stream is disabled and enabled again while no replica relays: the next
+/// holder finds the log's last position in the old stream, writes one lost mark, and
+/// relays the new stream from its start, so changes flow again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_change_stream_is_relayed_from_its_start() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("relay-replaced");
+    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
+    seeder.create_table().await.unwrap();
+    itemgraph::demo::seed_demo(&seeder).await.unwrap();
+    seeder.enable_stream().await.unwrap();
+    let first = replica(&endpoint, &table, &redis.url(), 0).await;
+    let data = itemgraph::demo::demo_data();
+    let org = data.organizations[0].slug.clone();
+    let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
+    let mut events = Box::pin(first.hub.subscribe(None, None, |_| true).await.unwrap());
+    create_ticket(&seeder, &ticket(&org, &requester, 0))
+        .await
+        .unwrap();
+    collect(events.as_mut(), 1).await;
+
+    // The holder stops (its lease released); the stream is replaced meanwhile.
+    first.stop.notify_one();
+    first.relayer.await.unwrap();
+    let old = stream_label(&seeder).await;
+    disable_stream(&seeder).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await; // labels are timestamps
+    seeder.enable_stream().await.unwrap();
+    assert_ne!(
+        stream_label(&seeder).await,
+        old,
+        "enabled again, it is a new stream"
+    );
+    create_ticket(&seeder, &ticket(&org, &requester, 1))
+        .await
+        .unwrap();
+
+    // The next holder: a replica started now takes the released lease.
+    let second = replica(&endpoint, &table, &redis.url(), 1).await;
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match events.next().await {
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Some(e),
+                None => return None,
+            }
+        }
+    })
+    .await
+    .expect("the subscriber was told");
+    assert!(matches!(ended, Some(LiveError::Expired(_))), "{ended:?}");
+    // The new stream's changes flow: a new subscription gets the next one.
+    let mut fresh = Box::pin(first.hub.subscribe(None, None, |_| true).await.unwrap());
+    create_ticket(&seeder, &ticket(&org, &requester, 2))
+        .await
+        .unwrap();
+    loop {
+        if collect(fresh.as_mut(), 1).await.remove(0).0 == "relayed 2" {
+            break;
+        }
+    }
+    // In the log: one lost mark, and after it the change made while no one relayed.
+    let log = RelayLog::connect(&redis.url(), &table, 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let entries = log.newest(10_000).await.unwrap();
+    let marks: Vec<usize> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e.relayed, Relayed::Lost(_)))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(marks.len(), 1, "one lost mark: {entries:?}");
+    assert!(entries[marks[0]..].iter().any(|e| titled(e, "relayed 1")));
+    second.stop.notify_one();
+    let _ = second.relayer.await;
+    redis.kill().await;
+    common::dynamo_local::drop_table(&seeder).await;
 }

@@ -1,15 +1,24 @@
 //! The change stream port, one suite on both engines: what a write puts in the stream,
 //! in which shape and order, and how positions are resumed and lost.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
+use futures::StreamExt;
+use itemgraph::keys::Id;
+use itemgraph::live::{Hub, LiveOptions};
+use itemgraph::model::{Entity, Ticket};
 use itemgraph::store::embedded::{ChangeLog, EmbeddedStore};
 use itemgraph::store::stream::{
-    seq_cmp, ChangeKind, ChangeRecord, ChangeStream, StartAt, StreamError,
+    seq_cmp, ChangeKind, ChangeRecord, ChangeStream, RecordsPage, ShardInfo, StartAt, StreamError,
+    StreamResult,
 };
 use itemgraph::store::{
     AttributeValue as V, Delete, Item, PrimaryKey, Put, Store, TransactAction, Update, UpdateExpr,
 };
+use tokio::sync::Notify;
 
 fn item(pk: &str, sk: &str, n: u32) -> Item {
     Item::from([
@@ -314,4 +323,95 @@ async fn migrate_turns_the_stream_of_an_older_table_on() {
     let again = itemgraph::migrate::migrate(&store, false).await.unwrap();
     assert!(!again.stream_enabled);
     let _ = store.delete_table().await;
+}
+
+/// A change stream whose next `GetRecords`, once armed, waits to be let go and then
+/// answers `ExpiredIteratorException`: an iterator that expired before its shard gave a
+/// record.
+struct Expiring {
+    inner: Arc<dyn ChangeStream>,
+    armed: AtomicBool,
+    reached: Notify,
+    go: Notify,
+}
+
+#[async_trait]
+impl ChangeStream for Expiring {
+    fn engine_name(&self) -> &'static str {
+        self.inner.engine_name()
+    }
+    async fn latest(&self) -> StreamResult<String> {
+        self.inner.latest().await
+    }
+    async fn shards(&self) -> StreamResult<Vec<ShardInfo>> {
+        self.inner.shards().await
+    }
+    async fn shard_iterator(&self, shard: &str, at: StartAt) -> StreamResult<String> {
+        self.inner.shard_iterator(shard, at).await
+    }
+    async fn get_records(&self, iterator: &str, limit: u32) -> StreamResult<RecordsPage> {
+        if self.armed.swap(false, Ordering::SeqCst) {
+            self.reached.notify_one();
+            self.go.notified().await;
+            return Err(StreamError::ExpiredIterator);
+        }
+        self.inner.get_records(iterator, limit).await
+    }
+    async fn wait_for_changes(&self, idle: Duration) {
+        self.inner.wait_for_changes(idle).await
+    }
+}
+
+/// The reader's iterator on a shard it has read nothing of yet expires while a change is
+/// written: the change is still delivered (read again from the shard's oldest record,
+/// skipping what came before the reader began), not skipped by a new iterator at the
+/// latest record.
+#[tokio::test]
+async fn an_iterator_that_expires_before_its_shards_first_record_loses_nothing() {
+    let store = crate::common::engines::embedded_demo().await;
+    let stream = Arc::new(Expiring {
+        inner: store.change_stream().unwrap(),
+        armed: AtomicBool::new(false),
+        reached: Notify::new(),
+        go: Notify::new(),
+    });
+    let options = LiveOptions {
+        poll: Duration::from_millis(50),
+        // The demo's changes, from the last minute, may be sent again first.
+        buffer: 100_000,
+        ..LiveOptions::DEFAULT
+    };
+    let hub = Hub::new(Some(stream.clone()), options);
+    let mut events = Box::pin(hub.subscribe(None, None, |_| true).await.unwrap());
+    stream.armed.store(true, Ordering::SeqCst);
+    // The reader is in its call, and reads nothing meanwhile.
+    tokio::time::timeout(Duration::from_secs(10), stream.reached.notified())
+        .await
+        .expect("the reader reads the stream");
+    let data = itemgraph::demo::demo_data();
+    let ticket = Ticket {
+        ticket_id: Id::generate(),
+        title: "written meanwhile".into(),
+        ..data.tickets[0].clone()
+    };
+    itemgraph::collections::tickets::create_ticket(&store, &ticket)
+        .await
+        .unwrap();
+    // ...and its iterator has expired.
+    stream.go.notify_one();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match events.next().await {
+                Some(Ok(d))
+                    if matches!(&d.change.after, Some(Entity::Ticket(t)) if t.title == "written meanwhile") =>
+                {
+                    return
+                }
+                Some(Ok(_)) => continue,
+                other => panic!("the subscription ended: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("the change written while the iterator expired is delivered");
 }

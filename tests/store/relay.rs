@@ -3,17 +3,35 @@
 
 use std::time::Duration;
 
+use base64::Engine as _;
+use futures::StreamExt;
+use itemgraph::keys::Slug;
 use itemgraph::live::lease::{Lease, Look};
 use itemgraph::live::position::{Pos, Position};
 use itemgraph::live::relay::{RelayError, RelayLog, Relayed};
-use itemgraph::live::{Change, EventKind};
-use itemgraph::model::Entity;
+use itemgraph::live::{Change, EventKind, Hub, LiveError, LiveOptions};
+use itemgraph::model::{Entity, Ticket};
 
 use crate::common;
 
 fn change(n: u64) -> (Relayed, Position) {
     let data = itemgraph::demo::demo_data();
-    let ticket = data.tickets[(n as usize) % data.tickets.len()].clone();
+    ticket_change(data.tickets[(n as usize) % data.tickets.len()].clone(), n)
+}
+
+/// A change of a ticket of `org`.
+fn change_in(org: &Slug, n: u64) -> (Relayed, Position) {
+    let data = itemgraph::demo::demo_data();
+    let ticket = data
+        .tickets
+        .iter()
+        .find(|t| t.org == *org)
+        .expect("a ticket of the organization")
+        .clone();
+    ticket_change(ticket, n)
+}
+
+fn ticket_change(ticket: Ticket, n: u64) -> (Relayed, Position) {
     let sequence = format!("{:021}", 1000 + n);
     let mut position = Position::default();
     position
@@ -174,4 +192,262 @@ async fn the_relay_lease_elects_one_holder_on_dynamodb_local() {
     b.release(&store, held_b).await.unwrap();
     assert!(matches!(a.try_acquire(&store).await.unwrap(), Look::Held(h) if h.epoch == 3));
     common::dynamo_local::drop_table(&store).await;
+}
+
+async fn raw(redis: &common::redis::Redis) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// An entry as a later version writes one: a change of an entity type this version does
+/// not know, with the organization and position every version reads.
+fn foreign_entry(org: &Slug, n: u64) -> String {
+    let sequence = format!("{:021}", 1000 + n);
+    let mut position = Position::default();
+    position
+        .shards
+        .insert("shard-1".into(), Pos::Seq(sequence.clone()));
+    serde_json::json!({
+        "k": "c",
+        "o": org.as_str(),
+        "s": "shard-1",
+        "q": sequence,
+        "t": 1_700_000_000_000u64 + n,
+        "a": { "PK": format!("ORG#{org}#INVOICE#1"), "SK": "INVOICE#1", "Type": "Invoice" },
+        "p": base64::engine::general_purpose::STANDARD_NO_PAD.encode(position.to_bytes()),
+    })
+    .to_string()
+}
+
+fn in_org(org: &Slug) -> impl Fn(&Change) -> bool + Send + 'static {
+    let org = org.clone();
+    move |c| c.org() == Some(&org)
+}
+
+/// An entry a later version wrote that this one cannot read (a new entity type) is
+/// skipped alone: the subscribers of its organization are told to refetch, the others go
+/// on, and a hub that starts with it among the newest entries starts.
+#[tokio::test]
+async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only() {
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let log = RelayLog::connect(&redis.url(), "t", 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    log.claim(1).await.unwrap();
+    log.append(1, &[(Relayed::Began, Position::default())])
+        .await
+        .unwrap();
+    let data = itemgraph::demo::demo_data();
+    let (acme, globex) = (
+        data.organizations[0].slug.clone(),
+        data.organizations[1].slug.clone(),
+    );
+    let hub = Hub::with_relay(None, log.clone(), LiveOptions::DEFAULT);
+    let mut of_acme = Box::pin(
+        hub.subscribe_in(Some(acme.clone()), None, None, in_org(&acme))
+            .await
+            .unwrap(),
+    );
+    let mut of_globex = Box::pin(
+        hub.subscribe_in(Some(globex.clone()), None, None, in_org(&globex))
+            .await
+            .unwrap(),
+    );
+
+    let _: String = redis::cmd("XADD")
+        .arg(log.stream_key())
+        .arg("*")
+        .arg("e")
+        .arg(foreign_entry(&acme, 1))
+        .query_async(&mut raw(&redis).await)
+        .await
+        .unwrap();
+    log.append(1, &[change_in(&globex, 2), change_in(&acme, 3)])
+        .await
+        .unwrap();
+
+    let within = Duration::from_secs(10);
+    let got = tokio::time::timeout(within, of_globex.next())
+        .await
+        .expect("the change after the unreadable entry reaches another organization")
+        .expect("the subscription goes on")
+        .unwrap();
+    assert_eq!(got.change.sequence, format!("{:021}", 1002));
+    let ended = tokio::time::timeout(within, of_acme.next())
+        .await
+        .expect("the entry's organization is told")
+        .expect("an error, then the end");
+    assert!(matches!(ended, Err(LiveError::Expired(_))), "{ended:?}");
+
+    // A hub that starts now loads the entry among the newest.
+    let later = Hub::with_relay(None, log.clone(), LiveOptions::DEFAULT);
+    let mut events = Box::pin(
+        later
+            .subscribe_in(Some(globex.clone()), None, None, in_org(&globex))
+            .await
+            .expect("a hub starts with an unreadable entry among the newest"),
+    );
+    log.append(1, &[change_in(&globex, 4)]).await.unwrap();
+    let got = tokio::time::timeout(within, events.next())
+        .await
+        .expect("a change after")
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.change.sequence, format!("{:021}", 1004));
+    redis.kill().await;
+}
+
+/// Trimmed past a follower that had not read there yet (1,000 entries appended in one
+/// script, trimmed to about 100 before the blocked follower is served): the follower
+/// tells its subscribers they missed changes, instead of going on from the oldest entry
+/// left.
+#[tokio::test]
+async fn a_follower_that_trimming_overtook_tells_its_subscribers() {
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let log = RelayLog::connect(&redis.url(), "t", 100, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    log.claim(1).await.unwrap();
+    log.append(1, &[(Relayed::Began, Position::default())])
+        .await
+        .unwrap();
+    let options = LiveOptions {
+        buffer: 10_000,
+        ..LiveOptions::DEFAULT
+    };
+    let hub = Hub::with_relay(None, log.clone(), options);
+    let mut events = Box::pin(hub.subscribe(None, None, |_| true).await.unwrap());
+    let batch: Vec<(Relayed, Position)> = (1..=1000).map(change).collect();
+    log.append(1, &batch).await.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("told within 10 s")
+        .expect("an error, then the end");
+    assert!(
+        matches!(first, Err(LiveError::Expired(_))),
+        "the first thing delivered: {first:?}"
+    );
+    redis.kill().await;
+}
+
+/// A resume from the relay's history that trimming overtakes between two pages gets
+/// `EVENTS_EXPIRED`, not the entries after the gap as if none were missed.
+#[tokio::test]
+async fn a_history_replay_that_trimming_overtakes_expires() {
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let log = RelayLog::connect(&redis.url(), "t", 100_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    log.claim(1).await.unwrap();
+    log.append(1, &[(Relayed::Began, Position::default())])
+        .await
+        .unwrap();
+    // Resumes read the history, not the hub's memory.
+    let options = LiveOptions {
+        relay_memory: 0,
+        buffer: 10_000,
+        ..LiveOptions::DEFAULT
+    };
+    let hub = Hub::with_relay(None, log.clone(), options);
+    let mut live = Box::pin(hub.subscribe(None, None, |_| true).await.unwrap());
+    for chunk in (1..=3000u64).collect::<Vec<_>>().chunks(500) {
+        let entries: Vec<(Relayed, Position)> = chunk.iter().map(|&n| change(n)).collect();
+        log.append(1, &entries).await.unwrap();
+    }
+    // The hub has all 3,000: resume from the first.
+    let mut from = None;
+    for _ in 0..3000 {
+        let delivered = tokio::time::timeout(Duration::from_secs(10), live.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        from.get_or_insert(delivered.position);
+    }
+    let from = from.unwrap().as_ref().clone();
+    let mut resumed = Box::pin(hub.subscribe(Some(from), None, |_| true).await.unwrap());
+    // The first page (1,000 entries) is being read; then all but the last 500 entries
+    // are trimmed.
+    resumed.next().await.unwrap().unwrap();
+    let keep = log.range_after("0", 4000).await.unwrap()[2500].id.clone();
+    let _: u64 = redis::cmd("XTRIM")
+        .arg(log.stream_key())
+        .arg("MINID")
+        .arg(&keep)
+        .query_async(&mut raw(&redis).await)
+        .await
+        .unwrap();
+    let ended = loop {
+        match tokio::time::timeout(Duration::from_secs(10), resumed.next())
+            .await
+            .expect("the replay ends or errs within 10 s")
+        {
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => break e,
+            None => panic!("ended without an error"),
+        }
+    };
+    assert!(matches!(ended, LiveError::Expired(_)), "{ended:?}");
+    redis.kill().await;
+}
+
+/// Redis restored behind a holder (its last appends lost): its next append on what it
+/// appended last is refused, so the next holding goes on from the log's last entry; each
+/// entry names the one before it.
+#[tokio::test]
+async fn an_append_on_a_tail_redis_lost_is_refused() {
+    let Some(redis) = common::redis::start().await else {
+        return;
+    };
+    let log = RelayLog::connect(&redis.url(), "t", 10_000, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let first = log.claim(1).await.unwrap();
+    assert_eq!(first, "0-0");
+    let ids = log
+        .append_on(1, Some(&first), None, &[change(1)])
+        .await
+        .unwrap();
+    let mut conn = raw(&redis).await;
+    let copy: Vec<u8> = redis::cmd("DUMP")
+        .arg(log.stream_key())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let more = log
+        .append_on(1, Some(&ids[0]), None, &[change(2)])
+        .await
+        .unwrap();
+    let _: () = redis::cmd("RESTORE")
+        .arg(log.stream_key())
+        .arg(0)
+        .arg(copy)
+        .arg("REPLACE")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(matches!(
+        log.append_on(1, Some(&more[0]), None, &[change(3)]).await,
+        Err(RelayError::Diverged(_))
+    ));
+    // The next holding goes on from the log's last entry.
+    let again = log
+        .append_on(1, Some(&ids[0]), None, &[change(2)])
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 1);
+    let after = log.range_after(&ids[0], 10).await.unwrap();
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].prev.as_deref(), Some(ids[0].as_str()));
+    assert_eq!(after[0].follows_gap(&ids[0]), Some(false));
+    redis.kill().await;
 }

@@ -15,15 +15,22 @@ use crate::store::stream::{
 };
 use crate::store::{Item, StoreError, TableSchema};
 
-/// The stream of one table, found from the table's `LatestStreamArn` on first use (and
-/// again after the stream was replaced).
+/// The stream of one table, found from the table's `LatestStreamArn` on first use, and
+/// again by [`latest`](ChangeStream::latest), which readers call every 10 s.
 #[derive(Debug)]
 pub(super) struct DynamoChanges {
     pub(super) client: aws_sdk_dynamodb::Client,
     pub(super) streams: aws_sdk_dynamodbstreams::Client,
     pub(super) table: String,
     pub(super) schema: TableSchema,
-    pub(super) arn: Mutex<Option<String>>,
+    pub(super) arn: Mutex<Option<Latest>>,
+}
+
+/// The table's latest stream, as `DescribeTable` names it.
+#[derive(Debug, Clone)]
+pub(super) struct Latest {
+    arn: String,
+    label: String,
 }
 
 /// A streams call's error in the port's terms: transport failures are `Unavailable`,
@@ -91,12 +98,8 @@ fn item(image: Option<std::collections::HashMap<String, StreamValue>>) -> Option
 }
 
 impl DynamoChanges {
-    /// The table's latest stream ARN, cached.
-    async fn arn(&self) -> StreamResult<String> {
-        let mut arn = self.arn.lock().await;
-        if let Some(a) = arn.as_ref() {
-            return Ok(a.clone());
-        }
+    /// The table's latest stream, described now (`NoStream` when it has none enabled).
+    async fn describe_latest(&self) -> StreamResult<Latest> {
         let table = self
             .client
             .describe_table()
@@ -104,12 +107,11 @@ impl DynamoChanges {
             .send()
             .await
             .map_err(|e| StreamError::Store(super::errors::store_error(&self.table, e)))?;
-        let enabled = table
-            .table()
+        let t = table.table();
+        let enabled = t
             .and_then(|t| t.stream_specification())
             .is_some_and(|s| s.stream_enabled());
-        let latest = table
-            .table()
+        let arn = t
             .and_then(|t| t.latest_stream_arn())
             .filter(|_| enabled)
             .ok_or_else(|| {
@@ -119,13 +121,26 @@ impl DynamoChanges {
                     self.table
                 ))
             })?;
-        *arn = Some(latest.to_owned());
-        Ok(latest.to_owned())
+        // The label is unique to the stream for the table; the ARN names it too.
+        let label = t.and_then(|t| t.latest_stream_label()).unwrap_or(arn);
+        Ok(Latest {
+            arn: arn.to_owned(),
+            label: label.to_owned(),
+        })
     }
 
-    /// Forgets the cached ARN (the stream was disabled or replaced).
-    async fn forget_arn(&self) {
-        *self.arn.lock().await = None;
+    /// The ARN of the stream [`latest`](ChangeStream::latest) last found (looked up on
+    /// first use). Only `latest` moves it: a reader learns of a new stream from it, never
+    /// behind its back.
+    async fn arn(&self) -> StreamResult<String> {
+        let mut cached = self.arn.lock().await;
+        if let Some(latest) = cached.as_ref() {
+            return Ok(latest.arn.clone());
+        }
+        let latest = self.describe_latest().await?;
+        let arn = latest.arn.clone();
+        *cached = Some(latest);
+        Ok(arn)
     }
 }
 
@@ -133,6 +148,15 @@ impl DynamoChanges {
 impl ChangeStream for DynamoChanges {
     fn engine_name(&self) -> &'static str {
         "dynamodb"
+    }
+
+    async fn latest(&self) -> StreamResult<String> {
+        // Disabled and not enabled again: `NoStream`, and the old stream, still readable
+        // for a day, stays the one read.
+        let latest = self.describe_latest().await?;
+        let label = latest.label.clone();
+        *self.arn.lock().await = Some(latest);
+        Ok(label)
     }
 
     async fn shards(&self) -> StreamResult<Vec<ShardInfo>> {
@@ -150,8 +174,9 @@ impl ChangeStream for DynamoChanges {
                 .await
             {
                 Ok(out) => out,
+                // Not forgotten: only `latest` moves to another stream, so a reader never
+                // sees a new stream's shards as its old one's.
                 Err(e) if not_found(&e) => {
-                    self.forget_arn().await;
                     return Err(StreamError::NoStream(format!(
                         "the stream of table {} is gone",
                         self.table

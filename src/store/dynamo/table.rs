@@ -211,6 +211,7 @@ impl DynamoEngine {
         };
         Ok(Some(TableDescription {
             name: t.table_name().unwrap_or(&self.table).to_owned(),
+            arn: t.table_arn().map(str::to_owned),
             status: t
                 .table_status()
                 .map(|s| s.as_str().to_owned())

@@ -412,6 +412,7 @@ impl Store for EmbeddedEngine {
             let count = redb::ReadableTableMetadata::len(&items).map_err(internal)?;
             Ok(Some(TableDescription {
                 name: inner.table.clone(),
+                arn: None,
                 status: "ACTIVE".into(),
                 indexes: inner
                     .schema
