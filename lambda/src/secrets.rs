@@ -101,6 +101,11 @@ mod tests {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
+        at(port).await
+    }
+
+    /// A configuration whose Secrets Manager is on this loopback port.
+    async fn at(port: u16) -> aws_config::SdkConfig {
         aws_config::defaults(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new("us-east-1"))
             .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new(
@@ -168,15 +173,7 @@ mod tests {
             )
         });
         tokio::spawn(async move { axum::serve(listener, app).await });
-        aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new(
-                "test", "test", None, None, "test",
-            ))
-            .endpoint_url(format!("http://127.0.0.1:{port}"))
-            .retry_config(aws_config::retry::RetryConfig::disabled())
-            .load()
-            .await
+        at(port).await
     }
 
     /// A secret whose value starts with `-` is the flag's value, not a flag of its own.

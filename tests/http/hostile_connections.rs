@@ -72,14 +72,14 @@ async fn half_open_silent_and_idle_connections_are_closed_by_the_header_timeout(
     // A request line and one header, then nothing.
     let mut half_open = TcpStream::connect(server.addr).await.unwrap();
     half_open
-        .write_all(b"POST /graphql HTTP/1.1\r\nhost: x\r\n")
+        .write_all(b"POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\n")
         .await
         .unwrap();
     // Not a byte.
     let mut silent = TcpStream::connect(server.addr).await.unwrap();
     // One whole request, kept alive, then idle.
     let mut idle = TcpStream::connect(server.addr).await.unwrap();
-    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
         .await
         .unwrap();
     let mut first = [0u8; 17];
@@ -107,7 +107,7 @@ async fn a_trickled_body_is_cut_off_at_the_body_deadline() {
     let mut stream = TcpStream::connect(server.addr).await.unwrap();
     stream
         .write_all(
-            b"POST /graphql HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\nconnection: close\r\n\r\n",
+            b"POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000\r\nconnection: close\r\n\r\n",
         )
         .await
         .unwrap();
@@ -235,7 +235,9 @@ async fn open_file_exhaustion_does_not_stop_the_server() {
     let mut half_open = Vec::with_capacity(1_100);
     for _ in 0..1_100 {
         let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-        let _ = s.write_all(b"POST /graphql HTTP/1.1\r\nhost: x\r\n").await;
+        let _ = s
+            .write_all(b"POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+            .await;
         half_open.push(s);
     }
     let answer: Value = client

@@ -307,6 +307,21 @@ impl Raw {
     }
 
     /// The next message for operation `id` (a `next`, `error` or `complete`).
+    /// A socket with a small receive buffer, initialised as globex, that asks 300
+    /// introspection queries: enough answers to fill every buffer between the server and
+    /// a client that reads none of them.
+    async fn flooding(server: &Server) -> Raw {
+        let mut raw = Raw::connect(server.addr(), "graphql-transport-ws", &[], Some(4096))
+            .await
+            .unwrap();
+        raw.init(Some(&token("globex"))).await;
+        for i in 0..300 {
+            raw.subscribe(&format!("q{i}"), INTROSPECTION, json!({}))
+                .await;
+        }
+        raw
+    }
+
     async fn result(&mut self, id: &str) -> Value {
         loop {
             match self.next(Duration::from_secs(10)).await {
@@ -382,15 +397,7 @@ async fn a_client_that_does_not_read_is_disconnected() {
     )
     .await;
     let mut bystander = Bystander::start(&server).await;
-    let mut hostile = Raw::connect(server.addr(), "graphql-transport-ws", &[], Some(4096))
-        .await
-        .unwrap();
-    hostile.init(Some(&token("globex"))).await;
-    for i in 0..300 {
-        hostile
-            .subscribe(&format!("q{i}"), INTROSPECTION, json!({}))
-            .await;
-    }
+    let mut hostile = Raw::flooding(&server).await;
     let sent = Instant::now();
     tokio::time::sleep(Duration::from_millis(500)).await;
     bystander.still_served(&server).await;
@@ -964,17 +971,8 @@ async fn a_client_that_neither_reads_nor_answers_pings_is_closed_by_the_keepaliv
     };
     itemgraph::metrics::install();
     let before = silent_closes();
-    let mut hostile = Raw::connect(server.addr(), "graphql-transport-ws", &[], Some(4096))
-        .await
-        .unwrap();
-    hostile.init(Some(&token("globex"))).await;
-    // Enough answers to fill every buffer between the server and this client, which
-    // reads nothing from now on (pings included).
-    for i in 0..300 {
-        hostile
-            .subscribe(&format!("q{i}"), INTROSPECTION, json!({}))
-            .await;
-    }
+    // Reads nothing from now on, pings included.
+    let hostile = Raw::flooding(&server).await;
     let started = Instant::now();
     while silent_closes() == before {
         assert!(

@@ -530,51 +530,108 @@ async fn reconnect_storm(options: LiveOptions) {
     common::dynamo_local::drop_table(seeder.as_ref()).await;
 }
 
+/// A seeded table with its stream on, a Redis server, and a first replica holding the
+/// relay, one change already relayed to the subscriber `events`: where the tests of the
+/// relay's faults start.
+struct Relaying {
+    endpoint: String,
+    redis: common::redis::Redis,
+    table: String,
+    seeder: DynamoStore,
+    first: Replica,
+    org: Slug,
+    requester: User,
+    events: std::pin::Pin<Box<dyn futures::Stream<Item = Result<Delivered, LiveError>> + Send>>,
+}
+
+impl Relaying {
+    /// `None` where DynamoDB Local or Redis cannot be had.
+    async fn start(name: &str, options: LiveOptions) -> Option<Relaying> {
+        let endpoint = common::dynamo_local::endpoint().await?;
+        let redis = common::redis::start().await?;
+        let table = common::dynamo_local::unique_table_name(name);
+        let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
+        seeder.create_table().await.unwrap();
+        itemgraph::demo::seed_demo(&seeder).await.unwrap();
+        seeder.enable_stream().await.unwrap();
+        let first = replica_with(&endpoint, &table, &redis.url(), 0, options).await;
+        let data = itemgraph::demo::demo_data();
+        let org = data.organizations[0].slug.clone();
+        let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
+        let mut events = Box::pin(first.hub.subscribe(None, None, |_| true).await.unwrap());
+        create_ticket(&seeder, &ticket(&org, &requester, 0))
+            .await
+            .unwrap();
+        collect(events.as_mut(), 1).await;
+        Some(Relaying {
+            endpoint,
+            redis,
+            table,
+            seeder,
+            first,
+            org,
+            requester,
+            events,
+        })
+    }
+
+    /// Another replica on the same table and relay.
+    async fn replica(&self, n: usize) -> Replica {
+        replica(&self.endpoint, &self.table, &self.redis.url(), n).await
+    }
+
+    /// The relay log, as a replica connects to it.
+    async fn log(&self) -> RelayLog {
+        RelayLog::connect(
+            &self.redis.url(),
+            &self.table,
+            10_000,
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap()
+    }
+
+    /// A ticket titled `relayed {n}` created in the table.
+    async fn change(&self, n: usize) {
+        create_ticket(&self.seeder, &ticket(&self.org, &self.requester, n))
+            .await
+            .unwrap();
+    }
+
+    /// Stops `holder`, then Redis, and drops the table.
+    async fn finish(self, holder: Replica) {
+        holder.stop.notify_one();
+        let _ = holder.relayer.await;
+        self.redis.kill().await;
+        common::dynamo_local::drop_table(&self.seeder).await;
+    }
+}
+
 /// The relay's fence is ahead of the lease (its item deleted after many holdings, or the
 /// table restored from a backup): the next holder moves the lease past the fence at once
 /// and relays, instead of being fenced once a lease, epoch by epoch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fence_ahead_of_the_lease_is_passed_at_once() {
-    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+    let Some(mut r) = Relaying::start("relay-fence", options()).await else {
         return;
     };
-    let Some(redis) = common::redis::start().await else {
-        return;
-    };
-    let table = common::dynamo_local::unique_table_name("relay-fence");
-    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
-    seeder.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&seeder).await.unwrap();
-    seeder.enable_stream().await.unwrap();
-    let first = replica(&endpoint, &table, &redis.url(), 0).await;
-    let data = itemgraph::demo::demo_data();
-    let org = data.organizations[0].slug.clone();
-    let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
-    let mut events = Box::pin(first.hub.subscribe(None, None, |_| true).await.unwrap());
-    create_ticket(&seeder, &ticket(&org, &requester, 0))
-        .await
-        .unwrap();
-    collect(events.as_mut(), 1).await;
-    first.stop.notify_one();
-    first.relayer.await.unwrap();
+    r.first.stop.notify_one();
+    (&mut r.first.relayer).await.unwrap();
 
     // Holdings up to epoch 1000 claimed the log; then the lease item was lost.
-    let log = RelayLog::connect(&redis.url(), &table, 10_000, Duration::from_secs(3600))
-        .await
-        .unwrap();
-    log.claim(1000).await.unwrap();
-    seeder
+    r.log().await.claim(1000).await.unwrap();
+    r.seeder
         .delete_item(Delete::new(lease_key(LEASE_NAME)))
         .await
         .unwrap();
-    let second = replica(&endpoint, &table, &redis.url(), 1).await;
-    create_ticket(&seeder, &ticket(&org, &requester, 1))
-        .await
-        .unwrap();
+    let second = r.replica(1).await;
+    r.change(1).await;
     // Within `collect`'s 30 s (fenced epoch by epoch, it would take 1,000 leases).
-    let (title, _) = collect(events.as_mut(), 1).await.remove(0);
+    let (title, _) = collect(r.events.as_mut(), 1).await.remove(0);
     assert_eq!(title, "relayed 1");
-    let lease = seeder
+    let lease = r
+        .seeder
         .get_item(GetItem {
             key: lease_key(LEASE_NAME),
             consistent_read: true,
@@ -584,10 +641,7 @@ async fn a_fence_ahead_of_the_lease_is_passed_at_once() {
         .map(|item| LeaseRecord::from_item(item).unwrap())
         .expect("a lease");
     assert!(lease.epoch > 1000, "{lease:?}");
-    second.stop.notify_one();
-    let _ = second.relayer.await;
-    redis.kill().await;
-    common::dynamo_local::drop_table(&seeder).await;
+    r.finish(second).await;
 }
 
 async fn raw_redis(url: &str) -> redis::aio::MultiplexedConnection {
@@ -609,58 +663,30 @@ fn titled(entry: &Entry, title: &str) -> bool {
 /// nor a resume from a cursor of the lost tail gets any of them twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_restored_from_an_older_copy_repeats_nothing() {
-    let Some(endpoint) = common::dynamo_local::endpoint().await else {
-        return;
-    };
-    let Some(redis) = common::redis::start().await else {
-        return;
-    };
-    let table = common::dynamo_local::unique_table_name("relay-restored");
-    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
-    seeder.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&seeder).await.unwrap();
-    seeder.enable_stream().await.unwrap();
     // Resumes read the history, not the hub's memory.
-    let r = replica_with(
-        &endpoint,
-        &table,
-        &redis.url(),
-        0,
-        LiveOptions {
-            relay_memory: 0,
-            ..options()
-        },
-    )
-    .await;
-    let data = itemgraph::demo::demo_data();
-    let org = data.organizations[0].slug.clone();
-    let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
-    let mut events = Box::pin(r.hub.subscribe(None, None, |_| true).await.unwrap());
-    create_ticket(&seeder, &ticket(&org, &requester, 0))
-        .await
-        .unwrap();
-    collect(events.as_mut(), 1).await;
-
-    let log = RelayLog::connect(&redis.url(), &table, 10_000, Duration::from_secs(3600))
-        .await
-        .unwrap();
-    let mut conn = raw_redis(&redis.url()).await;
+    let memoryless = LiveOptions {
+        relay_memory: 0,
+        ..options()
+    };
+    let Some(mut r) = Relaying::start("relay-restored", memoryless).await else {
+        return;
+    };
+    let log = r.log().await;
+    let mut conn = raw_redis(&r.redis.url()).await;
     let copy: Vec<u8> = redis::cmd("DUMP")
         .arg(log.stream_key())
         .query_async(&mut conn)
         .await
         .unwrap();
     for n in 1..=2 {
-        create_ticket(&seeder, &ticket(&org, &requester, n))
-            .await
-            .unwrap();
+        r.change(n).await;
     }
-    let tail = collect(events.as_mut(), 2).await;
+    let tail = collect(r.events.as_mut(), 2).await;
     let cursor = tail[1].1.position.as_ref().clone();
 
     // The holder stops; Redis comes back without the last two entries.
-    r.stop.notify_one();
-    let _ = r.relayer.await;
+    r.first.stop.notify_one();
+    let _ = (&mut r.first.relayer).await;
     let _: () = redis::cmd("RESTORE")
         .arg(log.stream_key())
         .arg(0)
@@ -669,17 +695,21 @@ async fn a_relay_restored_from_an_older_copy_repeats_nothing() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    let next = replica(&endpoint, &table, &redis.url(), 1).await;
-    create_ticket(&seeder, &ticket(&org, &requester, 3))
-        .await
-        .unwrap();
+    let next = r.replica(1).await;
+    r.change(3).await;
 
-    let (title, _) = collect(events.as_mut(), 1).await.remove(0);
+    let (title, _) = collect(r.events.as_mut(), 1).await.remove(0);
     assert_eq!(
         title, "relayed 3",
         "the changes relayed again are not delivered again"
     );
-    let resumed = Box::pin(r.hub.subscribe(Some(cursor), None, |_| true).await.unwrap());
+    let resumed = Box::pin(
+        r.first
+            .hub
+            .subscribe(Some(cursor), None, |_| true)
+            .await
+            .unwrap(),
+    );
     let (title, _) = collect(resumed, 1).await.remove(0);
     assert_eq!(
         title, "relayed 3",
@@ -688,11 +718,7 @@ async fn a_relay_restored_from_an_older_copy_repeats_nothing() {
     // The log holds the changes relayed again.
     let entries = log.range_after("0", 100).await.unwrap();
     assert!(entries.iter().any(|e| titled(e, "relayed 1")));
-
-    next.stop.notify_one();
-    let _ = next.relayer.await;
-    redis.kill().await;
-    common::dynamo_local::drop_table(&seeder).await;
+    r.finish(next).await;
 }
 
 /// Turns the table's stream off (`UpdateTable`), as an operator does to change its view
@@ -732,48 +758,28 @@ async fn stream_label(store: &DynamoStore) -> Option<String> {
 /// relays the new stream from its start, so changes flow again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replaced_change_stream_is_relayed_from_its_start() {
-    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+    let Some(mut r) = Relaying::start("relay-replaced", options()).await else {
         return;
     };
-    let Some(redis) = common::redis::start().await else {
-        return;
-    };
-    let table = common::dynamo_local::unique_table_name("relay-replaced");
-    let seeder: DynamoStore = common::dynamo_local::connect(&endpoint, &table).await;
-    seeder.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&seeder).await.unwrap();
-    seeder.enable_stream().await.unwrap();
-    let first = replica(&endpoint, &table, &redis.url(), 0).await;
-    let data = itemgraph::demo::demo_data();
-    let org = data.organizations[0].slug.clone();
-    let requester = data.users.iter().find(|u| u.org == org).unwrap().clone();
-    let mut events = Box::pin(first.hub.subscribe(None, None, |_| true).await.unwrap());
-    create_ticket(&seeder, &ticket(&org, &requester, 0))
-        .await
-        .unwrap();
-    collect(events.as_mut(), 1).await;
-
     // The holder stops (its lease released); the stream is replaced meanwhile.
-    first.stop.notify_one();
-    first.relayer.await.unwrap();
-    let old = stream_label(&seeder).await;
-    disable_stream(&seeder).await;
+    r.first.stop.notify_one();
+    (&mut r.first.relayer).await.unwrap();
+    let old = stream_label(&r.seeder).await;
+    disable_stream(&r.seeder).await;
     tokio::time::sleep(Duration::from_millis(1100)).await; // labels are timestamps
-    seeder.enable_stream().await.unwrap();
+    r.seeder.enable_stream().await.unwrap();
     assert_ne!(
-        stream_label(&seeder).await,
+        stream_label(&r.seeder).await,
         old,
         "enabled again, it is a new stream"
     );
-    create_ticket(&seeder, &ticket(&org, &requester, 1))
-        .await
-        .unwrap();
+    r.change(1).await;
 
     // The next holder: a replica started now takes the released lease.
-    let second = replica(&endpoint, &table, &redis.url(), 1).await;
+    let second = r.replica(1).await;
     let ended = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            match events.next().await {
+            match r.events.next().await {
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => return Some(e),
                 None => return None,
@@ -784,20 +790,15 @@ async fn a_replaced_change_stream_is_relayed_from_its_start() {
     .expect("the subscriber was told");
     assert!(matches!(ended, Some(LiveError::Expired(_))), "{ended:?}");
     // The new stream's changes flow: a new subscription gets the next one.
-    let mut fresh = Box::pin(first.hub.subscribe(None, None, |_| true).await.unwrap());
-    create_ticket(&seeder, &ticket(&org, &requester, 2))
-        .await
-        .unwrap();
+    let mut fresh = Box::pin(r.first.hub.subscribe(None, None, |_| true).await.unwrap());
+    r.change(2).await;
     loop {
         if collect(fresh.as_mut(), 1).await.remove(0).0 == "relayed 2" {
             break;
         }
     }
     // In the log: one lost mark, and after it the change made while no one relayed.
-    let log = RelayLog::connect(&redis.url(), &table, 10_000, Duration::from_secs(3600))
-        .await
-        .unwrap();
-    let entries = log.newest(10_000).await.unwrap();
+    let entries = r.log().await.newest(10_000).await.unwrap();
     let marks: Vec<usize> = entries
         .iter()
         .enumerate()
@@ -806,8 +807,5 @@ async fn a_replaced_change_stream_is_relayed_from_its_start() {
         .collect();
     assert_eq!(marks.len(), 1, "one lost mark: {entries:?}");
     assert!(entries[marks[0]..].iter().any(|e| titled(e, "relayed 1")));
-    second.stop.notify_one();
-    let _ = second.relayer.await;
-    redis.kill().await;
-    common::dynamo_local::drop_table(&seeder).await;
+    r.finish(second).await;
 }

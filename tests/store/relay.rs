@@ -52,6 +52,18 @@ fn ticket_change(ticket: Ticket, n: u64) -> (Relayed, Position) {
 
 /// Entries come back as appended, to a follower and to a range read; appends are fenced
 /// by the lease epoch; the log keeps about `max_len` entries.
+/// A log of at most `max_len` entries claimed by epoch 1, which has relayed its start.
+async fn begun(redis: &common::redis::Redis, max_len: usize) -> RelayLog {
+    let log = RelayLog::connect(&redis.url(), "t", max_len, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    log.claim(1).await.unwrap();
+    log.append(1, &[(Relayed::Began, Position::default())])
+        .await
+        .unwrap();
+    log
+}
+
 #[tokio::test]
 async fn the_relay_log_keeps_order_fences_stale_writers_and_trims() {
     let Some(redis) = common::redis::start().await else {
@@ -235,13 +247,7 @@ async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only(
     let Some(redis) = common::redis::start().await else {
         return;
     };
-    let log = RelayLog::connect(&redis.url(), "t", 10_000, Duration::from_secs(3600))
-        .await
-        .unwrap();
-    log.claim(1).await.unwrap();
-    log.append(1, &[(Relayed::Began, Position::default())])
-        .await
-        .unwrap();
+    let log = begun(&redis, 10_000).await;
     let data = itemgraph::demo::demo_data();
     let (acme, globex) = (
         data.organizations[0].slug.clone(),
@@ -311,13 +317,7 @@ async fn a_follower_that_trimming_overtook_tells_its_subscribers() {
     let Some(redis) = common::redis::start().await else {
         return;
     };
-    let log = RelayLog::connect(&redis.url(), "t", 100, Duration::from_secs(3600))
-        .await
-        .unwrap();
-    log.claim(1).await.unwrap();
-    log.append(1, &[(Relayed::Began, Position::default())])
-        .await
-        .unwrap();
+    let log = begun(&redis, 100).await;
     let options = LiveOptions {
         buffer: 10_000,
         ..LiveOptions::DEFAULT
@@ -344,13 +344,7 @@ async fn a_history_replay_that_trimming_overtakes_expires() {
     let Some(redis) = common::redis::start().await else {
         return;
     };
-    let log = RelayLog::connect(&redis.url(), "t", 100_000, Duration::from_secs(3600))
-        .await
-        .unwrap();
-    log.claim(1).await.unwrap();
-    log.append(1, &[(Relayed::Began, Position::default())])
-        .await
-        .unwrap();
+    let log = begun(&redis, 100_000).await;
     // Resumes read the history, not the hub's memory.
     let options = LiveOptions {
         relay_memory: 0,
