@@ -5,6 +5,7 @@ pub mod changes;
 pub mod dynamo_local;
 pub mod engines;
 pub mod graphql;
+pub mod hooked_stream;
 pub mod jwks;
 pub mod otlp;
 pub mod redis;

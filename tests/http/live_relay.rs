@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::StreamExt;
 use itemgraph::collections::tickets::create_ticket;
 use itemgraph::keys::lease_key;
@@ -16,46 +15,18 @@ use itemgraph::live::relayer::{Relayer, LEASE_NAME};
 use itemgraph::live::{Delivered, Hub, LiveError, LiveOptions};
 use itemgraph::model::{Entity, Record, Ticket, TicketPriority, TicketStatus, User};
 use itemgraph::store::dynamo::DynamoStore;
-use itemgraph::store::stream::{ChangeStream, RecordsPage, ShardInfo, StartAt, StreamResult};
 use itemgraph::store::{Delete, GetItem, Store};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::common;
-
-/// A change stream that counts its `GetRecords` calls.
-struct Counted {
-    inner: Arc<dyn ChangeStream>,
-    get_records: AtomicUsize,
-}
-
-#[async_trait]
-impl ChangeStream for Counted {
-    fn engine_name(&self) -> &'static str {
-        self.inner.engine_name()
-    }
-    async fn latest(&self) -> StreamResult<String> {
-        self.inner.latest().await
-    }
-    async fn shards(&self) -> StreamResult<Vec<ShardInfo>> {
-        self.inner.shards().await
-    }
-    async fn shard_iterator(&self, shard: &str, at: StartAt) -> StreamResult<String> {
-        self.inner.shard_iterator(shard, at).await
-    }
-    async fn get_records(&self, iterator: &str, limit: u32) -> StreamResult<RecordsPage> {
-        self.get_records.fetch_add(1, Ordering::Relaxed);
-        self.inner.get_records(iterator, limit).await
-    }
-    async fn wait_for_changes(&self, idle: Duration) {
-        self.inner.wait_for_changes(idle).await
-    }
-}
+use crate::common::hooked_stream::Hooked;
 
 /// One replica: its hub follows the relay; its relay writer competes for the lease.
 struct Replica {
     hub: Arc<Hub>,
-    stream: Arc<Counted>,
+    /// Its relay writer's `GetRecords` calls.
+    get_records: Arc<AtomicUsize>,
     stop: Arc<Notify>,
     relayer: JoinHandle<()>,
 }
@@ -81,9 +52,14 @@ async fn replica_with(
     options: LiveOptions,
 ) -> Replica {
     let store: Arc<dyn Store> = Arc::new(common::dynamo_local::connect(endpoint, table).await);
-    let stream = Arc::new(Counted {
+    let get_records = Arc::new(AtomicUsize::new(0));
+    let counted = get_records.clone();
+    let stream = Arc::new(Hooked {
         inner: store.change_stream().unwrap(),
-        get_records: AtomicUsize::new(0),
+        hook: Arc::new(move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            Box::pin(async { None })
+        }),
     });
     let log = RelayLog::connect(redis, table, 10_000, Duration::from_secs(3600))
         .await
@@ -101,7 +77,7 @@ async fn replica_with(
     let relayer = tokio::spawn(relayer.run(async move { stopped.notified().await }));
     Replica {
         hub,
-        stream,
+        get_records,
         stop,
         relayer,
     }
@@ -180,7 +156,7 @@ async fn replicas_share_one_relay_reader_that_a_kill_hands_over() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let holder = loop {
         let reading: Vec<usize> = (0..3)
-            .filter(|&i| replicas[i].stream.get_records.load(Ordering::Relaxed) > 0)
+            .filter(|&i| replicas[i].get_records.load(Ordering::Relaxed) > 0)
             .collect();
         if reading.len() == 1 {
             break reading[0];
@@ -233,7 +209,7 @@ async fn replicas_share_one_relay_reader_that_a_kill_hands_over() {
     }
     // Exactly one other replica took over and read the stream after the kill.
     let readers: Vec<usize> = (0..3)
-        .filter(|&i| i != holder && replicas[i].stream.get_records.load(Ordering::Relaxed) > 0)
+        .filter(|&i| i != holder && replicas[i].get_records.load(Ordering::Relaxed) > 0)
         .collect();
     assert_eq!(
         readers.len(),
@@ -244,7 +220,7 @@ async fn replicas_share_one_relay_reader_that_a_kill_hands_over() {
 
     // A resume on the replica that never read the stream: from the 10th event on, served
     // from the relay's history, with no GetRecords of its own.
-    let before = replicas[quiet].stream.get_records.load(Ordering::Relaxed);
+    let before = replicas[quiet].get_records.load(Ordering::Relaxed);
     assert_eq!(before, 0);
     let from = collected[quiet][9].1.position.as_ref().clone();
     assert!(
@@ -261,10 +237,7 @@ async fn replicas_share_one_relay_reader_that_a_kill_hands_over() {
     let replayed = collect(resumed, CHANGES - 10).await;
     let titles: Vec<String> = replayed.iter().map(|(t, _)| t.clone()).collect();
     assert_eq!(titles, want[10..].to_vec());
-    assert_eq!(
-        replicas[quiet].stream.get_records.load(Ordering::Relaxed),
-        0
-    );
+    assert_eq!(replicas[quiet].get_records.load(Ordering::Relaxed), 0);
 
     for r in &replicas {
         r.stop.notify_one();

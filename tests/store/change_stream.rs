@@ -5,20 +5,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::StreamExt;
 use itemgraph::keys::Id;
 use itemgraph::live::{Hub, LiveOptions};
 use itemgraph::model::{Entity, Ticket};
 use itemgraph::store::embedded::{ChangeLog, EmbeddedStore};
 use itemgraph::store::stream::{
-    seq_cmp, ChangeKind, ChangeRecord, ChangeStream, RecordsPage, ShardInfo, StartAt, StreamError,
-    StreamResult,
+    seq_cmp, ChangeKind, ChangeRecord, ChangeStream, StartAt, StreamError,
 };
 use itemgraph::store::{
     AttributeValue as V, Delete, Item, PrimaryKey, Put, Store, TransactAction, Update, UpdateExpr,
 };
 use tokio::sync::Notify;
+
+use crate::common::hooked_stream::Hooked;
 
 fn item(pk: &str, sk: &str, n: u32) -> Item {
     Item::from([
@@ -325,43 +325,6 @@ async fn migrate_turns_the_stream_of_an_older_table_on() {
     let _ = store.delete_table().await;
 }
 
-/// A change stream whose next `GetRecords`, once armed, waits to be let go and then
-/// answers `ExpiredIteratorException`: an iterator that expired before its shard gave a
-/// record.
-struct Expiring {
-    inner: Arc<dyn ChangeStream>,
-    armed: AtomicBool,
-    reached: Notify,
-    go: Notify,
-}
-
-#[async_trait]
-impl ChangeStream for Expiring {
-    fn engine_name(&self) -> &'static str {
-        self.inner.engine_name()
-    }
-    async fn latest(&self) -> StreamResult<String> {
-        self.inner.latest().await
-    }
-    async fn shards(&self) -> StreamResult<Vec<ShardInfo>> {
-        self.inner.shards().await
-    }
-    async fn shard_iterator(&self, shard: &str, at: StartAt) -> StreamResult<String> {
-        self.inner.shard_iterator(shard, at).await
-    }
-    async fn get_records(&self, iterator: &str, limit: u32) -> StreamResult<RecordsPage> {
-        if self.armed.swap(false, Ordering::SeqCst) {
-            self.reached.notify_one();
-            self.go.notified().await;
-            return Err(StreamError::ExpiredIterator);
-        }
-        self.inner.get_records(iterator, limit).await
-    }
-    async fn wait_for_changes(&self, idle: Duration) {
-        self.inner.wait_for_changes(idle).await
-    }
-}
-
 /// The reader's iterator on a shard it has read nothing of yet expires while a change is
 /// written: the change is still delivered (read again from the shard's oldest record,
 /// skipping what came before the reader began), not skipped by a new iterator at the
@@ -369,11 +332,25 @@ impl ChangeStream for Expiring {
 #[tokio::test]
 async fn an_iterator_that_expires_before_its_shards_first_record_loses_nothing() {
     let store = crate::common::engines::embedded_demo().await;
-    let stream = Arc::new(Expiring {
+    // Once armed, the next `GetRecords` waits to be let go, then answers
+    // `ExpiredIteratorException`: an iterator that expired before its shard gave a record.
+    let armed = Arc::new(AtomicBool::new(false));
+    let reached = Arc::new(Notify::new());
+    let go = Arc::new(Notify::new());
+    let (hook_armed, hook_reached, hook_go) = (armed.clone(), reached.clone(), go.clone());
+    let stream = Arc::new(Hooked {
         inner: store.change_stream().unwrap(),
-        armed: AtomicBool::new(false),
-        reached: Notify::new(),
-        go: Notify::new(),
+        hook: Arc::new(move || {
+            let (armed, reached, go) = (hook_armed.clone(), hook_reached.clone(), hook_go.clone());
+            Box::pin(async move {
+                if !armed.swap(false, Ordering::SeqCst) {
+                    return None;
+                }
+                reached.notify_one();
+                go.notified().await;
+                Some(StreamError::ExpiredIterator)
+            })
+        }),
     });
     let options = LiveOptions {
         poll: Duration::from_millis(50),
@@ -383,9 +360,9 @@ async fn an_iterator_that_expires_before_its_shards_first_record_loses_nothing()
     };
     let hub = Hub::new(Some(stream.clone()), options);
     let mut events = Box::pin(hub.subscribe(None, None, |_| true).await.unwrap());
-    stream.armed.store(true, Ordering::SeqCst);
+    armed.store(true, Ordering::SeqCst);
     // The reader is in its call, and reads nothing meanwhile.
-    tokio::time::timeout(Duration::from_secs(10), stream.reached.notified())
+    tokio::time::timeout(Duration::from_secs(10), reached.notified())
         .await
         .expect("the reader reads the stream");
     let data = itemgraph::demo::demo_data();
@@ -398,7 +375,7 @@ async fn an_iterator_that_expires_before_its_shards_first_record_loses_nothing()
         .await
         .unwrap();
     // ...and its iterator has expired.
-    stream.go.notify_one();
+    go.notify_one();
     tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             match events.next().await {
