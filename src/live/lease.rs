@@ -172,28 +172,11 @@ impl Lease {
     /// `false` when the lease was taken over (the holder stalled past its duration):
     /// stop acting as its holder at once.
     pub async fn renew(&self, store: &dyn Store, held: &mut Held) -> StoreResult<bool> {
-        let token = new_token();
-        let update = Update::new(
-            lease_key(&self.name),
-            UpdateExpr::default()
-                .set(TOKEN, AttributeValue::S(token.clone()))
-                .set(
-                    RENEWED_MS,
-                    AttributeValue::N(crate::model::now_ms().to_string()),
-                ),
-        )
-        .when(Condition::eq(TOKEN, AttributeValue::S(held.token.clone())));
-        match store.update_item(update).await {
-            Ok(_) => {
-                held.token = token;
-                Ok(true)
-            }
-            Err(StoreError::ConditionFailed { .. }) => {
-                tracing::warn!(lease = %self.name, holder = %self.holder, epoch = held.epoch, "lease lost to another replica");
-                Ok(false)
-            }
-            Err(e) => Err(e),
+        let renewed = self.rewrite(store, held, None).await?;
+        if !renewed {
+            tracing::warn!(lease = %self.name, holder = %self.holder, epoch = held.epoch, "lease lost to another replica");
         }
+        Ok(renewed)
     }
 
     /// Moves this holding's epoch to `epoch`, past a fence a later holding left elsewhere
@@ -206,29 +189,46 @@ impl Lease {
         held: &mut Held,
         epoch: u64,
     ) -> StoreResult<bool> {
+        let from = held.epoch;
+        let moved = self.rewrite(store, held, Some(epoch)).await?;
+        if moved {
+            tracing::warn!(
+                lease = %self.name,
+                holder = %self.holder,
+                from,
+                to = epoch,
+                "lease epoch moved past a later fence"
+            );
+        }
+        Ok(moved)
+    }
+
+    /// A new token (and `epoch`, when given) written over this holding's own: `false`
+    /// when another replica's token is there now.
+    async fn rewrite(
+        &self,
+        store: &dyn Store,
+        held: &mut Held,
+        epoch: Option<u64>,
+    ) -> StoreResult<bool> {
         let token = new_token();
-        let update = Update::new(
-            lease_key(&self.name),
-            UpdateExpr::default()
-                .set(EPOCH, AttributeValue::N(epoch.to_string()))
-                .set(TOKEN, AttributeValue::S(token.clone()))
-                .set(
-                    RENEWED_MS,
-                    AttributeValue::N(crate::model::now_ms().to_string()),
-                ),
-        )
-        .when(Condition::eq(TOKEN, AttributeValue::S(held.token.clone())));
+        let mut set = UpdateExpr::default()
+            .set(TOKEN, AttributeValue::S(token.clone()))
+            .set(
+                RENEWED_MS,
+                AttributeValue::N(crate::model::now_ms().to_string()),
+            );
+        if let Some(epoch) = epoch {
+            set = set.set(EPOCH, AttributeValue::N(epoch.to_string()));
+        }
+        let update = Update::new(lease_key(&self.name), set)
+            .when(Condition::eq(TOKEN, AttributeValue::S(held.token.clone())));
         match store.update_item(update).await {
             Ok(_) => {
-                tracing::warn!(
-                    lease = %self.name,
-                    holder = %self.holder,
-                    from = held.epoch,
-                    to = epoch,
-                    "lease epoch moved past a later fence"
-                );
-                held.epoch = epoch;
                 held.token = token;
+                if let Some(epoch) = epoch {
+                    held.epoch = epoch;
+                }
                 Ok(true)
             }
             Err(StoreError::ConditionFailed { .. }) => Ok(false),

@@ -19,6 +19,37 @@ impl Redis {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// A plain connection, for what a test does to the server behind the relay's back.
+    pub async fn connection(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+
+    /// `key` as it is now (`DUMP`), to be put back by [`Redis::restore`].
+    pub async fn dump(&self, key: &str) -> Vec<u8> {
+        redis::cmd("DUMP")
+            .arg(key)
+            .query_async(&mut self.connection().await)
+            .await
+            .unwrap()
+    }
+
+    /// Puts back `key` as [`Redis::dump`] copied it, whatever it holds now: the server
+    /// restored from an older copy (a failover to a replica that missed the tail).
+    pub async fn restore(&self, key: &str, copy: Vec<u8>) {
+        let _: () = redis::cmd("RESTORE")
+            .arg(key)
+            .arg(0)
+            .arg(copy)
+            .arg("REPLACE")
+            .query_async(&mut self.connection().await)
+            .await
+            .unwrap();
+    }
+
     /// Kills the server (SIGKILL), as a crashed cache node goes.
     pub async fn kill(mut self) {
         let _ = self.child.kill().await;

@@ -617,14 +617,6 @@ async fn a_fence_ahead_of_the_lease_is_passed_at_once() {
     r.finish(second).await;
 }
 
-async fn raw_redis(url: &str) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
-}
-
 /// Whether the entry is the change of the ticket titled `title`.
 fn titled(entry: &Entry, title: &str) -> bool {
     matches!(&entry.relayed, Relayed::Change(c)
@@ -645,12 +637,7 @@ async fn a_relay_restored_from_an_older_copy_repeats_nothing() {
         return;
     };
     let log = r.log().await;
-    let mut conn = raw_redis(&r.redis.url()).await;
-    let copy: Vec<u8> = redis::cmd("DUMP")
-        .arg(log.stream_key())
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let copy = r.redis.dump(log.stream_key()).await;
     for n in 1..=2 {
         r.change(n).await;
     }
@@ -660,14 +647,7 @@ async fn a_relay_restored_from_an_older_copy_repeats_nothing() {
     // The holder stops; Redis comes back without the last two entries.
     r.first.stop.notify_one();
     let _ = (&mut r.first.relayer).await;
-    let _: () = redis::cmd("RESTORE")
-        .arg(log.stream_key())
-        .arg(0)
-        .arg(copy)
-        .arg("REPLACE")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    r.redis.restore(log.stream_key(), copy).await;
     let next = r.replica(1).await;
     r.change(3).await;
 

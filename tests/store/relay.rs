@@ -206,14 +206,6 @@ async fn the_relay_lease_elects_one_holder_on_dynamodb_local() {
     common::dynamo_local::drop_table(&store).await;
 }
 
-async fn raw(redis: &common::redis::Redis) -> redis::aio::MultiplexedConnection {
-    redis::Client::open(redis.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
-}
-
 /// An entry as a later version writes one: a change of an entity type this version does
 /// not know, with the organization and position every version reads.
 fn foreign_entry(org: &Slug, n: u64) -> String {
@@ -270,7 +262,7 @@ async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only(
         .arg("*")
         .arg("e")
         .arg(foreign_entry(&acme, 1))
-        .query_async(&mut raw(&redis).await)
+        .query_async(&mut redis.connection().await)
         .await
         .unwrap();
     log.append(1, &[change_in(&globex, 2), change_in(&acme, 3)])
@@ -377,7 +369,7 @@ async fn a_history_replay_that_trimming_overtakes_expires() {
         .arg(log.stream_key())
         .arg("MINID")
         .arg(&keep)
-        .query_async(&mut raw(&redis).await)
+        .query_async(&mut redis.connection().await)
         .await
         .unwrap();
     let ended = loop {
@@ -411,24 +403,12 @@ async fn an_append_on_a_tail_redis_lost_is_refused() {
         .append_on(1, Some(&first), None, &[change(1)])
         .await
         .unwrap();
-    let mut conn = raw(&redis).await;
-    let copy: Vec<u8> = redis::cmd("DUMP")
-        .arg(log.stream_key())
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    let copy = redis.dump(log.stream_key()).await;
     let more = log
         .append_on(1, Some(&ids[0]), None, &[change(2)])
         .await
         .unwrap();
-    let _: () = redis::cmd("RESTORE")
-        .arg(log.stream_key())
-        .arg(0)
-        .arg(copy)
-        .arg("REPLACE")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    redis.restore(log.stream_key(), copy).await;
     assert!(matches!(
         log.append_on(1, Some(&more[0]), None, &[change(3)]).await,
         Err(RelayError::Diverged(_))
