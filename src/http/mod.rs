@@ -83,6 +83,9 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 /// Longest client-sent request id kept; a longer one is replaced, so a client cannot fill
 /// the logs through it.
 pub const MAX_REQUEST_ID_LEN: usize = 128;
+/// The `http.route` of a request no route matches: one value for all of them, so a
+/// client's made-up paths never become attribute values.
+pub const UNMATCHED_ROUTE: &str = "/{*unmatched}";
 /// The GraphQL-over-HTTP media type; a client that accepts it gets spec status codes.
 pub const GRAPHQL_RESPONSE_JSON: &str = "application/graphql-response+json";
 const JSON: &str = "application/json";
@@ -183,9 +186,9 @@ impl TraceGate {
 /// Runs a request in its OpenTelemetry server span (`GET /graphql`: the method and the
 /// route, never the query string, where a GET request's variables are). A trusted
 /// caller's `traceparent` is continued ([`TraceGate::trusts`]); anyone else's starts a new
-/// trace linked to it. A path no route matches is recorded by the method alone (span
-/// `GET`, no `url.path`, no `http.route`): a client can make it as long and as varied as
-/// it likes. Answers with the trace in [`TRACE_RESPONSE_HEADER`]. A WebSocket or an event
+/// trace linked to it. A path no route matches is recorded as one route,
+/// [`UNMATCHED_ROUTE`] (span `GET`, no `url.path`): a client can make it as long and as
+/// varied as it likes. Answers with the trace in [`TRACE_RESPONSE_HEADER`]. A WebSocket or an event
 /// stream carries the span's context on into its operations.
 async fn traced(
     State(gate): State<TraceGate>,
@@ -208,7 +211,11 @@ async fn traced(
             attributes.push(KeyValue::new("http.route", route));
             name
         }
-        None => method,
+        None => {
+            // One route for every path no route matches: recorded, never the path itself.
+            attributes.push(KeyValue::new("http.route", UNMATCHED_ROUTE));
+            method
+        }
     };
     let cx = gate
         .telemetry

@@ -861,7 +861,11 @@ async fn no_client_input_makes_a_span_large() {
     .clone();
     assert_eq!(http.name, "GET");
     assert_eq!(http.attr("url.path"), None, "no raw path");
-    assert_eq!(http.attr("http.route"), None);
+    assert_eq!(
+        http.str("http.route"),
+        Some(itemgraph::http::UNMATCHED_ROUTE),
+        "recorded as one route"
+    );
     let http = one(
         &receiver.trace(&asset_trace),
         |s| s.kind == 2,
