@@ -252,7 +252,9 @@ fn request_span(request: &axum::http::Request<Body>) -> tracing::Span {
     tracing::info_span!(
         "request",
         method = %request.method(),
-        path = request.uri().path(),
+        // Cut as the trace's `url.path` is: a client chooses it, and every log line of
+        // the request carries it.
+        path = telemetry::truncated(request.uri().path(), telemetry::MAX_URL_PATH_BYTES),
         request_id = id,
     )
 }

@@ -171,3 +171,42 @@ fn the_operation_type_follows_the_operation_name() {
     assert_eq!(ty(two, Some("Q")), Some(OperationType::Query));
     assert_eq!(ty("{", None), None);
 }
+
+/// A log line of a request carries its path cut to the trace's bound, however long the
+/// path a client sent.
+#[test]
+fn a_requests_log_lines_carry_a_bounded_path() {
+    #[derive(Clone, Default)]
+    struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let long = "a".repeat(60_000);
+    tracing::subscriber::with_default(subscriber, || {
+        let request = axum::http::Request::get(format!("/{long}"))
+            .body(Body::empty())
+            .unwrap();
+        let span = request_span(&request);
+        let _inside = span.enter();
+        tracing::info!("answered");
+    });
+    let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    assert!(log.contains("answered"), "{log}");
+    assert!(
+        log.contains(&long[..telemetry::MAX_URL_PATH_BYTES - 1]),
+        "{log}"
+    );
+    assert!(log.len() < 1024, "{} bytes: {log}", log.len());
+}
