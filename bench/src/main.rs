@@ -119,6 +119,10 @@ struct Args {
     /// Skips the runs that measure what OpenTelemetry tracing costs (embedded engine).
     #[arg(long)]
     skip_tracing: bool,
+    /// Seconds measured of each shape run alone, at the highest concurrency, after the
+    /// mixes: the server's CPU per operation of each shape. 0 (the default) skips them.
+    #[arg(long, default_value_t = 0)]
+    shapes_alone: u64,
     /// The write units a second one item takes in the busy-organization runs
     /// (`--faults item-wcu=N`): AWS's own figure by default, which holds one item (the
     /// layout before counter shards) to a fourteenth of what this machine writes spread
@@ -641,6 +645,44 @@ async fn bench_engine(
         "  read mix, concurrency {top}: {:.0} ops/s (floor {:.0}), {} errors",
         reads.ops_per_sec, floor.ops_per_sec, reads.errors
     );
+    let mut alone = Vec::new();
+    if args.shapes_alone > 0 {
+        for shape in Shape::ALL {
+            eprintln!("  alone: {}, concurrency {top}", shape.name());
+            let before = cpu_now();
+            let measured = Duration::from_secs(args.shapes_alone);
+            let stats = driver::run(
+                target.clone(),
+                Mix::Only(shape),
+                top,
+                plan.warmup,
+                measured,
+                args.seed,
+            )
+            .await?;
+            // As `cpu_per_op`, over this run's own seconds.
+            let share = measured.as_secs_f64() / (plan.warmup + measured).as_secs_f64();
+            let after = cpu_now();
+            let per_op = |a: Duration, b: Duration| {
+                a.saturating_sub(b).as_secs_f64() * 1000.0 * share / (stats.ops.max(1) as f64)
+            };
+            let (peak, _) = server.memory_kib()?;
+            eprintln!(
+                "    {:.0} ops/s, {:.2} ms of server CPU per operation, {} errors",
+                stats.ops_per_sec,
+                per_op(after.0, before.0),
+                stats.errors
+            );
+            alone.push(RunReport {
+                mix: Mix::Only(shape),
+                concurrency: top,
+                server_peak_rss_mib: mib(peak),
+                server_cpu_ms_per_op: per_op(after.0, before.0),
+                driver_cpu_ms_per_op: per_op(after.1, before.1),
+                stats,
+            });
+        }
+    }
     server.stop().await?;
     if engine == Engine::DynamoDb {
         // Free DynamoDB Local's memory for what runs next.
@@ -679,6 +721,7 @@ async fn bench_engine(
         floor,
         served_over_floor,
         under_hostile,
+        alone,
         server_peak_rss_mib: mib(peak),
     })
 }

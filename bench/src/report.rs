@@ -134,6 +134,9 @@ pub struct EngineReport {
     pub served_over_floor: f64,
     /// The full mix at the highest concurrency again, with hostile clients alongside.
     pub under_hostile: Option<HostileRun>,
+    /// Each shape alone at the highest concurrency (`--shapes-alone`), in
+    /// [`crate::shapes::Shape::ALL`]'s order; empty when not asked.
+    pub alone: Vec<RunReport>,
     pub server_peak_rss_mib: f64,
 }
 
@@ -322,6 +325,39 @@ impl Report {
                     r.server_cpu_ms_per_op,
                     r.driver_cpu_ms_per_op
                 );
+            }
+        }
+        if self.engines.iter().any(|e| !e.alone.is_empty()) {
+            let _ = writeln!(
+                md,
+                "\n## Each shape alone\n\nOne shape at a time at the highest concurrency \
+                 (`--shapes-alone`): what one operation of it costs the server, with the store \
+                 requests it makes.\n\n\
+                 | engine | shape | concurrency | ops/s | p50 ms | p99 ms | errors | server CPU ms per op | store requests per op |\n\
+                 |---|---|---:|---:|---:|---:|---:|---:|---:|"
+            );
+            for e in &self.engines {
+                for r in &e.alone {
+                    let requests = e
+                        .requests_per_op
+                        .iter()
+                        .find(|c| c.shape == mix_name(r.mix))
+                        .map_or_else(|| "?".to_owned(), |c| c.measured.to_string());
+                    let s = &r.stats;
+                    let _ = writeln!(
+                        md,
+                        "| {} | `{}` | {} | {:.0} | {:.2} | {:.2} | {} | {:.2} | {} |",
+                        e.engine,
+                        mix_name(r.mix),
+                        r.concurrency,
+                        s.ops_per_sec,
+                        s.latency_ms.p50,
+                        s.latency_ms.p99,
+                        s.errors,
+                        r.server_cpu_ms_per_op,
+                        requests
+                    );
+                }
             }
         }
         let _ = writeln!(md, "\n## Under hostile clients (full mix)\n");
@@ -692,6 +728,7 @@ fn mix_name(mix: Mix) -> &'static str {
     match mix {
         Mix::Full => "full",
         Mix::Reads => "reads only",
+        Mix::Only(shape) => shape.name(),
     }
 }
 

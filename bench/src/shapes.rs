@@ -169,10 +169,15 @@ pub enum Mix {
     Full,
     /// The seven read shapes, by the same weights (the floor's mix).
     Reads,
+    /// One shape alone (`--shapes-alone`): what one operation of it costs.
+    Only(Shape),
 }
 
 impl Mix {
     pub fn shapes(self) -> Vec<(Shape, u32)> {
+        if let Mix::Only(shape) = self {
+            return vec![(shape, 1)];
+        }
         Shape::ALL
             .iter()
             .filter(|s| self == Mix::Full || s.is_read())

@@ -27,6 +27,7 @@ fn the_smoke_benchmark_reports_no_error_and_the_promised_request_counts() {
     );
     let status = Command::new(bench)
         .arg("--smoke")
+        .args(["--shapes-alone", "1"])
         .arg("--server")
         .arg(&server)
         .arg("--out")
@@ -71,6 +72,13 @@ fn the_smoke_benchmark_reports_no_error_and_the_promised_request_counts() {
         hostile["hostile"]["unexpected"], 0,
         "every hostile document is refused with its code: {hostile}"
     );
+    let alone = engine["alone"].as_array().unwrap();
+    assert_eq!(alone.len(), 10, "each shape run alone");
+    for run in alone {
+        assert!(run["stats"]["ops"].as_u64().unwrap() > 0, "{run}");
+        assert_eq!(run["stats"]["errors"], 0, "{run}");
+        assert!(run["server_cpu_ms_per_op"].as_f64().unwrap() > 0.0, "{run}");
+    }
     assert!(engine["floor"]["ops"].as_u64().unwrap() > 0);
     assert_eq!(engine["floor"]["errors"], 0);
     assert!(engine["server_peak_rss_mib"].as_f64().unwrap() > 0.0);
