@@ -204,7 +204,8 @@ pub async fn discover(issuer: &str) -> anyhow::Result<String> {
         .get(&url)
         .send()
         .await
-        .map_err(|e| anyhow::anyhow!("fetching {url}: {}", with_sources(&e)))?;
+        // `{:#}`: with its causes (reqwest's says only "error following redirect").
+        .map_err(|e| anyhow::anyhow!("fetching {url}: {:#}", anyhow::Error::new(e)))?;
     anyhow::ensure!(
         response.status().is_success(),
         "fetching {url}: HTTP {}",
@@ -250,33 +251,26 @@ fn http_client() -> anyhow::Result<reqwest::Client> {
         .map_err(|e| anyhow::anyhow!("building the JWKS client: {e}"))
 }
 
-/// An error with its causes (reqwest's says only "error following redirect", its cause
-/// why).
-fn with_sources(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
-}
-
-/// Whether a redirect may be followed to `url`: `https://` to any host, or `http://` to a
-/// loopback address.
-fn redirect_allowed(url: &reqwest::Url) -> bool {
-    match url.scheme() {
-        "https" => url.host().is_some(),
-        "http" => url.host_str().is_some_and(|host| {
+/// Whether keys may be fetched from a URL of this scheme and host: `https://` from any
+/// host, `http://` from a loopback address only (a local provider, a test). The rule of
+/// `--jwt-jwks-url`, of a discovered `jwks_uri`, and of every redirect.
+pub fn fetchable(scheme: &str, host: &str) -> bool {
+    match scheme {
+        "https" => !host.is_empty(),
+        "http" => {
             host.eq_ignore_ascii_case("localhost")
                 || host
                     .trim_matches(['[', ']'])
                     .parse::<std::net::IpAddr>()
                     .is_ok_and(|ip| ip.is_loopback())
-        }),
+        }
         _ => false,
     }
+}
+
+/// Whether a redirect may be followed to `url` ([`fetchable`]).
+fn redirect_allowed(url: &reqwest::Url) -> bool {
+    fetchable(url.scheme(), url.host_str().unwrap_or_default())
 }
 
 /// A response's body, refused as soon as more than `max` bytes have arrived (whatever its
@@ -337,7 +331,7 @@ async fn fetch_one(
         .get(&source.url)
         .send()
         .await
-        .map_err(|e| with_sources(&e))?;
+        .map_err(|e| format!("{:#}", anyhow::Error::new(e)))?;
     let status = response.status();
     if !status.is_success() {
         return Err(format!("HTTP {status}"));

@@ -31,7 +31,7 @@ mod claims;
 mod jwks;
 
 pub use claims::{parse_role_map_entry, ClaimMapping};
-pub use jwks::{discover, Jwks, KeySource};
+pub use jwks::{discover, fetchable, Jwks, KeySource};
 
 use crate::keys::Slug;
 use crate::model::Entity;

@@ -422,19 +422,16 @@ fn jwks_url(s: &str) -> Result<String, String> {
     let uri: axum::http::Uri = s
         .parse()
         .map_err(|e| format!("`{}` is not a URL: {e}", s.escape_debug()))?;
-    let host = uri.host().unwrap_or_default();
-    let loopback = host == "localhost"
-        || host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    match uri.scheme_str() {
-        Some("https") if !host.is_empty() => Ok(s.to_owned()),
-        Some("http") if loopback => Ok(s.to_owned()),
-        _ => Err(format!(
+    if crate::auth::fetchable(
+        uri.scheme_str().unwrap_or_default(),
+        uri.host().unwrap_or_default(),
+    ) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
             "`{}`: a JWKS URL must be https:// (http:// only on a loopback address)",
             s.escape_debug()
-        )),
+        ))
     }
 }
 

@@ -672,13 +672,13 @@ impl Hub {
     /// holds it again under a new id). Within a shard the relay appends in sequence order.
     fn first_relay_of(&self, change: &Change, at: &Position) -> bool {
         let mut relayed = self.relayed.lock().unwrap_or_else(|p| p.into_inner());
-        if relayed
-            .get(&change.shard)
-            .is_some_and(|s| seq_cmp(&change.sequence, s).is_le())
-        {
-            return false;
+        match relayed.get_mut(&change.shard) {
+            Some(last) if seq_cmp(&change.sequence, last).is_le() => return false,
+            Some(last) => last.clone_from(&change.sequence),
+            None => {
+                relayed.insert(change.shard.clone(), change.sequence.clone());
+            }
         }
-        relayed.insert(change.shard.clone(), change.sequence.clone());
         // Shards no longer read (parents read to their end) are forgotten once there are
         // many.
         if relayed.len() > 2 * at.shards.len() + 1024 {
