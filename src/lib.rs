@@ -15,8 +15,11 @@
 //! - [`collections`]: one function per access pattern, one file per aggregate: a read is
 //!   one port call, a write one write request (plus the reads its validation needs) that
 //!   keeps every counter and marker of the data model true.
-//! - [`keys`]: the entity chart in code; the only place that spells `ORG#`, `USER#` …,
-//!   and the table schema built from its attribute names.
+//! - [`chart`]: a table design read from a file and checked at start: the entity chart
+//!   and its access patterns (`docs/CHART.md`); the built-in one is `charts/itemgraph.toml`,
+//!   whose table the server creates.
+//! - [`keys`]: the built-in chart's key builders in code; the only Rust that spells
+//!   `ORG#`, `USER#` … (tests hold it to the chart file).
 //! - [`model`]: plain domain records (serde), no GraphQL or AWS types.
 //! - [`store`]: the port (DynamoDB-shaped typed requests and errors, the change stream),
 //!   its decorators (metrics, trace), the fault model, and its two engines, folders of
@@ -33,6 +36,7 @@
 //! code implements; `CONTRIBUTING.md` the architecture and what to touch for a change.
 
 pub mod auth;
+pub mod chart;
 pub mod check;
 pub mod collections;
 pub mod config;

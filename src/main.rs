@@ -9,7 +9,7 @@ use clap::Parser;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-use itemgraph::config::{Cli, Command, SeedMode, StoreArgs, StoreKind};
+use itemgraph::config::{ChartCommand, Cli, Command, SeedMode, StoreArgs, StoreKind};
 use itemgraph::demo::Seeded;
 use itemgraph::{check, demo, graphql, http};
 
@@ -48,6 +48,10 @@ async fn run() -> anyhow::Result<()> {
     if let Command::Schema = command {
         // Before logging starts: stdout carries the SDL and nothing else.
         return print_schema();
+    }
+    if let Command::Chart(ChartCommand::Check { file }) = &command {
+        // No log: stdout carries the verdict, stderr the refusals.
+        return check_chart(file.as_deref());
     }
     if let Command::Token(args) = &command {
         // Before logging starts too: stdout carries the token and nothing else.
@@ -199,7 +203,7 @@ async fn run() -> anyhow::Result<()> {
                 }
             );
         }
-        Command::Schema | Command::Token(_) | Command::Health(_) => {
+        Command::Schema | Command::Token(_) | Command::Health(_) | Command::Chart(_) => {
             unreachable!("handled before logging starts")
         }
     }
@@ -321,6 +325,33 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
 
 /// `itemgraph schema`: the SDL, byte for byte what `schema.graphql` holds. A closed pipe
 /// (`itemgraph schema | head`) is not an error.
+/// `itemgraph chart check [FILE]`: the start-up check of a chart, on its own.
+fn check_chart(file: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let (shown, checked) = match file {
+        Some(path) => (path.display().to_string(), itemgraph::chart::load(path)),
+        None => (
+            format!("{} (built in)", itemgraph::chart::BUILTIN_PATH),
+            itemgraph::chart::parse(itemgraph::chart::BUILTIN_SOURCE),
+        ),
+    };
+    match checked {
+        Ok(chart) => {
+            println!(
+                "{shown}: chart `{}`: {} entities, {} indexes, {} access patterns: every rule holds",
+                chart.name,
+                chart.declared().count(),
+                chart.indexes.len(),
+                chart.patterns.len()
+            );
+            Ok(())
+        }
+        Err(refused) => {
+            eprintln!("{shown}: {refused}");
+            std::process::exit(1);
+        }
+    }
+}
+
 fn print_schema() -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out

@@ -84,10 +84,27 @@ pub enum Command {
     Snapshot(SnapshotArgs),
     /// Print the GraphQL schema (SDL) to stdout: `itemgraph schema > schema.graphql`.
     Schema,
+    /// Work with a chart: a table design (its entity chart and access patterns) in a file
+    /// (docs/CHART.md).
+    #[command(subcommand)]
+    Chart(ChartCommand),
     /// Ask the server listening on `--listen` (`ITEMGRAPH_LISTEN`, as `serve` reads it)
     /// for `GET /healthz`; exit 0 when it answers 200, 1 otherwise. The container image's
     /// health check: its base has no HTTP client of its own.
     Health(HealthArgs),
+}
+
+/// `chart`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ChartCommand {
+    /// Check a chart against every rule the server's start-up check enforces: prints each
+    /// broken rule with the entity and the pattern it concerns and exits 1, or prints what
+    /// the chart declares and exits 0. Without FILE, the built-in chart.
+    Check {
+        /// The chart file (TOML); the one `ITEMGRAPH_CHART` names when not given.
+        #[arg(env = "ITEMGRAPH_CHART")]
+        file: Option<std::path::PathBuf>,
+    },
 }
 
 /// `health`.

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod chart;
 mod commands;
 mod features;
 mod image;

@@ -1,0 +1,94 @@
+//! Key conditions as the access-pattern table writes them: `PK = ORG#{slug} AND SK >= …`.
+
+use indexmap::IndexMap;
+
+use super::template::Template;
+use super::{Index, KeyCondition, SortCondition, Table};
+
+/// `PK = T`, then optionally ` AND SK op T`, ` AND SK BETWEEN T AND T` or
+/// ` AND begins_with(SK, T)`; the key attributes name the table or the index.
+pub(super) fn parse_condition(
+    text: &str,
+    table: &Table,
+    indexes: &IndexMap<String, Index>,
+) -> Result<KeyCondition, String> {
+    let (head, rest) = match text.split_once(" AND ") {
+        Some((h, r)) => (h.trim(), Some(r.trim())),
+        None => (text.trim(), None),
+    };
+    let (pk_attr, pk_value) = head
+        .split_once(" = ")
+        .ok_or("a key condition starts `<partition key> = <template>`")?;
+    let pk_attr = pk_attr.trim();
+    let (index, sk_attr) = if pk_attr == table.partition_key {
+        (None, table.sort_key.clone())
+    } else if let Some(i) = indexes.values().find(|i| i.partition_key == pk_attr) {
+        (Some(i.name.clone()), i.sort_key.clone())
+    } else {
+        return Err(format!(
+            "`{pk_attr}` is the partition key of neither the table nor an index it declares"
+        ));
+    };
+    let partition = Template::parse(pk_value.trim())?;
+    let sort = match rest {
+        None => None,
+        Some(r) => Some(parse_sort(r, &sk_attr)?),
+    };
+    Ok(KeyCondition {
+        index,
+        partition,
+        sort,
+    })
+}
+
+fn parse_sort(text: &str, sk_attr: &str) -> Result<SortCondition, String> {
+    let named = |attr: &str| attr == sk_attr;
+    if let Some(inner) = text
+        .strip_prefix("begins_with(")
+        .and_then(|t| t.strip_suffix(')'))
+    {
+        let (attr, t) = inner
+            .split_once(',')
+            .ok_or("`begins_with(<sort key>, <template>)`")?;
+        if !named(attr.trim()) {
+            return Err(format!(
+                "`{}` is not the sort key of the index the partition key names",
+                attr.trim()
+            ));
+        }
+        return Ok(SortCondition::BeginsWith(Template::parse(t.trim())?));
+    }
+    let mut words = text.splitn(3, ' ');
+    let attr = words.next().unwrap_or("");
+    let op = words
+        .next()
+        .ok_or("a sort condition is `<sort key> <op> <template>`")?;
+    let value = words
+        .next()
+        .ok_or("a sort condition is `<sort key> <op> <template>`")?
+        .trim();
+    if !named(attr) {
+        return Err(format!(
+            "`{attr}` is not the sort key of the index the partition key names"
+        ));
+    }
+    let t = |s: &str| Template::parse(s.trim());
+    Ok(match op {
+        "=" => SortCondition::Eq(t(value)?),
+        "<" => SortCondition::Lt(t(value)?),
+        "<=" => SortCondition::Le(t(value)?),
+        ">" => SortCondition::Gt(t(value)?),
+        ">=" => SortCondition::Ge(t(value)?),
+        "BETWEEN" => {
+            let (a, b) = value
+                .split_once(" AND ")
+                .ok_or("`BETWEEN <template> AND <template>`")?;
+            SortCondition::Between(t(a)?, t(b)?)
+        }
+        other => {
+            return Err(format!(
+                "`{other}` is none of =, <, <=, >, >=, BETWEEN, begins_with"
+            ))
+        }
+    })
+}

@@ -1,0 +1,258 @@
+//! The chart file as written: TOML read through serde, every table in the file's order.
+//! Nothing here is checked beyond its shape; [`super::rules`] turns it into a
+//! [`super::Chart`] or refuses it.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+/// The only format this server reads.
+pub const FORMAT: u32 = 1;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    pub format: u32,
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub table: Table,
+    #[serde(default)]
+    pub indexes: IndexMap<String, Index>,
+    pub tenant: Option<Tenant>,
+    pub viewer: Option<Viewer>,
+    #[serde(default)]
+    pub kinds: IndexMap<String, Kind>,
+    #[serde(default)]
+    pub enums: IndexMap<String, Enum>,
+    #[serde(default)]
+    pub shapes: IndexMap<String, Shape>,
+    pub entities: IndexMap<String, Entity>,
+    #[serde(default)]
+    pub query: IndexMap<String, RootField>,
+    #[serde(default)]
+    pub patterns: IndexMap<String, Pattern>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Table {
+    pub name: String,
+    pub partition_key: String,
+    pub sort_key: String,
+    #[serde(default = "type_attribute")]
+    pub type_attribute: String,
+}
+
+fn type_attribute() -> String {
+    "Type".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Index {
+    pub partition_key: String,
+    pub sort_key: String,
+    pub projection: Projection,
+}
+
+/// `"ALL"`, `"KEYS_ONLY"`, or the list of attributes an INCLUDE projection carries.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Projection {
+    Named(String),
+    Include(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tenant {
+    /// The entity that is the tenant (an organization).
+    pub entity: String,
+    /// The attribute every other entity names its tenant by.
+    pub attribute: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Viewer {
+    /// The entity the token's subject names within its tenant.
+    pub entity: String,
+    /// Its key attribute that holds the subject.
+    pub subject: String,
+}
+
+/// An identifier kind of the chart's own: a regular expression every value must match
+/// whole, besides the rules every key value meets.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kind {
+    pub pattern: String,
+    pub max_length: usize,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Enum {
+    #[serde(default)]
+    pub description: Option<String>,
+    pub values: Vec<String>,
+}
+
+/// The fields of a complex attribute (a map with known keys).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shape {
+    #[serde(default)]
+    pub description: Option<String>,
+    pub attributes: IndexMap<String, Attribute>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entity {
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The primary key's templates: `[PK, SK]`.
+    pub key: [String; 2],
+    /// The templates of each index the entity joins: `{ GSI1 = [PK, SK] }`.
+    #[serde(default)]
+    pub indexes: IndexMap<String, [String; 2]>,
+    /// The attribute naming the tenant, where it is not the chart's `tenant.attribute`.
+    #[serde(default)]
+    pub tenant: Option<String>,
+    /// Whether the entity is a GraphQL type (markers and shards are not).
+    #[serde(default)]
+    pub graphql: Option<bool>,
+    /// Whether it is a `Node` (fetched back by global id); default: when it is a type.
+    #[serde(default)]
+    pub node: Option<bool>,
+    /// The attribute a root field's `id` argument also takes plainly (`ticketId`).
+    #[serde(default)]
+    pub plain_id: Option<String>,
+    /// Counter shards: the entity whose counters these items hold a share of.
+    #[serde(default)]
+    pub shards_of: Option<String>,
+    #[serde(default)]
+    pub shards: Option<u32>,
+    pub attributes: IndexMap<String, Attribute>,
+    #[serde(default)]
+    pub references: IndexMap<String, Reference>,
+    #[serde(default)]
+    pub connections: IndexMap<String, Connection>,
+    #[serde(default)]
+    pub lists: IndexMap<String, List>,
+}
+
+/// An attribute: a type name alone (`"slug"`, `"Plan"`, `"username?"` when optional), or
+/// the whole declaration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Attribute {
+    Short(String),
+    Full(AttributeSpec),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttributeSpec {
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// For `list` and `map`: the type of each element.
+    #[serde(default)]
+    pub of: Option<String>,
+    #[serde(default)]
+    pub optional: bool,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Whether it is a field of the GraphQL type (default true).
+    #[serde(default)]
+    pub graphql: Option<bool>,
+    #[serde(default)]
+    pub min: Option<i64>,
+    #[serde(default)]
+    pub max: Option<i64>,
+    #[serde(default)]
+    pub max_length: Option<usize>,
+    /// For `list` and `map`: the most elements the item may hold.
+    #[serde(default)]
+    pub max_items: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reference {
+    pub entity: String,
+    /// The referenced entity's key attributes, each from one of this entity's.
+    pub key: IndexMap<String, String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Connection {
+    pub pattern: u32,
+    /// Where `totalCount` comes from: a counter of the parent, or one per value of an
+    /// argument (`{ status = { OPEN = "ticketCountOpen", … } }`).
+    #[serde(default)]
+    pub total: Option<Total>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Total {
+    Counter(String),
+    ByArgument(IndexMap<String, IndexMap<String, String>>),
+}
+
+/// A list of children read whole (bounded by the writes that make them).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct List {
+    pub pattern: u32,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RootField {
+    pub entity: String,
+    pub pattern: u32,
+    /// `"key"` (default): the entity's key attributes as arguments; `"id"`: one `id`
+    /// argument, a global id or the entity's plain id.
+    #[serde(default)]
+    pub by: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pattern {
+    pub name: String,
+    pub request: String,
+    /// GetItem: the entity read by its key.
+    #[serde(default)]
+    pub entity: Option<String>,
+    /// GetItem of an entity with counter shards: the Query that reads it with them.
+    #[serde(default)]
+    pub with_shards: Option<String>,
+    /// Query: the key condition (`PK = ORG#{slug} AND SK >= ORG#{slug}`).
+    #[serde(default)]
+    pub key: Option<String>,
+    #[serde(default)]
+    pub forward: Option<bool>,
+    #[serde(default)]
+    pub parent: Option<String>,
+    #[serde(default)]
+    pub beside: Vec<String>,
+    #[serde(default)]
+    pub children: Option<String>,
+    /// The GraphQL field that uses it (`Organization.users`).
+    pub field: String,
+}

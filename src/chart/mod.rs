@@ -1,0 +1,274 @@
+//! The chart: a table design (the entity chart and its access-pattern table) read from a
+//! file and checked before anything is served. `docs/CHART.md` is the format and every rule.
+//!
+//! - [`format`]: the file as written (TOML through serde).
+//! - [`template`]: key templates (`ORG#{org}`, `LINE#{lineNo:03}`), rendered and compared
+//!   in DynamoDB's UTF-8 byte order.
+//! - [`types`]: attribute types and what each allows in a key.
+//! - [`rules`]: the checks that turn a file into a [`Chart`] or refuse it, each refusal
+//!   naming the entity, the pattern and the rule.
+//!
+//! [`builtin`] is the four-entity design, `charts/itemgraph.toml`, compiled in.
+
+mod condition;
+pub mod format;
+mod reach;
+mod rules;
+pub mod template;
+pub mod types;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use indexmap::IndexMap;
+
+pub use reach::Included;
+pub use rules::RULES;
+use template::Template;
+use types::Type;
+
+/// The built-in chart's text.
+pub const BUILTIN_SOURCE: &str = include_str!("../../charts/itemgraph.toml");
+/// Where the built-in chart lives in the repository.
+pub const BUILTIN_PATH: &str = "charts/itemgraph.toml";
+
+/// The built-in chart, read and checked once.
+pub fn builtin() -> Arc<Chart> {
+    static BUILTIN: OnceLock<Arc<Chart>> = OnceLock::new();
+    BUILTIN
+        .get_or_init(|| {
+            // The file is compiled in and held to every rule by the tests, so it cannot
+            // be refused here.
+            Arc::new(parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{BUILTIN_PATH}: {e}")))
+        })
+        .clone()
+}
+
+/// Reads and checks a chart file.
+pub fn load(path: &Path) -> Result<Chart, Refused> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Refused(vec![Refusal::new(
+            "format",
+            format!("cannot read {}: {e}", path.display()),
+        )])
+    })?;
+    parse(&text)
+}
+
+/// Parses and checks a chart's text.
+pub fn parse(text: &str) -> Result<Chart, Refused> {
+    let file: format::File = toml::from_str(text)
+        .map_err(|e| Refused(vec![Refusal::new("format", e.to_string().trim_end())]))?;
+    rules::check(file)
+}
+
+/// Why a chart is refused: every broken rule, each naming where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused(pub Vec<Refusal>);
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0.len();
+        write!(
+            f,
+            "the chart breaks {n} rule{}:",
+            if n == 1 { "" } else { "s" }
+        )?;
+        for r in &self.0 {
+            write!(f, "\n  {r}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// One broken rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub rule: &'static str,
+    pub entity: Option<String>,
+    pub pattern: Option<u32>,
+    pub message: String,
+}
+
+impl Refusal {
+    fn new(rule: &'static str, message: impl Into<String>) -> Self {
+        Refusal {
+            rule,
+            entity: None,
+            pattern: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(e) = &self.entity {
+            write!(f, "entity {e}: ")?;
+        }
+        if let Some(p) = self.pattern {
+            write!(f, "pattern {p}: ")?;
+        }
+        write!(f, "{} [{}]", self.message, self.rule)
+    }
+}
+
+/// A checked chart: every rule of [`RULES`] holds.
+#[derive(Debug)]
+pub struct Chart {
+    pub name: String,
+    pub description: Option<String>,
+    pub table: Table,
+    pub indexes: IndexMap<String, Index>,
+    pub tenant: Option<format::Tenant>,
+    pub viewer: Option<format::Viewer>,
+    pub enums: IndexMap<String, format::Enum>,
+    pub entities: IndexMap<String, Entity>,
+    pub query: IndexMap<String, format::RootField>,
+    pub patterns: IndexMap<u32, Pattern>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub name: String,
+    pub partition_key: String,
+    pub sort_key: String,
+    pub type_attribute: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Index {
+    pub name: String,
+    pub partition_key: String,
+    pub sort_key: String,
+    pub projection: Projection,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Projection {
+    All,
+    KeysOnly,
+    Include(Vec<String>),
+}
+
+/// A partition key and a sort key template.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    pub pk: Template,
+    pub sk: Template,
+}
+
+#[derive(Debug)]
+pub struct Entity {
+    pub name: String,
+    pub description: Option<String>,
+    pub key: Keys,
+    pub indexes: IndexMap<String, Keys>,
+    pub attributes: IndexMap<String, Attribute>,
+    /// The attribute naming its tenant.
+    pub tenant: Option<String>,
+    pub graphql: bool,
+    pub node: bool,
+    pub plain_id: Option<String>,
+    /// Counter shards: the entity they hold shares of the counters of, and how many.
+    pub shards_of: Option<(String, u32)>,
+    pub references: IndexMap<String, format::Reference>,
+    pub connections: IndexMap<String, format::Connection>,
+    pub lists: IndexMap<String, format::List>,
+    /// One of the server's own items (migrations, leases), declared by no chart.
+    pub system: bool,
+}
+
+impl Entity {
+    /// Its keys in `index` (`None`: the base table).
+    pub fn keys_in(&self, index: Option<&str>) -> Option<&Keys> {
+        match index {
+            None => Some(&self.key),
+            Some(i) => self.indexes.get(i),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Attribute {
+    pub ty: Type,
+    pub optional: bool,
+    pub description: Option<String>,
+    pub graphql: bool,
+}
+
+#[derive(Debug)]
+pub struct Pattern {
+    pub number: u32,
+    pub name: String,
+    pub request: Request,
+    pub field: String,
+}
+
+#[derive(Debug)]
+pub enum Request {
+    GetItem {
+        entity: String,
+        with_shards: Option<KeyCondition>,
+    },
+    Query {
+        condition: KeyCondition,
+        forward: bool,
+        parent: Option<String>,
+        beside: Vec<String>,
+        children: String,
+        /// What later pages query: `begins_with` of the children's sort-key prefix.
+        children_prefix: Template,
+    },
+    BatchGetItem,
+}
+
+/// A Query's key condition: the partition, and perhaps a condition on the sort key.
+#[derive(Debug, Clone)]
+pub struct KeyCondition {
+    /// `None`: the base table.
+    pub index: Option<String>,
+    pub partition: Template,
+    pub sort: Option<SortCondition>,
+}
+
+#[derive(Debug, Clone)]
+pub enum SortCondition {
+    Eq(Template),
+    Lt(Template),
+    Le(Template),
+    Gt(Template),
+    Ge(Template),
+    Between(Template, Template),
+    BeginsWith(Template),
+}
+
+impl Chart {
+    /// The table's schema as CreateTable is told of it and as both engines read items.
+    pub fn table_schema(&self) -> crate::store::TableSchema {
+        crate::store::TableSchema {
+            pk: self.table.partition_key.clone(),
+            sk: self.table.sort_key.clone(),
+            indexes: self
+                .indexes
+                .values()
+                .map(|i| crate::store::IndexSchema {
+                    name: i.name.clone(),
+                    pk: i.partition_key.clone(),
+                    sk: i.sort_key.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The entities the chart declares, without the server's own.
+    pub fn declared(&self) -> impl Iterator<Item = &Entity> {
+        self.entities.values().filter(|e| !e.system)
+    }
+}

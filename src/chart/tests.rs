@@ -1,0 +1,513 @@
+//! The built-in chart holds every rule and spells the keys `src/keys/` spells; a chart that
+//! breaks each rule is refused, naming the rule, the entity and the pattern.
+
+use proptest::prelude::*;
+
+use super::template::{Template, Unrendered, Value};
+use super::*;
+use crate::keys::{
+    self, ClientToken, Email, Id, LineNo, OrderKey, OrderLineKey, OrderTokenKey, OrgKey, Slug,
+    TicketKey, UserEmailKey, UserKey, Username,
+};
+use crate::model::TicketStatus;
+use crate::store::{IndexKey, PrimaryKey};
+
+fn render(t: &Template, vars: &[(&str, Value)]) -> String {
+    t.render(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone()))
+        .unwrap_or_else(|e| panic!("{t}: {e}"))
+}
+
+fn text(s: impl ToString) -> Value {
+    Value::Text(s.to_string())
+}
+
+/// Renders an entity's keys: the primary key and, for `index`, its index key.
+fn keys_of(
+    chart: &Chart,
+    entity: &str,
+    vars: &[(&str, Value)],
+) -> (PrimaryKey, Vec<(String, IndexKey)>) {
+    let e = &chart.entities[entity];
+    let primary = PrimaryKey::new(render(&e.key.pk, vars), render(&e.key.sk, vars));
+    let indexes = e
+        .indexes
+        .iter()
+        .map(|(i, k)| {
+            (
+                i.clone(),
+                IndexKey {
+                    pk: render(&k.pk, vars),
+                    sk: render(&k.sk, vars),
+                },
+            )
+        })
+        .collect();
+    (primary, indexes)
+}
+
+fn item_keys(chart: &Chart, entity: &str, vars: &[(&str, Value)]) -> keys::ItemKeys {
+    let (primary, indexes) = keys_of(chart, entity, vars);
+    let find = |name: &str| {
+        indexes
+            .iter()
+            .find(|(i, _)| i == name)
+            .map(|(_, k)| k.clone())
+    };
+    keys::ItemKeys {
+        primary,
+        gsi1: find(keys::GSI1),
+        gsi2: find(keys::GSI2),
+    }
+}
+
+#[test]
+fn the_builtin_chart_holds_every_rule() {
+    let chart = parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(chart.name, "itemgraph");
+    assert_eq!(chart.patterns.len(), 9);
+    let declared: Vec<&str> = chart.declared().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        declared,
+        [
+            "Organization",
+            "CounterShard",
+            "User",
+            "UserEmail",
+            "Ticket",
+            "Order",
+            "OrderLine",
+            "OrderToken"
+        ]
+    );
+    // The file in the repository is the one compiled in.
+    let on_disk = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(BUILTIN_PATH),
+    )
+    .unwrap();
+    assert_eq!(on_disk, BUILTIN_SOURCE);
+}
+
+#[test]
+fn the_builtin_chart_is_the_table_the_server_creates() {
+    assert_eq!(builtin().table_schema(), keys::table_schema());
+    assert_eq!(builtin().table.name, "itemgraph");
+}
+
+fn statuses() -> impl Strategy<Value = TicketStatus> {
+    prop_oneof![
+        Just(TicketStatus::Open),
+        Just(TicketStatus::Pending),
+        Just(TicketStatus::Solved),
+        Just(TicketStatus::Closed),
+    ]
+}
+
+proptest! {
+    /// Every entity's keys, rendered from the chart, are the keys `src/keys/` builds.
+    #[test]
+    fn the_builtin_chart_spells_the_keys_of_src_keys(
+        org in "[a-z0-9][a-z0-9-]{0,39}",
+        username in "[a-z0-9][a-z0-9-]{0,39}",
+        email in "[a-z0-9.]{1,20}@[a-z0-9.]{1,20}",
+        ticket in any::<u128>(),
+        order in any::<u128>(),
+        line in 1u16..=999,
+        shard in 0u32..32,
+        token in "[A-Za-z0-9_-]{1,64}",
+        status in statuses(),
+    ) {
+        let chart = builtin();
+        let slug = Slug::parse(&org).unwrap();
+        let user = Username::parse(&username).unwrap();
+        let email = Email::parse(&email).unwrap();
+        let ticket_id = Id::parse(&ulid::Ulid(ticket).to_string()).unwrap();
+        let order_id = Id::parse(&ulid::Ulid(order).to_string()).unwrap();
+        let line_no = LineNo::new(line).unwrap();
+        let token = ClientToken::parse(&token).unwrap();
+
+        prop_assert_eq!(item_keys(&chart, "Organization", &[("slug", text(&slug))]), OrgKey::new(&slug).item_keys());
+        prop_assert_eq!(
+            keys_of(&chart, "CounterShard", &[("org", text(&slug)), ("shard", Value::Int(shard.into()))]).0,
+            OrgKey::new(&slug).counter_shard(shard)
+        );
+        prop_assert_eq!(
+            item_keys(&chart, "User", &[("org", text(&slug)), ("username", text(&user))]),
+            UserKey::new(&slug, &user).item_keys()
+        );
+        prop_assert_eq!(
+            item_keys(&chart, "UserEmail", &[("org", text(&slug)), ("email", text(&email))]),
+            UserEmailKey::new(&slug, &email).item_keys()
+        );
+        prop_assert_eq!(
+            item_keys(&chart, "Ticket", &[
+                ("ticketId", text(ticket_id)), ("org", text(&slug)),
+                ("requester", text(&user)), ("status", text(keys::StatusName::status_name(status))),
+            ]),
+            TicketKey::new(ticket_id).item_keys(&slug, &user, status)
+        );
+        prop_assert_eq!(
+            item_keys(&chart, "Order", &[("org", text(&slug)), ("orderId", text(order_id))]),
+            OrderKey::new(&slug, order_id).item_keys()
+        );
+        prop_assert_eq!(
+            item_keys(&chart, "OrderLine", &[("orderId", text(order_id)), ("lineNo", Value::Int(line.into()))]),
+            OrderLineKey::new(order_id, line_no).item_keys()
+        );
+        prop_assert_eq!(
+            item_keys(&chart, "OrderToken", &[("org", text(&slug)), ("token", text(&token))]),
+            OrderTokenKey::new(&slug, &token).item_keys()
+        );
+        let migration = keys::MigrationKey::new(shard);
+        prop_assert_eq!(
+            keys_of(&chart, "MigrationSegment", &[("version", Value::Int(shard.into())), ("segment", Value::Int(line.into()))]).0,
+            migration.segment(line.into())
+        );
+    }
+
+    /// Each pattern's key condition, rendered, is the one `src/collections/` queries.
+    #[test]
+    fn the_builtin_patterns_query_what_src_collections_queries(
+        org in "[a-z0-9][a-z0-9-]{0,39}",
+        username in "[a-z0-9][a-z0-9-]{0,39}",
+        order in any::<u128>(),
+        status in statuses(),
+    ) {
+        let chart = builtin();
+        let slug = Slug::parse(&org).unwrap();
+        let user = Username::parse(&username).unwrap();
+        let order_id = Id::parse(&ulid::Ulid(order).to_string()).unwrap();
+        let o = OrgKey::new(&slug);
+        let u = UserKey::new(&slug, &user);
+        let vars = [
+            ("slug", text(&slug)), ("org", text(&slug)), ("username", text(&user)),
+            ("orderId", text(order_id)), ("status", text(keys::StatusName::status_name(status))),
+        ];
+        let query = |n: u32| match &chart.patterns[&n].request {
+            Request::Query { condition, children_prefix, .. } => (condition.clone(), children_prefix.clone()),
+            other => panic!("pattern {n} is {other:?}"),
+        };
+        let sort = |c: &KeyCondition| match c.sort.as_ref().unwrap() {
+            SortCondition::Ge(t) => (">=", render(t, &vars)),
+            SortCondition::Le(t) => ("<=", render(t, &vars)),
+            SortCondition::BeginsWith(t) => ("begins_with", render(t, &vars)),
+            other => panic!("{other:?}"),
+        };
+        let (c, later) = query(2);
+        prop_assert_eq!(render(&c.partition, &vars), o.partition());
+        prop_assert_eq!(sort(&c), (">=", o.boundary()));
+        prop_assert_eq!(later.source(), o.users_prefix());
+        let (c, later) = query(3);
+        prop_assert_eq!(sort(&c), ("<=", o.counters_top()));
+        prop_assert_eq!(later.source(), o.orders_prefix());
+        let (c, later) = query(4);
+        prop_assert_eq!(c.index.as_deref(), Some(keys::GSI1));
+        prop_assert_eq!(render(&c.partition, &vars), u.tickets_partition());
+        prop_assert_eq!(sort(&c), ("<=", u.tickets_boundary()));
+        prop_assert_eq!(later.source(), u.tickets_prefix());
+        let (c, later) = query(6);
+        prop_assert_eq!(c.index.as_deref(), Some(keys::GSI2));
+        prop_assert_eq!(render(&c.partition, &vars), o.status_queue(status));
+        prop_assert_eq!(sort(&c), ("begins_with", TicketKey::prefix().to_owned()));
+        prop_assert_eq!(later.source(), TicketKey::prefix());
+        let (c, later) = query(7);
+        prop_assert_eq!(render(&c.partition, &vars), OrderKey::lines_partition_of(order_id));
+        prop_assert_eq!(sort(&c), (">=", OrderKey::lines_boundary_of(order_id)));
+        prop_assert_eq!(later.source(), OrderKey::lines_prefix());
+        let Request::GetItem { with_shards: Some(c), .. } = &chart.patterns[&1].request else {
+            panic!("pattern 1 reads the organization with its shards")
+        };
+        let Some(SortCondition::Between(a, b)) = &c.sort else { panic!("{c:?}") };
+        prop_assert_eq!((render(a, &vars), render(b, &vars)), (o.boundary(), o.counters_top()));
+    }
+}
+
+#[test]
+fn templates_render_widths_and_stop_at_a_missing_level() {
+    let t = Template::parse("ORDER#{orderId}#LINE#{lineNo:03}").unwrap();
+    assert_eq!(
+        render(&t, &[("orderId", text("X")), ("lineNo", Value::Int(7))]),
+        "ORDER#X#LINE#007"
+    );
+    let t = Template::parse("STORE#{country}#{state?}#{city?}#").unwrap();
+    let r = |vars: &[(&str, Value)]| {
+        t.render(|n| vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone()))
+    };
+    assert_eq!(r(&[("country", text("US"))]).unwrap(), "STORE#US#");
+    assert_eq!(
+        r(&[("country", text("US")), ("state", text("WA"))]).unwrap(),
+        "STORE#US#WA#"
+    );
+    assert_eq!(
+        r(&[("country", text("US")), ("city", text("SEATTLE"))]),
+        Err(Unrendered::LevelSkipped {
+            given: "city".into(),
+            missing: "state".into()
+        })
+    );
+    assert_eq!(r(&[]), Err(Unrendered::Missing("country".into())));
+    for bad in [
+        "ORG#{org}{user}",
+        "ORG#{org",
+        "ORG#}",
+        "A{x}B",
+        "{lineNo:3}",
+        "{1x}",
+        "",
+    ] {
+        assert!(Template::parse(bad).is_err(), "{bad}");
+    }
+}
+
+/// The built-in chart with `from` replaced by `to` (which must be there).
+fn broken(from: &str, to: &str) -> Refused {
+    assert!(BUILTIN_SOURCE.contains(from), "{from}");
+    match parse(&BUILTIN_SOURCE.replace(from, to)) {
+        Ok(_) => panic!("a chart with `{to}` for `{from}` is served"),
+        Err(r) => r,
+    }
+}
+
+/// The refusal names `rule`, with `entity` and `pattern` where given.
+#[track_caller]
+fn refuses(r: &Refused, rule: &str, entity: Option<&str>, pattern: Option<u32>, says: &str) {
+    let found = r.0.iter().any(|x| {
+        x.rule == rule
+            && entity.is_none_or(|e| x.entity.as_deref() == Some(e))
+            && pattern.is_none_or(|p| x.pattern == Some(p))
+            && x.message.contains(says)
+    });
+    assert!(
+        found,
+        "no [{rule}] {entity:?} {pattern:?} `{says}` in:\n{r}"
+    );
+}
+
+#[test]
+fn a_chart_that_is_not_of_the_format_is_refused() {
+    let r = broken("format = 1", "format = 2");
+    refuses(&r, "format", None, None, "format 2");
+    let r = broken("forward = true\nparent", "forwards = true\nparent");
+    refuses(&r, "format", None, None, "unknown field `forwards`");
+    let r = broken("[patterns.9]", "[patterns.nine]");
+    refuses(&r, "format", None, None, "numbered");
+}
+
+#[test]
+fn a_name_graphql_cannot_take_is_refused() {
+    let r = broken("\"SOLVED\"", "\"solved-ok\"");
+    refuses(&r, "names", None, None, "solved-ok");
+    let r = broken("entities.OrderToken", "entities.Migration");
+    refuses(&r, "names", None, None, "server's own items");
+    let r = broken("plan = \"Plan\"", "plan = \"Plan\"\nGSI1PK = \"string\"");
+    refuses(&r, "names", Some("Organization"), None, "key attribute");
+    let r = broken(
+        "[entities.Ticket.references]\n",
+        "[entities.Ticket.references]\ntitle = { entity = \"Organization\", key = { slug = \"org\" } }\n",
+    );
+    refuses(
+        &r,
+        "names",
+        Some("Ticket"),
+        None,
+        "two fields are named `title`",
+    );
+}
+
+#[test]
+fn an_unknown_type_is_refused() {
+    let r = broken("title = { type = \"string\"", "title = { type = \"strnig\"");
+    refuses(&r, "types", Some("Ticket"), None, "`strnig` is no type");
+}
+
+#[test]
+fn a_key_value_that_could_forge_a_key_is_refused() {
+    // A free string could hold `#`.
+    let r = broken(
+        "key = [\"ORG#{org}\", \"USER#{username}\"]",
+        "key = [\"ORG#{org}\", \"USER#{name}\"]",
+    );
+    refuses(&r, "key-values", Some("User"), None, "free string");
+    // An integer without a width sorts 10 before 9.
+    let r = broken("LINE#{lineNo:03}\"]\nnode", "LINE#{lineNo}\"]\nnode");
+    refuses(&r, "key-values", Some("OrderLine"), None, "needs a width");
+    // A width too narrow for the values.
+    let r = broken("#COUNT#{shard:02}", "#COUNT#{shard:01}");
+    refuses(
+        &r,
+        "key-values",
+        Some("CounterShard"),
+        None,
+        "does not fit in 1 digits",
+    );
+    // A primary key needs every part.
+    let r = broken(
+        "[\"ORG#{org}\", \"#ORDER#{orderId}\"]",
+        "[\"ORG#{org}\", \"#ORDER#{orderId}#{currency}\"]",
+    );
+    refuses(&r, "key-values", Some("Order"), None, "`{currency}`");
+    let r = broken(
+        "key = [\"TICKET#{ticketId}\"",
+        "key = [\"TICKET#{assignee}\"",
+    );
+    refuses(&r, "key-values", Some("Ticket"), None, "optional");
+    let r = broken("key = [\"TICKET#{ticketId}\"", "key = [\"TICKET#{nobody}\"");
+    refuses(&r, "key-values", Some("Ticket"), None, "names no attribute");
+}
+
+#[test]
+fn two_entities_whose_keys_can_be_equal_are_refused() {
+    // A marker that lands on the user's own key.
+    let r = broken(
+        "key = [\"EMAIL#{org}#{email}\", \"EMAIL#{org}#{email}\"]",
+        "key = [\"ORG#{org}\", \"USER#{username}\"]",
+    );
+    refuses(&r, "keys-distinct", Some("User"), None, "UserEmail");
+    // One of the server's own items.
+    let r = broken(
+        "key = [\"ORDERTOKEN#{org}#{token}\", \"ORDERTOKEN#{org}#{token}\"]",
+        "key = [\"LEASE#{token}\", \"LEASE#{token}\"]",
+    );
+    refuses(&r, "keys-distinct", Some("OrderToken"), None, "Lease");
+}
+
+#[test]
+fn an_index_the_chart_does_not_declare_or_project_is_refused() {
+    let r = broken("indexes.GSI2 = [", "indexes.GSI3 = [");
+    refuses(&r, "indexes", Some("Ticket"), None, "GSI3");
+    let r = broken("key = \"GSI2PK = ", "key = \"GSI3PK = ");
+    refuses(&r, "indexes", None, Some(6), "GSI3PK");
+    let r = broken(
+        "partition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = \"ALL\"",
+        "partition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = \"KEYS_ONLY\"",
+    );
+    refuses(&r, "indexes", None, Some(4), "does not project `title`");
+    let r = broken(
+        "partition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = \"ALL\"",
+        "partition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = [\"title\"]",
+    );
+    refuses(&r, "indexes", None, Some(4), "does not project `body`");
+}
+
+#[test]
+fn a_pattern_that_is_not_one_request_for_what_it_declares_is_refused() {
+    // From `#` the Query also reads the organization's orders.
+    let r = broken("SK >= ORG#{slug}\"", "SK >= #\"");
+    refuses(&r, "one-request", None, Some(2), "also return Order");
+    // Orders whose sort key starts like the users': a later page of users reads them too.
+    let r = broken(
+        "key = [\"ORG#{org}\", \"#ORDER#{orderId}\"]",
+        "key = [\"ORG#{org}\", \"USER#ORDER#{orderId}\"]",
+    );
+    refuses(&r, "one-request", None, Some(2), "later page");
+    // Items read beside the parent that are not its counter shards.
+    let r = broken(
+        "beside = [\"CounterShard\"]\nchildren = \"User\"",
+        "beside = [\"Order\"]\nchildren = \"User\"",
+    );
+    refuses(&r, "one-request", None, Some(2), "counter shards");
+    // A request this server does not make.
+    let r = broken(
+        "request = \"BatchGetItem\"\nfield = \"Query.nodes\"",
+        "request = \"Scan\"\nfield = \"Query.nodes\"",
+    );
+    refuses(&r, "one-request", None, Some(8), "`Scan`");
+}
+
+#[test]
+fn a_parent_that_is_not_at_the_edge_of_its_children_is_refused() {
+    // Read forward from the bottom, the user's tickets come before the user.
+    let r = broken(
+        "GSI1SK <= USER#{username}\"\nforward = false",
+        "GSI1SK <= USER#{username}\"\nforward = true",
+    );
+    refuses(
+        &r,
+        "parent-at-edge",
+        None,
+        Some(4),
+        "does not sort below every Ticket",
+    );
+    // A condition that starts above the parent never reads it.
+    let r = broken("SK >= ORG#{slug}\"", "SK > ORG#{slug}#COUNT#~\"");
+    refuses(
+        &r,
+        "parent-at-edge",
+        None,
+        Some(2),
+        "cannot return Organization",
+    );
+}
+
+#[test]
+fn an_entity_that_does_not_name_its_tenant_is_refused() {
+    // A node of no tenant: any token could read it by its id.
+    let r = broken(
+        "# --- the root fields",
+        "[entities.Notice]\nkey = [\"NOTICE#{noticeId}\", \"NOTICE#{noticeId}\"]\n\
+         [entities.Notice.attributes]\nnoticeId = \"ulid\"\n\n# --- the root fields",
+    );
+    refuses(&r, "tenant", Some("Notice"), None, "holds no `org`");
+    let r = broken("subject = \"username\"", "subject = \"email\"");
+    refuses(&r, "tenant", Some("User"), None, "`username`");
+}
+
+#[test]
+fn a_reference_without_its_whole_key_is_refused() {
+    let r = broken(
+        "key = { org = \"org\", username = \"requester\" }",
+        "key = { username = \"requester\" }",
+    );
+    refuses(&r, "references", Some("Ticket"), None, "needs `org`");
+    let r = broken(
+        "key = { org = \"org\", username = \"requester\" }",
+        "key = { org = \"org\", username = \"title\" }",
+    );
+    refuses(
+        &r,
+        "references",
+        Some("Ticket"),
+        None,
+        "`title` is a string",
+    );
+}
+
+#[test]
+fn a_field_on_a_pattern_that_does_not_serve_it_is_refused() {
+    let r = broken(
+        "users = { pattern = 2, total = \"userCount\"",
+        "users = { pattern = 4, total = \"userCount\"",
+    );
+    refuses(
+        &r,
+        "fields",
+        Some("Organization"),
+        None,
+        "whose parent is User",
+    );
+    let r = broken(
+        "users = { pattern = 2, total = \"userCount\"",
+        "users = { pattern = 2, total = \"name\"",
+    );
+    refuses(&r, "fields", Some("Organization"), None, "no counter");
+    let r = broken("lines = { pattern = 7", "lines = { pattern = 70");
+    refuses(&r, "fields", Some("Order"), None, "pattern 70");
+    let r = broken(
+        "entity = \"Ticket\"\npattern = 5",
+        "entity = \"Ticket\"\npattern = 1",
+    );
+    refuses(&r, "fields", None, None, "does not read a Ticket");
+}
+
+#[test]
+fn every_rule_a_refusal_names_is_documented() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CHART.md"),
+    )
+    .unwrap();
+    for (rule, _) in RULES {
+        assert!(
+            doc.contains(&format!("`{rule}`")),
+            "docs/CHART.md does not name rule `{rule}`"
+        );
+    }
+}
