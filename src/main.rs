@@ -9,7 +9,7 @@ use clap::Parser;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-use itemgraph::config::{ChartCommand, Cli, Command, SeedMode, StoreArgs, StoreKind};
+use itemgraph::config::{ChartCommand, Cli, Command, MigrateArgs, SeedMode, StoreArgs, StoreKind};
 use itemgraph::demo::Seeded;
 use itemgraph::{check, demo, graphql, http};
 
@@ -45,9 +45,9 @@ fn main() -> anyhow::Result<()> {
 
 async fn run() -> anyhow::Result<()> {
     let command = Cli::parse().into_command();
-    if let Command::Schema = command {
+    if let Command::Schema(args) = &command {
         // Before logging starts: stdout carries the SDL and nothing else.
-        return print_schema();
+        return print_schema(args.chart.as_deref());
     }
     if let Command::Chart(ChartCommand::Check { file }) = &command {
         // No log: stdout carries the verdict, stderr the refusals.
@@ -78,7 +78,22 @@ async fn run() -> anyhow::Result<()> {
             options.connections.max_connections =
                 http::fit_to_open_files(options.connections.max_connections);
             let state = args.app_state(options).await?;
-            if args.seed_mode() == SeedMode::Demo {
+            let builtin =
+                std::sync::Arc::ptr_eq(&args.store.load_chart()?, &itemgraph::chart::builtin());
+            if args.seed_mode() == SeedMode::Demo && !builtin {
+                // Another chart's demo data is its samples.
+                let chart = args.store.load_chart()?;
+                let store = state.store();
+                store.create_table().await.context("creating the table")?;
+                let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
+                    .await
+                    .context("seeding the chart's samples")?;
+                tracing::info!(
+                    written,
+                    of = chart.samples.len(),
+                    "the chart's samples loaded"
+                );
+            } else if args.seed_mode() == SeedMode::Demo {
                 match demo::seed_if_absent(state.store().as_ref(), false)
                     .await
                     .context("seeding the demo data")?
@@ -149,6 +164,24 @@ async fn run() -> anyhow::Result<()> {
             let created = store.create_table().await.context("creating the table")?;
             tracing::info!(store = %args.describe(), created, "table ready");
         }
+        Command::Seed(args) if !builtin_chart(&args.store)? => {
+            // Another chart's demo data is its samples.
+            let chart = args.store.load_chart()?;
+            let store = args.store.open().await?;
+            store.create_table().await.context("creating the table")?;
+            let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
+                .await
+                .context("seeding the chart's samples")?;
+            tracing::info!(store = %args.store.describe(), written, of = chart.samples.len(), "the chart's samples loaded (none overwritten)");
+        }
+        Command::Check(args) | Command::Migrate(MigrateArgs { store: args, .. })
+            if !builtin_chart(&args)? =>
+        {
+            anyhow::bail!(
+                "check and migrate know the built-in chart's invariants and migrations only: a \
+                 chart's own come with writes served from charts"
+            )
+        }
         Command::Seed(args) => {
             let store = args.store.open().await?;
             let store = store.as_ref();
@@ -203,7 +236,7 @@ async fn run() -> anyhow::Result<()> {
                 }
             );
         }
-        Command::Schema | Command::Token(_) | Command::Health(_) | Command::Chart(_) => {
+        Command::Schema(_) | Command::Token(_) | Command::Health(_) | Command::Chart(_) => {
             unreachable!("handled before logging starts")
         }
     }
@@ -212,6 +245,14 @@ async fn run() -> anyhow::Result<()> {
 
 /// `itemgraph check`: one line per violation on stdout, then the summary line. Any
 /// violation is an error, so the process exits 1.
+/// Whether the store's chart is the built-in one (`--chart` absent, or a file holding it).
+fn builtin_chart(args: &StoreArgs) -> anyhow::Result<bool> {
+    Ok(std::sync::Arc::ptr_eq(
+        &args.load_chart()?,
+        &itemgraph::chart::builtin(),
+    ))
+}
+
 async fn run_check(args: &StoreArgs) -> anyhow::Result<()> {
     let store = args.open().await?;
     let report = check::check(store.as_ref())
@@ -259,10 +300,16 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
         }
         (None, None) => Access::Unrestricted,
     };
+    let chart = itemgraph::config::load_chart(args.chart.as_deref())?;
+    let builtin = Arc::ptr_eq(&chart, &itemgraph::chart::builtin());
+    let table = args
+        .table
+        .clone()
+        .unwrap_or_else(|| chart.table.name.clone());
     let store: Arc<dyn Store> = match args.store {
         StoreKind::Embedded => Arc::new(itemgraph::store::embedded::EmbeddedStore::in_memory(
-            &args.table,
-            itemgraph::keys::table_schema(),
+            &table,
+            chart.table_schema(),
         )?),
         StoreKind::DynamoDb => {
             // Operations may be mutations: only a table named by an explicit endpoint
@@ -272,16 +319,12 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
                 "snapshot --store dynamodb runs its operations' mutations: give --endpoint (e.g. DynamoDB Local)"
             );
             let opts = itemgraph::store::dynamo::DynamoOptions {
-                table: args.table.clone(),
+                table: table.clone(),
                 endpoint: args.endpoint.clone(),
                 ..Default::default()
             };
             Arc::new(
-                itemgraph::store::dynamo::DynamoStore::connect(
-                    opts,
-                    itemgraph::keys::table_schema(),
-                )
-                .await,
+                itemgraph::store::dynamo::DynamoStore::connect(opts, chart.table_schema()).await,
             )
         }
     };
@@ -291,12 +334,27 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
     anyhow::ensure!(
         empty || args.fixture.is_none(),
         "--fixture needs an empty table; {} holds items",
-        args.table
+        table
     );
+    anyhow::ensure!(
+        builtin || args.fixture.is_none(),
+        "--fixture loads the built-in chart's items or runs its mutations: another chart's data is its samples"
+    );
+    let schema = if builtin {
+        graphql::schema()
+    } else {
+        graphql::chart_schema(chart.clone(), &graphql::Limits::default())
+            .map_err(|e| anyhow::anyhow!("the chart's schema: {}", e.0))?
+    };
     if empty {
         match &args.fixture {
             Some(fixture) => {
                 itemgraph::snapshot::load_fixture(store.clone(), fixture).await?;
+            }
+            None if !builtin => {
+                itemgraph::chart::samples::seed(store.as_ref(), &chart)
+                    .await
+                    .context("seeding the chart's samples")?;
             }
             None => {
                 itemgraph::demo::seed_demo(store.as_ref())
@@ -306,7 +364,8 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
         }
     }
     let started = std::time::Instant::now();
-    let report = itemgraph::snapshot::run(store, &access, &ops, args.update, started_ms).await?;
+    let report =
+        itemgraph::snapshot::run(&schema, store, &access, &ops, args.update, started_ms).await?;
     let mut out = std::io::stdout().lock();
     for line in &report.lines {
         writeln!(out, "{line}")?;
@@ -323,8 +382,6 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
     Ok(())
 }
 
-/// `itemgraph schema`: the SDL, byte for byte what `schema.graphql` holds. A closed pipe
-/// (`itemgraph schema | head`) is not an error.
 /// `itemgraph chart check [FILE]`: the start-up check of a chart, on its own.
 fn check_chart(file: Option<&std::path::Path>) -> anyhow::Result<()> {
     let (shown, checked) = match file {
@@ -352,12 +409,26 @@ fn check_chart(file: Option<&std::path::Path>) -> anyhow::Result<()> {
     }
 }
 
-fn print_schema() -> anyhow::Result<()> {
+/// `itemgraph schema`: the SDL, byte for byte what `schema.graphql` holds (with `--chart`,
+/// that chart's API). A closed pipe (`itemgraph schema | head`) is not an error.
+fn print_schema(chart: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let sdl = match chart {
+        None => graphql::sdl(),
+        Some(path) => {
+            let chart = itemgraph::config::load_chart(Some(path))?;
+            if std::sync::Arc::ptr_eq(&chart, &itemgraph::chart::builtin()) {
+                graphql::sdl()
+            } else {
+                graphql::chart_schema(chart, &graphql::Limits::default())
+                    .map_err(|e| {
+                        anyhow::anyhow!("{}: the chart's schema: {}", path.display(), e.0)
+                    })?
+                    .sdl()
+            }
+        }
+    };
     let mut out = std::io::stdout().lock();
-    match out
-        .write_all(graphql::sdl().as_bytes())
-        .and_then(|()| out.flush())
-    {
+    match out.write_all(sdl.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(e).context("writing the schema to stdout")
         }

@@ -530,10 +530,12 @@ pub struct Report {
     pub failed: usize,
 }
 
-/// Runs every operation in order against `store` (holding the data already) as `access`.
+/// Runs every operation in order against `schema` over `store` (holding the data already)
+/// as `access`.
 /// Ids and times from `started_ms` on (taken before the data was loaded, so a setup
 /// fixture's are included) are made stable.
 pub async fn run(
+    schema: &graphql::ItemgraphSchema,
     store: Arc<dyn Store>,
     access: &Access,
     ops: &[Operation],
@@ -541,9 +543,8 @@ pub async fn run(
     started_ms: u64,
 ) -> anyhow::Result<Report> {
     let mut report = Report::default();
-    let schema = graphql::schema();
     for op in ops {
-        let (body, count, requests) = run_one(&schema, store.clone(), access, op, started_ms).await;
+        let (body, count, requests) = run_one(schema, store.clone(), access, op, started_ms).await;
         let line = match settle(op, &body, count, &requests, update)? {
             Outcome::Same => format!("ok       {} ({count} requests)", op.name),
             Outcome::New => format!(

@@ -31,6 +31,9 @@ pub struct File {
     pub query: IndexMap<String, RootField>,
     #[serde(default)]
     pub patterns: IndexMap<String, Pattern>,
+    /// Sample items, by entity: what `serve --seed demo` loads into an empty table.
+    #[serde(default)]
+    pub samples: IndexMap<String, Vec<toml::Table>>,
 }
 
 #[derive(Debug, Deserialize)]

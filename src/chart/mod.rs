@@ -14,6 +14,7 @@ mod condition;
 pub mod format;
 mod reach;
 mod rules;
+pub mod samples;
 pub mod template;
 pub mod types;
 
@@ -129,9 +130,13 @@ pub struct Chart {
     pub tenant: Option<format::Tenant>,
     pub viewer: Option<format::Viewer>,
     pub enums: IndexMap<String, format::Enum>,
+    /// The fields of each complex attribute's shape.
+    pub shapes: IndexMap<String, IndexMap<String, Attribute>>,
     pub entities: IndexMap<String, Entity>,
     pub query: IndexMap<String, format::RootField>,
     pub patterns: IndexMap<u32, Pattern>,
+    /// The sample items, as stored.
+    pub samples: Vec<crate::store::Item>,
 }
 
 #[derive(Debug, Clone)]
@@ -238,6 +243,26 @@ pub struct KeyCondition {
     pub sort: Option<SortCondition>,
 }
 
+impl KeyCondition {
+    /// Its templates: the partition's, then the sort condition's.
+    pub fn templates(&self) -> Vec<&Template> {
+        let mut out = vec![&self.partition];
+        match &self.sort {
+            None => {}
+            Some(SortCondition::Between(a, b)) => out.extend([a, b]),
+            Some(
+                SortCondition::Eq(t)
+                | SortCondition::Lt(t)
+                | SortCondition::Le(t)
+                | SortCondition::Gt(t)
+                | SortCondition::Ge(t)
+                | SortCondition::BeginsWith(t),
+            ) => out.push(t),
+        }
+        out
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum SortCondition {
     Eq(Template),
@@ -265,6 +290,12 @@ impl Chart {
                 })
                 .collect(),
         }
+    }
+
+    /// The type of a key condition's variable: the attribute it meets in an entity the
+    /// condition reads.
+    pub fn var_type(&self, cond: &KeyCondition, var: &str) -> Option<Type> {
+        reach::var_type(cond, &self.entities, var)
     }
 
     /// The entities the chart declares, without the server's own.

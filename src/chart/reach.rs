@@ -35,28 +35,10 @@ pub(super) fn entity_binder<'a>(
 /// The variables of a key condition, each once.
 pub(super) fn condition_vars(cond: &KeyCondition) -> Vec<Var> {
     let mut out: Vec<Var> = Vec::new();
-    let mut add = |t: &Template| {
-        for v in t.vars() {
-            if !out.iter().any(|o| o.name == v.name) {
-                out.push(v.clone());
-            }
+    for v in cond.templates().into_iter().flat_map(|t| t.vars()) {
+        if !out.iter().any(|o| o.name == v.name) {
+            out.push(v.clone());
         }
-    };
-    add(&cond.partition);
-    match &cond.sort {
-        None => {}
-        Some(SortCondition::Between(a, b)) => {
-            add(a);
-            add(b);
-        }
-        Some(
-            SortCondition::Eq(t)
-            | SortCondition::Lt(t)
-            | SortCondition::Le(t)
-            | SortCondition::Gt(t)
-            | SortCondition::Ge(t)
-            | SortCondition::BeginsWith(t),
-        ) => add(t),
     }
     out
 }

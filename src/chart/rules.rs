@@ -34,6 +34,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("tenant", "every entity holds the tenant, so isolation follows from the chart"),
     ("references", "every reference names an entity and all of its key"),
     ("fields", "every field that uses a pattern uses one that returns what it serves"),
+    ("samples", "every sample item is an item of its entity"),
 ];
 
 pub(super) fn check(file: File) -> Result<Chart, Refused> {
@@ -105,6 +106,17 @@ impl Checker {
                 }
             }
         }
+        let mut shapes = IndexMap::new();
+        for (name, shape) in &file.shapes {
+            self.graphql_name("names", name);
+            let mut fields = IndexMap::new();
+            for (a, spec) in &shape.attributes {
+                if let Some(attr) = self.attribute(a, spec, &file, &kinds) {
+                    fields.insert(a.clone(), attr);
+                }
+            }
+            shapes.insert(name.clone(), fields);
+        }
         let mut entities = IndexMap::new();
         for (name, e) in &file.entities {
             self.at(Some(name), None);
@@ -145,6 +157,21 @@ impl Checker {
         self.at(None, None);
         self.tenant(&file, &entities, &patterns);
         self.fields(&file, &entities, &patterns);
+        let mut samples = Vec::new();
+        for (entity, items) in &file.samples {
+            self.at(Some(entity), None);
+            let Some(e) = entities.get(entity).filter(|e| !e.system) else {
+                self.refuse("samples", "samples of an entity the chart does not declare");
+                continue;
+            };
+            for (i, item) in items.iter().enumerate() {
+                match super::samples::item(&table, &indexes, e, item) {
+                    Ok(item) => samples.push(item),
+                    Err(why) => self.refuse("samples", format!("sample {}: {why}", i + 1)),
+                }
+            }
+        }
+        self.at(None, None);
         Chart {
             name: file.name,
             description: file.description,
@@ -153,9 +180,11 @@ impl Checker {
             tenant: file.tenant,
             viewer: file.viewer,
             enums: file.enums,
+            shapes,
             entities,
             query: file.query,
             patterns,
+            samples,
         }
     }
 

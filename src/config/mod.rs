@@ -33,7 +33,7 @@ pub use auth::{AuthArgs, AuthMode, JwtSecret, TokenArgs};
 pub use cursor::{CursorSecret, GraceEnd, GRACE_END_TOLERANCE, MIN_CURSOR_SECRET_LEN};
 pub use limits::{LimitArgs, OpsArgs};
 pub use live::LiveArgs;
-pub use store::{StoreArgs, StoreKind};
+pub use store::{load_chart, StoreArgs, StoreKind};
 pub use telemetry::{SamplerKind, TelemetryArgs};
 
 /// A GraphQL server whose resolvers map onto DynamoDB item collections.
@@ -83,7 +83,7 @@ pub enum Command {
     /// requests than a `# dynamodb-requests:` budget allows.
     Snapshot(SnapshotArgs),
     /// Print the GraphQL schema (SDL) to stdout: `itemgraph schema > schema.graphql`.
-    Schema,
+    Schema(SchemaArgs),
     /// Work with a chart: a table design (its entity chart and access patterns) in a file
     /// (docs/CHART.md).
     #[command(subcommand)]
@@ -92,6 +92,14 @@ pub enum Command {
     /// for `GET /healthz`; exit 0 when it answers 200, 1 otherwise. The container image's
     /// health check: its base has no HTTP client of its own.
     Health(HealthArgs),
+}
+
+/// `schema`.
+#[derive(Debug, Clone, Args)]
+pub struct SchemaArgs {
+    /// The chart whose API to print (docs/CHART.md); the built-in one when absent.
+    #[arg(long, env = "ITEMGRAPH_CHART", value_name = "FILE")]
+    pub chart: Option<std::path::PathBuf>,
 }
 
 /// `chart`.
@@ -184,14 +192,13 @@ pub struct SnapshotArgs {
     /// The DynamoDB endpoint, with `--store dynamodb`.
     #[arg(long, value_name = "URL", env = "ITEMGRAPH_SNAPSHOT_ENDPOINT")]
     pub endpoint: Option<String>,
-    /// The table's name, with `--store dynamodb`.
-    #[arg(
-        long,
-        default_value = "itemgraph",
-        env = "ITEMGRAPH_SNAPSHOT_TABLE",
-        value_parser = table_name
-    )]
-    pub table: String,
+    /// The table's name, with `--store dynamodb`; default: the chart's.
+    #[arg(long, env = "ITEMGRAPH_SNAPSHOT_TABLE", value_parser = table_name)]
+    pub table: Option<String>,
+    /// The chart whose API the operations run against (docs/CHART.md); the built-in one
+    /// when absent. Another chart's data is its samples.
+    #[arg(long, value_name = "FILE", env = "ITEMGRAPH_CHART")]
+    pub chart: Option<std::path::PathBuf>,
 }
 
 /// `migrate`.
@@ -389,7 +396,7 @@ impl ServeArgs {
                 Some(table) => table.arn,
                 None => {
                     tracing::warn!(
-                        table = %self.store.table,
+                        table = %self.store.table_name(),
                         "the table does not exist yet: the relay's keys are named after its \
                          name, not its ARN (replicas started once it exists use its ARN; \
                          name them with --relay-prefix to be sure all agree)"
@@ -399,11 +406,15 @@ impl ServeArgs {
             },
             _ => None,
         };
-        let relay = self.live.relay(&self.store.table, arn.as_deref()).await?;
+        let relay = self
+            .live
+            .relay(&self.store.table_name(), arn.as_deref())
+            .await?;
         if relay.is_some() {
             tracing::info!("live updates follow the change stream's relay");
         }
         Ok(http::AppState::with_options(store, cursors, options)
+            .with_chart(self.store.load_chart()?)?
             .with_relay(relay)
             .with_authenticator(authenticator)
             .with_telemetry(telemetry))
@@ -597,7 +608,7 @@ mod tests {
         assert_eq!(args.seed_mode(), SeedMode::Demo);
         assert_eq!(args.store.store, StoreKind::Embedded);
         assert_eq!(args.store.data, PathBuf::from("./data/itemgraph.redb"));
-        assert_eq!(args.store.table, "itemgraph");
+        assert_eq!(args.store.table_name(), "itemgraph");
         assert!(!args.store.in_memory);
 
         let Command::Serve(args) = parse(&["--in-memory", "--seed", "none"]) else {
@@ -1076,7 +1087,7 @@ mod tests {
 
     #[test]
     fn schema_is_a_subcommand_without_flags() {
-        assert!(matches!(parse(&["schema"]), Command::Schema));
+        assert!(matches!(parse(&["schema"]), Command::Schema(_)));
         assert!(Cli::try_parse_from(["itemgraph", "schema", "--in-memory"]).is_err());
     }
 

@@ -45,13 +45,14 @@ pub struct StoreArgs {
     pub in_memory: bool,
     /// The table's name (in DynamoDB, or inside the embedded file): 3 to 255 characters
     /// of `a-z`, `A-Z`, `0-9`, `_`, `-`, `.`, as DynamoDB takes them, on both engines.
-    #[arg(
-        long,
-        env = "ITEMGRAPH_TABLE",
-        default_value = "itemgraph",
-        value_parser = table_name
-    )]
-    pub table: String,
+    /// Default: the chart's (`itemgraph` for the built-in chart).
+    #[arg(long, env = "ITEMGRAPH_TABLE", value_parser = table_name)]
+    pub table: Option<String>,
+    /// The chart to serve: a table design (its entity chart and access patterns) in a
+    /// file, checked at start (docs/CHART.md). Without it, the built-in chart
+    /// (`charts/itemgraph.toml`): organizations, users, tickets and orders.
+    #[arg(long, env = "ITEMGRAPH_CHART", value_name = "FILE")]
+    pub chart: Option<PathBuf>,
     /// DynamoDB's failure modes, injected by the embedded engine to try the API against
     /// a realistic, flaky backend, e.g.
     /// `gsi-lag=800ms,throttle=0.05,conflict=0.05,lost-reply=0.02,seed=7`: writes reach
@@ -124,6 +125,22 @@ pub struct StoreArgs {
 }
 
 /// The storage engines.
+/// The chart at `path`, read and checked (refused with every rule it breaks), or the
+/// built-in one. A file holding exactly the built-in chart is the built-in chart.
+pub fn load_chart(path: Option<&std::path::Path>) -> anyhow::Result<Arc<crate::chart::Chart>> {
+    let Some(path) = path else {
+        return Ok(crate::chart::builtin());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("--chart {}: cannot read it: {e}", path.display()))?;
+    if text == crate::chart::BUILTIN_SOURCE {
+        return Ok(crate::chart::builtin());
+    }
+    let chart = crate::chart::parse(&text)
+        .map_err(|refused| anyhow::anyhow!("--chart {}: {refused}", path.display()))?;
+    Ok(Arc::new(chart))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StoreKind {
     /// A redb file (or memory) on this machine.
@@ -138,7 +155,21 @@ impl StoreArgs {
     /// `create-table`. Flags that do not apply to the chosen engine are refused or, when
     /// harmless, ignored with a warning.
     pub async fn open(&self) -> anyhow::Result<Arc<dyn Store>> {
-        store::open(&self.engine()?).await
+        store::open_with(&self.engine()?, self.load_chart()?.table_schema()).await
+    }
+
+    /// The chart `--chart` names, read and checked (refused with every rule it breaks), or
+    /// the built-in one. A file holding exactly the built-in chart is the built-in chart.
+    pub fn load_chart(&self) -> anyhow::Result<Arc<crate::chart::Chart>> {
+        load_chart(self.chart.as_deref())
+    }
+
+    /// The table's name: `--table`, else the chart's.
+    pub fn table_name(&self) -> String {
+        self.table.clone().unwrap_or_else(|| {
+            self.load_chart()
+                .map_or_else(|_| "itemgraph".to_owned(), |c| c.table.name.clone())
+        })
     }
 
     /// The engine these flags describe.
@@ -151,7 +182,7 @@ impl StoreArgs {
                     );
                 }
                 Engine::Embedded {
-                    table: self.table.clone(),
+                    table: self.table_name(),
                     data: (!self.in_memory).then(|| self.data.clone()),
                     cache_mib: self.cache_mib,
                     faults: self.faults.unwrap_or_default(),
@@ -178,7 +209,7 @@ impl StoreArgs {
     /// How to reach DynamoDB, for `--store dynamodb`.
     pub fn dynamo_options(&self) -> DynamoOptions {
         DynamoOptions {
-            table: self.table.clone(),
+            table: self.table_name(),
             endpoint: self.endpoint.clone(),
             region: self.region.clone(),
             connect_timeout: Duration::from_millis(self.dynamodb_connect_timeout_ms),
@@ -193,14 +224,18 @@ impl StoreArgs {
     pub fn describe(&self) -> String {
         match self.store {
             StoreKind::Embedded if self.in_memory => {
-                format!("embedded, in memory, table {}", self.table)
+                format!("embedded, in memory, table {}", self.table_name())
             }
             StoreKind::Embedded => {
-                format!("embedded, {}, table {}", self.data.display(), self.table)
+                format!(
+                    "embedded, {}, table {}",
+                    self.data.display(),
+                    self.table_name()
+                )
             }
             StoreKind::DynamoDb => format!(
                 "dynamodb, table {}{}",
-                self.table,
+                self.table_name(),
                 self.endpoint
                     .as_deref()
                     .map(|e| format!(" at {e}"))

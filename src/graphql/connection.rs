@@ -135,7 +135,25 @@ pub struct PageCursors {
 }
 
 impl PageCursors {
-    fn cursor(&self, index: usize) -> Option<String> {
+    /// The cursors of a page whose edges end at `keys`, signed for `connection`.
+    pub fn new(codec: CursorCodec, connection: String, keys: Vec<PageKey>) -> Self {
+        PageCursors {
+            codec,
+            connection,
+            keys,
+        }
+    }
+
+    /// How many edges the page has.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    pub fn cursor(&self, index: usize) -> Option<String> {
         self.keys
             .get(index)
             .map(|key| self.codec.encode(&self.connection, key))

@@ -30,7 +30,20 @@ pub struct RequestContext {
     /// Organizations read with their counter shards ([`RequestContext::counted_org`]), at
     /// most once each per request.
     counted: Mutex<HashMap<Slug, Arc<OnceCell<CountedOrg>>>>,
+    /// What a chart's fields read through, made when one first asks
+    /// ([`RequestContext::items`]): nothing for the built-in design's.
+    charted: std::sync::OnceLock<Charted>,
 }
+
+/// A chart's loader, and its items read with their counter shards (at most once each per
+/// request).
+struct Charted {
+    items: super::charted::ItemLoader,
+    counted: Mutex<HashMap<PrimaryKey, Arc<OnceCell<CountedItem>>>>,
+}
+
+/// An item of a chart as read with its counter shards; `None` when it does not exist.
+pub type CountedItem = Result<Option<Arc<super::charted::record::Record>>, Arc<ApiError>>;
 
 /// An organization as read with its counters; `None` when it does not exist.
 pub type CountedOrg = Result<Option<Arc<model::Organization>>, Arc<ApiError>>;
@@ -44,7 +57,39 @@ impl RequestContext {
             cursors,
             access,
             counted: Mutex::default(),
+            charted: std::sync::OnceLock::new(),
         }
+    }
+
+    fn charted(&self, chart: &Arc<crate::chart::Chart>) -> &Charted {
+        self.charted.get_or_init(|| Charted {
+            items: super::charted::item_loader(self.store.clone(), chart.clone()),
+            counted: Mutex::default(),
+        })
+    }
+
+    /// The request's loader of `chart`'s items (one per request, made on first use).
+    pub fn items(&self, chart: &Arc<crate::chart::Chart>) -> &super::charted::ItemLoader {
+        &self.charted(chart).items
+    }
+
+    /// An item of `chart` with its counter shards, read by `read` at most once per
+    /// request.
+    pub async fn counted_item(
+        &self,
+        chart: &Arc<crate::chart::Chart>,
+        key: PrimaryKey,
+        read: impl std::future::Future<Output = CountedItem>,
+    ) -> CountedItem {
+        let cell = self
+            .charted(chart)
+            .counted
+            .lock()
+            .await
+            .entry(key)
+            .or_default()
+            .clone();
+        cell.get_or_init(|| read).await.clone()
     }
 
     /// The organization with its counts (its item and its counter shards, one Query),
@@ -77,6 +122,10 @@ impl RequestContext {
     pub async fn after_write(&self, written: Vec<Entity>) {
         self.loader.clear_all().await;
         self.counted.lock().await.clear();
+        if let Some(c) = self.charted.get() {
+            c.items.clear_all().await;
+            c.counted.lock().await.clear();
+        }
         self.loader
             .prime_many(written.into_iter().map(|e| (e.primary_key(), Ok(Some(e)))))
             .await;

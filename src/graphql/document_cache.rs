@@ -17,7 +17,7 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 
 use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextValidation,
+    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextParseQuery, NextValidation,
 };
 use async_graphql::parser::types::{ExecutableDocument, OperationDefinition, OperationType};
 use async_graphql::registry::{MetaType, MetaTypeName, Registry};
@@ -129,7 +129,7 @@ impl Documents {
     /// validation reports what is wrong with it) and cached. Errors are request errors.
     pub async fn prepare(
         &self,
-        checker: &super::Executable,
+        checker: &super::Runner,
         registry: &Registry,
         request: &mut async_graphql::Request,
     ) -> Result<Arc<Prepared>, Refused> {
@@ -255,7 +255,7 @@ impl Documents {
     /// and complexity) by `checker`.
     async fn check(
         &self,
-        checker: &super::Executable,
+        checker: &super::Runner,
         registry: &Registry,
         request: &mut async_graphql::Request,
     ) -> Result<Prepared, Refused> {
@@ -381,7 +381,7 @@ fn single_root_field(doc: &ExecutableDocument) -> Vec<ServerError> {
 /// of validation, then the limits on depth and complexity with their codes ([`Check`]).
 /// Empty when nothing is.
 pub(super) async fn full_validation(
-    checker: &super::Executable,
+    checker: &super::Runner,
     doc: &ExecutableDocument,
     name: Option<String>,
     variables: Variables,
@@ -658,37 +658,76 @@ fn invalid_input(
 pub(super) struct Check {
     pub(super) limits: Limits,
     pub(super) env: Arc<std::sync::OnceLock<SchemaEnv>>,
+    /// For a chart's schema: its lists, by (type, field), for the cost the checker
+    /// computes itself ([`super::charted::cost`]); `None`: the schema's own complexity.
+    pub(super) cost: Option<Arc<Vec<(String, String)>>>,
 }
 
 impl ExtensionFactory for Check {
     fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(Check {
-            limits: self.limits,
-            env: self.env.clone(),
+        Arc::new(CheckOne {
+            check: Check {
+                limits: self.limits,
+                env: self.env.clone(),
+                cost: self.cost.clone(),
+            },
+            cost: std::sync::Mutex::new(0),
         })
     }
 }
 
+/// The checker's extension for one request: the cost of its document, when the checker
+/// computes it.
+struct CheckOne {
+    check: Check,
+    cost: std::sync::Mutex<usize>,
+}
+
 #[async_trait::async_trait]
-impl Extension for Check {
+impl Extension for CheckOne {
+    async fn parse_query(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        query: &str,
+        variables: &Variables,
+        next: NextParseQuery<'_>,
+    ) -> async_graphql::ServerResult<ExecutableDocument> {
+        let doc = next.run(ctx, query, variables).await?;
+        if let Some(lists) = &self.check.cost {
+            let cost = super::charted::cost::document_cost(
+                &ctx.schema_env.registry,
+                &doc,
+                variables,
+                lists,
+            );
+            *self.cost.lock().unwrap_or_else(|p| p.into_inner()) = cost;
+        }
+        Ok(doc)
+    }
+
     async fn validation(
         &self,
         ctx: &ExtensionContext<'_>,
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
-        self.env.get_or_init(|| ctx.schema_env.clone());
-        let result = next.run(ctx).await?;
-        if result.depth > self.limits.max_depth {
+        let this = &self.check;
+        this.env.get_or_init(|| ctx.schema_env.clone());
+        let mut result = next.run(ctx).await?;
+        if this.cost.is_some() {
+            result.complexity = *self.cost.lock().unwrap_or_else(|p| p.into_inner());
+        }
+        let this = &self.check;
+        if result.depth > this.limits.max_depth {
             return Err(vec![ApiError::QueryTooDeep {
                 depth: result.depth,
-                max: self.limits.max_depth,
+                max: this.limits.max_depth,
             }
             .server_error()]);
         }
-        if result.complexity > self.limits.max_complexity {
+        if result.complexity > this.limits.max_complexity {
             return Err(vec![ApiError::QueryTooComplex {
                 complexity: result.complexity,
-                max: self.limits.max_complexity,
+                max: this.limits.max_complexity,
             }
             .server_error()]);
         }

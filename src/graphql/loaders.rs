@@ -45,39 +45,50 @@ pub struct EntityBatch {
 
 impl BatchFn<PrimaryKey, Loaded> for EntityBatch {
     async fn load(&mut self, keys: &[PrimaryKey]) -> HashMap<PrimaryKey, Loaded> {
-        let otel = telemetry::child("DataLoader batch", SpanKind::Internal, || {
-            vec![KeyValue::new(
-                "itemgraph.dataloader.keys",
-                keys.len() as i64,
-            )]
-        });
-        let read = async {
-            if let [key] = keys {
+        answer_batch(keys, async {
+            let found = if let [key] = keys {
                 get_entity(self.store.as_ref(), key.clone())
                     .await
                     .map(|e| e.into_iter().map(|e| (e.primary_key(), e)).collect())
             } else {
                 batch_get_entities(self.store.as_ref(), keys).await
-            }
-        };
-        let found: Result<HashMap<_, _>, _> = telemetry::within(otel.as_ref(), read)
-            .await
-            .map_err(|e| Arc::new(ApiError::from(e)));
-        if let Some(cx) = &otel {
-            let error = found.as_ref().err().map(|e| e.code().into());
-            let loaded = found.as_ref().map_or(0, HashMap::len);
-            telemetry::end(
-                cx,
-                vec![KeyValue::new("itemgraph.dataloader.found", loaded as i64)],
-                error,
-            );
-        }
-        match found {
-            Ok(mut found) => keys
-                .iter()
-                .map(|k| (k.clone(), Ok(found.remove(k))))
-                .collect(),
-            Err(e) => keys.iter().map(|k| (k.clone(), Err(e.clone()))).collect(),
-        }
+            };
+            found.map_err(ApiError::from)
+        })
+        .await
+    }
+}
+
+/// Reads one batch of `keys` with `read`, in a `DataLoader batch` span: every key gets
+/// its own answer, the item read, `None` when absent, or the error of the read that
+/// should have brought it.
+pub(super) async fn answer_batch<T>(
+    keys: &[PrimaryKey],
+    read: impl std::future::Future<Output = Result<HashMap<PrimaryKey, T>, ApiError>>,
+) -> HashMap<PrimaryKey, Result<Option<T>, Arc<ApiError>>> {
+    let otel = telemetry::child("DataLoader batch", SpanKind::Internal, || {
+        vec![KeyValue::new(
+            "itemgraph.dataloader.keys",
+            keys.len() as i64,
+        )]
+    });
+    let found = telemetry::within(otel.as_ref(), read)
+        .await
+        .map_err(Arc::new);
+    if let Some(cx) = &otel {
+        let error = found.as_ref().err().map(|e| e.code().into());
+        let loaded = found.as_ref().map_or(0, HashMap::len);
+        telemetry::end(
+            cx,
+            vec![KeyValue::new("itemgraph.dataloader.found", loaded as i64)],
+            error,
+        );
+    }
+    match found {
+        Ok(mut found) => keys
+            .iter()
+            .map(|k| (k.clone(), Ok(found.remove(k))))
+            .collect(),
+        Err(e) => keys.iter().map(|k| (k.clone(), Err(e.clone()))).collect(),
     }
 }

@@ -24,6 +24,7 @@
 //!   [`request_metrics`]: each request's outcome handed to [`crate::metrics`];
 //!   [`null_propagation`]: the spec's null propagation for fields that fail.
 
+pub mod charted;
 mod connection;
 mod context;
 mod cursor;
@@ -104,6 +105,40 @@ pub struct Mutation(
 /// The async-graphql schema of itemgraph's types.
 pub type Executable = Schema<Query, Mutation, subscription::Subscription>;
 
+/// What runs requests: the built-in design's schema, or one built from a chart at start
+/// ([`charted`]).
+#[derive(Clone)]
+pub(crate) enum Runner {
+    Static(Executable),
+    Dynamic(async_graphql::dynamic::Schema),
+}
+
+impl Runner {
+    pub(crate) async fn execute(&self, request: async_graphql::Request) -> async_graphql::Response {
+        match self {
+            Runner::Static(s) => s.execute(request).await,
+            Runner::Dynamic(s) => s.execute(request).await,
+        }
+    }
+
+    fn execute_stream(
+        &self,
+        request: async_graphql::Request,
+    ) -> futures::stream::BoxStream<'static, async_graphql::Response> {
+        match self {
+            Runner::Static(s) => s.execute_stream(request),
+            Runner::Dynamic(s) => s.execute_stream(request),
+        }
+    }
+
+    fn sdl(&self) -> String {
+        match self {
+            Runner::Static(s) => s.sdl(),
+            Runner::Dynamic(s) => s.sdl(),
+        }
+    }
+}
+
 /// The executable schema: the one that runs requests (no extensions, so no per-field
 /// hooks, and validation in async-graphql's fast mode), the one that checks each new
 /// document in full ([`document_cache::Check`]), and the cache of documents they share. Cheap
@@ -112,8 +147,8 @@ pub type Executable = Schema<Query, Mutation, subscription::Subscription>;
 pub struct ItemgraphSchema(Arc<Parts>);
 
 struct Parts {
-    runner: Executable,
-    checker: Executable,
+    runner: Runner,
+    checker: Runner,
     env: SchemaEnv,
     documents: document_cache::Documents,
     limits: Limits,
@@ -167,21 +202,70 @@ pub fn schema_with(limits: &Limits) -> ItemgraphSchema {
     let mut checker = build().extension(document_cache::Check {
         limits: *limits,
         env: env.clone(),
+        cost: None,
     });
     if !limits.introspection {
         runner = runner.disable_introspection();
         checker = checker.disable_introspection();
     }
-    let checker = checker.finish();
+    finish(
+        Runner::Static(runner.finish()),
+        Runner::Static(checker.finish()),
+        &env,
+        limits,
+    )
+}
+
+/// The schema built from `chart` at start, enforcing `limits`: its read API
+/// ([`charted`]).
+pub fn chart_schema(
+    chart: Arc<crate::chart::Chart>,
+    limits: &Limits,
+) -> Result<ItemgraphSchema, async_graphql::dynamic::SchemaError> {
+    // The chart's schema has no per-field cost of its own: the checker computes it
+    // ([`charted::cost`]), so async-graphql's uniform count stays off.
+    let mut runner = charted::build(chart.clone())
+        .extension(charted::ErrorPaths)
+        .validation_mode(ValidationMode::Fast)
+        .limit_depth(limits.max_depth);
+    let env = Arc::new(std::sync::OnceLock::new());
+    let lists = chart
+        .entities
+        .values()
+        .flat_map(|e| e.lists.keys().map(|l| (e.name.clone(), l.clone())))
+        .collect();
+    let mut checker = charted::build(chart).extension(document_cache::Check {
+        limits: *limits,
+        env: env.clone(),
+        cost: Some(Arc::new(lists)),
+    });
+    if !limits.introspection {
+        runner = runner.disable_introspection();
+        checker = checker.disable_introspection();
+    }
+    Ok(finish(
+        Runner::Dynamic(runner.finish()?),
+        Runner::Dynamic(checker.finish()?),
+        &env,
+        limits,
+    ))
+}
+
+fn finish(
+    runner: Runner,
+    checker: Runner,
+    env: &std::sync::OnceLock<SchemaEnv>,
+    limits: &Limits,
+) -> ItemgraphSchema {
     // The checker hands out the schema's environment (its type registry) when it first
     // validates; nothing in this request waits on anything.
-    futures::executor::block_on(checker.execute("{ __typename }"));
+    futures::executor::block_on(checker.execute(async_graphql::Request::new("{ __typename }")));
     let env = env
         .get()
         .cloned()
         .expect("the checker validates `{ __typename }` and records the schema's environment");
     ItemgraphSchema(Arc::new(Parts {
-        runner: runner.finish(),
+        runner,
         checker,
         env,
         documents: document_cache::Documents::new(*limits),

@@ -149,6 +149,18 @@ impl AppState {
         }))
     }
 
+    /// The same state serving `chart`'s API: the built-in chart's is the one it has;
+    /// another chart's is built from it now ([`graphql::chart_schema`]), its read API.
+    pub fn with_chart(self, chart: Arc<crate::chart::Chart>) -> anyhow::Result<Self> {
+        if Arc::ptr_eq(&chart, &crate::chart::builtin()) {
+            return Ok(self);
+        }
+        let mut inner = Arc::unwrap_or_clone(self.0);
+        inner.schema = graphql::chart_schema(chart, &inner.options.limits)
+            .map_err(|e| anyhow::anyhow!("the chart's schema: {}", e.0))?;
+        Ok(AppState(Arc::new(inner)))
+    }
+
     /// The same state requiring a bearer token on every GraphQL request (`None`: auth
     /// off, every caller unrestricted).
     pub fn with_authenticator(self, authenticator: Option<Authenticator>) -> Self {

@@ -32,7 +32,14 @@ pub enum Engine {
 
 /// Opens the engine on itemgraph's table schema.
 pub async fn open(engine: &Engine) -> anyhow::Result<Arc<dyn Store>> {
-    let schema = crate::keys::table_schema();
+    open_with(engine, crate::keys::table_schema()).await
+}
+
+/// Opens the store for a table of `schema` (a chart's).
+pub async fn open_with(
+    engine: &Engine,
+    schema: crate::store::TableSchema,
+) -> anyhow::Result<Arc<dyn Store>> {
     match engine {
         Engine::Embedded {
             table,

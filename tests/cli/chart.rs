@@ -66,3 +66,78 @@ fn a_chart_that_breaks_a_rule_is_refused_naming_it() {
     assert_eq!(code, 1);
     assert!(err.contains("cannot read no/such/chart.toml"), "{err}");
 }
+
+/// `itemgraph serve --chart FILE` serves that chart's API over HTTP, its samples loaded;
+/// `ITEMGRAPH_CHART` names it the same way; a chart that breaks a rule stops the start.
+#[tokio::test]
+async fn serve_takes_a_chart_by_flag_or_variable_and_refuses_a_broken_one() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for by_variable in [false, true] {
+        let mut cmd = tokio::process::Command::new(BIN);
+        cmd.args(["serve", "--in-memory", "--listen", "127.0.0.1:0"])
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .current_dir(root)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        if by_variable {
+            cmd.env("ITEMGRAPH_CHART", "examples/charts/store-locator.toml");
+        } else {
+            cmd.args(["--chart", "examples/charts/store-locator.toml"]);
+        }
+        let mut child = cmd.spawn().expect("start itemgraph");
+        let (addr, log) = crate::commands::listening(&mut child).await;
+        assert!(
+            log.iter()
+                .any(|l| l.contains("the chart's samples loaded") && l.contains("written=8")),
+            "{log:#?}"
+        );
+        let resp: serde_json::Value = reqwest::Client::new()
+            .post(format!("http://{addr}/graphql"))
+            .header("x-itemgraph-trace", "1")
+            .json(&serde_json::json!({
+                "query": "{ chain(slug: \"tea-leaf\") { name stores { nodes { city } } } }"
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            resp["data"],
+            serde_json::json!({"chain": {"name": "Tea Leaf", "stores": {"nodes": [{"city": "SEATTLE"}]}}}),
+            "{resp:#}"
+        );
+        assert_eq!(resp["extensions"]["dynamodb"]["requestCount"], 1);
+        child.kill().await.unwrap();
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.toml");
+    let source = std::fs::read_to_string(root.join("examples/charts/store-locator.toml")).unwrap();
+    std::fs::write(
+        &broken,
+        source.replace(
+            "\"CHAIN#{slug}\", \"CHAIN#{slug}\"",
+            "\"CHAIN#{slug}\", \"~CHAIN#{slug}\"",
+        ),
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(BIN)
+        .args(["serve", "--in-memory", "--listen", "127.0.0.1:0", "--chart"])
+        .arg(&broken)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(30), out)
+        .await
+        .expect("a broken chart stops the start: serve did not exit within 30 s")
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the chart breaks") && err.contains("[parent-at-edge]"),
+        "{err}"
+    );
+}

@@ -68,6 +68,43 @@ async fn the_examples_match_their_committed_snapshots_on_both_engines() {
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// The second chart's operations (`examples/charts/store-locator/`) hold their snapshots
+/// and request budgets on both engines, served from the chart with no code of its own.
+#[tokio::test]
+async fn the_second_charts_operations_match_their_snapshots_on_both_engines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let chart = ["--chart", "examples/charts/store-locator.toml"];
+    let out = snapshot(
+        root,
+        &[&chart[..], &["examples/charts/store-locator/"]].concat(),
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("4 operations"), "{}", text(&out));
+    assert!(!text(&out).contains("new "), "{}", text(&out));
+
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let table = common::dynamo_local::unique_table_name("snapshot-chart");
+    let out = tokio::process::Command::new(BIN)
+        .arg("snapshot")
+        .args(chart)
+        .args(["examples/charts/store-locator/", "--store", "dynamodb"])
+        .args(["--endpoint", &endpoint, "--table", &table])
+        .current_dir(root)
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .await
+        .unwrap();
+    let schema = itemgraph::config::load_chart(Some(&root.join(chart[1])))
+        .unwrap()
+        .table_schema();
+    let store = common::dynamo_local::connect_with(&endpoint, &table, schema).await;
+    common::dynamo_local::drop_table(&store).await;
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 #[tokio::test]
 async fn a_changed_response_fails_with_a_diff_until_accepted() {
     let dir = tempfile::tempdir().unwrap();

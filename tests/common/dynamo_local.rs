@@ -114,6 +114,15 @@ pub async fn store(table_prefix: &str) -> Option<DynamoStore> {
 /// A store for `table` on `endpoint`, without creating the table. Timeouts are generous:
 /// a loaded two-core machine running tests in parallel must not turn into flaky failures.
 pub async fn connect(endpoint: &str, table: &str) -> DynamoStore {
+    connect_with(endpoint, table, itemgraph::keys::table_schema()).await
+}
+
+/// [`connect`] for a table of `schema` (a chart's).
+pub async fn connect_with(
+    endpoint: &str,
+    table: &str,
+    schema: itemgraph::store::TableSchema,
+) -> DynamoStore {
     let opts = DynamoOptions {
         table: table.to_owned(),
         endpoint: Some(endpoint.to_owned()),
@@ -127,7 +136,7 @@ pub async fn connect(endpoint: &str, table: &str) -> DynamoStore {
         // full of seeded items slow the whole run down.
         stream: false,
     };
-    DynamoStore::connect(opts, itemgraph::keys::table_schema()).await
+    DynamoStore::connect(opts, schema).await
 }
 
 /// Deletes the store's table; tests call it last so one shared DynamoDB Local does not

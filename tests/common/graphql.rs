@@ -64,6 +64,45 @@ impl Api {
         }
     }
 
+    /// `chart`'s API over a fresh table holding its samples: in memory on the embedded
+    /// engine, or on DynamoDB Local (`None` when it is unavailable outside CI).
+    pub async fn chart(chart: Arc<itemgraph::chart::Chart>, dynamodb: Option<&str>) -> Option<Api> {
+        let (store, drop_table): (Arc<dyn Store>, bool) = match dynamodb {
+            None => (
+                Arc::new(
+                    itemgraph::store::embedded::EmbeddedStore::in_memory(
+                        &chart.table.name,
+                        chart.table_schema(),
+                    )
+                    .expect("open"),
+                ),
+                false,
+            ),
+            Some(prefix) => {
+                let endpoint = super::dynamo_local::endpoint().await?;
+                let table = super::dynamo_local::unique_table_name(prefix);
+                (
+                    Arc::new(
+                        super::dynamo_local::connect_with(&endpoint, &table, chart.table_schema())
+                            .await,
+                    ),
+                    true,
+                )
+            }
+        };
+        assert!(store.create_table().await.expect("create table"));
+        let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
+            .await
+            .expect("seed the samples");
+        assert_eq!(written, chart.samples.len());
+        Some(Api {
+            hub: Hub::new(store.change_stream(), super::changes::test_options()),
+            schema: graphql::chart_schema(chart, &graphql::Limits::default()).expect("the schema"),
+            store,
+            drop_table,
+        })
+    }
+
     async fn seeded(store: Arc<dyn Store>, drop_table: bool) -> Api {
         itemgraph::demo::seed_demo(store.as_ref())
             .await

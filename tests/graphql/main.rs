@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod charts;
 mod concurrency;
 mod generative;
 mod limits;

@@ -1,0 +1,140 @@
+//! A chart's sample items: written in the chart as its attributes (`[[samples.Store]]`),
+//! checked like any item of the entity, stored with the keys its templates render. What
+//! `serve --seed demo` loads into an empty table of a chart other than the built-in one.
+
+use std::collections::HashMap;
+
+use indexmap::IndexMap;
+
+use super::template::Value;
+use super::types::Type;
+use super::{Entity, Index, Table};
+use crate::store::{AttributeValue, Condition, Item, Put, Store, StoreError};
+
+/// The stored item of one sample, or why it is none.
+pub(super) fn item(
+    table: &Table,
+    indexes: &IndexMap<String, Index>,
+    e: &Entity,
+    sample: &toml::Table,
+) -> Result<Item, String> {
+    let mut item = Item::new();
+    let mut vars = HashMap::new();
+    for (name, value) in sample {
+        let Some(a) = e.attributes.get(name) else {
+            return Err(format!("`{name}` is no attribute of {}", e.name));
+        };
+        let v =
+            stored(&a.ty, value).ok_or_else(|| format!("`{name}` is not a {}", a.ty.describe()))?;
+        match (&a.ty, &v) {
+            (Type::Kind(k), AttributeValue::S(s)) => {
+                let checked = k
+                    .validate("value", s)
+                    .map_err(|m| format!("`{name}`: {m}"))?;
+                vars.insert(name.clone(), Value::Text(checked));
+            }
+            (Type::Enum { .. }, AttributeValue::S(s)) => {
+                vars.insert(name.clone(), Value::Text(s.clone()));
+            }
+            (Type::Int { .. }, AttributeValue::N(n)) => {
+                vars.insert(name.clone(), Value::Int(n.parse().unwrap_or(0)));
+            }
+            _ => {}
+        }
+        item.insert(name.clone(), v);
+    }
+    for (name, a) in &e.attributes {
+        if !a.optional && !matches!(a.ty, Type::Counter) && !item.contains_key(name) {
+            return Err(format!("`{name}` is missing"));
+        }
+    }
+    let render = |t: &super::template::Template| {
+        t.render(|n| vars.get(n).cloned())
+            .map_err(|why| format!("its key `{t}`: {why}"))
+    };
+    let mut put = |attr: &str, value: String| {
+        item.insert(attr.to_owned(), AttributeValue::S(value));
+    };
+    put(&table.partition_key, render(&e.key.pk)?);
+    put(&table.sort_key, render(&e.key.sk)?);
+    for (index, keys) in &e.indexes {
+        // An index key with an optional part left out: the item is not in the index.
+        if let (Ok(pk), Ok(sk)) = (render(&keys.pk), render(&keys.sk)) {
+            put(&indexes[index].partition_key, pk);
+            put(&indexes[index].sort_key, sk);
+        }
+    }
+    put(&table.type_attribute, e.name.clone());
+    Ok(item)
+}
+
+/// A TOML value as the attribute of type `ty` stores it.
+fn stored(ty: &Type, v: &toml::Value) -> Option<AttributeValue> {
+    Some(match (ty, v) {
+        (Type::Enum { values, .. }, toml::Value::String(s)) => {
+            values.contains(s).then(|| AttributeValue::S(s.clone()))?
+        }
+        (Type::String { max_length }, toml::Value::String(s)) => (max_length
+            .is_none_or(|m| s.chars().count() <= m))
+        .then(|| AttributeValue::S(s.clone()))?,
+        (Type::Timestamp | Type::Kind(_), toml::Value::String(s)) => AttributeValue::S(s.clone()),
+        (Type::Int { min, max }, toml::Value::Integer(n)) => (min.is_none_or(|m| *n >= m)
+            && max.is_none_or(|m| *n <= m))
+        .then(|| AttributeValue::N(n.to_string()))?,
+        (Type::Counter, toml::Value::Integer(n)) if *n >= 0 => AttributeValue::N(n.to_string()),
+        (Type::Cents, toml::Value::Integer(n)) => AttributeValue::N(n.to_string()),
+        (Type::Boolean, toml::Value::Boolean(b)) => AttributeValue::Bool(*b),
+        (Type::List { of, max_items }, toml::Value::Array(items)) => {
+            if max_items.is_some_and(|m| items.len() > m) {
+                return None;
+            }
+            AttributeValue::L(items.iter().map(|i| stored(of, i)).collect::<Option<_>>()?)
+        }
+        (Type::Map { of, .. }, toml::Value::Table(t)) => AttributeValue::M(
+            t.iter()
+                .map(|(k, v)| Some((k.clone(), stored(of, v)?)))
+                .collect::<Option<_>>()?,
+        ),
+        // A shape's fields are checked where the chart is served: stored as given.
+        (Type::Shape(_), toml::Value::Table(t)) => AttributeValue::M(
+            t.iter()
+                .map(|(k, v)| Some((k.clone(), plain(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+        _ => return None,
+    })
+}
+
+fn plain(v: &toml::Value) -> Option<AttributeValue> {
+    Some(match v {
+        toml::Value::String(s) => AttributeValue::S(s.clone()),
+        toml::Value::Integer(n) => AttributeValue::N(n.to_string()),
+        toml::Value::Boolean(b) => AttributeValue::Bool(*b),
+        toml::Value::Array(a) => AttributeValue::L(a.iter().map(plain).collect::<Option<_>>()?),
+        toml::Value::Table(t) => AttributeValue::M(
+            t.iter()
+                .map(|(k, v)| Some((k.clone(), plain(v)?)))
+                .collect::<Option<_>>()?,
+        ),
+        _ => return None,
+    })
+}
+
+/// Writes the chart's samples into `store`, each only where its key is free; how many it
+/// wrote. Nothing is overwritten: a sample already there is skipped.
+pub async fn seed(store: &dyn Store, chart: &super::Chart) -> Result<usize, StoreError> {
+    let mut written = 0;
+    for item in &chart.samples {
+        let put = Put {
+            item: item.clone(),
+            condition: Some(Condition::not_exists(chart.table.partition_key.clone())),
+            return_old_on_condition_failure: false,
+        };
+        match store.put_item(put).await {
+            Ok(_) => written += 1,
+            Err(StoreError::ConditionFailed { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(written)
+}

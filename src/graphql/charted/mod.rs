@@ -1,0 +1,293 @@
+//! The read API of a chart, built at start ([`build`]): an object type per entity, a
+//! Relay connection per paged relationship, `node`/`nodes`, the chart's root fields and
+//! `viewer`, on async-graphql's dynamic schema. Every field resolves through the chart's
+//! access patterns, one store request each:
+//!
+//! - a root field reads its entity by key (through the DataLoader), or, when a first page
+//!   of a connection whose pattern carries it is selected, takes it from that page's one
+//!   Query; every page selected below it is read ahead, concurrently ([`resolve`]);
+//! - a connection's later pages query the children's prefix from the last-seen key,
+//!   cursors signed for their connection;
+//! - references and `node`/`nodes` are batched by the DataLoader into BatchGetItem.
+//!
+//! [`record`] decodes items and names them by global id; [`read`] makes the store
+//! requests. What a chart does not say (writes, subscriptions) is not served yet.
+
+pub mod cost;
+mod read;
+pub mod record;
+mod resolve;
+
+use std::sync::Arc;
+
+use async_graphql::dynamic::{
+    Enum, EnumItem, Field, FieldFuture, FieldValue, InputValue, Interface, InterfaceField, Object,
+    Scalar, Schema, SchemaBuilder, TypeRef,
+};
+use async_graphql::Value;
+
+use crate::chart::types::Type;
+use crate::chart::{Chart, Entity, Request};
+
+pub use read::{item_loader, ItemLoader};
+pub use resolve::{Conn, Obj};
+
+/// The schema's builder for `chart`: its types and the Query root (the caller adds the
+/// limits and extensions and finishes it).
+pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
+    let mut schema = Schema::build("Query", None, None);
+    schema = schema.register(
+        Scalar::new("Cents")
+            .description(
+                "An amount of money in cents, as a decimal string of a whole number: \
+                 `\"10000000000\"` is 100,000,000.00. Exact in every client whatever its \
+                 size (parse it with `BigInt` in JavaScript).",
+            )
+            .validator(|v| matches!(v, Value::String(s) if s.parse::<i64>().is_ok())),
+    );
+    for (name, e) in &chart.enums {
+        let mut en = Enum::new(name).items(e.values.iter().map(EnumItem::new));
+        if let Some(d) = &e.description {
+            en = en.description(d);
+        }
+        schema = schema.register(en);
+    }
+    if !chart.enums.contains_key("Role") {
+        schema = schema.register(
+            Enum::new("Role")
+                .description("What a caller may do in their organization.")
+                .items(["ADMIN", "MEMBER"].map(EnumItem::new)),
+        );
+    }
+    for (name, fields) in &chart.shapes {
+        let mut obj = Object::new(name);
+        for (field, a) in fields {
+            let f = field.clone();
+            let mut gf = Field::new(field, type_ref(&a.ty, a.optional), move |ctx| {
+                let v = match ctx.parent_value.as_value() {
+                    Some(Value::Object(o)) => o.get(f.as_str()).cloned().unwrap_or_default(),
+                    _ => Value::Null,
+                };
+                FieldFuture::Value(Some(FieldValue::value(v)))
+            });
+            if let Some(d) = &a.description {
+                gf = gf.description(d);
+            }
+            obj = obj.field(gf);
+        }
+        schema = schema.register(obj);
+    }
+    for entry in map_entry_types(&chart) {
+        schema = schema.register(entry);
+    }
+    schema = schema.register(resolve::page_info_type());
+    schema = schema.register(
+        Interface::new("Node")
+            .description("Anything with a global id; `Query.node` and `Query.nodes` fetch it back.")
+            .field(
+                InterfaceField::new("id", TypeRef::named_nn(TypeRef::ID))
+                    .description("Opaque global id."),
+            ),
+    );
+    let mut connections: Vec<String> = Vec::new();
+    for e in chart.entities.values().filter(|e| e.graphql) {
+        schema = schema.register(entity_type(&chart, e));
+        for c in e.connections.values() {
+            if let Some(Request::Query { children, .. }) =
+                chart.patterns.get(&c.pattern).map(|p| &p.request)
+            {
+                if !connections.contains(children) {
+                    connections.push(children.clone());
+                }
+            }
+        }
+    }
+    for child in &connections {
+        let (conn, edge) = resolve::connection_types(&chart, child);
+        schema = schema.register(conn).register(edge);
+    }
+    schema = schema.register(resolve::viewer_type(&chart));
+    schema.register(resolve::query_type(chart))
+}
+
+/// The GraphQL type of an attribute.
+fn type_ref(ty: &Type, optional: bool) -> TypeRef {
+    let name = |ty: &Type| -> String {
+        match ty {
+            Type::Int { .. } | Type::Counter => TypeRef::INT.into(),
+            Type::Boolean => TypeRef::BOOLEAN.into(),
+            Type::Cents => "Cents".into(),
+            Type::Enum { name, .. } | Type::Shape(name) => name.clone(),
+            Type::Map { of, .. } => format!("{}Entry", inner_name(of)),
+            _ => TypeRef::STRING.into(),
+        }
+    };
+    match ty {
+        Type::List { of, .. } if optional => TypeRef::named_nn_list(name(of)),
+        Type::List { of, .. } => TypeRef::named_nn_list_nn(name(of)),
+        Type::Map { .. } if optional => TypeRef::named_nn_list(name(ty)),
+        Type::Map { .. } => TypeRef::named_nn_list_nn(name(ty)),
+        _ if optional => TypeRef::named(name(ty)),
+        _ => TypeRef::named_nn(name(ty)),
+    }
+}
+
+fn inner_name(ty: &Type) -> String {
+    match ty {
+        Type::Int { .. } | Type::Counter => "Int".into(),
+        Type::Boolean => "Boolean".into(),
+        Type::Cents => "Cents".into(),
+        Type::Enum { name, .. } | Type::Shape(name) => name.clone(),
+        _ => "String".into(),
+    }
+}
+
+/// `{T}Entry { key, value }` for every map attribute of element type T.
+fn map_entry_types(chart: &Chart) -> Vec<Object> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    let attrs = chart
+        .entities
+        .values()
+        .flat_map(|e| e.attributes.values())
+        .chain(chart.shapes.values().flat_map(|s| s.values()));
+    for a in attrs {
+        if let Type::Map { of, .. } = &a.ty {
+            let name = format!("{}Entry", inner_name(of));
+            if seen.contains(&name) {
+                continue;
+            }
+            seen.push(name.clone());
+            let field = |n: &'static str, ty: TypeRef| {
+                Field::new(n, ty, move |ctx| {
+                    let v = match ctx.parent_value.as_value() {
+                        Some(Value::Object(o)) => o.get(n).cloned().unwrap_or_default(),
+                        _ => Value::Null,
+                    };
+                    FieldFuture::Value(Some(FieldValue::value(v)))
+                })
+            };
+            out.push(
+                Object::new(name)
+                    .field(field("key", TypeRef::named_nn(TypeRef::STRING)))
+                    .field(field("value", TypeRef::named_nn(inner_name(of)))),
+            );
+        }
+    }
+    out
+}
+
+/// An entity's object type: its attributes, references, connections and lists.
+fn entity_type(chart: &Arc<Chart>, e: &Entity) -> Object {
+    let mut obj = Object::new(&e.name);
+    if let Some(d) = &e.description {
+        obj = obj.description(d);
+    }
+    if e.node {
+        obj = obj.implement("Node").field(resolve::id_field(chart, e));
+    }
+    for (name, a) in e.attributes.iter().filter(|(_, a)| a.graphql) {
+        obj = obj.field(resolve::attribute_field(chart, e, name, a));
+    }
+    for (name, r) in &e.references {
+        obj = obj.field(resolve::reference_field(chart, e, name, r));
+    }
+    for (name, c) in &e.connections {
+        obj = obj.field(resolve::connection_field(chart, e, name, c));
+    }
+    for (name, l) in &e.lists {
+        obj = obj.field(resolve::list_field(chart, e, name, l));
+    }
+    obj
+}
+
+/// A connection's arguments beyond paging: the variables of its pattern its owner does
+/// not give, each with its GraphQL type (`?` levels optional).
+fn connection_arguments(chart: &Chart, owner: &Entity, pattern: u32) -> Vec<(String, Type, bool)> {
+    let Some(Request::Query { condition, .. }) = chart.patterns.get(&pattern).map(|p| &p.request)
+    else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, Type, bool)> = Vec::new();
+    let templates = condition.templates();
+    for t in templates {
+        for v in t.vars() {
+            if owner.attributes.contains_key(&v.name) || out.iter().any(|(n, ..)| *n == v.name) {
+                continue;
+            }
+            if let Some(ty) = chart.var_type(condition, &v.name) {
+                out.push((v.name.clone(), ty, v.optional));
+            }
+        }
+    }
+    out
+}
+
+fn argument(name: &str, ty: &Type, optional: bool) -> InputValue {
+    let tr = match ty {
+        Type::Enum { name, .. } => name.clone(),
+        Type::Int { .. } => TypeRef::INT.into(),
+        _ => TypeRef::STRING.into(),
+    };
+    InputValue::new(
+        name,
+        if optional {
+            TypeRef::named(tr)
+        } else {
+            TypeRef::named_nn(tr)
+        },
+    )
+}
+
+/// Gives every error a resolver of the chart's schema returns the path of its field, as
+/// the built-in schema's derived resolvers do: async-graphql's dynamic schema reports
+/// them without one, and clients, and null propagation, need it
+/// ([`super::null_propagation`]). And lets a nullable item of a list of interfaces be
+/// null (`nodes` answering an id of nothing): the dynamic schema has no null for an
+/// interface, only a typed value, and refuses [`FieldValue::NULL`] there with the
+/// message matched below.
+pub struct ErrorPaths;
+
+/// async-graphql's refusal of a value that is not typed, where an interface is expected.
+const UNTYPED_INTERFACE: &str = "internal: invalid value for interface";
+
+impl async_graphql::extensions::ExtensionFactory for ErrorPaths {
+    fn create(&self) -> Arc<dyn async_graphql::extensions::Extension> {
+        Arc::new(ErrorPaths)
+    }
+}
+
+#[async_trait::async_trait]
+impl async_graphql::extensions::Extension for ErrorPaths {
+    async fn resolve(
+        &self,
+        ctx: &async_graphql::extensions::ExtensionContext<'_>,
+        info: async_graphql::extensions::ResolveInfo<'_>,
+        next: async_graphql::extensions::NextResolve<'_>,
+    ) -> async_graphql::ServerResult<Option<Value>> {
+        let node = info.path_node;
+        let nullable = !info.return_type.ends_with('!');
+        match next.run(ctx, info).await {
+            Err(e) if nullable && e.message.starts_with(UNTYPED_INTERFACE) => return Ok(None),
+            other => other,
+        }
+        .map_err(|mut e| {
+            if e.path.is_empty() {
+                let mut path: Vec<async_graphql::PathSegment> = std::iter::once(node)
+                    .chain(node.parents())
+                    .map(|n| match n.segment {
+                        async_graphql::QueryPathSegment::Name(name) => {
+                            async_graphql::PathSegment::Field(name.to_owned())
+                        }
+                        async_graphql::QueryPathSegment::Index(i) => {
+                            async_graphql::PathSegment::Index(i)
+                        }
+                    })
+                    .collect();
+                path.reverse();
+                e.path = path;
+            }
+            e
+        })
+    }
+}

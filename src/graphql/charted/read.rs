@@ -1,0 +1,326 @@
+//! The reads of a chart's access patterns, each one store request: a Query pattern's page
+//! (a parent, what sits beside it and a first page of children; later pages on the
+//! children's prefix from the last-seen key), and items by key through the request's
+//! DataLoader (GetItem for one, BatchGetItem for many).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use dataloader::BatchFn;
+use opentelemetry::trace::SpanKind;
+use opentelemetry::KeyValue;
+
+use super::super::connection::Resolved;
+use super::super::errors::ApiError;
+use super::super::loader_wait;
+use super::super::loaders::answer_batch;
+use super::record::{render, Record, Vars};
+use crate::chart::{Chart, KeyCondition, Pattern, Request, SortCondition as ChartSort};
+use crate::collections::MAX_PAGE_SIZE;
+use crate::store::validate::MAX_BATCH_GET_KEYS;
+use crate::store::{BatchGet, GetItem, Item, PageKey, PrimaryKey, Query, SortCondition, Store};
+use crate::telemetry;
+
+/// One page a Query pattern read: the parent (its shards' counters summed in) when the
+/// page carried it, the children in the order read, and whether more follow.
+#[derive(Debug, Clone, Default)]
+pub struct Fetched {
+    pub parent: Option<Arc<Record>>,
+    pub children: Vec<Arc<Record>>,
+    pub more: bool,
+}
+
+/// The Query that serves `page` of a Query pattern, and whether it carries the parent.
+pub fn query(
+    chart: &Chart,
+    pattern: &Pattern,
+    vars: &Vars,
+    page: &Resolved,
+) -> Result<(Query, bool), ApiError> {
+    let Request::Query {
+        condition,
+        forward,
+        parent,
+        beside,
+        children_prefix,
+        ..
+    } = &pattern.request
+    else {
+        return Err(ApiError::Internal);
+    };
+    let partition = render(&condition.partition, vars)?;
+    let size = page.size.clamp(1, MAX_PAGE_SIZE);
+    let carries_parent = parent.is_some() && page.forward && page.start.is_none();
+    let sort = if carries_parent || parent.is_none() {
+        sort_of(condition, vars)?
+    } else {
+        Some(SortCondition::BeginsWith(
+            children_prefix.source().to_owned(),
+        ))
+    };
+    let beside: u32 = beside
+        .iter()
+        .filter_map(|b| chart.entities[b].shards_of.as_ref().map(|(_, n)| *n))
+        .sum();
+    let limit = if carries_parent {
+        size + 2 + beside
+    } else {
+        size + 1
+    };
+    if let Some(start) = &page.start {
+        check_cursor(
+            condition,
+            &partition,
+            &sort,
+            children_prefix.source(),
+            start,
+        )?;
+    }
+    Ok((
+        Query {
+            index: condition.index.clone(),
+            partition,
+            sort,
+            forward: page.forward == *forward,
+            limit: Some(limit),
+            start: page.start.clone(),
+            consistent_read: false,
+        },
+        carries_parent,
+    ))
+}
+
+/// The connection a cursor is bound to: the pattern and the very partition and range it
+/// pages (`storesIn` of one city is not `storesIn` of another).
+pub fn connection_name(
+    pattern: &Pattern,
+    owner: &str,
+    field: &str,
+    vars: &Vars,
+) -> Result<String, ApiError> {
+    let Request::Query { condition, .. } = &pattern.request else {
+        return Err(ApiError::Internal);
+    };
+    let mut name = format!("{owner}.{field}:{}", render(&condition.partition, vars)?);
+    if let Some(ChartSort::BeginsWith(t)) = &condition.sort {
+        name.push('|');
+        name.push_str(&t.render(|n| vars.get(n).cloned()).unwrap_or_default());
+    }
+    Ok(name)
+}
+
+fn sort_of(cond: &KeyCondition, vars: &Vars) -> Result<Option<SortCondition>, ApiError> {
+    let r = |t: &crate::chart::template::Template| render(t, vars);
+    Ok(Some(match &cond.sort {
+        None => return Ok(None),
+        Some(ChartSort::Eq(t)) => SortCondition::Eq(r(t)?),
+        Some(ChartSort::Lt(t)) => SortCondition::Lt(r(t)?),
+        Some(ChartSort::Le(t)) => SortCondition::Le(r(t)?),
+        Some(ChartSort::Gt(t)) => SortCondition::Gt(r(t)?),
+        Some(ChartSort::Ge(t)) => SortCondition::Ge(r(t)?),
+        Some(ChartSort::Between(a, b)) => SortCondition::Between(r(a)?, r(b)?),
+        // A level left out ends the prefix there: the hierarchy read at that level.
+        Some(ChartSort::BeginsWith(t)) => SortCondition::BeginsWith(
+            t.render(|n| vars.get(n).cloned())
+                .map_err(|e| ApiError::bad_input(&field_of(&e), e.to_string()))?,
+        ),
+    }))
+}
+
+fn field_of(e: &crate::chart::template::Unrendered) -> String {
+    match e {
+        crate::chart::template::Unrendered::Missing(n) => n.clone(),
+        crate::chart::template::Unrendered::LevelSkipped { given, .. } => given.clone(),
+    }
+}
+
+/// A cursor must be a child of this very connection: anything else would make the store
+/// reject the request, or read another collection.
+fn check_cursor(
+    cond: &KeyCondition,
+    partition: &str,
+    sort: &Option<SortCondition>,
+    children: &str,
+    start: &PageKey,
+) -> Result<(), ApiError> {
+    let key = match (&cond.index, &start.index) {
+        (None, None) => Some((&start.table.pk, &start.table.sk)),
+        (Some(_), Some(ik)) => Some((&ik.pk, &ik.sk)),
+        _ => None,
+    };
+    let prefix = match sort {
+        Some(SortCondition::BeginsWith(p)) => p.as_str(),
+        _ => children,
+    };
+    match key {
+        Some((pk, sk)) if pk == partition && sk.starts_with(prefix) => Ok(()),
+        _ => Err(ApiError::InvalidCursor(
+            "the cursor does not belong to this connection",
+        )),
+    }
+}
+
+/// Reads one page of a Query pattern: one Query.
+pub async fn page(
+    store: &dyn Store,
+    chart: &Chart,
+    pattern: &Pattern,
+    vars: &Vars,
+    page: &Resolved,
+) -> Result<Fetched, ApiError> {
+    let (query, carries_parent) = query(chart, pattern, vars, page)?;
+    let Request::Query {
+        parent, children, ..
+    } = &pattern.request
+    else {
+        return Err(ApiError::Internal);
+    };
+    let limit = query.limit.unwrap_or(0) as usize;
+    let otel = telemetry::child("connection page", SpanKind::Internal, || {
+        vec![
+            KeyValue::new("itemgraph.page.children", children.clone()),
+            KeyValue::new("itemgraph.page.size", i64::from(page.size)),
+            KeyValue::new("itemgraph.page.forward", page.forward),
+            KeyValue::new("itemgraph.page.from_cursor", page.start.is_some()),
+        ]
+    });
+    let out = telemetry::within(otel.as_ref(), store.query(query)).await;
+    if let Some(cx) = &otel {
+        let (items, cut) = match &out {
+            Ok(out) => (out.items.len(), out.last_evaluated_key.is_some()),
+            Err(_) => (0, false),
+        };
+        telemetry::end(
+            cx,
+            vec![
+                KeyValue::new("itemgraph.page.items_read", items as i64),
+                KeyValue::new("itemgraph.page.cut", cut),
+            ],
+            out.as_ref()
+                .err()
+                .map(|e| ApiError::from(e.clone()).code().into()),
+        );
+    }
+    let out = out?;
+    let read = out.items.len();
+    let mut fetched = Fetched::default();
+    let mut shards = Vec::new();
+    for item in out.items {
+        let rec = Record::decode(chart, item)?;
+        let entity = rec.entity(chart);
+        if *rec.entity == **children {
+            fetched.children.push(Arc::new(rec));
+        } else if carries_parent && parent.as_deref() == Some(&*rec.entity) {
+            fetched.parent = Some(Arc::new(rec));
+        } else if carries_parent && entity.shards_of.is_some() {
+            shards.push(rec);
+        } else {
+            tracing::error!(entity = %rec.entity, pattern = pattern.number, "a page read an item its pattern does not declare");
+            return Err(ApiError::Internal);
+        }
+    }
+    if let Some(parent) = &mut fetched.parent {
+        *parent = Arc::new(with_shards(chart, parent, &shards));
+    }
+    fetched.more = fetched.children.len() > page.size as usize
+        || (out.last_evaluated_key.is_some() && read < limit);
+    Ok(fetched)
+}
+
+/// The parent with its counter shards' counters added to its own.
+pub fn with_shards(chart: &Chart, parent: &Record, shards: &[Record]) -> Record {
+    let mut out = parent.clone();
+    let entity = parent.entity(chart);
+    for (name, a) in &entity.attributes {
+        if matches!(a.ty, crate::chart::types::Type::Counter) {
+            let total = parent.count(name) + shards.iter().map(|s| s.count(name)).sum::<i64>();
+            out.item.insert(
+                name.clone(),
+                crate::store::AttributeValue::N(total.to_string()),
+            );
+        }
+    }
+    out
+}
+
+/// Reads an entity with its counter shards: one Query (a GetItem pattern's `with_shards`).
+pub async fn with_counts(
+    store: &dyn Store,
+    chart: &Chart,
+    cond: &KeyCondition,
+    vars: &Vars,
+) -> Result<Option<Arc<Record>>, ApiError> {
+    let query = Query {
+        index: cond.index.clone(),
+        partition: render(&cond.partition, vars)?,
+        sort: sort_of(cond, vars)?,
+        forward: true,
+        limit: None,
+        start: None,
+        consistent_read: false,
+    };
+    let out = store.query(query).await?;
+    let mut parent = None;
+    let mut shards = Vec::new();
+    for item in out.items {
+        let rec = Record::decode(chart, item)?;
+        if rec.entity(chart).shards_of.is_some() {
+            shards.push(rec);
+        } else {
+            parent = Some(rec);
+        }
+    }
+    Ok(parent.map(|p| Arc::new(with_shards(chart, &p, &shards))))
+}
+
+/// What the loader answers for one key.
+pub type Loaded = Result<Option<Arc<Record>>, Arc<ApiError>>;
+
+/// The per-request loader of a chart's items by primary key, with its cache.
+pub type ItemLoader = dataloader::cached::Loader<PrimaryKey, Loaded, ItemBatch>;
+
+/// A fresh loader reading `chart`'s items from `store`.
+pub fn item_loader(store: Arc<dyn Store>, chart: Arc<Chart>) -> ItemLoader {
+    dataloader::cached::Loader::new(ItemBatch { store, chart })
+        .with_max_batch_size(MAX_BATCH_GET_KEYS)
+        .with_custom_wait_for_work(loader_wait::wait_once)
+}
+
+/// The batch read behind [`ItemLoader`]: GetItem for one key, BatchGetItem for more.
+pub struct ItemBatch {
+    store: Arc<dyn Store>,
+    chart: Arc<Chart>,
+}
+
+impl BatchFn<PrimaryKey, Loaded> for ItemBatch {
+    async fn load(&mut self, keys: &[PrimaryKey]) -> HashMap<PrimaryKey, Loaded> {
+        answer_batch(keys, async {
+            let items: Vec<Item> = if let [key] = keys {
+                self.store
+                    .get_item(GetItem {
+                        key: key.clone(),
+                        consistent_read: false,
+                    })
+                    .await?
+                    .into_iter()
+                    .collect()
+            } else {
+                self.store
+                    .batch_get_item(BatchGet {
+                        keys: keys.to_vec(),
+                        consistent_read: false,
+                    })
+                    .await?
+            };
+            let mut found = HashMap::new();
+            for item in items {
+                let rec = Record::decode(&self.chart, item)?;
+                if let Some(key) = rec.primary_key(&self.chart) {
+                    found.insert(key, Arc::new(rec));
+                }
+            }
+            Ok(found)
+        })
+        .await
+    }
+}

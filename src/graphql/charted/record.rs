@@ -1,0 +1,297 @@
+//! Items of a chart's entities: decoded (every attribute checked against its declared type,
+//! every key value against its kind), answered as GraphQL values, named by global ids.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_graphql::{Name, Value};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+
+use super::super::errors::ApiError;
+use crate::chart::template::{Template, Value as KeyValue};
+use crate::chart::types::Type;
+use crate::chart::{Chart, Entity};
+use crate::store::{AttributeValue, IndexKey, Item, PageKey, PrimaryKey};
+
+/// One item of an entity, as read.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub entity: Arc<str>,
+    pub item: Item,
+}
+
+/// The values a key template is rendered from, by variable name.
+pub type Vars = HashMap<String, KeyValue>;
+
+/// Longest global id accepted; anything longer is not one of ours.
+const MAX_ID_LEN: usize = 512;
+
+impl Record {
+    /// Decodes an item: its `Type` names an entity of the chart, every required
+    /// attribute is there with its type's shape, every key value passes its kind. An item
+    /// that does not decode is a fault of the table (`INTERNAL`), never of the caller.
+    pub fn decode(chart: &Chart, item: Item) -> Result<Record, ApiError> {
+        let ty = item
+            .get(&chart.table.type_attribute)
+            .and_then(|v| match v {
+                AttributeValue::S(s) => Some(s.as_str()),
+                _ => None,
+            })
+            .ok_or_else(|| undecodable("an item without its type attribute".into()))?;
+        let Some((name, entity)) = chart.entities.get_key_value(ty) else {
+            return Err(undecodable(format!("an item of unknown type `{ty}`")));
+        };
+        for (attr, a) in &entity.attributes {
+            match item.get(attr) {
+                None | Some(AttributeValue::Null(_)) if a.optional => {}
+                None if matches!(a.ty, Type::Counter) => {}
+                None | Some(AttributeValue::Null(_)) => {
+                    return Err(undecodable(format!("{ty} without `{attr}`")))
+                }
+                Some(v) if !fits(&a.ty, v) => {
+                    return Err(undecodable(format!(
+                        "{ty}: `{attr}` is not a {}",
+                        a.ty.describe()
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        for v in entity.key.pk.vars().chain(entity.key.sk.vars()) {
+            if let (Some(AttributeValue::S(s)), Some(Type::Kind(k))) = (
+                item.get(&v.name),
+                entity.attributes.get(&v.name).map(|a| &a.ty),
+            ) {
+                if k.validate("key", s).ok().as_deref() != Some(s.as_str()) {
+                    return Err(undecodable(format!("{ty}: `{}` could forge a key", v.name)));
+                }
+            }
+        }
+        Ok(Record {
+            entity: Arc::from(name.as_str()),
+            item,
+        })
+    }
+
+    pub fn entity<'c>(&self, chart: &'c Chart) -> &'c Entity {
+        &chart.entities[&*self.entity]
+    }
+
+    pub fn text(&self, attr: &str) -> Option<&str> {
+        match self.item.get(attr) {
+            Some(AttributeValue::S(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A counter: a missing one is 0.
+    pub fn count(&self, attr: &str) -> i64 {
+        match self.item.get(attr) {
+            Some(AttributeValue::N(n)) => n.parse().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// The values of its key variables, as a template renders them.
+    pub fn vars(&self, entity: &Entity) -> Vars {
+        let mut out = Vars::new();
+        for (name, a) in &entity.attributes {
+            match (self.item.get(name), &a.ty) {
+                (Some(AttributeValue::N(n)), Type::Int { .. } | Type::Counter) => {
+                    if let Ok(n) = n.parse() {
+                        out.insert(name.clone(), KeyValue::Int(n));
+                    }
+                }
+                (Some(AttributeValue::S(s)), Type::Kind(_) | Type::Enum { .. }) => {
+                    out.insert(name.clone(), KeyValue::Text(s.clone()));
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Its primary key, from its key attributes as stored.
+    pub fn primary_key(&self, chart: &Chart) -> Option<PrimaryKey> {
+        Some(PrimaryKey::new(
+            self.text(&chart.table.partition_key)?,
+            self.text(&chart.table.sort_key)?,
+        ))
+    }
+
+    /// Where a page that ended on this item resumes, for a query on `index`.
+    pub fn page_key(&self, chart: &Chart, index: Option<&str>) -> Option<PageKey> {
+        let table = self.primary_key(chart)?;
+        let index = match index {
+            None => None,
+            Some(i) => {
+                let i = chart.indexes.get(i)?;
+                Some(IndexKey {
+                    pk: self.text(&i.partition_key)?.to_owned(),
+                    sk: self.text(&i.sort_key)?.to_owned(),
+                })
+            }
+        };
+        Some(PageKey { table, index })
+    }
+
+    /// Its global id: the entity's name and its key's values, base64url.
+    pub fn global_id(&self, entity: &Entity) -> String {
+        let vars = self.vars(entity);
+        let mut raw = entity.name.clone();
+        for name in key_var_names(entity) {
+            raw.push(':');
+            match vars.get(&name) {
+                Some(KeyValue::Text(t)) => raw.push_str(t),
+                Some(KeyValue::Int(n)) => raw.push_str(&n.to_string()),
+                None => {}
+            }
+        }
+        URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    /// The attribute `attr` as GraphQL answers it.
+    pub fn value(&self, chart: &Chart, attr: &str, ty: &Type) -> Value {
+        match self.item.get(attr) {
+            None if matches!(ty, Type::Counter) => Value::from(0),
+            None => Value::Null,
+            Some(v) => to_value(chart, ty, v),
+        }
+    }
+}
+
+/// The names of an entity's key variables, in the order its templates spell them.
+pub fn key_var_names(entity: &Entity) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in entity.key.pk.vars().chain(entity.key.sk.vars()) {
+        if !out.contains(&v.name) {
+            out.push(v.name.clone());
+        }
+    }
+    out
+}
+
+/// A global id a client sent: the entity it names and its key's values, each checked.
+pub fn decode_global_id<'c>(
+    chart: &'c Chart,
+    field: &str,
+    id: &str,
+) -> Result<(&'c Entity, Vars), ApiError> {
+    let bad = || ApiError::bad_input(field, "not a valid id");
+    if id.len() > MAX_ID_LEN {
+        return Err(bad());
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(id).map_err(|_| bad())?;
+    let text = String::from_utf8(bytes).map_err(|_| bad())?;
+    let (ty, rest) = text.split_once(':').ok_or_else(bad)?;
+    let entity = chart.entities.get(ty).filter(|e| e.node).ok_or_else(bad)?;
+    let names = key_var_names(entity);
+    let values: Vec<&str> = rest.splitn(names.len(), ':').collect();
+    if values.len() != names.len() {
+        return Err(bad());
+    }
+    let mut vars = Vars::new();
+    for (name, value) in names.iter().zip(values) {
+        let a = &entity.attributes[name];
+        vars.insert(
+            name.clone(),
+            key_value(&a.ty, "id", value).map_err(|_| bad())?,
+        );
+    }
+    Ok((entity, vars))
+}
+
+/// A value a client gave for a key variable of type `ty`, checked.
+pub fn key_value(ty: &Type, field: &str, value: &str) -> Result<KeyValue, String> {
+    match ty {
+        // The kinds' messages name the value `value`: they name the field here.
+        Type::Kind(k) => k
+            .validate("value", value)
+            .map(KeyValue::Text)
+            .map_err(|m| m.replacen("value", field, 1)),
+        Type::Enum { values, .. } if values.iter().any(|v| v == value) => {
+            Ok(KeyValue::Text(value.to_owned()))
+        }
+        Type::Int { min, max } => value
+            .parse::<i64>()
+            .ok()
+            .filter(|n| min.is_none_or(|m| *n >= m) && max.is_none_or(|m| *n <= m))
+            .map(KeyValue::Int)
+            .ok_or_else(|| format!("{field} is out of range")),
+        _ => Err(format!("{field} is not a value of {}", ty.describe())),
+    }
+}
+
+/// Renders a template, every variable given.
+pub fn render(t: &Template, vars: &Vars) -> Result<String, ApiError> {
+    t.render(|n| vars.get(n).cloned()).map_err(|e| {
+        tracing::error!(template = %t, error = %e, "a key could not be rendered");
+        ApiError::Internal
+    })
+}
+
+fn undecodable(what: String) -> ApiError {
+    tracing::error!(%what, "an item does not decode as its chart says");
+    ApiError::Internal
+}
+
+fn fits(ty: &Type, v: &AttributeValue) -> bool {
+    match (ty, v) {
+        (
+            Type::String { .. } | Type::Timestamp | Type::Kind(_) | Type::Enum { .. },
+            AttributeValue::S(_),
+        ) => true,
+        (Type::Int { .. } | Type::Counter | Type::Cents, AttributeValue::N(n)) => {
+            n.parse::<i64>().is_ok()
+        }
+        (Type::Boolean, AttributeValue::Bool(_)) => true,
+        (Type::List { of, .. }, AttributeValue::L(items)) => items.iter().all(|i| fits(of, i)),
+        (Type::Map { of, .. }, AttributeValue::M(m)) => m.values().all(|i| fits(of, i)),
+        (Type::Shape(_), AttributeValue::M(_)) => true,
+        _ => false,
+    }
+}
+
+fn to_value(chart: &Chart, ty: &Type, v: &AttributeValue) -> Value {
+    match (ty, v) {
+        (Type::Enum { .. }, AttributeValue::S(s)) => Value::Enum(Name::new(s)),
+        (Type::Cents, AttributeValue::N(n)) => Value::String(n.clone()),
+        (Type::Int { .. } | Type::Counter, AttributeValue::N(n)) => {
+            let n: i64 = n.parse().unwrap_or(0);
+            Value::from(n.clamp(i32::MIN.into(), i32::MAX.into()))
+        }
+        (_, AttributeValue::S(s)) => Value::String(s.clone()),
+        (_, AttributeValue::Bool(b)) => Value::Boolean(*b),
+        (Type::List { of, .. }, AttributeValue::L(items)) => {
+            Value::List(items.iter().map(|i| to_value(chart, of, i)).collect())
+        }
+        (Type::Map { of, .. }, AttributeValue::M(m)) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            Value::List(
+                keys.into_iter()
+                    .map(|k| {
+                        let mut entry = async_graphql::indexmap::IndexMap::new();
+                        entry.insert(Name::new("key"), Value::String(k.clone()));
+                        entry.insert(Name::new("value"), to_value(chart, of, &m[k]));
+                        Value::Object(entry)
+                    })
+                    .collect(),
+            )
+        }
+        (Type::Shape(name), AttributeValue::M(m)) => {
+            let mut out = async_graphql::indexmap::IndexMap::new();
+            if let Some(shape) = chart.shapes.get(name) {
+                for (field, a) in shape {
+                    let v = m
+                        .get(field)
+                        .map_or(Value::Null, |v| to_value(chart, &a.ty, v));
+                    out.insert(Name::new(field), v);
+                }
+            }
+            Value::Object(out)
+        }
+        _ => Value::Null,
+    }
+}
