@@ -80,7 +80,7 @@ pub async fn router(settings: &Settings) -> anyhow::Result<axum::Router> {
         args.seed != Some(SeedMode::Demo),
         "ITEMGRAPH_SEED=demo: a function does not seed its table at every cold start; seed it \
          once with `itemgraph seed --store dynamodb --table {}`",
-        args.store.table
+        args.store.table_name()
     );
     ensure!(
         args.cursor_secret.is_some(),

@@ -451,12 +451,21 @@ async fn relay_health(state: &AppState, log: &crate::live::relay::RelayLog) -> S
 
 // --- GraphiQL ----------------------------------------------------------------------------
 
-/// The playground page (see [`playground`]): without and with authentication on.
-static PLAYGROUND: LazyLock<[[String; 2]; 2]> = LazyLock::new(|| {
+/// The playground page (see [`playground`]) of the built-in chart: without and with
+/// subscriptions served, without and with authentication on.
+static PLAYGROUND: LazyLock<PlaygroundPages> =
+    LazyLock::new(|| playground_pages(&playground::EXAMPLES));
+
+/// The playground's pages, by subscriptions served and authentication on.
+pub(crate) type PlaygroundPages = [[String; 2]; 2];
+
+/// The playground's pages with `examples` as its tabs.
+pub(crate) fn playground_pages(examples: &[&str]) -> PlaygroundPages {
     [false, true].map(|subscriptions| {
-        [false, true].map(|auth| playground::page("/graphql", TRACE_HEADER, auth, subscriptions))
+        [false, true]
+            .map(|auth| playground::page("/graphql", TRACE_HEADER, auth, subscriptions, examples))
     })
-});
+}
 
 /// The playground page with its Content-Security-Policy.
 fn playground_page(state: &AppState, headers: &axum::http::HeaderMap) -> Response {
@@ -474,7 +483,11 @@ fn playground_page(state: &AppState, headers: &axum::http::HeaderMap) -> Respons
             (header::CONTENT_SECURITY_POLICY, policy),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
-        Html(PLAYGROUND[usize::from(subscriptions)][usize::from(auth)].as_str()),
+        Html(
+            state.0.playground.as_deref().unwrap_or(&PLAYGROUND)[usize::from(subscriptions)]
+                [usize::from(auth)]
+            .clone(),
+        ),
     )
         .into_response()
 }

@@ -149,7 +149,7 @@ pub async fn serve_asset(Path((hash, name)): Path<(String, String)>) -> Response
 
 /// The example operations of `examples/`, preloaded as the playground's tabs, each with
 /// the comment that says what it shows and what it costs.
-const EXAMPLES: [&str; 8] = [
+pub const EXAMPLES: [&str; 8] = [
     include_str!("../../examples/org_users.graphql"),
     include_str!("../../examples/user_tickets.graphql"),
     include_str!("../../examples/ticket.graphql"),
@@ -162,14 +162,21 @@ const EXAMPLES: [&str; 8] = [
 
 /// The page, for a server with authentication on (`auth`: the headers pane opens with an
 /// `Authorization` placeholder) or off, and serving subscriptions or not (AWS Lambda: a
-/// subscription run in the page then says why it cannot run there).
-pub fn page(endpoint: &str, trace_header: &str, auth: bool, subscriptions: bool) -> String {
+/// subscription run in the page then says why it cannot run there), its tabs preloaded
+/// with `examples` ([`EXAMPLES`] for the built-in chart, a chart's own for another).
+pub fn page(
+    endpoint: &str,
+    trace_header: &str,
+    auth: bool,
+    subscriptions: bool,
+    examples: &[&str],
+) -> String {
     let config = serde_json::json!({
         "endpoint": endpoint,
         "traceHeader": trace_header,
         "auth": auth,
         "subscriptions": subscriptions,
-        "examples": EXAMPLES.iter().map(|q| serde_json::json!({ "query": q })).collect::<Vec<_>>(),
+        "examples": examples.iter().map(|q| serde_json::json!({ "query": q })).collect::<Vec<_>>(),
     });
     // `</` cannot end the JSON block early once escaped; the JSON stays the same value.
     let config = config.to_string().replace("</", "<\\/");
@@ -243,7 +250,7 @@ mod tests {
 
     #[test]
     fn the_page_loads_every_script_and_style_from_this_origin_and_nothing_inline() {
-        let page = page("/graphql", "x-itemgraph-trace", false, true);
+        let page = page("/graphql", "x-itemgraph-trace", false, true, &EXAMPLES);
         for asset in ASSETS
             .iter()
             .filter(|a| !a.content_type.starts_with("text/plain"))

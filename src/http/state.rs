@@ -125,6 +125,8 @@ pub(super) struct Inner {
     pub(super) awaiting_init: Arc<live::Awaiting>,
     /// OpenTelemetry traces, when an OTLP endpoint is configured.
     pub(super) telemetry: Option<Telemetry>,
+    /// The playground's pages of a chart other than the built-in one (its own tabs).
+    pub(super) playground: Option<Arc<super::PlaygroundPages>>,
 }
 
 impl AppState {
@@ -146,6 +148,7 @@ impl AppState {
             authenticator: None,
             awaiting_init: Arc::default(),
             telemetry: None,
+            playground: None,
         }))
     }
 
@@ -156,6 +159,9 @@ impl AppState {
             return Ok(self);
         }
         let mut inner = Arc::unwrap_or_clone(self.0);
+        let examples = graphql::charted::examples(&chart);
+        let tabs: Vec<&str> = examples.iter().map(String::as_str).collect();
+        inner.playground = Some(Arc::new(super::playground_pages(&tabs)));
         inner.schema = graphql::chart_schema(chart, &inner.options.limits)
             .map_err(|e| anyhow::anyhow!("the chart's schema: {}", e.0))?;
         Ok(AppState(Arc::new(inner)))

@@ -57,6 +57,7 @@ on_both_engines!(
     references_and_nodes_are_batched_into_one_request,
     a_tenant_sees_only_its_own_chain,
     a_cursor_serves_only_its_own_connection,
+    the_playground_examples_run_within_their_budgets,
 );
 
 fn key_conditions(response: &Value) -> Vec<String> {
@@ -368,6 +369,33 @@ async fn a_cursor_serves_only_its_own_connection(api: &Api) {
         .await;
     assert_eq!(error_codes(&r), ["QUERY_TOO_COMPLEX"], "{r:#}");
     assert_eq!(request_count(&r), 0);
+}
+
+/// The playground's tabs for the chart, written from its patterns and samples: one per
+/// pattern, each answering without an error in exactly the requests its header states.
+async fn the_playground_examples_run_within_their_budgets(api: &Api) {
+    let examples = itemgraph::graphql::charted::examples(&chart());
+    assert_eq!(examples.len(), 5, "{examples:#?}");
+    for (n, example) in examples.iter().enumerate() {
+        assert!(
+            example.starts_with(&format!("# Access pattern {}:", n + 1)),
+            "{example}"
+        );
+        let budget: u64 = example
+            .lines()
+            .find_map(|l| l.strip_prefix("# dynamodb-requests: "))
+            .and_then(|b| b.parse().ok())
+            .unwrap_or_else(|| panic!("no budget in {example}"));
+        let r = api.run(example).await;
+        assert!(r.get("errors").is_none(), "{example}\n{r:#}");
+        assert_eq!(request_count(&r), budget, "{example}\n{r:#}");
+        assert!(
+            r["data"]
+                .as_object()
+                .is_some_and(|d| d.values().all(|v| !v.is_null())),
+            "every example reads something: {example}\n{r:#}"
+        );
+    }
 }
 
 /// The SDL of the second chart, as `itemgraph schema --chart` prints it, is the one

@@ -14,6 +14,7 @@
 //! requests. What a chart does not say (writes, subscriptions) is not served yet.
 
 pub mod cost;
+mod examples;
 mod read;
 pub mod record;
 mod resolve;
@@ -29,6 +30,7 @@ use async_graphql::Value;
 use crate::chart::types::Type;
 use crate::chart::{Chart, Entity, Request};
 
+pub use examples::examples;
 pub use read::{item_loader, ItemLoader};
 pub use resolve::{Conn, Obj};
 
