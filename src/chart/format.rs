@@ -197,6 +197,10 @@ pub struct Reference {
 #[serde(deny_unknown_fields)]
 pub struct Connection {
     pub pattern: u32,
+    /// What its cursors are signed for, with the partition it pages (default
+    /// `Owner.field`): a cursor serves only its own connection.
+    #[serde(default)]
+    pub cursor: Option<String>,
     /// Where `totalCount` comes from: a counter of the parent, or one per value of an
     /// argument (`{ status = { OPEN = "ticketCountOpen", … } }`).
     #[serde(default)]
@@ -217,6 +221,10 @@ pub enum Total {
 #[serde(deny_unknown_fields)]
 pub struct List {
     pub pattern: u32,
+    /// The most children it holds (the writes that make them allow no more): it is read
+    /// whole, as one page of this size. Default: the largest page, 100.
+    #[serde(default)]
+    pub max: Option<u32>,
     #[serde(default)]
     pub description: Option<String>,
 }

@@ -446,6 +446,7 @@ impl Checker {
                         k.clone(),
                         format::Connection {
                             pattern: c.pattern,
+                            cursor: c.cursor.clone(),
                             total: c.total.as_ref().map(clone_total),
                             description: c.description.clone(),
                         },
@@ -460,6 +461,7 @@ impl Checker {
                         k.clone(),
                         format::List {
                             pattern: l.pattern,
+                            max: l.max,
                             description: l.description.clone(),
                         },
                     )

@@ -474,8 +474,8 @@ fn a_reference_without_its_whole_key_is_refused() {
 #[test]
 fn a_field_on_a_pattern_that_does_not_serve_it_is_refused() {
     let r = broken(
-        "users = { pattern = 2, total = \"userCount\"",
-        "users = { pattern = 4, total = \"userCount\"",
+        "users = { pattern = 2, cursor = \"users\", total = \"userCount\"",
+        "users = { pattern = 4, cursor = \"users\", total = \"userCount\"",
     );
     refuses(
         &r,
@@ -485,8 +485,8 @@ fn a_field_on_a_pattern_that_does_not_serve_it_is_refused() {
         "whose parent is User",
     );
     let r = broken(
-        "users = { pattern = 2, total = \"userCount\"",
-        "users = { pattern = 2, total = \"name\"",
+        "users = { pattern = 2, cursor = \"users\", total = \"userCount\"",
+        "users = { pattern = 2, cursor = \"users\", total = \"name\"",
     );
     refuses(&r, "fields", Some("Organization"), None, "no counter");
     let r = broken("lines = { pattern = 7", "lines = { pattern = 70");

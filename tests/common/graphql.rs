@@ -115,6 +115,19 @@ impl Api {
         }
     }
 
+    /// The same store served by the generic path of a chart's API, built from the
+    /// built-in chart (`charts/itemgraph.toml`), reads only: to hold it to the hand-written
+    /// schema's answers.
+    pub fn as_chart(&self) -> Api {
+        Api {
+            hub: self.hub.clone(),
+            store: self.store.clone(),
+            schema: graphql::chart_schema(itemgraph::chart::builtin(), &graphql::Limits::default())
+                .expect("the built-in chart's schema"),
+            drop_table: false,
+        }
+    }
+
     /// Drops a DynamoDB Local table, so one shared DynamoDB Local does not keep every
     /// test's table for the rest of the run.
     pub async fn finish(self) {

@@ -254,9 +254,9 @@ on_every_engine!(shared api, threads = 4:
 
 // --- The per-item write limit of the fault model (embedded engine) ----------------------
 
-/// `--faults item-wcu=20`: one item takes 20 write units a second. Every ticket created
+/// `--faults item-wcu=10`: one item takes 10 write units a second. Every ticket created
 /// bumps its requester's `ticketCount` (twice the units in a transaction), so one
-/// requester takes about ten creates a second: sixteen writers raising tickets for one
+/// requester takes about five creates a second: sixteen writers raising tickets for one
 /// requester exceed it. Fewer creates go through than the limit allows and the rest are
 /// refused with a retryable code, as on AWS past an item's limit; one writer in another
 /// organization at a third of the limit, at the same time, meets no refusal. (An
@@ -269,7 +269,7 @@ async fn one_busy_requester_meets_the_item_limit_and_another_organization_does_n
     use itemgraph::store::Store;
     use std::time::{Duration, Instant};
 
-    let faults: Faults = "item-wcu=20".parse().unwrap();
+    let faults: Faults = "item-wcu=10".parse().unwrap();
     let store =
         EmbeddedStore::in_memory_with_faults("itemgraph", itemgraph::keys::table_schema(), faults)
             .unwrap();
@@ -312,7 +312,7 @@ async fn one_busy_requester_meets_the_item_limit_and_another_organization_does_n
         "globex",
         "homer-simpson",
         6,
-        Duration::from_millis(300),
+        Duration::from_millis(600),
     );
     let (mut made, mut codes) = (0, Vec::new());
     for task in busy {
@@ -321,8 +321,10 @@ async fn one_busy_requester_meets_the_item_limit_and_another_organization_does_n
         codes.extend(c);
     }
     let elapsed = started.elapsed().as_secs_f64();
-    // Ten creates a second, and one second's burst.
-    let allowed = 10.0 * elapsed + 10.0 + 1.0;
+    // Five creates a second, and one second's burst. (Five, not more: 128 creates in a
+    // debug build beside other tests take about 12 s, so a limit of ten a second is not
+    // always met.)
+    let allowed = 5.0 * elapsed + 5.0 + 1.0;
     assert!(
         (made as f64) <= allowed,
         "{made} creates in {elapsed:.1} s, the limit allows {allowed:.0}"

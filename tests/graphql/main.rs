@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod builtin_chart;
 mod charts;
 mod concurrency;
 mod generative;

@@ -90,23 +90,21 @@ pub fn query(
     ))
 }
 
-/// The connection a cursor is bound to: the pattern and the very partition and range it
-/// pages (`storesIn` of one city is not `storesIn` of another).
-pub fn connection_name(
-    pattern: &Pattern,
-    owner: &str,
-    field: &str,
-    vars: &Vars,
-) -> Result<String, ApiError> {
+/// The connection a cursor is bound to: its name (`cursor` in the chart, else
+/// `Owner.field`) and the very partition it pages, and for a hierarchy read at one level,
+/// that level (`storesIn` of one city is not `storesIn` of another).
+pub fn connection_name(pattern: &Pattern, name: &str, vars: &Vars) -> Result<String, ApiError> {
     let Request::Query { condition, .. } = &pattern.request else {
         return Err(ApiError::Internal);
     };
-    let mut name = format!("{owner}.{field}:{}", render(&condition.partition, vars)?);
+    let mut out = format!("{name}:{}", render(&condition.partition, vars)?);
     if let Some(ChartSort::BeginsWith(t)) = &condition.sort {
-        name.push('|');
-        name.push_str(&t.render(|n| vars.get(n).cloned()).unwrap_or_default());
+        if t.vars().next().is_some() {
+            out.push('|');
+            out.push_str(&t.render(|n| vars.get(n).cloned()).unwrap_or_default());
+        }
     }
-    Ok(name)
+    Ok(out)
 }
 
 fn sort_of(cond: &KeyCondition, vars: &Vars) -> Result<Option<SortCondition>, ApiError> {
@@ -247,15 +245,25 @@ pub fn with_shards(chart: &Chart, parent: &Record, shards: &[Record]) -> Record 
 pub async fn with_counts(
     store: &dyn Store,
     chart: &Chart,
+    entity: &str,
     cond: &KeyCondition,
     vars: &Vars,
 ) -> Result<Option<Arc<Record>>, ApiError> {
+    // The entity and every shard: the Limit says how many items that is.
+    let shards: u32 = chart
+        .entities
+        .values()
+        .filter_map(|e| match &e.shards_of {
+            Some((of, n)) if of == entity => Some(*n),
+            _ => None,
+        })
+        .sum();
     let query = Query {
         index: cond.index.clone(),
         partition: render(&cond.partition, vars)?,
         sort: sort_of(cond, vars)?,
         forward: true,
-        limit: None,
+        limit: Some(1 + shards),
         start: None,
         consistent_read: false,
     };

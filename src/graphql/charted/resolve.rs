@@ -128,6 +128,42 @@ async fn prime(rc: &RequestContext, chart: &Arc<Chart>, fetched: &Fetched) {
     }
 }
 
+/// The key a reference of `rec` names, when every part of it is there.
+fn reference_key(chart: &Chart, rec: &Record, r: &Reference) -> Option<PrimaryKey> {
+    let source = rec.vars(rec.entity(chart));
+    let mut vars = Vars::new();
+    for (to, from) in &r.key {
+        vars.insert(to.clone(), source.get(from)?.clone());
+    }
+    primary_key(&chart.entities[&r.entity], &vars).ok()
+}
+
+/// Asks the DataLoader at once for every reference selected under objects about to be
+/// answered: async-graphql's dynamic schema resolves an object's fields one after another,
+/// so without this a ticket's requester and assignee would be two reads instead of one
+/// batch. What is asked here is what the reference fields then find in the loader.
+async fn preload(
+    rc: &RequestContext,
+    chart: &Arc<Chart>,
+    recs: &[Arc<Record>],
+    selected: &[async_graphql::Lookahead<'_>],
+) {
+    let mut keys = Vec::new();
+    for rec in recs {
+        let e = rec.entity(chart);
+        for (name, r) in &e.references {
+            if selected.iter().any(|s| s.field(name).exists()) {
+                keys.extend(reference_key(chart, rec, r));
+            }
+        }
+    }
+    keys.sort_by(|a, b| (&a.pk, &a.sk).cmp(&(&b.pk, &b.sk)));
+    keys.dedup();
+    if keys.len() > 1 {
+        let _ = rc.items(chart).try_load_many(keys).await;
+    }
+}
+
 /// `id`: the global id.
 pub fn id_field(chart: &Arc<Chart>, e: &Entity) -> Field {
     let chart = chart.clone();
@@ -193,8 +229,9 @@ async fn counted(
     let vars = rec.vars(entity);
     let store = rc.store.clone();
     let chart2 = chart.clone();
+    let entity_name = entity.name.clone();
     rc.counted_item(chart, key, async move {
-        read::with_counts(store.as_ref(), &chart2, &cond, &vars)
+        read::with_counts(store.as_ref(), &chart2, &entity_name, &cond, &vars)
             .await
             .map_err(Arc::new)
     })
@@ -222,19 +259,24 @@ pub fn reference_field(chart: &Arc<Chart>, e: &Entity, name: &str, r: &Reference
         let key = key.clone();
         FieldFuture::new(async move {
             let obj = ctx.parent_value.try_downcast_ref::<Obj>()?;
-            let target_entity = &chart.entities[&target];
-            let mut vars = Vars::new();
-            let source_vars = obj.rec.vars(obj.rec.entity(&chart));
-            for (to, from) in &key {
-                match source_vars.get(from) {
-                    Some(v) => {
-                        vars.insert(to.clone(), v.clone());
-                    }
-                    None => return Ok(None),
-                }
-            }
-            let pk = primary_key(target_entity, &vars).map_err(|e| e.extend())?;
+            let r = Reference {
+                entity: target.clone(),
+                key: key.clone(),
+                description: None,
+            };
+            let Some(pk) = reference_key(&chart, &obj.rec, &r) else {
+                return Ok(None);
+            };
             let found = load(rc(&ctx), &chart, pk).await.map_err(err)?;
+            if let Some(rec) = &found {
+                preload(
+                    rc(&ctx),
+                    &chart,
+                    std::slice::from_ref(rec),
+                    &[ctx.look_ahead()],
+                )
+                .await;
+            }
             Ok(found.map(|rec| obj_value(rec, false)))
         })
     });
@@ -310,6 +352,7 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
     let owner = e.name.clone();
     let field = name.to_owned();
     let pattern = c.pattern;
+    let cursor = cursor_name(e, name, c);
     let total = c.total.as_ref().map(|t| match t {
         Total::Counter(c) => (None, HashMap::from([(String::new(), c.clone())])),
         Total::ByArgument(by) => {
@@ -329,6 +372,7 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
             let chart = chart2.clone();
             let owner = owner.clone();
             let field = field.clone();
+            let cursor = cursor.clone();
             let extra = extra2.clone();
             let total = total.clone();
             FieldFuture::new(async move {
@@ -344,7 +388,7 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                 }
                 let p = &chart.patterns[&pattern];
                 let connection =
-                    read::connection_name(p, &owner, &field, &vars).map_err(|e| e.extend())?;
+                    read::connection_name(p, &cursor, &vars).map_err(|e| e.extend())?;
                 let resolved = args
                     .resolve(&rc.cursors, &connection)
                     .map_err(|e| e.extend())?;
@@ -408,6 +452,13 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
     f
 }
 
+/// What a connection's cursors are signed for: the chart's `cursor`, else `Owner.field`.
+fn cursor_name(owner: &Entity, field: &str, c: &Connection) -> String {
+    c.cursor
+        .clone()
+        .unwrap_or_else(|| format!("{}.{field}", owner.name))
+}
+
 /// Builds a connection from the children a Query returned: cuts the extra item, restores
 /// the connection's order, keeps each edge's key for its cursor.
 fn conn(
@@ -456,6 +507,7 @@ pub fn list_field(chart: &Arc<Chart>, e: &Entity, name: &str, l: &List) -> Field
     let owner = e.name.clone();
     let field = name.to_owned();
     let pattern = l.pattern;
+    let max = l.max;
     let mut f = Field::new(name, TypeRef::named_nn_list_nn(child), move |ctx| {
         let chart = chart2.clone();
         let owner = owner.clone();
@@ -468,7 +520,7 @@ pub fn list_field(chart: &Arc<Chart>, e: &Entity, name: &str, l: &List) -> Field
                 None => {
                     let vars = obj.rec.vars(&chart.entities[&owner]);
                     let p = &chart.patterns[&pattern];
-                    let f = read::page(rc(&ctx).store.as_ref(), &chart, p, &vars, &whole_list())
+                    let f = read::page(rc(&ctx).store.as_ref(), &chart, p, &vars, &whole_list(max))
                         .await
                         .map_err(|e| e.extend())?;
                     prime(rc(&ctx), &chart, &f).await;
@@ -486,10 +538,10 @@ pub fn list_field(chart: &Arc<Chart>, e: &Entity, name: &str, l: &List) -> Field
     f
 }
 
-/// A list is read whole, as one page of the largest size.
-fn whole_list() -> Resolved {
+/// A list is read whole, as one page of its most children.
+fn whole_list(max: Option<u32>) -> Resolved {
     Resolved {
-        size: crate::collections::MAX_PAGE_SIZE,
+        size: max.unwrap_or(crate::collections::MAX_PAGE_SIZE),
         start: None,
         forward: true,
     }
@@ -769,11 +821,46 @@ pub fn query_type(chart: Arc<Chart>) -> Object {
         .description("Entities by global id, in the order asked, null where there is none: one BatchGetItem for up to 100 ids."),
     );
     q.field(
-        Field::new("viewer", TypeRef::named_nn("Viewer"), |_| {
-            FieldFuture::Value(Some(FieldValue::owned_any(())))
+        Field::new("viewer", TypeRef::named_nn("Viewer"), move |ctx| {
+            let chart = chart.clone();
+            FieldFuture::new(async move {
+                // The tenant and the member, when both are asked: one batch, as the
+                // fields below resolve one after the other.
+                let keys = viewer_keys(&ctx, &chart);
+                if keys.len() > 1 {
+                    let _ = rc(&ctx).items(&chart).try_load_many(keys).await;
+                }
+                Ok(Some(FieldValue::owned_any(())))
+            })
         })
         .description("The caller: the tenant, member and role their token names. Every field is null with authentication off (the caller is nobody in particular)."),
     )
+}
+
+/// The keys of what `viewer` selects: the token's tenant and the member its subject names.
+fn viewer_keys(ctx: &ResolverContext<'_>, chart: &Chart) -> Vec<PrimaryKey> {
+    let (Some(t), Access::Tenant { org, subject, .. }) = (&chart.tenant, &rc(ctx).access) else {
+        return Vec::new();
+    };
+    let look = ctx.look_ahead();
+    let mut keys = Vec::new();
+    let tenant = KeyValue::Text(org.to_string());
+    let owner = &chart.entities[&t.entity];
+    if look.field(&lower_first(&t.entity)).exists() {
+        if let Some(attr) = tenant_attribute(chart, owner) {
+            keys.extend(primary_key(owner, &Vars::from([(attr, tenant.clone())])).ok());
+        }
+    }
+    if let (Some(v), Some(sub)) = (&chart.viewer, subject) {
+        let e = &chart.entities[&v.entity];
+        if look.field(&lower_first(&v.entity)).exists() {
+            if let Ok(sub) = key_value(&e.attributes[&v.subject].ty, "sub", sub) {
+                let vars = Vars::from([(t.attribute.clone(), tenant), (v.subject.clone(), sub)]);
+                keys.extend(primary_key(e, &vars).ok());
+            }
+        }
+    }
+    keys
 }
 
 /// `node`/`nodes`: every id decoded first, then one batch through the DataLoader.
@@ -792,13 +879,27 @@ async fn nodes(
     }
     let rc = rc(ctx);
     let found = join_all(keys.into_iter().map(|(name, k)| async move {
-        load(rc, chart, k).await.map(|r| {
-            r.filter(|r| *r.entity == *name)
-                .map(|r| obj_value(r, false).with_type(name.clone()))
-        })
+        load(rc, chart, k)
+            .await
+            .map(|r| r.filter(|r| *r.entity == *name))
     }))
     .await;
-    found.into_iter().map(|r| r.map_err(err)).collect()
+    let recs: Vec<Arc<Record>> = found
+        .iter()
+        .filter_map(|r| r.as_ref().ok().cloned().flatten())
+        .collect();
+    preload(rc, chart, &recs, &[ctx.look_ahead()]).await;
+    found
+        .into_iter()
+        .map(|r| {
+            r.map_err(err).map(|r| {
+                r.map(|r| {
+                    let name = r.entity.to_string();
+                    obj_value(r, false).with_type(name)
+                })
+            })
+        })
+        .collect()
 }
 
 /// A root field: the entity by its key (or id), and every page selected below it read
@@ -875,8 +976,8 @@ async fn root_field(
             for (k, v) in &vars {
                 page_vars.entry(k.clone()).or_insert(v.clone());
             }
-            let connection =
-                read::connection_name(p, entity, name, &page_vars).map_err(|e| e.extend())?;
+            let connection = read::connection_name(p, &cursor_name(e, name, c), &page_vars)
+                .map_err(|e| e.extend())?;
             let resolved = args
                 .resolve(&rc.cursors, &connection)
                 .map_err(|e| e.extend())?;
@@ -906,7 +1007,7 @@ async fn root_field(
             carries,
             pattern: l.pattern,
             vars: vars.clone(),
-            page: whole_list(),
+            page: whole_list(l.max),
         });
     }
     // A root field by a pattern that reads the entity with its children (an order by id
@@ -916,13 +1017,22 @@ async fn root_field(
     } = &chart.patterns[&pattern].request
     {
         if pp == entity && !jobs.iter().any(|j| j.carries) {
-            let page = Resolved {
-                size: 1,
-                start: None,
-                forward: true,
+            // Read as the list that pattern serves reads it, when there is one, so the
+            // list is there if a later field asks.
+            let list = e.lists.iter().find(|(_, l)| l.pattern == pattern);
+            let (slot, page) = match list {
+                Some((name, l)) => (format!("{name}|"), whole_list(l.max)),
+                None => (
+                    String::new(),
+                    Resolved {
+                        size: 1,
+                        start: None,
+                        forward: true,
+                    },
+                ),
             };
             jobs.push(Job {
-                slot: String::new(),
+                slot,
                 carries: true,
                 pattern,
                 vars: vars.clone(),
@@ -935,10 +1045,17 @@ async fn root_field(
         return Ok(None);
     }
     let carrier = jobs.iter().any(|j| j.carries);
+    // A count selected (a counter, or a connection's `totalCount`): the entity is read
+    // with its counter shards, one Query, instead of by key.
+    let look = ctx.look_ahead();
     let counts = !carrier
-        && e.attributes
+        && (e
+            .attributes
             .iter()
-            .any(|(n, a)| matches!(a.ty, Type::Counter) && ctx.look_ahead().field(n).exists());
+            .any(|(n, a)| matches!(a.ty, Type::Counter) && look.field(n).exists())
+            || e.connections
+                .iter()
+                .any(|(n, c)| c.total.is_some() && look.field(n).field("totalCount").exists()));
     let sharded = chart.patterns.values().find_map(|p| match &p.request {
         Request::GetItem {
             entity: x,
@@ -951,7 +1068,7 @@ async fn root_field(
             return Ok((None, false));
         }
         match (&sharded, counts) {
-            (Some(cond), true) => read::with_counts(rc.store.as_ref(), chart, cond, &vars)
+            (Some(cond), true) => read::with_counts(rc.store.as_ref(), chart, entity, cond, &vars)
                 .await
                 .map(|r| (r, true))
                 .map_err(Arc::new),
@@ -1002,6 +1119,7 @@ async fn root_field(
     let Some(rec) = rec.filter(|r| visible(rc, chart, r) && *r.entity == *entity) else {
         return Ok(None);
     };
+    preload(rc, chart, std::slice::from_ref(&rec), &[ctx.look_ahead()]).await;
     Ok(Some(FieldValue::owned_any(Obj {
         rec,
         pages: Arc::new(pages),
