@@ -9,7 +9,8 @@
 //! - [`http`]: the axum router ([`http::app`]) and `serve(listener, state, shutdown)`;
 //!   GraphQL over HTTP, the live transports (WebSocket, Server-Sent Events), the
 //!   listener's limits, the playground.
-//! - [`graphql`]: the schema and resolvers, one file per entity; knows nothing of HTTP.
+//! - [`graphql`]: the schema and resolvers, one file per entity; knows nothing of HTTP;
+//!   `graphql/charted/` builds another chart's read API at start.
 //! - [`live`]: subscriptions' source: the one change-stream reader per process, fan-out
 //!   to subscribers, resume positions.
 //! - [`collections`]: one function per access pattern, one file per aggregate: a read is
@@ -31,8 +32,9 @@
 //!   isolation); [`metrics`]: the Prometheus series served at `/metrics`, handed plain
 //!   values (the GraphQL side classifies requests in `graphql/request_metrics.rs`).
 //!
-//! Arrows run one way: `http` → `graphql` → `collections` → `keys`/`model` → `store`, with
-//! `auth` and `metrics` on the ground floor. `docs/DATA_MODEL.md` is the table design this
+//! Arrows run one way: `http` → `graphql` → `collections` → `keys`/`model` → `store`, and
+//! `graphql` → `chart` → `store` for a chart's API, with `auth` and `metrics` on the
+//! ground floor. `docs/DATA_MODEL.md` is the table design this
 //! code implements; `CONTRIBUTING.md` the architecture and what to touch for a change.
 
 pub mod auth;

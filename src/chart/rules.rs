@@ -604,6 +604,22 @@ impl Checker {
                 ),
                 Some(e) => {
                     let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
+                    let in_key = e
+                        .key
+                        .pk
+                        .vars()
+                        .chain(e.key.sk.vars())
+                        .any(|k| k.name == v.subject);
+                    if !in_key {
+                        self.at(Some(&e.name), None);
+                        self.refuse(
+                            "tenant",
+                            format!(
+                                "the viewer's subject `{}` is no part of {}'s key",
+                                v.subject, e.name
+                            ),
+                        );
+                    }
                     for var in e.key.pk.vars().chain(e.key.sk.vars()) {
                         if var.name != attr && var.name != v.subject {
                             self.at(Some(&e.name), None);

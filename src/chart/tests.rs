@@ -449,6 +449,13 @@ fn an_entity_that_does_not_name_its_tenant_is_refused() {
     refuses(&r, "tenant", Some("Notice"), None, "holds no `org`");
     let r = broken("subject = \"username\"", "subject = \"email\"");
     refuses(&r, "tenant", Some("User"), None, "`username`");
+    refuses(
+        &r,
+        "tenant",
+        Some("User"),
+        None,
+        "subject `email` is no part of User's key",
+    );
 }
 
 #[test]

@@ -943,7 +943,7 @@ async fn root_field(
             continue;
         };
         let extra = connection_arguments(chart, e, c.pattern);
-        let needs_more = condition_needs(chart, condition, e, &vars, &extra);
+        let needs_more = condition_needs(condition, e, &vars, &extra);
         if needs_more {
             continue;
         }
@@ -1139,13 +1139,11 @@ struct Job {
 /// Whether a pattern needs a value the root field's arguments do not give (an attribute
 /// of the entity that only its item holds): then its page is read by the field itself.
 fn condition_needs(
-    chart: &Chart,
     cond: &crate::chart::KeyCondition,
     e: &Entity,
     vars: &Vars,
     extra: &[(String, Type, bool)],
 ) -> bool {
-    let _ = chart;
     let templates = cond.templates();
     templates.into_iter().flat_map(|t| t.vars()).any(|v| {
         !vars.contains_key(&v.name)
