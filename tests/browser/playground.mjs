@@ -1,10 +1,13 @@
 // Drives the playground in headless Chromium (Debian's, through puppeteer-core) with every
 // request to another host blocked, and checks what a first visit gets:
-//   node tests/browser/playground.mjs URL SCREENSHOT.png [--auth] [--no-introspection]
+//   node tests/browser/playground.mjs URL SCREENSHOT.png [--auth] [--no-introspection] [--chart N]
 // URL is the page (http://127.0.0.1:PORT/). With --auth the server wants a bearer token:
 // the headers pane must open with the Authorization placeholder, and running a query
 // without a real token must show a readable 401 in the response pane. With
 // --no-introspection the server refuses `__schema`: the page must still run a query.
+// With --chart N the server serves a chart of its own: the page must hold N tabs written
+// from its patterns, the first (access pattern 1) must answer without an error, and the
+// panel must list its requests.
 // Without either, it also runs a subscription and creates a ticket from a second tab: the
 // event must reach the result pane and its requests the DynamoDB panel, with no CSP
 // violation. Exits 1 with the reasons when anything is off;
@@ -14,6 +17,7 @@ import puppeteer from "puppeteer-core";
 
 const [url, screenshot, ...flags] = process.argv.slice(2);
 const auth = flags.includes("--auth");
+const chartTabs = flags.includes("--chart") ? Number(flags[flags.indexOf("--chart") + 1]) : null;
 if (!url || !screenshot) {
   console.error("usage: node tests/browser/playground.mjs URL SCREENSHOT.png");
   process.exit(2);
@@ -99,6 +103,20 @@ try {
     if (!message.startsWith("401 Unauthorized") || !message.includes("itemgraph token")) {
       problems.push(`a 401 is not readable in the response pane: ${seen.result.slice(0, 300)}`);
     }
+  } else if (chartTabs !== null) {
+    if (body.errors) problems.push(`the chart's first tab answered errors: ${JSON.stringify(body.errors)}`);
+    const first = body.data ? Object.values(body.data)[0] : null;
+    if (!first) problems.push(`the chart's first tab read nothing: ${seen.result.slice(0, 300)}`);
+    const tabs = await page.evaluate(() => {
+      const config = JSON.parse(document.getElementById("itemgraph-config").textContent);
+      const editor = document.querySelector(".graphiql-query-editor .CodeMirror").CodeMirror.getValue();
+      return { count: config.examples.length, first: editor.split("\n")[0] };
+    });
+    if (tabs.count !== chartTabs) problems.push(`the page holds ${tabs.count} tabs, the chart ${chartTabs} patterns`);
+    if (!tabs.first.startsWith("# Access pattern 1:")) problems.push(`the first tab is not pattern 1's: ${tabs.first}`);
+    if (seen.panelCount !== traced || seen.panelItems !== traced || traced < 1) {
+      problems.push(`the DynamoDB panel lists ${seen.panelItems} (says ${seen.panelCount}), the trace ${traced}`);
+    }
   } else {
     if (body.errors) problems.push(`the query answered errors: ${JSON.stringify(body.errors)}`);
     const organization = body.data && body.data.organization;
@@ -109,7 +127,7 @@ try {
       problems.push(`the DynamoDB panel lists ${seen.panelItems} (says ${seen.panelCount}), the trace ${traced}`);
     }
   }
-  if (!auth && !flags.includes("--no-introspection")) {
+  if (!auth && !flags.includes("--no-introspection") && chartTabs === null) {
     // A subscription in the playground: ticketEvents over the page's WebSocket, then a
     // ticket created from a second tab through a mutation; the event reaches the result
     // pane, and the panel shows what resolving it cost and where it was read.

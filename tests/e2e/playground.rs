@@ -6,7 +6,9 @@
 //! is left at `target/playground.png`. With authentication on, the headers pane opens with
 //! the `Authorization` placeholder and a query without a token shows a readable 401
 //! (`target/playground-auth.png`). With introspection off the page still runs a typed
-//! query (`target/playground-no-introspection.png`).
+//! query (`target/playground-no-introspection.png`). Serving a chart of its own (the store
+//! locator of `examples/charts/`), the page holds that chart's tabs and runs its first
+//! (`target/playground-chart.png`).
 //!
 //! `scripts/test` installs Chromium and `puppeteer-core` when they are missing; outside CI
 //! (`CI` unset) a machine without them skips the test, saying so.
@@ -85,4 +87,52 @@ async fn the_playground_works_offline_and_shows_the_dynamodb_requests() {
         assert!(screenshot.exists());
         server.stop().await;
     }
+
+    // A chart of its own: its tabs, written from its patterns, and the first one run.
+    let chart =
+        itemgraph::config::load_chart(Some(&root.join("examples/charts/store-locator.toml")))
+            .expect("the second chart");
+    let store: Arc<dyn itemgraph::store::Store> = Arc::new(
+        itemgraph::store::embedded::EmbeddedStore::in_memory(
+            &chart.table.name,
+            chart.table_schema(),
+        )
+        .unwrap(),
+    );
+    store.create_table().await.unwrap();
+    itemgraph::chart::samples::seed(store.as_ref(), &chart)
+        .await
+        .unwrap();
+    let tabs = chart.patterns.len().to_string();
+    let state = AppState::with_options(
+        store,
+        CursorCodec::new(b"playground-test-cursor-secret"),
+        itemgraph::http::Options::default(),
+    )
+    .with_chart(chart)
+    .unwrap();
+    let server = TestServer::start(state).await;
+    let screenshot = root.join("target/playground-chart.png");
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(180),
+        tokio::process::Command::new("node")
+            .arg(root.join("tests/browser/playground.mjs"))
+            .arg(server.url("/"))
+            .arg(&screenshot)
+            .args(["--chart", &tabs])
+            .env("ITEMGRAPH_CHROMIUM", &chromium)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the browser test finishes within 3 minutes")
+    .expect("node runs");
+    assert!(
+        out.status.success(),
+        "the chart's playground: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(screenshot.exists());
+    server.stop().await;
 }
