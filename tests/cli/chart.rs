@@ -141,3 +141,77 @@ async fn serve_takes_a_chart_by_flag_or_variable_and_refuses_a_broken_one() {
         "{err}"
     );
 }
+
+/// The store commands take the chart as `serve` does: `create-table` makes the chart's
+/// table, `seed` loads its samples (none overwritten on a second run), `check` refuses it
+/// (it knows the built-in chart's invariants only); on DynamoDB Local.
+#[tokio::test]
+async fn the_store_commands_take_the_chart() {
+    let Some(endpoint) = crate::common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let table = crate::common::dynamo_local::unique_table_name("chart-store");
+    let run = |command: &'static str| {
+        let table = table.clone();
+        let endpoint = endpoint.clone();
+        async move {
+            tokio::process::Command::new(BIN)
+                .args([
+                    command,
+                    "--store",
+                    "dynamodb",
+                    "--endpoint",
+                    &endpoint,
+                    "--table",
+                    &table,
+                ])
+                .args(["--chart", "examples/charts/store-locator.toml"])
+                .current_dir(root)
+                .env("AWS_REGION", "us-east-1")
+                .env("AWS_ACCESS_KEY_ID", "test")
+                .env("AWS_SECRET_ACCESS_KEY", "test")
+                .env("NO_COLOR", "1")
+                .output()
+                .await
+                .unwrap()
+        }
+    };
+    let out = run("create-table").await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for written in ["written=8", "written=0"] {
+        let out = run("seed").await;
+        let log = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success() && log.contains(written), "{log}");
+    }
+    let out = run("check").await;
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("know the built-in chart's invariants and migrations only"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let chart =
+        itemgraph::config::load_chart(Some(&root.join("examples/charts/store-locator.toml")))
+            .unwrap();
+    let store =
+        crate::common::dynamo_local::connect_with(&endpoint, &table, chart.table_schema()).await;
+    let items = itemgraph::store::Store::query(
+        &store,
+        itemgraph::store::Query::partition("CHAIN#bean-there"),
+    )
+    .await
+    .unwrap()
+    .items;
+    assert_eq!(items.len(), 6, "the chain and its five stores");
+    crate::common::dynamo_local::drop_table(&store).await;
+}
