@@ -95,11 +95,7 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
                 .filter(|e| e.node)
                 .filter_map(|e| sample(chart, &e.name).map(|item| (e, item)))
                 .map(|(e, item)| {
-                    Record {
-                        entity: std::sync::Arc::from(e.name.as_str()),
-                        item,
-                    }
-                    .global_id(e)
+                    Record::new(std::sync::Arc::from(e.name.as_str()), item).global_id(e)
                 })
                 .take(3)
                 .collect();
@@ -149,10 +145,7 @@ fn root_of(chart: &Chart, entity: &str) -> Option<(String, String)> {
     let e = &chart.entities[entity];
     let item = sample(chart, entity)?;
     let args = if root.by.as_deref() == Some("id") {
-        let rec = Record {
-            entity: std::sync::Arc::from(entity),
-            item,
-        };
+        let rec = Record::new(std::sync::Arc::from(entity), item);
         format!("id: \"{}\"", rec.global_id(e))
     } else {
         key_var_names(e)

@@ -19,6 +19,8 @@ use crate::store::{AttributeValue, IndexKey, Item, PageKey, PrimaryKey};
 pub struct Record {
     pub entity: Arc<str>,
     pub item: Item,
+    /// Its key values, worked out once (ids, references and pages all ask).
+    vars: std::sync::OnceLock<Vars>,
 }
 
 /// The values a key template is rendered from, by variable name.
@@ -68,10 +70,16 @@ impl Record {
                 }
             }
         }
-        Ok(Record {
-            entity: Arc::from(name.as_str()),
+        Ok(Record::new(Arc::from(name.as_str()), item))
+    }
+
+    /// An item known to be of `entity`.
+    pub fn new(entity: Arc<str>, item: Item) -> Record {
+        Record {
+            entity,
             item,
-        })
+            vars: std::sync::OnceLock::new(),
+        }
     }
 
     pub fn entity<'c>(&self, chart: &'c Chart) -> &'c Entity {
@@ -93,12 +101,17 @@ impl Record {
         }
     }
 
-    /// The values of its key variables, as a template renders them.
-    pub fn vars(&self, entity: &Entity) -> Vars {
+    /// The values of the attributes a key can be built from (identifiers, enums,
+    /// integers), as a template renders them; worked out once.
+    pub fn vars(&self, entity: &Entity) -> &Vars {
+        self.vars.get_or_init(|| self.key_values(entity))
+    }
+
+    fn key_values(&self, entity: &Entity) -> Vars {
         let mut out = Vars::new();
         for (name, a) in &entity.attributes {
             match (self.item.get(name), &a.ty) {
-                (Some(AttributeValue::N(n)), Type::Int { .. } | Type::Counter) => {
+                (Some(AttributeValue::N(n)), Type::Int { .. }) => {
                     if let Ok(n) = n.parse() {
                         out.insert(name.clone(), KeyValue::Int(n));
                     }

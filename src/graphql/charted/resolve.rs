@@ -226,7 +226,7 @@ async fn counted(
     let (Some(cond), Some(key)) = (cond, rec.primary_key(chart)) else {
         return Ok(rec.clone());
     };
-    let vars = rec.vars(entity);
+    let vars = rec.vars(entity).clone();
     let store = rc.store.clone();
     let chart2 = chart.clone();
     let entity_name = entity.name.clone();
@@ -384,7 +384,7 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                     connection_vars(&extra, &given).map_err(|e| e.extend())?;
                 let entity = &chart.entities[&owner];
                 for (k, v) in obj.rec.vars(entity) {
-                    vars.entry(k).or_insert(v);
+                    vars.entry(k.clone()).or_insert_with(|| v.clone());
                 }
                 let p = &chart.patterns[&pattern];
                 let connection =
@@ -520,7 +520,7 @@ pub fn list_field(chart: &Arc<Chart>, e: &Entity, name: &str, l: &List) -> Field
                 None => {
                     let vars = obj.rec.vars(&chart.entities[&owner]);
                     let p = &chart.patterns[&pattern];
-                    let f = read::page(rc(&ctx).store.as_ref(), &chart, p, &vars, &whole_list(max))
+                    let f = read::page(rc(&ctx).store.as_ref(), &chart, p, vars, &whole_list(max))
                         .await
                         .map_err(|e| e.extend())?;
                     prime(rc(&ctx), &chart, &f).await;
