@@ -183,7 +183,7 @@ pub struct AttributeSpec {
     pub max_items: Option<usize>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reference {
     pub entity: String,
@@ -193,7 +193,7 @@ pub struct Reference {
     pub description: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Connection {
     pub pattern: u32,
@@ -209,7 +209,7 @@ pub struct Connection {
     pub description: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum Total {
     Counter(String),
@@ -217,7 +217,7 @@ pub enum Total {
 }
 
 /// A list of children read whole (bounded by the writes that make them).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct List {
     pub pattern: u32,

@@ -107,6 +107,26 @@ impl PageArgs {
         })
     }
 
+    /// The paging arguments among a field's arguments as look-ahead reads them (variables
+    /// resolved), and the others, as given.
+    pub fn from_arguments(
+        arguments: Vec<(async_graphql::Name, async_graphql::Value)>,
+    ) -> (PageArgs, Vec<(async_graphql::Name, async_graphql::Value)>) {
+        use async_graphql::Value;
+        let mut args = PageArgs::default();
+        let mut rest = Vec::new();
+        for (name, value) in arguments {
+            match (name.as_str(), value) {
+                ("first", Value::Number(n)) => args.first = n.as_i64(),
+                ("last", Value::Number(n)) => args.last = n.as_i64(),
+                ("after", Value::String(s)) => args.after = Some(s),
+                ("before", Value::String(s)) => args.before = Some(s),
+                (_, value) => rest.push((name, value)),
+            }
+        }
+        (args, rest)
+    }
+
     /// A key that names these arguments (plus `extra`, e.g. a status), so a page fetched
     /// ahead by the parent's resolver is found again by the field's own resolver.
     pub fn key(&self, extra: &str) -> String {

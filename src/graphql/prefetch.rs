@@ -60,14 +60,10 @@ pub fn selected(ctx: &Context<'_>, field: &str) -> Vec<(PageArgs, Option<model::
         let Ok(arguments) = sel.arguments() else {
             continue;
         };
-        let mut args = PageArgs::default();
+        let (args, rest) = PageArgs::from_arguments(arguments);
         let mut status = None;
-        for (name, value) in arguments {
+        for (name, value) in rest {
             match (name.as_str(), value) {
-                ("first", Value::Number(n)) => args.first = n.as_i64(),
-                ("last", Value::Number(n)) => args.last = n.as_i64(),
-                ("after", Value::String(s)) => args.after = Some(s),
-                ("before", Value::String(s)) => args.before = Some(s),
                 ("status", Value::Enum(s)) => status = s.as_str().parse().ok(),
                 ("status", Value::String(s)) => status = s.parse().ok(),
                 _ => {}

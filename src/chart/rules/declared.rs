@@ -1,0 +1,398 @@
+//! What a chart declares, typed and checked: indexes, kinds, attribute types, entities and
+//! their keys; the server's own items, which every table holds.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use regex::Regex;
+
+use super::super::format::{self, File};
+use super::super::template::Template;
+use super::super::types::{Kind, Type};
+use super::super::{Attribute, Entity, Index, Keys, Projection, Table};
+use super::*;
+
+impl Checker {
+    pub(super) fn indexes(&mut self, file: &File, table: &Table) -> IndexMap<String, Index> {
+        let mut out = IndexMap::new();
+        let mut key_attrs = vec![table.partition_key.clone(), table.sort_key.clone()];
+        for (name, i) in &file.indexes {
+            let projection = match &i.projection {
+                format::Projection::Named(p) if p == "ALL" => Projection::All,
+                format::Projection::Named(p) if p == "KEYS_ONLY" => Projection::KeysOnly,
+                format::Projection::Named(p) => {
+                    self.refuse(
+                        "format",
+                        format!("index {name}: projection `{p}` is none of ALL, KEYS_ONLY or a list of attributes (INCLUDE)"),
+                    );
+                    Projection::All
+                }
+                format::Projection::Include(a) => Projection::Include(a.clone()),
+            };
+            for k in [&i.partition_key, &i.sort_key] {
+                if key_attrs.contains(k) {
+                    self.refuse(
+                        "indexes",
+                        format!("index {name}: key attribute `{k}` is already another key's"),
+                    );
+                }
+                key_attrs.push(k.clone());
+            }
+            out.insert(
+                name.clone(),
+                Index {
+                    name: name.clone(),
+                    partition_key: i.partition_key.clone(),
+                    sort_key: i.sort_key.clone(),
+                    projection,
+                },
+            );
+        }
+        out
+    }
+
+    pub(super) fn kinds(&mut self, file: &File) -> HashMap<String, Kind> {
+        let mut out = HashMap::new();
+        for (name, k) in &file.kinds {
+            if Kind::builtin(name).is_some() {
+                self.refuse("names", format!("kind `{name}` is a built-in kind"));
+                continue;
+            }
+            match Regex::new(&format!("^(?:{})$", k.pattern)) {
+                Ok(re) => {
+                    out.insert(
+                        name.clone(),
+                        Kind::Own {
+                            name: name.clone(),
+                            pattern: Arc::new(re),
+                            max_length: k.max_length,
+                        },
+                    );
+                }
+                Err(e) => self.refuse("types", format!("kind `{name}`: its pattern: {e}")),
+            }
+        }
+        out
+    }
+
+    pub(super) fn ty(
+        &mut self,
+        spec: &str,
+        of: Option<&str>,
+        a: &Spec,
+        file: &File,
+        kinds: &HashMap<String, Kind>,
+    ) -> Option<Type> {
+        Some(match spec {
+            "string" => Type::String {
+                max_length: a.max_length,
+            },
+            "int" => Type::Int {
+                min: a.min,
+                max: a.max,
+            },
+            "boolean" => Type::Boolean,
+            "timestamp" => Type::Timestamp,
+            "cents" => Type::Cents,
+            "counter" => Type::Counter,
+            "list" | "map" => {
+                let Some(of) = of else {
+                    self.refuse(
+                        "types",
+                        format!("a {spec} needs `of`, the type of its elements"),
+                    );
+                    return None;
+                };
+                let inner = self.ty(of, None, &Spec::default(), file, kinds)?;
+                let of = Box::new(inner);
+                if spec == "list" {
+                    Type::List {
+                        of,
+                        max_items: a.max_items,
+                    }
+                } else {
+                    Type::Map {
+                        of,
+                        max_items: a.max_items,
+                    }
+                }
+            }
+            other => {
+                if let Some(k) = Kind::builtin(other).or_else(|| kinds.get(other).cloned()) {
+                    Type::Kind(k)
+                } else if let Some(e) = file.enums.get(other) {
+                    Type::Enum {
+                        name: other.to_owned(),
+                        values: e.values.clone(),
+                    }
+                } else if file.shapes.contains_key(other) {
+                    Type::Shape(other.to_owned())
+                } else {
+                    self.refuse(
+                        "types",
+                        format!(
+                            "`{other}` is no type: neither a scalar, a kind, an enum nor a shape"
+                        ),
+                    );
+                    return None;
+                }
+            }
+        })
+    }
+
+    pub(super) fn attribute(
+        &mut self,
+        name: &str,
+        a: &format::Attribute,
+        file: &File,
+        kinds: &HashMap<String, Kind>,
+    ) -> Option<Attribute> {
+        let (spec, optional) = match a {
+            format::Attribute::Short(s) => {
+                let (t, opt) = match s.strip_suffix('?') {
+                    Some(t) => (t, true),
+                    None => (s.as_str(), false),
+                };
+                (
+                    Spec {
+                        ty: t.to_owned(),
+                        ..Spec::default()
+                    },
+                    opt,
+                )
+            }
+            format::Attribute::Full(f) => (
+                Spec {
+                    ty: f.ty.clone(),
+                    of: f.of.clone(),
+                    min: f.min,
+                    max: f.max,
+                    max_length: f.max_length,
+                    max_items: f.max_items,
+                    description: f.description.clone(),
+                    graphql: f.graphql,
+                },
+                f.optional,
+            ),
+        };
+        if !is_graphql_name(name) {
+            self.refuse("names", format!("attribute `{name}` is not a GraphQL name"));
+        }
+        let ty = self.ty(&spec.ty, spec.of.as_deref(), &spec, file, kinds)?;
+        Some(Attribute {
+            ty,
+            optional,
+            description: spec.description,
+            graphql: spec.graphql.unwrap_or(true),
+        })
+    }
+
+    pub(super) fn entity(
+        &mut self,
+        name: &str,
+        e: &format::Entity,
+        file: &File,
+        kinds: &HashMap<String, Kind>,
+        indexes: &IndexMap<String, Index>,
+        table: &Table,
+    ) -> Entity {
+        self.graphql_name("names", name);
+        let mut attributes = IndexMap::new();
+        for (a, spec) in &e.attributes {
+            if [&table.partition_key, &table.sort_key, &table.type_attribute].contains(&a)
+                || indexes
+                    .values()
+                    .any(|i| &i.partition_key == a || &i.sort_key == a)
+            {
+                self.refuse(
+                    "names",
+                    format!(
+                        "attribute `{a}` has the name of a key attribute or of `{}`",
+                        table.type_attribute
+                    ),
+                );
+            }
+            if let Some(attr) = self.attribute(a, spec, file, kinds) {
+                attributes.insert(a.clone(), attr);
+            }
+        }
+        let key = self.keys(&e.key, &attributes, true);
+        let mut entity_indexes = IndexMap::new();
+        for (index, pair) in &e.indexes {
+            if !indexes.contains_key(index) {
+                self.refuse(
+                    "indexes",
+                    format!("joins index `{index}`, which the chart does not declare"),
+                );
+                continue;
+            }
+            if let Some(k) = self.keys(pair, &attributes, false) {
+                entity_indexes.insert(index.clone(), k);
+            }
+        }
+        let shards_of = match (&e.shards_of, e.shards) {
+            (Some(of), Some(n)) if (1..=1000).contains(&n) => Some((of.clone(), n)),
+            (None, None) => None,
+            _ => {
+                self.refuse("format", "`shards_of` and `shards` (1 to 1000) go together");
+                None
+            }
+        };
+        let graphql = e.graphql.unwrap_or(shards_of.is_none());
+        if let Some(p) = &e.plain_id {
+            if !attributes.contains_key(p) {
+                self.refuse(
+                    "fields",
+                    format!("`plain_id` names `{p}`, which is no attribute"),
+                );
+            }
+        }
+        Entity {
+            name: name.to_owned(),
+            description: e.description.clone(),
+            key: key.unwrap_or_else(placeholder_keys),
+            indexes: entity_indexes,
+            attributes,
+            tenant: e.tenant.clone(),
+            graphql,
+            node: e.node.unwrap_or(graphql),
+            plain_id: e.plain_id.clone(),
+            shards_of,
+            references: e.references.clone(),
+            connections: e.connections.clone(),
+            lists: e.lists.clone(),
+            system: false,
+        }
+    }
+
+    /// Parses a key pair and checks each variable is a key-safe attribute.
+    pub(super) fn keys(
+        &mut self,
+        pair: &[String; 2],
+        attributes: &IndexMap<String, Attribute>,
+        primary: bool,
+    ) -> Option<Keys> {
+        let mut parsed = Vec::new();
+        for (i, source) in pair.iter().enumerate() {
+            match Template::parse(source) {
+                Ok(t) => {
+                    for v in t.vars() {
+                        if v.optional {
+                            self.refuse("format", format!("`{source}`: `?` marks a level of a key condition, not of an entity's key"));
+                        }
+                        match attributes.get(&v.name) {
+                            None => self.refuse(
+                                "key-values",
+                                format!(
+                                    "`{source}`: `{{{}}}` names no attribute of the entity",
+                                    v.name
+                                ),
+                            ),
+                            Some(a) => {
+                                if let Err(why) = a.ty.key_domain(v.width, i == 1) {
+                                    self.refuse(
+                                        "key-values",
+                                        format!(
+                                            "`{source}`: `{{{}}}` is a {}: {why}",
+                                            v.name,
+                                            a.ty.describe()
+                                        ),
+                                    );
+                                }
+                                if primary && a.optional {
+                                    self.refuse("key-values", format!("`{source}`: `{{{}}}` is optional, and a primary key needs every part", v.name));
+                                }
+                            }
+                        }
+                    }
+                    parsed.push(t);
+                }
+                Err(e) => self.refuse("format", e),
+            }
+        }
+        let sk = parsed.pop()?;
+        let pk = parsed.pop()?;
+        Some(Keys { pk, sk })
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Spec {
+    ty: String,
+    of: Option<String>,
+    min: Option<i64>,
+    max: Option<i64>,
+    max_length: Option<usize>,
+    max_items: Option<usize>,
+    description: Option<String>,
+    graphql: Option<bool>,
+}
+
+fn placeholder_keys() -> Keys {
+    let t = Template::parse("~").expect("a literal parses");
+    Keys {
+        pk: t.clone(),
+        sk: t,
+    }
+}
+
+/// The server's own items, in every table whatever the chart: their keys are reserved.
+pub(super) fn system_entities() -> Vec<Entity> {
+    let e = |name: &str, pk: &str, sk: &str, attrs: &[(&str, Type)]| Entity {
+        name: name.to_owned(),
+        description: None,
+        key: Keys {
+            pk: Template::parse(pk).expect("system keys parse"),
+            sk: Template::parse(sk).expect("system keys parse"),
+        },
+        indexes: IndexMap::new(),
+        attributes: attrs
+            .iter()
+            .map(|(n, t)| {
+                (
+                    (*n).to_owned(),
+                    Attribute {
+                        ty: t.clone(),
+                        optional: false,
+                        description: None,
+                        graphql: false,
+                    },
+                )
+            })
+            .collect(),
+        tenant: None,
+        graphql: false,
+        node: false,
+        plain_id: None,
+        shards_of: None,
+        references: IndexMap::new(),
+        connections: IndexMap::new(),
+        lists: IndexMap::new(),
+        system: true,
+    };
+    let int = |max| Type::Int {
+        min: Some(0),
+        max: Some(max),
+    };
+    let name = Type::Kind(Kind::Own {
+        name: "lease name".into(),
+        pattern: Arc::new(Regex::new("^.+$").expect("a pattern")),
+        max_length: 1024,
+    });
+    vec![
+        e(
+            "Migration",
+            "MIGRATION#{version:03}",
+            "MIGRATION#{version:03}",
+            &[("version", int(999))],
+        ),
+        e(
+            "MigrationSegment",
+            "MIGRATION#{version:03}",
+            "SEGMENT#{segment:07}",
+            &[("version", int(999)), ("segment", int(9_999_999))],
+        ),
+        e("Lease", "LEASE#{name}", "LEASE#{name}", &[("name", name)]),
+    ]
+}

@@ -1,0 +1,397 @@
+//! The design as a whole: no two entities' keys equal, the tenant named by every entity,
+//! references that name a whole key, the fields that use the patterns.
+
+use indexmap::IndexMap;
+
+use super::super::format::{self, File};
+use super::super::reach::{condition_vars, entity_binder, var_type};
+use super::super::template::{self, Laid};
+use super::super::types::Type;
+use super::super::{Entity, KeyCondition, Pattern, Request};
+use super::*;
+
+impl Checker {
+    pub(super) fn keys_distinct(&mut self, entities: &IndexMap<String, Entity>) {
+        let list: Vec<&Entity> = entities.values().collect();
+        for (i, a) in list.iter().enumerate() {
+            for b in &list[i + 1..] {
+                let (ba, bb) = (entity_binder(a, "a"), entity_binder(b, "b"));
+                let la = |t| Laid {
+                    template: t,
+                    bind: &ba,
+                };
+                let lb = |t| Laid {
+                    template: t,
+                    bind: &bb,
+                };
+                if template::may_equal(&la(&a.key.pk), &lb(&b.key.pk))
+                    && template::may_equal(&la(&a.key.sk), &lb(&b.key.sk))
+                {
+                    self.at(Some(&a.name), None);
+                    self.refuse(
+                        "keys-distinct",
+                        format!(
+                            "its key `{}` / `{}` can be equal to {}'s `{}` / `{}`: give one a prefix of its own",
+                            a.key.pk, a.key.sk, b.name, b.key.pk, b.key.sk
+                        ),
+                    );
+                }
+            }
+        }
+        self.at(None, None);
+    }
+
+    pub(super) fn tenant(
+        &mut self,
+        file: &File,
+        entities: &IndexMap<String, Entity>,
+        patterns: &IndexMap<u32, Pattern>,
+    ) {
+        let Some(t) = &file.tenant else { return };
+        let Some(owner) = entities.get(&t.entity) else {
+            self.refuse(
+                "tenant",
+                format!(
+                    "the tenant is entity `{}`, which the chart does not declare",
+                    t.entity
+                ),
+            );
+            return;
+        };
+        let owner_attr = owner.tenant.clone().unwrap_or_else(|| t.attribute.clone());
+        let Some(owner_ty) = owner.attributes.get(&owner_attr).map(|a| a.ty.describe()) else {
+            self.at(Some(&owner.name), None);
+            self.refuse("tenant", format!("the tenant's own key is `{owner_attr}`, which is no attribute (set `tenant` on the entity)"));
+            self.at(None, None);
+            return;
+        };
+        for e in entities.values().filter(|e| !e.system) {
+            self.at(Some(&e.name), None);
+            let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
+            match e.attributes.get(&attr) {
+                None if self.reached_only_through_a_tenant(e, entities, patterns, &t.attribute) => {}
+                None => self.refuse(
+                    "tenant",
+                    format!("holds no `{attr}`: which tenant it belongs to cannot be told, so no token could be kept to its own"),
+                ),
+                Some(a) if a.optional => self.refuse("tenant", format!("`{attr}` is optional: every item must name its tenant")),
+                Some(a) if a.ty.describe() != owner_ty => self.refuse(
+                    "tenant",
+                    format!("`{attr}` is a {}, and the tenant's `{owner_attr}` a {owner_ty}", a.ty.describe()),
+                ),
+                Some(_) => {}
+            }
+        }
+        self.at(None, None);
+        if let Some(v) = &file.viewer {
+            match entities.get(&v.entity) {
+                None => self.refuse(
+                    "tenant",
+                    format!(
+                        "the viewer is entity `{}`, which the chart does not declare",
+                        v.entity
+                    ),
+                ),
+                Some(e) => {
+                    let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
+                    let in_key = e
+                        .key
+                        .pk
+                        .vars()
+                        .chain(e.key.sk.vars())
+                        .any(|k| k.name == v.subject);
+                    if !in_key {
+                        self.at(Some(&e.name), None);
+                        self.refuse(
+                            "tenant",
+                            format!(
+                                "the viewer's subject `{}` is no part of {}'s key",
+                                v.subject, e.name
+                            ),
+                        );
+                    }
+                    for var in e.key.pk.vars().chain(e.key.sk.vars()) {
+                        if var.name != attr && var.name != v.subject {
+                            self.at(Some(&e.name), None);
+                            self.refuse("tenant", format!("the viewer's key needs `{}`, which neither the token's tenant nor its subject gives", var.name));
+                        }
+                    }
+                }
+            }
+        }
+        self.at(None, None);
+    }
+
+    /// An entity without the tenant is served only as the children of a parent that holds
+    /// it (an order's lines): never by key, as a node, or as a reference.
+    pub(super) fn reached_only_through_a_tenant(
+        &self,
+        e: &Entity,
+        entities: &IndexMap<String, Entity>,
+        patterns: &IndexMap<u32, Pattern>,
+        attribute: &str,
+    ) -> bool {
+        let holds = |name: &str| {
+            entities.get(name).is_some_and(|p| {
+                let a = p.tenant.as_deref().unwrap_or(attribute);
+                p.attributes.contains_key(a)
+            })
+        };
+        let referenced = entities
+            .values()
+            .any(|x| x.references.values().any(|r| r.entity == e.name));
+        !e.node
+            && !referenced
+            && patterns.values().all(|p| match &p.request {
+                Request::GetItem { entity, .. } => *entity != e.name,
+                Request::Query {
+                    parent, children, ..
+                } => *children != e.name || parent.as_deref().is_some_and(holds),
+                Request::BatchGetItem => true,
+            })
+    }
+
+    pub(super) fn references(&mut self, entities: &IndexMap<String, Entity>) {
+        for e in entities.values() {
+            self.at(Some(&e.name), None);
+            for (field, r) in &e.references {
+                let Some(target) = entities.get(&r.entity) else {
+                    self.refuse(
+                        "references",
+                        format!(
+                            "`{field}` refers to `{}`, which the chart does not declare",
+                            r.entity
+                        ),
+                    );
+                    continue;
+                };
+                let mut needed: Vec<&str> = target
+                    .key
+                    .pk
+                    .vars()
+                    .chain(target.key.sk.vars())
+                    .map(|v| v.name.as_str())
+                    .collect();
+                needed.dedup();
+                for n in &needed {
+                    let Some(from) = r.key.get(*n) else {
+                        self.refuse("references", format!("`{field}`: the key of {} needs `{n}`, which the reference does not give", r.entity));
+                        continue;
+                    };
+                    match (e.attributes.get(from), target.attributes.get(*n)) {
+                        (None, _) => self.refuse(
+                            "references",
+                            format!("`{field}`: `{from}` is no attribute of {}", e.name),
+                        ),
+                        (Some(a), Some(b)) if a.ty.describe() != b.ty.describe() => self.refuse(
+                            "references",
+                            format!(
+                                "`{field}`: `{from}` is a {} and {}'s `{n}` a {}",
+                                a.ty.describe(),
+                                r.entity,
+                                b.ty.describe()
+                            ),
+                        ),
+                        _ => {}
+                    }
+                }
+                for k in r.key.keys() {
+                    if !needed.contains(&k.as_str()) {
+                        self.refuse(
+                            "references",
+                            format!("`{field}`: `{k}` is no part of {}'s key", r.entity),
+                        );
+                    }
+                }
+            }
+        }
+        self.at(None, None);
+    }
+
+    pub(super) fn fields(
+        &mut self,
+        file: &File,
+        entities: &IndexMap<String, Entity>,
+        patterns: &IndexMap<u32, Pattern>,
+    ) {
+        for e in entities.values().filter(|e| !e.system) {
+            self.at(Some(&e.name), None);
+            let mut names: Vec<&str> = Vec::new();
+            if e.node {
+                names.push("id");
+            }
+            let attrs = e
+                .attributes
+                .iter()
+                .filter(|(_, a)| e.graphql && a.graphql)
+                .map(|(n, _)| n.as_str());
+            for n in attrs
+                .chain(e.references.keys().map(String::as_str))
+                .chain(e.connections.keys().map(String::as_str))
+                .chain(e.lists.keys().map(String::as_str))
+            {
+                if names.contains(&n) {
+                    self.refuse("names", format!("two fields are named `{n}` (hide the attribute with `graphql = false`)"));
+                }
+                names.push(n);
+            }
+            for (name, c) in &e.connections {
+                let Some(p) = self.field_pattern(patterns, c.pattern, name) else {
+                    continue;
+                };
+                if let Request::Query {
+                    parent, condition, ..
+                } = &p.request
+                {
+                    if parent.as_ref().is_some_and(|p| *p != e.name) {
+                        self.refuse(
+                            "fields",
+                            format!(
+                                "connection `{name}` uses pattern {}, whose parent is {}",
+                                c.pattern,
+                                parent.as_deref().unwrap_or("")
+                            ),
+                        );
+                    }
+                    let args = self.arguments(e, condition, entities, p);
+                    match &c.total {
+                        None => {}
+                        Some(format::Total::Counter(counter)) => self.counter(e, counter, name),
+                        Some(format::Total::ByArgument(by)) => {
+                            for (arg, counters) in by {
+                                if !args.iter().any(|(a, _)| a == arg) {
+                                    self.refuse("fields", format!("connection `{name}`: `total` is by `{arg}`, which is no argument of it"));
+                                }
+                                for counter in counters.values() {
+                                    self.counter(e, counter, name);
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    self.refuse(
+                        "fields",
+                        format!(
+                            "connection `{name}` uses pattern {}, which is no Query",
+                            c.pattern
+                        ),
+                    );
+                }
+            }
+            for (name, l) in &e.lists {
+                let Some(p) = self.field_pattern(patterns, l.pattern, name) else {
+                    continue;
+                };
+                match &p.request {
+                    Request::Query { parent: Some(parent), .. } if *parent == e.name => {}
+                    _ => self.refuse("fields", format!("list `{name}` uses pattern {}, which does not read {}'s children with it", l.pattern, e.name)),
+                }
+            }
+        }
+        self.at(None, None);
+        for (name, q) in &file.query {
+            if !is_graphql_name(name) {
+                self.refuse(
+                    "names",
+                    format!("root field `{name}` is not a GraphQL name"),
+                );
+            }
+            let Some(e) = entities.get(&q.entity).filter(|e| e.graphql) else {
+                self.refuse(
+                    "fields",
+                    format!(
+                        "root field `{name}` serves `{}`, which is no GraphQL type of the chart",
+                        q.entity
+                    ),
+                );
+                continue;
+            };
+            let Some(p) = self.field_pattern(patterns, q.pattern, name) else {
+                continue;
+            };
+            let serves = match &p.request {
+                Request::GetItem { entity, .. } => *entity == e.name,
+                Request::Query { parent, .. } => parent.as_deref() == Some(e.name.as_str()),
+                Request::BatchGetItem => true,
+            };
+            if !serves {
+                self.refuse(
+                    "fields",
+                    format!(
+                        "root field `{name}` uses pattern {}, which does not read a {}",
+                        q.pattern, e.name
+                    ),
+                );
+            }
+            match q.by.as_deref() {
+                None | Some("key") => {}
+                Some("id") if e.node || e.plain_id.is_some() => {}
+                Some("id") => self.refuse("fields", format!("root field `{name}` takes an `id`, and {} is no node and has no `plain_id`", e.name)),
+                Some(other) => self.refuse("format", format!("root field `{name}`: `by` is `key` or `id`, not `{other}`")),
+            }
+        }
+    }
+
+    pub(super) fn field_pattern<'p>(
+        &mut self,
+        patterns: &'p IndexMap<u32, Pattern>,
+        n: u32,
+        field: &str,
+    ) -> Option<&'p Pattern> {
+        let p = patterns.get(&n);
+        if p.is_none() {
+            self.refuse(
+                "fields",
+                format!(
+                    "`{field}` uses pattern {n}, which the chart does not declare (or refused)"
+                ),
+            );
+        }
+        p
+    }
+
+    pub(super) fn counter(&mut self, e: &Entity, counter: &str, field: &str) {
+        match e.attributes.get(counter) {
+            Some(a) if matches!(a.ty, Type::Counter) => {}
+            _ => self.refuse(
+                "fields",
+                format!(
+                    "connection `{field}`: its total `{counter}` is no counter of {}",
+                    e.name
+                ),
+            ),
+        }
+    }
+
+    /// A connection's arguments: the variables of its pattern that its owner's attributes
+    /// do not give, typed by the entity templates they meet.
+    pub(super) fn arguments(
+        &mut self,
+        owner: &Entity,
+        cond: &KeyCondition,
+        entities: &IndexMap<String, Entity>,
+        p: &Pattern,
+    ) -> Vec<(String, Type)> {
+        let mut out = Vec::new();
+        for v in condition_vars(cond) {
+            if owner.attributes.contains_key(&v.name) {
+                continue;
+            }
+            match var_type(cond, entities, &v.name) {
+                Some(t) => out.push((v.name.clone(), t)),
+                None => {
+                    self.at(Some(&owner.name), Some(p.number));
+                    self.refuse("key-values", format!("`{{{}}}` is no attribute of {} and meets no attribute of the entities the pattern reads", v.name, owner.name));
+                    self.at(Some(&owner.name), None);
+                }
+            }
+        }
+        out
+    }
+
+    pub(super) fn graphql_name(&mut self, rule: &'static str, name: &str) {
+        if !is_graphql_name(name) || name.starts_with("__") {
+            self.refuse(rule, format!("`{name}` is not a GraphQL name"));
+        }
+    }
+}

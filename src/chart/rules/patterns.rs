@@ -1,0 +1,337 @@
+//! Each access pattern: one request of GetItem, Query or BatchGetItem that returns only
+//! what it declares, its parent at the edge of its children, its index projecting what it
+//! reads.
+
+use std::cmp::Ordering;
+
+use indexmap::IndexMap;
+
+use super::super::condition::parse_condition;
+use super::super::format::{self};
+use super::super::reach::{condition_binder, reachable, Included};
+use super::super::template::{self, Laid, Template};
+use super::super::{
+    Entity, Index, KeyCondition, Pattern, Projection, Request, SortCondition, Table,
+};
+use super::*;
+
+impl Checker {
+    pub(super) fn pattern(
+        &mut self,
+        n: u32,
+        p: &format::Pattern,
+        table: &Table,
+        entities: &IndexMap<String, Entity>,
+        indexes: &IndexMap<String, Index>,
+    ) -> Option<Pattern> {
+        let known = |name: &Option<String>, this: &mut Self, what: &str| -> Option<String> {
+            let name = name.clone()?;
+            if entities.get(&name).is_some_and(|e| !e.system) {
+                Some(name)
+            } else {
+                this.refuse(
+                    "one-request",
+                    format!("its {what} `{name}` is no entity of the chart"),
+                );
+                None
+            }
+        };
+        let request = match p.request.as_str() {
+            "GetItem" => {
+                let Some(entity) = known(&p.entity, self, "entity") else {
+                    self.refuse(
+                        "one-request",
+                        "a GetItem names the `entity` it reads by key",
+                    );
+                    return None;
+                };
+                let with_shards = match &p.with_shards {
+                    None => None,
+                    Some(cond) => {
+                        let condition = self.condition(cond, table, indexes)?;
+                        let shards: Vec<String> = entities
+                            .values()
+                            .filter(|s| s.shards_of.as_ref().is_some_and(|(of, _)| *of == entity))
+                            .map(|s| s.name.clone())
+                            .collect();
+                        if shards.is_empty() {
+                            self.refuse(
+                                "one-request",
+                                format!("`with_shards`: {entity} has no counter shards"),
+                            );
+                        }
+                        let mut expected = shards.clone();
+                        expected.push(entity.clone());
+                        self.reads_only(&condition, entities, &expected, &[entity.as_str()]);
+                        Some(condition)
+                    }
+                };
+                Request::GetItem {
+                    entity,
+                    with_shards,
+                }
+            }
+            "BatchGetItem" => Request::BatchGetItem,
+            "Query" => {
+                let Some(cond) = &p.key else {
+                    self.refuse("one-request", "a Query needs its key condition, `key`");
+                    return None;
+                };
+                let condition = self.condition(cond, table, indexes)?;
+                let Some(children) = known(&p.children, self, "children") else {
+                    self.refuse(
+                        "one-request",
+                        "a Query names the entity it pages, `children`",
+                    );
+                    return None;
+                };
+                let parent = match &p.parent {
+                    Some(_) => Some(known(&p.parent, self, "parent")?),
+                    None => None,
+                };
+                let mut beside = Vec::new();
+                for b in &p.beside {
+                    let b = known(&Some(b.clone()), self, "beside")?;
+                    let shard_of_parent = entities[&b]
+                        .shards_of
+                        .as_ref()
+                        .is_some_and(|(of, _)| Some(of) == parent.as_ref());
+                    if !shard_of_parent {
+                        self.refuse(
+                            "one-request",
+                            format!("`{b}` read beside the parent must be its counter shards (a known number of items), or the page's Limit cannot be set"),
+                        );
+                    }
+                    beside.push(b);
+                }
+                let forward = p.forward.unwrap_or(true);
+                let index = condition.index.as_deref();
+                for e in parent
+                    .iter()
+                    .chain(beside.iter())
+                    .chain(std::iter::once(&children))
+                {
+                    if entities[e].keys_in(index).is_none() {
+                        self.refuse(
+                            "indexes",
+                            format!(
+                                "`{e}` has no keys in {}, which the pattern reads",
+                                index.unwrap_or("the base table")
+                            ),
+                        );
+                        return None;
+                    }
+                    self.projected(e, entities, indexes, index);
+                }
+                let mut expected: Vec<String> = beside.clone();
+                expected.push(children.clone());
+                expected.extend(parent.clone());
+                let edge: Vec<&str> = parent.iter().map(String::as_str).collect();
+                self.reads_only(&condition, entities, &expected, &edge);
+                let children_prefix = self.later_pages(&condition, entities, &children);
+                if let Some(parent) = &parent {
+                    self.parent_at_edge(&condition, entities, parent, &beside, &children, forward);
+                }
+                Request::Query {
+                    condition,
+                    forward,
+                    parent,
+                    beside,
+                    children,
+                    children_prefix,
+                }
+            }
+            other => {
+                self.refuse(
+                    "one-request",
+                    format!("request `{other}` is none of GetItem, Query, BatchGetItem"),
+                );
+                return None;
+            }
+        };
+        Some(Pattern {
+            number: n,
+            name: p.name.clone(),
+            request,
+            field: p.field.clone(),
+        })
+    }
+
+    /// Parses `PK = … [AND <sort condition>]`, naming the index by its key attributes.
+    pub(super) fn condition(
+        &mut self,
+        text: &str,
+        table: &Table,
+        indexes: &IndexMap<String, Index>,
+    ) -> Option<KeyCondition> {
+        match parse_condition(text, table, indexes) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                self.refuse("indexes", format!("`{text}`: {e}"));
+                None
+            }
+        }
+    }
+
+    /// The items a condition can return must be those the pattern declares.
+    pub(super) fn reads_only(
+        &mut self,
+        cond: &KeyCondition,
+        entities: &IndexMap<String, Entity>,
+        expected: &[String],
+        must: &[&str],
+    ) {
+        let reads = reachable(cond, entities);
+        for (e, inc) in &reads {
+            if *inc == Included::Maybe && !expected.iter().any(|x| x == e) {
+                let keys = entities[e]
+                    .keys_in(cond.index.as_deref())
+                    .expect("reachable entities have keys");
+                self.refuse(
+                    "one-request",
+                    format!(
+                        "its key condition can also return {e} (`{}` / `{}`), which the pattern does not declare: one request would not return only what it serves",
+                        keys.pk, keys.sk
+                    ),
+                );
+            }
+        }
+        for e in expected {
+            if reads.get(e.as_str()) != Some(&Included::Maybe) {
+                let rule = if must.contains(&e.as_str()) {
+                    "parent-at-edge"
+                } else {
+                    "one-request"
+                };
+                self.refuse(
+                    rule,
+                    format!("its key condition cannot return {e}, which it declares"),
+                );
+            }
+        }
+    }
+
+    /// Later pages read `begins_with` of the children's sort-key prefix: it must hold
+    /// the children alone.
+    pub(super) fn later_pages(
+        &mut self,
+        cond: &KeyCondition,
+        entities: &IndexMap<String, Entity>,
+        children: &str,
+    ) -> Template {
+        let keys = entities[children]
+            .keys_in(cond.index.as_deref())
+            .expect("checked");
+        let prefix = keys.sk.literal_prefix().to_owned();
+        let prefix_t = Template::parse(if prefix.is_empty() { "~" } else { &prefix })
+            .expect("a literal parses");
+        let later = KeyCondition {
+            index: cond.index.clone(),
+            partition: cond.partition.clone(),
+            sort: (!prefix.is_empty()).then(|| SortCondition::BeginsWith(prefix_t.clone())),
+        };
+        for (e, inc) in reachable(&later, entities) {
+            if inc == Included::Maybe && e != children {
+                self.refuse(
+                    "one-request",
+                    format!("a later page reads `begins_with({}, \"{prefix}\")`, which can also return {e}: give {children}'s sort key a prefix of its own", sort_attr(cond)),
+                );
+            }
+        }
+        prefix_t
+    }
+
+    pub(super) fn parent_at_edge(
+        &mut self,
+        cond: &KeyCondition,
+        entities: &IndexMap<String, Entity>,
+        parent: &str,
+        beside: &[String],
+        children: &str,
+        forward: bool,
+    ) {
+        let index = cond.index.as_deref();
+        let binder = condition_binder(cond, entities);
+        let keys = |e: &str| entities[e].keys_in(index).expect("checked");
+        let want = if forward {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        };
+        let dir = if forward { "below" } else { "above" };
+        let children_sk = keys(children).sk.clone();
+        let bc = binder(children);
+        let order_of = |e: &str| {
+            let be = binder(e);
+            template::compare(
+                &Laid {
+                    template: &keys(e).sk,
+                    bind: &*be,
+                },
+                &Laid {
+                    template: &children_sk,
+                    bind: &*bc,
+                },
+            )
+        };
+        if order_of(parent) != Some(want) {
+            self.refuse(
+                "parent-at-edge",
+                format!(
+                    "{parent} (`{}`) does not sort {dir} every {children} (`{children_sk}`) of its partition by UTF-8 bytes, so reading {} from it would not meet it first",
+                    keys(parent).sk,
+                    if forward { "forward" } else { "backward" }
+                ),
+            );
+        }
+        for b in beside {
+            if order_of(b) != Some(want) {
+                self.refuse(
+                    "parent-at-edge",
+                    format!("{b} (`{}`) does not sort {dir} every {children} (`{children_sk}`): it would be read among them", keys(b).sk),
+                );
+            }
+        }
+    }
+
+    /// An index that does not project everything must carry what the pattern decodes.
+    pub(super) fn projected(
+        &mut self,
+        e: &str,
+        entities: &IndexMap<String, Entity>,
+        indexes: &IndexMap<String, Index>,
+        index: Option<&str>,
+    ) {
+        let Some(index) = index.and_then(|i| indexes.get(i)) else {
+            return;
+        };
+        let carried: Vec<String> = match &index.projection {
+            Projection::All => return,
+            Projection::KeysOnly => Vec::new(),
+            Projection::Include(a) => a.clone(),
+        };
+        let entity = &entities[e];
+        let key_vars: Vec<&str> = entity
+            .key
+            .pk
+            .vars()
+            .chain(entity.key.sk.vars())
+            .map(|v| v.name.as_str())
+            .collect();
+        for (name, a) in &entity.attributes {
+            if !a.optional && !carried.contains(name) && !key_vars.contains(&name.as_str()) {
+                self.refuse(
+                    "indexes",
+                    format!("index {} does not project `{name}`, which {e} needs: project it (INCLUDE) or read {e} by key", index.name),
+                );
+            }
+        }
+    }
+}
+
+fn sort_attr(cond: &KeyCondition) -> &str {
+    match &cond.index {
+        None => "SK",
+        Some(_) => "the index's sort key",
+    }
+}

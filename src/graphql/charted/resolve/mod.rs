@@ -1,0 +1,288 @@
+//! The resolvers of a chart's read API: what each field of the types [`super::build`]
+//! declares answers, and the one store request behind it.
+//!
+//! - this file: the parent values, what every resolver shares (tenant checks, the
+//!   DataLoader, references asked at once), an entity's own fields and its references;
+//! - [`pages`]: connections and lists, `PageInfo`, the connection and edge types;
+//! - [`root`]: the root fields (read ahead), `node`, `nodes`, `viewer`.
+
+mod pages;
+mod root;
+
+pub use pages::{connection_field, connection_types, list_field, page_info_type};
+pub use root::{query_type, viewer_type};
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_graphql::dynamic::{Field, FieldFuture, FieldValue, ResolverContext, TypeRef};
+use async_graphql::{ErrorExtensions, Value};
+
+use super::read::{self, Fetched};
+use super::record::{render, Record, Vars};
+use super::type_ref;
+use crate::auth::Access;
+use crate::chart::format::Reference;
+use crate::chart::template::Value as KeyValue;
+use crate::chart::types::Type;
+use crate::chart::{Attribute, Chart, Entity, Request};
+use crate::graphql::connection::PageCursors;
+use crate::graphql::context::RequestContext;
+use crate::graphql::errors::ApiError;
+use crate::keys::Slug;
+use crate::store::PrimaryKey;
+
+/// An entity's object as a parent value: its record, and the pages its resolver read
+/// ahead, by field and arguments.
+pub struct Obj {
+    pub rec: Arc<Record>,
+    pub pages: Arc<HashMap<String, Result<Fetched, Arc<ApiError>>>>,
+    /// Whether the record holds its counter shards' counts.
+    pub counted: bool,
+}
+
+/// One page of a connection.
+pub struct Conn {
+    pub nodes: Vec<Arc<Record>>,
+    pub cursors: Arc<PageCursors>,
+    pub has_next: bool,
+    pub has_previous: bool,
+    pub total: Option<i64>,
+}
+
+struct Edge {
+    conn: Arc<Conn>,
+    index: usize,
+}
+
+type Result<T, E = async_graphql::Error> = std::result::Result<T, E>;
+
+fn rc<'a>(ctx: &ResolverContext<'a>) -> &'a RequestContext {
+    ctx.ctx.data_unchecked::<RequestContext>()
+}
+
+fn err(e: impl AsRef<ApiError>) -> async_graphql::Error {
+    e.as_ref().extend()
+}
+
+fn obj_value(rec: Arc<Record>, counted: bool) -> FieldValue<'static> {
+    FieldValue::owned_any(Obj {
+        rec,
+        pages: Arc::default(),
+        counted,
+    })
+}
+
+/// Whether the caller may see `rec`: the tenant it names is theirs. An entity that names
+/// none is reached only through a parent that does, which was checked.
+fn visible(rc: &RequestContext, chart: &Chart, rec: &Record) -> bool {
+    let Some(attr) = tenant_attribute(chart, rec.entity(chart)) else {
+        return true;
+    };
+    match (&rc.access, rec.text(&attr)) {
+        (Access::Unrestricted, _) => true,
+        (_, Some(value)) => Slug::parse(value).is_ok_and(|s| rc.sees(&s)),
+        (_, None) => false,
+    }
+}
+
+/// The attribute naming an entity's tenant, where it has one.
+fn tenant_attribute(chart: &Chart, e: &Entity) -> Option<String> {
+    let t = chart.tenant.as_ref()?;
+    let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
+    e.attributes.contains_key(&attr).then_some(attr)
+}
+
+/// Whether the caller may see what a key names, before reading it: `Some(false)` when the
+/// key names another tenant, `None` when the key does not say.
+fn key_visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Option<bool> {
+    let attr = tenant_attribute(chart, e)?;
+    match vars.get(&attr)? {
+        KeyValue::Text(t) => Some(Slug::parse(t).is_ok_and(|s| rc.sees(&s))),
+        KeyValue::Int(_) => None,
+    }
+}
+
+/// An entity's primary key from its key variables.
+fn primary_key(e: &Entity, vars: &Vars) -> std::result::Result<PrimaryKey, ApiError> {
+    Ok(PrimaryKey::new(
+        render(&e.key.pk, vars)?,
+        render(&e.key.sk, vars)?,
+    ))
+}
+
+/// Loads an item by key through the DataLoader, as the caller may see it.
+async fn load(
+    rc: &RequestContext,
+    chart: &Arc<Chart>,
+    key: PrimaryKey,
+) -> std::result::Result<Option<Arc<Record>>, Arc<ApiError>> {
+    let read = rc.items(chart).try_load(key).await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "the DataLoader lost a key's answer");
+        Err(Arc::new(ApiError::Internal))
+    })?;
+    Ok(read.filter(|r| visible(rc, chart, r)))
+}
+
+/// Remembers what a page read in the request's DataLoader, so a reference to it reads
+/// nothing.
+async fn prime(rc: &RequestContext, chart: &Arc<Chart>, fetched: &Fetched) {
+    let recs = fetched.parent.iter().chain(fetched.children.iter());
+    let primed: Vec<_> = recs
+        .filter_map(|r| Some((r.primary_key(chart)?, Ok(Some(r.clone())))))
+        .collect();
+    if !primed.is_empty() {
+        rc.items(chart).prime_many(primed).await;
+    }
+}
+
+/// The key a reference of `rec` names, when every part of it is there.
+fn reference_key(chart: &Chart, rec: &Record, r: &Reference) -> Option<PrimaryKey> {
+    let source = rec.vars(rec.entity(chart));
+    let mut vars = Vars::new();
+    for (to, from) in &r.key {
+        vars.insert(to.clone(), source.get(from)?.clone());
+    }
+    primary_key(&chart.entities[&r.entity], &vars).ok()
+}
+
+/// Asks the DataLoader at once for every reference selected under objects about to be
+/// answered: async-graphql's dynamic schema resolves an object's fields one after another,
+/// so without this a ticket's requester and assignee would be two reads instead of one
+/// batch. What is asked here is what the reference fields then find in the loader.
+async fn preload(
+    rc: &RequestContext,
+    chart: &Arc<Chart>,
+    recs: &[Arc<Record>],
+    selected: &[async_graphql::Lookahead<'_>],
+) {
+    let mut keys = Vec::new();
+    for rec in recs {
+        let e = rec.entity(chart);
+        for (name, r) in &e.references {
+            if selected.iter().any(|s| s.field(name).exists()) {
+                keys.extend(reference_key(chart, rec, r));
+            }
+        }
+    }
+    keys.sort_by(|a, b| (&a.pk, &a.sk).cmp(&(&b.pk, &b.sk)));
+    keys.dedup();
+    if keys.len() > 1 {
+        let _ = rc.items(chart).try_load_many(keys).await;
+    }
+}
+
+/// `id`: the global id.
+pub fn id_field(chart: &Arc<Chart>, e: &Entity) -> Field {
+    let chart = chart.clone();
+    let entity = e.name.clone();
+    Field::new("id", TypeRef::named_nn(TypeRef::ID), move |ctx| {
+        let id = ctx
+            .parent_value
+            .downcast_ref::<Obj>()
+            .map(|o| o.rec.global_id(&chart.entities[&entity]));
+        FieldFuture::Value(id.map(|id| FieldValue::value(Value::String(id))))
+    })
+    .description("Opaque global id, for `node(id)`.")
+}
+
+/// A plain attribute; a counter of an entity with counter shards reads them once per
+/// request when its record was not read with them.
+pub fn attribute_field(chart: &Arc<Chart>, e: &Entity, name: &str, a: &Attribute) -> Field {
+    let chart = chart.clone();
+    let attr = name.to_owned();
+    let ty = a.ty.clone();
+    let sharded = matches!(a.ty, Type::Counter)
+        && chart
+            .entities
+            .values()
+            .any(|s| s.shards_of.as_ref().is_some_and(|(of, _)| *of == e.name));
+    let mut f = Field::new(name, type_ref(&a.ty, a.optional), move |ctx| {
+        let chart = chart.clone();
+        let attr = attr.clone();
+        let ty = ty.clone();
+        FieldFuture::new(async move {
+            let obj = ctx.parent_value.try_downcast_ref::<Obj>()?;
+            if sharded && !obj.counted {
+                let counted = counted(rc(&ctx), &chart, &obj.rec).await.map_err(err)?;
+                return Ok(Some(FieldValue::value(counted.value(&chart, &attr, &ty))));
+            }
+            Ok(Some(FieldValue::value(obj.rec.value(&chart, &attr, &ty))))
+        })
+    });
+    if let Some(d) = &a.description {
+        f = f.description(d);
+    }
+    f
+}
+
+/// The record with its counter shards' counts: one Query, at most once per record and
+/// request.
+async fn counted(
+    rc: &RequestContext,
+    chart: &Arc<Chart>,
+    rec: &Arc<Record>,
+) -> std::result::Result<Arc<Record>, Arc<ApiError>> {
+    let entity = rec.entity(chart);
+    let cond = chart.patterns.values().find_map(|p| match &p.request {
+        Request::GetItem {
+            entity: e,
+            with_shards: Some(c),
+        } if *e == entity.name => Some(c.clone()),
+        _ => None,
+    });
+    let (Some(cond), Some(key)) = (cond, rec.primary_key(chart)) else {
+        return Ok(rec.clone());
+    };
+    let vars = rec.vars(entity).clone();
+    let store = rc.store.clone();
+    let chart2 = chart.clone();
+    let entity_name = entity.name.clone();
+    rc.counted_item(chart, key, async move {
+        read::with_counts(store.as_ref(), &chart2, &entity_name, &cond, &vars)
+            .await
+            .map_err(Arc::new)
+    })
+    .await
+    .map(|r| r.unwrap_or_else(|| rec.clone()))
+}
+
+/// A reference: the entity another's attributes name, through the DataLoader.
+pub fn reference_field(chart: &Arc<Chart>, e: &Entity, name: &str, r: &Reference) -> Field {
+    let optional = r
+        .key
+        .values()
+        .any(|from| e.attributes.get(from).is_none_or(|a| a.optional));
+    let chart = chart.clone();
+    let reference = Arc::new(r.clone());
+    let ty = if optional {
+        TypeRef::named(&r.entity)
+    } else {
+        TypeRef::named_nn(&r.entity)
+    };
+    let mut f = Field::new(name, ty, move |ctx| {
+        let chart = chart.clone();
+        let reference = reference.clone();
+        FieldFuture::new(async move {
+            let obj = ctx.parent_value.try_downcast_ref::<Obj>()?;
+            let Some(pk) = reference_key(&chart, &obj.rec, &reference) else {
+                return Ok(None);
+            };
+            let found = load(rc(&ctx), &chart, pk).await.map_err(err)?;
+            if let Some(rec) = &found {
+                preload(
+                    rc(&ctx),
+                    &chart,
+                    std::slice::from_ref(rec),
+                    &[ctx.look_ahead()],
+                )
+                .await;
+            }
+            Ok(found.map(|rec| obj_value(rec, false)))
+        })
+    });
+    if let Some(d) = &r.description {
+        f = f.description(d);
+    }
+    f
+}

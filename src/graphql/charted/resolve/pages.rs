@@ -1,0 +1,399 @@
+//! Connections and lists: one page of children from what the parent's resolver read
+//! ahead or one Query now, cursors signed for their connection; the types that carry them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_graphql::dynamic::{
+    Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef,
+};
+use async_graphql::{ErrorExtensions, Value};
+
+use super::super::read::{self, Fetched};
+use super::super::record::{key_value, Vars};
+use super::super::{argument, connection_arguments};
+use super::*;
+use crate::chart::format::{Connection, List, Total};
+use crate::chart::types::Type;
+use crate::chart::{Chart, Entity, Request};
+use crate::graphql::connection::{PageArgs, PageCursors, Resolved};
+use crate::graphql::context::RequestContext;
+use crate::graphql::errors::ApiError;
+use crate::store::PageKey;
+
+fn page_args(ctx: &ResolverContext<'_>) -> PageArgs {
+    let int = |n: &str| ctx.args.get(n).and_then(|v| v.i64().ok());
+    let text = |n: &str| {
+        ctx.args
+            .get(n)
+            .and_then(|v| v.string().ok().map(str::to_owned))
+    };
+    PageArgs {
+        first: int("first"),
+        after: text("after"),
+        last: int("last"),
+        before: text("before"),
+    }
+}
+
+/// The values of a connection's own arguments, checked, with their key for prefetched
+/// pages.
+pub(super) fn connection_vars(
+    extra: &[(String, Type, bool)],
+    given: &HashMap<String, String>,
+) -> std::result::Result<(Vars, String), ApiError> {
+    let mut vars = Vars::new();
+    let mut key = String::new();
+    for (name, ty, _) in extra {
+        if let Some(v) = given.get(name) {
+            let value = key_value(ty, name, v).map_err(|m| ApiError::bad_input(name, m))?;
+            key.push_str(&format!("{name}={v};"));
+            vars.insert(name.clone(), value);
+        }
+    }
+    Ok((vars, key))
+}
+
+fn given_args(
+    ctx: &ResolverContext<'_>,
+    extra: &[(String, Type, bool)],
+) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for (name, ..) in extra {
+        if let Some(v) = ctx.args.get(name) {
+            let text = v
+                .enum_name()
+                .ok()
+                .map(str::to_owned)
+                .or_else(|| v.string().ok().map(str::to_owned))
+                .or_else(|| v.i64().ok().map(|n| n.to_string()));
+            if let Some(t) = text {
+                out.insert(name.clone(), t);
+            }
+        }
+    }
+    out
+}
+
+/// A connection: one page of children, from what the parent's resolver read ahead or
+/// one Query now.
+pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connection) -> Field {
+    let extra = connection_arguments(chart, e, c.pattern);
+    let child = match chart.patterns.get(&c.pattern).map(|p| &p.request) {
+        Some(Request::Query { children, .. }) => children.clone(),
+        _ => String::new(),
+    };
+    let chart2 = chart.clone();
+    let owner = e.name.clone();
+    let field = name.to_owned();
+    let pattern = c.pattern;
+    let cursor = cursor_name(e, name, c);
+    let total = c.total.as_ref().map(|t| match t {
+        Total::Counter(c) => (None, HashMap::from([(String::new(), c.clone())])),
+        Total::ByArgument(by) => {
+            let (arg, map) = by
+                .iter()
+                .next()
+                .map(|(a, m)| (a.clone(), m.clone()))
+                .unwrap_or_default();
+            (Some(arg), map.into_iter().collect())
+        }
+    });
+    let extra2 = extra.clone();
+    let mut f = Field::new(
+        name,
+        TypeRef::named_nn(format!("{child}Connection")),
+        move |ctx| {
+            let chart = chart2.clone();
+            let owner = owner.clone();
+            let field = field.clone();
+            let cursor = cursor.clone();
+            let extra = extra2.clone();
+            let total = total.clone();
+            FieldFuture::new(async move {
+                let obj = ctx.parent_value.try_downcast_ref::<Obj>()?;
+                let rc = rc(&ctx);
+                let args = page_args(&ctx);
+                let given = given_args(&ctx, &extra);
+                let (mut vars, extra_key) =
+                    connection_vars(&extra, &given).map_err(|e| e.extend())?;
+                let entity = &chart.entities[&owner];
+                for (k, v) in obj.rec.vars(entity) {
+                    vars.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+                let p = &chart.patterns[&pattern];
+                let connection =
+                    read::connection_name(p, &cursor, &vars).map_err(|e| e.extend())?;
+                let resolved = args
+                    .resolve(&rc.cursors, &connection)
+                    .map_err(|e| e.extend())?;
+                let slot = format!("{field}|{}", args.key(&extra_key));
+                let fetched = match obj.pages.get(&slot) {
+                    Some(Ok(f)) => f.clone(),
+                    Some(Err(e)) => return Err(err(e)),
+                    None => read::page(rc.store.as_ref(), &chart, p, &vars, &resolved)
+                        .await
+                        .map_err(|e| e.extend())?,
+                };
+                let total = match &total {
+                    None => None,
+                    Some((by, counters)) => {
+                        let which = match by {
+                            None => String::new(),
+                            Some(arg) => given.get(arg).cloned().unwrap_or_default(),
+                        };
+                        match counters.get(&which) {
+                            Some(counter) => {
+                                let rec = if obj.counted {
+                                    obj.rec.clone()
+                                } else {
+                                    counted(rc, &chart, &obj.rec).await.map_err(err)?
+                                };
+                                Some(rec.count(counter))
+                            }
+                            None => None,
+                        }
+                    }
+                };
+                let index = match &p.request {
+                    Request::Query { condition, .. } => condition.index.clone(),
+                    _ => None,
+                };
+                Ok(Some(FieldValue::owned_any(Arc::new(conn(
+                    rc,
+                    &chart,
+                    &connection,
+                    &resolved,
+                    fetched,
+                    index.as_deref(),
+                    total,
+                )))))
+            })
+        },
+    );
+    // The connection's own arguments first, then the paging ones, as in every connection
+    // of the API.
+    for (name, ty, optional) in &extra {
+        f = f.argument(argument(name, ty, *optional));
+    }
+    f = f
+        .argument(InputValue::new("first", TypeRef::named(TypeRef::INT)))
+        .argument(InputValue::new("after", TypeRef::named(TypeRef::STRING)))
+        .argument(InputValue::new("last", TypeRef::named(TypeRef::INT)))
+        .argument(InputValue::new("before", TypeRef::named(TypeRef::STRING)));
+    if let Some(d) = &c.description {
+        f = f.description(d);
+    }
+    f
+}
+
+/// What a connection's cursors are signed for: the chart's `cursor`, else `Owner.field`.
+pub(super) fn cursor_name(owner: &Entity, field: &str, c: &Connection) -> String {
+    c.cursor
+        .clone()
+        .unwrap_or_else(|| format!("{}.{field}", owner.name))
+}
+
+/// Builds a connection from the children a Query returned: cuts the extra item, restores
+/// the connection's order, keeps each edge's key for its cursor.
+fn conn(
+    rc: &RequestContext,
+    chart: &Chart,
+    connection: &str,
+    args: &Resolved,
+    fetched: Fetched,
+    index: Option<&str>,
+    total: Option<i64>,
+) -> Conn {
+    let Fetched {
+        mut children, more, ..
+    } = fetched;
+    let more = more || children.len() > args.size as usize;
+    children.truncate(args.size as usize);
+    if !args.forward {
+        children.reverse();
+    }
+    let keys: Vec<PageKey> = children
+        .iter()
+        .filter_map(|c| c.page_key(chart, index))
+        .collect();
+    let cursors = Arc::new(PageCursors::new(
+        rc.cursors.clone(),
+        connection.to_owned(),
+        keys,
+    ));
+    let from_cursor = args.start.is_some();
+    Conn {
+        nodes: children,
+        cursors,
+        has_next: if args.forward { more } else { from_cursor },
+        has_previous: if args.forward { from_cursor } else { more },
+        total,
+    }
+}
+
+/// A list: every child, read with one Query.
+pub fn list_field(chart: &Arc<Chart>, e: &Entity, name: &str, l: &List) -> Field {
+    let child = match chart.patterns.get(&l.pattern).map(|p| &p.request) {
+        Some(Request::Query { children, .. }) => children.clone(),
+        _ => String::new(),
+    };
+    let chart2 = chart.clone();
+    let owner = e.name.clone();
+    let field = name.to_owned();
+    let pattern = l.pattern;
+    let max = l.max;
+    let mut f = Field::new(name, TypeRef::named_nn_list_nn(child), move |ctx| {
+        let chart = chart2.clone();
+        let owner = owner.clone();
+        let field = field.clone();
+        FieldFuture::new(async move {
+            let obj = ctx.parent_value.try_downcast_ref::<Obj>()?;
+            let fetched = match obj.pages.get(&format!("{field}|")) {
+                Some(Ok(f)) => f.clone(),
+                Some(Err(e)) => return Err(err(e)),
+                None => {
+                    let vars = obj.rec.vars(&chart.entities[&owner]);
+                    let p = &chart.patterns[&pattern];
+                    let f = read::page(rc(&ctx).store.as_ref(), &chart, p, vars, &whole_list(max))
+                        .await
+                        .map_err(|e| e.extend())?;
+                    prime(rc(&ctx), &chart, &f).await;
+                    f
+                }
+            };
+            Ok(Some(FieldValue::list(
+                fetched.children.into_iter().map(|c| obj_value(c, false)),
+            )))
+        })
+    });
+    if let Some(d) = &l.description {
+        f = f.description(d);
+    }
+    f
+}
+
+/// A list is read whole, as one page of its most children.
+pub(super) fn whole_list(max: Option<u32>) -> Resolved {
+    Resolved {
+        size: max.unwrap_or(crate::collections::MAX_PAGE_SIZE),
+        start: None,
+        forward: true,
+    }
+}
+
+pub fn page_info_type() -> Object {
+    let flag = |name: &'static str, get: fn(&Conn) -> bool, desc: &'static str| {
+        Field::new(name, TypeRef::named_nn(TypeRef::BOOLEAN), move |ctx| {
+            let v = ctx.parent_value.downcast_ref::<Arc<Conn>>().map(|c| get(c));
+            FieldFuture::Value(v.map(|v| FieldValue::value(Value::Boolean(v))))
+        })
+        .description(desc)
+    };
+    let cursor = |name: &'static str, last: bool, desc: &'static str| {
+        Field::new(name, TypeRef::named(TypeRef::STRING), move |ctx| {
+            let v = ctx.parent_value.downcast_ref::<Arc<Conn>>().and_then(|c| {
+                let i = if last {
+                    c.cursors.len().checked_sub(1)?
+                } else {
+                    0
+                };
+                c.cursors.cursor(i)
+            });
+            FieldFuture::Value(v.map(|v| FieldValue::value(Value::String(v))))
+        })
+        .description(desc)
+    };
+    Object::new("PageInfo")
+        .description("Information about pagination in a connection.")
+        .field(flag("hasNextPage", |c| c.has_next, "When paging forward: whether more edges follow. When paging backward: whether an edge follows the `before` cursor."))
+        .field(flag("hasPreviousPage", |c| c.has_previous, "When paging backward: whether more edges precede. When paging forward: whether an edge precedes the `after` cursor."))
+        .field(cursor("startCursor", false, "The cursor of the first edge, to page backward from."))
+        .field(cursor("endCursor", true, "The cursor of the last edge, to page forward from."))
+}
+
+/// `{Child}Connection` and `{Child}Edge`.
+pub fn connection_types(chart: &Chart, child: &str) -> (Object, Object) {
+    let counted = chart.entities.values().all(|e| {
+        e.connections.values().all(|c| {
+            c.total.is_some()
+                || !matches!(chart.patterns.get(&c.pattern).map(|p| &p.request), Some(Request::Query { children, .. }) if children == child)
+        })
+    });
+    let edges = Field::new(
+        "edges",
+        TypeRef::named_nn_list_nn(format!("{child}Edge")),
+        |ctx| {
+            let edges = ctx.parent_value.downcast_ref::<Arc<Conn>>().map(|c| {
+                FieldValue::list((0..c.nodes.len()).map(|index| {
+                    FieldValue::owned_any(Edge {
+                        conn: c.clone(),
+                        index,
+                    })
+                }))
+            });
+            FieldFuture::Value(edges)
+        },
+    );
+    let nodes = Field::new("nodes", TypeRef::named_nn_list_nn(child), |ctx| {
+        let nodes = ctx
+            .parent_value
+            .downcast_ref::<Arc<Conn>>()
+            .map(|c| FieldValue::list(c.nodes.iter().map(|n| obj_value(n.clone(), false))));
+        FieldFuture::Value(nodes)
+    })
+    .description("The nodes of `edges`, for clients that need no cursors.");
+    let page_info = Field::new("pageInfo", TypeRef::named_nn("PageInfo"), |ctx| {
+        let c = ctx.parent_value.downcast_ref::<Arc<Conn>>().cloned();
+        FieldFuture::Value(c.map(FieldValue::owned_any))
+    });
+    let total = Field::new(
+        "totalCount",
+        if counted {
+            TypeRef::named_nn(TypeRef::INT)
+        } else {
+            TypeRef::named(TypeRef::INT)
+        },
+        |ctx| {
+            let t = ctx
+                .parent_value
+                .downcast_ref::<Arc<Conn>>()
+                .and_then(|c| c.total)
+                .map(|t| Value::from(t.clamp(0, i32::MAX.into())));
+            FieldFuture::Value(t.map(FieldValue::value))
+        },
+    )
+    .description(if counted {
+        "How many nodes the whole connection holds, from the parent's counter:\ncosts no request."
+    } else {
+        "How many nodes the whole connection holds, from the parent's counter: costs no request. Null where the chart keeps no counter for it."
+    });
+    let conn = Object::new(format!("{child}Connection"))
+        .description(format!("A page of `{child}`s (Relay Cursor Connections)."))
+        .field(edges)
+        .field(nodes)
+        .field(page_info)
+        .field(total);
+    let edge = Object::new(format!("{child}Edge"))
+        .description(format!(
+            "An edge: a `{child}` and the cursor that points at it."
+        ))
+        .field(
+            Field::new("cursor", TypeRef::named_nn(TypeRef::STRING), |ctx| {
+                let c = ctx
+                    .parent_value
+                    .downcast_ref::<Edge>()
+                    .map(|e| e.conn.cursors.cursor(e.index).unwrap_or_default());
+                FieldFuture::Value(c.map(|c| FieldValue::value(Value::String(c))))
+            })
+            .description("Opaque; pass it as `after` or `before` to page from this node."),
+        )
+        .field(Field::new("node", TypeRef::named_nn(child), |ctx| {
+            let n = ctx
+                .parent_value
+                .downcast_ref::<Edge>()
+                .map(|e| obj_value(e.conn.nodes[e.index].clone(), false));
+            FieldFuture::Value(n)
+        }));
+    (conn, edge)
+}
