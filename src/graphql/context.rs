@@ -38,6 +38,7 @@ pub struct RequestContext {
 /// A chart's loader, and its items read with their counter shards (at most once each per
 /// request).
 struct Charted {
+    chart: Arc<crate::chart::Chart>,
     items: super::charted::ItemLoader,
     counted: Mutex<HashMap<PrimaryKey, Arc<OnceCell<CountedItem>>>>,
 }
@@ -63,6 +64,7 @@ impl RequestContext {
 
     fn charted(&self, chart: &Arc<crate::chart::Chart>) -> &Charted {
         self.charted.get_or_init(|| Charted {
+            chart: chart.clone(),
             items: super::charted::item_loader(self.store.clone(), chart.clone()),
             counted: Mutex::default(),
         })
@@ -125,6 +127,16 @@ impl RequestContext {
         if let Some(c) = self.charted.get() {
             c.items.clear_all().await;
             c.counted.lock().await.clear();
+            // What was written, as the chart's records: an entity the chart does not
+            // declare (a uniqueness marker) is not read through it.
+            let primed: Vec<_> = written
+                .iter()
+                .filter_map(|e| {
+                    let rec = super::charted::record::Record::decode(&c.chart, e.to_item()).ok()?;
+                    Some((e.primary_key(), Ok(Some(Arc::new(rec)))))
+                })
+                .collect();
+            c.items.prime_many(primed).await;
         }
         self.loader
             .prime_many(written.into_iter().map(|e| (e.primary_key(), Ok(Some(e)))))

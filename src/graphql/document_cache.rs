@@ -132,12 +132,15 @@ impl Documents {
         checker: &super::Runner,
         registry: &Registry,
         request: &mut async_graphql::Request,
+        lists: Option<&[(String, String)]>,
     ) -> Result<Arc<Prepared>, Refused> {
         self.persisted_query(request)?;
         let key = (request.query.clone(), request.operation_name.clone());
         let cached = self.cache().documents.get(&key).cloned();
         if let Some(prepared) = cached {
-            if let Err(errors) = check_variables(registry, &prepared, &request.variables) {
+            let checked = check_variables(registry, &prepared, &request.variables)
+                .and_then(|()| self.check_cost(registry, &prepared, &request.variables, lists));
+            if let Err(errors) = checked {
                 return Err(Refused {
                     errors,
                     operation: Some((prepared.operation.clone(), prepared.ty)),
@@ -165,6 +168,36 @@ impl Documents {
             }
         }
         Ok(prepared)
+    }
+
+    /// A chart's schema has no per-field cost for its runner to enforce: a cached document
+    /// whose arguments take variables is costed again with this request's
+    /// ([`super::charted::cost`]), as the checker costed it the first time.
+    fn check_cost(
+        &self,
+        registry: &Registry,
+        prepared: &Prepared,
+        variables: &Variables,
+        lists: Option<&[(String, String)]>,
+    ) -> Result<(), Vec<ServerError>> {
+        let Some(lists) = lists.filter(|_| !prepared.arguments.is_empty()) else {
+            return Ok(());
+        };
+        let costed = super::charted::cost::document_cost(registry, &prepared.doc, variables, lists);
+        if let Some(pos) = costed.wide_int {
+            return Err(vec![ServerError::new(
+                super::charted::cost::WIDE_INT,
+                Some(pos),
+            )]);
+        }
+        if costed.cost > self.limits.max_complexity {
+            return Err(vec![ApiError::QueryTooComplex {
+                complexity: costed.cost,
+                max: self.limits.max_complexity,
+            }
+            .server_error()]);
+        }
+        Ok(())
     }
 
     /// An automatic persisted query: the text of a known hash put in the request, or the
@@ -671,7 +704,7 @@ impl ExtensionFactory for Check {
                 env: self.env.clone(),
                 cost: self.cost.clone(),
             },
-            cost: std::sync::Mutex::new(0),
+            cost: std::sync::Mutex::new(None),
         })
     }
 }
@@ -680,7 +713,7 @@ impl ExtensionFactory for Check {
 /// computes it.
 struct CheckOne {
     check: Check,
-    cost: std::sync::Mutex<usize>,
+    cost: std::sync::Mutex<Option<super::charted::cost::Costed>>,
 }
 
 #[async_trait::async_trait]
@@ -700,7 +733,7 @@ impl Extension for CheckOne {
                 variables,
                 lists,
             );
-            *self.cost.lock().unwrap_or_else(|p| p.into_inner()) = cost;
+            *self.cost.lock().unwrap_or_else(|p| p.into_inner()) = Some(cost);
         }
         Ok(doc)
     }
@@ -713,8 +746,14 @@ impl Extension for CheckOne {
         let this = &self.check;
         this.env.get_or_init(|| ctx.schema_env.clone());
         let mut result = next.run(ctx).await?;
-        if this.cost.is_some() {
-            result.complexity = *self.cost.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(costed) = &*self.cost.lock().unwrap_or_else(|p| p.into_inner()) {
+            if let Some(pos) = costed.wide_int {
+                return Err(vec![ServerError::new(
+                    super::charted::cost::WIDE_INT,
+                    Some(pos),
+                )]);
+            }
+            result.complexity = costed.cost;
         }
         let this = &self.check;
         if result.depth > this.limits.max_depth {
@@ -753,7 +792,12 @@ mod tests {
         let mut request = async_graphql::Request::new(text);
         parts
             .documents
-            .prepare(&parts.checker, schema.registry(), &mut request)
+            .prepare(
+                &parts.checker,
+                schema.registry(),
+                &mut request,
+                parts.lists.as_deref().map(Vec::as_slice),
+            )
             .await
             .expect("a valid document");
     }

@@ -24,6 +24,7 @@
 //!   [`request_metrics`]: each request's outcome handed to [`crate::metrics`];
 //!   [`null_propagation`]: the spec's null propagation for fields that fail.
 
+mod builtin;
 pub mod charted;
 mod connection;
 mod context;
@@ -152,6 +153,9 @@ struct Parts {
     env: SchemaEnv,
     documents: document_cache::Documents,
     limits: Limits,
+    /// A chart's lists, by (type, field), for the cost of a document ([`charted::cost`]);
+    /// `None` for the derived schema, which costs its fields itself.
+    lists: Option<Arc<Vec<(String, String)>>>,
 }
 
 impl ItemgraphSchema {
@@ -172,7 +176,12 @@ impl ItemgraphSchema {
         let parts = &self.0;
         parts
             .documents
-            .prepare(&parts.checker, self.registry(), request)
+            .prepare(
+                &parts.checker,
+                self.registry(),
+                request,
+                parts.lists.as_deref().map(Vec::as_slice),
+            )
             .await
     }
 }
@@ -213,6 +222,7 @@ pub fn schema_with(limits: &Limits) -> ItemgraphSchema {
         Runner::Static(checker.finish()),
         &env,
         limits,
+        None,
     )
 }
 
@@ -229,15 +239,16 @@ pub fn chart_schema(
         .validation_mode(ValidationMode::Fast)
         .limit_depth(limits.max_depth);
     let env = Arc::new(std::sync::OnceLock::new());
-    let lists = chart
+    let lists: Vec<(String, String)> = chart
         .entities
         .values()
         .flat_map(|e| e.lists.keys().map(|l| (e.name.clone(), l.clone())))
         .collect();
+    let lists = Arc::new(lists);
     let mut checker = charted::build(chart).extension(document_cache::Check {
         limits: *limits,
         env: env.clone(),
-        cost: Some(Arc::new(lists)),
+        cost: Some(lists.clone()),
     });
     if !limits.introspection {
         runner = runner.disable_introspection();
@@ -248,6 +259,7 @@ pub fn chart_schema(
         Runner::Dynamic(checker.finish()?),
         &env,
         limits,
+        Some(lists),
     ))
 }
 
@@ -256,6 +268,7 @@ fn finish(
     checker: Runner,
     env: &std::sync::OnceLock<SchemaEnv>,
     limits: &Limits,
+    lists: Option<Arc<Vec<(String, String)>>>,
 ) -> ItemgraphSchema {
     // The checker hands out the schema's environment (its type registry) when it first
     // validates; nothing in this request waits on anything.
@@ -270,6 +283,7 @@ fn finish(
         env,
         documents: document_cache::Documents::new(*limits),
         limits: *limits,
+        lists,
     }))
 }
 

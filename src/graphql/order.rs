@@ -231,7 +231,16 @@ impl OrderMutation {
         ctx: &Context<'_>,
         input: PlaceOrderInput,
     ) -> Result<PlaceOrderPayload> {
-        answer(place_order(rc(ctx), input).await)
+        answer(place_order(rc(ctx), input).await).map(|placed| PlaceOrderPayload {
+            order: Order {
+                rec: Arc::new(placed.order),
+                pages: Arc::new(Prefetched {
+                    lines: Some(placed.lines),
+                    ..Default::default()
+                }),
+            },
+            replayed: placed.replayed,
+        })
     }
 
     /// Moves an order along its fulfilment: `PLACED` → `PAID` → `SHIPPED` →
@@ -246,7 +255,9 @@ impl OrderMutation {
         ctx: &Context<'_>,
         input: UpdateOrderStatusInput,
     ) -> Result<UpdateOrderStatusPayload> {
-        answer(update_order_status(rc(ctx), input).await)
+        answer(update_order_status(rc(ctx), input).await).map(|o| UpdateOrderStatusPayload {
+            order: Order::new(o),
+        })
     }
 }
 
@@ -330,7 +341,10 @@ fn new_order(input: &PlaceOrderInput) -> ApiResult<(model::Order, Vec<model::Ord
     Ok((order, lines))
 }
 
-async fn place_order(rc: &RequestContext, input: PlaceOrderInput) -> ApiResult<PlaceOrderPayload> {
+pub(super) async fn place_order(
+    rc: &RequestContext,
+    input: PlaceOrderInput,
+) -> ApiResult<PlacedOrder> {
     let (order, lines) = new_order(&input)?;
     visible(rc, &order.org, "organization")?;
     let token = input
@@ -338,34 +352,21 @@ async fn place_order(rc: &RequestContext, input: PlaceOrderInput) -> ApiResult<P
         .as_deref()
         .map(|t| validate_client_token("clientToken", t))
         .transpose()?;
-    let PlacedOrder {
-        order,
-        lines,
-        replayed,
-    } = collections::place_order(
+    let placed = collections::place_order(
         rc.store.as_ref(),
         &order,
         &lines,
         token.as_ref().map(|t| t.as_str()),
     )
     .await?;
-    rc.after_write(vec![order.clone().into()]).await;
-    Ok(PlaceOrderPayload {
-        order: Order {
-            rec: Arc::new(order),
-            pages: Arc::new(Prefetched {
-                lines: Some(lines),
-                ..Default::default()
-            }),
-        },
-        replayed,
-    })
+    rc.after_write(vec![placed.order.clone().into()]).await;
+    Ok(placed)
 }
 
-async fn update_order_status(
+pub(super) async fn update_order_status(
     rc: &RequestContext,
     input: UpdateOrderStatusInput,
-) -> ApiResult<UpdateOrderStatusPayload> {
+) -> ApiResult<model::Order> {
     let (org, id) = order_id("orderId", &input.order_id)?;
     let expected = version("expectedVersion", input.expected_version)?;
     let status: model::OrderStatus = input.status.into();
@@ -382,9 +383,7 @@ async fn update_order_status(
         collections::update_org_order_status(rc.store.as_ref(), org.as_ref(), id, status, expected)
             .await?;
     rc.after_write(vec![Entity::Order(order.clone())]).await;
-    Ok(UpdateOrderStatusPayload {
-        order: Order::new(order),
-    })
+    Ok(order)
 }
 
 #[cfg(test)]

@@ -359,14 +359,22 @@ impl OrgMutation {
         ctx: &Context<'_>,
         input: CreateOrganizationInput,
     ) -> Result<CreateOrganizationPayload> {
-        answer(create_organization(rc(ctx), input).await)
+        answer(create_organization(rc(ctx), input).await).map(|org| {
+            // A new organization counts nothing: its record holds every count.
+            CreateOrganizationPayload {
+                organization: Organization {
+                    counted: true,
+                    ..Organization::new(org)
+                },
+            }
+        })
     }
 }
 
-async fn create_organization(
+pub(super) async fn create_organization(
     rc: &RequestContext,
     input: CreateOrganizationInput,
-) -> ApiResult<CreateOrganizationPayload> {
+) -> ApiResult<model::Organization> {
     let org = model::Organization::new(
         validate_slug("slug", &input.slug)?,
         name("name", &input.name)?,
@@ -382,11 +390,5 @@ async fn create_organization(
     }
     collections::create_org(rc.store.as_ref(), &org).await?;
     rc.after_write(vec![org.clone().into()]).await;
-    // A new organization counts nothing: its record holds every count.
-    Ok(CreateOrganizationPayload {
-        organization: Organization {
-            counted: true,
-            ..Organization::new(org)
-        },
-    })
+    Ok(org)
 }

@@ -240,28 +240,44 @@ fn order_of(e: &Entity) -> Option<&model::Order> {
     }
 }
 
-fn ticket_event(c: &Change, cursor: String) -> Option<TicketEvent> {
+/// The ticket a change is about, and its status before the change when the change moved
+/// it to another queue.
+pub(super) fn ticket_change(c: &Change) -> Option<(&model::Ticket, Option<model::TicketStatus>)> {
     let ticket = ticket_of(c.entity())?;
     let before = c.before.as_ref().and_then(ticket_of);
+    let previous = before
+        .filter(|b| c.kind == EventKind::Updated && b.status != ticket.status)
+        .map(|b| b.status);
+    Some((ticket, previous))
+}
+
+/// The order a change is about, and its status before the change when the change moved
+/// it on.
+pub(super) fn order_change(c: &Change) -> Option<(&model::Order, Option<model::OrderStatus>)> {
+    let order = order_of(c.entity())?;
+    let before = c.before.as_ref().and_then(order_of);
+    let previous = before
+        .filter(|b| c.kind == EventKind::Updated && b.status != order.status)
+        .map(|b| b.status);
+    Some((order, previous))
+}
+
+fn ticket_event(c: &Change, cursor: String) -> Option<TicketEvent> {
+    let (ticket, previous) = ticket_change(c)?;
     Some(TicketEvent {
         kind: c.kind.into(),
         ticket: Ticket::new(ticket.clone()),
-        previous_status: before
-            .filter(|b| c.kind == EventKind::Updated && b.status != ticket.status)
-            .map(|b| b.status.into()),
+        previous_status: previous.map(Into::into),
         cursor,
     })
 }
 
 fn order_event(c: &Change, cursor: String) -> Option<OrderEvent> {
-    let order = order_of(c.entity())?;
-    let before = c.before.as_ref().and_then(order_of);
+    let (order, previous) = order_change(c)?;
     Some(OrderEvent {
         kind: c.kind.into(),
         order: Order::new(order.clone()),
-        previous_status: before
-            .filter(|b| c.kind == EventKind::Updated && b.status != order.status)
-            .map(|b| b.status.into()),
+        previous_status: previous.map(Into::into),
         cursor,
     })
 }
@@ -276,6 +292,85 @@ fn in_queue(c: &Change, status: Option<model::TicketStatus>) -> bool {
         .into_iter()
         .filter_map(|e| e.as_ref().and_then(ticket_of))
         .any(|t| t.status == status)
+}
+
+/// `ticketEvents`: an organization's ticket changes, of one queue with `status`.
+pub(super) async fn ticket_events<'a, T: Send + 'static>(
+    ctx: &Context<'a>,
+    org: &str,
+    status: Option<model::TicketStatus>,
+    after: Option<String>,
+    make: impl Fn(&Change, String) -> Option<T> + Send + Sync + 'a,
+) -> Result<impl Stream<Item = Result<T>> + 'a> {
+    let org = org_arg(rc(ctx), org)?;
+    events(ctx, org, after, move |c| in_queue(c, status), make).await
+}
+
+/// `userTicketEvents`: changes to the tickets one user requested.
+pub(super) async fn user_ticket_events<'a, T: Send + 'static>(
+    ctx: &Context<'a>,
+    org: &str,
+    username: &str,
+    after: Option<String>,
+    make: impl Fn(&Change, String) -> Option<T> + Send + Sync + 'a,
+) -> Result<impl Stream<Item = Result<T>> + 'a> {
+    let org = org_arg(rc(ctx), org)?;
+    let username =
+        validate_username("username", username).map_err(|e| ApiError::from(e).extend())?;
+    events(
+        ctx,
+        org,
+        after,
+        move |c| {
+            [&c.before, &c.after]
+                .into_iter()
+                .filter_map(|e| e.as_ref().and_then(ticket_of))
+                .any(|t| t.requester == username)
+        },
+        make,
+    )
+    .await
+}
+
+/// An order id argument, plain or global: `None` when it is the global id of something
+/// else.
+fn order_id_arg(id: &str) -> Result<Option<(Option<Slug>, Id)>> {
+    if let Ok(plain) = Id::parse(id) {
+        return Ok(Some((None, plain)));
+    }
+    match super::ids::GlobalId::decode("id", id).map_err(|e| e.extend())? {
+        super::ids::GlobalId::Order(org, o) => Ok(Some((Some(org), o))),
+        _ => Ok(None),
+    }
+}
+
+/// `orderEvents`: an organization's order changes, of one order with `id`.
+pub(super) async fn order_events<'a, T: Send + 'static>(
+    ctx: &Context<'a>,
+    org: &str,
+    id: Option<&str>,
+    after: Option<String>,
+    make: impl Fn(&Change, String) -> Option<T> + Send + Sync + 'a,
+) -> Result<impl Stream<Item = Result<T>> + 'a> {
+    let org = org_arg(rc(ctx), org)?;
+    let only: Option<Id> = match id {
+        None => None,
+        // A global id names its organization: it must be this one.
+        Some(id) => match order_id_arg(id)? {
+            Some((named, order)) if named.as_ref().is_none_or(|n| *n == org) => Some(order),
+            _ => {
+                return Err(ApiError::bad_input("id", "not an order of this organization").extend())
+            }
+        },
+    };
+    events(
+        ctx,
+        org,
+        after,
+        move |c| order_of(c.entity()).is_some_and(|o| only.is_none_or(|id| o.order_id == id)),
+        make,
+    )
+    .await
 }
 
 #[derive(Default)]
@@ -294,9 +389,7 @@ impl Subscription {
         status: Option<TicketStatus>,
         after: Option<String>,
     ) -> Result<impl Stream<Item = Result<TicketEvent>> + 'a> {
-        let org = org_arg(rc(ctx), &org)?;
-        let status: Option<model::TicketStatus> = status.map(Into::into);
-        events(ctx, org, after, move |c| in_queue(c, status), ticket_event).await
+        ticket_events(ctx, &org, status.map(Into::into), after, ticket_event).await
     }
 
     /// Changes to the tickets one user of an organization requested, newest first in
@@ -308,22 +401,7 @@ impl Subscription {
         username: String,
         after: Option<String>,
     ) -> Result<impl Stream<Item = Result<TicketEvent>> + 'a> {
-        let org = org_arg(rc(ctx), &org)?;
-        let username =
-            validate_username("username", &username).map_err(|e| ApiError::from(e).extend())?;
-        events(
-            ctx,
-            org,
-            after,
-            move |c| {
-                [&c.before, &c.after]
-                    .into_iter()
-                    .filter_map(|e| e.as_ref().and_then(ticket_of))
-                    .any(|t| t.requester == username)
-            },
-            ticket_event,
-        )
-        .await
+        user_ticket_events(ctx, &org, &username, after, ticket_event).await
     }
 
     /// Changes to an organization's orders (placed, status changes); with `id` (a global
@@ -335,24 +413,11 @@ impl Subscription {
         id: Option<ID>,
         after: Option<String>,
     ) -> Result<impl Stream<Item = Result<OrderEvent>> + 'a> {
-        let org = org_arg(rc(ctx), &org)?;
-        let only: Option<Id> = match id {
-            None => None,
-            // A global id names its organization: it must be this one.
-            Some(id) => match super::order::order_id_arg(&id)? {
-                Some((named, order)) if named.as_ref().is_none_or(|n| *n == org) => Some(order),
-                _ => {
-                    return Err(
-                        ApiError::bad_input("id", "not an order of this organization").extend(),
-                    )
-                }
-            },
-        };
-        events(
+        order_events(
             ctx,
-            org,
+            &org,
+            id.as_ref().map(|i| i.as_str()),
             after,
-            move |c| order_of(c.entity()).is_some_and(|o| only.is_none_or(|id| o.order_id == id)),
             order_event,
         )
         .await

@@ -163,7 +163,9 @@ impl TicketMutation {
         ctx: &Context<'_>,
         input: CreateTicketInput,
     ) -> Result<CreateTicketPayload> {
-        answer(create_ticket(rc(ctx), input).await)
+        answer(create_ticket(rc(ctx), input).await).map(|t| CreateTicketPayload {
+            ticket: Ticket::new(t),
+        })
     }
 
     /// Changes a ticket: status (moving it between the status queues), priority,
@@ -177,14 +179,16 @@ impl TicketMutation {
         ctx: &Context<'_>,
         input: UpdateTicketInput,
     ) -> Result<UpdateTicketPayload> {
-        answer(update_ticket(rc(ctx), input).await)
+        answer(update_ticket(rc(ctx), input).await).map(|t| UpdateTicketPayload {
+            ticket: Ticket::new(t),
+        })
     }
 }
 
-async fn create_ticket(
+pub(super) async fn create_ticket(
     rc: &RequestContext,
     input: CreateTicketInput,
-) -> ApiResult<CreateTicketPayload> {
+) -> ApiResult<model::Ticket> {
     let org = validate_slug("org", &input.org)?;
     let requester = validate_username("requester", &input.requester)?;
     let title = text("title", &input.title, MAX_TITLE_CHARS, false)?;
@@ -212,15 +216,13 @@ async fn create_ticket(
     visible(rc, &ticket.org, "organization")?;
     collections::create_ticket(rc.store.as_ref(), &ticket).await?;
     rc.after_write(vec![ticket.clone().into()]).await;
-    Ok(CreateTicketPayload {
-        ticket: Ticket::new(ticket),
-    })
+    Ok(ticket)
 }
 
-async fn update_ticket(
+pub(super) async fn update_ticket(
     rc: &RequestContext,
     input: UpdateTicketInput,
-) -> ApiResult<UpdateTicketPayload> {
+) -> ApiResult<model::Ticket> {
     let id = ticket_id("ticketId", &input.ticket_id)?;
     let expected = version("expectedVersion", input.expected_version)?;
     let assignee = match &input.assignee {
@@ -276,7 +278,5 @@ async fn update_ticket(
     fits("body", &change.applied_to(&current))?;
     let ticket = collections::update_ticket(rc.store.as_ref(), &current, &change).await?;
     rc.after_write(vec![ticket.clone().into()]).await;
-    Ok(UpdateTicketPayload {
-        ticket: Ticket::new(ticket),
-    })
+    Ok(ticket)
 }

@@ -242,7 +242,7 @@ impl UserMutation {
         ctx: &Context<'_>,
         input: CreateUserInput,
     ) -> Result<CreateUserPayload> {
-        answer(create_user(rc(ctx), input).await)
+        answer(create_user(rc(ctx), input).await).map(|u| CreateUserPayload { user: User::new(u) })
     }
 
     /// Changes a user's name, email or role. `NOT_FOUND` (`field: "user"`) when there is
@@ -255,7 +255,7 @@ impl UserMutation {
         ctx: &Context<'_>,
         input: UpdateUserInput,
     ) -> Result<UpdateUserPayload> {
-        answer(update_user(rc(ctx), input).await)
+        answer(update_user(rc(ctx), input).await).map(|u| UpdateUserPayload { user: User::new(u) })
     }
 
     /// Removes a user from an organization and frees their email. Only a user nothing
@@ -268,11 +268,17 @@ impl UserMutation {
         ctx: &Context<'_>,
         input: DeleteUserInput,
     ) -> Result<DeleteUserPayload> {
-        answer(delete_user(rc(ctx), input).await)
+        answer(delete_user(rc(ctx), input).await).map(|u| DeleteUserPayload {
+            deleted_user_id: ID(GlobalId::User(u.org.clone(), u.username.clone()).encode()),
+            user: User::new(u),
+        })
     }
 }
 
-async fn create_user(rc: &RequestContext, input: CreateUserInput) -> ApiResult<CreateUserPayload> {
+pub(super) async fn create_user(
+    rc: &RequestContext,
+    input: CreateUserInput,
+) -> ApiResult<model::User> {
     let user = model::User {
         org: validate_slug("org", &input.org)?,
         username: validate_username("username", &input.username)?,
@@ -289,12 +295,13 @@ async fn create_user(rc: &RequestContext, input: CreateUserInput) -> ApiResult<C
     visible(rc, &user.org, "organization")?;
     collections::create_user(rc.store.as_ref(), &user).await?;
     rc.after_write(vec![user.clone().into()]).await;
-    Ok(CreateUserPayload {
-        user: User::new(user),
-    })
+    Ok(user)
 }
 
-async fn update_user(rc: &RequestContext, input: UpdateUserInput) -> ApiResult<UpdateUserPayload> {
+pub(super) async fn update_user(
+    rc: &RequestContext,
+    input: UpdateUserInput,
+) -> ApiResult<model::User> {
     let org = validate_slug("org", &input.org)?;
     let username = validate_username("username", &input.username)?;
     let change = UserChange {
@@ -316,20 +323,19 @@ async fn update_user(rc: &RequestContext, input: UpdateUserInput) -> ApiResult<U
     visible(rc, &org, "user")?;
     let user = collections::update_user(rc.store.as_ref(), &org, &username, &change, None).await?;
     rc.after_write(vec![user.clone().into()]).await;
-    Ok(UpdateUserPayload {
-        user: User::new(user),
-    })
+    Ok(user)
 }
 
-async fn delete_user(rc: &RequestContext, input: DeleteUserInput) -> ApiResult<DeleteUserPayload> {
+/// The user as it was just before deletion.
+pub(super) async fn delete_user(
+    rc: &RequestContext,
+    input: DeleteUserInput,
+) -> ApiResult<model::User> {
     let org = validate_slug("org", &input.org)?;
     let username = validate_username("username", &input.username)?;
     rc.access.require_admin("remove users")?;
     visible(rc, &org, "user")?;
     let user = collections::delete_user(rc.store.as_ref(), &org, &username).await?;
     rc.after_write(Vec::new()).await;
-    Ok(DeleteUserPayload {
-        deleted_user_id: ID(GlobalId::User(org, username).encode()),
-        user: User::new(user),
-    })
+    Ok(user)
 }

@@ -16,20 +16,34 @@ use crate::graphql::page_cost;
 /// the cost is computed before it).
 const MAX_WALK: usize = 64;
 
+/// What the walk finds: the most any operation of the document costs, and where an
+/// `Int` argument holds a number past 32 bits (which the derived types refuse as the
+/// document is read, and the dynamic schema's `Int` lets through).
+pub struct Costed {
+    pub cost: usize,
+    pub wide_int: Option<async_graphql::Pos>,
+}
+
+/// The message a derived `Int` argument past 32 bits is refused with.
+pub const WIDE_INT: &str =
+    "Failed to parse \"Int\": Only integers from -2147483648 to 2147483647 are accepted.";
+
 /// The most any operation of `doc` costs.
 pub fn document_cost(
     registry: &Registry,
     doc: &ExecutableDocument,
     variables: &Variables,
     lists: &[(String, String)],
-) -> usize {
+) -> Costed {
     let walk = Walk {
         registry,
         doc,
         variables,
         lists,
+        wide_int: std::cell::Cell::new(None),
     };
-    doc.operations
+    let cost = doc
+        .operations
         .iter()
         .map(|(_, op)| {
             let root = match op.node.ty {
@@ -46,7 +60,11 @@ pub fn document_cost(
             root.map_or(0, |root| walk.set(root, &op.node.selection_set.node, 0))
         })
         .max()
-        .unwrap_or(0)
+        .unwrap_or(0);
+    Costed {
+        cost,
+        wide_int: walk.wide_int.get(),
+    }
 }
 
 /// What the walk reads: the schema's types, the document, its variables, and the chart's
@@ -56,6 +74,7 @@ struct Walk<'a> {
     doc: &'a ExecutableDocument,
     variables: &'a Variables,
     lists: &'a [(String, String)],
+    wide_int: std::cell::Cell<Option<async_graphql::Pos>>,
 }
 
 impl Walk<'_> {
@@ -77,6 +96,21 @@ impl Walk<'_> {
                         total = total.saturating_add(1);
                         continue;
                     };
+                    for (name, value) in &f.arguments {
+                        let is_int = meta
+                            .args
+                            .get(name.node.as_str())
+                            .is_some_and(|a| matches!(a.ty.as_str(), "Int" | "Int!"));
+                        let wide = match resolve(&value.node, variables) {
+                            Some(Value::Number(n)) => {
+                                n.as_i64().is_none_or(|n| i32::try_from(n).is_err())
+                            }
+                            _ => false,
+                        };
+                        if is_int && wide && self.wide_int.get().is_none() {
+                            self.wide_int.set(Some(value.pos));
+                        }
+                    }
                     let inner = MetaTypeName::concrete_typename(&meta.ty);
                     let child = self.set(inner, &f.selection_set.node, depth + 1);
                     let arg = |name: &str| {

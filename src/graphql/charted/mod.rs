@@ -37,15 +37,21 @@ pub use resolve::{Conn, Obj};
 /// The schema's builder for `chart`: its types and the Query root (the caller adds the
 /// limits and extensions and finishes it).
 pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
-    let mut schema = Schema::build("Query", None, None);
+    // The built-in design has its mutations and subscriptions ([`super::builtin`]).
+    let writes = Arc::ptr_eq(&chart, &crate::chart::builtin());
+    let mut schema = if writes {
+        Schema::build("Query", Some("Mutation"), Some("Subscription"))
+    } else {
+        Schema::build("Query", None, None)
+    };
     schema = schema.register(
-        Scalar::new("Cents")
-            .description(
-                "An amount of money in cents, as a decimal string of a whole number: \
-                 `\"10000000000\"` is 100,000,000.00. Exact in every client whatever its \
-                 size (parse it with `BigInt` in JavaScript).",
-            )
-            .validator(|v| matches!(v, Value::String(s) if s.parse::<i64>().is_ok())),
+        // As the derived `Cents` says it ([`crate::graphql::scalars`]); a chart's values
+        // are checked where they are parsed.
+        Scalar::new("Cents").description(
+            "An amount of money in cents, as a decimal string of a whole number: `\"10000000000\"` is\n\
+             100,000,000.00. Exact in every client whatever its size (parse it with `BigInt` in\n\
+             JavaScript). As input: such a string, or a whole number up to 2^53.",
+        ),
     );
     for (name, e) in &chart.enums {
         let mut en = Enum::new(name).items(e.values.iter().map(EnumItem::new));
@@ -109,6 +115,15 @@ pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
         schema = schema.register(conn).register(edge);
     }
     schema = schema.register(resolve::viewer_type(&chart));
+    if writes {
+        let declared = chart
+            .enums
+            .keys()
+            .cloned()
+            .chain(["Role", "Cents"].map(String::from))
+            .collect();
+        schema = super::builtin::register(schema, &chart, &declared);
+    }
     schema.register(resolve::query_type(chart))
 }
 

@@ -34,11 +34,54 @@ use crate::store::PrimaryKey;
 
 /// An entity's object as a parent value: its record, and the pages its resolver read
 /// ahead, by field and arguments.
+#[derive(Clone)]
 pub struct Obj {
     pub rec: Arc<Record>,
     pub pages: Arc<HashMap<String, Result<Fetched, Arc<ApiError>>>>,
     /// Whether the record holds its counter shards' counts.
     pub counted: bool,
+}
+
+impl Obj {
+    /// A stored item as its entity's object, nothing read ahead.
+    pub fn of(chart: &Chart, item: crate::store::Item, counted: bool) -> Result<Obj, ApiError> {
+        Ok(Obj {
+            rec: Arc::new(Record::decode(chart, item)?),
+            pages: Arc::default(),
+            counted,
+        })
+    }
+
+    /// Asks the DataLoader at once for the references `selected` names (see [`preload`]).
+    pub async fn preload(
+        &self,
+        rc: &RequestContext,
+        chart: &Arc<Chart>,
+        selected: async_graphql::Lookahead<'_>,
+    ) {
+        preload(rc, chart, std::slice::from_ref(&self.rec), &[selected]).await;
+    }
+
+    /// The object with the whole of its list `field` known (`items`, in order): selecting
+    /// it reads nothing.
+    pub fn with_list(
+        mut self,
+        chart: &Chart,
+        field: &str,
+        items: impl IntoIterator<Item = crate::store::Item>,
+    ) -> Result<Obj, ApiError> {
+        let children = items
+            .into_iter()
+            .map(|i| Record::decode(chart, i).map(Arc::new))
+            .collect::<Result<_, _>>()?;
+        let fetched = Fetched {
+            parent: None,
+            children,
+            more: false,
+        };
+        self.pages = Arc::new(HashMap::from([(format!("{field}|"), Ok(fetched))]));
+        Ok(self)
+    }
 }
 
 /// One page of a connection.

@@ -306,8 +306,8 @@ pub fn page_info_type() -> Object {
     };
     Object::new("PageInfo")
         .description("Information about pagination in a connection.")
-        .field(flag("hasNextPage", |c| c.has_next, "When paging forward: whether more edges follow. When paging backward: whether an edge follows the `before` cursor."))
-        .field(flag("hasPreviousPage", |c| c.has_previous, "When paging backward: whether more edges precede. When paging forward: whether an edge precedes the `after` cursor."))
+        .field(flag("hasNextPage", |c| c.has_next, "When paging forward: whether more edges follow. When paging backward: whether an\nedge follows the `before` cursor."))
+        .field(flag("hasPreviousPage", |c| c.has_previous, "When paging backward: whether more edges precede. When paging forward: whether an\nedge precedes the `after` cursor."))
         .field(cursor("startCursor", false, "The cursor of the first edge, to page backward from."))
         .field(cursor("endCursor", true, "The cursor of the last edge, to page forward from."))
 }

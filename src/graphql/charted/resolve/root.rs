@@ -25,21 +25,20 @@ use crate::store::PrimaryKey;
 
 /// `Viewer`: the tenant and the member the token names, and its role.
 pub fn viewer_type(chart: &Arc<Chart>) -> Object {
-    let mut v = Object::new("Viewer").description("Who is asking.").field(
-        Field::new("role", TypeRef::named("Role"), |ctx| {
-            let role = match &rc(&ctx).access {
-                Access::Unrestricted => None,
-                Access::Tenant { role, .. } => Some(match role {
-                    crate::auth::Role::Admin => "ADMIN",
-                    crate::auth::Role::Member => "MEMBER",
-                }),
-            };
-            FieldFuture::Value(
-                role.map(|r| FieldValue::value(Value::Enum(async_graphql::Name::new(r)))),
-            )
-        })
-        .description("What the caller may do there."),
-    );
+    let mut v = Object::new("Viewer");
+    let role = Field::new("role", TypeRef::named("Role"), |ctx| {
+        let role = match &rc(&ctx).access {
+            Access::Unrestricted => None,
+            Access::Tenant { role, .. } => Some(match role {
+                crate::auth::Role::Admin => "ADMIN",
+                crate::auth::Role::Member => "MEMBER",
+            }),
+        };
+        FieldFuture::Value(
+            role.map(|r| FieldValue::value(Value::Enum(async_graphql::Name::new(r)))),
+        )
+    })
+    .description("What the caller may do there.");
     if let Some(t) = &chart.tenant {
         let chart2 = chart.clone();
         let entity = t.entity.clone();
@@ -68,7 +67,10 @@ pub fn viewer_type(chart: &Arc<Chart>) -> Object {
                     })
                 },
             )
-            .description("The caller's tenant (the token's organization claim)."),
+            .description(format!(
+                "The caller's {} (the token's organization claim).",
+                lower_first(&t.entity)
+            )),
         );
         if let Some(viewer) = &chart.viewer {
             let chart2 = chart.clone();
@@ -76,34 +78,51 @@ pub fn viewer_type(chart: &Arc<Chart>) -> Object {
             let entity = viewer.entity.clone();
             let subject = viewer.subject.clone();
             v = v.field(
-                Field::new(lower_first(&viewer.entity), TypeRef::named(&viewer.entity), move |ctx| {
-                    let chart = chart2.clone();
-                    let entity = entity.clone();
-                    let subject = subject.clone();
-                    let tenant_attr = tenant_attr.clone();
-                    FieldFuture::new(async move {
-                        let rc = rc(&ctx);
-                        let Access::Tenant { org, subject: Some(sub), .. } = &rc.access else {
-                            return Ok(None);
-                        };
-                        let e = &chart.entities[&entity];
-                        // Only a subject that can be a key value names a member.
-                        let Ok(sub) = key_value(&e.attributes[&subject].ty, "sub", sub) else {
-                            return Ok(None);
-                        };
-                        let vars = Vars::from([
-                            (tenant_attr, KeyValue::Text(org.to_string())),
-                            (subject, sub),
-                        ]);
-                        let pk = primary_key(e, &vars).map_err(|e| e.extend())?;
-                        Ok(load(rc, &chart, pk).await.map_err(err)?.map(|r| obj_value(r, false)))
-                    })
-                })
-                .description("The member whose key is the token's subject (`sub`); null when the subject names none."),
+                Field::new(
+                    lower_first(&viewer.entity),
+                    TypeRef::named(&viewer.entity),
+                    move |ctx| {
+                        let chart = chart2.clone();
+                        let entity = entity.clone();
+                        let subject = subject.clone();
+                        let tenant_attr = tenant_attr.clone();
+                        FieldFuture::new(async move {
+                            let rc = rc(&ctx);
+                            let Access::Tenant {
+                                org,
+                                subject: Some(sub),
+                                ..
+                            } = &rc.access
+                            else {
+                                return Ok(None);
+                            };
+                            let e = &chart.entities[&entity];
+                            // Only a subject that can be a key value names a member.
+                            let Ok(sub) = key_value(&e.attributes[&subject].ty, "sub", sub) else {
+                                return Ok(None);
+                            };
+                            let vars = Vars::from([
+                                (tenant_attr, KeyValue::Text(org.to_string())),
+                                (subject, sub),
+                            ]);
+                            let pk = primary_key(e, &vars).map_err(|e| e.extend())?;
+                            Ok(load(rc, &chart, pk)
+                                .await
+                                .map_err(err)?
+                                .map(|r| obj_value(r, false)))
+                        })
+                    },
+                )
+                .description(format!(
+                    "The member of that {} whose {} is the token's subject (`sub`);\n\
+                     null when the subject names none (a provider's opaque subject, for one).",
+                    lower_first(&t.entity),
+                    viewer.subject
+                )),
             );
         }
     }
-    v
+    v.field(role)
 }
 
 fn lower_first(s: &str) -> String {
@@ -169,7 +188,11 @@ pub fn query_type(chart: Arc<Chart>) -> Object {
                 if ids.len() > crate::store::validate::MAX_BATCH_GET_KEYS {
                     return Err(ApiError::bad_input(
                         "ids",
-                        format!("at most {} ids", crate::store::validate::MAX_BATCH_GET_KEYS),
+                        format!(
+                            "at most {} ids per call, got {}",
+                            crate::store::validate::MAX_BATCH_GET_KEYS,
+                            ids.len()
+                        ),
                     )
                     .extend());
                 }
@@ -178,8 +201,12 @@ pub fn query_type(chart: Arc<Chart>) -> Object {
             })
         })
         .argument(InputValue::new("ids", TypeRef::named_nn_list_nn(TypeRef::ID)))
-        .description("Entities by global id, in the order asked, null where there is none: one BatchGetItem for up to 100 ids."),
+        .description("Entities by global id, in the order asked, null where there is none: one\nBatchGetItem for up to 100 ids."),
     );
+    let tenant = chart
+        .tenant
+        .as_ref()
+        .map_or("tenant".to_owned(), |t| lower_first(&t.entity));
     q.field(
         Field::new("viewer", TypeRef::named_nn("Viewer"), move |ctx| {
             let chart = chart.clone();
@@ -193,7 +220,11 @@ pub fn query_type(chart: Arc<Chart>) -> Object {
                 Ok(Some(FieldValue::owned_any(())))
             })
         })
-        .description("The caller: the tenant, member and role their token names. Every field is null with authentication off (the caller is nobody in particular)."),
+        .description(format!(
+            "The caller: the {}, member and role their token names. Every field is\n\
+             null with authentication off (the caller is nobody in particular).",
+            tenant
+        )),
     )
 }
 
@@ -229,16 +260,19 @@ async fn nodes(
     chart: &Arc<Chart>,
     ids: &[String],
 ) -> Result<Vec<Option<FieldValue<'static>>>> {
+    let rc = rc(ctx);
     let mut keys = Vec::new();
     for id in ids {
         let (e, vars) = decode_global_id(chart, "id", id).map_err(|e| e.extend())?;
-        keys.push((
-            e.name.clone(),
-            primary_key(e, &vars).map_err(|e| e.extend())?,
-        ));
+        let key = primary_key(e, &vars).map_err(|e| e.extend())?;
+        // An id naming another tenant is answered as missing, and nothing is read.
+        let seen = key_visible(rc, chart, e, &vars) != Some(false);
+        keys.push(seen.then(|| (e.name.clone(), key)));
     }
-    let rc = rc(ctx);
-    let found = join_all(keys.into_iter().map(|(name, k)| async move {
+    let found = join_all(keys.into_iter().map(|named| async move {
+        let Some((name, k)) = named else {
+            return Ok(None);
+        };
         load(rc, chart, k)
             .await
             .map(|r| r.filter(|r| *r.entity == *name))
