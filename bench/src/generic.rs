@@ -40,7 +40,7 @@ pub async fn run(
         itemgraph::keys::table_schema(),
     )?);
     ds.seed(store.clone(), Seeding::Puts(64)).await?;
-    let hand = graphql::schema();
+    let hand = graphql::derived_schema();
     let generic = graphql::chart_schema(itemgraph::chart::builtin(), &graphql::Limits::default())
         .map_err(|e| anyhow::anyhow!("the built-in chart's schema: {}", e.0))?;
     let codec = CursorCodec::new(secret.as_bytes().to_vec());

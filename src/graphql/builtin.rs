@@ -701,7 +701,7 @@ mod tests {
 
     #[test]
     fn the_chart_served_schema_is_the_derived_one_up_to_order() {
-        let derived = crate::graphql::schema().sdl();
+        let derived = crate::graphql::derived_schema().sdl();
         let charted = crate::graphql::chart_schema(
             crate::chart::builtin(),
             &crate::graphql::Limits::default(),

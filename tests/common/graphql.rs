@@ -115,15 +115,13 @@ impl Api {
         }
     }
 
-    /// The same store served by the generic path of a chart's API, built from the
-    /// built-in chart (`charts/itemgraph.toml`), reads only: to hold it to the hand-written
-    /// schema's answers.
-    pub fn as_chart(&self) -> Api {
+    /// The same store served by the built-in design's hand-written resolvers: to hold the
+    /// chart-served schema to their answers.
+    pub fn as_derived(&self) -> Api {
         Api {
             hub: self.hub.clone(),
             store: self.store.clone(),
-            schema: graphql::chart_schema(itemgraph::chart::builtin(), &graphql::Limits::default())
-                .expect("the built-in chart's schema"),
+            schema: graphql::derived_schema(),
             drop_table: false,
         }
     }

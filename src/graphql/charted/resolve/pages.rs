@@ -135,7 +135,10 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                         .await
                         .map_err(|e| e.extend())?,
                 };
+                let look = ctx.look_ahead();
                 let total = match &total {
+                    // Counted only when asked.
+                    _ if !look.field("totalCount").exists() => None,
                     None => None,
                     Some((by, counters)) => {
                         let which = match by {
@@ -159,7 +162,7 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                     Request::Query { condition, .. } => condition.index.clone(),
                     _ => None,
                 };
-                Ok(Some(FieldValue::owned_any(Arc::new(conn(
+                let page = conn(
                     rc,
                     &chart,
                     &connection,
@@ -167,7 +170,17 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                     fetched,
                     index.as_deref(),
                     total,
-                )))))
+                );
+                // The references selected under the page's nodes, asked at once: the
+                // nodes' fields resolve one after the other, each node's at once.
+                preload(
+                    rc,
+                    &chart,
+                    &page.nodes,
+                    &[look.field("nodes"), look.field("edges").field("node")],
+                )
+                .await;
+                Ok(Some(FieldValue::owned_any(Arc::new(page))))
             })
         },
     );
@@ -262,6 +275,7 @@ pub fn list_field(chart: &Arc<Chart>, e: &Entity, name: &str, l: &List) -> Field
                     f
                 }
             };
+            preload(rc(&ctx), &chart, &fetched.children, &[ctx.look_ahead()]).await;
             Ok(Some(FieldValue::list(
                 fetched.children.into_iter().map(|c| obj_value(c, false)),
             )))
