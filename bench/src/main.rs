@@ -18,7 +18,6 @@
 mod dataset;
 mod driver;
 mod floor;
-mod generic;
 mod hot_org;
 mod live;
 mod replicas;
@@ -133,12 +132,6 @@ struct Args {
     /// Organizations the busy-organization runs spread the same writes over.
     #[arg(long)]
     hot_org_orgs: Option<usize>,
-    /// Instead of the benchmark: the built-in chart's reads on the generic path (a chart's
-    /// API) beside the hand-written schema, in-process on the embedded engine, each read
-    /// shape this many seconds a round on each, three rounds taking turns: CPU per
-    /// operation, printed as a Markdown table. 0 (the default) runs the benchmark.
-    #[arg(long, default_value_t = 0.0)]
-    generic_reads: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -232,7 +225,7 @@ async fn main() -> anyhow::Result<()> {
             .join("itemgraph"),
     };
     anyhow::ensure!(
-        server_exe.is_file() || args.generic_reads > 0.0,
+        server_exe.is_file(),
         "no server binary at {} (build it, or pass --server)",
         server_exe.display()
     );
@@ -248,11 +241,6 @@ async fn main() -> anyhow::Result<()> {
         ds.data.tickets.len()
     );
     let deep = Arc::new(shapes::deep_cursors(&ds, CURSOR_SECRET));
-    if args.generic_reads > 0.0 {
-        let rows = generic::run(&ds, &deep, args.generic_reads, CURSOR_SECRET).await?;
-        println!("{}", generic::table(&rows));
-        return Ok(());
-    }
     let client = driver::client()?;
 
     let mut engines = Vec::new();

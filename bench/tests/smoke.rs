@@ -127,34 +127,3 @@ fn the_smoke_benchmark_reports_no_error_and_the_promised_request_counts() {
     let markdown = std::fs::read_to_string(out.path().join("report.md")).unwrap();
     assert!(markdown.contains("## Targets"), "{markdown}");
 }
-
-/// `--generic-reads`: the built-in chart's reads on the generic path beside the
-/// hand-written schema keeps working: the answers compared equal, every read shape
-/// measured, the table printed.
-#[test]
-fn the_generic_path_comparison_runs_and_prints_its_table() {
-    let out = tempfile::tempdir().unwrap();
-    let bench = Path::new(env!("CARGO_BIN_EXE_itemgraph-bench"));
-    let run = Command::new(bench)
-        .args(["--smoke", "--generic-reads", "0.05", "--out"])
-        .arg(out.path())
-        .output()
-        .expect("itemgraph-bench runs");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    for shape in [
-        "org_users",
-        "org_orders",
-        "user_tickets",
-        "ticket_by_id",
-        "order_lines",
-        "nodes_50",
-        "deep_page",
-    ] {
-        assert!(stdout.contains(&format!("| `{shape}` |")), "{stdout}");
-    }
-}

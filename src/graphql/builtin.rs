@@ -25,9 +25,9 @@ use futures::StreamExt;
 
 use super::charted::Obj;
 use super::context::RequestContext;
+use super::enums::TicketStatus;
 use super::errors::ApiError;
 use super::ids::GlobalId;
-use super::objects::TicketStatus;
 use super::{order, org, subscription, ticket, user};
 use crate::chart::Chart;
 use crate::live::{Change, EventKind};
@@ -531,7 +531,7 @@ fn ticket_event(chart: &Chart, c: &Change, cursor: String) -> Option<Payload> {
 fn order_event(chart: &Chart, c: &Change, cursor: String) -> Option<Payload> {
     let (o, previous) = subscription::order_change(c)?;
     let previous = previous.map_or(Value::Null, |s| {
-        InputType::to_value(&super::objects::OrderStatus::from(s))
+        InputType::to_value(&super::enums::OrderStatus::from(s))
     });
     event(
         chart,
@@ -684,40 +684,4 @@ fn subscription_type(chart: &Arc<Chart>) -> Subscription {
         .field(ticket_events)
         .field(user_ticket_events)
         .field(order_events)
-}
-
-#[cfg(test)]
-mod tests {
-    /// The SDL's definitions, each with its description, in alphabetical order.
-    fn definitions(sdl: &str) -> Vec<String> {
-        let mut defs: Vec<String> = sdl
-            .split("\n\n")
-            .map(|d| d.trim().to_owned())
-            .filter(|d| !d.is_empty())
-            .collect();
-        defs.sort();
-        defs
-    }
-
-    #[test]
-    fn the_chart_served_schema_is_the_derived_one_up_to_order() {
-        let derived = crate::graphql::derived_schema().sdl();
-        let charted = crate::graphql::chart_schema(
-            crate::chart::builtin(),
-            &crate::graphql::Limits::default(),
-        )
-        .unwrap()
-        .sdl();
-        let (derived, charted) = (definitions(&derived), definitions(&charted));
-        let only = |a: &[String], b: &[String]| -> Vec<String> {
-            a.iter().filter(|d| !b.contains(d)).cloned().collect()
-        };
-        let (d, c) = (only(&derived, &charted), only(&charted, &derived));
-        assert!(
-            d.is_empty() && c.is_empty(),
-            "derived only:\n{}\n\nchart only:\n{}",
-            d.join("\n\n"),
-            c.join("\n\n")
-        );
-    }
 }

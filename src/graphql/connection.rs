@@ -6,13 +6,9 @@
 //! signed for its connection ([`super::cursor`]). `hasNextPage` going forward and
 //! `hasPreviousPage` going backward are exact: each Query reads one item more than the page.
 
-use std::sync::Arc;
-
-use async_graphql::{Object, OutputType};
-
 use super::cursor::CursorCodec;
 use super::errors::ApiError;
-use crate::collections::{Page as RepoPage, MAX_PAGE_SIZE};
+use crate::collections::MAX_PAGE_SIZE;
 use crate::store::PageKey;
 
 /// Page size when neither `first` nor `last` is given.
@@ -35,23 +31,6 @@ pub struct Resolved {
     pub start: Option<PageKey>,
     /// `true` for `first`/`after`.
     pub forward: bool,
-}
-
-impl Resolved {
-    /// The repository page: at least one item is read, so even `first: 0` learns whether
-    /// a next page exists.
-    pub fn repo_page(&self) -> RepoPage {
-        RepoPage {
-            limit: self.size.max(1),
-            start: self.start.clone(),
-            forward: self.forward,
-        }
-    }
-
-    /// A first page in the connection's own order: the one that can carry the parent.
-    pub fn is_first_forward(&self) -> bool {
-        self.forward && self.start.is_none()
-    }
 }
 
 fn size(field: &str, n: Option<i64>) -> Result<Option<u32>, ApiError> {
@@ -137,14 +116,6 @@ impl PageArgs {
     }
 }
 
-/// Children read for one page, in the order the Query returned them.
-#[derive(Debug, Clone)]
-pub struct Fetched<R> {
-    pub items: Vec<R>,
-    /// More items follow in the direction of travel.
-    pub more: bool,
-}
-
 /// The cursors of one page's edges, each signed only when a client selects it (an edge's
 /// `cursor`, `pageInfo { startCursor endCursor }`): most clients select `nodes` alone.
 #[derive(Debug)]
@@ -178,180 +149,6 @@ impl PageCursors {
             .get(index)
             .map(|key| self.codec.encode(&self.connection, key))
     }
-}
-
-/// How far a page reaches, and the cursors at its ends.
-#[derive(Debug, Clone)]
-pub struct PageInfo {
-    has_next_page: bool,
-    has_previous_page: bool,
-    cursors: Arc<PageCursors>,
-}
-
-/// Information about pagination in a connection.
-#[Object]
-impl PageInfo {
-    /// When paging forward: whether more edges follow. When paging backward: whether an
-    /// edge follows the `before` cursor.
-    async fn has_next_page(&self) -> bool {
-        self.has_next_page
-    }
-
-    /// When paging backward: whether more edges precede. When paging forward: whether an
-    /// edge precedes the `after` cursor.
-    async fn has_previous_page(&self) -> bool {
-        self.has_previous_page
-    }
-
-    /// The cursor of the first edge, to page backward from.
-    async fn start_cursor(&self) -> Option<String> {
-        self.cursors.cursor(0)
-    }
-
-    /// The cursor of the last edge, to page forward from.
-    async fn end_cursor(&self) -> Option<String> {
-        let last = self.cursors.keys.len().checked_sub(1)?;
-        self.cursors.cursor(last)
-    }
-}
-
-/// A connection type of the schema: built from its page by [`build`].
-pub trait ConnectionType {
-    type Node: OutputType + Clone;
-    fn new(
-        nodes: Vec<Self::Node>,
-        cursors: Arc<PageCursors>,
-        page_info: PageInfo,
-        total_count: i32,
-    ) -> Self;
-}
-
-/// Declares the connection and edge types of one node type (`UserConnection`, `UserEdge`).
-/// A page holds its nodes once: `nodes` answers them as they are, `edges` wraps each
-/// with its cursor, signed when selected.
-macro_rules! connection_type {
-    ($node:ident, $conn:ident, $edge:ident) => {
-        #[derive(Clone)]
-        pub struct $edge {
-            cursors: std::sync::Arc<$crate::graphql::connection::PageCursors>,
-            index: usize,
-            node: $node,
-        }
-
-        #[doc = concat!("An edge: a `", stringify!($node), "` and the cursor that points at it.")]
-        #[async_graphql::Object]
-        impl $edge {
-            /// Opaque; pass it as `after` or `before` to page from this node.
-            async fn cursor(&self) -> String {
-                $crate::graphql::connection::edge_cursor(&self.cursors, self.index)
-            }
-
-            async fn node(&self) -> &$node {
-                &self.node
-            }
-        }
-
-        #[derive(Clone)]
-        pub struct $conn {
-            nodes: Vec<$node>,
-            cursors: std::sync::Arc<$crate::graphql::connection::PageCursors>,
-            page_info: $crate::graphql::connection::PageInfo,
-            total_count: i32,
-        }
-
-        #[doc = concat!("A page of `", stringify!($node), "`s (Relay Cursor Connections).")]
-        #[async_graphql::Object]
-        impl $conn {
-            async fn edges(&self) -> Vec<$edge> {
-                self.nodes
-                    .iter()
-                    .enumerate()
-                    .map(|(index, node)| $edge {
-                        cursors: self.cursors.clone(),
-                        index,
-                        node: node.clone(),
-                    })
-                    .collect()
-            }
-
-            /// The nodes of `edges`, for clients that need no cursors.
-            async fn nodes(&self) -> &Vec<$node> {
-                &self.nodes
-            }
-
-            async fn page_info(&self) -> &$crate::graphql::connection::PageInfo {
-                &self.page_info
-            }
-
-            /// How many nodes the whole connection holds, from the parent's counter:
-            /// costs no request.
-            async fn total_count(&self) -> i32 {
-                self.total_count
-            }
-        }
-
-        impl $crate::graphql::connection::ConnectionType for $conn {
-            type Node = $node;
-            fn new(
-                nodes: Vec<$node>,
-                cursors: std::sync::Arc<$crate::graphql::connection::PageCursors>,
-                page_info: $crate::graphql::connection::PageInfo,
-                total_count: i32,
-            ) -> Self {
-                $conn {
-                    nodes,
-                    cursors,
-                    page_info,
-                    total_count,
-                }
-            }
-        }
-    };
-}
-
-pub(crate) use connection_type;
-
-/// The cursor of edge `index` of a page (an edge always has one).
-pub fn edge_cursor(cursors: &PageCursors, index: usize) -> String {
-    cursors.cursor(index).unwrap_or_default()
-}
-
-/// Builds the connection from the items a Query returned: cuts the extra item, restores
-/// the connection's order, keeps each edge's key for its cursor.
-pub fn build<R, C: ConnectionType>(
-    cursors: &CursorCodec,
-    connection: &str,
-    args: &Resolved,
-    fetched: Fetched<R>,
-    total: u32,
-    key: impl Fn(&R) -> PageKey,
-    wrap: impl Fn(R) -> C::Node,
-) -> C {
-    let Fetched { mut items, more } = fetched;
-    let more = more || items.len() > args.size as usize;
-    items.truncate(args.size as usize);
-    if !args.forward {
-        items.reverse();
-    }
-    let keys = items.iter().map(&key).collect();
-    let nodes = items.into_iter().map(wrap).collect();
-    let cursors = Arc::new(PageCursors {
-        codec: cursors.clone(),
-        connection: connection.to_owned(),
-        keys,
-    });
-    let from_cursor = args.start.is_some();
-    let page_info = PageInfo {
-        has_next_page: if args.forward { more } else { from_cursor },
-        has_previous_page: if args.forward { from_cursor } else { more },
-        cursors: cursors.clone(),
-    };
-    C::new(
-        nodes,
-        cursors,
-        page_info,
-        i32::try_from(total).unwrap_or(i32::MAX),
-    )
 }
 
 #[cfg(test)]
@@ -403,6 +200,6 @@ mod tests {
         let d = args(None, None, None, None).resolve(&c, "x").unwrap();
         assert_eq!((d.size, d.forward), (DEFAULT_PAGE_SIZE, true));
         let b = args(None, None, Some(0), None).resolve(&c, "x").unwrap();
-        assert_eq!((b.size, b.forward, b.repo_page().limit), (0, false, 1));
+        assert_eq!((b.size, b.forward), (0, false));
     }
 }

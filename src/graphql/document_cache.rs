@@ -132,7 +132,7 @@ impl Documents {
         checker: &super::Runner,
         registry: &Registry,
         request: &mut async_graphql::Request,
-        lists: Option<&[(String, String)]>,
+        lists: &[(String, String)],
     ) -> Result<Arc<Prepared>, Refused> {
         self.persisted_query(request)?;
         let key = (request.query.clone(), request.operation_name.clone());
@@ -170,7 +170,7 @@ impl Documents {
         Ok(prepared)
     }
 
-    /// A chart's schema has no per-field cost for its runner to enforce: a cached document
+    /// The dynamic schema has no per-field cost for its runner to enforce: a cached document
     /// whose arguments take variables is costed again with this request's
     /// ([`super::charted::cost`]), as the checker costed it the first time.
     fn check_cost(
@@ -178,11 +178,14 @@ impl Documents {
         registry: &Registry,
         prepared: &Prepared,
         variables: &Variables,
-        lists: Option<&[(String, String)]>,
+        lists: &[(String, String)],
     ) -> Result<(), Vec<ServerError>> {
-        let Some(lists) = lists.filter(|_| !prepared.arguments.is_empty()) else {
+        // Only a variable in an `Int` argument (a page size, or one past 32 bits) or a
+        // list (`nodes`' ids) changes the cost.
+        let costed_by = |ty: &str| matches!(ty, "Int" | "Int!") || ty.starts_with('[');
+        if !prepared.arguments.iter().any(|a| costed_by(&a.ty)) {
             return Ok(());
-        };
+        }
         let costed = super::charted::cost::document_cost(registry, &prepared.doc, variables, lists);
         if let Some(pos) = costed.wide_int {
             return Err(vec![ServerError::new(
@@ -691,9 +694,9 @@ fn invalid_input(
 pub(super) struct Check {
     pub(super) limits: Limits,
     pub(super) env: Arc<std::sync::OnceLock<SchemaEnv>>,
-    /// For a chart's schema: its lists, by (type, field), for the cost the checker
-    /// computes itself ([`super::charted::cost`]); `None`: the schema's own complexity.
-    pub(super) cost: Option<Arc<Vec<(String, String)>>>,
+    /// The chart's lists, by (type, field), for the cost the checker computes itself
+    /// ([`super::charted::cost`]): the dynamic schema has no per-field cost.
+    pub(super) cost: Arc<Vec<(String, String)>>,
 }
 
 impl ExtensionFactory for Check {
@@ -726,15 +729,10 @@ impl Extension for CheckOne {
         next: NextParseQuery<'_>,
     ) -> async_graphql::ServerResult<ExecutableDocument> {
         let doc = next.run(ctx, query, variables).await?;
-        if let Some(lists) = &self.check.cost {
-            let cost = super::charted::cost::document_cost(
-                &ctx.schema_env.registry,
-                &doc,
-                variables,
-                lists,
-            );
-            *self.cost.lock().unwrap_or_else(|p| p.into_inner()) = Some(cost);
-        }
+        let lists = &self.check.cost;
+        let cost =
+            super::charted::cost::document_cost(&ctx.schema_env.registry, &doc, variables, lists);
+        *self.cost.lock().unwrap_or_else(|p| p.into_inner()) = Some(cost);
         Ok(doc)
     }
 
@@ -796,7 +794,7 @@ mod tests {
                 &parts.checker,
                 schema.registry(),
                 &mut request,
-                parts.lists.as_deref().map(Vec::as_slice),
+                &parts.lists,
             )
             .await
             .expect("a valid document");

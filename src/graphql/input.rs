@@ -3,12 +3,10 @@
 //! global, and the size of every item against DynamoDB's 400 KB limit. The first problem
 //! is the answer: `BAD_USER_INPUT` with `extensions.field` naming the input field.
 
-use async_graphql::{ErrorExtensions, Result};
-
 use super::context::RequestContext;
 use super::errors::ApiError;
 use super::ids::GlobalId;
-use crate::keys::{validate_id, Id, KeyError, Slug};
+use crate::keys::{validate_id, Id, Slug};
 use crate::model::Record;
 use crate::store::validate::item_within_size;
 
@@ -116,16 +114,6 @@ pub fn order_id(field: &str, id: &str) -> ApiResult<(Option<Slug>, Id)> {
         GlobalId::Order(org, o) => Ok((Some(org), o)),
         _ => Err(ApiError::bad_input(field, "not the id of an order")),
     }
-}
-
-/// Turns the outcome of one mutation into the resolver's result.
-pub fn answer<T>(r: ApiResult<T>) -> Result<T> {
-    r.map_err(|e| e.extend())
-}
-
-/// An identifier argument of a query field, checked by its validator.
-pub fn argument<T>(r: std::result::Result<T, KeyError>) -> Result<T> {
-    r.map_err(|e| ApiError::from(e).extend())
 }
 
 /// `NOT_FOUND` with `field` when the caller may not see organization `org`: exactly what

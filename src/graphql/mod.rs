@@ -2,23 +2,20 @@
 //! HTTP: [`execute`] runs a request against a store and is what the HTTP layer and the
 //! tests both call.
 //!
-//! Data flows one way: the entity files resolve fields through the shared files below
-//! them, which read through [`crate::collections`]; no file imports an entity file.
+//! The schema is built at start from a chart (`charts/itemgraph.toml` unless `--chart`
+//! names another):
 //!
-//! - One file per entity, each holding its type's fields, its root query fields and its
-//!   mutations: [`org`] (`Organization`), [`user`] (`User`), [`ticket`] (`Ticket`),
-//!   [`order`] (`Order`, `OrderLine`); [`node`] answers `node` and `nodes`.
-//! - [`objects`]: the type catalogue, thin newtypes over the model records, and the
-//!   loading of references between them.
-//! - [`prefetch`]: the look-ahead that turns a parent and the first page of its children
-//!   into one Query, and the pages it hands down.
-//! - [`connection`]: Relay connections over item collections, paging from last-seen keys;
-//!   names no entity.
-//! - [`context`]: what a request carries; [`loaders`]: its DataLoader batching GetItem
-//!   into BatchGetItem.
-//! - [`input`]: the checks every mutation makes before any request.
+//! - [`charted`]: every type and read of the chart, on async-graphql's dynamic schema;
+//! - [`builtin`]: the built-in design's mutations and subscriptions, registered beside
+//!   them; each mutation's code, input and checks are in the file of its entity,
+//!   [`org`], [`user`], [`ticket`], [`order`], over [`crate::collections`]; the
+//!   subscriptions' streams in [`subscription`], over [`crate::live`]; [`enums`]: the
+//!   enums their inputs read;
+//! - [`connection`]: Relay paging from last-seen keys, names no entity;
+//! - [`context`]: what a request carries; [`loaders`]: the DataLoader batches;
+//! - [`input`]: the checks every mutation makes before any request;
 //! - [`cursor`], [`ids`], [`errors`]: opaque cursors, global ids, error codes;
-//!   [`scalars`]: money as exact `Cents`, every `Int` within 32 bits.
+//!   [`scalars`]: money as exact `Cents`;
 //! - [`limits`] and [`operation`]: what one request may cost, enforced on the document;
 //!   [`document_cache`]: the cache of parsed and validated documents;
 //!   [`request_metrics`]: each request's outcome handed to [`crate::metrics`];
@@ -30,32 +27,29 @@ mod connection;
 mod context;
 mod cursor;
 mod document_cache;
+mod enums;
 mod errors;
 pub mod ids;
 mod input;
 mod limits;
 mod loader_wait;
 mod loaders;
-mod node;
 mod null_propagation;
-mod objects;
 mod operation;
 mod order;
 mod org;
-mod prefetch;
 mod request_metrics;
 mod scalars;
 mod subscription;
 mod ticket;
 mod user;
-mod viewer;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use async_graphql::parser::types::OperationType;
 use async_graphql::registry::Registry;
-use async_graphql::{MergedObject, Name, Schema, SchemaEnv, ValidationMode, Value};
+use async_graphql::{Name, SchemaEnv, ValidationMode, Value};
 use futures::{Stream, StreamExt};
 use opentelemetry::trace::SpanKind;
 use tracing::Instrument;
@@ -67,78 +61,16 @@ use crate::store::Store;
 use crate::telemetry;
 
 pub use context::RequestContext;
+pub use cursor::user_tickets_connection;
 pub use cursor::{CursorCodec, InvalidCursor};
 pub use errors::ApiError;
 pub(crate) use limits::check_text;
 pub use limits::{page_cost, Limits, MAX_PERSISTED_QUERY_BYTES};
 pub use operation::selected_operation;
 pub use subscription::TokenExpiry;
-pub use user::user_tickets_connection;
 
-// The root query: the fields of each entity's file, in this order in the schema. (Plain
-// comments: a doc comment here would become a description in the SDL.)
-#[derive(MergedObject, Default)]
-pub struct Query(
-    org::OrgQuery,
-    user::UserQuery,
-    ticket::TicketQuery,
-    order::OrderQuery,
-    node::NodeQuery,
-    viewer::ViewerQuery,
-);
-
-// The root mutations. Each takes one `…Input` object and answers a `…Payload` holding
-// what it changed, Relay style, in three steps: **check** the whole input before any
-// request ([`input`]); **write** with the one access pattern of [`crate::collections`]
-// that does it; **answer** what it wrote. Subscribers learn of the write from the table's
-// change stream ([`subscription`]), not from here. Mutations of one request run one after the other (the spec's serial
-// execution of the mutation root), and each makes the request forget what it had read
-// before, so the fields selected under a payload see the write (see
-// [`RequestContext::after_write`]).
-#[derive(MergedObject, Default)]
-pub struct Mutation(
-    org::OrgMutation,
-    user::UserMutation,
-    ticket::TicketMutation,
-    order::OrderMutation,
-);
-
-/// The async-graphql schema of itemgraph's types.
-pub type Executable = Schema<Query, Mutation, subscription::Subscription>;
-
-/// What runs requests: the built-in design's schema, or one built from a chart at start
-/// ([`charted`]).
-#[derive(Clone)]
-pub(crate) enum Runner {
-    Static(Executable),
-    Dynamic(async_graphql::dynamic::Schema),
-}
-
-impl Runner {
-    pub(crate) async fn execute(&self, request: async_graphql::Request) -> async_graphql::Response {
-        match self {
-            Runner::Static(s) => s.execute(request).await,
-            Runner::Dynamic(s) => s.execute(request).await,
-        }
-    }
-
-    fn execute_stream(
-        &self,
-        request: async_graphql::Request,
-    ) -> futures::stream::BoxStream<'static, async_graphql::Response> {
-        match self {
-            Runner::Static(s) => s.execute_stream(request),
-            Runner::Dynamic(s) => s.execute_stream(request),
-        }
-    }
-
-    fn sdl(&self) -> String {
-        match self {
-            Runner::Static(s) => s.sdl(),
-            Runner::Dynamic(s) => s.sdl(),
-        }
-    }
-}
+/// What runs requests: async-graphql's dynamic schema, built from a chart.
+pub(crate) type Runner = async_graphql::dynamic::Schema;
 
 /// The executable schema: the one that runs requests (no extensions, so no per-field
 /// hooks, and validation in async-graphql's fast mode), the one that checks each new
@@ -153,9 +85,8 @@ struct Parts {
     env: SchemaEnv,
     documents: document_cache::Documents,
     limits: Limits,
-    /// A chart's lists, by (type, field), for the cost of a document ([`charted::cost`]);
-    /// `None` for the derived schema, which costs its fields itself.
-    lists: Option<Arc<Vec<(String, String)>>>,
+    /// The chart's lists, by (type, field), for the cost of a document ([`charted::cost`]).
+    lists: Arc<Vec<(String, String)>>,
 }
 
 impl ItemgraphSchema {
@@ -176,12 +107,7 @@ impl ItemgraphSchema {
         let parts = &self.0;
         parts
             .documents
-            .prepare(
-                &parts.checker,
-                self.registry(),
-                request,
-                parts.lists.as_deref().map(Vec::as_slice),
-            )
+            .prepare(&parts.checker, self.registry(), request, &parts.lists)
             .await
     }
 }
@@ -199,43 +125,6 @@ pub fn schema_with(limits: &Limits) -> ItemgraphSchema {
         .unwrap_or_else(|e| panic!("the built-in chart's schema: {e}"))
 }
 
-/// The built-in design's schema as its hand-written resolvers serve it, kept beside the
-/// chart-served one while the tests and the benchmark hold the two to the same answers.
-#[doc(hidden)]
-pub fn derived_schema() -> ItemgraphSchema {
-    let limits = &Limits::default();
-    let build = || {
-        Schema::build(
-            Query::default(),
-            Mutation::default(),
-            subscription::Subscription,
-        )
-    };
-    // The runner meets only documents the checker passed: its own limits catch what
-    // differs between requests of one document (complexity with other variables).
-    let mut runner = build()
-        .validation_mode(ValidationMode::Fast)
-        .limit_depth(limits.max_depth)
-        .limit_complexity(limits.max_complexity);
-    let env = Arc::new(std::sync::OnceLock::new());
-    let mut checker = build().extension(document_cache::Check {
-        limits: *limits,
-        env: env.clone(),
-        cost: None,
-    });
-    if !limits.introspection {
-        runner = runner.disable_introspection();
-        checker = checker.disable_introspection();
-    }
-    finish(
-        Runner::Static(runner.finish()),
-        Runner::Static(checker.finish()),
-        &env,
-        limits,
-        None,
-    )
-}
-
 /// The schema built from `chart` at start, enforcing `limits`: its read API
 /// ([`charted`]).
 pub fn chart_schema(
@@ -244,7 +133,10 @@ pub fn chart_schema(
 ) -> Result<ItemgraphSchema, async_graphql::dynamic::SchemaError> {
     // The chart's schema has no per-field cost of its own: the checker computes it
     // ([`charted::cost`]), so async-graphql's uniform count stays off.
-    let mut runner = charted::build(chart.clone())
+    // The built-in design has its mutations and subscriptions ([`builtin`]).
+    let writes: Option<charted::Writes> =
+        Arc::ptr_eq(&chart, &crate::chart::builtin()).then_some(builtin::register);
+    let mut runner = charted::build(chart.clone(), writes)
         .extension(charted::ErrorPaths)
         .validation_mode(ValidationMode::Fast)
         .limit_depth(limits.max_depth);
@@ -255,21 +147,21 @@ pub fn chart_schema(
         .flat_map(|e| e.lists.keys().map(|l| (e.name.clone(), l.clone())))
         .collect();
     let lists = Arc::new(lists);
-    let mut checker = charted::build(chart).extension(document_cache::Check {
+    let mut checker = charted::build(chart, writes).extension(document_cache::Check {
         limits: *limits,
         env: env.clone(),
-        cost: Some(lists.clone()),
+        cost: lists.clone(),
     });
     if !limits.introspection {
         runner = runner.disable_introspection();
         checker = checker.disable_introspection();
     }
     Ok(finish(
-        Runner::Dynamic(runner.finish()?),
-        Runner::Dynamic(checker.finish()?),
+        runner.finish()?,
+        checker.finish()?,
         &env,
         limits,
-        Some(lists),
+        lists,
     ))
 }
 
@@ -278,7 +170,7 @@ fn finish(
     checker: Runner,
     env: &std::sync::OnceLock<SchemaEnv>,
     limits: &Limits,
-    lists: Option<Arc<Vec<(String, String)>>>,
+    lists: Arc<Vec<(String, String)>>,
 ) -> ItemgraphSchema {
     // The checker hands out the schema's environment (its type registry) when it first
     // validates; nothing in this request waits on anything.

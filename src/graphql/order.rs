@@ -1,164 +1,20 @@
-//! Orders: the `Order` and `OrderLine` types' fields, `Query.order` with its lines
-//! (access pattern 7), and the order mutations (12, 17).
+//! Orders: the order mutations (access patterns 12, 17), their inputs and their checks.
+//! The `Order` and `OrderLine` types and their reads are the chart's; [`super::builtin`]
+//! registers these mutations beside them.
 
-use std::sync::Arc;
+use async_graphql::{InputObject, ID};
 
-use async_graphql::{Context, ErrorExtensions, InputObject, Object, Result, SimpleObject, ID};
-
-use super::context::{prime, rc, RequestContext};
+use super::context::RequestContext;
+use super::enums::OrderStatus;
 use super::errors::ApiError;
-use super::ids::GlobalId;
 use super::input::{
-    answer, currency, fits, order_id, text, version, visible, ApiResult, MAX_DESCRIPTION_CHARS,
+    currency, fits, order_id, text, version, visible, ApiResult, MAX_DESCRIPTION_CHARS,
     MAX_SKU_CHARS,
 };
-use super::objects::{Order, OrderLine, OrderStatus, Organization, User};
-use super::prefetch::Prefetched;
-use super::scalars::{int, Cents};
+use super::scalars::Cents;
 use crate::collections::{self, PlacedOrder, MAX_ORDER_LINES};
-use crate::keys::{validate_client_token, validate_slug, validate_username, Id, LineNo, Slug};
+use crate::keys::{validate_client_token, validate_slug, validate_username, Id, LineNo};
 use crate::model::{self, Entity};
-
-/// Access pattern 7: the order and all its lines (at most [`MAX_ORDER_LINES`]). The order
-/// id names no organization, so the order is read, and another organization's answers as
-/// a missing one: no order, no lines.
-pub async fn fetch_order_lines(
-    rc: &RequestContext,
-    order_id: Id,
-) -> std::result::Result<(Option<model::Order>, Vec<model::OrderLine>), ApiError> {
-    let page = collections::Page::first(MAX_ORDER_LINES as u32);
-    let out = collections::get_order_with_lines(rc.store.as_ref(), order_id, page).await?;
-    match out.order {
-        Some(order) if rc.sees(&order.org) => {
-            prime(rc, std::slice::from_ref(&order)).await;
-            Ok((Some(order), out.lines))
-        }
-        _ => Ok((None, Vec::new())),
-    }
-}
-
-#[Object]
-impl Order {
-    /// Opaque global id, for `node(id)`.
-    pub(super) async fn id(&self) -> ID {
-        ID(GlobalId::Order(self.rec.org.clone(), self.rec.order_id).encode())
-    }
-    /// The plain order id (a ULID: sorts by placement time); `order(id)` accepts it too.
-    async fn order_id(&self) -> String {
-        self.rec.order_id.to_string()
-    }
-    async fn status(&self) -> OrderStatus {
-        self.rec.status.into()
-    }
-    /// RFC 3339, UTC.
-    async fn placed_at(&self) -> &str {
-        &self.rec.placed_at
-    }
-    /// ISO 4217 code.
-    async fn currency(&self) -> &str {
-        &self.rec.currency
-    }
-    /// Sum of the lines' `amountCents`.
-    async fn total_cents(&self) -> Cents {
-        Cents(self.rec.total_cents)
-    }
-    /// Bumped by every change; send it back as `expectedVersion` when changing the order.
-    async fn version(&self) -> i32 {
-        int(self.rec.version)
-    }
-    /// Who placed the order.
-    async fn buyer(&self, ctx: &Context<'_>) -> Result<User> {
-        User::load(ctx, &self.rec.org, &self.rec.buyer)
-            .await?
-            .ok_or_else(|| ApiError::NotFound(format!("buyer {}", self.rec.buyer)).extend())
-    }
-    async fn organization(&self, ctx: &Context<'_>) -> Result<Organization> {
-        Organization::load(ctx, &self.rec.org).await
-    }
-    /// The order's lines, by line number. Read together with the order in one Query
-    /// (GSI1) by `Query.order`. Costs what the most lines an order can have would.
-    #[graphql(
-        complexity = "crate::collections::MAX_ORDER_LINES.saturating_mul(child_complexity).saturating_add(1)"
-    )]
-    async fn lines(&self, ctx: &Context<'_>) -> Result<Vec<OrderLine>> {
-        let lines = match &self.pages.lines {
-            Some(lines) => lines.clone(),
-            None => {
-                fetch_order_lines(rc(ctx), self.rec.order_id)
-                    .await
-                    .map_err(|e| e.extend())?
-                    .1
-            }
-        };
-        Ok(lines.into_iter().map(OrderLine).collect())
-    }
-}
-
-#[Object]
-impl OrderLine {
-    /// 1-based position in the order.
-    async fn line_no(&self) -> i32 {
-        i32::from(self.0.line_no.get())
-    }
-    async fn sku(&self) -> &str {
-        &self.0.sku
-    }
-    async fn description(&self) -> &str {
-        &self.0.description
-    }
-    async fn quantity(&self) -> i32 {
-        int(self.0.quantity)
-    }
-    async fn unit_price_cents(&self) -> Cents {
-        Cents(self.0.unit_price_cents)
-    }
-    /// `quantity × unitPriceCents`.
-    async fn amount_cents(&self) -> Cents {
-        Cents(self.0.amount_cents)
-    }
-}
-/// An order id given as a global id (which names the organization too) or as the plain
-/// ULID; `None` for another type's id.
-pub(super) fn order_id_arg(id: &str) -> Result<Option<(Option<Slug>, Id)>> {
-    if let Ok(plain) = Id::parse(id) {
-        return Ok(Some((None, plain)));
-    }
-    match GlobalId::decode("id", id).map_err(|e| e.extend())? {
-        GlobalId::Order(org, o) => Ok(Some((Some(org), o))),
-        _ => Ok(None),
-    }
-}
-
-/// The root fields of orders.
-#[derive(Default)]
-pub struct OrderQuery;
-
-#[Object]
-impl OrderQuery {
-    /// An order by its global `id` or its plain `orderId`, with its lines, in one Query;
-    /// null when there is none.
-    async fn order(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Order>> {
-        let rc = ctx.data_unchecked::<RequestContext>();
-        let Some((org, order_id)) = order_id_arg(&id)? else {
-            return Ok(None);
-        };
-        if org.as_ref().is_some_and(|org| !rc.sees(org)) {
-            return Ok(None);
-        }
-        let (order, lines) = fetch_order_lines(rc, order_id)
-            .await
-            .map_err(|e| e.extend())?;
-        Ok(order
-            .filter(|o| org.as_ref().is_none_or(|org| *org == o.org))
-            .map(|o| Order {
-                rec: Arc::new(o),
-                pages: Arc::new(Prefetched {
-                    lines: Some(lines),
-                    ..Default::default()
-                }),
-            }))
-    }
-}
 
 /// One line of a new order.
 #[derive(InputObject)]
@@ -191,14 +47,6 @@ pub struct PlaceOrderInput {
     pub client_token: Option<String>,
 }
 
-#[derive(SimpleObject)]
-pub struct PlaceOrderPayload {
-    /// The order, with its lines.
-    pub order: Order,
-    /// True when `clientToken` named an order placed before: nothing new was placed.
-    pub replayed: bool,
-}
-
 /// A status change for an order, guarded by the version the client last read.
 #[derive(InputObject)]
 pub struct UpdateOrderStatusInput {
@@ -207,58 +55,6 @@ pub struct UpdateOrderStatusInput {
     pub status: OrderStatus,
     /// The `version` the change is based on; `VERSION_MISMATCH` when the order moved on.
     pub expected_version: i32,
-}
-
-#[derive(SimpleObject)]
-pub struct UpdateOrderStatusPayload {
-    /// The order as changed, at its new `version`.
-    pub order: Order,
-}
-
-/// The mutations of orders.
-#[derive(Default)]
-pub struct OrderMutation;
-
-#[Object]
-impl OrderMutation {
-    /// Places an order with its lines, counted on the organization; amounts and the total
-    /// are computed here. `NOT_FOUND` when the organization or the buyer does not exist
-    /// (`field` says which). With a `clientToken`, retrying is safe: see
-    /// `PlaceOrderInput.clientToken`. One request: a TransactWriteItems; a replay is that
-    /// refused TransactWriteItems plus one Query on GSI1 reading the order back.
-    async fn place_order(
-        &self,
-        ctx: &Context<'_>,
-        input: PlaceOrderInput,
-    ) -> Result<PlaceOrderPayload> {
-        answer(place_order(rc(ctx), input).await).map(|placed| PlaceOrderPayload {
-            order: Order {
-                rec: Arc::new(placed.order),
-                pages: Arc::new(Prefetched {
-                    lines: Some(placed.lines),
-                    ..Default::default()
-                }),
-            },
-            replayed: placed.replayed,
-        })
-    }
-
-    /// Moves an order along its fulfilment: `PLACED` → `PAID` → `SHIPPED` →
-    /// `DELIVERED`, or `CANCELLED` before it ships. `INVALID_TRANSITION` for any other
-    /// move, `VERSION_MISMATCH` when the order changed since `expectedVersion`,
-    /// `NOT_FOUND` (`field: "order"`) when there is no such order. Admins only
-    /// (`FORBIDDEN`). Two requests: a Query
-    /// on GSI1 reading the order, then a conditional UpdateItem (plus a GetItem between
-    /// them in the rare case the index lags behind `expectedVersion`).
-    async fn update_order_status(
-        &self,
-        ctx: &Context<'_>,
-        input: UpdateOrderStatusInput,
-    ) -> Result<UpdateOrderStatusPayload> {
-        answer(update_order_status(rc(ctx), input).await).map(|o| UpdateOrderStatusPayload {
-            order: Order::new(o),
-        })
-    }
 }
 
 /// The order and its lines as `input` describes them: lines numbered from 1, amounts and

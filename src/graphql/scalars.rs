@@ -2,7 +2,7 @@
 //! (the spec has a larger value raise an error, not be returned), and JavaScript clients
 //! round anything past 2^53; money goes past 2^31 cents with a $21M order. So amounts of
 //! money are [`Cents`], a decimal string, and every `Int` the schema returns is within
-//! 32 bits ([`int`]).
+//! 32 bits (a chart's records clamp theirs, `charted::record`).
 
 use async_graphql::{InputValueError, InputValueResult, Scalar, ScalarType, Value};
 
@@ -52,12 +52,6 @@ impl ScalarType for Cents {
     }
 }
 
-/// A count or version as a GraphQL `Int`: at most 2,147,483,647, which no count of this
-/// model reaches and no version is written past (see `collections::MAX_VERSION`).
-pub fn int(n: u32) -> i32 {
-    i32::try_from(n).unwrap_or(i32::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,7 +77,5 @@ mod tests {
         ] {
             assert!(Cents::parse(bad.clone()).is_err(), "{bad:?}");
         }
-        assert_eq!(int(u32::MAX), i32::MAX);
-        assert_eq!(int(7), 7);
     }
 }

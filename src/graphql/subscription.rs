@@ -1,5 +1,5 @@
-//! The subscription root: live updates of tickets and orders, from the table's change
-//! stream ([`crate::live`]).
+//! The subscriptions' streams: live updates of tickets and orders, from the table's change
+//! stream ([`crate::live`]); [`super::builtin`] makes them the schema's subscription fields.
 //!
 //! Each field subscribes to one organization's changes (the caller must see it), picks
 //! the entities it is about, and answers each with an event: the kind of change, the
@@ -12,12 +12,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_graphql::{Context, Enum, ErrorExtensions, Result, SimpleObject, Subscription, ID};
+use async_graphql::{Context, Enum, ErrorExtensions, Result};
 use futures::{Stream, StreamExt};
 
 use super::context::{rc, RequestContext};
 use super::errors::ApiError;
-use super::objects::{Order, OrderStatus, Ticket, TicketStatus};
 use crate::keys::{validate_slug, validate_username, Id, Slug};
 use crate::live::{Change, Delivered, EventKind, Hub, LiveError, Position};
 use crate::model::{self, Entity};
@@ -37,34 +36,10 @@ impl TokenExpiry {
 /// What happened to the entity.
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
 #[graphql(remote = "crate::live::EventKind")]
-pub enum ChangeKind {
+pub(super) enum ChangeKind {
     Created,
     Updated,
     Deleted,
-}
-
-/// A change to a ticket.
-#[derive(SimpleObject)]
-pub struct TicketEvent {
-    kind: ChangeKind,
-    /// The ticket after the change; for `DELETED`, as it was.
-    ticket: Ticket,
-    /// Its status before the change, when the change moved it to another queue.
-    previous_status: Option<TicketStatus>,
-    /// Pass as `after` to resume after this event: what happened since is sent first.
-    cursor: String,
-}
-
-/// A change to an order.
-#[derive(SimpleObject)]
-pub struct OrderEvent {
-    kind: ChangeKind,
-    /// The order after the change; for `DELETED`, as it was.
-    order: Order,
-    /// Its status before the change, when the change moved it on.
-    previous_status: Option<OrderStatus>,
-    /// Pass as `after` to resume after this event: what happened since is sent first.
-    cursor: String,
 }
 
 impl From<LiveError> for ApiError {
@@ -262,26 +237,6 @@ pub(super) fn order_change(c: &Change) -> Option<(&model::Order, Option<model::O
     Some((order, previous))
 }
 
-fn ticket_event(c: &Change, cursor: String) -> Option<TicketEvent> {
-    let (ticket, previous) = ticket_change(c)?;
-    Some(TicketEvent {
-        kind: c.kind.into(),
-        ticket: Ticket::new(ticket.clone()),
-        previous_status: previous.map(Into::into),
-        cursor,
-    })
-}
-
-fn order_event(c: &Change, cursor: String) -> Option<OrderEvent> {
-    let (order, previous) = order_change(c)?;
-    Some(OrderEvent {
-        kind: c.kind.into(),
-        order: Order::new(order.clone()),
-        previous_status: previous.map(Into::into),
-        cursor,
-    })
-}
-
 /// Whether a change is about a ticket that is (or was, before the change) in `status`.
 fn in_queue(c: &Change, status: Option<model::TicketStatus>) -> bool {
     let Some(status) = status else {
@@ -371,55 +326,4 @@ pub(super) async fn order_events<'a, T: Send + 'static>(
         make,
     )
     .await
-}
-
-#[derive(Default)]
-pub struct Subscription;
-
-#[Subscription]
-impl Subscription {
-    /// Changes to an organization's tickets: created, updated, deleted. With `status`,
-    /// those of one queue: tickets that are in it, or that a change moved out of it (the
-    /// event's `previousStatus` says so). With `after` (an event's `cursor`), what
-    /// happened since that event comes first, then what happens from now on.
-    async fn ticket_events<'a>(
-        &self,
-        ctx: &Context<'a>,
-        org: String,
-        status: Option<TicketStatus>,
-        after: Option<String>,
-    ) -> Result<impl Stream<Item = Result<TicketEvent>> + 'a> {
-        ticket_events(ctx, &org, status.map(Into::into), after, ticket_event).await
-    }
-
-    /// Changes to the tickets one user of an organization requested, newest first in
-    /// their list: created, updated, deleted. `after` as for `ticketEvents`.
-    async fn user_ticket_events<'a>(
-        &self,
-        ctx: &Context<'a>,
-        org: String,
-        username: String,
-        after: Option<String>,
-    ) -> Result<impl Stream<Item = Result<TicketEvent>> + 'a> {
-        user_ticket_events(ctx, &org, &username, after, ticket_event).await
-    }
-
-    /// Changes to an organization's orders (placed, status changes); with `id` (a global
-    /// id or a plain `orderId`), to that one order. `after` as for `ticketEvents`.
-    async fn order_events<'a>(
-        &self,
-        ctx: &Context<'a>,
-        org: String,
-        id: Option<ID>,
-        after: Option<String>,
-    ) -> Result<impl Stream<Item = Result<OrderEvent>> + 'a> {
-        order_events(
-            ctx,
-            &org,
-            id.as_ref().map(|i| i.as_str()),
-            after,
-            order_event,
-        )
-        .await
-    }
 }

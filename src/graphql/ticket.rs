@@ -1,104 +1,18 @@
-//! Tickets: the `Ticket` type's fields, `Query.ticket` (access pattern 5) and the ticket
-//! mutations (11, 13).
+//! Tickets: the ticket mutations (access patterns 11, 13), their inputs and their checks.
+//! The `Ticket` type and its reads are the chart's; [`super::builtin`] registers these
+//! mutations beside them.
 
-use async_graphql::{
-    Context, ErrorExtensions, InputObject, MaybeUndefined, Object, Result, SimpleObject, ID,
-};
+use async_graphql::{InputObject, MaybeUndefined, ID};
 
-use super::context::{load, rc, RequestContext};
+use super::context::RequestContext;
+use super::enums::{TicketPriority, TicketStatus};
 use super::errors::ApiError;
-use super::ids::GlobalId;
 use super::input::{
-    answer, fits, text, ticket_id, version, visible, ApiResult, MAX_BODY_CHARS, MAX_TITLE_CHARS,
+    fits, text, ticket_id, version, visible, ApiResult, MAX_BODY_CHARS, MAX_TITLE_CHARS,
 };
-use super::objects::{Organization, Ticket, TicketPriority, TicketStatus, User};
-use super::scalars::int;
 use crate::collections::{self, TicketChange};
-use crate::keys::{validate_slug, validate_username, Id, TicketKey};
-use crate::model::{self, Entity};
-
-#[Object]
-impl Ticket {
-    /// Opaque global id, for `node(id)`.
-    pub(super) async fn id(&self) -> ID {
-        ID(GlobalId::Ticket(self.0.ticket_id).encode())
-    }
-    /// The plain ticket id (a ULID: sorts by creation time); `ticket(id)` accepts it too.
-    async fn ticket_id(&self) -> String {
-        self.0.ticket_id.to_string()
-    }
-    async fn title(&self) -> &str {
-        &self.0.title
-    }
-    async fn body(&self) -> &str {
-        &self.0.body
-    }
-    async fn status(&self) -> TicketStatus {
-        self.0.status.into()
-    }
-    async fn priority(&self) -> TicketPriority {
-        self.0.priority.into()
-    }
-    /// RFC 3339, UTC.
-    async fn created_at(&self) -> &str {
-        &self.0.created_at
-    }
-    /// RFC 3339, UTC.
-    async fn updated_at(&self) -> &str {
-        &self.0.updated_at
-    }
-    /// Bumped by every change; send it back as `expectedVersion` when changing the ticket.
-    async fn version(&self) -> i32 {
-        int(self.0.version)
-    }
-    /// Who raised the ticket.
-    async fn requester(&self, ctx: &Context<'_>) -> Result<User> {
-        User::load(ctx, &self.0.org, &self.0.requester)
-            .await?
-            .ok_or_else(|| ApiError::NotFound(format!("requester {}", self.0.requester)).extend())
-    }
-    /// Who works on the ticket, if anyone.
-    async fn assignee(&self, ctx: &Context<'_>) -> Result<Option<User>> {
-        match &self.0.assignee {
-            Some(a) => User::load(ctx, &self.0.org, a).await,
-            None => Ok(None),
-        }
-    }
-    async fn organization(&self, ctx: &Context<'_>) -> Result<Organization> {
-        Organization::load(ctx, &self.0.org).await
-    }
-}
-
-/// A ticket id given as a global id or as the plain ULID; `None` for another type's id.
-fn ticket_id_arg(id: &str) -> Result<Option<Id>> {
-    if let Ok(plain) = Id::parse(id) {
-        return Ok(Some(plain));
-    }
-    match GlobalId::decode("id", id).map_err(|e| e.extend())? {
-        GlobalId::Ticket(t) => Ok(Some(t)),
-        _ => Ok(None),
-    }
-}
-
-/// The root fields of tickets.
-#[derive(Default)]
-pub struct TicketQuery;
-
-#[Object]
-impl TicketQuery {
-    /// A ticket by its global `id` or its plain `ticketId`; null when there is none.
-    async fn ticket(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Ticket>> {
-        let Some(ticket_id) = ticket_id_arg(&id)? else {
-            return Ok(None);
-        };
-        Ok(
-            match load(ctx, TicketKey::new(ticket_id).primary_key()).await? {
-                Some(Entity::Ticket(t)) => Some(Ticket::new(t)),
-                _ => None,
-            },
-        )
-    }
-}
+use crate::keys::{validate_slug, validate_username, Id};
+use crate::model;
 
 /// A new ticket. It starts `OPEN`, at version 1.
 #[derive(InputObject)]
@@ -115,12 +29,6 @@ pub struct CreateTicketInput {
     /// Username of who works on it; a member of the organization. Leave it out for an
     /// unassigned ticket.
     pub assignee: Option<String>,
-}
-
-#[derive(SimpleObject)]
-pub struct CreateTicketPayload {
-    /// The ticket as created.
-    pub ticket: Ticket,
 }
 
 /// A change to a ticket, guarded by the version the client last read: give at least one
@@ -141,48 +49,6 @@ pub struct UpdateTicketInput {
     pub title: Option<String>,
     /// At most 10 000 characters; line breaks allowed.
     pub body: Option<String>,
-}
-
-#[derive(SimpleObject)]
-pub struct UpdateTicketPayload {
-    /// The ticket as changed, at its new `version`.
-    pub ticket: Ticket,
-}
-
-/// The mutations of tickets.
-#[derive(Default)]
-pub struct TicketMutation;
-
-#[Object]
-impl TicketMutation {
-    /// Raises a ticket, `OPEN` at version 1, counted on the organization and the
-    /// requester. `NOT_FOUND` when the organization, the requester or the assignee does
-    /// not exist (`field` says which). One request: a TransactWriteItems.
-    async fn create_ticket(
-        &self,
-        ctx: &Context<'_>,
-        input: CreateTicketInput,
-    ) -> Result<CreateTicketPayload> {
-        answer(create_ticket(rc(ctx), input).await).map(|t| CreateTicketPayload {
-            ticket: Ticket::new(t),
-        })
-    }
-
-    /// Changes a ticket: status (moving it between the status queues), priority,
-    /// assignee, title or body. Send the `version` you read as `expectedVersion`: when
-    /// the ticket changed since, nothing is written and the answer is `VERSION_MISMATCH`
-    /// with `extensions.currentVersion`; read it again and retry. `NOT_FOUND` when the
-    /// ticket (`field: "ticket"`) or the new assignee (`field: "assignee"`) does not
-    /// exist. Two requests: a GetItem of the ticket, then the write.
-    async fn update_ticket(
-        &self,
-        ctx: &Context<'_>,
-        input: UpdateTicketInput,
-    ) -> Result<UpdateTicketPayload> {
-        answer(update_ticket(rc(ctx), input).await).map(|t| UpdateTicketPayload {
-            ticket: Ticket::new(t),
-        })
-    }
 }
 
 pub(super) async fn create_ticket(

@@ -115,17 +115,6 @@ impl Api {
         }
     }
 
-    /// The same store served by the built-in design's hand-written resolvers: to hold the
-    /// chart-served schema to their answers.
-    pub fn as_derived(&self) -> Api {
-        Api {
-            hub: self.hub.clone(),
-            store: self.store.clone(),
-            schema: graphql::derived_schema(),
-            drop_table: false,
-        }
-    }
-
     /// Drops a DynamoDB Local table, so one shared DynamoDB Local does not keep every
     /// test's table for the rest of the run.
     pub async fn finish(self) {

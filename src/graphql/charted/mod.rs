@@ -11,7 +11,8 @@
 //! - references and `node`/`nodes` are batched by the DataLoader into BatchGetItem.
 //!
 //! [`record`] decodes items and names them by global id; [`read`] makes the store
-//! requests. What a chart does not say (writes, subscriptions) is not served yet.
+//! requests. Writes and subscriptions are a design's own ([`Writes`]): the built-in
+//! design's are [`super::builtin`]'s; another chart's API is its reads.
 
 pub mod cost;
 mod examples;
@@ -19,6 +20,7 @@ mod read;
 pub mod record;
 mod resolve;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_graphql::dynamic::{
@@ -34,12 +36,16 @@ pub use examples::examples;
 pub use read::{item_loader, ItemLoader};
 pub use resolve::{Conn, Obj};
 
-/// The schema's builder for `chart`: its types and the Query root (the caller adds the
-/// limits and extensions and finishes it).
-pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
-    // The built-in design has its mutations and subscriptions ([`super::builtin`]).
-    let writes = Arc::ptr_eq(&chart, &crate::chart::builtin());
-    let mut schema = if writes {
+/// What registers a design's mutations and subscriptions beside the chart's reads (the
+/// built-in design's, [`super::builtin::register`]), given the names of the types the
+/// schema already has.
+pub type Writes = fn(SchemaBuilder, &Arc<Chart>, &HashSet<String>) -> SchemaBuilder;
+
+/// The schema's builder for `chart`: its types, the Query root and, with `writes`, the
+/// Mutation and Subscription roots (the caller adds the limits and extensions and finishes
+/// it).
+pub fn build(chart: Arc<Chart>, writes: Option<Writes>) -> SchemaBuilder {
+    let mut schema = if writes.is_some() {
         Schema::build("Query", Some("Mutation"), Some("Subscription"))
     } else {
         Schema::build("Query", None, None)
@@ -115,14 +121,14 @@ pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
         schema = schema.register(conn).register(edge);
     }
     schema = schema.register(resolve::viewer_type(&chart));
-    if writes {
+    if let Some(register) = writes {
         let declared = chart
             .enums
             .keys()
             .cloned()
             .chain(["Role", "Cents"].map(String::from))
             .collect();
-        schema = super::builtin::register(schema, &chart, &declared);
+        schema = register(schema, &chart, &declared);
     }
     schema.register(resolve::query_type(chart))
 }

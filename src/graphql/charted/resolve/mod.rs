@@ -241,16 +241,20 @@ pub fn attribute_field(chart: &Arc<Chart>, e: &Entity, name: &str, a: &Attribute
             .values()
             .any(|s| s.shards_of.as_ref().is_some_and(|(of, _)| *of == e.name));
     let mut f = Field::new(name, type_ref(&a.ty, a.optional), move |ctx| {
+        let obj = ctx.parent_value.downcast_ref::<Obj>();
+        if !sharded || obj.is_some_and(|o| o.counted) {
+            // Answered from the record in hand: no future to box, nothing to clone.
+            return FieldFuture::Value(
+                obj.map(|o| FieldValue::value(o.rec.value(&chart, &attr, &ty))),
+            );
+        }
         let chart = chart.clone();
         let attr = attr.clone();
         let ty = ty.clone();
         FieldFuture::new(async move {
             let obj = ctx.parent_value.try_downcast_ref::<Obj>()?;
-            if sharded && !obj.counted {
-                let counted = counted(rc(&ctx), &chart, &obj.rec).await.map_err(err)?;
-                return Ok(Some(FieldValue::value(counted.value(&chart, &attr, &ty))));
-            }
-            Ok(Some(FieldValue::value(obj.rec.value(&chart, &attr, &ty))))
+            let counted = counted(rc(&ctx), &chart, &obj.rec).await.map_err(err)?;
+            Ok(Some(FieldValue::value(counted.value(&chart, &attr, &ty))))
         })
     });
     if let Some(d) = &a.description {
