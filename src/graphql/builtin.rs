@@ -65,10 +65,15 @@ enum Answer {
 impl Payload {
     /// The references selected under its entities, asked of the DataLoader at once (the
     /// dynamic schema resolves an object's fields one after the other).
-    async fn preload(&self, rc: &RequestContext, chart: &Arc<Chart>, ctx: &ResolverContext<'_>) {
+    async fn preload(
+        &self,
+        rc: &RequestContext,
+        chart: &Arc<Chart>,
+        selected: async_graphql::Lookahead<'_>,
+    ) {
         for (name, answer) in &self.0 {
             if let Answer::Entity(obj) = answer {
-                obj.preload(rc, chart, ctx.look_ahead().field(name)).await;
+                obj.preload(rc, chart, selected.field(name)).await;
             }
         }
     }
@@ -470,7 +475,7 @@ fn mutation_type(chart: &Arc<Chart>) -> Object {
                 let input = ctx.args.try_get("input")?.as_value().clone();
                 let rc = ctx.ctx.data_unchecked::<RequestContext>();
                 let payload = run(rc, &chart, input).await.map_err(|e| e.extend())?;
-                payload.preload(rc, &chart, &ctx).await;
+                payload.preload(rc, &chart, ctx.look_ahead()).await;
                 Ok(Some(FieldValue::owned_any(payload)))
             })
         })
@@ -565,11 +570,7 @@ fn preloaded<'a>(
         let look = look.clone();
         async move {
             let e = e?;
-            for (name, answer) in &e.0 {
-                if let Answer::Entity(obj) = answer {
-                    obj.preload(rc, &chart, look.look_ahead().field(name)).await;
-                }
-            }
+            e.preload(rc, &chart, look.look_ahead()).await;
             Ok(FieldValue::owned_any(e))
         }
     })

@@ -79,9 +79,15 @@ impl Obj {
             children,
             more: false,
         };
-        self.pages = Arc::new(HashMap::from([(format!("{field}|"), Ok(fetched))]));
+        self.pages = Arc::new(HashMap::from([(page_slot(field, ""), Ok(fetched))]));
         Ok(self)
     }
+}
+
+/// Where an object keeps a page read ahead for its field `field`: the field and its page's
+/// key (its paging and own arguments; empty for a list, read whole).
+fn page_slot(field: &str, key: &str) -> String {
+    format!("{field}|{key}")
 }
 
 /// One page of a connection.

@@ -127,7 +127,7 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                 let resolved = args
                     .resolve(&rc.cursors, &connection)
                     .map_err(|e| e.extend())?;
-                let slot = format!("{field}|{}", args.key(&extra_key));
+                let slot = page_slot(&field, &args.key(&extra_key));
                 let fetched = match obj.pages.get(&slot) {
                     Some(Ok(f)) => f.clone(),
                     Some(Err(e)) => return Err(err(e)),
@@ -262,7 +262,7 @@ pub fn list_field(chart: &Arc<Chart>, e: &Entity, name: &str, l: &List) -> Field
         let field = field.clone();
         FieldFuture::new(async move {
             let obj = ctx.parent_value.try_downcast_ref::<Obj>()?;
-            let fetched = match obj.pages.get(&format!("{field}|")) {
+            let fetched = match obj.pages.get(&page_slot(&field, "")) {
                 Some(Ok(f)) => f.clone(),
                 Some(Err(e)) => return Err(err(e)),
                 None => {

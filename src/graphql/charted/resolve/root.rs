@@ -368,7 +368,7 @@ async fn root_field(
                 .map_err(|e| e.extend())?;
             let carries =
                 parent.as_deref() == Some(entity) && resolved.forward && resolved.start.is_none();
-            let slot = format!("{name}|{}", args.key(&extra_key));
+            let slot = page_slot(name, &args.key(&extra_key));
             if jobs.iter().any(|j: &Job| j.slot == slot) {
                 continue;
             }
@@ -388,7 +388,7 @@ async fn root_field(
         let p = &chart.patterns[&l.pattern];
         let carries = matches!(&p.request, Request::Query { parent: Some(pp), .. } if pp == entity);
         jobs.push(Job {
-            slot: format!("{name}|"),
+            slot: page_slot(name, ""),
             carries,
             pattern: l.pattern,
             vars: vars.clone(),
@@ -406,7 +406,7 @@ async fn root_field(
             // list is there if a later field asks.
             let list = e.lists.iter().find(|(_, l)| l.pattern == pattern);
             let (slot, page) = match list {
-                Some((name, l)) => (format!("{name}|"), whole_list(l.max)),
+                Some((name, l)) => (page_slot(name, ""), whole_list(l.max)),
                 None => (
                     String::new(),
                     Resolved {
