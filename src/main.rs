@@ -394,11 +394,16 @@ fn check_chart(file: Option<&std::path::Path>) -> anyhow::Result<()> {
     match checked {
         Ok(chart) => {
             println!(
-                "{shown}: chart `{}`: {} entities, {} indexes, {} access patterns: every rule holds",
+                "{shown}: chart `{}`: {} entities, {} indexes, {} access patterns{}: every rule holds",
                 chart.name,
                 chart.declared().count(),
                 chart.indexes.len(),
-                chart.patterns.len()
+                chart.patterns.len(),
+                match chart.mutations.len() {
+                    0 => String::new(),
+                    1 => ", 1 mutation".into(),
+                    n => format!(", {n} mutations"),
+                }
             );
             Ok(())
         }

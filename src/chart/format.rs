@@ -31,6 +31,9 @@ pub struct File {
     pub query: IndexMap<String, RootField>,
     #[serde(default)]
     pub patterns: IndexMap<String, Pattern>,
+    /// The mutations, by GraphQL field name.
+    #[serde(default)]
+    pub mutations: IndexMap<String, Mutation>,
     /// Sample items, by entity: what `serve --seed demo` loads into an empty table.
     #[serde(default)]
     pub samples: IndexMap<String, Vec<toml::Table>>,
@@ -146,6 +149,78 @@ pub struct Entity {
     pub connections: IndexMap<String, Connection>,
     #[serde(default)]
     pub lists: IndexMap<String, List>,
+    /// The attribute every change bumps and compares (`expectedVersion`): an optimistic
+    /// version, 1 when created.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Attributes unique within the scope their marker's key says, each with the marker
+    /// entity written beside the item in the same transaction (`{ email = "UserEmail" }`).
+    #[serde(default)]
+    pub unique: IndexMap<String, String>,
+    /// Counters this entity's items keep on the items they reference, by reference
+    /// (`{ chain = "storeCount" }`, or a list of counters): `ADD 1` when an item is
+    /// created, `-1` when it is deleted, moved when the reference changes; in the same
+    /// transaction as the item.
+    #[serde(default)]
+    pub counts: IndexMap<String, Counted>,
+    /// The states an attribute may move between.
+    #[serde(default)]
+    pub lifecycle: Option<Lifecycle>,
+}
+
+/// The counters one reference keeps: one name or several.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Counted {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Counted {
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Counted::One(c) => vec![c.clone()],
+            Counted::Many(cs) => cs.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lifecycle {
+    /// An enum attribute.
+    pub attribute: String,
+    /// The state an item is created in.
+    pub initial: String,
+    /// From each state, the states it may move to; a state with none is final.
+    pub transitions: IndexMap<String, Vec<String>>,
+}
+
+/// A mutation: create, update or delete of one entity, served from the chart.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mutation {
+    pub entity: String,
+    /// `create`, `update` or `delete`.
+    pub action: String,
+    /// The access pattern it is (a write request).
+    pub pattern: u32,
+    /// `"key"` (default): the entity's key attributes name the item; `"id"`: its global id.
+    #[serde(default)]
+    pub by: Option<String>,
+    /// Update: the attributes it may change (default: every attribute outside the primary
+    /// key that the writes do not keep themselves).
+    #[serde(default)]
+    pub fields: Option<Vec<String>>,
+    /// Create: the marker entity that makes a `clientToken` place one item whatever the
+    /// retries.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// The role a caller needs (with auth on), e.g. `ADMIN`.
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
 }
 
 /// An attribute: a type name alone (`"slug"`, `"Plan"`, `"username?"` when optional), or
@@ -181,6 +256,10 @@ pub struct AttributeSpec {
     /// For `list` and `map`: the most elements the item may hold.
     #[serde(default)]
     pub max_items: Option<usize>,
+    /// A value the writes give, never the caller: `ulid` (a new id at create), `created`
+    /// (the time of the create), `updated` (the time of every write).
+    #[serde(default)]
+    pub auto: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -135,6 +135,8 @@ pub struct Chart {
     pub entities: IndexMap<String, Entity>,
     pub query: IndexMap<String, format::RootField>,
     pub patterns: IndexMap<u32, Pattern>,
+    /// The mutations, by GraphQL field name (`docs/CHART.md`, "Writes").
+    pub mutations: IndexMap<String, Mutation>,
     /// The sample items, as stored.
     pub samples: Vec<crate::store::Item>,
 }
@@ -186,6 +188,9 @@ pub struct Entity {
     pub references: IndexMap<String, format::Reference>,
     pub connections: IndexMap<String, format::Connection>,
     pub lists: IndexMap<String, format::List>,
+    /// What every write of the entity keeps: its version, unique attributes, counters on
+    /// what it references, life cycle.
+    pub writes: Invariants,
     /// One of the server's own items (migrations, leases), declared by no chart.
     pub system: bool,
 }
@@ -206,6 +211,94 @@ pub struct Attribute {
     pub optional: bool,
     pub description: Option<String>,
     pub graphql: bool,
+    /// A value the writes give, never the caller.
+    pub auto: Option<Auto>,
+}
+
+/// A value the writes give an attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auto {
+    /// A new ULID when the item is created.
+    Ulid,
+    /// The time of the create.
+    Created,
+    /// The time of every write.
+    Updated,
+}
+
+/// What every write of an entity keeps.
+#[derive(Debug, Clone, Default)]
+pub struct Invariants {
+    /// The optimistic version: 1 at create, bumped and compared by every change.
+    pub version: Option<String>,
+    /// Unique attributes, each with its marker entity.
+    pub unique: IndexMap<String, String>,
+    /// Counters kept on what the entity references.
+    pub counts: Vec<Count>,
+    pub lifecycle: Option<format::Lifecycle>,
+}
+
+/// The counters one reference of an entity keeps on the item it names.
+#[derive(Debug, Clone)]
+pub struct Count {
+    pub reference: String,
+    pub counters: Vec<String>,
+}
+
+/// A mutation of the chart.
+#[derive(Debug, Clone)]
+pub struct Mutation {
+    pub name: String,
+    pub entity: String,
+    pub action: Action,
+    pub pattern: u32,
+    /// Names its item by global id (else by its key attributes).
+    pub by_id: bool,
+    /// Update: the attributes it may change.
+    pub fields: Vec<String>,
+    /// Create: the client-token marker entity.
+    pub token: Option<String>,
+    pub role: Option<String>,
+    pub description: Option<String>,
+    /// The one write request it makes.
+    pub request: WriteRequest,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Create,
+    Update,
+    Delete,
+}
+
+/// The write request of a mutation's pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteRequest {
+    PutItem,
+    UpdateItem,
+    DeleteItem,
+    TransactWriteItems,
+}
+
+impl WriteRequest {
+    pub fn parse(s: &str) -> Option<WriteRequest> {
+        Some(match s {
+            "PutItem" => WriteRequest::PutItem,
+            "UpdateItem" => WriteRequest::UpdateItem,
+            "DeleteItem" => WriteRequest::DeleteItem,
+            "TransactWriteItems" => WriteRequest::TransactWriteItems,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            WriteRequest::PutItem => "PutItem",
+            WriteRequest::UpdateItem => "UpdateItem",
+            WriteRequest::DeleteItem => "DeleteItem",
+            WriteRequest::TransactWriteItems => "TransactWriteItems",
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -232,6 +325,11 @@ pub enum Request {
         children_prefix: Template,
     },
     BatchGetItem,
+    /// A mutation's write: the entity it writes.
+    Write {
+        request: WriteRequest,
+        entity: String,
+    },
 }
 
 /// A Query's key condition: the partition, and perhaps a condition on the sort key.

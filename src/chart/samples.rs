@@ -48,23 +48,78 @@ pub(super) fn item(
             return Err(format!("`{name}` is missing"));
         }
     }
+    set_keys(table, indexes, e, &mut item, &vars)?;
+    Ok(item)
+}
+
+/// Gives an item of `e` its keys, the index keys its templates render (an index whose key
+/// has an optional part left out: none, the item is not in it) and its type attribute,
+/// from its key values `vars`.
+pub fn set_keys(
+    table: &Table,
+    indexes: &IndexMap<String, Index>,
+    e: &Entity,
+    item: &mut Item,
+    vars: &HashMap<String, Value>,
+) -> Result<(), String> {
     let render = |t: &super::template::Template| {
         t.render(|n| vars.get(n).cloned())
             .map_err(|why| format!("its key `{t}`: {why}"))
     };
-    let mut put = |attr: &str, value: String| {
+    let put = |item: &mut Item, attr: &str, value: String| {
         item.insert(attr.to_owned(), AttributeValue::S(value));
     };
-    put(&table.partition_key, render(&e.key.pk)?);
-    put(&table.sort_key, render(&e.key.sk)?);
+    put(item, &table.partition_key, render(&e.key.pk)?);
+    put(item, &table.sort_key, render(&e.key.sk)?);
     for (index, keys) in &e.indexes {
-        // An index key with an optional part left out: the item is not in the index.
+        let i = &indexes[index];
         if let (Ok(pk), Ok(sk)) = (render(&keys.pk), render(&keys.sk)) {
-            put(&indexes[index].partition_key, pk);
-            put(&indexes[index].sort_key, sk);
+            put(item, &i.partition_key, pk);
+            put(item, &i.sort_key, sk);
+        } else {
+            item.remove(&i.partition_key);
+            item.remove(&i.sort_key);
         }
     }
-    put(&table.type_attribute, e.name.clone());
+    put(item, &table.type_attribute, e.name.clone());
+    Ok(())
+}
+
+/// The values of an item's attributes a key can be built from (identifiers, enums,
+/// integers), as a template renders them.
+pub fn key_values(e: &Entity, item: &Item) -> HashMap<String, Value> {
+    let mut out = HashMap::new();
+    for (name, a) in &e.attributes {
+        match (item.get(name), &a.ty) {
+            (Some(AttributeValue::N(n)), Type::Int { .. }) => {
+                if let Ok(n) = n.parse() {
+                    out.insert(name.clone(), Value::Int(n));
+                }
+            }
+            (Some(AttributeValue::S(s)), Type::Kind(_) | Type::Enum { .. }) => {
+                out.insert(name.clone(), Value::Text(s.clone()));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The marker item of `owner`'s value under `marker` (a unique attribute's): the owner's
+/// values of the marker's attributes, keys rendered.
+pub fn marker(
+    table: &Table,
+    indexes: &IndexMap<String, Index>,
+    marker: &Entity,
+    owner: &Item,
+    vars: &HashMap<String, Value>,
+) -> Result<Item, String> {
+    let mut item: Item = marker
+        .attributes
+        .keys()
+        .filter_map(|a| Some((a.clone(), owner.get(a)?.clone())))
+        .collect();
+    set_keys(table, indexes, marker, &mut item, vars)?;
     Ok(item)
 }
 

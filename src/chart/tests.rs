@@ -505,6 +505,128 @@ fn a_field_on_a_pattern_that_does_not_serve_it_is_refused() {
     refuses(&r, "fields", None, None, "does not read a Ticket");
 }
 
+/// The second chart (which declares writes) with `from` replaced by `to`.
+fn broken_locator(from: &str, to: &str) -> Refused {
+    const LOCATOR: &str = include_str!("../../examples/charts/store-locator.toml");
+    assert!(LOCATOR.contains(from), "{from}");
+    match parse(&LOCATOR.replace(from, to)) {
+        Ok(_) => panic!("a chart with `{to}` for `{from}` is served"),
+        Err(r) => r,
+    }
+}
+
+#[test]
+fn a_write_declaration_that_cannot_be_kept_is_refused() {
+    // A counter on an entity that is not the parent: `storeCount` totals the stores.
+    let r = broken_locator(
+        "[query.chain]",
+        "[entities.Review]\nkey = [\"CHAIN#{chain}\", \"REVIEW#{review}\"]\ncounts = { chain = \"storeCount\" }\n\
+         [entities.Review.attributes]\nchain = \"slug\"\nreview = \"ulid\"\n\
+         [entities.Review.references]\nchain = { entity = \"Chain\", key = { slug = \"chain\" } }\n\n[query.chain]",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Review"),
+        None,
+        "a counter on an entity that is not Review's parent",
+    );
+    let r = broken_locator(
+        "counts = { chain = \"storeCount\" }",
+        "counts = { chain = \"name\" }",
+    );
+    refuses(&r, "writes", Some("Store"), None, "no counter of Chain");
+    let r = broken_locator(
+        "counts = { chain = \"storeCount\" }",
+        "counts = { owner = \"storeCount\" }",
+    );
+    refuses(&r, "writes", Some("Store"), None, "no reference");
+    // A marker with no attribute: its key does not hold the value it keeps unique.
+    let r = broken_locator(
+        "key = [\"PHONE#{chain}#{phone}\", \"PHONE#{chain}#{phone}\"]",
+        "key = [\"PHONE#{chain}\", \"PHONE#{chain}#{number}\"]",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Store"),
+        None,
+        "a marker with no attribute",
+    );
+    // A marker that does not name its owner.
+    let r = broken_locator(
+        "\nnumber = \"storeNumber\"\n\n[query.chain]",
+        "\n\n[query.chain]",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Store"),
+        None,
+        "does not name its owner: it has no `number`",
+    );
+    // A transaction that could exceed 100 actions: a chain put with 100 counter shards.
+    let r = broken_locator(
+        "[query.chain]",
+        "[entities.ChainShard]\nshards_of = \"Chain\"\nshards = 100\n\
+         key = [\"CHAIN#{chain}\", \"CHAIN#{chain}#COUNT#{shard:03}\"]\n\
+         [entities.ChainShard.attributes]\nchain = \"slug\"\nshard = { type = \"int\", min = 0, max = 99 }\nstoreCount = \"counter\"\n\n[query.chain]",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Chain"),
+        Some(6),
+        "up to 101 actions; DynamoDB takes at most 100",
+    );
+    // A pattern whose request is not the one the mutation makes.
+    let r = broken_locator(
+        "name = \"Open a store: the store, its phone's marker and the chain's count\"\nrequest = \"TransactWriteItems\"",
+        "name = \"Open a store\"\nrequest = \"PutItem\"",
+    );
+    refuses(
+        &r,
+        "one-request",
+        Some("Store"),
+        Some(7),
+        "is one TransactWriteItems (3 actions), and its pattern says PutItem",
+    );
+    // A life cycle through states the enum does not have; a change of a key attribute.
+    let r = broken_locator(
+        "OPEN = [\"TEMPORARILY_CLOSED\", \"CLOSED\"]",
+        "OPEN = [\"GONE\"]",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Store"),
+        None,
+        "`GONE` is no value of StoreStatus",
+    );
+    let r = broken_locator(
+        "by = \"id\"\npattern = 8",
+        "by = \"id\"\nfields = [\"city\"]\npattern = 8",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Store"),
+        Some(8),
+        "changes `city`, which is part of the primary key",
+    );
+    let r = broken_locator(
+        "action = \"delete\"\npattern = 10",
+        "action = \"remove\"\npattern = 10",
+    );
+    refuses(
+        &r,
+        "format",
+        Some("Chain"),
+        Some(10),
+        "create, update or delete",
+    );
+}
+
 #[test]
 fn every_rule_a_refusal_names_is_documented() {
     let doc = std::fs::read_to_string(

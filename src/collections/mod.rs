@@ -69,4 +69,4 @@ pub use users::{
     create_user, delete_user, get_user, get_user_with_tickets, update_user, UserChange,
     UserWithTickets,
 };
-pub use write::MAX_VERSION;
+pub use write::{failed_condition, MAX_VERSION};

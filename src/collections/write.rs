@@ -71,7 +71,7 @@ pub(super) fn next_version(current: u32, entity: &str) -> Result<u32, RepoError>
 
 /// Which action's condition failed (0 for a single write), with the item it found when
 /// the write asked for it.
-pub(super) fn failed_condition(err: &StoreError) -> Option<(usize, Option<&Item>)> {
+pub fn failed_condition(err: &StoreError) -> Option<(usize, Option<&Item>)> {
     match err {
         StoreError::ConditionFailed { item } => Some((0, item.as_deref())),
         StoreError::TransactionCanceled { reasons } => {

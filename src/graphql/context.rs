@@ -87,18 +87,24 @@ impl RequestContext {
     /// the same request read (a counter, the entity itself), so references resolved after
     /// it are read again rather than served stale.
     pub async fn after_write(&self, written: Vec<Entity>) {
+        self.after_write_items(written.iter().map(Entity::to_item).collect())
+            .await;
+    }
+
+    /// [`RequestContext::after_write`] of the items a chart's mutation stored: forgets
+    /// what the request read, then remembers `written`. An item the chart does not serve
+    /// (a uniqueness marker) is not remembered.
+    pub async fn after_write_items(&self, written: Vec<crate::store::Item>) {
         let Some(c) = self.charted.get() else {
             return;
         };
         c.items.clear_all().await;
         c.counted.lock().await.clear();
-        // What was written, as the chart's records: an entity the chart does not declare
-        // (a uniqueness marker) is not read through it.
         let primed: Vec<_> = written
-            .iter()
-            .filter_map(|e| {
-                let rec = super::charted::record::Record::decode(&c.chart, e.to_item()).ok()?;
-                Some((e.primary_key(), Ok(Some(Arc::new(rec)))))
+            .into_iter()
+            .filter_map(|item| {
+                let rec = super::charted::record::Record::decode(&c.chart, item).ok()?;
+                Some((rec.primary_key(&c.chart)?, Ok(Some(Arc::new(rec)))))
             })
             .collect();
         c.items.prime_many(primed).await;

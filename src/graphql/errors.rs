@@ -1,6 +1,7 @@
 //! The errors clients see: every one carries `extensions.code`.
 
 use async_graphql::ErrorExtensions;
+use std::borrow::Cow;
 
 use super::cursor::InvalidCursor;
 use crate::auth::Forbidden;
@@ -28,19 +29,19 @@ pub enum ApiError {
     /// names which: `organization`, `user`, `requester`, `assignee`, `buyer`, `ticket`,
     /// `order`.
     #[error("{field} not found")]
-    Missing { field: &'static str },
+    Missing { field: Cow<'static, str> },
     /// `CONFLICT`: a unique value is taken (`slug`, `username`, `email`), or the entity
     /// is still in use; `field` names what.
     #[error("{message}")]
     Conflict {
         message: String,
-        field: &'static str,
+        field: Cow<'static, str>,
     },
     /// `VERSION_MISMATCH`: the entity changed since the client read it. The client reads
     /// it again (`extensions.currentVersion` says where it is now) and retries.
     #[error("{entity} changed since version {expected}{}: read it again and retry", current_text(.current))]
     VersionMismatch {
-        entity: &'static str,
+        entity: Cow<'static, str>,
         expected: u32,
         current: Option<u32>,
     },
@@ -200,7 +201,7 @@ impl ErrorExtensions for ApiError {
                     field: Some(field), ..
                 } => e.set("field", field.as_str()),
                 ApiError::Missing { field } | ApiError::Conflict { field, .. } => {
-                    e.set("field", *field)
+                    e.set("field", field.as_ref())
                 }
                 ApiError::VersionMismatch {
                     expected, current, ..
@@ -303,21 +304,21 @@ impl From<RepoError> for ApiError {
                 message,
                 field: None,
             },
-            RepoError::NotFound(what) => ApiError::Missing { field: what },
+            RepoError::NotFound(what) => ApiError::Missing { field: what.into() },
             RepoError::AlreadyExists(what) => ApiError::Conflict {
                 message: format!("this {what} is already taken"),
-                field: what,
+                field: what.into(),
             },
             RepoError::InUse(what) => ApiError::Conflict {
                 message: format!("cannot delete: still referenced by {what}"),
-                field: what,
+                field: what.into(),
             },
             RepoError::VersionMismatch {
                 entity,
                 expected,
                 current,
             } => ApiError::VersionMismatch {
-                entity,
+                entity: entity.into(),
                 expected,
                 current,
             },

@@ -122,7 +122,9 @@ pub fn visible(rc: &RequestContext, org: &Slug, field: &'static str) -> ApiResul
     if rc.sees(org) {
         Ok(())
     } else {
-        Err(ApiError::Missing { field })
+        Err(ApiError::Missing {
+            field: field.into(),
+        })
     }
 }
 

@@ -171,7 +171,9 @@ pub(super) async fn update_order_status(
     // another one is as missing as an order that does not exist.
     let org = match (org, rc.access.org()) {
         (Some(named), Some(own)) if named != *own => {
-            return Err(ApiError::Missing { field: "order" })
+            return Err(ApiError::Missing {
+                field: "order".into(),
+            })
         }
         (named, own) => named.or_else(|| own.cloned()),
     };

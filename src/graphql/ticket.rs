@@ -132,11 +132,13 @@ pub(super) async fn update_ticket(
         .await?
         .filter(|t| rc.sees(&t.org))
     else {
-        return Err(ApiError::Missing { field: "ticket" });
+        return Err(ApiError::Missing {
+            field: "ticket".into(),
+        });
     };
     if current.version != expected {
         return Err(ApiError::VersionMismatch {
-            entity: "ticket",
+            entity: "ticket".into(),
             expected,
             current: Some(current.version),
         });

@@ -34,7 +34,7 @@ fn the_builtin_and_the_second_chart_hold_every_rule() {
     let (code, out, err) = chart_check(&["examples/charts/store-locator.toml"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("chart `store-locator`: 2 entities, 0 indexes, 5 access patterns"),
+        out.contains("chart `store-locator`: 3 entities, 0 indexes, 10 access patterns, 5 mutations: every rule holds"),
         "{out}"
     );
 }
@@ -90,7 +90,7 @@ async fn serve_takes_a_chart_by_flag_or_variable_and_refuses_a_broken_one() {
         let (addr, log) = crate::commands::listening(&mut child).await;
         assert!(
             log.iter()
-                .any(|l| l.contains("the chart's samples loaded") && l.contains("written=8")),
+                .any(|l| l.contains("the chart's samples loaded") && l.contains("written=9")),
             "{log:#?}"
         );
         let resp: serde_json::Value = reqwest::Client::new()
@@ -183,7 +183,8 @@ async fn the_store_commands_take_the_chart() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for written in ["written=8", "written=0"] {
+    // Six stores, two chains and the marker of the one phone given.
+    for written in ["written=9", "written=0"] {
         let out = run("seed").await;
         let log = format!(
             "{}{}",

@@ -10,7 +10,7 @@ use regex::Regex;
 use super::super::format::{self, File};
 use super::super::template::Template;
 use super::super::types::{Kind, Type};
-use super::super::{Attribute, Entity, Index, Keys, Projection, Table};
+use super::super::{Attribute, Auto, Count, Entity, Index, Invariants, Keys, Projection, Table};
 use super::*;
 
 impl Checker {
@@ -172,6 +172,7 @@ impl Checker {
                     max_items: f.max_items,
                     description: f.description.clone(),
                     graphql: f.graphql,
+                    auto: f.auto.clone(),
                 },
                 f.optional,
             ),
@@ -180,11 +181,25 @@ impl Checker {
             self.refuse("names", format!("attribute `{name}` is not a GraphQL name"));
         }
         let ty = self.ty(&spec.ty, spec.of.as_deref(), &spec, file, kinds)?;
+        let auto = match spec.auto.as_deref() {
+            None => None,
+            Some("ulid") if matches!(ty, Type::Kind(Kind::Ulid)) => Some(Auto::Ulid),
+            Some("created") if matches!(ty, Type::Timestamp) => Some(Auto::Created),
+            Some("updated") if matches!(ty, Type::Timestamp) => Some(Auto::Updated),
+            Some(other) => {
+                self.refuse(
+                    "writes",
+                    format!("attribute `{name}`: `auto = \"{other}\"` is `ulid` on a ulid, `created` or `updated` on a timestamp"),
+                );
+                None
+            }
+        };
         Some(Attribute {
             ty,
             optional,
             description: spec.description,
             graphql: spec.graphql.unwrap_or(true),
+            auto,
         })
     }
 
@@ -262,6 +277,19 @@ impl Checker {
             references: e.references.clone(),
             connections: e.connections.clone(),
             lists: e.lists.clone(),
+            writes: Invariants {
+                version: e.version.clone(),
+                unique: e.unique.clone(),
+                counts: e
+                    .counts
+                    .iter()
+                    .map(|(reference, c)| Count {
+                        reference: reference.clone(),
+                        counters: c.names(),
+                    })
+                    .collect(),
+                lifecycle: e.lifecycle.clone(),
+            },
             system: false,
         }
     }
@@ -327,6 +355,7 @@ pub(super) struct Spec {
     max_items: Option<usize>,
     description: Option<String>,
     graphql: Option<bool>,
+    auto: Option<String>,
 }
 
 fn placeholder_keys() -> Keys {
@@ -357,6 +386,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
                         optional: false,
                         description: None,
                         graphql: false,
+                        auto: None,
                     },
                 )
             })
@@ -369,6 +399,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
         references: IndexMap::new(),
         connections: IndexMap::new(),
         lists: IndexMap::new(),
+        writes: Invariants::default(),
         system: true,
     };
     let int = |max| Type::Int {

@@ -148,6 +148,8 @@ impl Checker {
                     parent, children, ..
                 } => *children != e.name || parent.as_deref().is_some_and(holds),
                 Request::BatchGetItem => true,
+                // A write names its item's tenant.
+                Request::Write { entity, .. } => *entity != e.name,
             })
     }
 
@@ -313,6 +315,7 @@ impl Checker {
                 Request::GetItem { entity, .. } => *entity == e.name,
                 Request::Query { parent, .. } => parent.as_deref() == Some(e.name.as_str()),
                 Request::BatchGetItem => true,
+                Request::Write { .. } => false,
             };
             if !serves {
                 self.refuse(

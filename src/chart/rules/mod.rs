@@ -13,6 +13,7 @@
 mod declared;
 mod design;
 mod patterns;
+mod writes;
 
 use declared::system_entities;
 
@@ -35,6 +36,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("references", "every reference names an entity and all of its key"),
     ("fields", "every field that uses a pattern uses one that returns what it serves"),
     ("samples", "every sample item is an item of its entity"),
+    ("writes", "every mutation is one write request that keeps what its entity declares: versions, unique markers, counters on what it references, its life cycle, at most 100 actions"),
 ];
 
 pub(super) fn check(file: File) -> Result<Chart, Refused> {
@@ -157,6 +159,8 @@ impl Checker {
         self.at(None, None);
         self.tenant(&file, &entities, &patterns);
         self.fields(&file, &entities, &patterns);
+        self.invariants(&entities, &patterns);
+        let mutations = self.mutations(&file, &entities, &patterns);
         let mut samples = Vec::new();
         for (entity, items) in &file.samples {
             self.at(Some(entity), None);
@@ -166,7 +170,26 @@ impl Checker {
             };
             for (i, item) in items.iter().enumerate() {
                 match super::samples::item(&table, &indexes, e, item) {
-                    Ok(item) => samples.push(item),
+                    Ok(item) => {
+                        // The markers of its unique values, as a create would write them.
+                        for (attr, marker) in &e.writes.unique {
+                            let Some(m) = entities.get(marker) else {
+                                continue;
+                            };
+                            if !item.contains_key(attr) {
+                                continue;
+                            }
+                            let vars = super::samples::key_values(m, &item);
+                            match super::samples::marker(&table, &indexes, m, &item, &vars) {
+                                Ok(marker) => samples.push(marker),
+                                Err(why) => self.refuse(
+                                    "samples",
+                                    format!("sample {}: its `{attr}` marker: {why}", i + 1),
+                                ),
+                            }
+                        }
+                        samples.push(item);
+                    }
                     Err(why) => self.refuse("samples", format!("sample {}: {why}", i + 1)),
                 }
             }
@@ -184,6 +207,7 @@ impl Checker {
             entities,
             query: file.query,
             patterns,
+            mutations,
             samples,
         }
     }

@@ -11,7 +11,7 @@ use super::super::format::{self};
 use super::super::reach::{condition_binder, reachable, Included};
 use super::super::template::{self, Laid, Template};
 use super::super::{
-    Entity, Index, KeyCondition, Pattern, Projection, Request, SortCondition, Table,
+    Entity, Index, KeyCondition, Pattern, Projection, Request, SortCondition, Table, WriteRequest,
 };
 use super::*;
 
@@ -142,11 +142,18 @@ impl Checker {
                 }
             }
             other => {
-                self.refuse(
-                    "one-request",
-                    format!("request `{other}` is none of GetItem, Query, BatchGetItem"),
-                );
-                return None;
+                let Some(request) = WriteRequest::parse(other) else {
+                    self.refuse(
+                        "one-request",
+                        format!("request `{other}` is none of GetItem, Query, BatchGetItem, PutItem, UpdateItem, DeleteItem, TransactWriteItems"),
+                    );
+                    return None;
+                };
+                let Some(entity) = known(&p.entity, self, "entity") else {
+                    self.refuse("one-request", "a write names the `entity` it writes");
+                    return None;
+                };
+                Request::Write { request, entity }
             }
         };
         Some(Pattern {

@@ -122,6 +122,8 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
             body.push_str("  }\n");
             (body, 1)
         }
+        // A mutation's tab writes: the playground's tabs read.
+        Request::Write { .. } => return None,
     };
     let name: String = p
         .field

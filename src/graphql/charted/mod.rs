@@ -16,6 +16,7 @@
 
 pub mod cost;
 mod examples;
+mod mutate;
 mod read;
 pub mod record;
 mod resolve;
@@ -45,8 +46,11 @@ pub type Writes = fn(SchemaBuilder, &Arc<Chart>, &HashSet<String>) -> SchemaBuil
 /// Mutation and Subscription roots (the caller adds the limits and extensions and finishes
 /// it).
 pub fn build(chart: Arc<Chart>, writes: Option<Writes>) -> SchemaBuilder {
+    let declared_writes = writes.is_none() && !chart.mutations.is_empty();
     let mut schema = if writes.is_some() {
         Schema::build("Query", Some("Mutation"), Some("Subscription"))
+    } else if declared_writes {
+        Schema::build("Query", Some("Mutation"), None)
     } else {
         Schema::build("Query", None, None)
     };
@@ -129,6 +133,8 @@ pub fn build(chart: Arc<Chart>, writes: Option<Writes>) -> SchemaBuilder {
             .chain(["Role", "Cents"].map(String::from))
             .collect();
         schema = register(schema, &chart, &declared);
+    } else if declared_writes {
+        schema = mutate::register(schema, &chart);
     }
     schema.register(resolve::query_type(chart))
 }

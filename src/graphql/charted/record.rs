@@ -108,21 +108,7 @@ impl Record {
     }
 
     fn key_values(&self, entity: &Entity) -> Vars {
-        let mut out = Vars::new();
-        for (name, a) in &entity.attributes {
-            match (self.item.get(name), &a.ty) {
-                (Some(AttributeValue::N(n)), Type::Int { .. }) => {
-                    if let Ok(n) = n.parse() {
-                        out.insert(name.clone(), KeyValue::Int(n));
-                    }
-                }
-                (Some(AttributeValue::S(s)), Type::Kind(_) | Type::Enum { .. }) => {
-                    out.insert(name.clone(), KeyValue::Text(s.clone()));
-                }
-                _ => {}
-            }
-        }
-        out
+        crate::chart::samples::key_values(entity, &self.item)
     }
 
     /// Its primary key, from its key attributes as stored.

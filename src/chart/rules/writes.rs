@@ -1,0 +1,408 @@
+//! The writes: what each entity's writes keep (its version, unique markers, counters on
+//! what it references, its life cycle), and each mutation one write request of at most
+//! 100 actions that keeps it (rule `writes`).
+
+use indexmap::IndexMap;
+
+use super::super::format::{self, File};
+use super::super::types::{Kind, Type};
+use super::super::{Action, Entity, Mutation, Pattern, Request, WriteRequest};
+use super::*;
+
+/// The most actions one TransactWriteItems may hold.
+pub const MAX_ACTIONS: usize = 100;
+
+impl Checker {
+    /// Every entity's declared invariants name what they keep, and can be kept.
+    pub(super) fn invariants(
+        &mut self,
+        entities: &IndexMap<String, Entity>,
+        patterns: &IndexMap<u32, Pattern>,
+    ) {
+        for e in entities.values().filter(|e| !e.system) {
+            self.at(Some(&e.name), None);
+            let w = &e.writes;
+            let key_vars = key_vars(e);
+            if let Some(v) = &w.version {
+                match e.attributes.get(v) {
+                    Some(a) if matches!(a.ty, Type::Int { .. }) && !a.optional => {}
+                    _ => self.refuse(
+                        "writes",
+                        format!("`version` names `{v}`, which is no required int attribute"),
+                    ),
+                }
+                if in_any_key(e, v) {
+                    self.refuse("writes", format!("the version `{v}` is part of a key"));
+                }
+            }
+            for (attr, marker) in &w.unique {
+                if !e.attributes.contains_key(attr) {
+                    self.refuse("writes", format!("unique `{attr}` is no attribute"));
+                    continue;
+                }
+                if key_vars.contains(attr) {
+                    self.refuse(
+                        "writes",
+                        format!(
+                            "unique `{attr}` is part of the primary key, which is unique already"
+                        ),
+                    );
+                }
+                let Some(m) = entities
+                    .get(marker)
+                    .filter(|m| !m.system && *m.name != e.name)
+                else {
+                    self.refuse(
+                        "writes",
+                        format!("unique `{attr}`: its marker `{marker}` is no other entity of the chart"),
+                    );
+                    continue;
+                };
+                self.marker(e, m, attr, &format!("unique `{attr}`"));
+            }
+            for c in &w.counts {
+                let Some(r) = e.references.get(&c.reference) else {
+                    self.refuse(
+                        "writes",
+                        format!("counts on `{}`, which is no reference", c.reference),
+                    );
+                    continue;
+                };
+                let Some(target) = entities.get(&r.entity) else {
+                    continue;
+                };
+                let shards = entities.values().find(|s| {
+                    s.shards_of
+                        .as_ref()
+                        .is_some_and(|(of, _)| *of == target.name)
+                });
+                for counter in &c.counters {
+                    match target.attributes.get(counter) {
+                        Some(a) if matches!(a.ty, Type::Counter) => {}
+                        _ => {
+                            self.refuse(
+                                "writes",
+                                format!(
+                                    "counts `{counter}` on `{}`, which is no counter of {}",
+                                    c.reference, target.name
+                                ),
+                            );
+                            continue;
+                        }
+                    }
+                    if let Some(s) = shards {
+                        if !s.attributes.contains_key(counter) {
+                            self.refuse("writes", format!("counts `{counter}` on {}, whose counter shards `{}` do not hold it", target.name, s.name));
+                        }
+                    }
+                    for (conn, spec) in &target.connections {
+                        let totals: Vec<&String> = match &spec.total {
+                            None => Vec::new(),
+                            Some(format::Total::Counter(t)) => vec![t],
+                            Some(format::Total::ByArgument(by)) => {
+                                by.values().flat_map(|m| m.values()).collect()
+                            }
+                        };
+                        if !totals.contains(&counter) {
+                            continue;
+                        }
+                        let children = patterns.get(&spec.pattern).and_then(|p| match &p.request {
+                            Request::Query { children, .. } => Some(children.as_str()),
+                            _ => None,
+                        });
+                        if children.is_some_and(|ch| ch != e.name) {
+                            self.refuse("writes", format!(
+                                "counts `{counter}` on {}, but `{counter}` is the total of {}.{conn}, which pages {}: a counter on an entity that is not {}'s parent",
+                                target.name, target.name, children.unwrap_or_default(), e.name
+                            ));
+                        }
+                    }
+                }
+            }
+            if let Some(l) = &w.lifecycle {
+                match e.attributes.get(&l.attribute).map(|a| &a.ty) {
+                    Some(Type::Enum { name, values }) => {
+                        let states = std::iter::once(&l.initial)
+                            .chain(l.transitions.keys())
+                            .chain(l.transitions.values().flatten());
+                        for s in states {
+                            if !values.contains(s) {
+                                self.refuse(
+                                    "writes",
+                                    format!("lifecycle: `{s}` is no value of {name}"),
+                                );
+                            }
+                        }
+                        if key_vars.contains(&l.attribute) {
+                            self.refuse("writes", format!("lifecycle: `{}` is part of the primary key, which no write changes", l.attribute));
+                        }
+                    }
+                    _ => self.refuse(
+                        "writes",
+                        format!("lifecycle: `{}` is no enum attribute", l.attribute),
+                    ),
+                }
+            }
+        }
+        self.at(None, None);
+    }
+
+    /// A marker entity (of a unique attribute, or of a client token) holds the value it
+    /// keeps in its key and names its owner.
+    fn marker(&mut self, owner: &Entity, m: &Entity, attr: &str, what: &str) {
+        if m.graphql {
+            self.refuse(
+                "writes",
+                format!(
+                    "{what}: its marker `{}` is a GraphQL type (set `graphql = false`)",
+                    m.name
+                ),
+            );
+        }
+        if !key_vars(m).iter().any(|v| v == attr) {
+            self.refuse(
+                "writes",
+                format!("{what}: the key of its marker `{}` holds no `{attr}`: a marker with no attribute makes nothing unique", m.name),
+            );
+        }
+        for owner_key in key_vars(owner) {
+            if !m.attributes.contains_key(&owner_key) {
+                self.refuse(
+                    "writes",
+                    format!(
+                        "{what}: its marker `{}` does not name its owner: it has no `{owner_key}`",
+                        m.name
+                    ),
+                );
+            }
+        }
+    }
+
+    pub(super) fn mutations(
+        &mut self,
+        file: &File,
+        entities: &IndexMap<String, Entity>,
+        patterns: &IndexMap<u32, Pattern>,
+    ) -> IndexMap<String, Mutation> {
+        let mut out = IndexMap::new();
+        for (name, m) in &file.mutations {
+            self.at(Some(&m.entity), Some(m.pattern));
+            if !is_graphql_name(name) {
+                self.refuse("names", format!("mutation `{name}` is not a GraphQL name"));
+            }
+            let Some(e) = entities.get(&m.entity).filter(|e| e.graphql && !e.system) else {
+                self.refuse(
+                    "writes",
+                    format!(
+                        "mutation `{name}` writes `{}`, which is no GraphQL type of the chart",
+                        m.entity
+                    ),
+                );
+                continue;
+            };
+            let action = match m.action.as_str() {
+                "create" => Action::Create,
+                "update" => Action::Update,
+                "delete" => Action::Delete,
+                other => {
+                    self.refuse(
+                        "format",
+                        format!("mutation `{name}`: `action` is create, update or delete, not `{other}`"),
+                    );
+                    continue;
+                }
+            };
+            let by_id = match m.by.as_deref() {
+                None | Some("key") => false,
+                Some("id") if e.node => true,
+                Some("id") => {
+                    self.refuse(
+                        "writes",
+                        format!("mutation `{name}` takes an `id`, and {} is no node", e.name),
+                    );
+                    false
+                }
+                Some(other) => {
+                    self.refuse(
+                        "format",
+                        format!("mutation `{name}`: `by` is `key` or `id`, not `{other}`"),
+                    );
+                    false
+                }
+            };
+            let key = key_vars(e);
+            let changeable = |a: &str| {
+                let attr = &e.attributes[a];
+                !key.iter().any(|k| k == a)
+                    && !matches!(attr.ty, Type::Counter)
+                    && attr.auto.is_none()
+                    && e.writes.version.as_deref() != Some(a)
+            };
+            let fields = match (&m.fields, action) {
+                (Some(_), Action::Create | Action::Delete) => {
+                    self.refuse(
+                        "format",
+                        format!("mutation `{name}`: `fields` are what an update changes"),
+                    );
+                    Vec::new()
+                }
+                (None, Action::Update) => e
+                    .attributes
+                    .keys()
+                    .filter(|a| changeable(a))
+                    .cloned()
+                    .collect(),
+                (Some(fields), Action::Update) => {
+                    for f in fields {
+                        if !e.attributes.contains_key(f) {
+                            self.refuse(
+                                "writes",
+                                format!("mutation `{name}` changes `{f}`, which is no attribute"),
+                            );
+                        } else if !changeable(f) {
+                            self.refuse("writes", format!("mutation `{name}` changes `{f}`, which is part of the primary key, a counter, the version or kept by the writes"));
+                        }
+                    }
+                    fields.clone()
+                }
+                (None, _) => Vec::new(),
+            };
+            if action == Action::Update && fields.is_empty() {
+                self.refuse("writes", format!("mutation `{name}` has nothing to change"));
+            }
+            if let Some(t) = &m.token {
+                if action != Action::Create {
+                    self.refuse("writes", format!("mutation `{name}`: a client token makes a create idempotent; an update has its version"));
+                }
+                match entities.get(t).filter(|t| !t.system) {
+                    None => self.refuse(
+                        "writes",
+                        format!(
+                            "mutation `{name}`: its token marker `{t}` is no entity of the chart"
+                        ),
+                    ),
+                    Some(marker) => {
+                        let token_var = key_vars(marker).into_iter().find(|v| {
+                            matches!(
+                                marker.attributes.get(v).map(|a| &a.ty),
+                                Some(Type::Kind(Kind::Token))
+                            )
+                        });
+                        match token_var {
+                            Some(v) => self.marker(e, marker, &v, &format!("mutation `{name}`")),
+                            None => self.refuse("writes", format!("mutation `{name}`: the key of its token marker `{t}` holds no `token` attribute")),
+                        }
+                    }
+                }
+            }
+            if let Some(role) = &m.role {
+                if !["ADMIN", "MEMBER"].contains(&role.as_str()) {
+                    self.refuse(
+                        "writes",
+                        format!("mutation `{name}`: `role` is ADMIN or MEMBER, not `{role}`"),
+                    );
+                }
+            }
+            let shards = entities
+                .values()
+                .find(|s| s.shards_of.as_ref().is_some_and(|(of, _)| *of == e.name))
+                .map_or(0, |s| s.shards_of.as_ref().map_or(0, |(_, n)| *n as usize));
+            let counted_refs = e.writes.counts.len();
+            let actions = match action {
+                Action::Create => {
+                    1 + e.writes.unique.len()
+                        + counted_refs
+                        + shards
+                        + usize::from(m.token.is_some())
+                }
+                Action::Update => {
+                    let unique = fields
+                        .iter()
+                        .filter(|f| e.writes.unique.contains_key(*f))
+                        .count();
+                    let moved = e
+                        .writes
+                        .counts
+                        .iter()
+                        .filter(|c| {
+                            e.references
+                                .get(&c.reference)
+                                .is_some_and(|r| r.key.values().any(|from| fields.contains(from)))
+                        })
+                        .count();
+                    1 + 2 * unique + 2 * moved
+                }
+                Action::Delete => {
+                    if shards > 0 {
+                        self.refuse("writes", format!("mutation `{name}` deletes a {}, whose counts live on {shards} counter shards that one condition cannot check", e.name));
+                    }
+                    1 + e.writes.unique.len() + counted_refs
+                }
+            };
+            if actions > MAX_ACTIONS {
+                self.refuse("writes", format!(
+                    "mutation `{name}` is a transaction of up to {actions} actions; DynamoDB takes at most {MAX_ACTIONS}"
+                ));
+            }
+            let request = match (actions > 1, action) {
+                (true, _) => WriteRequest::TransactWriteItems,
+                (false, Action::Create) => WriteRequest::PutItem,
+                (false, Action::Update) => WriteRequest::UpdateItem,
+                (false, Action::Delete) => WriteRequest::DeleteItem,
+            };
+            match patterns.get(&m.pattern).map(|p| (p, &p.request)) {
+                Some((p, Request::Write { request: declared, entity })) => {
+                    if *entity != e.name {
+                        self.refuse("writes", format!("mutation `{name}` writes {}, and its pattern writes {entity}", e.name));
+                    }
+                    if *declared != request {
+                        self.refuse("one-request", format!(
+                            "mutation `{name}` is one {} ({actions} action{}), and its pattern says {}",
+                            request.name(), if actions == 1 { "" } else { "s" }, declared.name()
+                        ));
+                    }
+                    if p.field != format!("Mutation.{name}") {
+                        self.refuse("fields", format!("mutation `{name}` uses pattern {}, whose field is `{}`", m.pattern, p.field));
+                    }
+                }
+                Some(_) => self.refuse("writes", format!("mutation `{name}` uses pattern {}, which is no write", m.pattern)),
+                None => self.refuse("fields", format!("mutation `{name}` uses pattern {}, which the chart does not declare (or refused)", m.pattern)),
+            }
+            out.insert(
+                name.clone(),
+                Mutation {
+                    name: name.clone(),
+                    entity: e.name.clone(),
+                    action,
+                    pattern: m.pattern,
+                    by_id,
+                    fields,
+                    token: m.token.clone(),
+                    role: m.role.clone(),
+                    description: m.description.clone(),
+                    request,
+                },
+            );
+        }
+        self.at(None, None);
+        out
+    }
+}
+
+/// The variables of an entity's primary key, in the order its templates spell them.
+fn key_vars(e: &Entity) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in e.key.pk.vars().chain(e.key.sk.vars()) {
+        if !out.contains(&v.name) {
+            out.push(v.name.clone());
+        }
+    }
+    out
+}
+
+fn in_any_key(e: &Entity, attr: &str) -> bool {
+    std::iter::once(&e.key)
+        .chain(e.indexes.values())
+        .flat_map(|k| k.pk.vars().chain(k.sk.vars()))
+        .any(|v| v.name == attr)
+}

@@ -1,0 +1,157 @@
+//! A mutation's input, as the chart types it: each attribute's GraphQL input type, and a
+//! value a client sent checked against its declared type and stored as the item holds it.
+
+use async_graphql::dynamic::TypeRef;
+use async_graphql::Value;
+
+use crate::chart::types::Type;
+use crate::chart::Chart;
+use crate::graphql::errors::ApiError;
+use crate::graphql::input::text;
+use crate::store::AttributeValue;
+
+/// The longest string an attribute without `max_length` takes: the item's 400 KB bound
+/// holds the rest.
+const DEFAULT_MAX_CHARS: usize = 100_000;
+
+/// Strings up to this many characters are one line; longer ones (and those without a
+/// bound) take line breaks and tabs.
+const ONE_LINE_CHARS: usize = 200;
+
+/// The name of a shape's input object (`Hours` → `HoursInput`).
+pub fn shape_input(shape: &str) -> String {
+    format!("{shape}Input")
+}
+
+/// Whether a mutation can take an attribute of this type (a map has no input form yet).
+pub fn writable(ty: &Type) -> bool {
+    match ty {
+        Type::Map { .. } | Type::Counter => false,
+        Type::List { of, .. } => writable(of),
+        _ => true,
+    }
+}
+
+/// An attribute's GraphQL input type.
+pub fn type_ref(ty: &Type, required: bool) -> TypeRef {
+    let named = |ty: &Type| -> String {
+        match ty {
+            Type::Int { .. } | Type::Counter => TypeRef::INT.into(),
+            Type::Boolean => TypeRef::BOOLEAN.into(),
+            Type::Cents => "Cents".into(),
+            Type::Enum { name, .. } => name.clone(),
+            Type::Shape(name) => shape_input(name),
+            _ => TypeRef::STRING.into(),
+        }
+    };
+    match ty {
+        Type::List { of, .. } if required => TypeRef::named_nn_list_nn(named(of)),
+        Type::List { of, .. } => TypeRef::named_nn_list(named(of)),
+        _ if required => TypeRef::named_nn(named(ty)),
+        _ => TypeRef::named(named(ty)),
+    }
+}
+
+/// A value a client sent for `field`, of type `ty`, as the item stores it; a clear
+/// `BAD_USER_INPUT` naming the field when it is not one.
+pub fn stored(
+    chart: &Chart,
+    field: &str,
+    ty: &Type,
+    v: &Value,
+) -> Result<AttributeValue, ApiError> {
+    let bad = |m: String| ApiError::bad_input(field, m);
+    Ok(match (ty, v) {
+        (Type::String { max_length }, Value::String(s)) => {
+            let max = max_length.unwrap_or(DEFAULT_MAX_CHARS);
+            let multiline = max_length.is_none_or(|m| m > ONE_LINE_CHARS);
+            AttributeValue::S(text(field, s, max, multiline)?)
+        }
+        (Type::Int { min, max }, Value::Number(n)) => {
+            let n = n
+                .as_i64()
+                .ok_or_else(|| bad(format!("{field} must be a whole number")))?;
+            if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+                return Err(bad(format!(
+                    "{field} must be {}",
+                    match (min, max) {
+                        (Some(a), Some(b)) => format!("from {a} to {b}"),
+                        (Some(a), None) => format!("at least {a}"),
+                        (None, Some(b)) => format!("at most {b}"),
+                        (None, None) => String::new(),
+                    }
+                )));
+            }
+            AttributeValue::N(n.to_string())
+        }
+        (Type::Boolean, Value::Boolean(b)) => AttributeValue::Bool(*b),
+        (Type::Timestamp, Value::String(s)) => {
+            let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+                .map_err(|_| {
+                    bad(format!(
+                        "{field} must be an RFC 3339 time (`2026-01-31T12:00:00Z`)"
+                    ))
+                })?;
+            let utc = t.to_offset(time::UtcOffset::UTC);
+            AttributeValue::S(
+                utc.format(&time::format_description::well_known::Rfc3339)
+                    .map_err(|_| bad(format!("{field} is out of range")))?,
+            )
+        }
+        (Type::Cents, Value::String(s)) => {
+            let n: i64 = s
+                .parse()
+                .map_err(|_| bad(format!("{field} must be a whole number of cents")))?;
+            AttributeValue::N(n.to_string())
+        }
+        (Type::Cents, Value::Number(n)) => {
+            let n = n
+                .as_i64()
+                .filter(|n| n.unsigned_abs() <= 1 << 53)
+                .ok_or_else(|| bad(format!("{field} must be a whole number of cents up to 2^53; send larger amounts as a string")))?;
+            AttributeValue::N(n.to_string())
+        }
+        (Type::Kind(k), Value::String(s)) => AttributeValue::S(
+            k.validate("value", s)
+                .map_err(|m| bad(m.replacen("value", field, 1)))?,
+        ),
+        (Type::Enum { name, values }, Value::Enum(e)) if values.iter().any(|v| v == e.as_str()) => {
+            let _ = name;
+            AttributeValue::S(e.to_string())
+        }
+        (Type::Enum { values, .. }, Value::String(s)) if values.contains(s) => {
+            AttributeValue::S(s.clone())
+        }
+        (Type::List { of, max_items }, Value::List(items)) => {
+            if let Some(m) = max_items.filter(|m| items.len() > *m) {
+                return Err(bad(format!(
+                    "{field} holds at most {m} items, got {}",
+                    items.len()
+                )));
+            }
+            AttributeValue::L(
+                items
+                    .iter()
+                    .map(|i| stored(chart, field, of, i))
+                    .collect::<Result<_, _>>()?,
+            )
+        }
+        (Type::Shape(name), Value::Object(o)) => {
+            let mut m = std::collections::HashMap::new();
+            for (f, a) in chart.shapes.get(name).into_iter().flatten() {
+                let path = format!("{field}.{f}");
+                match o.get(f.as_str()) {
+                    None | Some(Value::Null) if a.optional => {}
+                    None | Some(Value::Null) => {
+                        return Err(ApiError::bad_input(&path, format!("{path} is required")))
+                    }
+                    Some(v) => {
+                        m.insert(f.clone(), stored(chart, &path, &a.ty, v)?);
+                    }
+                }
+            }
+            AttributeValue::M(m.into_iter().collect())
+        }
+        _ => return Err(bad(format!("{field} is not a {}", ty.describe()))),
+    })
+}

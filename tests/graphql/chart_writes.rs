@@ -1,0 +1,359 @@
+//! Writes declared in a chart, served with no code of their own: the store locator's
+//! mutations (`examples/charts/store-locator.toml`), on both engines. Each is one write
+//! request (preceded at most by the read its checks need) that keeps what the chart
+//! declares: the phone's uniqueness marker, the chain's `storeCount`, the store's version
+//! and its status's life cycle, a delete refused while something still counts on it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use itemgraph::auth::{Access, Role};
+use itemgraph::keys::Slug;
+use serde_json::{json, Value};
+
+use crate::common::graphql::{error_codes, request_count, requests, Api};
+
+const CHART: &str = "examples/charts/store-locator.toml";
+
+async fn api(dynamodb: Option<&str>) -> Option<Api> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(CHART);
+    let chart = Arc::new(itemgraph::chart::load(&path).unwrap_or_else(|e| panic!("{e}")));
+    Api::chart(chart, dynamodb).await
+}
+
+macro_rules! on_both_engines {
+    ($($case:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let api = super::api(None).await.expect("the embedded engine");
+                    super::$case(&api).await;
+                    api.finish().await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let Some(api) = super::api(Some(stringify!($case))).await else {
+                        return;
+                    };
+                    super::$case(&api).await;
+                    api.finish().await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_engines!(
+    a_store_is_created_with_its_marker_and_its_count_in_one_transaction,
+    a_store_changes_under_its_version_and_its_life_cycle,
+    a_store_is_deleted_with_its_marker_and_uncounted,
+    a_chain_is_deleted_only_when_nothing_counts_on_it,
+    writes_reach_only_the_callers_tenant,
+    bad_input_is_refused_naming_the_field_and_writes_nothing,
+);
+
+fn operations(r: &Value) -> Vec<String> {
+    requests(r)
+        .iter()
+        .map(|q| q["operation"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn field(r: &Value) -> Value {
+    r["errors"][0]["extensions"]["field"].clone()
+}
+
+const CREATE: &str = r#"mutation($input: CreateStoreInput!) {
+    createStore(input: $input) { store { id name phone status version chain { slug storeCount } } } }"#;
+
+fn new_store(number: &str, phone: Option<&str>) -> Value {
+    json!({"input": {
+        "chain": "bean-there", "country": "US", "state": "WA", "city": "TACOMA",
+        "number": number, "name": format!("Tacoma {number}"), "address": "1 Pacific Ave",
+        "phone": phone, "hours": [{"day": "MONDAY", "opens": "07:00", "closes": "15:00"}]
+    }})
+}
+
+async fn store_count(api: &Api) -> (i64, i64) {
+    let r = api
+        .run(r#"{ chain(slug: "bean-there") { storeCount stores(first: 1) { totalCount } } }"#)
+        .await;
+    (
+        r["data"]["chain"]["storeCount"].as_i64().unwrap(),
+        r["data"]["chain"]["stores"]["totalCount"].as_i64().unwrap(),
+    )
+}
+
+async fn create(api: &Api, number: &str, phone: Option<&str>) -> Value {
+    let r = api.run_with(CREATE, new_store(number, phone)).await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    r["data"]["createStore"]["store"].clone()
+}
+
+async fn a_store_is_created_with_its_marker_and_its_count_in_one_transaction(api: &Api) {
+    let r = api
+        .run_with(CREATE, new_store("5001", Some("+1 253 555 0100")))
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    let store = &r["data"]["createStore"]["store"];
+    assert_eq!(store["name"], "Tacoma 5001");
+    assert_eq!(store["status"], "OPEN", "the life cycle's initial state");
+    assert_eq!(store["version"], 1);
+    assert_eq!(store["phone"], "+1 253 555 0100");
+    // The store, its phone's marker and the chain's count: one TransactWriteItems; the
+    // chain under the payload is one read after it.
+    assert_eq!(operations(&r)[0], "TransactWriteItems", "{r:#}");
+    assert_eq!(store["chain"]["storeCount"], 6, "{r:#}");
+    assert_eq!(store_count(api).await, (6, 6));
+
+    // Pagination after the write: the new store is in its place (by country, state, city).
+    let r = api
+        .run(r#"{ chain(slug: "bean-there") { storesIn(country: "US", state: "WA") { nodes { city number } } } }"#)
+        .await;
+    assert_eq!(
+        r["data"]["chain"]["storesIn"]["nodes"],
+        json!([{"city": "SEATTLE", "number": "1001"}, {"city": "SEATTLE", "number": "1002"},
+               {"city": "SPOKANE", "number": "2001"}, {"city": "TACOMA", "number": "5001"}])
+    );
+
+    // The phone is taken within the chain; the key (the number at that place) too; each
+    // refusal names its field and writes nothing.
+    let r = api
+        .run_with(CREATE, new_store("5002", Some("+1 253 555 0100")))
+        .await;
+    assert_eq!(error_codes(&r), ["CONFLICT"], "{r:#}");
+    assert_eq!(field(&r), "phone");
+    let r = api
+        .run_with(CREATE, new_store("5001", Some("+1 253 555 0199")))
+        .await;
+    assert_eq!(error_codes(&r), ["CONFLICT"], "{r:#}");
+    assert_eq!(field(&r), "number");
+    // A sample's phone is as taken as a created one (the samples carry their markers).
+    let r = api
+        .run_with(CREATE, new_store("5003", Some("+1 206 555 0101")))
+        .await;
+    assert_eq!(field(&r), "phone", "{r:#}");
+    assert_eq!(store_count(api).await, (6, 6));
+    // No chain: NOT_FOUND, naming the reference the count needs.
+    let mut input = new_store("5004", None);
+    input["input"]["chain"] = json!("no-such");
+    let r = api.run_with(CREATE, input).await;
+    assert_eq!(error_codes(&r), ["NOT_FOUND"], "{r:#}");
+    assert_eq!(field(&r), "chain");
+    // Another chain takes the same phone: unique within a chain.
+    let mut input = new_store("9", Some("+1 253 555 0100"));
+    input["input"]["chain"] = json!("tea-leaf");
+    let r = api.run_with(CREATE, input).await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+}
+
+const UPDATE: &str = r#"mutation($input: UpdateStoreInput!) {
+    updateStore(input: $input) { store { name phone status version } } }"#;
+
+async fn a_store_changes_under_its_version_and_its_life_cycle(api: &Api) {
+    let id = create(api, "6001", Some("+1 253 555 0600")).await["id"].clone();
+    // Name only: one UpdateItem, nothing read.
+    let r = api
+        .run_with(
+            UPDATE,
+            json!({"input": {"id": id, "expectedVersion": 1, "name": "Tacoma Dome"}}),
+        )
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    assert_eq!(
+        r["data"]["updateStore"]["store"],
+        json!({"name": "Tacoma Dome", "phone": "+1 253 555 0600", "status": "OPEN", "version": 2})
+    );
+    assert_eq!(operations(&r), ["UpdateItem"], "{r:#}");
+    // A stale version: nothing written, the current one said.
+    let r = api
+        .run_with(
+            UPDATE,
+            json!({"input": {"id": id, "expectedVersion": 1, "name": "Stale"}}),
+        )
+        .await;
+    assert_eq!(error_codes(&r), ["VERSION_MISMATCH"], "{r:#}");
+    assert_eq!(r["errors"][0]["extensions"]["currentVersion"], 2);
+    // A status along the life cycle: read, then one conditional write.
+    let r = api
+        .run_with(
+            UPDATE,
+            json!({"input": {"id": id, "expectedVersion": 2, "status": "CLOSED"}}),
+        )
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    assert_eq!(r["data"]["updateStore"]["store"]["status"], "CLOSED");
+    assert_eq!(operations(&r), ["GetItem", "UpdateItem"], "{r:#}");
+    // CLOSED is final.
+    let r = api
+        .run_with(
+            UPDATE,
+            json!({"input": {"id": id, "expectedVersion": 3, "status": "OPEN"}}),
+        )
+        .await;
+    assert_eq!(error_codes(&r), ["INVALID_TRANSITION"], "{r:#}");
+    assert_eq!(r["errors"][0]["extensions"]["from"], "CLOSED");
+    // A new phone moves its marker: read, then one TransactWriteItems; the old phone is
+    // free again, the new one taken.
+    let r = api
+        .run_with(
+            UPDATE,
+            json!({"input": {"id": id, "expectedVersion": 3, "phone": "+1 253 555 0601"}}),
+        )
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    assert_eq!(r["data"]["updateStore"]["store"]["version"], 4);
+    assert_eq!(operations(&r), ["GetItem", "TransactWriteItems"], "{r:#}");
+    create(api, "6002", Some("+1 253 555 0600")).await;
+    let r = api
+        .run_with(CREATE, new_store("6003", Some("+1 253 555 0601")))
+        .await;
+    assert_eq!(field(&r), "phone", "{r:#}");
+    // Removing the phone (null) frees it.
+    let r = api
+        .run_with(
+            UPDATE,
+            json!({"input": {"id": id, "expectedVersion": 4, "phone": null}}),
+        )
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    assert_eq!(r["data"]["updateStore"]["store"]["phone"], Value::Null);
+    create(api, "6004", Some("+1 253 555 0601")).await;
+    // Nothing to change.
+    let r = api
+        .run_with(UPDATE, json!({"input": {"id": id, "expectedVersion": 5}}))
+        .await;
+    assert_eq!(error_codes(&r), ["BAD_USER_INPUT"], "{r:#}");
+    assert_eq!(request_count(&r), 0);
+}
+
+const DELETE: &str = r#"mutation($input: DeleteStoreInput!) {
+    deleteStore(input: $input) { deletedStoreId store { name } } }"#;
+
+async fn a_store_is_deleted_with_its_marker_and_uncounted(api: &Api) {
+    let id = create(api, "7001", Some("+1 253 555 0700")).await["id"].clone();
+    assert_eq!(store_count(api).await, (6, 6));
+    let r = api.run_with(DELETE, json!({"input": {"id": id}})).await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    assert_eq!(r["data"]["deleteStore"]["deletedStoreId"], id);
+    assert_eq!(r["data"]["deleteStore"]["store"]["name"], "Tacoma 7001");
+    assert_eq!(operations(&r), ["GetItem", "TransactWriteItems"], "{r:#}");
+    assert_eq!(store_count(api).await, (5, 5));
+    // The phone is free, the store gone.
+    create(api, "7002", Some("+1 253 555 0700")).await;
+    let r = api.run_with(DELETE, json!({"input": {"id": id}})).await;
+    assert_eq!(error_codes(&r), ["NOT_FOUND"], "{r:#}");
+    assert_eq!(field(&r), "store");
+    let r = api
+        .run(&format!(r#"{{ store(id: {id}) {{ name }} }}"#))
+        .await;
+    assert_eq!(r["data"]["store"], Value::Null);
+    // A stale version refuses the delete.
+    let id = create(api, "7003", None).await["id"].clone();
+    let r = api
+        .run_with(DELETE, json!({"input": {"id": id, "expectedVersion": 2}}))
+        .await;
+    assert_eq!(error_codes(&r), ["VERSION_MISMATCH"], "{r:#}");
+}
+
+async fn a_chain_is_deleted_only_when_nothing_counts_on_it(api: &Api) {
+    let r = api
+        .run(r#"mutation { deleteChain(input: {slug: "bean-there"}) { chain { slug } } }"#)
+        .await;
+    assert_eq!(error_codes(&r), ["CONFLICT"], "{r:#}");
+    assert_eq!(field(&r), "storeCount");
+    assert_eq!(
+        operations(&r),
+        ["DeleteItem"],
+        "one conditional DeleteItem: {r:#}"
+    );
+    let r = api
+        .run(r#"mutation { createChain(input: {slug: "new-chain", name: "New"}) { chain { slug name storeCount } } }"#)
+        .await;
+    assert_eq!(
+        r["data"]["createChain"]["chain"],
+        json!({"slug": "new-chain", "name": "New", "storeCount": 0}),
+        "{r:#}"
+    );
+    assert_eq!(operations(&r)[0], "PutItem");
+    let r = api
+        .run(r#"mutation { createChain(input: {slug: "new-chain", name: "Again"}) { chain { slug } } }"#)
+        .await;
+    assert_eq!(error_codes(&r), ["CONFLICT"], "{r:#}");
+    assert_eq!(field(&r), "slug");
+    let r = api
+        .run(r#"mutation { deleteChain(input: {slug: "new-chain"}) { chain { name } } }"#)
+        .await;
+    assert_eq!(r["data"]["deleteChain"]["chain"]["name"], "New", "{r:#}");
+    assert_eq!(operations(&r), ["DeleteItem"]);
+    let r = api.run(r#"{ chain(slug: "new-chain") { slug } }"#).await;
+    assert_eq!(r["data"]["chain"], Value::Null);
+}
+
+async fn writes_reach_only_the_callers_tenant(api: &Api) {
+    let tea = |role| Access::Tenant {
+        org: Slug::parse("tea-leaf").unwrap(),
+        role,
+        subject: None,
+    };
+    // Another chain's store is answered as if the chain did not exist, before any request.
+    let r = api
+        .run_as(&tea(Role::Member), CREATE, new_store("8001", None))
+        .await;
+    assert_eq!(error_codes(&r), ["NOT_FOUND"], "{r:#}");
+    assert_eq!(field(&r), "chain");
+    assert_eq!(request_count(&r), 0);
+    let all = api
+        .run(r#"{ chain(slug: "bean-there") { stores(first: 1) { nodes { id } } } }"#)
+        .await;
+    let id = all["data"]["chain"]["stores"]["nodes"][0]["id"].clone();
+    let r = api
+        .run_as(&tea(Role::Admin), DELETE, json!({"input": {"id": id}}))
+        .await;
+    assert_eq!(error_codes(&r), ["NOT_FOUND"], "{r:#}");
+    assert_eq!(request_count(&r), 0);
+    assert_eq!(store_count(api).await, (5, 5));
+    // Creating a chain is for admins.
+    let r = api
+        .run_as(
+            &tea(Role::Member),
+            r#"mutation { createChain(input: {slug: "tea-leaf", name: "x"}) { chain { slug } } }"#,
+            Value::Null,
+        )
+        .await;
+    assert_eq!(error_codes(&r), ["FORBIDDEN"], "{r:#}");
+    // Its own chain's store, a member may open.
+    let mut input = new_store("8002", None);
+    input["input"]["chain"] = json!("tea-leaf");
+    let r = api.run_as(&tea(Role::Member), CREATE, input).await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+}
+
+async fn bad_input_is_refused_naming_the_field_and_writes_nothing(api: &Api) {
+    let cases = [
+        ("phone", json!("call me")),
+        ("number", json!("12a")),
+        ("name", json!("   ")),
+        ("name", json!("x".repeat(101))),
+        (
+            "hours",
+            json!((0..8)
+                .map(|_| json!({"day": "MONDAY", "opens": "07:00", "closes": "15:00"}))
+                .collect::<Vec<_>>()),
+        ),
+    ];
+    for (name, value) in cases {
+        let mut input = new_store("9001", None);
+        input["input"][name] = value;
+        let r = api.run_with(CREATE, input).await;
+        assert_eq!(error_codes(&r), ["BAD_USER_INPUT"], "{name}: {r:#}");
+        assert_eq!(field(&r), name, "{r:#}");
+        assert_eq!(request_count(&r), 0, "{r:#}");
+    }
+    assert_eq!(store_count(api).await, (5, 5));
+}
