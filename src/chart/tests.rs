@@ -555,8 +555,8 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
     );
     // A marker that does not name its owner.
     let r = broken_locator(
-        "\nnumber = \"storeNumber\"\n\n[query.chain]",
-        "\n\n[query.chain]",
+        "number = \"storeNumber\"\n\n# The idempotency marker",
+        "\n# The idempotency marker",
     );
     refuses(
         &r,
@@ -581,7 +581,7 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
     );
     // A pattern whose request is not the one the mutation makes.
     let r = broken_locator(
-        "name = \"Open a store: the store, its phone's marker and the chain's count\"\nrequest = \"TransactWriteItems\"",
+        "name = \"Open a store: the store, its phone's marker, the chain's count and the client token's marker\"\nrequest = \"TransactWriteItems\"",
         "name = \"Open a store\"\nrequest = \"PutItem\"",
     );
     refuses(
@@ -589,7 +589,7 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
         "one-request",
         Some("Store"),
         Some(7),
-        "is one TransactWriteItems (3 actions), and its pattern says PutItem",
+        "is one TransactWriteItems (4 actions), and its pattern says PutItem",
     );
     // A life cycle through states the enum does not have; a change of a key attribute.
     let r = broken_locator(

@@ -34,7 +34,7 @@ fn the_builtin_and_the_second_chart_hold_every_rule() {
     let (code, out, err) = chart_check(&["examples/charts/store-locator.toml"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("chart `store-locator`: 3 entities, 0 indexes, 10 access patterns, 5 mutations: every rule holds"),
+        out.contains("chart `store-locator`: 4 entities, 0 indexes, 10 access patterns, 5 mutations: every rule holds"),
         "{out}"
     );
 }

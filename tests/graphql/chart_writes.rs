@@ -54,6 +54,7 @@ on_both_engines!(
     a_store_is_deleted_with_its_marker_and_uncounted,
     a_chain_is_deleted_only_when_nothing_counts_on_it,
     writes_reach_only_the_callers_tenant,
+    a_client_token_opens_one_store_whatever_the_retries,
     bad_input_is_refused_naming_the_field_and_writes_nothing,
 );
 
@@ -356,4 +357,38 @@ async fn bad_input_is_refused_naming_the_field_and_writes_nothing(api: &Api) {
         assert_eq!(request_count(&r), 0, "{r:#}");
     }
     assert_eq!(store_count(api).await, (5, 5));
+}
+
+async fn a_client_token_opens_one_store_whatever_the_retries(api: &Api) {
+    const OPEN: &str = r#"mutation($input: CreateStoreInput!) {
+        createStore(input: $input) { replayed store { id name version } } }"#;
+    let mut first = new_store("8101", None);
+    first["input"]["clientToken"] = json!("open-8101-a");
+    let r = api.run_with(OPEN, first).await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    assert_eq!(r["data"]["createStore"]["replayed"], false);
+    let id = r["data"]["createStore"]["store"]["id"].clone();
+    // The retry (whatever it carries) opens nothing: the store the token opened, read back.
+    let mut retry = new_store("8102", None);
+    retry["input"]["clientToken"] = json!("open-8101-a");
+    let r = api.run_with(OPEN, retry).await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    assert_eq!(
+        r["data"]["createStore"],
+        json!({"replayed": true, "store": {"id": id, "name": "Tacoma 8101", "version": 1}})
+    );
+    assert_eq!(operations(&r), ["TransactWriteItems", "GetItem"], "{r:#}");
+    assert_eq!(store_count(api).await, (6, 6));
+    // A token is the caller's to choose, within its kind's rules.
+    let mut bad = new_store("8103", None);
+    bad["input"]["clientToken"] = json!("no spaces");
+    let r = api.run_with(OPEN, bad).await;
+    assert_eq!(error_codes(&r), ["BAD_USER_INPUT"], "{r:#}");
+    assert_eq!(field(&r), "clientToken");
+    // Another token opens another store.
+    let mut other = new_store("8103", None);
+    other["input"]["clientToken"] = json!("open-8103");
+    let r = api.run_with(OPEN, other).await;
+    assert_eq!(r["data"]["createStore"]["replayed"], false, "{r:#}");
+    assert_eq!(store_count(api).await, (7, 7));
 }

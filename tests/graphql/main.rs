@@ -9,6 +9,7 @@
 mod common;
 
 mod builtin_chart;
+mod chart_added_entity;
 mod chart_writes;
 mod charts;
 mod concurrency;

@@ -308,10 +308,18 @@ impl Checker {
                 .find(|s| s.shards_of.as_ref().is_some_and(|(of, _)| *of == e.name))
                 .map_or(0, |s| s.shards_of.as_ref().map_or(0, |(_, n)| *n as usize));
             let counted_refs = e.writes.counts.len();
+            // Every other reference is checked to exist when it is given or changed.
+            let checked: Vec<&format::Reference> = e
+                .references
+                .iter()
+                .filter(|(r, _)| !e.writes.counts.iter().any(|c| c.reference == **r))
+                .map(|(_, r)| r)
+                .collect();
             let actions = match action {
                 Action::Create => {
                     1 + e.writes.unique.len()
                         + counted_refs
+                        + checked.len()
                         + shards
                         + usize::from(m.token.is_some())
                 }
@@ -330,7 +338,11 @@ impl Checker {
                                 .is_some_and(|r| r.key.values().any(|from| fields.contains(from)))
                         })
                         .count();
-                    1 + 2 * unique + 2 * moved
+                    let rechecked = checked
+                        .iter()
+                        .filter(|r| r.key.values().any(|from| fields.contains(from)))
+                        .count();
+                    1 + 2 * unique + 2 * moved + rechecked
                 }
                 Action::Delete => {
                     if shards > 0 {

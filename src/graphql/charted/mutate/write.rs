@@ -37,8 +37,8 @@ use crate::graphql::context::RequestContext;
 use crate::graphql::errors::ApiError;
 use crate::keys::{Id, Slug};
 use crate::store::{
-    AttributeValue, CancelReason, Condition, Delete, GetItem, Item, PrimaryKey, Put, ReturnValues,
-    StoreError, TransactAction, Update, UpdateExpr,
+    AttributeValue, CancelReason, Condition, ConditionCheck, Delete, GetItem, Item, PrimaryKey,
+    Put, ReturnValues, StoreError, TransactAction, Update, UpdateExpr,
 };
 
 /// How many times a write built from a read is built again when the item changed between.
@@ -225,60 +225,132 @@ fn names_owner(chart: &Chart, owner: &Entity, item: &Item) -> Condition {
     ])
 }
 
-/// The counter updates of one write, merged by the item they land on (an item appears at
-/// most once in a transaction: a ticket's requester who is also its assignee).
+/// What one write does to the items its references name, merged by item (an item
+/// appears at most once in a transaction: a ticket's requester who is also its
+/// assignee): counter updates, and checks that a referenced item exists. Each is
+/// conditioned on the item existing and, where it names a tenant, on it being the
+/// writer's: another tenant's item is as missing as one that does not exist.
 #[derive(Default)]
-struct Bumps(Vec<(PrimaryKey, UpdateExpr, Meaning)>);
+struct Touches(Vec<Touch>);
 
-impl Bumps {
-    fn add(&mut self, key: PrimaryKey, counter: &str, by: i64, meaning: Meaning) {
-        match self.0.iter_mut().find(|(k, ..)| *k == key) {
-            Some((_, u, _)) => match u.add.iter_mut().find(|(c, _)| c == counter) {
-                Some((_, v)) => *v = n(number(Some(v)) + by),
-                None => u.add.push((counter.to_owned(), n(by))),
-            },
-            None => self
-                .0
-                .push((key, UpdateExpr::default().add(counter, by), meaning)),
-        }
-    }
-
-    fn into_actions(
-        self,
-        chart: &Chart,
-        actions: &mut Vec<TransactAction>,
-        meanings: &mut Vec<Meaning>,
-    ) {
-        for (key, mut update, meaning) in self.0 {
-            update.add.retain(|(_, v)| number(Some(v)) != 0);
-            if update.add.is_empty() {
-                continue;
-            }
-            actions.push(TransactAction::Update(
-                Update::new(key, update).when(Condition::exists(chart.table.partition_key.clone())),
-            ));
-            meanings.push(meaning);
-        }
-    }
+struct Touch {
+    key: PrimaryKey,
+    update: UpdateExpr,
+    when: Condition,
+    meaning: Meaning,
 }
 
-impl Bumps {
+impl Touches {
+    fn touch(&mut self, key: PrimaryKey, when: Condition, meaning: Meaning) -> &mut Touch {
+        let i = match self.0.iter().position(|t| t.key == key) {
+            Some(i) => i,
+            None => {
+                self.0.push(Touch {
+                    key,
+                    update: UpdateExpr::default(),
+                    when,
+                    meaning,
+                });
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[i]
+    }
+
     /// `by` on every counter the reference of `c` keeps, on the item `item` names (none
     /// when the reference is absent): an increment needs the item (`NOT_FOUND`, the
     /// reference named), a decrement finds it or the table holds what no writer made.
     fn count(&mut self, chart: &Chart, e: &Entity, item: &Item, c: &Count, by: i64) {
-        let Some(key) = count_key(chart, e, item, &c.reference) else {
+        let Some((key, when)) = landing(chart, e, item, &c.reference, true) else {
             return;
         };
+        let meaning = if by > 0 {
+            Meaning::Missing(c.reference.clone())
+        } else {
+            Meaning::Corrupt("a counted item is gone")
+        };
+        let t = self.touch(key, when, meaning);
         for counter in &c.counters {
-            let meaning = if by > 0 {
-                Meaning::Missing(c.reference.clone())
-            } else {
-                Meaning::Corrupt("a counted item is gone")
-            };
-            self.add(key.clone(), counter, by, meaning);
+            match t.update.add.iter_mut().find(|(name, _)| name == counter) {
+                Some((_, v)) => *v = n(number(Some(v)) + by),
+                None => t.update.add.push((counter.clone(), n(by))),
+            }
         }
     }
+
+    /// A check that the item `reference` names exists (and is the writer's tenant's).
+    fn check(&mut self, chart: &Chart, e: &Entity, item: &Item, reference: &str) {
+        if let Some((key, when)) = landing(chart, e, item, reference, false) {
+            self.touch(key, when, Meaning::Missing(reference.to_owned()));
+        }
+    }
+
+    fn into_actions(self, actions: &mut Vec<TransactAction>, meanings: &mut Vec<Meaning>) {
+        for mut t in self.0 {
+            t.update.add.retain(|(_, v)| number(Some(v)) != 0);
+            actions.push(if t.update.is_empty() {
+                TransactAction::ConditionCheck(ConditionCheck {
+                    key: t.key,
+                    condition: t.when,
+                    return_old_on_condition_failure: false,
+                })
+            } else {
+                TransactAction::Update(Update::new(t.key, t.update).when(t.when))
+            });
+            meanings.push(t.meaning);
+        }
+    }
+}
+
+/// Where a reference of `item` lands (its counters on one of the item's counter shards
+/// when `counted` and it has them), and the condition it must meet there.
+fn landing(
+    chart: &Chart,
+    e: &Entity,
+    item: &Item,
+    reference: &str,
+    counted: bool,
+) -> Option<(PrimaryKey, Condition)> {
+    let r = &e.references[reference];
+    let source = vars_of(e, item);
+    let mut vars = Vars::new();
+    for (to, from) in &r.key {
+        vars.insert(to.clone(), source.get(from)?.clone());
+    }
+    let target = &chart.entities[&r.entity];
+    let shards = chart.entities.values().find_map(|s| {
+        s.shards_of
+            .as_ref()
+            .filter(|(of, _)| *of == target.name && counted)
+            .map(|(_, n)| (s, *n))
+    });
+    let (at, vars) = match shards {
+        None => (target, vars),
+        Some((shard, count)) => {
+            let number = rand::rng().random_range(0..count);
+            (shard, shard_vars(chart, target, shard, &vars, number)?)
+        }
+    };
+    let key = PrimaryKey::new(
+        render(&at.key.pk, &vars).ok()?,
+        render(&at.key.sk, &vars).ok()?,
+    );
+    let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
+    let theirs = tenant_attribute(chart, at).filter(|a| !vars.contains_key(a));
+    if let (Some(attr), Some(mine)) = (theirs, tenant_attribute(chart, e)) {
+        if let Some(v) = item.get(&mine) {
+            when.push(Condition::eq(attr, v.clone()));
+        }
+    }
+    Some((key, Condition::And(when)))
+}
+
+/// The references of `e` no count of it verifies: a create (and a change of one) checks
+/// that the item each names exists.
+fn unchecked(e: &Entity) -> impl Iterator<Item = &String> {
+    e.references
+        .keys()
+        .filter(|r| !e.writes.counts.iter().any(|c| c.reference == **r))
 }
 
 /// The conditions that what a write was built from (its unique values, the references it
@@ -309,39 +381,6 @@ fn drop_marker(
     Ok(TransactAction::Delete(
         Delete::new(primary_key(chart, &old).ok_or(ApiError::Internal)?)
             .when(names_owner(chart, owner, item)),
-    ))
-}
-
-/// Where a reference's counters land: the item it names, or one of its counter shards.
-fn count_key(chart: &Chart, e: &Entity, item: &Item, reference: &str) -> Option<PrimaryKey> {
-    let r = &e.references[reference];
-    let source = vars_of(e, item);
-    let mut vars = Vars::new();
-    for (to, from) in &r.key {
-        vars.insert(to.clone(), source.get(from)?.clone());
-    }
-    let target = &chart.entities[&r.entity];
-    let Some((shard, count)) = chart.entities.values().find_map(|s| {
-        s.shards_of
-            .as_ref()
-            .filter(|(of, _)| *of == target.name)
-            .map(|(_, n)| (s, *n))
-    }) else {
-        return Some(PrimaryKey::new(
-            render(&target.key.pk, &vars).ok()?,
-            render(&target.key.sk, &vars).ok()?,
-        ));
-    };
-    let vars = shard_vars(
-        chart,
-        target,
-        shard,
-        &vars,
-        rand::rng().random_range(0..count),
-    )?;
-    Some(PrimaryKey::new(
-        render(&shard.key.pk, &vars).ok()?,
-        render(&shard.key.sk, &vars).ok()?,
     ))
 }
 
@@ -537,11 +576,14 @@ async fn create(
         ));
         meanings.push(Meaning::Taken(attr.clone()));
     }
-    let mut bumps = Bumps::default();
+    let mut touches = Touches::default();
     for c in &e.writes.counts {
-        bumps.count(chart, e, &item, c, 1);
+        touches.count(chart, e, &item, c, 1);
     }
-    bumps.into_actions(chart, &mut actions, &mut meanings);
+    for r in unchecked(e) {
+        touches.check(chart, e, &item, r);
+    }
+    touches.into_actions(&mut actions, &mut meanings);
     for shard in new_shards(chart, e, &item)? {
         actions.push(TransactAction::Put(
             Put::new(shard).when(Condition::not_exists(pk.clone())),
@@ -769,10 +811,9 @@ async fn update(
         .map(|v| v.name.as_str())
         .collect();
     let needs_read = e.writes.unique.keys().any(|a| changed(a))
-        || e.writes
-            .counts
-            .iter()
-            .any(|c| e.references[&c.reference].key.values().any(|f| changed(f)))
+        || e.references
+            .values()
+            .any(|r| r.key.values().any(|f| changed(f)))
         || e.writes
             .lifecycle
             .as_ref()
@@ -1007,16 +1048,22 @@ fn changed_item(
             meanings.push(Meaning::Taken(attr.clone()));
         }
     }
-    let mut bumps = Bumps::default();
+    let mut touches = Touches::default();
     for c in &e.writes.counts {
         let r = &e.references[&c.reference];
         if r.key.values().all(|f| current.get(f) == next.get(f)) {
             continue;
         }
-        bumps.count(chart, e, current, c, -1);
-        bumps.count(chart, e, &next, c, 1);
+        touches.count(chart, e, current, c, -1);
+        touches.count(chart, e, &next, c, 1);
     }
-    bumps.into_actions(chart, &mut actions, &mut meanings);
+    for r in unchecked(e) {
+        let from = e.references[r].key.values();
+        if from.clone().any(|f| current.get(f) != next.get(f)) {
+            touches.check(chart, e, &next, r);
+        }
+    }
+    touches.into_actions(&mut actions, &mut meanings);
     Ok((actions, meanings, next))
 }
 
@@ -1116,11 +1163,11 @@ async fn delete(
             actions.push(drop_marker(chart, e, &chart.entities[marker], &current)?);
             meanings.push(Meaning::Corrupt("a unique marker names another item"));
         }
-        let mut bumps = Bumps::default();
+        let mut touches = Touches::default();
         for c in &e.writes.counts {
-            bumps.count(chart, e, &current, c, -1);
+            touches.count(chart, e, &current, c, -1);
         }
-        bumps.into_actions(chart, &mut actions, &mut meanings);
+        touches.into_actions(&mut actions, &mut meanings);
         match send(rc, actions).await {
             Ok(_) => {
                 return Ok(Written {
