@@ -396,6 +396,23 @@ impl Chart {
         reach::var_type(cond, &self.entities, var)
     }
 
+    /// The attribute naming an entity's tenant, where it has one.
+    pub fn tenant_attribute(&self, e: &Entity) -> Option<String> {
+        let t = self.tenant.as_ref()?;
+        let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
+        e.attributes.contains_key(&attr).then_some(attr)
+    }
+
+    /// The entity holding counter shards of `e`, and how many each item of it has.
+    pub fn shards_of(&self, e: &str) -> Option<(&Entity, u32)> {
+        self.entities.values().find_map(|s| {
+            s.shards_of
+                .as_ref()
+                .filter(|(of, _)| of == e)
+                .map(|(_, n)| (s, *n))
+        })
+    }
+
     /// The entities the chart declares, without the server's own.
     pub fn declared(&self) -> impl Iterator<Item = &Entity> {
         self.entities.values().filter(|e| !e.system)

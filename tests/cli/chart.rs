@@ -193,11 +193,18 @@ async fn the_store_commands_take_the_chart() {
         );
         assert!(out.status.success() && log.contains(written), "{log}");
     }
+    // `check` verifies what the chart implies: clean as seeded.
     let out = run("check").await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("checked 9 items: no violations"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run("migrate").await;
     assert!(!out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("know the built-in chart's invariants and migrations only"),
+        String::from_utf8_lossy(&out.stderr).contains("migrate knows the built-in chart's"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -214,5 +221,33 @@ async fn the_store_commands_take_the_chart() {
     .unwrap()
     .items;
     assert_eq!(items.len(), 6, "the chain and its five stores");
+    // A store gone behind the writes' back (its phone's marker left): the chain's count
+    // and the marker are reported.
+    let pike = items
+        .iter()
+        .find(|i| i.get("name") == Some(&itemgraph::store::AttributeValue::S("Pike Place".into())))
+        .unwrap();
+    let key = itemgraph::store::PrimaryKey::new(
+        match &pike["PK"] {
+            itemgraph::store::AttributeValue::S(s) => s.clone(),
+            _ => unreachable!(),
+        },
+        match &pike["SK"] {
+            itemgraph::store::AttributeValue::S(s) => s.clone(),
+            _ => unreachable!(),
+        },
+    );
+    itemgraph::store::Store::delete_item(&store, itemgraph::store::Delete::new(key))
+        .await
+        .unwrap();
+    let out = run("check").await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("counter-mismatch Chain (CHAIN#bean-there | CHAIN#bean-there): `storeCount` is 5, and 4 items count on it"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("orphan-marker StorePhone"), "{stdout}");
+    assert!(stdout.contains("checked 8 items: 2 violations"), "{stdout}");
     crate::common::dynamo_local::drop_table(&store).await;
 }

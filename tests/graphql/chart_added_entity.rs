@@ -88,6 +88,7 @@ async fn api(dynamodb: Option<&str>) -> Option<Api> {
 async fn embedded() {
     let api = api(None).await.expect("the embedded engine");
     comments_are_written_counted_and_read_with_their_ticket(&api).await;
+    clean(&api).await;
     api.finish().await;
 }
 
@@ -97,7 +98,16 @@ async fn dynamodb() {
         return;
     };
     comments_are_written_counted_and_read_with_their_ticket(&api).await;
+    clean(&api).await;
     api.finish().await;
+}
+
+/// The comments' counts and references hold (`itemgraph check` of the chart).
+async fn clean(api: &Api) {
+    let report = itemgraph::check::check_chart(api.store.as_ref(), &chart_with_comments())
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{report}: {:#?}", report.violations);
 }
 
 fn operations(r: &Value) -> Vec<String> {

@@ -15,10 +15,21 @@ use crate::common::graphql::{error_codes, request_count, requests, Api};
 
 const CHART: &str = "examples/charts/store-locator.toml";
 
-async fn api(dynamodb: Option<&str>) -> Option<Api> {
+fn chart() -> Arc<itemgraph::chart::Chart> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(CHART);
-    let chart = Arc::new(itemgraph::chart::load(&path).unwrap_or_else(|e| panic!("{e}")));
-    Api::chart(chart, dynamodb).await
+    Arc::new(itemgraph::chart::load(&path).unwrap_or_else(|e| panic!("{e}")))
+}
+
+async fn api(dynamodb: Option<&str>) -> Option<Api> {
+    Api::chart(chart(), dynamodb).await
+}
+
+/// After every case, the table holds what the chart implies (`itemgraph check`).
+async fn clean(api: &Api) {
+    let report = itemgraph::check::check_chart(api.store.as_ref(), &chart())
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{report}: {:#?}", report.violations);
 }
 
 macro_rules! on_both_engines {
@@ -29,6 +40,7 @@ macro_rules! on_both_engines {
                 async fn $case() {
                     let api = super::api(None).await.expect("the embedded engine");
                     super::$case(&api).await;
+                    super::clean(&api).await;
                     api.finish().await;
                 }
             )*
@@ -41,6 +53,7 @@ macro_rules! on_both_engines {
                         return;
                     };
                     super::$case(&api).await;
+                    super::clean(&api).await;
                     api.finish().await;
                 }
             )*

@@ -34,28 +34,31 @@ impl Record {
     /// attribute is there with its type's shape, every key value passes its kind. An item
     /// that does not decode is a fault of the table (`INTERNAL`), never of the caller.
     pub fn decode(chart: &Chart, item: Item) -> Result<Record, ApiError> {
+        Record::read(chart, item).map_err(undecodable)
+    }
+
+    /// [`Record::decode`], saying why an item does not decode: what `itemgraph check`
+    /// reports.
+    pub fn read(chart: &Chart, item: Item) -> Result<Record, String> {
         let ty = item
             .get(&chart.table.type_attribute)
             .and_then(|v| match v {
                 AttributeValue::S(s) => Some(s.as_str()),
                 _ => None,
             })
-            .ok_or_else(|| undecodable("an item without its type attribute".into()))?;
+            .ok_or_else(|| "an item without its type attribute".to_owned())?;
         let Some((name, entity)) = chart.entities.get_key_value(ty) else {
-            return Err(undecodable(format!("an item of unknown type `{ty}`")));
+            return Err(format!("an item of unknown type `{ty}`"));
         };
         for (attr, a) in &entity.attributes {
             match item.get(attr) {
                 None | Some(AttributeValue::Null(_)) if a.optional => {}
                 None if matches!(a.ty, Type::Counter) => {}
                 None | Some(AttributeValue::Null(_)) => {
-                    return Err(undecodable(format!("{ty} without `{attr}`")))
+                    return Err(format!("{ty} without `{attr}`"))
                 }
                 Some(v) if !fits(&a.ty, v) => {
-                    return Err(undecodable(format!(
-                        "{ty}: `{attr}` is not a {}",
-                        a.ty.describe()
-                    )))
+                    return Err(format!("{ty}: `{attr}` is not a {}", a.ty.describe()))
                 }
                 Some(_) => {}
             }
@@ -66,7 +69,7 @@ impl Record {
                 entity.attributes.get(&v.name).map(|a| &a.ty),
             ) {
                 if k.validate("key", s).ok().as_deref() != Some(s.as_str()) {
-                    return Err(undecodable(format!("{ty}: `{}` could forge a key", v.name)));
+                    return Err(format!("{ty}: `{}` could forge a key", v.name));
                 }
             }
         }

@@ -149,17 +149,10 @@ fn primary_key(chart: &Chart, item: &Item) -> Option<PrimaryKey> {
     ))
 }
 
-/// The attribute naming an entity's tenant, where it has one.
-fn tenant_attribute(chart: &Chart, e: &Entity) -> Option<String> {
-    let t = chart.tenant.as_ref()?;
-    let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
-    e.attributes.contains_key(&attr).then_some(attr)
-}
-
 /// `NOT_FOUND` (the tenant named) when the caller may not see the tenant the item names:
 /// what the write would answer if it did not exist, before anything is read or written.
 fn visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Result<()> {
-    let Some(attr) = tenant_attribute(chart, e) else {
+    let Some(attr) = chart.tenant_attribute(e) else {
         return Ok(());
     };
     let Some(tenant) = chart.tenant.as_ref() else {
@@ -336,8 +329,8 @@ fn landing(
         render(&at.key.sk, &vars).ok()?,
     );
     let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
-    let theirs = tenant_attribute(chart, at).filter(|a| !vars.contains_key(a));
-    if let (Some(attr), Some(mine)) = (theirs, tenant_attribute(chart, e)) {
+    let theirs = chart.tenant_attribute(at).filter(|a| !vars.contains_key(a));
+    if let (Some(attr), Some(mine)) = (theirs, chart.tenant_attribute(e)) {
         if let Some(v) = item.get(&mine) {
             when.push(Condition::eq(attr, v.clone()));
         }
@@ -397,8 +390,8 @@ fn shard_vars(
     for v in shard.key.pk.vars().chain(shard.key.sk.vars()) {
         let value = if let Some(x) = owner_vars.get(&v.name) {
             x.clone()
-        } else if tenant_attribute(chart, shard).as_deref() == Some(v.name.as_str()) {
-            owner_vars.get(&tenant_attribute(chart, owner)?)?.clone()
+        } else if chart.tenant_attribute(shard).as_deref() == Some(v.name.as_str()) {
+            owner_vars.get(&chart.tenant_attribute(owner)?)?.clone()
         } else if matches!(
             shard.attributes.get(&v.name).map(|a| &a.ty),
             Some(Type::Int { .. })

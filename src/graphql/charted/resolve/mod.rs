@@ -125,7 +125,7 @@ fn obj_value(rec: Arc<Record>, counted: bool) -> FieldValue<'static> {
 /// Whether the caller may see `rec`: the tenant it names is theirs. An entity that names
 /// none is reached only through a parent that does, which was checked.
 fn visible(rc: &RequestContext, chart: &Chart, rec: &Record) -> bool {
-    let Some(attr) = tenant_attribute(chart, rec.entity(chart)) else {
+    let Some(attr) = chart.tenant_attribute(rec.entity(chart)) else {
         return true;
     };
     match (&rc.access, rec.text(&attr)) {
@@ -135,17 +135,10 @@ fn visible(rc: &RequestContext, chart: &Chart, rec: &Record) -> bool {
     }
 }
 
-/// The attribute naming an entity's tenant, where it has one.
-fn tenant_attribute(chart: &Chart, e: &Entity) -> Option<String> {
-    let t = chart.tenant.as_ref()?;
-    let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
-    e.attributes.contains_key(&attr).then_some(attr)
-}
-
 /// Whether the caller may see what a key names, before reading it: `Some(false)` when the
 /// key names another tenant, `None` when the key does not say.
 fn key_visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Option<bool> {
-    let attr = tenant_attribute(chart, e)?;
+    let attr = chart.tenant_attribute(e)?;
     match vars.get(&attr)? {
         KeyValue::Text(t) => Some(Slug::parse(t).is_ok_and(|s| rc.sees(&s))),
         KeyValue::Int(_) => None,

@@ -55,7 +55,7 @@ pub fn viewer_type(chart: &Arc<Chart>) -> Object {
                             return Ok(None);
                         };
                         let e = &chart.entities[&entity];
-                        let Some(attr) = tenant_attribute(&chart, e) else {
+                        let Some(attr) = chart.tenant_attribute(e) else {
                             return Ok(None);
                         };
                         let vars = Vars::from([(attr, KeyValue::Text(org.to_string()))]);
@@ -238,7 +238,7 @@ fn viewer_keys(ctx: &ResolverContext<'_>, chart: &Chart) -> Vec<PrimaryKey> {
     let tenant = KeyValue::Text(org.to_string());
     let owner = &chart.entities[&t.entity];
     if look.field(&lower_first(&t.entity)).exists() {
-        if let Some(attr) = tenant_attribute(chart, owner) {
+        if let Some(attr) = chart.tenant_attribute(owner) {
             keys.extend(primary_key(owner, &Vars::from([(attr, tenant.clone())])).ok());
         }
     }

@@ -26,6 +26,12 @@
 //! - every user has the email marker of its email, and every email marker names a user
 //!   with that email; every client-token marker names an existing order of its
 //!   organization.
+//!
+//! Another chart's table is checked by what its chart declares ([`charted`]).
+
+mod charted;
+
+pub use charted::check_chart;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -150,6 +156,11 @@ impl fmt::Display for CheckReport {
 /// verifies the data model's invariants. Fails only when the store does; whatever the
 /// table holds becomes violations.
 pub async fn check(store: &dyn Store) -> Result<CheckReport, StoreError> {
+    Ok(check_items(store, scan_all(store).await?))
+}
+
+/// Every item of the table: a strongly consistent Scan, [`SCAN_PAGE_SIZE`] items a page.
+async fn scan_all(store: &dyn Store) -> Result<Vec<Item>, StoreError> {
     let mut items = Vec::new();
     let mut start = None;
     loop {
@@ -167,7 +178,20 @@ pub async fn check(store: &dyn Store) -> Result<CheckReport, StoreError> {
             None => break,
         }
     }
-    Ok(check_items(store, items))
+    Ok(items)
+}
+
+/// The report of `items` checked: its violations in key order of the item concerned.
+fn report(items: usize, mut violations: Vec<Violation>) -> CheckReport {
+    violations.sort_by(|a, b| {
+        (a.key.pk.as_bytes(), a.key.sk.as_bytes(), a.kind, &a.message).cmp(&(
+            b.key.pk.as_bytes(),
+            b.key.sk.as_bytes(),
+            b.kind,
+            &b.message,
+        ))
+    });
+    CheckReport { items, violations }
 }
 
 fn check_items(store: &dyn Store, items: Vec<Item>) -> CheckReport {
@@ -191,19 +215,7 @@ fn check_items(store: &dyn Store, items: Vec<Item>) -> CheckReport {
         checker.load(key, item);
     }
     checker.verify();
-    let mut violations = checker.violations;
-    violations.sort_by(|a, b| {
-        (a.key.pk.as_bytes(), a.key.sk.as_bytes(), a.kind, &a.message).cmp(&(
-            b.key.pk.as_bytes(),
-            b.key.sk.as_bytes(),
-            b.kind,
-            &b.message,
-        ))
-    });
-    CheckReport {
-        items: count,
-        violations,
-    }
+    report(count, checker.violations)
 }
 
 /// A decoded record with the primary key it is stored under.
