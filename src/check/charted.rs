@@ -8,7 +8,7 @@
 //! - every counter the chart's `counts` keep (its own value plus its counter shards')
 //!   equals the items found that count on it;
 //! - every unique value has its marker, naming its owner, and every marker names an owner
-//!   that holds its value; every client-token marker names an item that exists.
+//!   that holds its value. A client token's marker may name an item deleted since.
 
 use std::collections::HashMap;
 
@@ -308,14 +308,15 @@ impl<'c> Checker<'c> {
                 }
             }
             // Every marker names an owner holding its value.
-            let Some((owner, attr)) = markers.get(f.entity.name.as_str()) else {
+            // A client token's marker outlives the item it made (a retry after a delete
+            // must not create it again): there is nothing to hold it to.
+            let Some((owner, Some(attr))) = markers.get(f.entity.name.as_str()) else {
                 continue;
             };
             let holds = owner_key_of(owner, &f.item)
                 .and_then(|k| found.get(&k))
                 .is_some_and(|o| {
-                    o.entity.name == owner.name
-                        && attr.is_none_or(|a| o.item.get(a) == f.item.get(a))
+                    o.entity.name == owner.name && o.item.get(*attr) == f.item.get(*attr)
                 });
             if !holds {
                 self.report(

@@ -645,7 +645,10 @@ async fn replay(rc: &RequestContext, e: &Entity, found: &Item) -> Result<Written
             item,
             replayed: true,
         }),
-        None => Err(ApiError::Unavailable),
+        // The token made an item that has been deleted since: the retry creates nothing.
+        None => Err(ApiError::Missing {
+            field: lower(&e.name).into(),
+        }),
     }
 }
 
