@@ -135,6 +135,7 @@ async fn run() -> anyhow::Result<()> {
                         args.live.relay_lease(),
                     ),
                     store,
+                    design: state.design(),
                     stream,
                     log,
                     poll: args.live.options().poll,

@@ -169,7 +169,7 @@ async fn events<'a, T: Send + 'static>(
                 yield Err(ApiError::Unauthenticated("the token has expired: subscribe again with a new one".into()).extend());
                 return;
             }
-            if !access.sees_entity(change.entity()) {
+            if !sees(&access, change.org()) {
                 continue;
             }
             let cursor = cursors.seal(&context, &position.to_bytes());
@@ -193,12 +193,21 @@ async fn events<'a, T: Send + 'static>(
                 }
                 // References resolve as they are now: forget the last event's reads,
                 // and know the entity as the change left it.
-                rc.after_write(vec![change.entity().clone()]).await;
+                rc.after_write_items(vec![change.item().clone()]).await;
                 crate::metrics::record_event_delivered();
                 yield Ok(event);
             }
         }
     })
+}
+
+/// Whether a caller with `access` may see a change of `org`'s (an entity naming no
+/// organization: only an unrestricted caller).
+fn sees(access: &crate::auth::Access, org: Option<&Slug>) -> bool {
+    match org {
+        Some(org) => access.sees(org),
+        None => matches!(access, crate::auth::Access::Unrestricted),
+    }
 }
 
 fn ticket_of(e: &Entity) -> Option<&model::Ticket> {
@@ -218,8 +227,8 @@ fn order_of(e: &Entity) -> Option<&model::Order> {
 /// The ticket a change is about, and its status before the change when the change moved
 /// it to another queue.
 pub(super) fn ticket_change(c: &Change) -> Option<(&model::Ticket, Option<model::TicketStatus>)> {
-    let ticket = ticket_of(c.entity())?;
-    let before = c.before.as_ref().and_then(ticket_of);
+    let ticket = ticket_of(c.entity()?)?;
+    let before = c.entity_before().and_then(ticket_of);
     let previous = before
         .filter(|b| c.kind == EventKind::Updated && b.status != ticket.status)
         .map(|b| b.status);
@@ -229,8 +238,8 @@ pub(super) fn ticket_change(c: &Change) -> Option<(&model::Ticket, Option<model:
 /// The order a change is about, and its status before the change when the change moved
 /// it on.
 pub(super) fn order_change(c: &Change) -> Option<(&model::Order, Option<model::OrderStatus>)> {
-    let order = order_of(c.entity())?;
-    let before = c.before.as_ref().and_then(order_of);
+    let order = order_of(c.entity()?)?;
+    let before = c.entity_before().and_then(order_of);
     let previous = before
         .filter(|b| c.kind == EventKind::Updated && b.status != order.status)
         .map(|b| b.status);
@@ -240,12 +249,13 @@ pub(super) fn order_change(c: &Change) -> Option<(&model::Order, Option<model::O
 /// Whether a change is about a ticket that is (or was, before the change) in `status`.
 fn in_queue(c: &Change, status: Option<model::TicketStatus>) -> bool {
     let Some(status) = status else {
-        return c.before.as_ref().and_then(ticket_of).is_some()
-            || c.after.as_ref().and_then(ticket_of).is_some();
+        return c.entity_before().and_then(ticket_of).is_some()
+            || c.entity_after().and_then(ticket_of).is_some();
     };
-    [&c.before, &c.after]
+    [c.entity_before(), c.entity_after()]
         .into_iter()
-        .filter_map(|e| e.as_ref().and_then(ticket_of))
+        .flatten()
+        .filter_map(ticket_of)
         .any(|t| t.status == status)
 }
 
@@ -277,9 +287,10 @@ pub(super) async fn user_ticket_events<'a, T: Send + 'static>(
         org,
         after,
         move |c| {
-            [&c.before, &c.after]
+            [c.entity_before(), c.entity_after()]
                 .into_iter()
-                .filter_map(|e| e.as_ref().and_then(ticket_of))
+                .flatten()
+                .filter_map(ticket_of)
                 .any(|t| t.requester == username)
         },
         make,
@@ -322,7 +333,11 @@ pub(super) async fn order_events<'a, T: Send + 'static>(
         ctx,
         org,
         after,
-        move |c| order_of(c.entity()).is_some_and(|o| only.is_none_or(|id| o.order_id == id)),
+        move |c| {
+            c.entity()
+                .and_then(order_of)
+                .is_some_and(|o| only.is_none_or(|id| o.order_id == id))
+        },
         make,
     )
     .await

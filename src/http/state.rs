@@ -118,6 +118,8 @@ pub(super) struct Inner {
     pub(super) cursors: CursorCodec,
     /// The change stream's one reader in this process, and its subscribers.
     pub(super) hub: Arc<Hub>,
+    /// Which items the hub's changes are of: the served chart's entities.
+    pub(super) design: crate::live::Design,
     pub(super) options: Options,
     /// Checks each GraphQL request's bearer token; `None` is `--auth off`.
     pub(super) authenticator: Option<Authenticator>,
@@ -140,6 +142,7 @@ impl AppState {
     pub fn with_options(store: Arc<dyn Store>, cursors: CursorCodec, options: Options) -> Self {
         AppState(Arc::new(Inner {
             hub: Hub::new(store.change_stream(), options.live),
+            design: crate::live::Design::builtin(),
             // Here, so every server (the tests' too) counts and spans its store calls.
             store: Arc::new(MeteredStore::new(store)),
             schema: graphql::schema_with(&options.limits),
@@ -162,6 +165,13 @@ impl AppState {
         let examples = graphql::charted::examples(&chart);
         let tabs: Vec<&str> = examples.iter().map(String::as_str).collect();
         inner.playground = Some(Arc::new(super::playground_pages(&tabs)));
+        inner.design = graphql::charted::design(chart.clone());
+        inner.hub = Hub::for_design(
+            inner.store.change_stream(),
+            inner.hub.relay_log(),
+            inner.options.live,
+            inner.design.clone(),
+        );
         inner.schema = graphql::chart_schema(chart, &inner.options.limits)
             .map_err(|e| anyhow::anyhow!("the chart's schema: {}", e.0))?;
         Ok(AppState(Arc::new(inner)))
@@ -182,8 +192,18 @@ impl AppState {
             return self;
         };
         let mut inner = Arc::unwrap_or_clone(self.0);
-        inner.hub = Hub::with_relay(inner.store.change_stream(), relay, inner.options.live);
+        inner.hub = Hub::for_design(
+            inner.store.change_stream(),
+            Some(relay),
+            inner.options.live,
+            inner.design.clone(),
+        );
         AppState(Arc::new(inner))
+    }
+
+    /// Which items are the served design's entities (what a relayer relays).
+    pub fn design(&self) -> crate::live::Design {
+        self.0.design.clone()
     }
 
     /// The hub's relay log, when it follows one.

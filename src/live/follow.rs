@@ -112,6 +112,7 @@ pub(super) async fn follow_relay(log: RelayLog, hub: std::sync::Weak<Hub>, mut a
                 }
                 for entry in entries {
                     at = entry.id.clone();
+                    let entry = hub.design.known(entry);
                     hub.publish_relayed(entry);
                 }
             }
@@ -167,6 +168,7 @@ pub(super) fn relayed_changes(
     replay_slot: Option<ReplaySlot>,
     wanted: impl Fn(&Change) -> bool + Send + 'static,
     options: LiveOptions,
+    design: super::Design,
 ) -> impl Stream<Item = Result<Delivered, LiveError>> + Send + 'static {
     let LiveOptions {
         buffer, max_replay, ..
@@ -259,7 +261,7 @@ pub(super) fn relayed_changes(
                 let last_page = page.len() < RELAY_PAGE;
                 for raw in page {
                     tokio::task::coop::consume_budget().await;
-                    let entry = raw.decode();
+                    let entry = design.known(raw.decode());
                     let beyond = now.relay.as_deref().is_none_or(|n| relay_id_cmp(&entry.id, n).is_some_and(|o| o.is_gt()));
                     if beyond {
                         break 'replay;

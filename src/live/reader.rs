@@ -6,34 +6,35 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::position::{Pos, Position};
-use super::{Change, Hub, LiveError};
-use crate::model::Entity;
+use super::{Change, Design, Hub, LiveError};
 use crate::store::stream::{
     seq_cmp, ChangeRecord, ChangeStream, ShardInfo, StartAt, StreamError, MAX_RECORDS_PER_CALL,
 };
 
 /// A record as a change of one entity of the design; `None` for items that are none
-/// (their `Type` unknown, their attributes malformed, or their keys not where the entity
-/// chart puts them).
-pub(super) fn decode(record: ChangeRecord) -> Option<Change> {
-    let entity = |image: Option<crate::store::Item>| -> Option<Entity> {
-        let e = Entity::from_item(image?).ok()?;
-        (e.primary_key() == record.key).then_some(e)
+/// (their type unknown, their attributes malformed, or their keys not where the design
+/// puts them).
+pub(super) fn decode(record: ChangeRecord, design: &Design) -> Option<Change> {
+    let read = |image: &Option<crate::store::Item>| {
+        let item = image.as_ref()?;
+        design.read(item).map(|org| (item.clone(), org))
     };
-    let before = entity(record.old_image.clone());
-    let after = entity(record.new_image.clone());
-    if before.is_none() && after.is_none() {
-        tracing::debug!(pk = %record.key.pk, sk = %record.key.sk, "a stream record of no entity; skipped");
-        return None;
-    }
-    Some(Change {
-        kind: record.kind.into(),
-        before,
-        after,
-        shard: record.shard,
-        sequence: record.sequence,
-        created_ms: record.created_ms,
-    })
+    let before = read(&record.old_image);
+    let after = read(&record.new_image);
+    let org = match (&before, &after) {
+        (_, Some((_, org))) | (Some((_, org)), None) => org.clone(),
+        (None, None) => {
+            tracing::debug!(pk = %record.key.pk, sk = %record.key.sk, "a stream record of no entity; skipped");
+            return None;
+        }
+    };
+    Some(Change::new(
+        record.kind.into(),
+        before.map(|(i, _)| i),
+        after.map(|(i, _)| i),
+        org,
+        (record.shard, record.sequence, record.created_ms),
+    ))
 }
 
 fn now_ms() -> u64 {
@@ -116,6 +117,8 @@ pub(super) trait Sink: Send + Sync + 'static {
     async fn lost(&self, why: String);
     /// The label of the stream the changes after this come from.
     fn set_stream(&self, _label: &str) {}
+    /// Which records are changes of the design's entities.
+    fn design(&self) -> Design;
 }
 
 /// The hub as a sink, without keeping it alive.
@@ -150,6 +153,11 @@ impl Sink for HubSink {
         if let Some(hub) = self.0.upgrade() {
             hub.lost(why);
         }
+    }
+    fn design(&self) -> Design {
+        self.0
+            .upgrade()
+            .map_or_else(Design::builtin, |hub| hub.design.clone())
     }
 }
 
@@ -479,6 +487,7 @@ impl Reader {
                     return Err(e);
                 }
             };
+            let design = self.sink.design();
             let mut out = Vec::with_capacity(page.records.len());
             for mut record in page.records {
                 read += 1;
@@ -486,7 +495,7 @@ impl Reader {
                 t.last = Some(record.sequence.clone());
                 let before_began = t.since_ms.is_some_and(|ms| record.created_ms < ms);
                 let (shard, sequence) = (record.shard.clone(), record.sequence.clone());
-                match decode(record).filter(|_| !before_began) {
+                match decode(record, &design).filter(|_| !before_began) {
                     Some(change) => out.push(Read::Change(Box::new(change))),
                     None => out.push(Read::Skipped { shard, sequence }),
                 }
@@ -562,6 +571,7 @@ impl Reader {
 /// hub's position when it subscribed, shard by shard in lineage order.
 pub(super) struct Replay {
     stream: Arc<dyn ChangeStream>,
+    design: Design,
     from: Position,
     target: Position,
     /// The position reached so far.
@@ -626,9 +636,11 @@ impl Replay {
         from: Position,
         target: Position,
         max: usize,
+        design: Design,
     ) -> Replay {
         Replay {
             stream,
+            design,
             at: from.clone(),
             from,
             target,
@@ -828,7 +840,7 @@ impl Replay {
                     )));
                 }
                 let sequence = record.sequence.clone();
-                match decode(record) {
+                match decode(record, &self.design) {
                     Some(change) if !skipped => {
                         self.pending.push_back(Pending::Change(Box::new(change)))
                     }

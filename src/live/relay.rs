@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::position::{relay_id_cmp, Position};
 use super::{Change, EventKind};
-use crate::model::Entity;
+use crate::keys::Slug;
 use crate::store::Item;
 
 /// Why a relay call failed.
@@ -462,10 +462,10 @@ fn encode(relayed: &Relayed, position: &Position, stream: Option<&str>) -> Relay
                 .map_err(|e| RelayError::Malformed(e.to_string()));
         }
     };
-    let image = |e: &Option<Entity>| -> RelayResult<Option<serde_json::Value>> {
+    let image = |e: &Option<Item>| -> RelayResult<Option<serde_json::Value>> {
         e.as_ref()
             .map(|e| {
-                serde_dynamo::from_item::<_, serde_json::Value>(e.to_item())
+                serde_dynamo::from_item::<_, serde_json::Value>(e.clone())
                     .map_err(|err| RelayError::Malformed(err.to_string()))
             })
             .transpose()
@@ -493,12 +493,9 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
     let bad = |e: &dyn std::fmt::Display| RelayError::Malformed(format!("{id}: {e}"));
     let mut stored: Stored = serde_json::from_str(payload).map_err(|e| bad(&e))?;
     let stream = stored.v.take();
-    let image = |v: Option<serde_json::Value>| -> RelayResult<Option<Entity>> {
-        v.map(|v| {
-            let item: Item = serde_dynamo::to_item(v).map_err(|e| bad(&e))?;
-            Entity::from_item(item).map_err(|e| bad(&e))
-        })
-        .transpose()
+    let image = |v: Option<serde_json::Value>| -> RelayResult<Option<Item>> {
+        v.map(|v| serde_dynamo::to_item(v).map_err(|e| bad(&e)))
+            .transpose()
     };
     let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
         .decode(&stored.p)
@@ -528,14 +525,20 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
         'd' => EventKind::Deleted,
         other => return Err(bad(&format!("kind {other:?}"))),
     };
-    let change = Change {
+    // The relayer read the images with the design, and wrote the tenant they name.
+    let org = stored
+        .o
+        .as_deref()
+        .map(Slug::parse)
+        .transpose()
+        .map_err(|e| bad(&e))?;
+    let change = Change::new(
         kind,
-        before: image(stored.b)?,
-        after: image(stored.a)?,
-        shard: stored.s,
-        sequence: stored.q,
-        created_ms: stored.t,
-    };
+        image(stored.b)?,
+        image(stored.a)?,
+        org,
+        (stored.s, stored.q, stored.t),
+    );
     if change.before.is_none() && change.after.is_none() {
         return Err(bad(&"no image"));
     }

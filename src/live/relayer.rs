@@ -40,6 +40,8 @@ pub fn replica_id() -> String {
 /// One replica's relay writer.
 pub struct Relayer {
     pub store: Arc<dyn Store>,
+    /// Which records are changes of the design's entities.
+    pub design: super::Design,
     pub stream: Arc<dyn ChangeStream>,
     pub log: RelayLog,
     pub lease: Lease,
@@ -116,6 +118,7 @@ impl Relayer {
         };
         let sink = Arc::new(RelaySink {
             log: self.log.clone(),
+            design: self.design.clone(),
             epoch: held.epoch,
             position: Mutex::default(),
             last_id: Mutex::new(last_id),
@@ -216,6 +219,7 @@ impl Relayer {
 /// The relay log as the reader's sink, for one holding of the lease.
 struct RelaySink {
     log: RelayLog,
+    design: super::Design,
     epoch: u64,
     position: Mutex<Position>,
     /// The id of the entry this holding appended last (at first, the log's last when it
@@ -304,6 +308,10 @@ impl RelaySink {
 impl Sink for RelaySink {
     fn wanted(&self) -> bool {
         self.relaying.load(Ordering::Relaxed)
+    }
+
+    fn design(&self) -> super::Design {
+        self.design.clone()
     }
 
     async fn deliver(&self, page: Vec<Read>) -> bool {

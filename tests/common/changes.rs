@@ -72,7 +72,13 @@ impl Watch {
 pub fn summary(changes: &[Change]) -> Vec<String> {
     let mut out: Vec<String> = changes
         .iter()
-        .map(|c| format!("{:?} {}", c.kind, c.entity().type_name()))
+        .map(|c| {
+            format!(
+                "{:?} {}",
+                c.kind,
+                c.entity().expect("a built-in entity").type_name()
+            )
+        })
         .collect();
     out.sort();
     out
@@ -82,7 +88,7 @@ pub fn summary(changes: &[Change]) -> Vec<String> {
 pub fn one_of<'a>(changes: &'a [Change], ty: &str) -> &'a Change {
     let of: Vec<&Change> = changes
         .iter()
-        .filter(|c| c.entity().type_name() == ty)
+        .filter(|c| c.entity().is_some_and(|e| e.type_name() == ty))
         .collect();
     assert_eq!(of.len(), 1, "one change of a {ty}: {:?}", summary(changes));
     of[0]
@@ -91,5 +97,5 @@ pub fn one_of<'a>(changes: &'a [Change], ty: &str) -> &'a Change {
 /// The entity after the change, which must be a `kind` change.
 pub fn after(c: &Change, kind: EventKind) -> &Entity {
     assert_eq!(c.kind, kind, "{c:?}");
-    c.after.as_ref().or(c.before.as_ref()).expect("an entity")
+    c.entity().expect("an entity")
 }

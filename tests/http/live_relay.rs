@@ -67,6 +67,7 @@ async fn replica_with(
     let hub = Hub::with_relay(Some(stream.clone()), log.clone(), options);
     let stop = Arc::new(Notify::new());
     let relayer = Relayer {
+        design: itemgraph::live::Design::builtin(),
         store,
         stream: stream.clone(),
         log,
@@ -112,7 +113,7 @@ async fn collect(
             .unwrap_or_else(|_| panic!("only {} of {want} events came", got.len()))
             .expect("the subscription ended");
         let delivered = next.unwrap();
-        if let Some(Entity::Ticket(t)) = &delivered.change.after {
+        if let Some(Entity::Ticket(t)) = delivered.change.entity_after() {
             if t.title.starts_with("relayed ") {
                 got.push((t.title.clone(), delivered));
             }
@@ -430,7 +431,8 @@ async fn reconnect_storm(options: LiveOptions) {
                     .expect("an event within 30 s")
                     .expect("the subscription goes on")
                     .unwrap();
-                if matches!(&next.change.after, Some(Entity::Ticket(t)) if t.title == title) {
+                if matches!(next.change.entity_after(), Some(Entity::Ticket(t)) if t.title == title)
+                {
                     break;
                 }
             }
@@ -620,7 +622,7 @@ async fn a_fence_ahead_of_the_lease_is_passed_at_once() {
 /// Whether the entry is the change of the ticket titled `title`.
 fn titled(entry: &Entry, title: &str) -> bool {
     matches!(&entry.relayed, Relayed::Change(c)
-        if matches!(&c.after, Some(Entity::Ticket(t)) if t.title == title))
+        if matches!(c.entity_after(), Some(Entity::Ticket(t)) if t.title == title))
 }
 
 /// Redis restored from an older copy (a failover to a replica that missed the tail): the

@@ -380,7 +380,7 @@ async fn an_iterator_that_expires_before_its_shards_first_record_loses_nothing()
         loop {
             match events.next().await {
                 Some(Ok(d))
-                    if matches!(&d.change.after, Some(Entity::Ticket(t)) if t.title == "written meanwhile") =>
+                    if matches!(d.change.entity_after(), Some(Entity::Ticket(t)) if t.title == "written meanwhile") =>
                 {
                     return
                 }

@@ -38,14 +38,13 @@ fn ticket_change(ticket: Ticket, n: u64) -> (Relayed, Position) {
         .shards
         .insert("shard-1".into(), Pos::Seq(sequence.clone()));
     (
-        Relayed::Change(Box::new(Change {
-            kind: EventKind::Updated,
-            before: Some(Entity::Ticket(ticket.clone())),
-            after: Some(Entity::Ticket(ticket)),
-            shard: "shard-1".into(),
-            sequence,
-            created_ms: 1_700_000_000_000 + n,
-        })),
+        Relayed::Change(Box::new(Change::new(
+            EventKind::Updated,
+            Some(Entity::Ticket(ticket.clone()).to_item()),
+            Some(Entity::Ticket(ticket.clone()).to_item()),
+            Some(ticket.org.clone()),
+            ("shard-1".into(), sequence, 1_700_000_000_000 + n),
+        ))),
         position,
     )
 }
