@@ -34,6 +34,9 @@ pub struct File {
     /// The mutations, by GraphQL field name.
     #[serde(default)]
     pub mutations: IndexMap<String, Mutation>,
+    /// The subscriptions, by GraphQL field name: which entity's changes reach each.
+    #[serde(default)]
+    pub subscriptions: IndexMap<String, Subscription>,
     /// Sample items, by entity: what `serve --seed demo` loads into an empty table.
     #[serde(default)]
     pub samples: IndexMap<String, Vec<toml::Table>>,
@@ -194,6 +197,20 @@ pub struct Lifecycle {
     pub initial: String,
     /// From each state, the states it may move to; a state with none is final.
     pub transitions: IndexMap<String, Vec<String>>,
+}
+
+/// A subscription: the changes of one entity's items of one tenant, from the table's
+/// change stream.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Subscription {
+    pub entity: String,
+    /// Attributes a subscriber may narrow the events by: an event comes when the item
+    /// had the value given before the change or has it after.
+    #[serde(default)]
+    pub filters: Vec<String>,
+    #[serde(default)]
+    pub description: Option<String>,
 }
 
 /// A mutation: create, update or delete of one entity, served from the chart.

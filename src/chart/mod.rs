@@ -137,6 +137,8 @@ pub struct Chart {
     pub patterns: IndexMap<u32, Pattern>,
     /// The mutations, by GraphQL field name (`docs/CHART.md`, "Writes").
     pub mutations: IndexMap<String, Mutation>,
+    /// The subscriptions, by GraphQL field name.
+    pub subscriptions: IndexMap<String, format::Subscription>,
     /// The sample items, as stored.
     pub samples: Vec<crate::store::Item>,
 }

@@ -614,6 +614,23 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
         Some(8),
         "changes `city`, which is part of the primary key",
     );
+    // A subscription narrowed by a free string; one of an entity that is no type.
+    let r = broken_locator(
+        "filters = [\"country\", \"state\", \"city\", \"status\"]",
+        "filters = [\"name\"]",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Store"),
+        None,
+        "filters by `name`, which is no identifier",
+    );
+    let r = broken_locator(
+        "[subscriptions.storeEvents]\nentity = \"Store\"",
+        "[subscriptions.storeEvents]\nentity = \"StorePhone\"",
+    );
+    refuses(&r, "writes", Some("StorePhone"), None, "no GraphQL type");
     let r = broken_locator(
         "action = \"delete\"\npattern = 10",
         "action = \"remove\"\npattern = 10",

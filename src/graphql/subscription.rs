@@ -67,7 +67,15 @@ fn now_secs() -> u64 {
 
 /// The organization argument, checked: well-formed, and one the caller sees.
 fn org_arg(rc: &RequestContext, org: &str) -> Result<Slug> {
-    let org = validate_slug("org", org).map_err(|e| ApiError::from(e).extend())?;
+    tenant_arg(rc, "org", org)
+}
+
+/// A tenant argument named `field`, checked: well-formed, and one the caller sees.
+fn tenant_arg(rc: &RequestContext, field: &str, org: &str) -> Result<Slug> {
+    let org = validate_slug("org", org).map_err(|e| {
+        // The rules' messages name the field `org`: they name the chart's here.
+        ApiError::bad_input(field, e.to_string().replacen("org", field, 1)).extend()
+    })?;
     if !rc.sees(&org) {
         return Err(ApiError::Forbidden(format!(
             "this token may not subscribe to organization {org}'s changes"
@@ -75,6 +83,20 @@ fn org_arg(rc: &RequestContext, org: &str) -> Result<Slug> {
         .extend());
     }
     Ok(org)
+}
+
+/// A chart's subscription: the changes of the tenant given as `field` that `wanted`
+/// picks, each made into an event by `make`.
+pub(super) async fn tenant_events<'a, T: Send + 'static>(
+    ctx: &Context<'a>,
+    field: &str,
+    tenant: &str,
+    after: Option<String>,
+    wanted: impl Fn(&Change) -> bool + Send + Sync + 'static,
+    make: impl Fn(&Change, String) -> Option<T> + Send + Sync + 'a,
+) -> Result<impl Stream<Item = Result<T>> + 'a> {
+    let org = tenant_arg(rc(ctx), field, tenant)?;
+    events(ctx, org, after, wanted, make).await
 }
 
 /// Where in the change stream the event being resolved was read (its shard and sequence

@@ -33,6 +33,8 @@ pub struct Api {
     schema: ItemgraphSchema,
     /// The change stream's reader for [`Api::subscribe`].
     pub hub: Arc<Hub>,
+    /// Which items the hub's changes are of.
+    design: itemgraph::live::Design,
     /// DynamoDB Local tables are dropped by [`Api::finish`]; embedded ones just vanish.
     drop_table: bool,
 }
@@ -58,6 +60,7 @@ impl Api {
     pub fn over(store: Arc<dyn Store>) -> Api {
         Api {
             hub: Hub::new(store.change_stream(), super::changes::test_options()),
+            design: itemgraph::live::Design::builtin(),
             store,
             schema: graphql::schema(),
             drop_table: false,
@@ -95,8 +98,15 @@ impl Api {
             .await
             .expect("seed the samples");
         assert_eq!(written, chart.samples.len());
+        let design = graphql::charted::design(chart.clone());
         Some(Api {
-            hub: Hub::new(store.change_stream(), super::changes::test_options()),
+            hub: Hub::for_design(
+                store.change_stream(),
+                None,
+                super::changes::test_options(),
+                design.clone(),
+            ),
+            design,
             schema: graphql::chart_schema(chart, &graphql::Limits::default()).expect("the schema"),
             store,
             drop_table,
@@ -109,6 +119,7 @@ impl Api {
             .unwrap_or_else(|e| panic!("seeding {}: {e}", store.table_name()));
         Api {
             hub: Hub::new(store.change_stream(), super::changes::test_options()),
+            design: itemgraph::live::Design::builtin(),
             store,
             schema: graphql::schema(),
             drop_table,
@@ -154,7 +165,12 @@ impl Api {
 
     /// The same API with its own change stream reader, configured by `options`.
     pub fn with_live(mut self, options: LiveOptions) -> Api {
-        self.hub = Hub::new(self.store.change_stream(), options);
+        self.hub = Hub::for_design(
+            self.store.change_stream(),
+            None,
+            options,
+            self.design.clone(),
+        );
         self
     }
 

@@ -4,7 +4,8 @@
 //! first, then its newest comments; a sort key under `TICKET#` the check refuses, since a
 //! later page's `begins_with` would meet the ticket again), counted on the
 //! ticket, read with the ticket in one Query, written with its count in one
-//! TransactWriteItems. No Rust knows of comments; both engines.
+//! TransactWriteItems, streamed to a subscription of the ticket's comments, checked by
+//! `itemgraph check`. No Rust knows of comments; both engines.
 
 use std::sync::Arc;
 
@@ -66,6 +67,10 @@ entity = "Comment"
 action = "create"
 pattern = 19
 
+[subscriptions.commentEvents]
+entity = "Comment"
+filters = ["ticketId"]
+
 [mutations.removeComment]
 entity = "Comment"
 action = "delete"
@@ -121,6 +126,8 @@ const ADD: &str = r#"mutation($input: AddCommentInput!) {
     addComment(input: $input) { comment { id body author { username } ticket { commentCount } } } }"#;
 
 async fn comments_are_written_counted_and_read_with_their_ticket(api: &Api) {
+    use futures::StreamExt;
+    api.store.enable_change_stream(false).await.unwrap();
     let r = api
         .run(r#"{ organization(slug: "acme") { tickets(status: OPEN, first: 1) { nodes { id ticketId requester { username } } } } }"#)
         .await;
@@ -131,6 +138,20 @@ async fn comments_are_written_counted_and_read_with_their_ticket(api: &Api) {
         t["requester"]["username"].clone(),
     );
     let add = |author: &Value, org: &str, body: &str| json!({"input": {"ticketId": ticket_id, "org": org, "author": author, "body": body}});
+
+    // The ticket's comments, followed live.
+    let mut live = Box::pin(api.subscribe(
+        &Access::Unrestricted,
+        None,
+        r#"subscription($t: String) { commentEvents(org: "acme", ticketId: $t) { kind comment { body ticket { commentCount } } } }"#,
+        json!({"t": ticket_id}),
+    ));
+    for _ in 0..2000 {
+        if api.hub.listeners() >= 1 {
+            break;
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(5), live.next()).await;
+    }
 
     // One TransactWriteItems: the comment, the ticket's count, the author's existence.
     let r = api
@@ -143,6 +164,15 @@ async fn comments_are_written_counted_and_read_with_their_ticket(api: &Api) {
     assert_eq!(c["author"]["username"], requester);
     assert_eq!(c["ticket"]["commentCount"], 1);
     let first = c["id"].clone();
+    let e = tokio::time::timeout(std::time::Duration::from_secs(20), live.next())
+        .await
+        .expect("an event in time")
+        .unwrap();
+    assert_eq!(
+        e["data"]["commentEvents"],
+        json!({"kind": "CREATED", "comment": {"body": "Looking into it.", "ticket": {"commentCount": 1}}}),
+        "{e:#}"
+    );
     let r = api.run_with(ADD, add(&requester, "acme", "Fixed.")).await;
     assert!(r.get("errors").is_none(), "{r:#}");
 

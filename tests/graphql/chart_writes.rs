@@ -68,6 +68,7 @@ on_both_engines!(
     a_chain_is_deleted_only_when_nothing_counts_on_it,
     writes_reach_only_the_callers_tenant,
     a_client_token_opens_one_store_whatever_the_retries,
+    changes_reach_the_subscriptions_that_match_them,
     bad_input_is_refused_naming_the_field_and_writes_nothing,
 );
 
@@ -511,4 +512,121 @@ async fn a_random_workload_answers_the_same_on_both_engines() {
         embedded.finish().await;
         dynamo.finish().await;
     }
+}
+
+const EVENTS: &str = r#"subscription($chain: String!, $city: String, $after: String) {
+    storeEvents(chain: $chain, city: $city, after: $after) { kind changed cursor store { name chain { slug } } } }"#;
+
+type Events = Box<dyn futures::Stream<Item = Value> + Send + Unpin>;
+
+async fn next_event(events: &mut Events) -> Value {
+    use futures::StreamExt;
+    let r = tokio::time::timeout(std::time::Duration::from_secs(20), events.next())
+        .await
+        .expect("an event in time")
+        .expect("the subscription goes on");
+    assert!(r.get("errors").is_none(), "{r:#}");
+    r["data"]["storeEvents"].clone()
+}
+
+/// Polls `subs` until the hub has `n` listeners (a subscription listens once polled).
+async fn listening(api: &Api, subs: &mut [&mut Events], n: usize) {
+    use futures::StreamExt;
+    for _ in 0..2000 {
+        if api.hub.listeners() >= n {
+            return;
+        }
+        for s in subs.iter_mut() {
+            if let Ok(Some(r)) =
+                tokio::time::timeout(std::time::Duration::from_millis(5), s.next()).await
+            {
+                panic!("no event expected yet: {r:#}");
+            }
+        }
+    }
+    panic!("the subscriptions did not start listening");
+}
+
+async fn changes_reach_the_subscriptions_that_match_them(api: &Api) {
+    use futures::StreamExt;
+    // The suites' DynamoDB Local tables are made without a stream; this one follows it.
+    api.store.enable_change_stream(false).await.unwrap();
+    let all = Access::Unrestricted;
+    let mut tacoma: Events = Box::new(api.subscribe(
+        &all,
+        None,
+        EVENTS,
+        json!({"chain": "bean-there", "city": "TACOMA"}),
+    ));
+    let mut tea: Events = Box::new(api.subscribe(&all, None, EVENTS, json!({"chain": "tea-leaf"})));
+    listening(api, &mut [&mut tacoma, &mut tea], 2).await;
+
+    let created = create(api, "4242", None).await;
+    let e = next_event(&mut tacoma).await;
+    assert_eq!(e["kind"], "CREATED");
+    assert_eq!(
+        e["store"],
+        json!({"name": "Tacoma 4242", "chain": {"slug": "bean-there"}})
+    );
+    assert_eq!(e["changed"], json!([]));
+    let first = e["cursor"].clone();
+    // A change elsewhere in the chain, and the change itself: only the latter reaches
+    // the city's subscription, with what it changed.
+    let seattle = api
+        .run(r#"{ chain(slug: "bean-there") { storesIn(country: "US", state: "WA", city: "SEATTLE", first: 1) { nodes { id } } } }"#)
+        .await["data"]["chain"]["storesIn"]["nodes"][0]["id"]
+        .clone();
+    let r = api
+        .run_with(
+            UPDATE,
+            json!({"input": {"id": seattle, "expectedVersion": 1, "name": "Pike"}}),
+        )
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    let r = api
+        .run_with(
+            UPDATE,
+            json!({"input": {"id": created["id"], "expectedVersion": 1, "name": "Tacoma Mall"}}),
+        )
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    let e = next_event(&mut tacoma).await;
+    assert_eq!(e["kind"], "UPDATED");
+    assert_eq!(e["store"]["name"], "Tacoma Mall");
+    assert_eq!(e["changed"], json!(["name", "version"]));
+    let r = api
+        .run_with(DELETE, json!({"input": {"id": created["id"]}}))
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    let e = next_event(&mut tacoma).await;
+    assert_eq!(e["kind"], "DELETED");
+    assert_eq!(e["store"]["name"], "Tacoma Mall", "as it was");
+    // Another chain's subscription heard none of it.
+    if let Ok(Some(r)) =
+        tokio::time::timeout(std::time::Duration::from_millis(500), tea.next()).await
+    {
+        panic!("no event expected for tea-leaf, got {r:#}");
+    }
+    // Resumed after the first event: what happened since comes first.
+    let mut resumed: Events = Box::new(api.subscribe(
+        &all,
+        None,
+        EVENTS,
+        json!({"chain": "bean-there", "city": "TACOMA", "after": first}),
+    ));
+    assert_eq!(next_event(&mut resumed).await["kind"], "UPDATED");
+    assert_eq!(next_event(&mut resumed).await["kind"], "DELETED");
+    // Another tenant's changes are not the caller's to follow.
+    let member = Access::Tenant {
+        org: Slug::parse("tea-leaf").unwrap(),
+        role: Role::Member,
+        subject: None,
+    };
+    let mut theirs: Events =
+        Box::new(api.subscribe(&member, None, EVENTS, json!({"chain": "bean-there"})));
+    let r = tokio::time::timeout(std::time::Duration::from_secs(20), theirs.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(error_codes(&r), ["FORBIDDEN"], "{r:#}");
 }

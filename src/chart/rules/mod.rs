@@ -161,6 +161,7 @@ impl Checker {
         self.fields(&file, &entities, &patterns);
         self.invariants(&entities, &patterns);
         let mutations = self.mutations(&file, &entities, &patterns);
+        self.subscriptions(&file, &entities);
         let mut samples = Vec::new();
         for (entity, items) in &file.samples {
             self.at(Some(entity), None);
@@ -208,6 +209,7 @@ impl Checker {
             query: file.query,
             patterns,
             mutations,
+            subscriptions: file.subscriptions,
             samples,
         }
     }

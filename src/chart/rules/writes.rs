@@ -401,6 +401,49 @@ impl Checker {
     }
 }
 
+impl Checker {
+    /// Each subscription streams a GraphQL type that names its tenant, narrowed by
+    /// attributes that hold identifiers, enum values or integers.
+    pub(super) fn subscriptions(&mut self, file: &File, entities: &IndexMap<String, Entity>) {
+        for (name, sub) in &file.subscriptions {
+            self.at(Some(&sub.entity), None);
+            if !is_graphql_name(name) {
+                self.refuse(
+                    "names",
+                    format!("subscription `{name}` is not a GraphQL name"),
+                );
+            }
+            let Some(e) = entities.get(&sub.entity).filter(|e| e.graphql && !e.system) else {
+                self.refuse(
+                    "writes",
+                    format!(
+                        "subscription `{name}` streams `{}`, which is no GraphQL type of the chart",
+                        sub.entity
+                    ),
+                );
+                continue;
+            };
+            let tenant = file.tenant.as_ref().and_then(|t| {
+                let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
+                e.attributes.contains_key(&attr).then_some(attr)
+            });
+            match (&file.tenant, tenant) {
+                (Some(t), None) => self.refuse("tenant", format!("subscription `{name}` streams {}, which names no {}: a subscriber could not be held to their own", e.name, t.entity)),
+                (Some(t), Some(_)) if sub.filters.contains(&t.attribute) => self.refuse("writes", format!("subscription `{name}`: the tenant `{}` is its argument already", t.attribute)),
+                (None, _) => self.refuse("tenant", format!("subscription `{name}`: a chart without a tenant has no one to stream changes to")),
+                _ => {}
+            }
+            for f in &sub.filters {
+                match e.attributes.get(f).map(|a| &a.ty) {
+                    Some(Type::Kind(_) | Type::Enum { .. } | Type::Int { .. }) => {}
+                    _ => self.refuse("writes", format!("subscription `{name}` filters by `{f}`, which is no identifier, enum or int attribute of {}", e.name)),
+                }
+            }
+        }
+        self.at(None, None);
+    }
+}
+
 /// The variables of an entity's primary key, in the order its templates spell them.
 fn key_vars(e: &Entity) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();

@@ -16,6 +16,7 @@
 
 pub mod cost;
 mod examples;
+mod live;
 mod mutate;
 mod read;
 pub mod record;
@@ -47,12 +48,15 @@ pub type Writes = fn(SchemaBuilder, &Arc<Chart>, &HashSet<String>) -> SchemaBuil
 /// it).
 pub fn build(chart: Arc<Chart>, writes: Option<Writes>) -> SchemaBuilder {
     let declared_writes = writes.is_none() && !chart.mutations.is_empty();
+    let declared_live = writes.is_none() && !chart.subscriptions.is_empty();
     let mut schema = if writes.is_some() {
         Schema::build("Query", Some("Mutation"), Some("Subscription"))
-    } else if declared_writes {
-        Schema::build("Query", Some("Mutation"), None)
     } else {
-        Schema::build("Query", None, None)
+        Schema::build(
+            "Query",
+            declared_writes.then_some("Mutation"),
+            declared_live.then_some("Subscription"),
+        )
     };
     schema = schema.register(
         // As the derived `Cents` says it ([`crate::graphql::scalars`]); a chart's values
@@ -133,8 +137,13 @@ pub fn build(chart: Arc<Chart>, writes: Option<Writes>) -> SchemaBuilder {
             .chain(["Role", "Cents"].map(String::from))
             .collect();
         schema = register(schema, &chart, &declared);
-    } else if declared_writes {
-        schema = mutate::register(schema, &chart);
+    } else {
+        if declared_writes {
+            schema = mutate::register(schema, &chart);
+        }
+        if declared_live {
+            schema = live::register(schema, &chart);
+        }
     }
     schema.register(resolve::query_type(chart))
 }
