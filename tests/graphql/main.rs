@@ -9,6 +9,7 @@
 mod common;
 
 mod builtin_chart;
+mod builtin_writes_declared;
 mod chart_added_entity;
 mod chart_writes;
 mod charts;
