@@ -20,7 +20,21 @@ fn declared() -> Arc<itemgraph::chart::Chart> {
     for part in [user, created] {
         assert!(source.contains(part), "{part}");
     }
+    let ticket = "[entities.Ticket]\nkey = [\"TICKET#{ticketId}\", \"TICKET#{ticketId}\"]\n";
+    assert!(source.contains(ticket));
     let text = source
+        .replace(
+            ticket,
+            &format!("{ticket}version = \"version\"\ncounts = {{ organization = [\"ticketCount\", \"ticketCountOpen\"], requester = \"ticketCount\", assignee = \"assignedTicketCount\" }}\nlifecycle = {{ attribute = \"status\", initial = \"OPEN\", transitions = {{ OPEN = [\"PENDING\", \"SOLVED\", \"CLOSED\"] }} }}\n"),
+        )
+        .replace(
+            "ticketId = { type = \"ulid\", description",
+            "ticketId = { type = \"ulid\", auto = \"ulid\", description",
+        )
+        .replace(
+            "createdAt = { type = \"timestamp\", description = \"RFC 3339, UTC.\" }\nupdatedAt = { type = \"timestamp\", description",
+            "createdAt = { type = \"timestamp\", auto = \"created\", description = \"RFC 3339, UTC.\" }\nupdatedAt = { type = \"timestamp\", auto = \"updated\", description",
+        )
         .replace(
             user,
             &format!("{user}unique = {{ email = \"UserEmail\" }}\ncounts = {{ organization = \"userCount\" }}\n"),
@@ -41,6 +55,17 @@ entity = "User"
 action = "create"
 pattern = 20
 role = "ADMIN"
+
+[patterns.21]
+name = "Raise a ticket, counted on its organization, requester and assignee"
+request = "TransactWriteItems"
+entity = "Ticket"
+field = "Mutation.createTicket"
+
+[mutations.createTicket]
+entity = "Ticket"
+action = "create"
+pattern = 21
 "#;
     Arc::new(itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")))
 }
@@ -58,6 +83,7 @@ async fn embedded() {
     let hand = Api::embedded().await;
     let chart = declared_api(None).await.unwrap();
     create_user_answers_as_the_hand_written_one(&hand, &chart).await;
+    create_ticket_answers_as_the_hand_written_one(&hand, &chart).await;
 }
 
 #[tokio::test]
@@ -67,6 +93,7 @@ async fn dynamodb() {
     };
     let chart = declared_api(Some("declared_chart")).await.unwrap();
     create_user_answers_as_the_hand_written_one(&hand, &chart).await;
+    create_ticket_answers_as_the_hand_written_one(&hand, &chart).await;
     hand.finish().await;
     chart.finish().await;
 }
@@ -168,4 +195,77 @@ async fn create_user_answers_as_the_hand_written_one(hand: &Api, chart: &Api) {
         b["errors"][0]["extensions"]["code"]
     );
     assert_eq!(b["errors"][0]["extensions"]["code"], "FORBIDDEN");
+}
+
+const TICKET: &str = r#"mutation($input: CreateTicketInput!) {
+    createTicket(input: $input) { ticket { title body status priority version
+        requester { username ticketCount } assignee { username }
+        organization { ticketCount tickets(status: OPEN, first: 1) { totalCount } } } } }"#;
+
+/// `createTicket` declared (counted on the organization's shards, in total and in its
+/// status, on the requester and the assignee; its version, its life cycle's first state,
+/// its id and times given by the writes): the same answers, refusals and requests, and
+/// the built-in `itemgraph check` clean after.
+async fn create_ticket_answers_as_the_hand_written_one(hand: &Api, chart: &Api) {
+    let t = |requester: &str, assignee: Option<&str>, title: &str| {
+        json!({"input": {"org": "acme", "requester": requester, "assignee": assignee,
+                         "title": title, "body": "Steps:\n1. open it", "priority": "HIGH"}})
+    };
+    let cases = [
+        t("daffy-duck", Some("bugs-bunny"), "Assigned"),
+        t("daffy-duck", None, "Unassigned"),
+        t("granny", Some("granny"), "To myself"),
+        t("nobody", None, "No requester"),
+        t("daffy-duck", Some("nobody"), "No assignee"),
+        t("daffy-duck", None, "Two\nlines"),
+    ];
+    let mut outcomes = Vec::new();
+    for vars in cases {
+        let (a, b) = (
+            hand.run_with(TICKET, vars.clone()).await,
+            chart.run_with(TICKET, vars.clone()).await,
+        );
+        outcomes.push(
+            b["errors"][0]["extensions"]["code"]
+                .as_str()
+                .unwrap_or_else(|| {
+                    b["data"]["createTicket"]["ticket"]["status"]
+                        .as_str()
+                        .unwrap()
+                })
+                .to_owned(),
+        );
+        assert_eq!(a.get("data"), b.get("data"), "{vars}: {a:#} {b:#}");
+        let errors = |r: &Value| -> Vec<(Value, Value, Value)> {
+            r["errors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| {
+                    (
+                        e["message"].clone(),
+                        e["extensions"]["code"].clone(),
+                        e["extensions"]["field"].clone(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(errors(&a), errors(&b), "{vars}");
+        assert_eq!(operations(&a), operations(&b), "{vars}");
+    }
+    assert_eq!(
+        outcomes,
+        [
+            "OPEN",
+            "OPEN",
+            "OPEN",
+            "NOT_FOUND",
+            "NOT_FOUND",
+            "BAD_USER_INPUT"
+        ]
+    );
+    for api in [hand, chart] {
+        let report = itemgraph::check::check(api.store.as_ref()).await.unwrap();
+        assert!(report.is_clean(), "{report}: {:#?}", report.violations);
+    }
 }
