@@ -171,21 +171,29 @@ pub struct Entity {
     pub lifecycle: Option<Lifecycle>,
 }
 
-/// The counters one reference keeps: one name or several.
+/// The counters one reference keeps: one name, or several, each a name or one counter per
+/// value of an attribute (`{ by = "status", counters = { OPEN = "openStoreCount" } }`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum Counted {
     One(String),
-    Many(Vec<String>),
+    Many(Vec<CountedPart>),
 }
 
-impl Counted {
-    pub fn names(&self) -> Vec<String> {
-        match self {
-            Counted::One(c) => vec![c.clone()],
-            Counted::Many(cs) => cs.clone(),
-        }
-    }
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum CountedPart {
+    Name(String),
+    By(CountedBy),
+}
+
+/// One counter per value of an attribute: an item counts on the one its value names (none
+/// for a value not listed), and a change of the value moves the count.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CountedBy {
+    pub by: String,
+    pub counters: IndexMap<String, String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

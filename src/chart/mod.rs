@@ -244,7 +244,37 @@ pub struct Invariants {
 #[derive(Debug, Clone)]
 pub struct Count {
     pub reference: String,
+    /// Counters every item keeps.
     pub counters: Vec<String>,
+    /// Counters per value of an attribute: an item keeps the one its value names.
+    pub by: Vec<format::CountedBy>,
+}
+
+impl Count {
+    /// The counters `item` keeps through this reference.
+    pub fn of_item(&self, item: &crate::store::Item) -> Vec<String> {
+        let mut out = self.counters.clone();
+        for b in &self.by {
+            if let Some(crate::store::AttributeValue::S(v)) = item.get(&b.by) {
+                out.extend(b.counters.get(v).cloned());
+            }
+        }
+        out
+    }
+
+    /// Every counter it may keep.
+    pub fn all(&self) -> Vec<String> {
+        let mut out = self.counters.clone();
+        for b in &self.by {
+            out.extend(b.counters.values().cloned());
+        }
+        out
+    }
+
+    /// The attributes whose values choose a counter.
+    pub fn by_attributes(&self) -> impl Iterator<Item = &str> {
+        self.by.iter().map(|b| b.by.as_str())
+    }
 }
 
 /// A mutation of the chart.

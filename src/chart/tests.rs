@@ -532,15 +532,35 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
         "a counter on an entity that is not Review's parent",
     );
     let r = broken_locator(
-        "counts = { chain = \"storeCount\" }",
+        "counts = { chain = [\"storeCount\", { by = \"status\", counters = { OPEN = \"openStoreCount\" } }] }",
         "counts = { chain = \"name\" }",
     );
     refuses(&r, "writes", Some("Store"), None, "no counter of Chain");
     let r = broken_locator(
-        "counts = { chain = \"storeCount\" }",
+        "counts = { chain = [\"storeCount\", { by = \"status\", counters = { OPEN = \"openStoreCount\" } }] }",
         "counts = { owner = \"storeCount\" }",
     );
     refuses(&r, "writes", Some("Store"), None, "no reference");
+    // A counter per value of an attribute that is no enum, or of a value it lacks.
+    let r = broken_locator(
+        "{ by = \"status\", counters = { OPEN",
+        "{ by = \"name\", counters = { OPEN",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Store"),
+        None,
+        "counts by `name`, which is no enum attribute",
+    );
+    let r = broken_locator("counters = { OPEN = ", "counters = { GONE = ");
+    refuses(
+        &r,
+        "writes",
+        Some("Store"),
+        None,
+        "`GONE` is no value of StoreStatus",
+    );
     // A marker with no attribute: its key does not hold the value it keeps unique.
     let r = broken_locator(
         "key = [\"PHONE#{chain}#{phone}\", \"PHONE#{chain}#{phone}\"]",

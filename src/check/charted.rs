@@ -212,7 +212,7 @@ impl<'c> Checker<'c> {
             for c in &e.writes.counts {
                 let target = &e.references[&c.reference].entity;
                 let names = counted.entry(target.clone()).or_default();
-                for counter in &c.counters {
+                for counter in &c.all() {
                     if !names.contains(counter) {
                         names.push(counter.clone());
                     }
@@ -222,7 +222,7 @@ impl<'c> Checker<'c> {
         for f in found.values() {
             for c in &f.entity.writes.counts {
                 if let Some(key) = self.reference_key(f.entity, &f.item, &c.reference) {
-                    for counter in &c.counters {
+                    for counter in &c.of_item(&f.item) {
                         *expected.entry((key.clone(), counter.clone())).or_default() += 1;
                     }
                 }

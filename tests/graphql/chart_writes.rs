@@ -203,7 +203,13 @@ async fn a_store_changes_under_its_version_and_its_life_cycle(api: &Api) {
         .await;
     assert!(r.get("errors").is_none(), "{r:#}");
     assert_eq!(r["data"]["updateStore"]["store"]["status"], "CLOSED");
-    assert_eq!(operations(&r), ["GetItem", "UpdateItem"], "{r:#}");
+    // The chain's count of open stores moves in the same write.
+    assert_eq!(operations(&r), ["GetItem", "TransactWriteItems"], "{r:#}");
+    let counts = r#"{ chain(slug: "bean-there") { storeCount openStoreCount } }"#;
+    assert_eq!(
+        api.run(counts).await["data"]["chain"],
+        json!({"storeCount": 6, "openStoreCount": 5})
+    );
     // CLOSED is final.
     let r = api
         .run_with(

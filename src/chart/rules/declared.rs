@@ -283,9 +283,25 @@ impl Checker {
                 counts: e
                     .counts
                     .iter()
-                    .map(|(reference, c)| Count {
-                        reference: reference.clone(),
-                        counters: c.names(),
+                    .map(|(reference, c)| {
+                        let parts = match c {
+                            format::Counted::One(name) => {
+                                vec![format::CountedPart::Name(name.clone())]
+                            }
+                            format::Counted::Many(parts) => parts.clone(),
+                        };
+                        let mut count = Count {
+                            reference: reference.clone(),
+                            counters: Vec::new(),
+                            by: Vec::new(),
+                        };
+                        for part in parts {
+                            match part {
+                                format::CountedPart::Name(n) => count.counters.push(n),
+                                format::CountedPart::By(b) => count.by.push(b),
+                            }
+                        }
+                        count
                     })
                     .collect(),
                 lifecycle: e.lifecycle.clone(),

@@ -76,7 +76,28 @@ impl Checker {
                         .as_ref()
                         .is_some_and(|(of, _)| *of == target.name)
                 });
-                for counter in &c.counters {
+                for b in &c.by {
+                    match e.attributes.get(&b.by).map(|a| &a.ty) {
+                        Some(Type::Enum { name, values }) => {
+                            for v in b.counters.keys() {
+                                if !values.contains(v) {
+                                    self.refuse(
+                                        "writes",
+                                        format!(
+                                            "counts by `{}`: `{v}` is no value of {name}",
+                                            b.by
+                                        ),
+                                    );
+                                }
+                            }
+                        }
+                        _ => self.refuse(
+                            "writes",
+                            format!("counts by `{}`, which is no enum attribute", b.by),
+                        ),
+                    }
+                }
+                for counter in &c.all() {
                     match target.attributes.get(counter) {
                         Some(a) if matches!(a.ty, Type::Counter) => {}
                         _ => {
@@ -328,16 +349,16 @@ impl Checker {
                         .iter()
                         .filter(|f| e.writes.unique.contains_key(*f))
                         .count();
-                    let moved = e
-                        .writes
-                        .counts
-                        .iter()
-                        .filter(|c| {
-                            e.references
-                                .get(&c.reference)
-                                .is_some_and(|r| r.key.values().any(|from| fields.contains(from)))
-                        })
-                        .count();
+                    let moved =
+                        e.writes
+                            .counts
+                            .iter()
+                            .filter(|c| {
+                                e.references.get(&c.reference).is_some_and(|r| {
+                                    r.key.values().any(|from| fields.contains(from))
+                                }) || c.by_attributes().any(|a| fields.iter().any(|f| f == a))
+                            })
+                            .count();
                     let rechecked = checked
                         .iter()
                         .filter(|r| r.key.values().any(|from| fields.contains(from)))

@@ -263,7 +263,7 @@ impl Touches {
             Meaning::Corrupt("a counted item is gone")
         };
         let t = self.touch(key, when, meaning);
-        for counter in &c.counters {
+        for counter in &c.of_item(item) {
             match t.update.add.iter_mut().find(|(name, _)| name == counter) {
                 Some((_, v)) => *v = n(number(Some(v)) + by),
                 None => t.update.add.push((counter.clone(), n(by))),
@@ -352,6 +352,7 @@ fn as_read(e: &Entity, current: &Item) -> Vec<Condition> {
     let mut depends: Vec<&str> = e.writes.unique.keys().map(String::as_str).collect();
     for c in &e.writes.counts {
         depends.extend(e.references[&c.reference].key.values().map(String::as_str));
+        depends.extend(c.by_attributes());
     }
     depends.extend(e.writes.lifecycle.iter().map(|l| l.attribute.as_str()));
     depends
@@ -758,7 +759,7 @@ fn guards(chart: &Chart, e: &Entity) -> Vec<String> {
                 .get(&c.reference)
                 .is_some_and(|r| r.entity == e.name)
             {
-                for counter in &c.counters {
+                for counter in &c.all() {
                     if !out.contains(counter) {
                         out.push(counter.clone());
                     }
@@ -810,6 +811,10 @@ async fn update(
         || e.references
             .values()
             .any(|r| r.key.values().any(|f| changed(f)))
+        || e.writes
+            .counts
+            .iter()
+            .any(|c| c.by_attributes().any(&changed))
         || e.writes
             .lifecycle
             .as_ref()
@@ -1047,7 +1052,8 @@ fn changed_item(
     let mut touches = Touches::default();
     for c in &e.writes.counts {
         let r = &e.references[&c.reference];
-        if r.key.values().all(|f| current.get(f) == next.get(f)) {
+        let same = |f: &str| current.get(f) == next.get(f);
+        if r.key.values().all(|f| same(f)) && c.by_attributes().all(same) {
             continue;
         }
         touches.count(chart, e, current, c, -1);
