@@ -55,6 +55,14 @@ impl Api {
         Some(api)
     }
 
+    /// [`Api::dynamodb`] without the table's stream, for suites that follow no changes:
+    /// DynamoDB Local describes every stream on every request, so each stream a suite
+    /// turns on slows every later request of the run.
+    pub async fn dynamodb_without_stream(table_prefix: &str) -> Option<Api> {
+        let store = super::engines::dynamodb(table_prefix).await?;
+        Some(Api::seeded(Arc::new(store), true).await)
+    }
+
     /// The schema over `store` as it is (e.g. a wrapper around [`Api::store`]); the table
     /// is left to whoever owns it.
     pub fn over(store: Arc<dyn Store>) -> Api {

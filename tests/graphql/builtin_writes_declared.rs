@@ -88,7 +88,7 @@ async fn embedded() {
 
 #[tokio::test]
 async fn dynamodb() {
-    let Some(hand) = Api::dynamodb("declared_hand").await else {
+    let Some(hand) = Api::dynamodb_without_stream("declared_hand").await else {
         return;
     };
     let chart = declared_api(Some("declared_chart")).await.unwrap();

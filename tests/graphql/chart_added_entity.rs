@@ -92,17 +92,19 @@ async fn api(dynamodb: Option<&str>) -> Option<Api> {
 #[tokio::test]
 async fn embedded() {
     let api = api(None).await.expect("the embedded engine");
-    comments_are_written_counted_and_read_with_their_ticket(&api).await;
+    comments_are_written_counted_and_read_with_their_ticket(&api, true).await;
     clean(&api).await;
     api.finish().await;
 }
 
+/// On DynamoDB Local without the live part: a stream turned on slows every later request
+/// of the run (the second chart's suite follows one on both engines).
 #[tokio::test]
 async fn dynamodb() {
     let Some(api) = api(Some("added_entity")).await else {
         return;
     };
-    comments_are_written_counted_and_read_with_their_ticket(&api).await;
+    comments_are_written_counted_and_read_with_their_ticket(&api, false).await;
     clean(&api).await;
     api.finish().await;
 }
@@ -125,9 +127,8 @@ fn operations(r: &Value) -> Vec<String> {
 const ADD: &str = r#"mutation($input: AddCommentInput!) {
     addComment(input: $input) { comment { id body author { username } ticket { commentCount } } } }"#;
 
-async fn comments_are_written_counted_and_read_with_their_ticket(api: &Api) {
+async fn comments_are_written_counted_and_read_with_their_ticket(api: &Api, live: bool) {
     use futures::StreamExt;
-    api.store.enable_change_stream(false).await.unwrap();
     let r = api
         .run(r#"{ organization(slug: "acme") { tickets(status: OPEN, first: 1) { nodes { id ticketId requester { username } } } } }"#)
         .await;
@@ -140,17 +141,21 @@ async fn comments_are_written_counted_and_read_with_their_ticket(api: &Api) {
     let add = |author: &Value, org: &str, body: &str| json!({"input": {"ticketId": ticket_id, "org": org, "author": author, "body": body}});
 
     // The ticket's comments, followed live.
-    let mut live = Box::pin(api.subscribe(
-        &Access::Unrestricted,
-        None,
-        r#"subscription($t: String) { commentEvents(org: "acme", ticketId: $t) { kind comment { body ticket { commentCount } } } }"#,
-        json!({"t": ticket_id}),
-    ));
-    for _ in 0..2000 {
-        if api.hub.listeners() >= 1 {
-            break;
+    let mut events = live.then(|| {
+        Box::pin(api.subscribe(
+            &Access::Unrestricted,
+            None,
+            r#"subscription($t: String) { commentEvents(org: "acme", ticketId: $t) { kind comment { body ticket { commentCount } } } }"#,
+            json!({"t": ticket_id}),
+        ))
+    });
+    if let Some(events) = events.as_mut() {
+        for _ in 0..2000 {
+            if api.hub.listeners() >= 1 {
+                break;
+            }
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(5), events.next()).await;
         }
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(5), live.next()).await;
     }
 
     // One TransactWriteItems: the comment, the ticket's count, the author's existence.
@@ -164,15 +169,17 @@ async fn comments_are_written_counted_and_read_with_their_ticket(api: &Api) {
     assert_eq!(c["author"]["username"], requester);
     assert_eq!(c["ticket"]["commentCount"], 1);
     let first = c["id"].clone();
-    let e = tokio::time::timeout(std::time::Duration::from_secs(20), live.next())
-        .await
-        .expect("an event in time")
-        .unwrap();
-    assert_eq!(
-        e["data"]["commentEvents"],
-        json!({"kind": "CREATED", "comment": {"body": "Looking into it.", "ticket": {"commentCount": 1}}}),
-        "{e:#}"
-    );
+    if let Some(events) = events.as_mut() {
+        let e = tokio::time::timeout(std::time::Duration::from_secs(20), events.next())
+            .await
+            .expect("an event in time")
+            .unwrap();
+        assert_eq!(
+            e["data"]["commentEvents"],
+            json!({"kind": "CREATED", "comment": {"body": "Looking into it.", "ticket": {"commentCount": 1}}}),
+            "{e:#}"
+        );
+    }
     let r = api.run_with(ADD, add(&requester, "acme", "Fixed.")).await;
     assert!(r.get("errors").is_none(), "{r:#}");
 
