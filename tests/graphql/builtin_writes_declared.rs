@@ -105,6 +105,22 @@ fn input(username: &str, email: &str, org: &str) -> Value {
     json!({"input": {"org": org, "username": username, "email": email, "name": "New Person", "role": "MEMBER"}})
 }
 
+/// Each error's message, code and field.
+fn errors(r: &Value) -> Vec<(Value, Value, Value)> {
+    r["errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e["message"].clone(),
+                e["extensions"]["code"].clone(),
+                e["extensions"]["field"].clone(),
+            )
+        })
+        .collect()
+}
+
 fn operations(r: &Value) -> Vec<String> {
     requests(r)
         .iter()
@@ -140,20 +156,6 @@ async fn create_user_answers_as_the_hand_written_one(hand: &Api, chart: &Api) {
             chart.run_with(CREATE, vars.clone()).await,
         );
         assert_eq!(a.get("data"), b.get("data"), "{vars}: {a:#} {b:#}");
-        let errors = |r: &Value| -> Vec<(Value, Value, Value)> {
-            r["errors"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|e| {
-                    (
-                        e["message"].clone(),
-                        e["extensions"]["code"].clone(),
-                        e["extensions"]["field"].clone(),
-                    )
-                })
-                .collect()
-        };
         assert_eq!(errors(&a), errors(&b), "{vars}");
         if vars["input"]["org"] == "no-such-org" {
             // The one difference: the hand-written write, finding no counter shard, tries
@@ -236,20 +238,6 @@ async fn create_ticket_answers_as_the_hand_written_one(hand: &Api, chart: &Api) 
                 .to_owned(),
         );
         assert_eq!(a.get("data"), b.get("data"), "{vars}: {a:#} {b:#}");
-        let errors = |r: &Value| -> Vec<(Value, Value, Value)> {
-            r["errors"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|e| {
-                    (
-                        e["message"].clone(),
-                        e["extensions"]["code"].clone(),
-                        e["extensions"]["field"].clone(),
-                    )
-                })
-                .collect()
-        };
         assert_eq!(errors(&a), errors(&b), "{vars}");
         assert_eq!(operations(&a), operations(&b), "{vars}");
     }

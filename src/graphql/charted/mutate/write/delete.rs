@@ -1,0 +1,127 @@
+//! A delete: refused while others count on the item; with its markers and counts, after
+//! a read.
+
+use super::*;
+
+pub(super) async fn delete(
+    rc: &RequestContext,
+    chart: &Arc<Chart>,
+    m: &Mutation,
+    e: &Entity,
+    input: &IndexMap<Name, Value>,
+) -> Result<Written> {
+    let (_vars, key) = target(rc, chart, m, e, input)?;
+    let expected = expected_version(input, false)?;
+    let guarded = guards(chart, e);
+    let pk = chart.table.partition_key.clone();
+    let guard_conditions = |when: &mut Vec<Condition>| {
+        for g in &guarded {
+            when.push(Condition::Or(vec![
+                Condition::not_exists(g.clone()),
+                Condition::eq(g.clone(), n(0)),
+            ]));
+        }
+    };
+    let in_use = |item: &Item| {
+        guarded
+            .iter()
+            .find(|g| number(item.get(g.as_str())) != 0)
+            .map(|g| ApiError::Conflict {
+                message: format!("cannot delete: still referenced by {g}"),
+                field: g.clone().into(),
+            })
+    };
+    let check = |item: &Item| -> Result<()> {
+        if let (Some(v), Some(attr)) = (expected, &e.writes.version) {
+            if number(item.get(attr)) != v {
+                return Err(version_mismatch(e, v, Some(item)));
+            }
+        }
+        match in_use(item) {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    };
+    let version_condition = |when: &mut Vec<Condition>| {
+        if let (Some(v), Some(attr)) = (expected, &e.writes.version) {
+            when.push(Condition::eq(attr.clone(), n(v)));
+        }
+    };
+    if e.writes.unique.is_empty() && e.writes.counts.is_empty() {
+        let mut when = vec![Condition::exists(pk.clone())];
+        version_condition(&mut when);
+        guard_conditions(&mut when);
+        let mut d = Delete::new(key).when(Condition::And(when));
+        d.returns = ReturnValues::AllOld;
+        d.return_old_on_condition_failure = true;
+        return match rc.store.delete_item(d).await {
+            Ok(Some(item)) => Ok(Written {
+                item,
+                replayed: false,
+            }),
+            Ok(None) => Err(ApiError::Missing {
+                field: lower(&e.name).into(),
+            }),
+            Err(StoreError::ConditionFailed { item: Some(found) }) => {
+                check(&found)?;
+                Err(ApiError::Contention)
+            }
+            Err(StoreError::ConditionFailed { item: None }) => Err(ApiError::Missing {
+                field: lower(&e.name).into(),
+            }),
+            Err(err) => Err(err.into()),
+        };
+    }
+    let mut current = read(rc, e, &key).await?;
+    if !visible_item(rc, chart, e, &current) {
+        return Err(ApiError::Missing {
+            field: lower(&e.name).into(),
+        });
+    }
+    for _ in 0..ATTEMPTS {
+        check(&current)?;
+        let mut when = vec![Condition::exists(pk.clone())];
+        version_condition(&mut when);
+        guard_conditions(&mut when);
+        when.extend(as_read(e, &current));
+        let mut own = Delete::new(key.clone()).when(Condition::And(when));
+        own.return_old_on_condition_failure = true;
+        let mut actions = vec![TransactAction::Delete(own)];
+        let mut meanings = vec![Meaning::Own];
+        for (attr, marker) in &e.writes.unique {
+            if !current.contains_key(attr) {
+                continue;
+            }
+            actions.push(drop_marker(chart, e, &chart.entities[marker], &current)?);
+            meanings.push(Meaning::Corrupt("a unique marker names another item"));
+        }
+        let mut touches = Touches::default();
+        for c in &e.writes.counts {
+            touches.count(chart, e, &current, c, -1);
+        }
+        touches.into_actions(&mut actions, &mut meanings);
+        match send(rc, actions).await {
+            Ok(_) => {
+                return Ok(Written {
+                    item: current,
+                    replayed: false,
+                })
+            }
+            Err(err) => match failed(&err) {
+                Some((0, None)) => {
+                    return Err(ApiError::Missing {
+                        field: lower(&e.name).into(),
+                    })
+                }
+                Some((0, Some(found))) => current = found.clone(),
+                _ => return Err(explain(err, &meanings)),
+            },
+        }
+    }
+    Err(ApiError::Contention)
+}
+
+/// Whether the caller may see the item read (its tenant theirs).
+pub(super) fn visible_item(rc: &RequestContext, chart: &Chart, e: &Entity, item: &Item) -> bool {
+    visible(rc, chart, e, &vars_of(e, item)).is_ok()
+}

@@ -1,0 +1,345 @@
+//! A chart's mutations as store requests: each one write (a conditional PutItem,
+//! UpdateItem or DeleteItem, or one TransactWriteItems), preceded at most by the strongly
+//! consistent GetItem its checks need. What the entity declares is kept in the same write:
+//!
+//! - **unique attributes**: a marker item per value, put `attribute_not_exists` with the
+//!   item (`CONFLICT`, the attribute named), moved when the value changes, deleted with
+//!   the item; a marker is removed only when it names this item (or is gone);
+//! - **counts**: `ADD` on each item a reference names (on one of its counter shards when
+//!   it has them), conditioned on it existing (`NOT_FOUND`, the reference named), moved
+//!   when the reference changes; counts kept on an item guard its delete (`CONFLICT`,
+//!   the counter named, while not 0);
+//! - **version**: 1 at create; every change and delete compares `expectedVersion`
+//!   (`VERSION_MISMATCH` with the current one) and bumps it;
+//! - **life cycle**: a change of its attribute only along a declared transition
+//!   (`INVALID_TRANSITION`), conditioned on the state read;
+//! - **client token**: a marker put first in the create's transaction; when it is there
+//!   already, nothing is written and the item it names is read back (`replayed`).
+//!
+//! When a write that depended on what was read finds the item changed (its condition
+//! fails without a version to blame), it is built again from the item the failure
+//! returned, at most [`ATTEMPTS`] times in all.
+
+use std::sync::Arc;
+
+use async_graphql::indexmap::IndexMap;
+use async_graphql::{Name, Value};
+use rand::Rng;
+
+use super::super::record::{decode_global_id, key_value, render, Vars};
+use super::input::stored;
+use crate::auth::{Access, Role};
+use crate::chart::template::Value as KeyValue;
+use crate::chart::types::Type;
+use crate::chart::{Action, Auto, Chart, Count, Entity, Mutation};
+use crate::collections::failed_condition as failed;
+use crate::graphql::context::RequestContext;
+use crate::graphql::errors::ApiError;
+use crate::keys::{Id, Slug};
+use crate::store::{
+    AttributeValue, CancelReason, Condition, ConditionCheck, Delete, GetItem, Item, PrimaryKey,
+    Put, ReturnValues, StoreError, TransactAction, Update, UpdateExpr,
+};
+
+mod create;
+mod delete;
+mod touches;
+mod update;
+
+use create::create;
+use delete::delete;
+use touches::*;
+use update::update;
+
+/// How many times a write built from a read is built again when the item changed between.
+const ATTEMPTS: usize = 3;
+
+/// What a mutation wrote: the item as stored (as deleted, for a delete).
+pub struct Written {
+    pub item: Item,
+    pub replayed: bool,
+}
+
+/// What a failed condition of one action means to the caller.
+#[derive(Clone)]
+enum Meaning {
+    /// A unique value (or the item's key) is taken.
+    Taken(String),
+    /// What the action needs does not exist.
+    Missing(String),
+    /// The item the mutation changes: read again, or blame its version.
+    Own,
+    /// The table holds what no writer made.
+    Corrupt(&'static str),
+}
+
+type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+pub async fn run(
+    rc: &RequestContext,
+    chart: &Arc<Chart>,
+    m: &Mutation,
+    input: &IndexMap<Name, Value>,
+) -> Result<Written> {
+    if let Some(role) = &m.role {
+        allowed(&rc.access, role, &m.name)?;
+    }
+    let e = &chart.entities[&m.entity];
+    match m.action {
+        Action::Create => create(rc, chart, m, e, input).await,
+        Action::Update => update(rc, chart, m, e, input).await,
+        Action::Delete => delete(rc, chart, m, e, input).await,
+    }
+}
+
+fn allowed(access: &Access, role: &str, mutation: &str) -> Result<()> {
+    match access {
+        Access::Unrestricted => Ok(()),
+        Access::Tenant {
+            role: Role::Admin, ..
+        } => Ok(()),
+        Access::Tenant {
+            role: Role::Member, ..
+        } if role == "MEMBER" => Ok(()),
+        Access::Tenant { .. } => Err(ApiError::Forbidden(format!(
+            "only an admin of the organization may call {mutation}"
+        ))),
+    }
+}
+
+/// The field a missing entity is named by (`Store` → `store`).
+fn lower(name: &str) -> String {
+    let mut c = name.chars();
+    c.next()
+        .map(|f| f.to_lowercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+fn n(v: i64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn number(v: Option<&AttributeValue>) -> i64 {
+    match v {
+        Some(AttributeValue::N(n)) => n.parse().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// An item's key values, as its templates render them.
+fn vars_of(e: &Entity, item: &Item) -> Vars {
+    crate::chart::samples::key_values(e, item)
+}
+
+/// The item with its keys, index keys and type attribute rendered from its attributes
+/// ([`crate::chart::samples::set_keys`]).
+fn with_keys(chart: &Chart, e: &Entity, mut item: Item) -> Result<Item> {
+    let vars = vars_of(e, &item);
+    crate::chart::samples::set_keys(&chart.table, &chart.indexes, e, &mut item, &vars).map_err(
+        |why| {
+            tracing::error!(entity = %e.name, %why, "a written item's keys could not be rendered");
+            ApiError::Internal
+        },
+    )?;
+    Ok(item)
+}
+
+fn primary_key(chart: &Chart, item: &Item) -> Option<PrimaryKey> {
+    let text = |a: &str| match item.get(a) {
+        Some(AttributeValue::S(s)) => Some(s.clone()),
+        _ => None,
+    };
+    Some(PrimaryKey::new(
+        text(&chart.table.partition_key)?,
+        text(&chart.table.sort_key)?,
+    ))
+}
+
+/// `NOT_FOUND` (the tenant named) when the caller may not see the tenant the item names:
+/// what the write would answer if it did not exist, before anything is read or written.
+fn visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Result<()> {
+    let Some(attr) = chart.tenant_attribute(e) else {
+        return Ok(());
+    };
+    let Some(tenant) = chart.tenant.as_ref() else {
+        return Ok(());
+    };
+    let sees = match vars.get(&attr) {
+        Some(KeyValue::Text(t)) => Slug::parse(t).is_ok_and(|s| rc.sees(&s)),
+        _ => matches!(rc.access, Access::Unrestricted),
+    };
+    if sees {
+        Ok(())
+    } else if tenant.entity == e.name {
+        Err(ApiError::Missing {
+            field: lower(&e.name).into(),
+        })
+    } else {
+        Err(ApiError::Missing {
+            field: lower(&tenant.entity).into(),
+        })
+    }
+}
+
+/// Runs the actions: one conditional write alone, else one TransactWriteItems.
+async fn send(
+    rc: &RequestContext,
+    actions: Vec<TransactAction>,
+) -> std::result::Result<Option<Item>, StoreError> {
+    if actions.len() > 1 {
+        return rc.store.transact_write(actions).await.map(|()| None);
+    }
+    match actions.into_iter().next() {
+        Some(TransactAction::Put(p)) => rc.store.put_item(p).await.map(|_| None),
+        Some(TransactAction::Update(mut u)) => {
+            u.returns = ReturnValues::AllNew;
+            rc.store.update_item(u).await
+        }
+        Some(TransactAction::Delete(mut d)) => {
+            d.returns = ReturnValues::AllOld;
+            rc.store.delete_item(d).await
+        }
+        Some(TransactAction::ConditionCheck(_)) | None => Ok(None),
+    }
+}
+
+fn meaning_error(m: &Meaning) -> ApiError {
+    match m {
+        Meaning::Taken(field) => ApiError::Conflict {
+            message: format!("this {field} is already taken"),
+            field: field.clone().into(),
+        },
+        Meaning::Missing(field) => ApiError::Missing {
+            field: field.clone().into(),
+        },
+        Meaning::Own => ApiError::Internal,
+        Meaning::Corrupt(what) => {
+            tracing::error!(what, "a write's condition found the table inconsistent");
+            ApiError::Internal
+        }
+    }
+}
+
+fn explain(err: StoreError, meanings: &[Meaning]) -> ApiError {
+    let single = matches!(err, StoreError::ConditionFailed { .. });
+    match failed(&err) {
+        Some((i, _)) if !single || meanings.len() == 1 => match meanings.get(i) {
+            Some(m) => meaning_error(m),
+            None => err.into(),
+        },
+        _ => err.into(),
+    }
+}
+
+/// The key values of the item an update or a delete names: its global `id`, or its key
+/// attributes.
+fn named(chart: &Chart, m: &Mutation, e: &Entity, input: &IndexMap<Name, Value>) -> Result<Vars> {
+    if m.by_id {
+        let id = match input.get("id") {
+            Some(Value::String(id)) => id.as_str(),
+            _ => return Err(ApiError::bad_input("id", "id is required")),
+        };
+        if let Some(plain) = &e.plain_id {
+            if let Ok(v) = key_value(&e.attributes[plain].ty, "id", id) {
+                return Ok(Vars::from([(plain.clone(), v)]));
+            }
+        }
+        let (found, vars) = decode_global_id(chart, "id", id)?;
+        if found.name != e.name {
+            return Err(ApiError::bad_input(
+                "id",
+                format!("not the id of a {}", e.name),
+            ));
+        }
+        return Ok(vars);
+    }
+    let mut vars = Vars::new();
+    for v in e.key.pk.vars().chain(e.key.sk.vars()) {
+        let given = match input.get(v.name.as_str()) {
+            Some(Value::String(t)) => t.clone(),
+            Some(Value::Number(x)) => x.to_string(),
+            Some(Value::Enum(x)) => x.to_string(),
+            _ => {
+                return Err(ApiError::bad_input(
+                    &v.name,
+                    format!("{} is required", v.name),
+                ))
+            }
+        };
+        let value = key_value(&e.attributes[&v.name].ty, &v.name, &given)
+            .map_err(|msg| ApiError::bad_input(&v.name, msg))?;
+        vars.insert(v.name.clone(), value);
+    }
+    Ok(vars)
+}
+
+/// The item an update or a delete names: its key values and key, once the caller may see
+/// its tenant.
+fn target(
+    rc: &RequestContext,
+    chart: &Chart,
+    m: &Mutation,
+    e: &Entity,
+    input: &IndexMap<Name, Value>,
+) -> Result<(Vars, PrimaryKey)> {
+    let vars = named(chart, m, e, input)?;
+    visible(rc, chart, e, &vars)?;
+    let key = key_of(e, &vars)?;
+    Ok((vars, key))
+}
+
+fn key_of(e: &Entity, vars: &Vars) -> Result<PrimaryKey> {
+    Ok(PrimaryKey::new(
+        render(&e.key.pk, vars)?,
+        render(&e.key.sk, vars)?,
+    ))
+}
+
+/// A strongly consistent read of the item a write changes; `NOT_FOUND` when it is not
+/// there.
+async fn read(rc: &RequestContext, e: &Entity, key: &PrimaryKey) -> Result<Item> {
+    rc.store
+        .get_item(GetItem {
+            key: key.clone(),
+            consistent_read: true,
+        })
+        .await?
+        .ok_or_else(|| ApiError::Missing {
+            field: lower(&e.name).into(),
+        })
+}
+
+fn expected_version(input: &IndexMap<Name, Value>, required: bool) -> Result<Option<i64>> {
+    match input.get("expectedVersion") {
+        Some(Value::Number(v)) => match v.as_i64().filter(|v| *v >= 1) {
+            Some(v) => Ok(Some(v)),
+            None => Err(ApiError::bad_input(
+                "expectedVersion",
+                "expectedVersion must be at least 1",
+            )),
+        },
+        _ if required => Err(ApiError::bad_input(
+            "expectedVersion",
+            "expectedVersion is required",
+        )),
+        _ => Ok(None),
+    }
+}
+
+fn version_mismatch(e: &Entity, expected: i64, current: Option<&Item>) -> ApiError {
+    let attr = e.writes.version.as_deref().unwrap_or("version");
+    match current {
+        None => ApiError::Missing {
+            field: lower(&e.name).into(),
+        },
+        Some(item) => ApiError::VersionMismatch {
+            entity: lower(&e.name).into(),
+            expected: u32::try_from(expected).unwrap_or(u32::MAX),
+            current: u32::try_from(number(item.get(attr))).ok(),
+        },
+    }
+}

@@ -1,0 +1,295 @@
+//! What a write does beside its item: the markers of its unique values and client tokens,
+//! and the counters and existence checks on the items its references name (one action
+//! per item, merged), with the conditions that what it was built from still holds.
+
+use super::*;
+
+/// A marker's item (a unique value's, a client token's): the owner's values of the
+/// marker's attributes, `extra` besides (a time the owner lacks is now), keys rendered.
+pub(super) fn marker_item(
+    chart: &Chart,
+    marker: &Entity,
+    owner: &Item,
+    extra: &[(&str, AttributeValue)],
+) -> Result<Item> {
+    let mut source = owner.clone();
+    for (name, v) in extra {
+        source.insert((*name).to_owned(), v.clone());
+    }
+    for (name, a) in &marker.attributes {
+        if matches!(a.ty, Type::Timestamp) && !source.contains_key(name) {
+            source.insert(name.clone(), s(&crate::model::now()));
+        }
+    }
+    let vars = vars_of(marker, &source);
+    crate::chart::samples::marker(&chart.table, &chart.indexes, marker, &source, &vars).map_err(
+        |why| {
+            tracing::error!(marker = %marker.name, %why, "a marker's keys could not be rendered");
+            ApiError::Internal
+        },
+    )
+}
+
+/// The condition a marker may be removed on: gone, or naming this owner.
+pub(super) fn names_owner(chart: &Chart, owner: &Entity, item: &Item) -> Condition {
+    let mut names = Vec::new();
+    for v in owner.key.pk.vars().chain(owner.key.sk.vars()) {
+        if let Some(value) = item.get(&v.name) {
+            let c = Condition::eq(v.name.clone(), value.clone());
+            if !names.contains(&c) {
+                names.push(c);
+            }
+        }
+    }
+    Condition::Or(vec![
+        Condition::not_exists(chart.table.partition_key.clone()),
+        Condition::And(names),
+    ])
+}
+
+/// What one write does to the items its references name, merged by item (an item
+/// appears at most once in a transaction: a ticket's requester who is also its
+/// assignee): counter updates, and checks that a referenced item exists. Each is
+/// conditioned on the item existing and, where it names a tenant, on it being the
+/// writer's: another tenant's item is as missing as one that does not exist.
+#[derive(Default)]
+pub(super) struct Touches(Vec<Touch>);
+
+pub(super) struct Touch {
+    key: PrimaryKey,
+    update: UpdateExpr,
+    when: Condition,
+    meaning: Meaning,
+}
+
+impl Touches {
+    fn touch(&mut self, key: PrimaryKey, when: Condition, meaning: Meaning) -> &mut Touch {
+        let i = match self.0.iter().position(|t| t.key == key) {
+            Some(i) => i,
+            None => {
+                self.0.push(Touch {
+                    key,
+                    update: UpdateExpr::default(),
+                    when,
+                    meaning,
+                });
+                self.0.len() - 1
+            }
+        };
+        &mut self.0[i]
+    }
+
+    /// `by` on every counter the reference of `c` keeps, on the item `item` names (none
+    /// when the reference is absent): an increment needs the item (`NOT_FOUND`, the
+    /// reference named), a decrement finds it or the table holds what no writer made.
+    pub(super) fn count(&mut self, chart: &Chart, e: &Entity, item: &Item, c: &Count, by: i64) {
+        let Some((key, when)) = landing(chart, e, item, &c.reference, true) else {
+            return;
+        };
+        let meaning = if by > 0 {
+            Meaning::Missing(c.reference.clone())
+        } else {
+            Meaning::Corrupt("a counted item is gone")
+        };
+        let t = self.touch(key, when, meaning);
+        for counter in &c.of_item(item) {
+            match t.update.add.iter_mut().find(|(name, _)| name == counter) {
+                Some((_, v)) => *v = n(number(Some(v)) + by),
+                None => t.update.add.push((counter.clone(), n(by))),
+            }
+        }
+    }
+
+    /// A check that the item `reference` names exists (and is the writer's tenant's).
+    pub(super) fn check(&mut self, chart: &Chart, e: &Entity, item: &Item, reference: &str) {
+        if let Some((key, when)) = landing(chart, e, item, reference, false) {
+            self.touch(key, when, Meaning::Missing(reference.to_owned()));
+        }
+    }
+
+    pub(super) fn into_actions(
+        self,
+        actions: &mut Vec<TransactAction>,
+        meanings: &mut Vec<Meaning>,
+    ) {
+        for mut t in self.0 {
+            t.update.add.retain(|(_, v)| number(Some(v)) != 0);
+            actions.push(if t.update.is_empty() {
+                TransactAction::ConditionCheck(ConditionCheck {
+                    key: t.key,
+                    condition: t.when,
+                    return_old_on_condition_failure: false,
+                })
+            } else {
+                TransactAction::Update(Update::new(t.key, t.update).when(t.when))
+            });
+            meanings.push(t.meaning);
+        }
+    }
+}
+
+/// Where a reference of `item` lands (its counters on one of the item's counter shards
+/// when `counted` and it has them), and the condition it must meet there.
+pub(super) fn landing(
+    chart: &Chart,
+    e: &Entity,
+    item: &Item,
+    reference: &str,
+    counted: bool,
+) -> Option<(PrimaryKey, Condition)> {
+    let r = &e.references[reference];
+    let source = vars_of(e, item);
+    let mut vars = Vars::new();
+    for (to, from) in &r.key {
+        vars.insert(to.clone(), source.get(from)?.clone());
+    }
+    let target = &chart.entities[&r.entity];
+    let shards = chart.entities.values().find_map(|s| {
+        s.shards_of
+            .as_ref()
+            .filter(|(of, _)| *of == target.name && counted)
+            .map(|(_, n)| (s, *n))
+    });
+    let (at, vars) = match shards {
+        None => (target, vars),
+        Some((shard, count)) => {
+            let number = rand::rng().random_range(0..count);
+            (shard, shard_vars(chart, target, shard, &vars, number)?)
+        }
+    };
+    let key = PrimaryKey::new(
+        render(&at.key.pk, &vars).ok()?,
+        render(&at.key.sk, &vars).ok()?,
+    );
+    let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
+    let theirs = chart.tenant_attribute(at).filter(|a| !vars.contains_key(a));
+    if let (Some(attr), Some(mine)) = (theirs, chart.tenant_attribute(e)) {
+        if let Some(v) = item.get(&mine) {
+            when.push(Condition::eq(attr, v.clone()));
+        }
+    }
+    Some((key, Condition::And(when)))
+}
+
+/// The references of `e` no count of it verifies: a create (and a change of one) checks
+/// that the item each names exists.
+pub(super) fn unchecked(e: &Entity) -> impl Iterator<Item = &String> {
+    e.references
+        .keys()
+        .filter(|r| !e.writes.counts.iter().any(|c| c.reference == **r))
+}
+
+/// The conditions that what a write was built from (its unique values, the references it
+/// counts on, its state) is still as `current` holds it.
+pub(super) fn as_read(e: &Entity, current: &Item) -> Vec<Condition> {
+    let mut depends: Vec<&str> = e.writes.unique.keys().map(String::as_str).collect();
+    for c in &e.writes.counts {
+        depends.extend(e.references[&c.reference].key.values().map(String::as_str));
+        depends.extend(c.by_attributes());
+    }
+    depends.extend(e.writes.lifecycle.iter().map(|l| l.attribute.as_str()));
+    depends
+        .into_iter()
+        .map(|a| match current.get(a) {
+            Some(v) => Condition::eq(a.to_owned(), v.clone()),
+            None => Condition::not_exists(a.to_owned()),
+        })
+        .collect()
+}
+
+/// The delete of `owner`'s marker under `marker`, only where it names this owner.
+pub(super) fn drop_marker(
+    chart: &Chart,
+    owner: &Entity,
+    marker: &Entity,
+    item: &Item,
+) -> Result<TransactAction> {
+    let old = marker_item(chart, marker, item, &[])?;
+    Ok(TransactAction::Delete(
+        Delete::new(primary_key(chart, &old).ok_or(ApiError::Internal)?)
+            .when(names_owner(chart, owner, item)),
+    ))
+}
+
+/// A counter shard's key values: its number, and the owner's values (by name, or the
+/// owner's tenant as the shard's tenant).
+pub(super) fn shard_vars(
+    chart: &Chart,
+    owner: &Entity,
+    shard: &Entity,
+    owner_vars: &Vars,
+    number: u32,
+) -> Option<Vars> {
+    let mut vars = Vars::new();
+    for v in shard.key.pk.vars().chain(shard.key.sk.vars()) {
+        let value = if let Some(x) = owner_vars.get(&v.name) {
+            x.clone()
+        } else if chart.tenant_attribute(shard).as_deref() == Some(v.name.as_str()) {
+            owner_vars.get(&chart.tenant_attribute(owner)?)?.clone()
+        } else if matches!(
+            shard.attributes.get(&v.name).map(|a| &a.ty),
+            Some(Type::Int { .. })
+        ) {
+            KeyValue::Int(number.into())
+        } else {
+            return None;
+        };
+        vars.insert(v.name.clone(), value);
+    }
+    Some(vars)
+}
+
+/// The shard items of a new item with counter shards, each counting nothing.
+pub(super) fn new_shards(chart: &Chart, e: &Entity, item: &Item) -> Result<Vec<Item>> {
+    let Some((shard, count)) = chart.entities.values().find_map(|s| {
+        s.shards_of
+            .as_ref()
+            .filter(|(of, _)| *of == e.name)
+            .map(|(_, n)| (s, *n))
+    }) else {
+        return Ok(Vec::new());
+    };
+    let owner_vars = vars_of(e, item);
+    let mut out = Vec::new();
+    for i in 0..count {
+        let vars = shard_vars(chart, e, shard, &owner_vars, i).ok_or(ApiError::Internal)?;
+        let mut shard_item = Item::new();
+        for (name, a) in &shard.attributes {
+            match (vars.get(name), &a.ty) {
+                (Some(KeyValue::Text(t)), _) => {
+                    shard_item.insert(name.clone(), s(t));
+                }
+                (Some(KeyValue::Int(v)), _) => {
+                    shard_item.insert(name.clone(), n(*v));
+                }
+                (None, Type::Counter) => {
+                    shard_item.insert(name.clone(), n(0));
+                }
+                _ => {}
+            }
+        }
+        out.push(with_keys(chart, shard, shard_item)?);
+    }
+    Ok(out)
+}
+
+/// The counters of `e` that other entities keep: each guards a delete while not 0.
+pub(super) fn guards(chart: &Chart, e: &Entity) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for other in chart.declared() {
+        for c in &other.writes.counts {
+            if other
+                .references
+                .get(&c.reference)
+                .is_some_and(|r| r.entity == e.name)
+            {
+                for counter in &c.all() {
+                    if !out.contains(counter) {
+                        out.push(counter.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,300 @@
+//! A change: one UpdateItem when nothing needs reading, else a read and one write that
+//! moves what depends on the changed values (markers, counts), rebuilt when the item
+//! changed in between.
+
+use super::*;
+
+pub(super) async fn update(
+    rc: &RequestContext,
+    chart: &Arc<Chart>,
+    m: &Mutation,
+    e: &Entity,
+    input: &IndexMap<Name, Value>,
+) -> Result<Written> {
+    let (vars, key) = target(rc, chart, m, e, input)?;
+    let expected = expected_version(input, e.writes.version.is_some())?;
+    // The change: `Some(v)` sets, `None` removes (an optional attribute given as null).
+    let mut change: Vec<(String, Option<AttributeValue>)> = Vec::new();
+    for f in &m.fields {
+        match input.get(f.as_str()) {
+            None => {}
+            Some(Value::Null) if e.attributes[f].optional => change.push((f.clone(), None)),
+            Some(Value::Null) => return Err(ApiError::bad_input(f, format!("{f} cannot be null"))),
+            Some(v) => change.push((f.clone(), Some(stored(chart, f, &e.attributes[f].ty, v)?))),
+        }
+    }
+    if change.is_empty() {
+        return Err(ApiError::BadUserInput {
+            message: format!("nothing to change: give {}", m.fields.join(", ")),
+            field: None,
+        });
+    }
+    let changed = |a: &str| change.iter().any(|(f, _)| f == a);
+    let key_vars: Vec<&str> = e
+        .key
+        .pk
+        .vars()
+        .chain(e.key.sk.vars())
+        .map(|v| v.name.as_str())
+        .collect();
+    let needs_read = e.writes.unique.keys().any(|a| changed(a))
+        || e.references
+            .values()
+            .any(|r| r.key.values().any(|f| changed(f)))
+        || e.writes
+            .counts
+            .iter()
+            .any(|c| c.by_attributes().any(&changed))
+        || e.writes
+            .lifecycle
+            .as_ref()
+            .is_some_and(|l| changed(&l.attribute))
+        || e.indexes.values().any(|k| {
+            let vs: Vec<&str> =
+                k.pk.vars()
+                    .chain(k.sk.vars())
+                    .map(|v| v.name.as_str())
+                    .collect();
+            vs.iter().any(|v| changed(v)) && vs.iter().any(|v| !changed(v) && !key_vars.contains(v))
+        });
+    if !needs_read {
+        return update_in_place(rc, chart, e, &vars, key, expected, &change).await;
+    }
+    let mut current = read(rc, e, &key).await?;
+    for _ in 0..ATTEMPTS {
+        let (actions, meanings, next) = changed_item(chart, e, &current, expected, &change)?;
+        match send(rc, actions).await {
+            Ok(Some(item)) => {
+                return Ok(Written {
+                    item,
+                    replayed: false,
+                })
+            }
+            Ok(None) => {
+                return Ok(Written {
+                    item: next,
+                    replayed: false,
+                })
+            }
+            Err(err) => match failed(&err) {
+                Some((0, found)) if matches!(meanings.first(), Some(Meaning::Own)) => {
+                    match (expected, found) {
+                        (_, None) => {
+                            return Err(ApiError::Missing {
+                                field: lower(&e.name).into(),
+                            })
+                        }
+                        (Some(v), Some(found))
+                            if number(found.get(e.writes.version.as_deref().unwrap_or("")))
+                                != v =>
+                        {
+                            return Err(version_mismatch(e, v, Some(found)))
+                        }
+                        (_, Some(found)) => current = found.clone(),
+                    }
+                }
+                _ => return Err(explain(err, &meanings)),
+            },
+        }
+    }
+    Err(ApiError::Contention)
+}
+
+/// A change that needs nothing read: one UpdateItem conditioned on the item existing (and
+/// on its version), its index keys rendered from the key and the change.
+pub(super) async fn update_in_place(
+    rc: &RequestContext,
+    chart: &Chart,
+    e: &Entity,
+    vars: &Vars,
+    key: PrimaryKey,
+    expected: Option<i64>,
+    change: &[(String, Option<AttributeValue>)],
+) -> Result<Written> {
+    let mut known = Item::new();
+    for (name, v) in vars {
+        known.insert(
+            name.clone(),
+            match v {
+                KeyValue::Text(t) => s(t),
+                KeyValue::Int(i) => n(*i),
+            },
+        );
+    }
+    let mut u = UpdateExpr::default();
+    for (f, v) in change {
+        match v {
+            Some(v) => {
+                known.insert(f.clone(), v.clone());
+                u = u.set(f.clone(), v.clone());
+            }
+            None => u = u.remove(f.clone()),
+        }
+    }
+    let now = crate::model::now();
+    for (name, a) in &e.attributes {
+        if a.auto == Some(Auto::Updated) {
+            u = u.set(name.clone(), s(&now));
+        }
+    }
+    let known_vars = vars_of(e, &known);
+    for (index, k) in &e.indexes {
+        let touched =
+            k.pk.vars()
+                .chain(k.sk.vars())
+                .any(|v| change.iter().any(|(f, _)| *f == v.name));
+        if !touched {
+            continue;
+        }
+        let i = &chart.indexes[index];
+        match (
+            k.pk.render(|n| known_vars.get(n).cloned()),
+            k.sk.render(|n| known_vars.get(n).cloned()),
+        ) {
+            (Ok(pk), Ok(sk)) => {
+                u = u
+                    .set(i.partition_key.clone(), s(&pk))
+                    .set(i.sort_key.clone(), s(&sk))
+            }
+            _ => u = u.remove(i.partition_key.clone()).remove(i.sort_key.clone()),
+        }
+    }
+    let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
+    if let (Some(v), Some(attr)) = (expected, &e.writes.version) {
+        when.push(Condition::eq(attr.clone(), n(v)));
+        u = u.set(attr.clone(), n(v + 1));
+    }
+    let mut update = Update::new(key, u)
+        .when(Condition::And(when))
+        .returning(ReturnValues::AllNew);
+    update.return_old_on_condition_failure = true;
+    match rc.store.update_item(update).await {
+        Ok(Some(item)) => Ok(Written {
+            item,
+            replayed: false,
+        }),
+        Ok(None) => Err(ApiError::Internal),
+        Err(StoreError::ConditionFailed { item }) => match (expected, item) {
+            (Some(v), Some(found)) => Err(version_mismatch(e, v, Some(&found))),
+            _ => Err(ApiError::Missing {
+                field: lower(&e.name).into(),
+            }),
+        },
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// The actions of a change to `current`: the item's own update first (conditioned on
+/// what was read), then its markers moved and its counts moved.
+pub(super) fn changed_item(
+    chart: &Chart,
+    e: &Entity,
+    current: &Item,
+    expected: Option<i64>,
+    change: &[(String, Option<AttributeValue>)],
+) -> Result<(Vec<TransactAction>, Vec<Meaning>, Item)> {
+    let version = e.writes.version.as_deref();
+    if let (Some(v), Some(attr)) = (expected, version) {
+        if number(current.get(attr)) != v {
+            return Err(version_mismatch(e, v, Some(current)));
+        }
+    }
+    if let Some(l) = &e.writes.lifecycle {
+        let from = match current.get(&l.attribute) {
+            Some(AttributeValue::S(s)) => s.clone(),
+            _ => String::new(),
+        };
+        if let Some((_, Some(AttributeValue::S(to)))) =
+            change.iter().find(|(f, _)| *f == l.attribute)
+        {
+            let allowed = l.transitions.get(&from).is_some_and(|t| t.contains(to));
+            if *to != from && !allowed {
+                return Err(ApiError::InvalidTransition {
+                    from,
+                    to: to.clone(),
+                });
+            }
+        }
+    }
+    let pk = chart.table.partition_key.clone();
+    let mut next = current.clone();
+    for (f, v) in change {
+        match v {
+            Some(v) => next.insert(f.clone(), v.clone()),
+            None => next.remove(f),
+        };
+    }
+    let now = crate::model::now();
+    for (name, a) in &e.attributes {
+        if a.auto == Some(Auto::Updated) {
+            next.insert(name.clone(), s(&now));
+        }
+    }
+    if let (Some(v), Some(attr)) = (expected, version) {
+        next.insert(attr.to_owned(), n(v + 1));
+    }
+    let next = with_keys(chart, e, next)?;
+
+    // The item's own write: what changed, index keys included, on the condition that
+    // what the other actions were built from is still so.
+    let mut u = UpdateExpr::default();
+    let mut when = vec![Condition::exists(pk.clone())];
+    for (name, v) in &next {
+        if [&chart.table.partition_key, &chart.table.sort_key].contains(&name) {
+            continue;
+        }
+        if current.get(name) != Some(v) {
+            u = u.set(name.clone(), v.clone());
+        }
+    }
+    for name in current.keys() {
+        if !next.contains_key(name) {
+            u = u.remove(name.clone());
+        }
+    }
+    match (expected, version) {
+        (Some(v), Some(attr)) => when.push(Condition::eq(attr.to_owned(), n(v))),
+        _ => when.extend(as_read(e, current)),
+    }
+    let key = primary_key(chart, current).ok_or(ApiError::Internal)?;
+    let mut own = Update::new(key, u).when(Condition::And(when));
+    own.return_old_on_condition_failure = true;
+    let mut actions = vec![TransactAction::Update(own)];
+    let mut meanings = vec![Meaning::Own];
+
+    for (attr, marker) in &e.writes.unique {
+        if current.get(attr) == next.get(attr) {
+            continue;
+        }
+        let marker = &chart.entities[marker];
+        if current.contains_key(attr) {
+            actions.push(drop_marker(chart, e, marker, current)?);
+            meanings.push(Meaning::Corrupt("a unique marker names another item"));
+        }
+        if next.contains_key(attr) {
+            actions.push(TransactAction::Put(
+                Put::new(marker_item(chart, marker, &next, &[])?)
+                    .when(Condition::not_exists(pk.clone())),
+            ));
+            meanings.push(Meaning::Taken(attr.clone()));
+        }
+    }
+    let mut touches = Touches::default();
+    for c in &e.writes.counts {
+        let r = &e.references[&c.reference];
+        let same = |f: &str| current.get(f) == next.get(f);
+        if r.key.values().all(|f| same(f)) && c.by_attributes().all(same) {
+            continue;
+        }
+        touches.count(chart, e, current, c, -1);
+        touches.count(chart, e, &next, c, 1);
+    }
+    for r in unchecked(e) {
+        let from = e.references[r].key.values();
+        if from.clone().any(|f| current.get(f) != next.get(f)) {
+            touches.check(chart, e, &next, r);
+        }
+    }
+    touches.into_actions(&mut actions, &mut meanings);
+    Ok((actions, meanings, next))
+}
