@@ -31,7 +31,7 @@ use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 use crate::metrics;
 use crate::store::{call_stats, retry_conflicts, StoreError, StoreResult, TableSchema};
 
-use super::{stream, DynamoEngine, DynamoStore};
+use super::{stream, wire, DynamoEngine, DynamoStore};
 use crate::store::validated::Validated;
 
 /// Where requests are signed for when neither the options nor the environment name a region:
@@ -162,12 +162,18 @@ impl DynamoStore {
     }
 
     /// Wraps a client configured elsewhere (tests, or an application that shares one),
-    /// adding the interceptor that counts its retries.
+    /// adding the interceptor that counts its retries, and sending through its HTTP client
+    /// (the SDK's default when it has none) wrapped in the items tap ([`wire`]).
     pub fn from_client(client: Client, table: String, schema: TableSchema) -> Self {
+        let http = client
+            .config()
+            .http_client()
+            .unwrap_or_else(wire::default_http_client);
         let config = client
             .config()
             .to_builder()
             .interceptor(RetryCounter)
+            .http_client(wire::ItemsTap::new(http))
             .build();
         Validated::new(DynamoEngine {
             client: Client::from_conf(config),

@@ -32,12 +32,14 @@ mod table;
 #[cfg(test)]
 mod tests;
 mod transact;
+mod wire;
 
 use client::send_write;
 pub use client::{DynamoOptions, DEFAULT_REGION};
 
 use convert::{from_sdk_item, return_value, returned, to_sdk_item, Expressions};
 use errors::{build_error, store_error};
+use wire::{tapped, Member, Tapped};
 
 use crate::metrics;
 
@@ -109,19 +111,25 @@ impl DynamoEngine {
         key
     }
 
-    /// A Query's or Scan's page in the port's terms (an empty `LastEvaluatedKey` is none).
+    /// A Query's or Scan's page in the port's terms (an empty `LastEvaluatedKey` is none):
+    /// its items as the tap read them, else as the SDK did.
     fn query_output(
         &self,
         index: Option<&IndexSchema>,
+        tapped: Option<Tapped>,
         items: Option<Vec<SdkItem>>,
         last_evaluated_key: Option<SdkItem>,
     ) -> StoreResult<QueryOutput> {
-        Ok(QueryOutput {
-            items: items
+        let items = match tapped {
+            Some(Tapped::Items(items)) => items,
+            _ => items
                 .unwrap_or_default()
                 .into_iter()
                 .map(from_sdk_item)
                 .collect::<StoreResult<_>>()?,
+        };
+        Ok(QueryOutput {
+            items,
             last_evaluated_key: last_evaluated_key
                 .filter(|k| !k.is_empty())
                 .map(|k| self.page_key(index, k))
@@ -186,18 +194,21 @@ impl Store for DynamoEngine {
     }
 
     async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
-        let out = self
+        let call = self
             .client
             .get_item()
             .table_name(&self.table)
             .set_key(Some(self.key(&req.key)))
             .consistent_read(req.consistent_read)
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await
-            .map_err(|e| store_error(&self.table, e))?;
+            .send();
+        let (out, tapped) = tapped(Member::Item, call).await;
+        let out = out.map_err(|e| store_error(&self.table, e))?;
         record_capacity("GetItem", out.consumed_capacity.as_slice());
-        out.item.map(from_sdk_item).transpose()
+        match tapped {
+            Some(Tapped::Item(item)) => Ok(item),
+            _ => out.item.map(from_sdk_item).transpose(),
+        }
     }
 
     async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
@@ -206,22 +217,27 @@ impl Store for DynamoEngine {
             .consistent_read(req.consistent_read)
             .build()
             .map_err(build_error)?;
-        let out = self
+        let call = self
             .client
             .batch_get_item()
             .request_items(&self.table, keys)
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await
-            .map_err(|e| store_error(&self.table, e))?;
+            .send();
+        let (out, tapped) = tapped(Member::Responses, call).await;
+        let out = out.map_err(|e| store_error(&self.table, e))?;
         record_capacity("BatchGetItem", out.consumed_capacity());
-        let items = out
-            .responses
-            .and_then(|mut r| r.remove(&self.table))
-            .unwrap_or_default()
-            .into_iter()
-            .map(from_sdk_item)
-            .collect::<StoreResult<_>>()?;
+        let items = match tapped {
+            Some(Tapped::Responses(mut by_table)) => {
+                by_table.remove(&self.table).unwrap_or_default()
+            }
+            _ => out
+                .responses
+                .and_then(|mut r| r.remove(&self.table))
+                .unwrap_or_default()
+                .into_iter()
+                .map(from_sdk_item)
+                .collect::<StoreResult<_>>()?,
+        };
         let unprocessed = out
             .unprocessed_keys
             .and_then(|mut u| u.remove(&self.table))
@@ -234,7 +250,7 @@ impl Store for DynamoEngine {
     }
 
     async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
-        let out = self
+        let call = self
             .client
             .scan()
             .table_name(&self.table)
@@ -250,11 +266,11 @@ impl Store for DynamoEngine {
                     .map(|s| i32::try_from(s.total).unwrap_or(i32::MAX)),
             )
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await
-            .map_err(|e| store_error(&self.table, e))?;
+            .send();
+        let (out, tapped) = tapped(Member::Items, call).await;
+        let out = out.map_err(|e| store_error(&self.table, e))?;
         record_capacity("Scan", out.consumed_capacity.as_slice());
-        self.query_output(None, out.items, out.last_evaluated_key)
+        self.query_output(None, tapped, out.items, out.last_evaluated_key)
     }
 
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
@@ -269,7 +285,7 @@ impl Store for DynamoEngine {
         let mut ex = Expressions::default();
         let key_condition = ex.key_condition(pk_attr, &req.partition, sk_attr, req.sort.as_ref());
         let (names, values) = ex.into_maps();
-        let out = self
+        let call = self
             .client
             .query()
             .table_name(&self.table)
@@ -282,11 +298,11 @@ impl Store for DynamoEngine {
             .set_exclusive_start_key(req.start.as_ref().map(|s| self.start_key(index, s)))
             .consistent_read(req.consistent_read)
             .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-            .send()
-            .await
-            .map_err(|e| store_error(&self.table, e))?;
+            .send();
+        let (out, tapped) = tapped(Member::Items, call).await;
+        let out = out.map_err(|e| store_error(&self.table, e))?;
         record_capacity("Query", out.consumed_capacity.as_slice());
-        self.query_output(index, out.items, out.last_evaluated_key)
+        self.query_output(index, tapped, out.items, out.last_evaluated_key)
     }
 
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
