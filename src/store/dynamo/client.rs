@@ -1,8 +1,8 @@
 //! The SDK client: how it is configured ([`DynamoOptions`]: endpoint, region, credentials,
-//! timeouts, retries) and the interceptors on it (retries counted; a write's unanswered
+//! timeouts, retries) and the interceptor on it (retries counted; a write's unanswered
 //! attempts noted so its final error says the outcome is unknown).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 
 use crate::metrics;
-use crate::store::{call_stats, retry_conflicts, StoreError, StoreResult, TableSchema};
+use crate::store::{call_stats, retry_conflicts, StoreResult, TableSchema};
 
 use super::{stream, wire, DynamoEngine, DynamoStore};
 use crate::store::validated::Validated;
@@ -192,57 +192,36 @@ impl DynamoStore {
 }
 
 /// Sends one write: again while it only conflicted with concurrent writes
-/// ([`retry_conflicts`]: DynamoDB did not apply it), each send watched by one [`Uncertain`],
-/// which settles the final error.
+/// ([`retry_conflicts`]: DynamoDB did not apply it), noting across all its sends whether an
+/// attempt went unanswered ([`UNANSWERED`]), which settles the final error
+/// ([`crate::store::StoreError::after_unanswered_attempt`]).
 pub(super) async fn send_write<T, F, Fut>(op: &'static str, send: F) -> StoreResult<T>
 where
-    F: Fn(Uncertain) -> Fut,
+    F: Fn() -> Fut,
     Fut: std::future::Future<Output = StoreResult<T>>,
 {
-    let uncertain = Uncertain::default();
-    retry_conflicts(op, || send(uncertain.clone()))
+    UNANSWERED
+        .scope(Cell::new(false), async {
+            retry_conflicts(op, &send)
+                .await
+                .map_err(|e| e.after_unanswered_attempt(UNANSWERED.with(Cell::get)))
+        })
         .await
-        .map_err(|e| uncertain.settle(e))
 }
 
-/// Notes, for one write, whether any of the SDK's attempts failed without DynamoDB's
-/// answer (no response: a timed-out attempt or a broken connection; or a 5xx, which
-/// DynamoDB documents as "may have succeeded"). Such an attempt may have been applied, so
-/// a later attempt's throttling must not tell the caller that nothing was written.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Uncertain(Arc<AtomicBool>);
-
-impl Uncertain {
-    /// The write's final error as the caller may read it
-    /// ([`StoreError::after_unanswered_attempt`]).
-    pub(super) fn settle(&self, err: StoreError) -> StoreError {
-        err.after_unanswered_attempt(self.0.load(Ordering::Relaxed))
-    }
+tokio::task_local! {
+    /// For the write [`send_write`] is sending, whether any of the SDK's attempts failed
+    /// without DynamoDB's answer (no response: a timed-out attempt or a broken connection;
+    /// or a 5xx, which DynamoDB documents as "may have succeeded"). Such an attempt may have
+    /// been applied, so a later attempt's throttling must not tell the caller that nothing
+    /// was written. Set by [`RetryCounter`], the client's interceptor: an interceptor given
+    /// to each call instead (`customize()`) layers the client's whole configuration anew on
+    /// every send.
+    static UNANSWERED: Cell<bool>;
 }
 
-impl Intercept for Uncertain {
-    fn name(&self) -> &'static str {
-        "itemgraph::Uncertain"
-    }
-
-    fn read_after_attempt(
-        &self,
-        context: &FinalizerInterceptorContextRef<'_>,
-        _runtime_components: &RuntimeComponents,
-        _cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let failed = context.output_or_error().is_some_and(|o| o.is_err());
-        let unanswered = context
-            .response()
-            .is_none_or(|r| r.status().is_server_error());
-        if failed && unanswered {
-            self.0.store(true, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-}
-
-/// Counts the SDK's retries in [`metrics::DYNAMODB_RETRIES`]: the SDK numbers each attempt
+/// Notes a write's unanswered attempts ([`UNANSWERED`]), and counts the SDK's retries in
+/// [`metrics::DYNAMODB_RETRIES`]: the SDK numbers each attempt
 /// in the config bag before the attempt starts, so an attempt past the first is a retry
 /// (throttling, a 5xx, a timed-out attempt). Each retry is also reported to the call's
 /// figures ([`call_stats::report_retry`]), as throttled when the attempt before it was
@@ -287,6 +266,14 @@ impl Intercept for RetryCounter {
     ) -> Result<(), BoxError> {
         let status = context.response().map_or(0, |r| r.status().as_u16());
         cfg.interceptor_state().store_put(LastStatus(status));
+        let failed = context.output_or_error().is_some_and(|o| o.is_err());
+        let unanswered = context
+            .response()
+            .is_none_or(|r| r.status().is_server_error());
+        if failed && unanswered {
+            // Outside a write's send_write (a read), there is nothing to note.
+            let _ = UNANSWERED.try_with(|u| u.set(true));
+        }
         Ok(())
     }
 }

@@ -51,14 +51,14 @@ use crate::store::{
 };
 
 /// Sends one single-item write request (a fluent builder of the SDK) with [`send_write`]:
-/// the builder cloned for each send, watched by that send's [`client::Uncertain`]. A macro
-/// because the SDK's builders share no trait to be generic over.
+/// the builder cloned for each send. A macro because the SDK's builders share no trait to
+/// be generic over.
 macro_rules! send_single {
     ($store:expr, $op:literal, $request:expr) => {
-        send_write($op, |uncertain| {
+        send_write($op, || {
             let request = $request.clone();
             async move {
-                let sent = request.customize().interceptor(uncertain).send().await;
+                let sent = request.send().await;
                 sent.map_err(|e| store_error(&$store.table, e))
             }
         })

@@ -102,7 +102,7 @@ impl DynamoEngine {
             .into_iter()
             .map(|a| self.transact_item(a))
             .collect::<StoreResult<Vec<_>>>()?;
-        let out = send_write("TransactWriteItems", |uncertain| async {
+        let out = send_write("TransactWriteItems", || async {
             self.client
                 .transact_write_items()
                 .set_transact_items(Some(items.clone()))
@@ -111,8 +111,6 @@ impl DynamoEngine {
                 // when sent again, instead of failing its own conditions.
                 .client_request_token(ulid::Ulid::new().to_string())
                 .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
-                .customize()
-                .interceptor(uncertain)
                 .send()
                 .await
                 .map_err(|e| store_error(&self.table, e))
