@@ -142,8 +142,12 @@ impl DynamoStore {
         }
         let config = loader.load().await;
         let streams = aws_sdk_dynamodbstreams::Client::new(&config);
-        let mut store =
-            Self::from_client(Client::new(&config), opts.table, schema).with_streams(streams);
+        let mut client = aws_sdk_dynamodb::config::Builder::from(&config);
+        if let Some(endpoint) = &opts.endpoint {
+            client = client.endpoint_resolver(FixedEndpoint::new(endpoint));
+        }
+        let client = Client::from_conf(client.build());
+        let mut store = Self::from_client(client, opts.table, schema).with_streams(streams);
         store.create_stream = opts.stream;
         store
     }
@@ -188,6 +192,42 @@ impl DynamoStore {
     /// DynamoDB rejects them too.
     pub fn client(&self) -> &Client {
         &self.client
+    }
+}
+
+/// The endpoint of a client configured with an endpoint URL (DynamoDB Local, a test
+/// stack), given to every call without evaluating the SDK's endpoint rules, whose answer
+/// with an endpoint URL is that URL for every operation. The SDK's resolver keeps one
+/// answer, for one set of parameters, and the parameters of a batch or a transaction (a
+/// list of tables) differ from a single-table call's, so under a mix of both it evaluated
+/// its rules again on most calls. FIPS and dual-stack, which the rules refuse beside an
+/// endpoint URL, are still theirs to refuse.
+#[derive(Debug)]
+pub(super) struct FixedEndpoint {
+    endpoint: aws_smithy_types::endpoint::Endpoint,
+    rules: aws_sdk_dynamodb::config::endpoint::DefaultResolver,
+}
+
+impl FixedEndpoint {
+    pub(super) fn new(url: &str) -> Self {
+        FixedEndpoint {
+            endpoint: aws_smithy_types::endpoint::Endpoint::builder()
+                .url(url.to_owned())
+                .build(),
+            rules: aws_sdk_dynamodb::config::endpoint::DefaultResolver::new(),
+        }
+    }
+}
+
+impl aws_sdk_dynamodb::config::endpoint::ResolveEndpoint for FixedEndpoint {
+    fn resolve_endpoint<'a>(
+        &'a self,
+        params: &'a aws_sdk_dynamodb::config::endpoint::Params,
+    ) -> aws_sdk_dynamodb::config::endpoint::EndpointFuture<'a> {
+        if params.use_fips() == Some(true) || params.use_dual_stack() == Some(true) {
+            return self.rules.resolve_endpoint(params);
+        }
+        aws_sdk_dynamodb::config::endpoint::EndpointFuture::ready(Ok(self.endpoint.clone()))
     }
 }
 

@@ -4,6 +4,7 @@ use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::CancellationReason;
 
+use super::client;
 use super::convert::*;
 use super::errors::*;
 use super::*;
@@ -373,4 +374,45 @@ fn only_a_cancellation_by_conflicts_alone_is_retried() {
 fn an_unknown_attribute_type_is_an_error_not_a_panic() {
     let item = SdkItem::from([("x".to_string(), SdkValue::L(vec![SdkValue::Unknown]))]);
     assert!(matches!(from_sdk_item(item), Err(StoreError::Internal(_))));
+}
+
+/// The fixed endpoint answers what the SDK's rules answer beside an endpoint URL, for a
+/// single-table call and for a list of tables, and leaves FIPS to the rules' refusal.
+#[tokio::test]
+async fn the_fixed_endpoint_answers_as_the_endpoint_rules_do() {
+    use aws_sdk_dynamodb::config::endpoint::{DefaultResolver, Params, ResolveEndpoint};
+    let url = "http://127.0.0.1:8000";
+    let fixed = client::FixedEndpoint::new(url);
+    let rules = DefaultResolver::new();
+    let base = || {
+        Params::builder()
+            .region("eu-west-1")
+            .endpoint(url)
+            .use_dual_stack(false)
+            .account_id_endpoint_mode("preferred")
+    };
+    let single = base()
+        .use_fips(false)
+        .resource_arn("itemgraph")
+        .build()
+        .unwrap();
+    let list = base()
+        .use_fips(false)
+        .resource_arn_list(vec!["itemgraph".to_owned()])
+        .build()
+        .unwrap();
+    for params in [&single, &list] {
+        let ours = fixed.resolve_endpoint(params).await.unwrap();
+        let theirs = rules.resolve_endpoint(params).await.unwrap();
+        assert_eq!(ours, theirs);
+        assert_eq!(ours.url(), url);
+    }
+    let fips = base()
+        .use_fips(true)
+        .resource_arn("itemgraph")
+        .build()
+        .unwrap();
+    let ours = fixed.resolve_endpoint(&fips).await.unwrap_err().to_string();
+    let theirs = rules.resolve_endpoint(&fips).await.unwrap_err().to_string();
+    assert_eq!(ours, theirs);
 }
