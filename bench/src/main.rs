@@ -110,8 +110,9 @@ struct Args {
     subscription_writes_per_second: f64,
     /// Replica counts of the live updates run on DynamoDB Local, measured beside each other:
     /// 1 reads the table's stream itself, more share the change stream's relay through a
-    /// Redis server the run starts (`redis-server`). Empty skips it; so does `--smoke`.
-    #[arg(long, value_delimiter = ',', default_value = "1,4")]
+    /// Redis server the run starts (`redis-server`). The flag with no count
+    /// (`--live-replicas`) skips it; so does `--smoke`.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1,4")]
     live_replicas: Vec<usize>,
     /// Subscriptions over all replicas in that run.
     #[arg(long, default_value_t = 400)]
