@@ -261,7 +261,7 @@ on_every_engine!(shared api, threads = 4:
 /// refused with a retryable code, as on AWS past an item's limit; one writer in another
 /// organization at a third of the limit, at the same time, meets no refusal. (An
 /// organization's own counters are sharded, so its limit is far above one item's: see
-/// `one_busy_organization_is_counted_exactly_under_aws_item_limits`.)
+/// `one_busy_organization_is_counted_exactly_past_one_items_limit`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_busy_requester_meets_the_item_limit_and_another_organization_does_not() {
     use itemgraph::store::embedded::EmbeddedStore;
@@ -343,14 +343,18 @@ async fn one_busy_requester_meets_the_item_limit_and_another_organization_does_n
     assert!(report.is_clean(), "{report}");
 }
 
-/// Under AWS's own per-item limit (`--faults item-wcu=1000`, real in-flight transaction
-/// conflicts): 64 writers in one organization, each its own requester, create tickets for
-/// 20 s at about 1,000 a second in all, twice what one item takes in transactions (the
-/// layout before counter shards stopped at 500). No client sees `THROTTLED` or
-/// `CONTENTION`, every acknowledged create is counted exactly once by `ticketCount` and
-/// the OPEN queue's `totalCount`, and `check` finds the table clean.
+/// Under a per-item limit (`--faults item-wcu=200`, a fifth of AWS's, with real in-flight
+/// transaction conflicts): 64 writers in one organization, each its own requester, create
+/// tickets for 20 s at about 256 a second in all, over twice what one item takes in
+/// transactions (100 a second: the layout before counter shards would stop there). No
+/// client sees `THROTTLED` or `CONTENTION`, every acknowledged create is counted exactly
+/// once by `ticketCount` and the OPEN queue's `totalCount`, and `check` finds the table
+/// clean. (The limit is a fifth of AWS's so that the offered rate is one a debug build
+/// sustains beside the other tests: at AWS's own figure the run needed over 600 creates a
+/// second, and a loaded machine fell short of it. The benchmark's busy-organization phase
+/// measures AWS's figure on a release build.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_busy_organization_is_counted_exactly_under_aws_item_limits() {
+async fn one_busy_organization_is_counted_exactly_past_one_items_limit() {
     use itemgraph::store::embedded::EmbeddedStore;
     use itemgraph::store::faults::Faults;
     use itemgraph::store::Store;
@@ -358,9 +362,11 @@ async fn one_busy_organization_is_counted_exactly_under_aws_item_limits() {
 
     const WRITERS: usize = 64;
     const SECONDS: u64 = 20;
-    /// Each writer's pace: 64 × 16 a second.
-    const PAUSE: Duration = Duration::from_millis(1000 / 16);
-    let faults: Faults = "item-wcu=1000".parse().unwrap();
+    /// Each writer's pace: 64 × 4 a second.
+    const PAUSE: Duration = Duration::from_millis(1000 / 4);
+    /// Transactional writes one item takes a second under that limit (two units each).
+    const ONE_ITEM: f64 = 100.0;
+    let faults: Faults = "item-wcu=200".parse().unwrap();
     let store =
         EmbeddedStore::in_memory_with_faults("itemgraph", itemgraph::keys::table_schema(), faults)
             .unwrap();
@@ -419,7 +425,7 @@ async fn one_busy_organization_is_counted_exactly_under_aws_item_limits() {
     }
     assert_eq!(codes, Vec::<String>::new(), "{made} creates acknowledged");
     assert!(
-        made as f64 > 500.0 * SECONDS as f64 * 1.2,
+        made as f64 > ONE_ITEM * SECONDS as f64 * 1.2,
         "{made} creates in {SECONDS} s: not above what one item took"
     );
     let after = api.data(COUNTS, Value::Null).await;
