@@ -3,12 +3,14 @@
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::query::{QueryError, QueryOutput};
 use aws_sdk_dynamodb::Client;
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
     SharedHttpConnector,
 };
-use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::body::SdkBody;
 use proptest::prelude::*;
@@ -62,6 +64,28 @@ fn canned(status: u16, body: &str) -> Canned {
     }
 }
 
+/// A Query answered `status` and `body` through the tap, inside a tapped call.
+async fn query_tapped(
+    status: u16,
+    body: &str,
+) -> (
+    Result<QueryOutput, SdkError<QueryError, HttpResponse>>,
+    Option<Tapped>,
+) {
+    let tapping = client(SharedHttpClient::new(ItemsTap::new(SharedHttpClient::new(
+        canned(status, body),
+    ))));
+    tapped(
+        Member::Items,
+        tapping
+            .query()
+            .table_name("t")
+            .key_condition_expression("PK = :p")
+            .send(),
+    )
+    .await
+}
+
 /// The SDK's items for a Query answered `body`, and the tap's: (SDK, tap).
 async fn query_both(body: &str) -> (Vec<Item>, Option<Tapped>, bool) {
     let plain = client(SharedHttpClient::new(canned(200, body)));
@@ -78,18 +102,7 @@ async fn query_both(body: &str) -> (Vec<Item>, Option<Tapped>, bool) {
         .into_iter()
         .map(|i| from_sdk_item(i).expect("known types"))
         .collect();
-    let tapping = client(SharedHttpClient::new(ItemsTap::new(SharedHttpClient::new(
-        canned(200, body),
-    ))));
-    let (out, items) = tapped(
-        Member::Items,
-        tapping
-            .query()
-            .table_name("t")
-            .key_condition_expression("PK = :p")
-            .send(),
-    )
-    .await;
+    let (out, items) = query_tapped(200, body).await;
     let out = out.expect("the SDK reads the rest");
     let rest_same = out.count == sdk.count
         && out.last_evaluated_key == sdk.last_evaluated_key
@@ -119,33 +132,13 @@ async fn every_type_reads_as_the_sdk_reads_it_and_the_rest_is_the_sdks() {
 async fn a_body_the_tap_cannot_read_goes_to_the_sdk_whole() {
     // A type newer than this code: the SDK's Unknown, which the engine refuses by name.
     let newer = r#"{"Count":1,"Items":[{"PK":{"S":"a"},"v":{"VECTOR":[1,2]}}]}"#;
-    let (out, items) = tapped(
-        Member::Items,
-        client(SharedHttpClient::new(ItemsTap::new(SharedHttpClient::new(
-            canned(200, newer),
-        ))))
-        .query()
-        .table_name("t")
-        .key_condition_expression("PK = :p")
-        .send(),
-    )
-    .await;
+    let (out, items) = query_tapped(200, newer).await;
     assert_eq!(items, None);
     let items = out.expect("the SDK reads it").items.expect("its items");
     assert!(from_sdk_item(items[0].clone()).is_err());
     // An error's body is the SDK's too.
     let error = r#"{"__type":"com.amazonaws.dynamodb.v20120810#ResourceNotFoundException","message":"no table"}"#;
-    let (out, items) = tapped(
-        Member::Items,
-        client(SharedHttpClient::new(ItemsTap::new(SharedHttpClient::new(
-            canned(400, error),
-        ))))
-        .query()
-        .table_name("t")
-        .key_condition_expression("PK = :p")
-        .send(),
-    )
-    .await;
+    let (out, items) = query_tapped(400, error).await;
     assert_eq!(items, None);
     let err = out.expect_err("an error");
     assert!(err.into_service_error().is_resource_not_found_exception());
