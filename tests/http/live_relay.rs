@@ -356,10 +356,14 @@ fn percentile(samples: &[Duration], p: f64) -> Duration {
 
 /// Fair replays: one tenant's reconnect storm (hundreds of subscribers resuming from an
 /// old cursor, again and again, each replaying hundreds of changes) beside another
-/// tenant's subscriber. The second's write-to-event p99 stays within twice its quiet
-/// figure, measured in the same run, because one organization's replays are capped
-/// (`max_replays_per_org`): the storm's resumes past the cap are refused with a
-/// retryable error and wait their turn.
+/// tenant's subscriber. The second's write-to-event p90 stays within twice its quiet
+/// figure and its p99 within three times, measured in the same run, because one
+/// organization's replays are capped (`max_replays_per_org`): the storm's resumes past the
+/// cap are refused with a retryable error and wait their turn. (With the cap lifted, the
+/// storm took the p90 to 4.5 times the quiet figure and the p99 to 4.2 times, and refused
+/// nothing, which fails the test's first check. The p99 of 150 events is the second
+/// slowest, which one stall of a loaded machine moves: at twice the quiet figure it failed
+/// a run by half a millisecond, so the p90 holds the tight bound.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_tenants_reconnect_storm_leaves_anothers_events_on_time() {
     reconnect_storm(options()).await;
@@ -484,6 +488,8 @@ async fn reconnect_storm(options: LiveOptions) {
         task.await.unwrap();
     }
     let (quiet99, stormy99) = (percentile(&quiet, 99.0), percentile(&stormy, 99.0));
+    let (quiet90, stormy90) = (percentile(&quiet, 90.0), percentile(&stormy, 90.0));
+    eprintln!("write-to-event p90: quiet {quiet90:?}, beside the storm {stormy90:?}");
     let (replays, refusals) = (
         replayed.load(Ordering::Relaxed),
         refused.load(Ordering::Relaxed),
@@ -496,8 +502,12 @@ async fn reconnect_storm(options: LiveOptions) {
         "the storm ran: {replays} replays, {refusals} refused"
     );
     assert!(
-        stormy99 <= quiet99 * 2,
-        "beside the storm p99 {stormy99:?} > twice the quiet {quiet99:?}"
+        stormy90 <= quiet90 * 2,
+        "beside the storm p90 {stormy90:?} > twice the quiet {quiet90:?}"
+    );
+    assert!(
+        stormy99 <= quiet99 * 3,
+        "beside the storm p99 {stormy99:?} > three times the quiet {quiet99:?}"
     );
     r.stop.notify_one();
     let _ = r.relayer.await;
