@@ -8,23 +8,18 @@
 //!   migration made them: the shard's condition fails, and the write is made again on the
 //!   organization item itself, as before ([`transact_counted`]).
 //! - **Picking**: a process never sends two transactions on one shard at once while
-//!   another shard is free ([`Lease`]): DynamoDB cancels a transaction that touches an item
+//!   another shard is free ([`ShardLease`]): DynamoDB cancels a transaction that touches an item
 //!   another one has in flight (`TransactionConflict`).
 //! - **Reading**: the organization's count is its own counter plus every shard's. The
 //!   shards sit between the organization and its users, so each read of the organization
 //!   that matters for counts (a first page of users or orders, [`get_org_counted`]) is
 //!   still one Query ([`fold`]).
 
-use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
-use std::time::Duration;
-
-use tokio::sync::Notify;
-
 use super::error::RepoResult;
 use super::write::{failed_condition, put_new, OnFail};
 use crate::keys::{OrgKey, Slug, COUNTER_SHARDS, PK};
 use crate::model::{item_type, CounterShard, Organization, Record};
+use crate::store::shards::ShardLease;
 use crate::store::{
     AttributeValue, Condition, Item, Query, SortCondition, Store, StoreError, TransactAction,
     Update, UpdateExpr,
@@ -147,7 +142,7 @@ pub(super) async fn transact_counted(
     at: usize,
     bump: &OrgBump,
 ) -> Result<(), StoreError> {
-    let lease = Lease::take(&bump.org).await;
+    let lease = ShardLease::take(&OrgKey::new(&bump.org).primary_key(), COUNTER_SHARDS).await;
     let with = |action: TransactAction| {
         let mut all = actions.clone();
         all.insert(at, action);
@@ -163,110 +158,12 @@ pub(super) async fn transact_counted(
     }
 }
 
-/// The shards of each organization this process has a transaction in flight on, with
-/// how many: a new write takes a free one (from a random start, so that replicas spread
-/// too), waiting up to [`LEASE_WAIT`] for one to come free when all are busy (a wait here
-/// is cheaper than a cancelled transaction), then the least busy.
-static IN_FLIGHT: LazyLock<Mutex<HashMap<Slug, Vec<u16>>>> = LazyLock::new(Mutex::default);
-/// Told whenever a lease is given back.
-static RELEASED: LazyLock<Notify> = LazyLock::new(Notify::new);
-/// How long a write waits for a free shard before sharing a busy one.
-const LEASE_WAIT: Duration = Duration::from_millis(500);
-
-/// One shard taken for one transaction; given back when dropped.
-pub(super) struct Lease {
-    org: Slug,
-    pub shard: u32,
-}
-
-impl Lease {
-    pub async fn take(org: &Slug) -> Lease {
-        let start = rand::random_range(0..COUNTER_SHARDS) as usize;
-        let deadline = tokio::time::Instant::now() + LEASE_WAIT;
-        loop {
-            let released = RELEASED.notified();
-            tokio::pin!(released);
-            // Registered before looking, so a lease given back in between wakes it.
-            released.as_mut().enable();
-            let late = tokio::time::Instant::now() >= deadline;
-            if let Some(lease) = Lease::try_take(org, start, late) {
-                return lease;
-            }
-            let _ = tokio::time::timeout_at(deadline, released).await;
-        }
-    }
-
-    /// A free shard, or with `any` the least busy one.
-    fn try_take(org: &Slug, start: usize, any: bool) -> Option<Lease> {
-        let mut all = IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner());
-        let busy = all
-            .entry(org.clone())
-            .or_insert_with(|| vec![0; COUNTER_SHARDS as usize]);
-        let n = busy.len();
-        let shard = (0..n)
-            .map(|i| (start + i) % n)
-            .min_by_key(|&s| busy[s])
-            .filter(|&s| any || busy[s] == 0)?;
-        busy[shard] = busy[shard].saturating_add(1);
-        Some(Lease {
-            org: org.clone(),
-            shard: shard as u32,
-        })
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let mut all = IN_FLIGHT.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(busy) = all.get_mut(&self.org) {
-            let slot = &mut busy[self.shard as usize];
-            *slot = slot.saturating_sub(1);
-            if busy.iter().all(|&b| b == 0) {
-                all.remove(&self.org);
-            }
-        }
-        drop(all);
-        RELEASED.notify_waiters();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn slug(s: &str) -> Slug {
         Slug::parse(s).unwrap()
-    }
-
-    #[tokio::test]
-    async fn concurrent_writes_of_one_process_take_distinct_shards_while_any_is_free() {
-        let org = slug("lease-test");
-        let mut leases = Vec::new();
-        for _ in 0..COUNTER_SHARDS {
-            leases.push(Lease::take(&org).await);
-        }
-        let mut shards: Vec<u32> = leases.iter().map(|l| l.shard).collect();
-        shards.sort_unstable();
-        shards.dedup();
-        assert_eq!(shards.len(), COUNTER_SHARDS as usize);
-        // All busy: the next waits for one to come free and takes that one.
-        let waiting = tokio::spawn({
-            let org = org.clone();
-            async move { Lease::take(&org).await }
-        });
-        tokio::task::yield_now().await;
-        let freed = leases.remove(5).shard;
-        let taken = waiting.await.unwrap();
-        assert_eq!(taken.shard, freed);
-        // None comes free: after the wait, one is shared.
-        let asked = std::time::Instant::now();
-        let shared = Lease::take(&org).await;
-        assert!(asked.elapsed() >= LEASE_WAIT);
-        assert!(shared.shard < COUNTER_SHARDS);
-        drop(taken);
-        drop(shared);
-        drop(leases);
-        assert!(!IN_FLIGHT.lock().unwrap().contains_key(&org));
     }
 
     #[test]

@@ -94,19 +94,19 @@ pub(super) async fn create(
     }
     let mut touches = Touches::default();
     for c in &e.writes.counts {
-        touches.count(chart, e, &item, c, 1);
+        touches.count(chart, e, &item, c, 1).await;
     }
     for r in unchecked(e) {
         touches.check(chart, e, &item, r);
     }
-    touches.into_actions(&mut actions, &mut meanings);
+    let sharded = touches.into_actions(&mut actions, &mut meanings);
     for shard in new_shards(chart, e, &item)? {
         actions.push(TransactAction::Put(
             Put::new(shard).when(Condition::not_exists(pk.clone())),
         ));
         meanings.push(Meaning::Corrupt("a counter shard of a new item exists"));
     }
-    match send(rc, actions).await {
+    match send(rc, actions, sharded).await {
         Ok(_) => Ok(Written {
             item,
             replayed: false,

@@ -97,10 +97,10 @@ pub(super) async fn delete(
         }
         let mut touches = Touches::default();
         for c in &e.writes.counts {
-            touches.count(chart, e, &current, c, -1);
+            touches.count(chart, e, &current, c, -1).await;
         }
-        touches.into_actions(&mut actions, &mut meanings);
-        match send(rc, actions).await {
+        let sharded = touches.into_actions(&mut actions, &mut meanings);
+        match send(rc, actions, sharded).await {
             Ok(_) => {
                 return Ok(Written {
                     item: current,

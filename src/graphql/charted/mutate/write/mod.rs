@@ -24,7 +24,6 @@ use std::sync::Arc;
 
 use async_graphql::indexmap::IndexMap;
 use async_graphql::{Name, Value};
-use rand::Rng;
 
 use super::super::record::{decode_global_id, key_value, render, Vars};
 use super::input::stored;
@@ -36,9 +35,10 @@ use crate::collections::failed_condition as failed;
 use crate::graphql::context::RequestContext;
 use crate::graphql::errors::ApiError;
 use crate::keys::{Id, Slug};
+use crate::store::shards::ShardLease;
 use crate::store::{
-    AttributeValue, CancelReason, Condition, ConditionCheck, Delete, GetItem, Item, PrimaryKey,
-    Put, ReturnValues, StoreError, TransactAction, Update, UpdateExpr,
+    AttributeValue, CancelReason, CmpOp, Condition, ConditionCheck, Delete, GetItem, Item,
+    PrimaryKey, Put, ReturnValues, StoreError, TransactAction, Update, UpdateExpr,
 };
 
 mod create;
@@ -186,7 +186,7 @@ fn visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Resul
 }
 
 /// Runs the actions: one conditional write alone, else one TransactWriteItems.
-async fn send(
+async fn send_once(
     rc: &RequestContext,
     actions: Vec<TransactAction>,
 ) -> std::result::Result<Option<Item>, StoreError> {

@@ -51,7 +51,10 @@ pub(super) fn names_owner(chart: &Chart, owner: &Entity, item: &Item) -> Conditi
 /// appears at most once in a transaction: a ticket's requester who is also its
 /// assignee): counter updates, and checks that a referenced item exists. Each is
 /// conditioned on the item existing and, where it names a tenant, on it being the
-/// writer's: another tenant's item is as missing as one that does not exist.
+/// writer's: another tenant's item is as missing as one that does not exist. Counts on an
+/// item with counter shards land on a shard this process has no other write in flight on
+/// ([`ShardLease`]); when that shard does not exist (an item made before its shards were
+/// declared, or none at all), [`send`] makes the write again on the item itself.
 #[derive(Default)]
 pub(super) struct Touches(Vec<Touch>);
 
@@ -60,6 +63,23 @@ pub(super) struct Touch {
     update: UpdateExpr,
     when: Condition,
     meaning: Meaning,
+    sharded: Option<OnShard>,
+}
+
+/// A touch made on one of an item's counter shards.
+struct OnShard {
+    /// The item the shard counts for, and the condition on it for a write made there.
+    owner: PrimaryKey,
+    owner_when: Condition,
+    lease: ShardLease,
+}
+
+/// The shard leases a write holds while it is sent, and each sharded action's form on
+/// the item itself, by its place among the actions.
+#[derive(Default)]
+pub(super) struct Sharded {
+    leases: Vec<ShardLease>,
+    fallbacks: Vec<(usize, TransactAction)>,
 }
 
 impl Touches {
@@ -72,6 +92,7 @@ impl Touches {
                     update: UpdateExpr::default(),
                     when,
                     meaning,
+                    sharded: None,
                 });
                 self.0.len() - 1
             }
@@ -82,8 +103,15 @@ impl Touches {
     /// `by` on every counter the reference of `c` keeps, on the item `item` names (none
     /// when the reference is absent): an increment needs the item (`NOT_FOUND`, the
     /// reference named), a decrement finds it or the table holds what no writer made.
-    pub(super) fn count(&mut self, chart: &Chart, e: &Entity, item: &Item, c: &Count, by: i64) {
-        let Some((key, when)) = landing(chart, e, item, &c.reference, true) else {
+    pub(super) async fn count(
+        &mut self,
+        chart: &Chart,
+        e: &Entity,
+        item: &Item,
+        c: &Count,
+        by: i64,
+    ) {
+        let Some((target, vars)) = referenced(chart, e, item, &c.reference) else {
             return;
         };
         let meaning = if by > 0 {
@@ -91,29 +119,94 @@ impl Touches {
         } else {
             Meaning::Corrupt("a counted item is gone")
         };
-        let t = self.touch(key, when, meaning);
-        for counter in &c.of_item(item) {
-            match t.update.add.iter_mut().find(|(name, _)| name == counter) {
-                Some((_, v)) => *v = n(number(Some(v)) + by),
-                None => t.update.add.push((counter.clone(), n(by))),
+        let counters = c.of_item(item);
+        let i = match shards_of(chart, target) {
+            None => {
+                let Some((key, when)) = at(chart, e, item, target, &vars) else {
+                    return;
+                };
+                let t = self.touch(key, when, meaning);
+                for counter in &counters {
+                    add(&mut t.update, counter, by);
+                }
+                return;
             }
+            Some((shard, count)) => {
+                let Some((owner, owner_when)) = at(chart, e, item, target, &vars) else {
+                    return;
+                };
+                match self
+                    .0
+                    .iter()
+                    .position(|t| t.sharded.as_ref().is_some_and(|s| s.owner == owner))
+                {
+                    Some(i) => i,
+                    None => {
+                        let lease = ShardLease::take(&owner, count).await;
+                        let Some((key, when)) =
+                            shard_vars(chart, target, shard, &vars, lease.shard)
+                                .and_then(|v| at(chart, e, item, shard, &v))
+                        else {
+                            return;
+                        };
+                        self.0.push(Touch {
+                            key,
+                            update: UpdateExpr::default(),
+                            when,
+                            meaning,
+                            sharded: Some(OnShard {
+                                owner,
+                                owner_when,
+                                lease,
+                            }),
+                        });
+                        self.0.len() - 1
+                    }
+                }
+            }
+        };
+        for counter in &counters {
+            add(&mut self.0[i].update, counter, by);
         }
     }
 
     /// A check that the item `reference` names exists (and is the writer's tenant's).
     pub(super) fn check(&mut self, chart: &Chart, e: &Entity, item: &Item, reference: &str) {
-        if let Some((key, when)) = landing(chart, e, item, reference, false) {
+        let Some((target, vars)) = referenced(chart, e, item, reference) else {
+            return;
+        };
+        if let Some((key, when)) = at(chart, e, item, target, &vars) {
             self.touch(key, when, Meaning::Missing(reference.to_owned()));
         }
     }
 
+    /// The touches as actions after `actions` (their meanings after `meanings`), with
+    /// what sending them takes: the leases held and the sharded ones' forms on the item
+    /// itself (a decrement there conditioned on the counter being positive, as the item
+    /// alone counted).
     pub(super) fn into_actions(
         self,
         actions: &mut Vec<TransactAction>,
         meanings: &mut Vec<Meaning>,
-    ) {
+    ) -> Sharded {
+        let mut sharded = Sharded::default();
         for mut t in self.0 {
             t.update.add.retain(|(_, v)| number(Some(v)) != 0);
+            if let Some(on) = t.sharded {
+                let mut when = vec![on.owner_when];
+                for (counter, v) in &t.update.add {
+                    if number(Some(v)) < 0 {
+                        when.push(Condition::Cmp(counter.clone(), CmpOp::Gt, n(0)));
+                    }
+                }
+                sharded.fallbacks.push((
+                    actions.len(),
+                    TransactAction::Update(
+                        Update::new(on.owner, t.update.clone()).when(Condition::And(when)),
+                    ),
+                ));
+                sharded.leases.push(on.lease);
+            }
             actions.push(if t.update.is_empty() {
                 TransactAction::ConditionCheck(ConditionCheck {
                     key: t.key,
@@ -125,41 +218,90 @@ impl Touches {
             });
             meanings.push(t.meaning);
         }
+        sharded
     }
 }
 
-/// Where a reference of `item` lands (its counters on one of the item's counter shards
-/// when `counted` and it has them), and the condition it must meet there.
-pub(super) fn landing(
-    chart: &Chart,
+fn add(update: &mut UpdateExpr, counter: &str, by: i64) {
+    match update.add.iter_mut().find(|(name, _)| name == counter) {
+        Some((_, v)) => *v = n(number(Some(v)) + by),
+        None => update.add.push((counter.to_owned(), n(by))),
+    }
+}
+
+/// Runs a write's actions ([`send_once`]); when one on a counter shard failed its
+/// condition (the shard is not there), once more with it on the item itself, whose own
+/// condition then says whether that is missing too. The leases are given back after the
+/// first attempt.
+pub(super) async fn send(
+    rc: &RequestContext,
+    actions: Vec<TransactAction>,
+    sharded: Sharded,
+) -> std::result::Result<Option<Item>, StoreError> {
+    let Sharded {
+        leases,
+        mut fallbacks,
+    } = sharded;
+    if fallbacks.is_empty() {
+        drop(leases);
+        return send_once(rc, actions).await;
+    }
+    let mut actions = actions;
+    let mut result = send_once(rc, actions.clone()).await;
+    drop(leases);
+    loop {
+        let at = match &result {
+            Err(err) => failed(err).map(|(i, _)| i),
+            Ok(_) => None,
+        };
+        let Some(pos) = at.and_then(|i| fallbacks.iter().position(|(j, _)| *j == i)) else {
+            return result;
+        };
+        let (i, action) = fallbacks.swap_remove(pos);
+        actions[i] = action;
+        result = send_once(rc, actions.clone()).await;
+    }
+}
+
+/// The entity a reference of `item` names, and its key values (none when the reference
+/// is absent).
+fn referenced<'c>(
+    chart: &'c Chart,
     e: &Entity,
     item: &Item,
     reference: &str,
-    counted: bool,
-) -> Option<(PrimaryKey, Condition)> {
+) -> Option<(&'c Entity, Vars)> {
     let r = &e.references[reference];
     let source = vars_of(e, item);
     let mut vars = Vars::new();
     for (to, from) in &r.key {
         vars.insert(to.clone(), source.get(from)?.clone());
     }
-    let target = &chart.entities[&r.entity];
-    let shards = chart.entities.values().find_map(|s| {
+    Some((&chart.entities[&r.entity], vars))
+}
+
+/// The counter shards of `target`, and how many it has.
+fn shards_of<'c>(chart: &'c Chart, target: &Entity) -> Option<(&'c Entity, u32)> {
+    chart.entities.values().find_map(|s| {
         s.shards_of
             .as_ref()
-            .filter(|(of, _)| *of == target.name && counted)
+            .filter(|(of, _)| *of == target.name)
             .map(|(_, n)| (s, *n))
-    });
-    let (at, vars) = match shards {
-        None => (target, vars),
-        Some((shard, count)) => {
-            let number = rand::rng().random_range(0..count);
-            (shard, shard_vars(chart, target, shard, &vars, number)?)
-        }
-    };
+    })
+}
+
+/// The key of the `at` item `vars` name, and the condition a write of `item`'s must meet
+/// there: it exists, and names `item`'s tenant when its key does not.
+fn at(
+    chart: &Chart,
+    e: &Entity,
+    item: &Item,
+    at: &Entity,
+    vars: &Vars,
+) -> Option<(PrimaryKey, Condition)> {
     let key = PrimaryKey::new(
-        render(&at.key.pk, &vars).ok()?,
-        render(&at.key.sk, &vars).ok()?,
+        render(&at.key.pk, vars).ok()?,
+        render(&at.key.sk, vars).ok()?,
     );
     let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
     let theirs = chart.tenant_attribute(at).filter(|a| !vars.contains_key(a));

@@ -62,8 +62,9 @@ pub(super) async fn update(
     }
     let mut current = read(rc, e, &key).await?;
     for _ in 0..ATTEMPTS {
-        let (actions, meanings, next) = changed_item(chart, e, &current, expected, &change)?;
-        match send(rc, actions).await {
+        let (actions, meanings, sharded, next) =
+            changed_item(chart, e, &current, expected, &change).await?;
+        match send(rc, actions, sharded).await {
             Ok(Some(item)) => {
                 return Ok(Written {
                     item,
@@ -186,13 +187,13 @@ pub(super) async fn update_in_place(
 
 /// The actions of a change to `current`: the item's own update first (conditioned on
 /// what was read), then its markers moved and its counts moved.
-pub(super) fn changed_item(
+pub(super) async fn changed_item(
     chart: &Chart,
     e: &Entity,
     current: &Item,
     expected: Option<i64>,
     change: &[(String, Option<AttributeValue>)],
-) -> Result<(Vec<TransactAction>, Vec<Meaning>, Item)> {
+) -> Result<(Vec<TransactAction>, Vec<Meaning>, Sharded, Item)> {
     let version = e.writes.version.as_deref();
     if let (Some(v), Some(attr)) = (expected, version) {
         if number(current.get(attr)) != v {
@@ -286,8 +287,8 @@ pub(super) fn changed_item(
         if r.key.values().all(|f| same(f)) && c.by_attributes().all(same) {
             continue;
         }
-        touches.count(chart, e, current, c, -1);
-        touches.count(chart, e, &next, c, 1);
+        touches.count(chart, e, current, c, -1).await;
+        touches.count(chart, e, &next, c, 1).await;
     }
     for r in unchecked(e) {
         let from = e.references[r].key.values();
@@ -295,6 +296,6 @@ pub(super) fn changed_item(
             touches.check(chart, e, &next, r);
         }
     }
-    touches.into_actions(&mut actions, &mut meanings);
-    Ok((actions, meanings, next))
+    let sharded = touches.into_actions(&mut actions, &mut meanings);
+    Ok((actions, meanings, sharded, next))
 }
