@@ -244,6 +244,11 @@ pub struct Mutation {
     /// The role a caller needs (with auth on), e.g. `ADMIN`.
     #[serde(default)]
     pub role: Option<String>,
+    /// What the refusal of another role says the role may do: "only an admin of the
+    /// organization may {may}" (default: `add`, `change` or `remove`, and the entity's
+    /// plural: `remove users`).
+    #[serde(default)]
+    pub may: Option<String>,
     #[serde(default)]
     pub description: Option<String>,
 }
@@ -285,6 +290,10 @@ pub struct AttributeSpec {
     /// (the time of the create), `updated` (the time of every write).
     #[serde(default)]
     pub auto: Option<String>,
+    /// For a counter other entities keep on this one: what its delete's refusal calls
+    /// them while it is not 0 (`tickets`: "cannot delete: still referenced by tickets").
+    #[serde(default)]
+    pub referrers: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -215,6 +215,8 @@ pub struct Attribute {
     pub graphql: bool,
     /// A value the writes give, never the caller.
     pub auto: Option<Auto>,
+    /// For a counter other entities keep: what a refused delete calls them.
+    pub referrers: Option<String>,
 }
 
 /// A value the writes give an attribute.
@@ -291,6 +293,8 @@ pub struct Mutation {
     /// Create: the client-token marker entity.
     pub token: Option<String>,
     pub role: Option<String>,
+    /// What only the role may do, as a refusal says it (`remove users`).
+    pub may: String,
     pub description: Option<String>,
     /// The one write request it makes.
     pub request: WriteRequest,
@@ -448,5 +452,33 @@ impl Chart {
     /// The entities the chart declares, without the server's own.
     pub fn declared(&self) -> impl Iterator<Item = &Entity> {
         self.entities.values().filter(|e| !e.system)
+    }
+}
+
+/// An entity's name as a sentence says it (`CounterShard`: `counter shard`).
+pub fn words(entity: &str) -> String {
+    let mut words = String::new();
+    for (i, c) in entity.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            words.push(' ');
+        }
+        words.extend(c.to_lowercase());
+    }
+    words
+}
+
+/// An entity's name as a plural a sentence says (`User`: `users`, `Company`: `companies`,
+/// `Address`: `addresses`, `OrderLine`: `order lines`).
+pub fn plural(entity: &str) -> String {
+    let mut words = words(entity);
+    let consonant_y =
+        words.ends_with('y') && !words[..words.len() - 1].ends_with(['a', 'e', 'i', 'o', 'u']);
+    if consonant_y {
+        words.pop();
+        words + "ies"
+    } else if words.ends_with(['s', 'x', 'z']) || words.ends_with("ch") || words.ends_with("sh") {
+        words + "es"
+    } else {
+        words + "s"
     }
 }

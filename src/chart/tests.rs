@@ -541,6 +541,23 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
         "counts = { owner = \"storeCount\" }",
     );
     refuses(&r, "writes", Some("Store"), None, "no reference");
+    // What a refused delete calls the referrers: on a counter other entities keep.
+    let r = broken_locator(
+        "name = { type = \"string\", max_length = 100 }\nstoreCount",
+        "name = { type = \"string\", max_length = 100, referrers = \"stores\" }\nstoreCount",
+    );
+    refuses(&r, "writes", Some("Chain"), None, "`name` is no counter");
+    let r = broken_locator(
+        "openStoreCount = { type = \"counter\",",
+        "closedStoreCount = { type = \"counter\", referrers = \"closedStores\" }\nopenStoreCount = { type = \"counter\",",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Chain"),
+        None,
+        "`closedStoreCount` names its referrers, and no entity's `counts` keeps it",
+    );
     // A counter per value of an attribute that is no enum, or of a value it lacks.
     let r = broken_locator(
         "{ by = \"status\", counters = { OPEN",
@@ -675,5 +692,22 @@ fn every_rule_a_refusal_names_is_documented() {
             doc.contains(&format!("`{rule}`")),
             "docs/CHART.md does not name rule `{rule}`"
         );
+    }
+}
+
+#[test]
+fn an_entity_name_reads_as_a_sentence_says_it() {
+    use super::{plural, words};
+    assert_eq!(words("CounterShard"), "counter shard");
+    for (one, many) in [
+        ("User", "users"),
+        ("OrderLine", "order lines"),
+        ("Company", "companies"),
+        ("Day", "days"),
+        ("Address", "addresses"),
+        ("Box", "boxes"),
+        ("Branch", "branches"),
+    ] {
+        assert_eq!(plural(one), many);
     }
 }

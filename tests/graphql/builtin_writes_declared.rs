@@ -40,6 +40,18 @@ fn declared() -> Arc<itemgraph::chart::Chart> {
             &format!("{user}unique = {{ email = \"UserEmail\" }}\ncounts = {{ organization = \"userCount\" }}\n"),
         )
         .replace(
+            "assignedTicketCount = { type = \"counter\", graphql = false,",
+            "assignedTicketCount = { type = \"counter\", graphql = false, referrers = \"assignedTickets\",",
+        )
+        .replace(
+            "orderCount = { type = \"counter\", graphql = false,",
+            "orderCount = { type = \"counter\", graphql = false, referrers = \"orders\",",
+        )
+        .replace(
+            "[entities.Order]\nkey = [\"ORG#{org}\", \"#ORDER#{orderId}\"]\n",
+            "[entities.Order]\nkey = [\"ORG#{org}\", \"#ORDER#{orderId}\"]\ncounts = { organization = \"orderCount\", buyer = \"orderCount\" }\n",
+        )
+        .replace(
             created,
             &created.replace("description = \"RFC 3339, UTC.\" }", "auto = \"created\", description = \"RFC 3339, UTC.\" }"),
         )
@@ -66,6 +78,18 @@ field = "Mutation.createTicket"
 entity = "Ticket"
 action = "create"
 pattern = 21
+
+[patterns.22]
+name = "Remove a user nothing refers to, with its email's marker and its organization's count"
+request = "TransactWriteItems"
+entity = "User"
+field = "Mutation.deleteUser"
+
+[mutations.deleteUser]
+entity = "User"
+action = "delete"
+pattern = 22
+role = "ADMIN"
 "#;
     Arc::new(itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")))
 }
@@ -85,6 +109,7 @@ async fn embedded() {
     create_user_answers_as_the_hand_written_one(&hand, &chart).await;
     create_ticket_answers_as_the_hand_written_one(&hand, &chart).await;
     an_organization_from_before_shards_is_counted_on_its_own_item(&hand, &chart).await;
+    delete_user_answers_as_the_hand_written_one(&hand, &chart).await;
 }
 
 #[tokio::test]
@@ -96,6 +121,7 @@ async fn dynamodb() {
     create_user_answers_as_the_hand_written_one(&hand, &chart).await;
     create_ticket_answers_as_the_hand_written_one(&hand, &chart).await;
     an_organization_from_before_shards_is_counted_on_its_own_item(&hand, &chart).await;
+    delete_user_answers_as_the_hand_written_one(&hand, &chart).await;
     hand.finish().await;
     chart.finish().await;
 }
@@ -269,7 +295,6 @@ async fn an_organization_from_before_shards_is_counted_on_its_own_item(hand: &Ap
         "2024-01-08T09:00:00.000Z".into(),
     );
     org.schema_version = None;
-    org.user_count = 4;
     for api in [hand, chart] {
         api.store
             .put_item(itemgraph::store::Put::new(org.to_item()))
@@ -284,7 +309,7 @@ async fn an_organization_from_before_shards_is_counted_on_its_own_item(hand: &Ap
     assert_eq!(a.get("data"), b.get("data"), "{a:#} {b:#}");
     assert_eq!(
         b["data"]["createUser"]["user"]["organization"]["userCount"],
-        5
+        1
     );
     assert_eq!(operations(&a), operations(&b));
     // The two writes, then the organization read for the answer.
@@ -298,7 +323,120 @@ async fn an_organization_from_before_shards_is_counted_on_its_own_item(hand: &Ap
             .unwrap();
         assert_eq!(
             stored.get("userCount"),
-            Some(&itemgraph::store::AttributeValue::N("5".into()))
+            Some(&itemgraph::store::AttributeValue::N("1".into()))
         );
+    }
+}
+
+const DELETE: &str = r#"mutation($input: DeleteUserInput!) {
+    deleteUser(input: $input) { deletedUserId user { username email ticketCount organization { userCount } } } }"#;
+
+/// `deleteUser` declared (its referrers named by the counters' `referrers`, or the
+/// connection a counter totals): every user of the demo organizations deleted on both
+/// APIs, in turn, answers the same (refused while requester, assignee or buyer of
+/// anything, `tickets`, `assignedTickets`, `orders`), with the same requests; a deleted
+/// user's email is free again; no such user, another tenant's, a member caller.
+async fn delete_user_answers_as_the_hand_written_one(hand: &Api, chart: &Api) {
+    let users = hand
+        .run(
+            r#"{ a: organization(slug: "acme") { users(first: 50) { nodes { username } } }
+                  b: organization(slug: "globex") { users(first: 50) { nodes { username } } } }"#,
+        )
+        .await;
+    let mut refused = Vec::new();
+    for (org, key) in [("acme", "a"), ("globex", "b")] {
+        for u in users["data"][key]["users"]["nodes"].as_array().unwrap() {
+            let vars = json!({"input": {"org": org, "username": u["username"]}});
+            let (a, b) = (
+                hand.run_with(DELETE, vars.clone()).await,
+                chart.run_with(DELETE, vars.clone()).await,
+            );
+            assert_eq!(a.get("data"), b.get("data"), "{vars}: {a:#} {b:#}");
+            assert_eq!(errors(&a), errors(&b), "{vars}");
+            assert_eq!(operations(&a), operations(&b), "{vars}");
+            if let Some(field) = b["errors"][0]["extensions"]["field"].as_str() {
+                refused.push(field.to_owned());
+            }
+        }
+    }
+    // Assigned a ticket, requested none: `assignedTickets`.
+    for api in [hand, chart] {
+        let r = api
+            .run_with(CREATE, input("helper", "helper@example.com", "acme"))
+            .await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+        let r = api
+            .run_with(
+                TICKET,
+                json!({"input": {"org": "acme", "requester": "daffy-duck", "assignee": "helper",
+                                 "title": "Help", "body": "Please", "priority": "LOW"}}),
+            )
+            .await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+    }
+    let vars = json!({"input": {"org": "acme", "username": "helper"}});
+    let (a, b) = (
+        hand.run_with(DELETE, vars.clone()).await,
+        chart.run_with(DELETE, vars).await,
+    );
+    assert_eq!(errors(&a), errors(&b));
+    assert_eq!(operations(&a), operations(&b));
+    refused.extend(
+        b["errors"][0]["extensions"]["field"]
+            .as_str()
+            .map(str::to_owned),
+    );
+    for field in ["tickets", "assignedTickets", "orders"] {
+        assert!(refused.iter().any(|f| f == field), "{field}: {refused:?}");
+    }
+    let fresh = input("short-lived", "short.lived@example.com", "acme");
+    for api in [hand, chart] {
+        let r = api.run_with(CREATE, fresh.clone()).await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+    }
+    let vars = json!({"input": {"org": "acme", "username": "short-lived"}});
+    let member = itemgraph::auth::Access::Tenant {
+        org: itemgraph::keys::Slug::parse("acme").unwrap(),
+        role: itemgraph::auth::Role::Member,
+        subject: None,
+    };
+    let other = itemgraph::auth::Access::Tenant {
+        org: itemgraph::keys::Slug::parse("globex").unwrap(),
+        role: itemgraph::auth::Role::Admin,
+        subject: None,
+    };
+    for access in [&member, &other] {
+        let (a, b) = (
+            hand.run_as(access, DELETE, vars.clone()).await,
+            chart.run_as(access, DELETE, vars.clone()).await,
+        );
+        assert_eq!(errors(&a), errors(&b));
+        assert_eq!(operations(&a), operations(&b));
+    }
+    let (a, b) = (
+        hand.run_with(DELETE, vars.clone()).await,
+        chart.run_with(DELETE, vars.clone()).await,
+    );
+    assert!(b.get("errors").is_none(), "{b:#}");
+    assert_eq!(a.get("data"), b.get("data"));
+    assert_eq!(operations(&a), operations(&b));
+    assert_eq!(operations(&b)[..2], ["GetItem", "TransactWriteItems"]);
+    // Gone, and its email free again; deleted twice: not found.
+    let (a, b) = (
+        hand.run_with(DELETE, vars.clone()).await,
+        chart.run_with(DELETE, vars.clone()).await,
+    );
+    assert_eq!(errors(&a), errors(&b));
+    assert_eq!(b["errors"][0]["extensions"]["field"], "user");
+    assert_eq!(operations(&a), operations(&b));
+    for api in [hand, chart] {
+        let r = api
+            .run_with(CREATE, input("reborn", "short.lived@example.com", "acme"))
+            .await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+    }
+    for api in [hand, chart] {
+        let report = itemgraph::check::check(api.store.as_ref()).await.unwrap();
+        assert!(report.is_clean(), "{report}: {:#?}", report.violations);
     }
 }

@@ -173,6 +173,7 @@ impl Checker {
                     description: f.description.clone(),
                     graphql: f.graphql,
                     auto: f.auto.clone(),
+                    referrers: f.referrers.clone(),
                 },
                 f.optional,
             ),
@@ -194,12 +195,26 @@ impl Checker {
                 None
             }
         };
+        if let Some(r) = &spec.referrers {
+            if !matches!(ty, Type::Counter) {
+                self.refuse(
+                    "writes",
+                    format!("attribute `{name}`: `referrers` names what a counter counts, and `{name}` is no counter"),
+                );
+            } else if !is_graphql_name(r) {
+                self.refuse(
+                    "names",
+                    format!("attribute `{name}`: referrers `{r}` is not a GraphQL name"),
+                );
+            }
+        }
         Some(Attribute {
             ty,
             optional,
             description: spec.description,
             graphql: spec.graphql.unwrap_or(true),
             auto,
+            referrers: spec.referrers,
         })
     }
 
@@ -372,6 +387,7 @@ pub(super) struct Spec {
     description: Option<String>,
     graphql: Option<bool>,
     auto: Option<String>,
+    referrers: Option<String>,
 }
 
 fn placeholder_keys() -> Keys {
@@ -403,6 +419,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
                         description: None,
                         graphql: false,
                         auto: None,
+                        referrers: None,
                     },
                 )
             })

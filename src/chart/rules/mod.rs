@@ -160,6 +160,7 @@ impl Checker {
         self.tenant(&file, &entities, &patterns);
         self.fields(&file, &entities, &patterns);
         self.invariants(&entities, &patterns);
+        self.referrers(&entities);
         let mutations = self.mutations(&file, &entities, &patterns);
         self.subscriptions(&file, &entities);
         let mut samples = Vec::new();

@@ -13,6 +13,33 @@ use super::*;
 pub const MAX_ACTIONS: usize = 100;
 
 impl Checker {
+    /// A counter's `referrers` names what other entities' counts keep on it.
+    pub(super) fn referrers(&mut self, entities: &IndexMap<String, Entity>) {
+        for e in entities.values().filter(|e| !e.system) {
+            self.at(Some(&e.name), None);
+            for (name, a) in &e.attributes {
+                if a.referrers.is_none() || !matches!(a.ty, Type::Counter) {
+                    continue;
+                }
+                let kept = entities.values().any(|other| {
+                    other.writes.counts.iter().any(|c| {
+                        other
+                            .references
+                            .get(&c.reference)
+                            .is_some_and(|r| r.entity == e.name)
+                            && c.all().contains(name)
+                    })
+                });
+                if !kept {
+                    self.refuse(
+                        "writes",
+                        format!("attribute `{name}` names its referrers, and no entity's `counts` keeps it"),
+                    );
+                }
+            }
+        }
+    }
+
     /// Every entity's declared invariants name what they keep, and can be kept.
     pub(super) fn invariants(
         &mut self,
@@ -412,6 +439,14 @@ impl Checker {
                     fields,
                     token: m.token.clone(),
                     role: m.role.clone(),
+                    may: m.may.clone().unwrap_or_else(|| {
+                        let verb = match action {
+                            Action::Create => "add",
+                            Action::Update => "change",
+                            Action::Delete => "remove",
+                        };
+                        format!("{verb} {}", super::super::plural(&e.name))
+                    }),
                     description: m.description.clone(),
                     request,
                 },

@@ -15,7 +15,7 @@ pub(super) async fn delete(
     let guarded = guards(chart, e);
     let pk = chart.table.partition_key.clone();
     let guard_conditions = |when: &mut Vec<Condition>| {
-        for g in &guarded {
+        for (g, _) in &guarded {
             when.push(Condition::Or(vec![
                 Condition::not_exists(g.clone()),
                 Condition::eq(g.clone(), n(0)),
@@ -25,10 +25,10 @@ pub(super) async fn delete(
     let in_use = |item: &Item| {
         guarded
             .iter()
-            .find(|g| number(item.get(g.as_str())) != 0)
-            .map(|g| ApiError::Conflict {
-                message: format!("cannot delete: still referenced by {g}"),
-                field: g.clone().into(),
+            .find(|(g, _)| number(item.get(g.as_str())) != 0)
+            .map(|(_, what)| ApiError::Conflict {
+                message: format!("cannot delete: still referenced by {what}"),
+                field: what.clone().into(),
             })
     };
     let check = |item: &Item| -> Result<()> {

@@ -82,7 +82,7 @@ pub async fn run(
     input: &IndexMap<Name, Value>,
 ) -> Result<Written> {
     if let Some(role) = &m.role {
-        allowed(&rc.access, role, &m.name)?;
+        allowed(chart, &rc.access, role, &m.may)?;
     }
     let e = &chart.entities[&m.entity];
     match m.action {
@@ -92,7 +92,7 @@ pub async fn run(
     }
 }
 
-fn allowed(access: &Access, role: &str, mutation: &str) -> Result<()> {
+fn allowed(chart: &Chart, access: &Access, role: &str, may: &str) -> Result<()> {
     match access {
         Access::Unrestricted => Ok(()),
         Access::Tenant {
@@ -102,7 +102,11 @@ fn allowed(access: &Access, role: &str, mutation: &str) -> Result<()> {
             role: Role::Member, ..
         } if role == "MEMBER" => Ok(()),
         Access::Tenant { .. } => Err(ApiError::Forbidden(format!(
-            "only an admin of the organization may call {mutation}"
+            "only an admin of the {} may {may}",
+            chart
+                .tenant
+                .as_ref()
+                .map_or_else(|| "tenant".to_owned(), |t| crate::chart::words(&t.entity))
         ))),
     }
 }
@@ -287,7 +291,12 @@ fn target(
     input: &IndexMap<Name, Value>,
 ) -> Result<(Vars, PrimaryKey)> {
     let vars = named(chart, m, e, input)?;
-    visible(rc, chart, e, &vars)?;
+    // Another tenant's item is as missing as one that does not exist.
+    if visible(rc, chart, e, &vars).is_err() {
+        return Err(ApiError::Missing {
+            field: lower(&e.name).into(),
+        });
+    }
     let key = key_of(e, &vars)?;
     Ok((vars, key))
 }

@@ -415,21 +415,36 @@ pub(super) fn new_shards(chart: &Chart, e: &Entity, item: &Item) -> Result<Vec<I
     Ok(out)
 }
 
-/// The counters of `e` that other entities keep: each guards a delete while not 0.
-pub(super) fn guards(chart: &Chart, e: &Entity) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+/// The counters of `e` that other entities keep: each guards a delete while not 0. Each
+/// with what the refusal calls the items it counts: the counter's `referrers`, else the
+/// connection it totals, else the counter itself.
+pub(super) fn guards(chart: &Chart, e: &Entity) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
     for other in chart.declared() {
         for c in &other.writes.counts {
             if other
                 .references
                 .get(&c.reference)
-                .is_some_and(|r| r.entity == e.name)
+                .is_none_or(|r| r.entity != e.name)
             {
-                for counter in &c.all() {
-                    if !out.contains(counter) {
-                        out.push(counter.clone());
-                    }
+                continue;
+            }
+            for counter in c.all() {
+                if out.iter().any(|(g, _)| *g == counter) {
+                    continue;
                 }
+                let named = e
+                    .attributes
+                    .get(&counter)
+                    .and_then(|a| a.referrers.clone())
+                    .or_else(|| {
+                        e.connections.iter().find_map(|(name, spec)| {
+                            matches!(&spec.total, Some(crate::chart::format::Total::Counter(t)) if *t == counter)
+                                .then(|| name.clone())
+                        })
+                    })
+                    .unwrap_or_else(|| counter.clone());
+                out.push((counter, named));
             }
         }
     }
