@@ -85,6 +85,19 @@ request = "TransactWriteItems"
 entity = "User"
 field = "Mutation.deleteUser"
 
+[patterns.23]
+name = "Change a user; a new email moves its marker"
+request = "TransactWriteItems"
+entity = "User"
+field = "Mutation.updateUser"
+
+[mutations.updateUser]
+entity = "User"
+action = "update"
+pattern = 23
+fields = ["name", "email", "role"]
+role = "ADMIN"
+
 [mutations.deleteUser]
 entity = "User"
 action = "delete"
@@ -109,6 +122,7 @@ async fn embedded() {
     create_user_answers_as_the_hand_written_one(&hand, &chart).await;
     create_ticket_answers_as_the_hand_written_one(&hand, &chart).await;
     an_organization_from_before_shards_is_counted_on_its_own_item(&hand, &chart).await;
+    update_user_answers_as_the_hand_written_one(&hand, &chart).await;
     delete_user_answers_as_the_hand_written_one(&hand, &chart).await;
 }
 
@@ -121,6 +135,7 @@ async fn dynamodb() {
     create_user_answers_as_the_hand_written_one(&hand, &chart).await;
     create_ticket_answers_as_the_hand_written_one(&hand, &chart).await;
     an_organization_from_before_shards_is_counted_on_its_own_item(&hand, &chart).await;
+    update_user_answers_as_the_hand_written_one(&hand, &chart).await;
     delete_user_answers_as_the_hand_written_one(&hand, &chart).await;
     hand.finish().await;
     chart.finish().await;
@@ -435,6 +450,79 @@ async fn delete_user_answers_as_the_hand_written_one(hand: &Api, chart: &Api) {
             .await;
         assert!(r.get("errors").is_none(), "{r:#}");
     }
+    for api in [hand, chart] {
+        let report = itemgraph::check::check(api.store.as_ref()).await.unwrap();
+        assert!(report.is_clean(), "{report}: {:#?}", report.violations);
+    }
+}
+
+const UPDATE: &str = r#"mutation($input: UpdateUserInput!) {
+    updateUser(input: $input) { user { username email name role ticketCount } } }"#;
+
+/// `updateUser` declared (the email unique through its marker, moved when it changes):
+/// each change answers, refuses and requests as the hand-written one; the old email is
+/// free after, the new one taken.
+async fn update_user_answers_as_the_hand_written_one(hand: &Api, chart: &Api) {
+    let u = |username: &str, change: Value| {
+        let mut input = json!({"org": "acme", "username": username});
+        input
+            .as_object_mut()
+            .unwrap()
+            .extend(change.as_object().unwrap().clone());
+        json!({ "input": input })
+    };
+    for api in [hand, chart] {
+        let r = api
+            .run_with(CREATE, input("mover", "mover@example.com", "acme"))
+            .await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+    }
+    let cases = [
+        // Name and role alone: one UpdateItem, nothing read.
+        u("mover", json!({"name": "Renamed", "role": "ADMIN"})),
+        // The email it has (in another case): read, then one conditional UpdateItem.
+        u("mover", json!({"email": "MOVER@example.com"})),
+        // A new email: read, then the marker moved in one TransactWriteItems.
+        u("mover", json!({"email": "moved@example.com", "name": "Moved"})),
+        // Taken by another user; no such user; nothing to change; bad input.
+        u("mover", json!({"email": "new.person@example.com"})),
+        u("nobody", json!({"name": "X"})),
+        u("nobody", json!({"email": "x@example.com"})),
+        u("mover", json!({})),
+        u("mover", json!({"email": "not an email"})),
+        u("mover", json!({"name": "Two\nlines"})),
+    ];
+    for vars in cases {
+        let (a, b) = (
+            hand.run_with(UPDATE, vars.clone()).await,
+            chart.run_with(UPDATE, vars.clone()).await,
+        );
+        assert_eq!(a.get("data"), b.get("data"), "{vars}: {a:#} {b:#}");
+        assert_eq!(errors(&a), errors(&b), "{vars}");
+        assert_eq!(operations(&a), operations(&b), "{vars}");
+    }
+    // The old email is free again, the new one taken.
+    for api in [hand, chart] {
+        let r = api
+            .run_with(CREATE, input("mover-two", "mover@example.com", "acme"))
+            .await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+        let r = api
+            .run_with(CREATE, input("mover-three", "moved@example.com", "acme"))
+            .await;
+        assert_eq!(r["errors"][0]["extensions"]["field"], "email", "{r:#}");
+    }
+    let member = itemgraph::auth::Access::Tenant {
+        org: itemgraph::keys::Slug::parse("acme").unwrap(),
+        role: itemgraph::auth::Role::Member,
+        subject: None,
+    };
+    let vars = u("mover", json!({"name": "By a member"}));
+    let (a, b) = (
+        hand.run_as(&member, UPDATE, vars.clone()).await,
+        chart.run_as(&member, UPDATE, vars).await,
+    );
+    assert_eq!(errors(&a), errors(&b));
     for api in [hand, chart] {
         let report = itemgraph::check::check(api.store.as_ref()).await.unwrap();
         assert!(report.is_clean(), "{report}: {:#?}", report.violations);

@@ -25,7 +25,7 @@ pub(super) async fn update(
     }
     if change.is_empty() {
         return Err(ApiError::BadUserInput {
-            message: format!("nothing to change: give {}", m.fields.join(", ")),
+            message: format!("nothing to change: give {}", either(&m.fields)),
             field: None,
         });
     }
@@ -298,4 +298,13 @@ pub(super) async fn changed_item(
     }
     let sharded = touches.into_actions(&mut actions, &mut meanings);
     Ok((actions, meanings, sharded, next))
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn either(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
 }
