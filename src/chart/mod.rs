@@ -482,3 +482,15 @@ pub fn plural(entity: &str) -> String {
         words + "s"
     }
 }
+
+/// An entity's name with its indefinite article, as a sentence says it (`a ticket`, `an
+/// order`, `an order line`).
+pub fn one(entity: &str) -> String {
+    let w = words(entity);
+    let article = if w.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {w}")
+}

@@ -697,8 +697,10 @@ fn every_rule_a_refusal_names_is_documented() {
 
 #[test]
 fn an_entity_name_reads_as_a_sentence_says_it() {
-    use super::{plural, words};
+    use super::{one, plural, words};
     assert_eq!(words("CounterShard"), "counter shard");
+    assert_eq!(one("Ticket"), "a ticket");
+    assert_eq!(one("OrderLine"), "an order line");
     for (one, many) in [
         ("User", "users"),
         ("OrderLine", "order lines"),

@@ -407,6 +407,11 @@ impl Checker {
             let request = match (actions > 1, action) {
                 (true, _) => WriteRequest::TransactWriteItems,
                 (false, Action::Create) => WriteRequest::PutItem,
+                // A versioned change is a transaction, one action too, for its client
+                // request token (a retry after a lost reply must not meet its own version).
+                (false, Action::Update) if e.writes.version.is_some() => {
+                    WriteRequest::TransactWriteItems
+                }
                 (false, Action::Update) => WriteRequest::UpdateItem,
                 (false, Action::Delete) => WriteRequest::DeleteItem,
             };

@@ -75,6 +75,12 @@ fn payload_name(m: &Mutation) -> String {
     format!("{}Payload", upper_first(&m.name))
 }
 
+/// The input field that names the item by id: `id`, or the entity's plain id
+/// (`ticketId`), which takes the global id too.
+fn id_field(e: &Entity) -> &str {
+    e.plain_id.as_deref().unwrap_or("id")
+}
+
 /// The attributes a create takes from its caller.
 fn given_on_create(e: &Entity) -> impl Iterator<Item = (&String, &crate::chart::Attribute)> {
     e.attributes.iter().filter(|(name, a)| {
@@ -99,12 +105,12 @@ fn input_type(m: &Mutation, e: &Entity) -> InputObject {
     let key = |mut obj: InputObject| {
         if m.by_id {
             return obj.field(
-                InputValue::new("id", TypeRef::named_nn(TypeRef::ID)).description(
-                    match &e.plain_id {
-                        Some(p) => format!("The {}'s global `id` or its plain `{p}`.", e.name),
-                        None => format!("The {}'s global `id`.", e.name),
-                    },
-                ),
+                InputValue::new(id_field(e), TypeRef::named_nn(TypeRef::ID)).description(match &e
+                    .plain_id
+                {
+                    Some(p) => format!("The {}'s global `id` or its plain `{p}`.", e.name),
+                    None => format!("The {}'s global `id`.", e.name),
+                }),
             );
         }
         let mut seen: Vec<&str> = Vec::new();

@@ -10,7 +10,7 @@ pub(super) async fn delete(
     e: &Entity,
     input: &IndexMap<Name, Value>,
 ) -> Result<Written> {
-    let (_vars, key) = target(rc, chart, m, e, input)?;
+    let (vars, key) = target(rc, chart, m, e, input)?;
     let expected = expected_version(input, false)?;
     let guarded = guards(chart, e);
     let pk = chart.table.partition_key.clone();
@@ -49,6 +49,7 @@ pub(super) async fn delete(
     };
     if e.writes.unique.is_empty() && e.writes.counts.is_empty() {
         let mut when = vec![Condition::exists(pk.clone())];
+        when.extend(tenant_condition(rc, chart, e, &vars));
         version_condition(&mut when);
         guard_conditions(&mut when);
         let mut d = Delete::new(key).when(Condition::And(when));
@@ -62,11 +63,13 @@ pub(super) async fn delete(
             Ok(None) => Err(ApiError::Missing {
                 field: lower(&e.name).into(),
             }),
-            Err(StoreError::ConditionFailed { item: Some(found) }) => {
+            Err(StoreError::ConditionFailed { item: Some(found) })
+                if visible_item(rc, chart, e, &found) =>
+            {
                 check(&found)?;
                 Err(ApiError::Contention)
             }
-            Err(StoreError::ConditionFailed { item: None }) => Err(ApiError::Missing {
+            Err(StoreError::ConditionFailed { .. }) => Err(ApiError::Missing {
                 field: lower(&e.name).into(),
             }),
             Err(err) => Err(err.into()),
@@ -119,9 +122,4 @@ pub(super) async fn delete(
         }
     }
     Err(ApiError::Contention)
-}
-
-/// Whether the caller may see the item read (its tenant theirs).
-pub(super) fn visible_item(rc: &RequestContext, chart: &Chart, e: &Entity, item: &Item) -> bool {
-    visible(rc, chart, e, &vars_of(e, item)).is_ok()
 }

@@ -174,7 +174,10 @@ fn visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Resul
     };
     let sees = match vars.get(&attr) {
         Some(KeyValue::Text(t)) => Slug::parse(t).is_ok_and(|s| rc.sees(&s)),
-        _ => matches!(rc.access, Access::Unrestricted),
+        Some(KeyValue::Int(_)) => matches!(rc.access, Access::Unrestricted),
+        // The key names no tenant: the write's read or condition holds the item to the
+        // caller's.
+        None => true,
     };
     if sees {
         Ok(())
@@ -243,20 +246,21 @@ fn explain(err: StoreError, meanings: &[Meaning]) -> ApiError {
 /// attributes.
 fn named(chart: &Chart, m: &Mutation, e: &Entity, input: &IndexMap<Name, Value>) -> Result<Vars> {
     if m.by_id {
-        let id = match input.get("id") {
+        let field = super::id_field(e);
+        let id = match input.get(field) {
             Some(Value::String(id)) => id.as_str(),
-            _ => return Err(ApiError::bad_input("id", "id is required")),
+            _ => return Err(ApiError::bad_input(field, format!("{field} is required"))),
         };
         if let Some(plain) = &e.plain_id {
-            if let Ok(v) = key_value(&e.attributes[plain].ty, "id", id) {
+            if let Ok(v) = key_value(&e.attributes[plain].ty, field, id) {
                 return Ok(Vars::from([(plain.clone(), v)]));
             }
         }
-        let (found, vars) = decode_global_id(chart, "id", id)?;
+        let (found, vars) = decode_global_id(chart, field, id)?;
         if found.name != e.name {
             return Err(ApiError::bad_input(
-                "id",
-                format!("not the id of a {}", e.name),
+                field,
+                format!("not the id of {}", crate::chart::one(&e.name)),
             ));
         }
         return Ok(vars);
@@ -281,8 +285,27 @@ fn named(chart: &Chart, m: &Mutation, e: &Entity, input: &IndexMap<Name, Value>)
     Ok(vars)
 }
 
+/// The condition that the item a write names is the caller's tenant's, when its key does
+/// not say (a ticket's id names no organization): the tenant attribute equals the
+/// caller's. `None` when the key says, or the caller sees every tenant.
+fn tenant_condition(
+    rc: &RequestContext,
+    chart: &Chart,
+    e: &Entity,
+    vars: &Vars,
+) -> Option<Condition> {
+    let attr = chart.tenant_attribute(e)?;
+    if vars.contains_key(&attr) {
+        return None;
+    }
+    rc.access
+        .org()
+        .map(|org| Condition::eq(attr, s(org.as_str())))
+}
+
 /// The item an update or a delete names: its key values and key, once the caller may see
-/// its tenant.
+/// its tenant (when its key does not name the tenant, the write's read or condition
+/// holds it to the caller's: [`tenant_condition`]).
 fn target(
     rc: &RequestContext,
     chart: &Chart,
@@ -328,7 +351,7 @@ fn expected_version(input: &IndexMap<Name, Value>, required: bool) -> Result<Opt
             Some(v) => Ok(Some(v)),
             None => Err(ApiError::bad_input(
                 "expectedVersion",
-                "expectedVersion must be at least 1",
+                "expectedVersion must be 1 or more",
             )),
         },
         _ if required => Err(ApiError::bad_input(
@@ -351,4 +374,9 @@ fn version_mismatch(e: &Entity, expected: i64, current: Option<&Item>) -> ApiErr
             current: u32::try_from(number(item.get(attr))).ok(),
         },
     }
+}
+
+/// Whether the caller may see the item read (its tenant theirs).
+fn visible_item(rc: &RequestContext, chart: &Chart, e: &Entity, item: &Item) -> bool {
+    visible(rc, chart, e, &vars_of(e, item)).is_ok()
 }

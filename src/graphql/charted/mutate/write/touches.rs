@@ -263,6 +263,19 @@ pub(super) async fn send(
     }
 }
 
+/// [`send`], a single action too as a TransactWriteItems (for its client request token).
+pub(super) async fn send_transaction(
+    rc: &RequestContext,
+    actions: Vec<TransactAction>,
+    sharded: Sharded,
+) -> std::result::Result<Option<Item>, StoreError> {
+    if actions.len() == 1 {
+        drop(sharded);
+        return rc.store.transact_write(actions).await.map(|()| None);
+    }
+    send(rc, actions, sharded).await
+}
+
 /// The entity a reference of `item` names, and its key values (none when the reference
 /// is absent).
 fn referenced<'c>(

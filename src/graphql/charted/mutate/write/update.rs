@@ -37,7 +37,15 @@ pub(super) async fn update(
         .chain(e.key.sk.vars())
         .map(|v| v.name.as_str())
         .collect();
-    let needs_read = e.writes.unique.keys().any(|a| changed(a))
+    // A versioned change is read first, then written as a TransactWriteItems (of one
+    // action, when that is all it is): the transaction's client request token makes the
+    // SDK's retry of an attempt whose reply was lost idempotent, where a conditional
+    // UpdateItem sent again would meet the version its first attempt wrote and answer
+    // `VERSION_MISMATCH` for a change it made; and a transaction returns no item, so the
+    // answer is the item read with the change applied.
+    let versioned = e.writes.version.is_some();
+    let needs_read = versioned
+        || e.writes.unique.keys().any(|a| changed(a))
         || e.references
             .values()
             .any(|r| r.key.values().any(|f| changed(f)))
@@ -58,13 +66,24 @@ pub(super) async fn update(
             vs.iter().any(|v| changed(v)) && vs.iter().any(|v| !changed(v) && !key_vars.contains(v))
         });
     if !needs_read {
-        return update_in_place(rc, chart, e, &vars, key, expected, &change).await;
+        let tenant = tenant_condition(rc, chart, e, &vars);
+        return update_in_place(rc, chart, e, &vars, key, tenant, &change).await;
     }
     let mut current = read(rc, e, &key).await?;
+    if !visible_item(rc, chart, e, &current) {
+        return Err(ApiError::Missing {
+            field: lower(&e.name).into(),
+        });
+    }
     for _ in 0..ATTEMPTS {
         let (actions, meanings, sharded, next) =
             changed_item(chart, e, &current, expected, &change).await?;
-        match send(rc, actions, sharded).await {
+        let sent = if versioned {
+            send_transaction(rc, actions, sharded).await
+        } else {
+            send(rc, actions, sharded).await
+        };
+        match sent {
             Ok(Some(item)) => {
                 return Ok(Written {
                     item,
@@ -101,15 +120,17 @@ pub(super) async fn update(
     Err(ApiError::Contention)
 }
 
-/// A change that needs nothing read: one UpdateItem conditioned on the item existing (and
-/// on its version), its index keys rendered from the key and the change.
+/// A change that needs nothing read (of an entity without a version): one UpdateItem
+/// conditioned on the item existing (and being the caller's tenant's, when its key does
+/// not say), its index keys rendered from the key and the change. Sent again after a lost
+/// reply, it sets the same values.
 pub(super) async fn update_in_place(
     rc: &RequestContext,
     chart: &Chart,
     e: &Entity,
     vars: &Vars,
     key: PrimaryKey,
-    expected: Option<i64>,
+    tenant: Option<Condition>,
     change: &[(String, Option<AttributeValue>)],
 ) -> Result<Written> {
     let mut known = Item::new();
@@ -161,26 +182,19 @@ pub(super) async fn update_in_place(
         }
     }
     let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
-    if let (Some(v), Some(attr)) = (expected, &e.writes.version) {
-        when.push(Condition::eq(attr.clone(), n(v)));
-        u = u.set(attr.clone(), n(v + 1));
-    }
-    let mut update = Update::new(key, u)
+    when.extend(tenant);
+    let update = Update::new(key, u)
         .when(Condition::And(when))
         .returning(ReturnValues::AllNew);
-    update.return_old_on_condition_failure = true;
     match rc.store.update_item(update).await {
         Ok(Some(item)) => Ok(Written {
             item,
             replayed: false,
         }),
         Ok(None) => Err(ApiError::Internal),
-        Err(StoreError::ConditionFailed { item }) => match (expected, item) {
-            (Some(v), Some(found)) => Err(version_mismatch(e, v, Some(&found))),
-            _ => Err(ApiError::Missing {
-                field: lower(&e.name).into(),
-            }),
-        },
+        Err(StoreError::ConditionFailed { .. }) => Err(ApiError::Missing {
+            field: lower(&e.name).into(),
+        }),
         Err(err) => Err(err.into()),
     }
 }
