@@ -251,6 +251,13 @@ pub struct Mutation {
     pub may: Option<String>,
     #[serde(default)]
     pub description: Option<String>,
+    /// The input object's description.
+    #[serde(default)]
+    pub input_description: Option<String>,
+    /// Input fields, in this order before the rest, each with its description here
+    /// instead of the attribute's (`""`: none).
+    #[serde(default)]
+    pub input: IndexMap<String, String>,
 }
 
 /// An attribute: a type name alone (`"slug"`, `"Plan"`, `"username?"` when optional), or

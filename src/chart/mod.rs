@@ -296,6 +296,9 @@ pub struct Mutation {
     /// What only the role may do, as a refusal says it (`remove users`).
     pub may: String,
     pub description: Option<String>,
+    pub input_description: Option<String>,
+    /// Input fields first, in order, with their descriptions (`""`: none).
+    pub input: IndexMap<String, String>,
     /// The one write request it makes.
     pub request: WriteRequest,
 }

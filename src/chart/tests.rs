@@ -64,7 +64,8 @@ fn item_keys(chart: &Chart, entity: &str, vars: &[(&str, Value)]) -> keys::ItemK
 fn the_builtin_chart_holds_every_rule() {
     let chart = parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(chart.name, "itemgraph");
-    assert_eq!(chart.patterns.len(), 9);
+    assert_eq!(chart.patterns.len(), 14);
+    assert_eq!(chart.mutations.len(), 5);
     let declared: Vec<&str> = chart.declared().map(|e| e.name.as_str()).collect();
     assert_eq!(
         declared,

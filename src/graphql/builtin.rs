@@ -27,8 +27,7 @@ use super::charted::Obj;
 use super::context::RequestContext;
 use super::enums::TicketStatus;
 use super::errors::ApiError;
-use super::ids::GlobalId;
-use super::{order, org, subscription, ticket, user};
+use super::{order, org, subscription};
 use crate::chart::Chart;
 use crate::live::{Change, EventKind};
 use crate::model::{Entity, Record as _};
@@ -40,16 +39,24 @@ pub fn register(
     chart: &Arc<Chart>,
     declared: &HashSet<String>,
 ) -> SchemaBuilder {
-    for ty in input_types(declared) {
+    // The mutations the chart declares are served from it (`charted::mutate`), with their
+    // own input objects and payloads; the rest are this design's own.
+    let from_chart: HashSet<String> = chart
+        .mutations
+        .values()
+        .flat_map(super::charted::mutate::type_names)
+        .collect();
+    let declared: HashSet<String> = declared.union(&from_chart).cloned().collect();
+    for ty in input_types(&declared) {
         schema = match ty {
             Derived::Input(i) => schema.register(i),
             Derived::Enum(e) => schema.register(e),
         };
     }
-    for p in PAYLOADS {
+    for p in PAYLOADS.iter().filter(|p| !from_chart.contains(p.name)) {
         schema = schema.register(payload_type(p));
     }
-    schema
+    super::charted::mutate::register_types(schema, chart)
         .register(mutation_type(chart))
         .register(subscription_type(chart))
 }
@@ -98,46 +105,6 @@ const PAYLOADS: &[PayloadType] = &[
             "organization",
             "Organization!",
             Some("The organization as created (no users yet)."),
-        )],
-    },
-    PayloadType {
-        name: "CreateUserPayload",
-        description: None,
-        fields: &[("user", "User!", Some("The user as created."))],
-    },
-    PayloadType {
-        name: "UpdateUserPayload",
-        description: None,
-        fields: &[("user", "User!", Some("The user as changed."))],
-    },
-    PayloadType {
-        name: "DeleteUserPayload",
-        description: None,
-        fields: &[
-            (
-                "deletedUserId",
-                "ID!",
-                Some("The global id the user had: drop it from client caches."),
-            ),
-            (
-                "user",
-                "User!",
-                Some("The user as it was just before deletion."),
-            ),
-        ],
-    },
-    PayloadType {
-        name: "CreateTicketPayload",
-        description: None,
-        fields: &[("ticket", "Ticket!", Some("The ticket as created."))],
-    },
-    PayloadType {
-        name: "UpdateTicketPayload",
-        description: None,
-        fields: &[(
-            "ticket",
-            "Ticket!",
-            Some("The ticket as changed, at its new `version`."),
         )],
     },
     PayloadType {
@@ -248,11 +215,6 @@ enum Derived {
 fn input_types(declared: &HashSet<String>) -> Vec<Derived> {
     let mut registry = Registry::default();
     org::CreateOrganizationInput::create_type_info(&mut registry);
-    user::CreateUserInput::create_type_info(&mut registry);
-    user::UpdateUserInput::create_type_info(&mut registry);
-    user::DeleteUserInput::create_type_info(&mut registry);
-    ticket::CreateTicketInput::create_type_info(&mut registry);
-    ticket::UpdateTicketInput::create_type_info(&mut registry);
     order::PlaceOrderInput::create_type_info(&mut registry);
     order::UpdateOrderStatusInput::create_type_info(&mut registry);
     <subscription::ChangeKind as OutputType>::create_type_info(&mut registry);
@@ -341,88 +303,6 @@ const MUTATIONS: &[(&str, &str, &str, &str, Run)] = &[
         },
     ),
     (
-        "createUser",
-        "CreateUserInput",
-        "CreateUserPayload",
-        "Adds a user to an organization. `CONFLICT` when the username is taken in the\n\
-         organization (`field: \"username\"`) or the email anywhere (`field: \"email\"`);\n\
-         `NOT_FOUND` (`field: \"organization\"`) when there is no such organization. Admins\n\
-         only (`FORBIDDEN`). One request: a TransactWriteItems.",
-        |rc, chart, input| {
-            Box::pin(async move {
-                let u = user::create_user(rc, parse(input)?).await?;
-                Ok(Payload(vec![("user", entity(chart, u.into(), false)?)]))
-            })
-        },
-    ),
-    (
-        "updateUser",
-        "UpdateUserInput",
-        "UpdateUserPayload",
-        "Changes a user's name, email or role. `NOT_FOUND` (`field: \"user\"`) when there is\n\
-         no such user; `CONFLICT` (`field: \"email\"`) when the new email is taken. Admins\n\
-         only (`FORBIDDEN`). One\n\
-         request (an UpdateItem); two for a new email (a GetItem of the user, then a\n\
-         TransactWriteItems that moves the email's uniqueness marker too).",
-        |rc, chart, input| {
-            Box::pin(async move {
-                let u = user::update_user(rc, parse(input)?).await?;
-                Ok(Payload(vec![("user", entity(chart, u.into(), false)?)]))
-            })
-        },
-    ),
-    (
-        "deleteUser",
-        "DeleteUserInput",
-        "DeleteUserPayload",
-        "Removes a user from an organization and frees their email. Only a user nothing\n\
-         refers to can go: `CONFLICT` with `field` `tickets` (they requested tickets),\n\
-         `assignedTickets` (tickets are assigned to them) or `orders` (they placed orders);\n\
-         reassign or keep them. `NOT_FOUND` (`field: \"user\"`) when there is no such user.\n\
-         Admins only (`FORBIDDEN`). Two requests: a GetItem of the user, then a TransactWriteItems.",
-        |rc, chart, input| {
-            Box::pin(async move {
-                let u = user::delete_user(rc, parse(input)?).await?;
-                let id = GlobalId::User(u.org.clone(), u.username.clone()).encode();
-                Ok(Payload(vec![
-                    ("deletedUserId", Answer::Value(Value::String(id))),
-                    ("user", entity(chart, u.into(), false)?),
-                ]))
-            })
-        },
-    ),
-    (
-        "createTicket",
-        "CreateTicketInput",
-        "CreateTicketPayload",
-        "Raises a ticket, `OPEN` at version 1, counted on the organization and the\n\
-         requester. `NOT_FOUND` when the organization, the requester or the assignee does\n\
-         not exist (`field` says which). One request: a TransactWriteItems.",
-        |rc, chart, input| {
-            Box::pin(async move {
-                let t = ticket::create_ticket(rc, parse(input)?).await?;
-                Ok(Payload(vec![("ticket", entity(chart, t.into(), false)?)]))
-            })
-        },
-    ),
-    (
-        "updateTicket",
-        "UpdateTicketInput",
-        "UpdateTicketPayload",
-        "Changes a ticket: status (moving it between the status queues), priority,\n\
-         assignee, title or body. Send the `version` you read as `expectedVersion`: when\n\
-         the ticket changed since, nothing is written and the answer is `VERSION_MISMATCH`\n\
-         with `extensions.currentVersion`; read it again and retry. `NOT_FOUND` when the\n\
-         ticket (`field: \"ticket\"`) or the new assignee (`field: \"assignee\"`) does not\n\
-         exist. Two requests: a GetItem of the ticket, then the write.",
-        |rc, chart, input| {
-            Box::pin(async move {
-                let t = ticket::update_ticket(rc, parse(input)?).await?;
-                Ok(Payload(vec![("ticket", entity(chart, t.into(), false)?)]))
-            })
-        },
-    ),
-    (
         "placeOrder",
         "PlaceOrderInput",
         "PlaceOrderPayload",
@@ -465,9 +345,39 @@ const MUTATIONS: &[(&str, &str, &str, &str, Run)] = &[
     ),
 ];
 
+/// The Mutation root's fields in the order the design's schema lists them: each the
+/// chart's where it declares it, else this design's own ([`MUTATIONS`]).
+const MUTATION_ORDER: &[&str] = &[
+    "createOrganization",
+    "createUser",
+    "updateUser",
+    "deleteUser",
+    "createTicket",
+    "updateTicket",
+    "placeOrder",
+    "updateOrderStatus",
+];
+
 fn mutation_type(chart: &Arc<Chart>) -> Object {
     let mut root = Object::new("Mutation");
-    for &(name, input, payload, description, run) in MUTATIONS {
+    let later = chart
+        .mutations
+        .keys()
+        .filter(|m| !MUTATION_ORDER.contains(&m.as_str()));
+    for name in MUTATION_ORDER
+        .iter()
+        .copied()
+        .chain(later.map(String::as_str))
+    {
+        if let Some(m) = chart.mutations.get(name) {
+            root = root.field(super::charted::mutate::field(chart, m));
+            continue;
+        }
+        let Some(&(name, input, payload, description, run)) =
+            MUTATIONS.iter().find(|(n, ..)| *n == name)
+        else {
+            continue;
+        };
         let chart = chart.clone();
         let field = Field::new(name, TypeRef::named_nn(payload), move |ctx| {
             let chart = chart.clone();

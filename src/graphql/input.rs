@@ -12,10 +12,6 @@ use crate::store::validate::item_within_size;
 
 /// Longest organization or user display name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;
-/// Longest ticket title, in characters.
-pub const MAX_TITLE_CHARS: usize = 200;
-/// Longest ticket body, in characters.
-pub const MAX_BODY_CHARS: usize = 10_000;
 /// Longest SKU, in characters.
 pub const MAX_SKU_CHARS: usize = 64;
 /// Longest order line description, in characters.
@@ -93,17 +89,6 @@ pub fn fits<R: Record>(field: &str, record: &R) -> ApiResult<()> {
     })
 }
 
-/// A ticket named by its global `id` or its plain `ticketId`.
-pub fn ticket_id(field: &str, id: &str) -> ApiResult<Id> {
-    if let Ok(plain) = validate_id("ticketId", id) {
-        return Ok(plain);
-    }
-    match GlobalId::decode(field, id)? {
-        GlobalId::Ticket(t) => Ok(t),
-        _ => Err(ApiError::bad_input(field, "not the id of a ticket")),
-    }
-}
-
 /// An order named by its global `id` or its plain `orderId`.
 /// An order id, plain or global; a global id also names the order's organization.
 pub fn order_id(field: &str, id: &str) -> ApiResult<(Option<Slug>, Id)> {
@@ -169,20 +154,15 @@ mod tests {
     }
 
     #[test]
-    fn ids_are_plain_or_global_of_the_right_type() {
+    fn order_ids_are_plain_or_global_of_the_right_type() {
         let id = Id::from_parts(1_700_000_000_000, 7);
         let plain = id.to_string();
-        assert_eq!(ticket_id("ticketId", &plain).unwrap(), id);
-        assert_eq!(
-            ticket_id("ticketId", &GlobalId::Ticket(id).encode()).unwrap(),
-            id
-        );
         let acme = Slug::parse("acme").unwrap();
         let order = GlobalId::Order(acme.clone(), id).encode();
         assert_eq!(order_id("orderId", &order).unwrap(), (Some(acme), id));
         assert_eq!(order_id("orderId", &plain).unwrap(), (None, id));
-        let e = ticket_id("ticketId", &order).unwrap_err();
-        assert_eq!(bad_input_field(e).as_deref(), Some("ticketId"));
+        let e = order_id("orderId", &GlobalId::Ticket(id).encode()).unwrap_err();
+        assert_eq!(bad_input_field(e).as_deref(), Some("orderId"));
         let e = order_id("orderId", "nonsense#").unwrap_err();
         assert_eq!(bad_input_field(e).as_deref(), Some("orderId"));
     }

@@ -41,8 +41,6 @@ mod org;
 mod request_metrics;
 mod scalars;
 mod subscription;
-mod ticket;
-mod user;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -9,7 +9,7 @@
 mod common;
 
 mod builtin_chart;
-mod builtin_writes_declared;
+mod builtin_writes;
 mod chart_added_entity;
 mod chart_writes;
 mod charts;

@@ -433,6 +433,24 @@ impl Checker {
                 Some(_) => self.refuse("writes", format!("mutation `{name}` uses pattern {}, which is no write", m.pattern)),
                 None => self.refuse("fields", format!("mutation `{name}` uses pattern {}, which the chart does not declare (or refused)", m.pattern)),
             }
+            let plain = e.plain_id.as_deref().unwrap_or("id");
+            for f in m.input.keys() {
+                let known = match action {
+                    Action::Create => e.attributes.contains_key(f) || f == "clientToken",
+                    Action::Update | Action::Delete => {
+                        (by_id && f == plain)
+                            || (!by_id && key.iter().any(|k| k == f))
+                            || f == "expectedVersion"
+                            || fields.contains(f)
+                    }
+                };
+                if !known {
+                    self.refuse(
+                        "writes",
+                        format!("mutation `{name}` describes input `{f}`, which it does not take"),
+                    );
+                }
+            }
             out.insert(
                 name.clone(),
                 Mutation {
@@ -453,6 +471,8 @@ impl Checker {
                         format!("{verb} {}", super::super::plural(&e.name))
                     }),
                     description: m.description.clone(),
+                    input_description: m.input_description.clone(),
+                    input: m.input.clone(),
                     request,
                 },
             );

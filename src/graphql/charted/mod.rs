@@ -17,7 +17,7 @@
 pub mod cost;
 mod examples;
 mod live;
-mod mutate;
+pub(super) mod mutate;
 mod read;
 pub mod record;
 mod resolve;

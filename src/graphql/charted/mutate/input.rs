@@ -71,6 +71,11 @@ pub fn stored(
             let n = n
                 .as_i64()
                 .ok_or_else(|| bad(format!("{field} must be a whole number")))?;
+            // GraphQL's Int is 32 bits; inside an input object a value past them passes
+            // validation and is refused here.
+            if i32::try_from(n).is_err() {
+                return Err(bad(format!("{field} is not a 32-bit Int")));
+            }
             if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
                 return Err(bad(format!(
                     "{field} must be {}",

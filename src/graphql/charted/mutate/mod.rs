@@ -30,7 +30,17 @@ use crate::graphql::context::RequestContext;
 
 /// Registers the chart's mutations: the input objects of its shapes and mutations, the
 /// payloads and the Mutation root.
-pub fn register(mut schema: SchemaBuilder, chart: &Arc<Chart>) -> SchemaBuilder {
+pub fn register(schema: SchemaBuilder, chart: &Arc<Chart>) -> SchemaBuilder {
+    let mut root = Object::new("Mutation");
+    for m in chart.mutations.values() {
+        root = root.field(field(chart, m));
+    }
+    register_types(schema, chart).register(root)
+}
+
+/// Registers the types of the chart's mutations (the input objects of its shapes and
+/// mutations, the payloads), for a Mutation root that holds their [`field`]s.
+pub fn register_types(mut schema: SchemaBuilder, chart: &Arc<Chart>) -> SchemaBuilder {
     for (name, fields) in &chart.shapes {
         let mut obj = InputObject::new(input::shape_input(name));
         for (field, a) in fields {
@@ -42,15 +52,23 @@ pub fn register(mut schema: SchemaBuilder, chart: &Arc<Chart>) -> SchemaBuilder 
         }
         schema = schema.register(obj);
     }
-    let mut root = Object::new("Mutation");
     for m in chart.mutations.values() {
         let e = &chart.entities[&m.entity];
         schema = schema
             .register(input_type(m, e))
             .register(payload_type(m, e));
-        root = root.field(mutation_field(chart, m, e));
     }
-    schema.register(root)
+    schema
+}
+
+/// The Mutation root's field of `m`.
+pub fn field(chart: &Arc<Chart>, m: &Mutation) -> Field {
+    mutation_field(chart, m, &chart.entities[&m.entity])
+}
+
+/// The names of the input object and the payload of `m`.
+pub fn type_names(m: &Mutation) -> [String; 2] {
+    [input_name(m), payload_name(m)]
 }
 
 fn upper_first(s: &str) -> String {
@@ -95,87 +113,115 @@ fn given_on_create(e: &Entity) -> impl Iterator<Item = (&String, &crate::chart::
 }
 
 fn input_type(m: &Mutation, e: &Entity) -> InputObject {
-    let mut obj = InputObject::new(input_name(m));
-    let described = |mut f: InputValue, a: &crate::chart::Attribute| {
-        if let Some(d) = &a.description {
-            f = f.description(d);
-        }
-        f
-    };
-    let key = |mut obj: InputObject| {
+    // Each field: its name, type and description, in the default order.
+    let mut fields: Vec<(String, TypeRef, Option<String>)> = Vec::new();
+    let key = |fields: &mut Vec<(String, TypeRef, Option<String>)>| {
         if m.by_id {
-            return obj.field(
-                InputValue::new(id_field(e), TypeRef::named_nn(TypeRef::ID)).description(match &e
-                    .plain_id
-                {
-                    Some(p) => format!("The {}'s global `id` or its plain `{p}`.", e.name),
-                    None => format!("The {}'s global `id`.", e.name),
+            fields.push((
+                id_field(e).to_owned(),
+                TypeRef::named_nn(TypeRef::ID),
+                Some(match &e.plain_id {
+                    Some(p) => format!(
+                        "The {}'s global `id` or its plain `{p}`.",
+                        crate::chart::words(&e.name)
+                    ),
+                    None => format!("The {}'s global `id`.", crate::chart::words(&e.name)),
                 }),
-            );
+            ));
+            return;
         }
-        let mut seen: Vec<&str> = Vec::new();
         for v in e.key.pk.vars().chain(e.key.sk.vars()) {
-            if seen.contains(&v.name.as_str()) {
+            if fields.iter().any(|(n, _, _)| *n == v.name) {
                 continue;
             }
-            seen.push(&v.name);
             let a = &e.attributes[&v.name];
-            obj = obj.field(described(
-                InputValue::new(&v.name, input::type_ref(&a.ty, true)),
-                a,
+            fields.push((
+                v.name.clone(),
+                input::type_ref(&a.ty, true),
+                a.description.clone(),
             ));
         }
-        obj
     };
-    let version = |obj: InputObject, required: bool| match &e.writes.version {
-        Some(_) => obj.field(
-            InputValue::new(
-                "expectedVersion",
+    let version = |fields: &mut Vec<(String, TypeRef, Option<String>)>, required: bool| {
+        if e.writes.version.is_some() {
+            fields.push((
+                "expectedVersion".to_owned(),
                 if required {
                     TypeRef::named_nn(TypeRef::INT)
                 } else {
                     TypeRef::named(TypeRef::INT)
                 },
-            )
-            .description(
-                "The `version` the write is based on. When the item has moved on since, nothing \
-                 is written and the answer is `VERSION_MISMATCH` with `extensions.currentVersion`.",
-            ),
-        ),
-        None => obj,
+                Some(format!(
+                    "The `version` the {} is based on. When the {} has moved on since, nothing \
+                     is written and the answer is `VERSION_MISMATCH` with `extensions.currentVersion`.",
+                    if m.action == Action::Delete { "delete" } else { "change" },
+                    crate::chart::words(&e.name),
+                )),
+            ));
+        }
     };
     match m.action {
         Action::Create => {
             for (name, a) in given_on_create(e) {
-                obj = obj.field(described(
-                    InputValue::new(
-                        name,
-                        input::type_ref(&a.ty, !a.optional && !matches!(a.ty, Type::Counter)),
-                    ),
-                    a,
+                fields.push((
+                    name.clone(),
+                    input::type_ref(&a.ty, !a.optional && !matches!(a.ty, Type::Counter)),
+                    a.description.clone(),
                 ));
             }
             if m.token.is_some() {
-                obj = obj.field(
-                    InputValue::new("clientToken", TypeRef::named(TypeRef::STRING)).description(
+                fields.push((
+                    "clientToken".to_owned(),
+                    TypeRef::named(TypeRef::STRING),
+                    Some(
                         "Makes retrying safe: 1 to 64 of `[A-Za-z0-9_-]`, unique per intended write. \
                          A retry with the same token creates nothing new and answers the item the \
-                         first call created, with `replayed: true`.",
+                         first call created, with `replayed: true`."
+                            .to_owned(),
                     ),
-                );
-            }
-        }
-        Action::Update => {
-            obj = version(key(obj), true);
-            for name in &m.fields {
-                let a = &e.attributes[name];
-                obj = obj.field(described(
-                    InputValue::new(name, input::type_ref(&a.ty, false)),
-                    a,
                 ));
             }
         }
-        Action::Delete => obj = version(key(obj), false),
+        Action::Update => {
+            key(&mut fields);
+            version(&mut fields, true);
+            for name in &m.fields {
+                let a = &e.attributes[name];
+                fields.push((
+                    name.clone(),
+                    input::type_ref(&a.ty, false),
+                    a.description.clone(),
+                ));
+            }
+        }
+        Action::Delete => {
+            key(&mut fields);
+            version(&mut fields, false);
+        }
+    }
+    // The declared order and descriptions first.
+    let mut ordered = Vec::with_capacity(fields.len());
+    for (name, description) in &m.input {
+        if let Some(i) = fields.iter().position(|(n, _, _)| n == name) {
+            let (n, ty, _) = fields.remove(i);
+            ordered.push((
+                n,
+                ty,
+                (!description.is_empty()).then(|| description.clone()),
+            ));
+        }
+    }
+    ordered.extend(fields);
+    let mut obj = InputObject::new(input_name(m));
+    if let Some(d) = &m.input_description {
+        obj = obj.description(d);
+    }
+    for (name, ty, description) in ordered {
+        let mut f = InputValue::new(name, ty);
+        if let Some(d) = description {
+            f = f.description(d);
+        }
+        obj = obj.field(f);
     }
     obj
 }
@@ -189,23 +235,7 @@ struct Answer {
 
 fn payload_type(m: &Mutation, e: &Entity) -> Object {
     let field = lower_first(&e.name);
-    let mut obj = Object::new(payload_name(m)).field(
-        Field::new(&field, TypeRef::named_nn(&e.name), |ctx| {
-            FieldFuture::Value(
-                ctx.parent_value
-                    .downcast_ref::<Answer>()
-                    .map(|a| FieldValue::owned_any(a.obj.clone())),
-            )
-        })
-        .description(match m.action {
-            Action::Create => format!("The {} as created.", lower_first(&e.name)),
-            Action::Update => format!("The {} as changed.", lower_first(&e.name)),
-            Action::Delete => format!(
-                "The {} as it was just before deletion.",
-                lower_first(&e.name)
-            ),
-        }),
-    );
+    let mut obj = Object::new(payload_name(m));
     if m.action == Action::Delete && e.node {
         obj = obj.field(
             Field::new(
@@ -222,10 +252,28 @@ fn payload_type(m: &Mutation, e: &Entity) -> Object {
             )
             .description(format!(
                 "The global id the {} had: drop it from client caches.",
-                lower_first(&e.name)
+                crate::chart::words(&e.name)
             )),
         );
     }
+    let words = crate::chart::words(&e.name);
+    obj = obj.field(
+        Field::new(&field, TypeRef::named_nn(&e.name), |ctx| {
+            FieldFuture::Value(
+                ctx.parent_value
+                    .downcast_ref::<Answer>()
+                    .map(|a| FieldValue::owned_any(a.obj.clone())),
+            )
+        })
+        .description(match m.action {
+            Action::Create => format!("The {words} as created."),
+            Action::Update if e.writes.version.is_some() => {
+                format!("The {words} as changed, at its new `version`.")
+            }
+            Action::Update => format!("The {words} as changed."),
+            Action::Delete => format!("The {words} as it was just before deletion."),
+        }),
+    );
     if m.token.is_some() {
         obj = obj.field(
             Field::new("replayed", TypeRef::named_nn(TypeRef::BOOLEAN), |ctx| {

@@ -347,9 +347,14 @@ async fn read(rc: &RequestContext, e: &Entity, key: &PrimaryKey) -> Result<Item>
 
 fn expected_version(input: &IndexMap<Name, Value>, required: bool) -> Result<Option<i64>> {
     match input.get("expectedVersion") {
-        Some(Value::Number(v)) => match v.as_i64().filter(|v| *v >= 1) {
-            Some(v) => Ok(Some(v)),
-            None => Err(ApiError::bad_input(
+        // GraphQL's Int is 32 bits; inside an input object a value past them passes
+        // validation and is refused here.
+        Some(Value::Number(v)) => match v.as_i64() {
+            Some(v) if v > i64::from(i32::MAX) || v < i64::from(i32::MIN) => Err(
+                ApiError::bad_input("expectedVersion", "expectedVersion is not a 32-bit Int"),
+            ),
+            Some(v) if v >= 1 => Ok(Some(v)),
+            _ => Err(ApiError::bad_input(
                 "expectedVersion",
                 "expectedVersion must be 1 or more",
             )),

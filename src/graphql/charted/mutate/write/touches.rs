@@ -192,20 +192,27 @@ impl Touches {
         let mut sharded = Sharded::default();
         for mut t in self.0 {
             t.update.add.retain(|(_, v)| number(Some(v)) != 0);
-            if let Some(on) = t.sharded {
-                let mut when = vec![on.owner_when];
-                for (counter, v) in &t.update.add {
-                    if number(Some(v)) < 0 {
-                        when.push(Condition::Cmp(counter.clone(), CmpOp::Gt, n(0)));
-                    }
+            // A count taken off an item (not a shard, whose part may go below 0) must be
+            // there to take: else the table holds what no writer made.
+            let taken = taken_off(&t.update);
+            match t.sharded {
+                Some(on) => {
+                    let mut when = vec![on.owner_when];
+                    when.extend(taken);
+                    sharded.fallbacks.push((
+                        actions.len(),
+                        TransactAction::Update(
+                            Update::new(on.owner, t.update.clone()).when(Condition::And(when)),
+                        ),
+                    ));
+                    sharded.leases.push(on.lease);
                 }
-                sharded.fallbacks.push((
-                    actions.len(),
-                    TransactAction::Update(
-                        Update::new(on.owner, t.update.clone()).when(Condition::And(when)),
-                    ),
-                ));
-                sharded.leases.push(on.lease);
+                None if !taken.is_empty() => {
+                    let mut when = vec![t.when];
+                    when.extend(taken);
+                    t.when = Condition::And(when);
+                }
+                None => {}
             }
             actions.push(if t.update.is_empty() {
                 TransactAction::ConditionCheck(ConditionCheck {
@@ -220,6 +227,16 @@ impl Touches {
         }
         sharded
     }
+}
+
+/// `counter > 0` for each counter `update` takes from.
+fn taken_off(update: &UpdateExpr) -> Vec<Condition> {
+    update
+        .add
+        .iter()
+        .filter(|(_, v)| number(Some(v)) < 0)
+        .map(|(counter, _)| Condition::Cmp(counter.clone(), CmpOp::Gt, n(0)))
+        .collect()
 }
 
 fn add(update: &mut UpdateExpr, counter: &str, by: i64) {
