@@ -249,6 +249,12 @@ pub(super) async fn changed_item(
         next.insert(attr.to_owned(), n(v + 1));
     }
     let next = with_keys(chart, e, next)?;
+    crate::store::validate::item_within_size(&next).map_err(|_| {
+        ApiError::bad_input(
+            &lower(&e.name),
+            "the item would be larger than DynamoDB's 400 KB",
+        )
+    })?;
 
     // The item's own write: what changed, index keys included, on the condition that
     // what the other actions were built from is still so.
