@@ -254,10 +254,23 @@ pub struct Mutation {
     /// The input object's description.
     #[serde(default)]
     pub input_description: Option<String>,
+    /// The description of the payload's field that holds the item (default: "The store
+    /// as created.").
+    #[serde(default)]
+    pub payload_description: Option<String>,
     /// Input fields, in this order before the rest, each with its description here
     /// instead of the attribute's (`""`: none).
     #[serde(default)]
     pub input: IndexMap<String, String>,
+}
+
+/// A constant value in a chart: a number, a string or a boolean.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Constant {
+    Int(i64),
+    Text(String),
+    Bool(bool),
 }
 
 /// An attribute: a type name alone (`"slug"`, `"Plan"`, `"username?"` when optional), or
@@ -297,6 +310,10 @@ pub struct AttributeSpec {
     /// (the time of the create), `updated` (the time of every write).
     #[serde(default)]
     pub auto: Option<String>,
+    /// A constant every create writes, never the caller (the layout an item is in:
+    /// `schemaVersion`).
+    #[serde(default)]
+    pub on_create: Option<Constant>,
     /// For a counter other entities keep on this one: what its delete's refusal calls
     /// them while it is not 0 (`tickets`: "cannot delete: still referenced by tickets").
     #[serde(default)]

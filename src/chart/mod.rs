@@ -215,6 +215,8 @@ pub struct Attribute {
     pub graphql: bool,
     /// A value the writes give, never the caller.
     pub auto: Option<Auto>,
+    /// A constant every create writes, never the caller.
+    pub on_create: Option<crate::store::AttributeValue>,
     /// For a counter other entities keep: what a refused delete calls them.
     pub referrers: Option<String>,
 }
@@ -297,6 +299,8 @@ pub struct Mutation {
     pub may: String,
     pub description: Option<String>,
     pub input_description: Option<String>,
+    /// The description of the payload's field that holds the item.
+    pub payload_description: Option<String>,
     /// Input fields first, in order, with their descriptions (`""`: none).
     pub input: IndexMap<String, String>,
     /// The one write request it makes.

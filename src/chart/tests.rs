@@ -64,8 +64,8 @@ fn item_keys(chart: &Chart, entity: &str, vars: &[(&str, Value)]) -> keys::ItemK
 fn the_builtin_chart_holds_every_rule() {
     let chart = parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(chart.name, "itemgraph");
-    assert_eq!(chart.patterns.len(), 14);
-    assert_eq!(chart.mutations.len(), 5);
+    assert_eq!(chart.patterns.len(), 15);
+    assert_eq!(chart.mutations.len(), 6);
     let declared: Vec<&str> = chart.declared().map(|e| e.name.as_str()).collect();
     assert_eq!(
         declared,
@@ -559,6 +559,26 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
         None,
         "`closedStoreCount` names its referrers, and no entity's `counts` keeps it",
     );
+    // A constant at create that the attribute's type does not take.
+    for (to, says) in [
+        (
+            "version = { type = \"int\", min = 1, on_create = 0,",
+            "`version`: `on_create` is a constant",
+        ),
+        (
+            "name = { type = \"string\", max_length = 100, on_create = 7 }",
+            "`name`: `on_create`",
+        ),
+        (
+            "status = { type = \"StoreStatus\", on_create = \"GONE\",",
+            "`status`: `on_create`",
+        ),
+    ] {
+        let from = to.split(", on_create").next().unwrap().to_owned()
+            + if to.ends_with(" }") { " }" } else { "," };
+        let r = broken_locator(&from, to);
+        refuses(&r, "writes", Some("Store"), None, says);
+    }
     // A counter per value of an attribute that is no enum, or of a value it lacks.
     let r = broken_locator(
         "{ by = \"status\", counters = { OPEN",

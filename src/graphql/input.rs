@@ -10,8 +10,6 @@ use crate::keys::{validate_id, Id, Slug};
 use crate::model::Record;
 use crate::store::validate::item_within_size;
 
-/// Longest organization or user display name, in characters.
-pub const MAX_NAME_CHARS: usize = 100;
 /// Longest SKU, in characters.
 pub const MAX_SKU_CHARS: usize = 64;
 /// Longest order line description, in characters.
@@ -53,10 +51,6 @@ pub fn text(field: &str, value: &str, max: usize, multiline: bool) -> ApiResult<
         ));
     }
     Ok(value.to_owned())
-}
-
-pub fn name(field: &str, value: &str) -> ApiResult<String> {
-    text(field, value, MAX_NAME_CHARS, false)
 }
 
 /// An ISO 4217 code: three uppercase ASCII letters.

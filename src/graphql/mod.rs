@@ -37,7 +37,6 @@ mod loaders;
 mod null_propagation;
 mod operation;
 mod order;
-mod org;
 mod request_metrics;
 mod scalars;
 mod subscription;

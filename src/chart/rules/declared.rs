@@ -173,6 +173,7 @@ impl Checker {
                     description: f.description.clone(),
                     graphql: f.graphql,
                     auto: f.auto.clone(),
+                    on_create: f.on_create.clone(),
                     referrers: f.referrers.clone(),
                 },
                 f.optional,
@@ -195,6 +196,10 @@ impl Checker {
                 None
             }
         };
+        let on_create = spec
+            .on_create
+            .as_ref()
+            .and_then(|c| self.constant(name, &ty, c));
         if let Some(r) = &spec.referrers {
             if !matches!(ty, Type::Counter) {
                 self.refuse(
@@ -214,8 +219,46 @@ impl Checker {
             description: spec.description,
             graphql: spec.graphql.unwrap_or(true),
             auto,
+            on_create,
             referrers: spec.referrers,
         })
+    }
+
+    /// An attribute's `on_create` constant, as the item stores it, when its type takes it.
+    fn constant(
+        &mut self,
+        name: &str,
+        ty: &Type,
+        c: &format::Constant,
+    ) -> Option<crate::store::AttributeValue> {
+        use crate::store::AttributeValue as V;
+        let value = match (ty, c) {
+            (Type::Int { min, max }, format::Constant::Int(n))
+                if min.is_none_or(|m| *n >= m) && max.is_none_or(|m| *n <= m) =>
+            {
+                Some(V::N(n.to_string()))
+            }
+            (Type::String { max_length }, format::Constant::Text(t))
+                if max_length.is_none_or(|m| t.chars().count() <= m) =>
+            {
+                Some(V::S(t.clone()))
+            }
+            (Type::Enum { values, .. }, format::Constant::Text(t)) if values.contains(t) => {
+                Some(V::S(t.clone()))
+            }
+            (Type::Boolean, format::Constant::Bool(b)) => Some(V::Bool(*b)),
+            _ => None,
+        };
+        if value.is_none() {
+            self.refuse(
+                "writes",
+                format!(
+                    "attribute `{name}`: `on_create` is a constant the attribute's type takes \
+                     (an int within its bounds, a string, an enum value or a boolean)"
+                ),
+            );
+        }
+        value
     }
 
     pub(super) fn entity(
@@ -387,6 +430,7 @@ pub(super) struct Spec {
     description: Option<String>,
     graphql: Option<bool>,
     auto: Option<String>,
+    on_create: Option<format::Constant>,
     referrers: Option<String>,
 }
 
@@ -419,6 +463,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
                         description: None,
                         graphql: false,
                         auto: None,
+                        on_create: None,
                         referrers: None,
                     },
                 )

@@ -284,6 +284,7 @@ impl Checker {
                 !key.iter().any(|k| k == a)
                     && !matches!(attr.ty, Type::Counter)
                     && attr.auto.is_none()
+                    && attr.on_create.is_none()
                     && e.writes.version.as_deref() != Some(a)
             };
             let fields = match (&m.fields, action) {
@@ -472,6 +473,7 @@ impl Checker {
                     }),
                     description: m.description.clone(),
                     input_description: m.input_description.clone(),
+                    payload_description: m.payload_description.clone(),
                     input: m.input.clone(),
                     request,
                 },

@@ -103,6 +103,7 @@ fn id_field(e: &Entity) -> &str {
 fn given_on_create(e: &Entity) -> impl Iterator<Item = (&String, &crate::chart::Attribute)> {
     e.attributes.iter().filter(|(name, a)| {
         a.auto.is_none()
+            && a.on_create.is_none()
             && input::writable(&a.ty)
             && e.writes.version.as_deref() != Some(name.as_str())
             && e.writes
@@ -266,6 +267,9 @@ fn payload_type(m: &Mutation, e: &Entity) -> Object {
             )
         })
         .description(match m.action {
+            _ if m.payload_description.is_some() => {
+                m.payload_description.clone().unwrap_or_default()
+            }
             Action::Create => format!("The {words} as created."),
             Action::Update if e.writes.version.is_some() => {
                 format!("The {words} as changed, at its new `version`.")

@@ -21,6 +21,8 @@ pub(super) async fn create(
                 Auto::Ulid => s(&Id::generate().to_string()),
                 Auto::Created | Auto::Updated => s(&now),
             })
+        } else if let Some(constant) = &a.on_create {
+            Some(constant.clone())
         } else if e.writes.version.as_deref() == Some(name) {
             Some(n(1))
         } else if let Some(l) = e.writes.lifecycle.as_ref().filter(|l| l.attribute == *name) {
@@ -38,7 +40,9 @@ pub(super) async fn create(
             item.insert(name.clone(), v);
         }
     }
-    visible(rc, chart, e, &vars_of(e, &item))?;
+    let vars = vars_of(e, &item);
+    own_tenant(rc, chart, e, &vars)?;
+    visible(rc, chart, e, &vars)?;
     let item = with_keys(chart, e, item)?;
     crate::store::validate::item_within_size(&item).map_err(|_| {
         ApiError::bad_input(&m.name, "the item would be larger than DynamoDB's 400 KB")
@@ -122,6 +126,20 @@ pub(super) async fn create(
             Err(explain(err, &meanings))
         }
     }
+}
+
+/// A tenant is created only by a caller that sees every tenant or by the one its token
+/// names (`FORBIDDEN`: which tenant a token names is its issuer's to say).
+fn own_tenant(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Result<()> {
+    if chart.tenant.as_ref().is_some_and(|t| t.entity == e.name)
+        && visible(rc, chart, e, vars).is_err()
+    {
+        return Err(ApiError::Forbidden(format!(
+            "a token may create only its own {} (its `org` claim)",
+            crate::chart::words(&e.name)
+        )));
+    }
+    Ok(())
 }
 
 /// The field a taken key is named by: the last variable of the sort key (`number`,
