@@ -205,6 +205,14 @@ pub struct Lifecycle {
     pub initial: String,
     /// From each state, the states it may move to; a state with none is final.
     pub transitions: IndexMap<String, Vec<String>>,
+    /// Whether a change to the state an item is in already is taken, as no move (default);
+    /// `false`: it is `INVALID_TRANSITION`, as a move no transition declares.
+    #[serde(default = "yes")]
+    pub stay: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A subscription: the changes of one entity's items of one tenant, from the table's
@@ -237,6 +245,9 @@ pub struct Mutation {
     /// key that the writes do not keep themselves).
     #[serde(default)]
     pub fields: Option<Vec<String>>,
+    /// Update: the fields its input requires (each one of `fields`; default: none).
+    #[serde(default)]
+    pub required: Vec<String>,
     /// Create: the marker entity that makes a `clientToken` place one item whatever the
     /// retries.
     #[serde(default)]

@@ -292,6 +292,8 @@ pub struct Mutation {
     pub by_id: bool,
     /// Update: the attributes it may change.
     pub fields: Vec<String>,
+    /// Update: those of `fields` its input requires.
+    pub required: Vec<String>,
     /// Create: the client-token marker entity.
     pub token: Option<String>,
     pub role: Option<String>,

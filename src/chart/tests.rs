@@ -64,8 +64,8 @@ fn item_keys(chart: &Chart, entity: &str, vars: &[(&str, Value)]) -> keys::ItemK
 fn the_builtin_chart_holds_every_rule() {
     let chart = parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(chart.name, "itemgraph");
-    assert_eq!(chart.patterns.len(), 15);
-    assert_eq!(chart.mutations.len(), 6);
+    assert_eq!(chart.patterns.len(), 16);
+    assert_eq!(chart.mutations.len(), 7);
     let declared: Vec<&str> = chart.declared().map(|e| e.name.as_str()).collect();
     assert_eq!(
         declared,
@@ -579,6 +579,18 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
         let r = broken_locator(&from, to);
         refuses(&r, "writes", Some("Store"), None, says);
     }
+    // A required input that is none of the fields the update changes.
+    let r = broken_locator(
+        "by = \"id\"\npattern = 8\n",
+        "by = \"id\"\npattern = 8\nrequired = [\"number\"]\n",
+    );
+    refuses(
+        &r,
+        "writes",
+        None,
+        None,
+        "mutation `updateStore` requires `number`, which is none of the fields it changes",
+    );
     // A counter per value of an attribute that is no enum, or of a value it lacks.
     let r = broken_locator(
         "{ by = \"status\", counters = { OPEN",

@@ -23,10 +23,9 @@
 //! | 11 | Create ticket, bump counters | [`create_ticket`] | TransactWriteItems |
 //! | 12 | Place order with its lines, bump counters, at most once per client token | [`place_order`] | TransactWriteItems |
 //! | 13 | Change a ticket (status, assignee, priority, title, body) | [`update_ticket`] | TransactWriteItems: the Put with a version condition, and the counters' Updates when the status or assignee changes |
-//! | 14 | Create organization, unique on slug | [`create_org`] | TransactWriteItems of one Put `attribute_not_exists` |
+//! | 14 | Create organization, unique on slug (the server's is the chart's) | [`create_org`] | TransactWriteItems of the organization and its counter shards, each Put `attribute_not_exists` |
 //! | 15 | Change a user (name, role, email) | [`update_user`] | UpdateItem; TransactWriteItems swapping the email markers on an email change |
 //! | 16 | Delete a user no ticket or order references | [`delete_user`] | GetItem, then TransactWriteItems |
-//! | 17 | Move an order along its life cycle | [`update_order_status`] | Query GSI1 (limit 1; a strongly consistent GetItem when the index lags), then TransactWriteItems of one Update with a version and status condition |
 //!
 //! Every write is one store write request (a conditional PutItem, UpdateItem or one
 //! TransactWriteItems) plus at most the reads its validation needs; each function's doc
@@ -53,9 +52,8 @@ pub use counters::get_org_counted;
 pub use entities::{batch_get_entities, get_entity, put_entities, put_new_entities};
 pub use error::{RepoError, RepoResult};
 pub use orders::{
-    check_order, get_order, get_order_with_lines, order_transition_allowed, place_order,
-    update_order_status, update_org_order_status, OrderToken, OrderWithLines, PlacedOrder,
-    MAX_ORDER_LINES,
+    check_order, get_order, get_order_with_lines, place_order, OrderToken, OrderWithLines,
+    PlacedOrder, MAX_ORDER_LINES,
 };
 pub use orgs::{
     create_org, get_org, get_org_with_orders, get_org_with_users, OrgWithOrders, OrgWithUsers,

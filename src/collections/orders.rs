@@ -1,5 +1,6 @@
-//! The order aggregate: access patterns 7 and 9 (reads), 12 and 17 (place, move along its
-//! life cycle), with the client-token marker that makes placing idempotent.
+//! The order aggregate: access patterns 7 and 9 (reads), 12 (place), with the
+//! client-token marker that makes placing idempotent. An order's moves along its life
+//! cycle (pattern 17) are the chart's (`charts/itemgraph.toml`, `updateOrderStatus`).
 
 use backon::Retryable;
 use serde::{Deserialize, Serialize};
@@ -8,15 +9,13 @@ use super::counters::{transact_counted, OrgBump};
 use super::entities::get_record;
 use super::error::{RepoError, RepoResult};
 use super::page::{read_connection, Connection, Page, MAX_PAGE_SIZE};
-use super::write::{
-    bump, explain, failed_condition, n, next_version, put_new, s, OnFail, STATUS, VERSION,
-};
+use super::write::{bump, explain, put_new, OnFail};
 use crate::keys::{ClientToken, Id, ItemKeys, OrderKey, OrderTokenKey, Slug, UserKey, GSI1, PK};
-use crate::model::{Order, OrderLine, OrderStatus, Organization, Record, Timestamp, User};
+use crate::model::{Order, OrderLine, Organization, Record, Timestamp, User};
 use crate::store::validate::MAX_TRANSACT_ACTIONS;
 use crate::store::{
-    retry_schedule, CancelReason, Condition, GetItem, PageKey, Put, Query, SortCondition, Store,
-    StoreError, TransactAction, Update, UpdateExpr,
+    retry_schedule, CancelReason, Condition, PageKey, Put, SortCondition, Store, StoreError,
+    TransactAction, UpdateExpr,
 };
 
 /// Most lines one order can have: one transaction holds the order, its lines, the
@@ -266,189 +265,4 @@ pub fn check_order(order: &Order, lines: &[OrderLine]) -> RepoResult<()> {
         ));
     }
     Ok(())
-}
-
-/// Whether an order may move from `from` to `to`: PLACED → PAID or CANCELLED, PAID →
-/// SHIPPED or CANCELLED, SHIPPED → DELIVERED. DELIVERED and CANCELLED are final, and
-/// staying in the same status is not a transition.
-pub fn order_transition_allowed(from: OrderStatus, to: OrderStatus) -> bool {
-    use OrderStatus::{Cancelled, Delivered, Paid, Placed, Shipped};
-    matches!(
-        (from, to),
-        (Placed, Paid | Cancelled) | (Paid, Shipped | Cancelled) | (Shipped, Delivered)
-    )
-}
-
-pub(super) fn check_order_transition(from: OrderStatus, to: OrderStatus) -> RepoResult<()> {
-    if order_transition_allowed(from, to) {
-        Ok(())
-    } else {
-        Err(RepoError::InvalidTransition {
-            from: from.as_str().to_owned(),
-            to: to.as_str().to_owned(),
-        })
-    }
-}
-
-/// Access pattern 17: moves an order to `status` when the caller's `expected_version` is
-/// current and the life cycle allows it (see [`order_transition_allowed`]); returns the
-/// order as written, at version `expected_version + 1`.
-///
-/// Reads the order first ([`locate_order`]) → `NotFound("order")`. A version other than
-/// the expected one is `VersionMismatch` with the current version; a forbidden move is
-/// `InvalidTransition`. Then one TransactWriteItems of one Update `SET status, version =
-/// expected + 1` conditioned on `version = expected AND status = <status read>`, so no
-/// concurrent transition can slip in between (a transaction for its client request
-/// token, so that the SDK's retry of an attempt whose reply was lost is not refused by
-/// the version its first attempt wrote); when that fails the item it returns decides:
-/// `VersionMismatch` with its version, or `InvalidTransition` from its status if only
-/// the status moved.
-pub async fn update_order_status(
-    store: &dyn Store,
-    order_id: Id,
-    status: OrderStatus,
-    expected_version: u32,
-) -> RepoResult<Order> {
-    update_org_order_status(store, None, order_id, status, expected_version).await
-}
-
-/// How long after its id was made an order may still be missing from GSI1: DynamoDB
-/// propagates a write to its indexes typically within a second, sometimes later.
-const INDEX_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// How many times [`locate_order`] looks for a young order on GSI1 (on
-/// [`retry_schedule`], about 4 s in all).
-const INDEX_READ_ATTEMPTS: u32 = 9;
-
-/// The order as stored now, for a write, in one request.
-///
-/// With its organization known, one strongly consistent GetItem on the table. Without,
-/// one Query on GSI1 (`GSI1PK = ORDER#<id>`, the order's own sort key, limit 1), which is
-/// eventually consistent: an order placed a moment ago may not be there yet, so while
-/// the id is younger than [`INDEX_CATCH_UP`] a miss is read again with backoff before it
-/// is `None`; and when the index shows an older version than the caller expects, one
-/// strongly consistent GetItem of the order follows.
-async fn locate_order(
-    store: &dyn Store,
-    org: Option<&Slug>,
-    order_id: Id,
-    expected_version: u32,
-) -> RepoResult<Option<Order>> {
-    if let Some(org) = org {
-        let item = store
-            .get_item(GetItem {
-                key: OrderKey::new(org, order_id).primary_key(),
-                consistent_read: true,
-            })
-            .await?;
-        return item.map(Order::from_item).transpose().map_err(Into::into);
-    }
-    // Under a minute old, and not from the future (an invented id would otherwise cost
-    // the whole backoff).
-    let now = crate::model::now_ms();
-    let young = order_id.timestamp_ms() <= now
-        && now - order_id.timestamp_ms() < INDEX_CATCH_UP.as_millis() as u64;
-    let on_index = || async {
-        let out = store
-            .query(Query {
-                index: Some(GSI1.to_owned()),
-                partition: OrderKey::lines_partition_of(order_id),
-                sort: Some(SortCondition::Eq(OrderKey::lines_boundary_of(order_id))),
-                forward: true,
-                limit: Some(1),
-                start: None,
-                consistent_read: false,
-            })
-            .await
-            .map_err(RepoError::from)?;
-        match out.items.into_iter().next() {
-            Some(item) => Ok(Some(Order::from_item(item)?)),
-            None => Err(RepoError::NotFound("order")),
-        }
-    };
-    let found = on_index
-        .retry(retry_schedule(INDEX_READ_ATTEMPTS - 1))
-        .when(|e| young && matches!(e, RepoError::NotFound(_)))
-        .await;
-    let current = match found {
-        Err(RepoError::NotFound(_)) => return Ok(None),
-        other => other?,
-    };
-    match current {
-        Some(indexed) if indexed.version < expected_version => {
-            let item = store
-                .get_item(GetItem {
-                    key: indexed.primary_key(),
-                    consistent_read: true,
-                })
-                .await?;
-            item.map(Order::from_item).transpose().map_err(Into::into)
-        }
-        other => Ok(other),
-    }
-}
-
-/// [`update_order_status`] for a caller who names the order's organization too (a global
-/// id or the caller's own organization carries it): the order is then read on the table,
-/// and an order of another organization is `NotFound("order")`, before any write.
-pub async fn update_org_order_status(
-    store: &dyn Store,
-    org: Option<&Slug>,
-    order_id: Id,
-    status: OrderStatus,
-    expected_version: u32,
-) -> RepoResult<Order> {
-    let Some(current) = locate_order(store, org, order_id, expected_version).await? else {
-        return Err(RepoError::NotFound("order"));
-    };
-    let mismatch = |current: u32| RepoError::VersionMismatch {
-        entity: "order",
-        expected: expected_version,
-        current: Some(current),
-    };
-    if current.version != expected_version {
-        return Err(mismatch(current.version));
-    }
-    check_order_transition(current.status, status)?;
-    let next_version = next_version(expected_version, "order")?;
-
-    // A transaction of one action for its client request token: the SDK's retry of an
-    // attempt whose reply was lost then answers success, where a conditional UpdateItem
-    // would fail on the version its own first attempt wrote.
-    let mut update = Update::new(
-        current.primary_key(),
-        UpdateExpr::default()
-            .set(STATUS, s(status.as_str()))
-            .set(VERSION, n(next_version)),
-    )
-    .when(Condition::And(vec![
-        Condition::eq(VERSION, n(expected_version)),
-        Condition::eq(STATUS, s(current.status.as_str())),
-    ]));
-    update.return_old_on_condition_failure = true;
-    match store
-        .transact_write(vec![TransactAction::Update(update)])
-        .await
-    {
-        Ok(()) => Ok(Order {
-            status,
-            version: next_version,
-            ..current
-        }),
-        Err(err) => match failed_condition(&err) {
-            Some((_, None)) => Err(RepoError::NotFound("order")),
-            Some((_, Some(item))) => {
-                let now = Order::from_item(item.clone())?;
-                if now.version != expected_version {
-                    Err(mismatch(now.version))
-                } else {
-                    Err(RepoError::InvalidTransition {
-                        from: now.status.as_str().to_owned(),
-                        to: status.as_str().to_owned(),
-                    })
-                }
-            }
-            None => Err(err.into()),
-        },
-    }
 }

@@ -5,7 +5,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 
 use super::entities::chunk_items;
-use super::orders::check_order_transition;
 use super::page::Connection;
 use super::*;
 use crate::keys::{Email, LineNo, COUNTER_SHARDS};
@@ -664,31 +663,6 @@ async fn user_counters_follow_assignments_and_orders() {
     ));
 }
 
-#[test]
-fn order_life_cycle() {
-    use OrderStatus::*;
-    let allowed = [
-        (Placed, Paid),
-        (Placed, Cancelled),
-        (Paid, Shipped),
-        (Paid, Cancelled),
-        (Shipped, Delivered),
-    ];
-    for from in OrderStatus::ALL {
-        for to in OrderStatus::ALL {
-            assert_eq!(
-                order_transition_allowed(*from, *to),
-                allowed.contains(&(*from, *to)),
-                "{from} -> {to}"
-            );
-        }
-    }
-    assert!(matches!(
-        check_order_transition(Delivered, Cancelled),
-        Err(RepoError::InvalidTransition { from, to }) if from == "DELIVERED" && to == "CANCELLED"
-    ));
-}
-
 /// Each write is one write request plus the reads its doc comment names.
 #[tokio::test]
 async fn writes_make_the_requests_their_docs_promise() {
@@ -785,23 +759,6 @@ async fn writes_make_the_requests_their_docs_promise() {
         Err(RepoError::Invalid(m)) if m.contains("clientToken")
     ));
     assert_eq!(s.take(), 0, "a bad token costs no request");
-
-    let paid = update_order_status(&s, o.order_id, OrderStatus::Paid, 1)
-        .await
-        .unwrap();
-    assert_eq!(
-        (s.take(), paid.status, paid.version),
-        (2, OrderStatus::Paid, 2)
-    );
-    assert!(matches!(
-        update_order_status(&s, o.order_id, OrderStatus::Shipped, 1).await,
-        Err(RepoError::VersionMismatch {
-            entity: "order",
-            expected: 1,
-            current: Some(2)
-        })
-    ));
-    assert_eq!(s.take(), 1, "a stale version is refused from the read");
 
     // wile placed an order: refused from the read.
     assert!(matches!(

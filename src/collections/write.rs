@@ -54,8 +54,6 @@ fn version_of(item: &Item) -> Option<u32> {
 
 /// The version attribute of tickets and orders.
 pub(super) const VERSION: &str = Ticket::VERSION;
-/// The status attribute of orders (and tickets).
-pub(super) const STATUS: &str = "status";
 
 /// The highest version a ticket or order is written at: what GraphQL's 32-bit `Int`
 /// holds, so every client reads it exactly.

@@ -215,7 +215,6 @@ enum Derived {
 fn input_types(declared: &HashSet<String>) -> Vec<Derived> {
     let mut registry = Registry::default();
     order::PlaceOrderInput::create_type_info(&mut registry);
-    order::UpdateOrderStatusInput::create_type_info(&mut registry);
     <subscription::ChangeKind as OutputType>::create_type_info(&mut registry);
     let mut out = Vec::new();
     for (name, ty) in &registry.types {
@@ -277,53 +276,29 @@ fn parse<T: InputType>(value: Value) -> Result<T, ApiError> {
     })
 }
 
-fn entity(chart: &Chart, e: Entity, counted: bool) -> Result<Answer, ApiError> {
-    Ok(Answer::Entity(Obj::of(chart, e.to_item(), counted)?))
-}
-
-const MUTATIONS: &[(&str, &str, &str, &str, Run)] = &[
-    (
-        "placeOrder",
-        "PlaceOrderInput",
-        "PlaceOrderPayload",
-        "Places an order with its lines, counted on the organization; amounts and the total\n\
+const MUTATIONS: &[(&str, &str, &str, &str, Run)] = &[(
+    "placeOrder",
+    "PlaceOrderInput",
+    "PlaceOrderPayload",
+    "Places an order with its lines, counted on the organization; amounts and the total\n\
          are computed here. `NOT_FOUND` when the organization or the buyer does not exist\n\
          (`field` says which). With a `clientToken`, retrying is safe: see\n\
          `PlaceOrderInput.clientToken`. One request: a TransactWriteItems; a replay is that\n\
          refused TransactWriteItems plus one Query on GSI1 reading the order back.",
-        |rc, chart, input| {
-            Box::pin(async move {
-                let placed = order::place_order(rc, parse(input)?).await?;
-                // The lines were written (or, for a replay, read) with the order.
-                let lines = placed.lines.iter().map(|l| l.to_item());
-                let order = Obj::of(chart, placed.order.to_item(), false)?
-                    .with_list(chart, "lines", lines)?;
-                Ok(Payload(vec![
-                    ("order", Answer::Entity(order)),
-                    ("replayed", Answer::Value(Value::Boolean(placed.replayed))),
-                ]))
-            })
-        },
-    ),
-    (
-        "updateOrderStatus",
-        "UpdateOrderStatusInput",
-        "UpdateOrderStatusPayload",
-        "Moves an order along its fulfilment: `PLACED` → `PAID` → `SHIPPED` →\n\
-         `DELIVERED`, or `CANCELLED` before it ships. `INVALID_TRANSITION` for any other\n\
-         move, `VERSION_MISMATCH` when the order changed since `expectedVersion`,\n\
-         `NOT_FOUND` (`field: \"order\"`) when there is no such order. Admins only\n\
-         (`FORBIDDEN`). Two requests: a Query\n\
-         on GSI1 reading the order, then a conditional UpdateItem (plus a GetItem between\n\
-         them in the rare case the index lags behind `expectedVersion`).",
-        |rc, chart, input| {
-            Box::pin(async move {
-                let o = order::update_order_status(rc, parse(input)?).await?;
-                Ok(Payload(vec![("order", entity(chart, o.into(), false)?)]))
-            })
-        },
-    ),
-];
+    |rc, chart, input| {
+        Box::pin(async move {
+            let placed = order::place_order(rc, parse(input)?).await?;
+            // The lines were written (or, for a replay, read) with the order.
+            let lines = placed.lines.iter().map(|l| l.to_item());
+            let order =
+                Obj::of(chart, placed.order.to_item(), false)?.with_list(chart, "lines", lines)?;
+            Ok(Payload(vec![
+                ("order", Answer::Entity(order)),
+                ("replayed", Answer::Value(Value::Boolean(placed.replayed))),
+            ]))
+        })
+    },
+)];
 
 /// The Mutation root's fields in the order the design's schema lists them: each the
 /// chart's where it declares it, else this design's own ([`MUTATIONS`]).

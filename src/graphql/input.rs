@@ -5,8 +5,7 @@
 
 use super::context::RequestContext;
 use super::errors::ApiError;
-use super::ids::GlobalId;
-use crate::keys::{validate_id, Id, Slug};
+use crate::keys::Slug;
 use crate::model::Record;
 use crate::store::validate::item_within_size;
 
@@ -65,14 +64,6 @@ pub fn currency(field: &str, value: &str) -> ApiResult<String> {
     }
 }
 
-/// A version a client read back (`version` starts at 1).
-pub fn version(field: &str, value: i32) -> ApiResult<u32> {
-    u32::try_from(value)
-        .ok()
-        .filter(|v| *v >= 1)
-        .ok_or_else(|| ApiError::bad_input(field, format!("{field} must be 1 or more")))
-}
-
 /// The item a record becomes fits in one DynamoDB item (400 KB).
 pub fn fits<R: Record>(field: &str, record: &R) -> ApiResult<()> {
     item_within_size(&record.to_item()).map_err(|_| {
@@ -81,18 +72,6 @@ pub fn fits<R: Record>(field: &str, record: &R) -> ApiResult<()> {
             "too large: the record would exceed DynamoDB's 400 KB item limit",
         )
     })
-}
-
-/// An order named by its global `id` or its plain `orderId`.
-/// An order id, plain or global; a global id also names the order's organization.
-pub fn order_id(field: &str, id: &str) -> ApiResult<(Option<Slug>, Id)> {
-    if let Ok(plain) = validate_id("orderId", id) {
-        return Ok((None, plain));
-    }
-    match GlobalId::decode(field, id)? {
-        GlobalId::Order(org, o) => Ok((Some(org), o)),
-        _ => Err(ApiError::bad_input(field, "not the id of an order")),
-    }
 }
 
 /// `NOT_FOUND` with `field` when the caller may not see organization `org`: exactly what
@@ -138,26 +117,5 @@ mod tests {
         for bad in ["usd", "US", "USDT", "U$D", "ÉUR", ""] {
             assert!(currency("currency", bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn versions_start_at_one() {
-        assert_eq!(version("expectedVersion", 1).unwrap(), 1);
-        assert!(version("expectedVersion", 0).is_err());
-        assert!(version("expectedVersion", -3).is_err());
-    }
-
-    #[test]
-    fn order_ids_are_plain_or_global_of_the_right_type() {
-        let id = Id::from_parts(1_700_000_000_000, 7);
-        let plain = id.to_string();
-        let acme = Slug::parse("acme").unwrap();
-        let order = GlobalId::Order(acme.clone(), id).encode();
-        assert_eq!(order_id("orderId", &order).unwrap(), (Some(acme), id));
-        assert_eq!(order_id("orderId", &plain).unwrap(), (None, id));
-        let e = order_id("orderId", &GlobalId::Ticket(id).encode()).unwrap_err();
-        assert_eq!(bad_input_field(e).as_deref(), Some("orderId"));
-        let e = order_id("orderId", "nonsense#").unwrap_err();
-        assert_eq!(bad_input_field(e).as_deref(), Some("orderId"));
     }
 }

@@ -1,20 +1,18 @@
-//! Orders: the order mutations (access patterns 12, 17), their inputs and their checks.
+//! Orders: `Mutation.placeOrder` (access pattern 12), its input and its checks.
 //! The `Order` and `OrderLine` types and their reads are the chart's; [`super::builtin`]
 //! registers these mutations beside them.
 
-use async_graphql::{InputObject, ID};
+use async_graphql::InputObject;
 
 use super::context::RequestContext;
-use super::enums::OrderStatus;
 use super::errors::ApiError;
 use super::input::{
-    currency, fits, order_id, text, version, visible, ApiResult, MAX_DESCRIPTION_CHARS,
-    MAX_SKU_CHARS,
+    currency, fits, text, visible, ApiResult, MAX_DESCRIPTION_CHARS, MAX_SKU_CHARS,
 };
 use super::scalars::Cents;
 use crate::collections::{self, PlacedOrder, MAX_ORDER_LINES};
 use crate::keys::{validate_client_token, validate_slug, validate_username, Id, LineNo};
-use crate::model::{self, Entity};
+use crate::model;
 
 /// One line of a new order.
 #[derive(InputObject)]
@@ -45,16 +43,6 @@ pub struct PlaceOrderInput {
     /// returns the order the first attempt placed, with `replayed: true`, instead of
     /// placing it twice. Tokens are per organization and never expire.
     pub client_token: Option<String>,
-}
-
-/// A status change for an order, guarded by the version the client last read.
-#[derive(InputObject)]
-pub struct UpdateOrderStatusInput {
-    /// The order's global `id` or its plain `orderId`.
-    pub order_id: ID,
-    pub status: OrderStatus,
-    /// The `version` the change is based on; `VERSION_MISMATCH` when the order moved on.
-    pub expected_version: i32,
 }
 
 /// The order and its lines as `input` describes them: lines numbered from 1, amounts and
@@ -157,31 +145,6 @@ pub(super) async fn place_order(
     .await?;
     rc.after_write(vec![placed.order.clone().into()]).await;
     Ok(placed)
-}
-
-pub(super) async fn update_order_status(
-    rc: &RequestContext,
-    input: UpdateOrderStatusInput,
-) -> ApiResult<model::Order> {
-    let (org, id) = order_id("orderId", &input.order_id)?;
-    let expected = version("expectedVersion", input.expected_version)?;
-    let status: model::OrderStatus = input.status.into();
-    rc.access.require_admin("change orders")?;
-    // A plain order id is looked up within the caller's organization; a global id naming
-    // another one is as missing as an order that does not exist.
-    let org = match (org, rc.access.org()) {
-        (Some(named), Some(own)) if named != *own => {
-            return Err(ApiError::Missing {
-                field: "order".into(),
-            })
-        }
-        (named, own) => named.or_else(|| own.cloned()),
-    };
-    let order =
-        collections::update_org_order_status(rc.store.as_ref(), org.as_ref(), id, status, expected)
-            .await?;
-    rc.after_write(vec![Entity::Order(order.clone())]).await;
-    Ok(order)
 }
 
 #[cfg(test)]

@@ -3,10 +3,13 @@
 //! show. An organization from before counter shards counted on its own item; a user
 //! deleted only when nothing refers to them, each refusal naming what does; a moved email
 //! freed and taken; a ticket's status, assignee and version moving its queue and its
-//! counts; and after each, `itemgraph check` clean, on both engines. (These writes were
+//! counts; an order moved only along its life cycle, found by plain id through GSI1 or
+//! at its key; and after each, `itemgraph check` clean, on both engines. (These writes were
 //! held, answer by answer and request by request, to the hand-written ones they replaced
 //! before those went.)
 
+use itemgraph::auth::{Access, Role};
+use itemgraph::keys::Slug;
 use itemgraph::model::{Organization, Plan, Record};
 use itemgraph::store::{AttributeValue, GetItem, Item, PrimaryKey, Put};
 use serde_json::{json, Value};
@@ -33,6 +36,7 @@ async fn suites(api: &Api) {
     a_moved_email_is_freed_and_taken(api).await;
     a_user_is_deleted_only_when_nothing_refers_to_them(api).await;
     a_tickets_changes_move_its_queue_and_its_counts(api).await;
+    an_order_moves_only_along_its_life_cycle(api).await;
     let report = itemgraph::check::check(api.store.as_ref()).await.unwrap();
     assert!(report.is_clean(), "{report}: {:#?}", report.violations);
 }
@@ -271,4 +275,62 @@ async fn a_tickets_changes_move_its_queue_and_its_counts(api: &Api) {
     assert_eq!(r["errors"][0]["extensions"]["currentVersion"], 3);
     assert_eq!(operations(&r), ["GetItem"]);
     assert_eq!(counts(&api.run(COUNTS).await), after);
+}
+
+const PLACE: &str = r#"mutation { placeOrder(input: { org: "acme", buyer: "wile-e-coyote", currency: "USD",
+    lines: [{ sku: "ANVIL", description: "Anvil", quantity: 1, unitPriceCents: 100 }] }) { order { id orderId } } }"#;
+
+const MOVE: &str = r#"mutation($input: UpdateOrderStatusInput!) {
+    updateOrderStatus(input: $input) { order { status version } } }"#;
+
+/// An order moves only along its declared life cycle, and staying in a status is no move
+/// (`INVALID_TRANSITION` from it to itself, nothing written). Named by its plain id, it is
+/// found through GSI1 (one Query) by a caller that sees every organization, and at its key
+/// (one GetItem) by a caller whose token names its organization; either way one write.
+async fn an_order_moves_only_along_its_life_cycle(api: &Api) {
+    let placed = api.run(PLACE).await;
+    ok(&placed);
+    let order = &placed["data"]["placeOrder"]["order"];
+    let plain = order["orderId"].as_str().unwrap();
+    let admin = Access::Tenant {
+        org: Slug::parse("acme").unwrap(),
+        role: Role::Admin,
+        subject: None,
+    };
+    let mut version = 1;
+    for (to, moves, by_token) in [
+        ("PLACED", false, false),
+        ("SHIPPED", false, true),
+        ("PAID", true, false),
+        ("PAID", false, true),
+        ("SHIPPED", true, true),
+        ("CANCELLED", false, false),
+        ("DELIVERED", true, false),
+        ("DELIVERED", false, true),
+        ("CANCELLED", false, false),
+    ] {
+        let vars = json!({"input": {"orderId": plain, "status": to, "expectedVersion": version}});
+        let r = if by_token {
+            api.run_as(&admin, MOVE, vars).await
+        } else {
+            api.run_with(MOVE, vars).await
+        };
+        let read = if by_token { "GetItem" } else { "Query" };
+        if moves {
+            ok(&r);
+            version += 1;
+            assert_eq!(
+                r["data"]["updateOrderStatus"]["order"],
+                json!({"status": to, "version": version})
+            );
+            assert_eq!(operations(&r), [read, "TransactWriteItems"], "{r:#}");
+        } else {
+            assert_eq!(
+                r["errors"][0]["extensions"]["code"], "INVALID_TRANSITION",
+                "to {to}: {r:#}"
+            );
+            assert_eq!(r["errors"][0]["extensions"]["to"], to);
+            assert_eq!(operations(&r), [read], "to {to}: refused after the read");
+        }
+    }
 }

@@ -8,8 +8,8 @@
 //!   email marker, a marker naming nobody, a changed key attribute) is reported,
 //!   specifically;
 //! - the writes (`create_org`, `update_user`, `delete_user`, `create_ticket` and
-//!   `update_ticket` with assignees, `place_order` with a client token,
-//!   `update_order_status`) answer as documented, and the table checks clean after each
+//!   `update_ticket` with assignees, `place_order` with a client token) answer as
+//!   documented (an order's moves are the chart's: `tests/graphql/builtin_writes.rs`), and the table checks clean after each
 //!   of them; a user still named as requester, assignee or buyer cannot be deleted.
 //!
 //! `itemgraph check` itself runs on an embedded file: exit 0 and a summary when clean,
@@ -20,8 +20,8 @@ use std::process::Command;
 use itemgraph::check::{check, CheckReport, ViolationKind};
 use itemgraph::collections::{
     create_org, create_ticket, create_user, delete_user, get_order, get_org_counted, get_ticket,
-    get_user, place_order, update_order_status, update_ticket, update_user, PlacedOrder, RepoError,
-    TicketChange, UserChange,
+    get_user, place_order, update_ticket, update_user, PlacedOrder, RepoError, TicketChange,
+    UserChange,
 };
 use itemgraph::demo::{self, DemoData};
 use itemgraph::keys::{
@@ -631,66 +631,6 @@ async fn place_order_with_a_client_token_places_once(store: &dyn Store) {
     assert_clean(store).await;
 }
 
-/// An order moves PLACED → PAID → SHIPPED → DELIVERED, each step at the version the
-/// caller saw; a stale version is `VersionMismatch` naming the current one, and a move
-/// the life cycle forbids is `InvalidTransition`.
-async fn update_order_status_follows_the_life_cycle(store: &dyn Store) {
-    seeded(store).await;
-    let (o, lines) = order("acme", "road-runner", 2);
-    place_order(store, &o, &lines, None).await.unwrap();
-    let id = o.order_id;
-
-    let paid = update_order_status(store, id, OrderStatus::Paid, 1)
-        .await
-        .unwrap();
-    assert_eq!((paid.status, paid.version), (OrderStatus::Paid, 2));
-    assert_eq!(
-        paid,
-        Order {
-            status: OrderStatus::Paid,
-            version: 2,
-            ..o.clone()
-        }
-    );
-    assert!(matches!(
-        update_order_status(store, id, OrderStatus::Shipped, 1).await,
-        Err(RepoError::VersionMismatch {
-            entity: "order",
-            expected: 1,
-            current: Some(2)
-        })
-    ));
-    assert!(matches!(
-        update_order_status(store, id, OrderStatus::Delivered, 2).await,
-        Err(RepoError::InvalidTransition { from, to }) if from == "PAID" && to == "DELIVERED"
-    ));
-    assert!(matches!(
-        update_order_status(store, id, OrderStatus::Paid, 2).await,
-        Err(RepoError::InvalidTransition { .. })
-    ));
-    let shipped = update_order_status(store, id, OrderStatus::Shipped, 2)
-        .await
-        .unwrap();
-    let delivered = update_order_status(store, id, OrderStatus::Delivered, shipped.version)
-        .await
-        .unwrap();
-    assert_eq!(
-        (delivered.status, delivered.version),
-        (OrderStatus::Delivered, 4)
-    );
-    assert!(matches!(
-        update_order_status(store, id, OrderStatus::Cancelled, 4).await,
-        Err(RepoError::InvalidTransition { from, .. }) if from == "DELIVERED"
-    ));
-    assert!(matches!(
-        update_order_status(store, Id::generate(), OrderStatus::Paid, 1).await,
-        Err(RepoError::NotFound("order"))
-    ));
-    let stored = get_order(store, &slug("acme"), id).await.unwrap().unwrap();
-    assert_eq!(stored, delivered);
-    assert_clean(store).await;
-}
-
 /// `update_ticket` changes priority, title and body too, bumps the version, and a stale
 /// version is `VersionMismatch` carrying the current one.
 async fn update_ticket_changes_every_field(store: &dyn Store) {
@@ -840,7 +780,6 @@ on_every_engine!(store:
     delete_user_keeps_requesters,
     delete_user_keeps_assignees_and_buyers,
     place_order_with_a_client_token_places_once,
-    update_order_status_follows_the_life_cycle,
     update_ticket_changes_every_field,
     concurrent_writes_to_one_organization_all_land,
 );

@@ -316,6 +316,14 @@ impl Checker {
                 }
                 (None, _) => Vec::new(),
             };
+            for f in &m.required {
+                if !fields.contains(f) {
+                    self.refuse(
+                        "writes",
+                        format!("mutation `{name}` requires `{f}`, which is none of the fields it changes"),
+                    );
+                }
+            }
             if action == Action::Update && fields.is_empty() {
                 self.refuse("writes", format!("mutation `{name}` has nothing to change"));
             }
@@ -460,6 +468,7 @@ impl Checker {
                     action,
                     pattern: m.pattern,
                     by_id,
+                    required: m.required.clone(),
                     fields,
                     token: m.token.clone(),
                     role: m.role.clone(),

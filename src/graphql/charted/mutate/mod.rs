@@ -190,7 +190,7 @@ fn input_type(m: &Mutation, e: &Entity) -> InputObject {
                 let a = &e.attributes[name];
                 fields.push((
                     name.clone(),
-                    input::type_ref(&a.ty, false),
+                    input::type_ref(&a.ty, m.required.contains(name)),
                     a.description.clone(),
                 ));
             }

@@ -10,7 +10,7 @@ pub(super) async fn delete(
     e: &Entity,
     input: &IndexMap<Name, Value>,
 ) -> Result<Written> {
-    let (vars, key) = target(rc, chart, m, e, input)?;
+    let (vars, place) = target(rc, chart, m, e, input)?;
     let expected = expected_version(input, false)?;
     let guarded = guards(chart, e);
     let pk = chart.table.partition_key.clone();
@@ -47,6 +47,17 @@ pub(super) async fn delete(
             when.push(Condition::eq(attr.clone(), n(v)));
         }
     };
+    let (key, found) = match place {
+        Place::Key(key) => (key, None),
+        // Found through an index: read first, which the delete's condition holds to.
+        place => {
+            let found = locate(rc, chart, e, &place, expected).await?;
+            (
+                primary_key(chart, &found).ok_or(ApiError::Internal)?,
+                Some(found),
+            )
+        }
+    };
     if e.writes.unique.is_empty() && e.writes.counts.is_empty() {
         let mut when = vec![Condition::exists(pk.clone())];
         when.extend(tenant_condition(rc, chart, e, &vars));
@@ -75,7 +86,10 @@ pub(super) async fn delete(
             Err(err) => Err(err.into()),
         };
     }
-    let mut current = read(rc, e, &key).await?;
+    let mut current = match found {
+        Some(found) => found,
+        None => read(rc, e, &key).await?,
+    };
     if !visible_item(rc, chart, e, &current) {
         return Err(ApiError::Missing {
             field: lower(&e.name).into(),

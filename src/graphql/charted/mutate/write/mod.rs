@@ -303,25 +303,134 @@ fn tenant_condition(
         .map(|org| Condition::eq(attr, s(org.as_str())))
 }
 
-/// The item an update or a delete names: its key values and key, once the caller may see
-/// its tenant (when its key does not name the tenant, the write's read or condition
-/// holds it to the caller's: [`tenant_condition`]).
+/// Where the item an update or a delete names is found.
+enum Place {
+    /// At its primary key.
+    Key(PrimaryKey),
+    /// Only through an index whose keys the values given render (an order by its plain id,
+    /// where its key names its organization too): a Query of that index, eventually
+    /// consistent, for the item whose index keys these are.
+    Index {
+        index: String,
+        partition: String,
+        sort: String,
+        /// Whether the item was made so recently (its plain ULID under
+        /// [`INDEX_CATCH_UP`] old) that the index may not hold it yet.
+        young: bool,
+    },
+}
+
+/// How long after its id was made an item may still be missing from an index: DynamoDB
+/// propagates a write to its indexes typically within a second, sometimes later.
+const INDEX_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// How many times a young item is looked for on an index ([`crate::store::retry_schedule`],
+/// about 4 s in all).
+const INDEX_READ_ATTEMPTS: u32 = 9;
+
+/// The item an update or a delete names: its key values and where it is, once the caller
+/// may see its tenant (when its key does not name the tenant, the write's read or
+/// condition holds it to the caller's: [`tenant_condition`]). A key part the values given
+/// do not hold is the caller's tenant, when the caller has one; else the item is found
+/// through an index they render.
 fn target(
     rc: &RequestContext,
     chart: &Chart,
     m: &Mutation,
     e: &Entity,
     input: &IndexMap<Name, Value>,
-) -> Result<(Vars, PrimaryKey)> {
-    let vars = named(chart, m, e, input)?;
+) -> Result<(Vars, Place)> {
+    let mut vars = named(chart, m, e, input)?;
     // Another tenant's item is as missing as one that does not exist.
     if visible(rc, chart, e, &vars).is_err() {
         return Err(ApiError::Missing {
             field: lower(&e.name).into(),
         });
     }
-    let key = key_of(e, &vars)?;
-    Ok((vars, key))
+    if let Ok(key) = key_of(e, &vars) {
+        return Ok((vars, Place::Key(key)));
+    }
+    if let (Some(attr), Some(own)) = (chart.tenant_attribute(e), rc.access.org()) {
+        vars.entry(attr)
+            .or_insert_with(|| KeyValue::Text(own.as_str().to_owned()));
+        if let Ok(key) = key_of(e, &vars) {
+            return Ok((vars, Place::Key(key)));
+        }
+    }
+    let young = e.plain_id.as_ref().and_then(|p| match vars.get(p) {
+        Some(KeyValue::Text(t)) => Id::parse(t).ok(),
+        _ => None,
+    });
+    let young = young.is_some_and(|id| {
+        // Not from the future either: an invented id would otherwise cost the backoff.
+        let now = crate::model::now_ms();
+        id.timestamp_ms() <= now && now - id.timestamp_ms() < INDEX_CATCH_UP.as_millis() as u64
+    });
+    for (index, k) in &e.indexes {
+        if let (Ok(partition), Ok(sort)) = (render(&k.pk, &vars), render(&k.sk, &vars)) {
+            let place = Place::Index {
+                index: index.clone(),
+                partition,
+                sort,
+                young,
+            };
+            return Ok((vars, place));
+        }
+    }
+    tracing::error!(entity = %e.name, "a mutation names an item that neither its key nor an index finds");
+    Err(ApiError::Internal)
+}
+
+/// The item as stored now, for a write: a strongly consistent GetItem at its key, or, for
+/// an item found through an index, one Query of that index (read again with backoff while
+/// a young item is not there yet), and a strongly consistent GetItem after it when the
+/// index shows an older version than `expected`. `NOT_FOUND` when it is not there.
+async fn locate(
+    rc: &RequestContext,
+    chart: &Chart,
+    e: &Entity,
+    place: &Place,
+    expected: Option<i64>,
+) -> Result<Item> {
+    use backon::Retryable;
+    let (index, partition, sort, young) = match place {
+        Place::Key(key) => return read(rc, e, key).await,
+        Place::Index {
+            index,
+            partition,
+            sort,
+            young,
+        } => (index, partition, sort, *young),
+    };
+    let missing = || ApiError::Missing {
+        field: lower(&e.name).into(),
+    };
+    let on_index = || async {
+        let out = rc
+            .store
+            .query(crate::store::Query {
+                index: Some(index.clone()),
+                partition: partition.clone(),
+                sort: Some(crate::store::SortCondition::Eq(sort.clone())),
+                forward: true,
+                limit: Some(1),
+                start: None,
+                consistent_read: false,
+            })
+            .await?;
+        out.items.into_iter().next().ok_or_else(missing)
+    };
+    let indexed = on_index
+        .retry(crate::store::retry_schedule(INDEX_READ_ATTEMPTS - 1))
+        .when(|e| young && matches!(e, ApiError::Missing { .. }))
+        .await?;
+    match (expected, e.writes.version.as_deref()) {
+        (Some(v), Some(attr)) if number(indexed.get(attr)) < v => {
+            let key = primary_key(chart, &indexed).ok_or(ApiError::Internal)?;
+            read(rc, e, &key).await
+        }
+        _ => Ok(indexed),
+    }
 }
 
 fn key_of(e: &Entity, vars: &Vars) -> Result<PrimaryKey> {

@@ -11,7 +11,7 @@ pub(super) async fn update(
     e: &Entity,
     input: &IndexMap<Name, Value>,
 ) -> Result<Written> {
-    let (vars, key) = target(rc, chart, m, e, input)?;
+    let (vars, place) = target(rc, chart, m, e, input)?;
     let expected = expected_version(input, e.writes.version.is_some())?;
     // The change: `Some(v)` sets, `None` removes (an optional attribute given as null).
     let mut change: Vec<(String, Option<AttributeValue>)> = Vec::new();
@@ -65,11 +65,14 @@ pub(super) async fn update(
                     .collect();
             vs.iter().any(|v| changed(v)) && vs.iter().any(|v| !changed(v) && !key_vars.contains(v))
         });
-    if !needs_read {
-        let tenant = tenant_condition(rc, chart, e, &vars);
-        return update_in_place(rc, chart, e, &vars, key, tenant, &change).await;
-    }
-    let mut current = read(rc, e, &key).await?;
+    let place = match place {
+        Place::Key(key) if !needs_read => {
+            let tenant = tenant_condition(rc, chart, e, &vars);
+            return update_in_place(rc, chart, e, &vars, key, tenant, &change).await;
+        }
+        place => place,
+    };
+    let mut current = locate(rc, chart, e, &place, expected).await?;
     if !visible_item(rc, chart, e, &current) {
         return Err(ApiError::Missing {
             field: lower(&e.name).into(),
@@ -223,7 +226,7 @@ pub(super) async fn changed_item(
             change.iter().find(|(f, _)| *f == l.attribute)
         {
             let allowed = l.transitions.get(&from).is_some_and(|t| t.contains(to));
-            if *to != from && !allowed {
+            if !allowed && (*to != from || !l.stay) {
                 return Err(ApiError::InvalidTransition {
                     from,
                     to: to.clone(),
