@@ -99,6 +99,10 @@ pub struct Kind {
     pub max_length: usize,
     #[serde(default)]
     pub description: Option<String>,
+    /// What a value must be, as a refusal says it ("currency must be {message}"; default:
+    /// the kind's name and pattern, or what else it broke).
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -265,10 +269,14 @@ pub struct Mutation {
     /// The input object's description.
     #[serde(default)]
     pub input_description: Option<String>,
-    /// The description of the payload's field that holds the item (default: "The store
-    /// as created.").
+    /// Payload fields' descriptions instead of the defaults (the item's: "The store as
+    /// created."; `replayed`'s).
     #[serde(default)]
-    pub payload_description: Option<String>,
+    pub payload: IndexMap<String, String>,
+    /// Create: lists of the entity written with it, each with its input object's
+    /// description (`lines = "One line of a new order."`): the children, in the order given.
+    #[serde(default)]
+    pub with: IndexMap<String, String>,
     /// Input fields, in this order before the rest, each with its description here
     /// instead of the attribute's (`""`: none).
     #[serde(default)]
@@ -290,7 +298,7 @@ pub enum Constant {
 #[serde(untagged)]
 pub enum Attribute {
     Short(String),
-    Full(AttributeSpec),
+    Full(Box<AttributeSpec>),
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -317,6 +325,10 @@ pub struct AttributeSpec {
     /// For `list` and `map`: the most elements the item may hold.
     #[serde(default)]
     pub max_items: Option<usize>,
+    /// For `string`: whether line breaks are refused (default: for strings of up to 200
+    /// characters).
+    #[serde(default)]
+    pub one_line: Option<bool>,
     /// A value the writes give, never the caller: `ulid` (a new id at create), `created`
     /// (the time of the create), `updated` (the time of every write).
     #[serde(default)]
@@ -325,6 +337,11 @@ pub struct AttributeSpec {
     /// `schemaVersion`).
     #[serde(default)]
     pub on_create: Option<Constant>,
+    /// A number every create computes, never the caller: `a * b` (two numbers of the
+    /// item), `sum(list.attribute)` or `count(list)` (over the children it writes with the
+    /// item).
+    #[serde(default)]
+    pub computed: Option<String>,
     /// For a counter other entities keep on this one: what its delete's refusal calls
     /// them while it is not 0 (`tickets`: "cannot delete: still referenced by tickets").
     #[serde(default)]
@@ -373,6 +390,9 @@ pub struct List {
     /// whole, as one page of this size. Default: the largest page, 100.
     #[serde(default)]
     pub max: Option<u32>,
+    /// The fewest children a create that writes them takes (default 0).
+    #[serde(default)]
+    pub min: Option<u32>,
     #[serde(default)]
     pub description: Option<String>,
 }

@@ -217,8 +217,45 @@ pub struct Attribute {
     pub auto: Option<Auto>,
     /// A constant every create writes, never the caller.
     pub on_create: Option<crate::store::AttributeValue>,
+    /// A number every create computes, never the caller.
+    pub computed: Option<Computed>,
     /// For a counter other entities keep: what a refused delete calls them.
     pub referrers: Option<String>,
+}
+
+/// A number a create computes from what else it writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Computed {
+    /// `a * b`: the product of two of the item's numbers.
+    Product(String, String),
+    /// `sum(list.attribute)`: the total of a number over the children written with it.
+    Sum { list: String, attribute: String },
+    /// `count(list)`: how many children are written with it.
+    Count(String),
+}
+
+impl Computed {
+    /// `a * b`, `sum(list.attribute)`, `count(list)`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Computed> {
+        let s = s.trim();
+        let name = |t: &str| {
+            let t = t.trim();
+            (!t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+                .then(|| t.to_owned())
+        };
+        if let Some((a, b)) = s.split_once('*') {
+            return Some(Computed::Product(name(a)?, name(b)?));
+        }
+        if let Some(inner) = s.strip_prefix("sum(").and_then(|t| t.strip_suffix(')')) {
+            let (list, attribute) = inner.split_once('.')?;
+            return Some(Computed::Sum {
+                list: name(list)?,
+                attribute: name(attribute)?,
+            });
+        }
+        let inner = s.strip_prefix("count(").and_then(|t| t.strip_suffix(')'))?;
+        Some(Computed::Count(name(inner)?))
+    }
 }
 
 /// A value the writes give an attribute.
@@ -230,6 +267,8 @@ pub enum Auto {
     Created,
     /// The time of every write.
     Updated,
+    /// A child's 1-based place in the list it is written with.
+    Position,
 }
 
 /// What every write of an entity keeps.
@@ -301,8 +340,11 @@ pub struct Mutation {
     pub may: String,
     pub description: Option<String>,
     pub input_description: Option<String>,
-    /// The description of the payload's field that holds the item.
-    pub payload_description: Option<String>,
+    /// Payload fields' descriptions instead of the defaults.
+    pub payload: IndexMap<String, String>,
+    /// Create: lists written with the item (their children), with their input objects'
+    /// descriptions.
+    pub with: IndexMap<String, String>,
     /// Input fields first, in order, with their descriptions (`""`: none).
     pub input: IndexMap<String, String>,
     /// The one write request it makes.
@@ -415,6 +457,20 @@ pub enum SortCondition {
     Ge(Template),
     Between(Template, Template),
     BeginsWith(Template),
+}
+
+/// The entity a list of `e` holds: the children its pattern reads.
+pub fn list_child<'a>(
+    entities: &'a IndexMap<String, Entity>,
+    patterns: &IndexMap<u32, Pattern>,
+    e: &Entity,
+    list: &str,
+) -> Option<&'a Entity> {
+    let l = e.lists.get(list)?;
+    match &patterns.get(&l.pattern)?.request {
+        Request::Query { children, .. } => entities.get(children),
+        _ => None,
+    }
 }
 
 impl Chart {

@@ -129,7 +129,7 @@ fn stored(ty: &Type, v: &toml::Value) -> Option<AttributeValue> {
         (Type::Enum { values, .. }, toml::Value::String(s)) => {
             values.contains(s).then(|| AttributeValue::S(s.clone()))?
         }
-        (Type::String { max_length }, toml::Value::String(s)) => (max_length
+        (Type::String { max_length, .. }, toml::Value::String(s)) => (max_length
             .is_none_or(|m| s.chars().count() <= m))
         .then(|| AttributeValue::S(s.clone()))?,
         (Type::Timestamp | Type::Kind(_), toml::Value::String(s)) => AttributeValue::S(s.clone()),
@@ -137,7 +137,7 @@ fn stored(ty: &Type, v: &toml::Value) -> Option<AttributeValue> {
             && max.is_none_or(|m| *n <= m))
         .then(|| AttributeValue::N(n.to_string()))?,
         (Type::Counter, toml::Value::Integer(n)) if *n >= 0 => AttributeValue::N(n.to_string()),
-        (Type::Cents, toml::Value::Integer(n)) => AttributeValue::N(n.to_string()),
+        (Type::Cents { .. }, toml::Value::Integer(n)) => AttributeValue::N(n.to_string()),
         (Type::Boolean, toml::Value::Boolean(b)) => AttributeValue::Bool(*b),
         (Type::List { of, max_items }, toml::Value::Array(items)) => {
             if max_items.is_some_and(|m| items.len() > m) {

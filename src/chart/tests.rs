@@ -61,11 +61,27 @@ fn item_keys(chart: &Chart, entity: &str, vars: &[(&str, Value)]) -> keys::ItemK
 }
 
 #[test]
+fn the_builtin_charts_currency_is_three_uppercase_letters() {
+    let chart = parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{e}"));
+    let Type::Kind(currency) = &chart.entities["Order"].attributes["currency"].ty else {
+        panic!("currency is a kind");
+    };
+    assert_eq!(currency.validate("currency", "USD").unwrap(), "USD");
+    for bad in ["usd", "US", "USDT", "U$D", "ÉUR", "", "U#D"] {
+        assert_eq!(
+            currency.validate("currency", bad).unwrap_err(),
+            "currency must be an ISO 4217 code: three uppercase letters, like USD",
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
 fn the_builtin_chart_holds_every_rule() {
     let chart = parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(chart.name, "itemgraph");
-    assert_eq!(chart.patterns.len(), 16);
-    assert_eq!(chart.mutations.len(), 7);
+    assert_eq!(chart.patterns.len(), 17);
+    assert_eq!(chart.mutations.len(), 8);
     let declared: Vec<&str> = chart.declared().map(|e| e.name.as_str()).collect();
     assert_eq!(
         declared,
@@ -342,10 +358,10 @@ fn a_key_value_that_could_forge_a_key_is_refused() {
     );
     // A primary key needs every part.
     let r = broken(
-        "[\"ORG#{org}\", \"#ORDER#{orderId}\"]",
-        "[\"ORG#{org}\", \"#ORDER#{orderId}#{currency}\"]",
+        "[\"TICKET#{ticketId}\", \"TICKET#{ticketId}\"]",
+        "[\"TICKET#{ticketId}\", \"TICKET#{ticketId}#{title}\"]",
     );
-    refuses(&r, "key-values", Some("Order"), None, "`{currency}`");
+    refuses(&r, "key-values", Some("Ticket"), None, "`{title}`");
     let r = broken(
         "key = [\"TICKET#{ticketId}\"",
         "key = [\"TICKET#{assignee}\"",
@@ -579,6 +595,78 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
         let r = broken_locator(&from, to);
         refuses(&r, "writes", Some("Store"), None, says);
     }
+    // Computed numbers from what is not there, children a create cannot write, a position
+    // outside any list.
+    for (from, to, entity, says) in [
+        (
+            "computed = \"quantity * unitPriceCents\"",
+            "computed = \"quantity * sku\"",
+            "OrderLine",
+            "computed from `sku`, which is no number of OrderLine",
+        ),
+        (
+            "computed = \"sum(lines.amountCents)\"",
+            "computed = \"sum(lines.sku)\"",
+            "Order",
+            "sums `sku`, which is no number of OrderLine",
+        ),
+        (
+            "computed = \"count(lines)\"",
+            "computed = \"count(items)\"",
+            "Order",
+            "counts `items`, which is no list of Order",
+        ),
+        (
+            "computed = \"count(lines)\"",
+            "computed = \"lines + 1\"",
+            "Order",
+            "is `a * b`, `sum(list.attribute)` or `count(list)`",
+        ),
+        (
+            "title = { type = \"string\", max_length = 200 }",
+            "title = { type = \"string\", max_length = 200, computed = \"count(lines)\" }",
+            "Ticket",
+            "only a number",
+        ),
+        (
+            "priority = \"TicketPriority\"",
+            "priority = \"TicketPriority\"\nrank = { type = \"int\", auto = \"position\" }",
+            "Ticket",
+            "no list holds Ticket",
+        ),
+    ] {
+        let r = broken(from, to);
+        refuses(&r, "writes", Some(entity), None, says);
+    }
+    let r = broken(
+        "with = { lines = \"One line of a new order.\" }",
+        "with = { items = \"One line of a new order.\" }",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Order"),
+        Some(12),
+        "writes `items` with it, which is no list of Order",
+    );
+    let r = broken("min = 1, max = 96", "min = 1, max = 97");
+    refuses(&r, "writes", Some("Order"), Some(12), "up to 101 actions");
+    let r = broken("min = 1, max = 96", "min = 1, max = 101");
+    refuses(
+        &r,
+        "fields",
+        Some("Order"),
+        None,
+        "a page holds at most 100 items",
+    );
+    let r = broken("min = 1, max = 96", "min = 97, max = 96");
+    refuses(
+        &r,
+        "writes",
+        Some("Order"),
+        Some(12),
+        "its `min` is more than its `max`",
+    );
     // A required input that is none of the fields the update changes.
     let r = broken_locator(
         "by = \"id\"\npattern = 8\n",

@@ -26,6 +26,8 @@ pub enum Kind {
         name: String,
         pattern: Arc<Regex>,
         max_length: usize,
+        /// What a value must be, as every refusal says it.
+        message: Option<String>,
     },
 }
 
@@ -72,9 +74,25 @@ impl Kind {
                 .map(|v| v.to_string())
                 .map_err(msg),
             Kind::Own {
+                message: Some(message),
+                pattern,
+                max_length,
+                ..
+            } => {
+                if value.is_empty()
+                    || value.chars().any(|c| c == '#' || c.is_control())
+                    || value.len() > *max_length
+                    || !pattern.is_match(value)
+                {
+                    return Err(format!("{field} must be {message}"));
+                }
+                Ok(value.to_owned())
+            }
+            Kind::Own {
                 name,
                 pattern,
                 max_length,
+                ..
             } => {
                 if value.is_empty() {
                     return Err(format!("{field} must not be empty"));
@@ -115,6 +133,8 @@ impl Kind {
 pub enum Type {
     String {
         max_length: Option<usize>,
+        /// Whether line breaks are refused (default: for strings of up to 200 characters).
+        one_line: Option<bool>,
     },
     Int {
         min: Option<i64>,
@@ -122,7 +142,10 @@ pub enum Type {
     },
     Boolean,
     Timestamp,
-    Cents,
+    /// Whole cents; `min`: the least it may be (a price: 0).
+    Cents {
+        min: Option<i64>,
+    },
     /// A non-negative count kept by writes; a missing one reads as 0.
     Counter,
     Kind(Kind),
@@ -148,7 +171,7 @@ impl Type {
             Type::Int { .. } => "int".into(),
             Type::Boolean => "boolean".into(),
             Type::Timestamp => "timestamp".into(),
-            Type::Cents => "cents".into(),
+            Type::Cents { .. } => "cents".into(),
             Type::Counter => "counter".into(),
             Type::Kind(k) => k.name().into(),
             Type::Enum { name, .. } => name.clone(),

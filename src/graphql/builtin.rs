@@ -14,51 +14,36 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_graphql::dynamic::{
-    Enum, EnumItem, Field, FieldFuture, FieldValue, InputObject, InputValue, Object,
-    ResolverContext, SchemaBuilder, Subscription, SubscriptionField, SubscriptionFieldFuture,
-    TypeRef,
+    Enum, EnumItem, Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext,
+    SchemaBuilder, Subscription, SubscriptionField, SubscriptionFieldFuture, TypeRef,
 };
 use async_graphql::registry::{MetaType, Registry};
-use async_graphql::{ErrorExtensions, InputType, OutputType, Value};
-use futures::future::BoxFuture;
+use async_graphql::{InputType, OutputType, Value};
 use futures::StreamExt;
 
 use super::charted::Obj;
 use super::context::RequestContext;
 use super::enums::TicketStatus;
-use super::errors::ApiError;
-use super::{order, subscription};
+use super::subscription;
 use crate::chart::Chart;
 use crate::live::{Change, EventKind};
-use crate::model::{Entity, Record as _};
+use crate::model::Entity;
 
-/// Registers the design's mutations and subscriptions, and every type they name that the
-/// chart does not (`declared`: the names the schema already has).
+/// Registers the design's mutations (the chart's, in its order) and subscriptions, and
+/// every type they name that the chart does not (`declared`: the names the schema already
+/// has).
 pub fn register(
     mut schema: SchemaBuilder,
     chart: &Arc<Chart>,
     declared: &HashSet<String>,
 ) -> SchemaBuilder {
-    // The mutations the chart declares are served from it (`charted::mutate`), with their
-    // own input objects and payloads; the rest are this design's own.
-    let from_chart: HashSet<String> = chart
-        .mutations
-        .values()
-        .flat_map(super::charted::mutate::type_names)
-        .collect();
-    let declared: HashSet<String> = declared.union(&from_chart).cloned().collect();
-    for ty in input_types(&declared) {
-        schema = match ty {
-            Derived::Input(i) => schema.register(i),
-            Derived::Enum(e) => schema.register(e),
-        };
+    for e in event_enums(declared) {
+        schema = schema.register(e);
     }
-    for p in PAYLOADS.iter().filter(|p| !from_chart.contains(p.name)) {
+    for p in PAYLOADS {
         schema = schema.register(payload_type(p));
     }
-    super::charted::mutate::register_types(schema, chart)
-        .register(mutation_type(chart))
-        .register(subscription_type(chart))
+    super::charted::mutate::register(schema, chart).register(subscription_type(chart))
 }
 
 /// What one payload or event answers: its fields' values, by name.
@@ -98,38 +83,6 @@ const AFTER: &str =
     "Pass as `after` to resume after this event: what happened since is sent first.";
 
 const PAYLOADS: &[PayloadType] = &[
-    PayloadType {
-        name: "CreateOrganizationPayload",
-        description: None,
-        fields: &[(
-            "organization",
-            "Organization!",
-            Some("The organization as created (no users yet)."),
-        )],
-    },
-    PayloadType {
-        name: "PlaceOrderPayload",
-        description: None,
-        fields: &[
-            ("order", "Order!", Some("The order, with its lines.")),
-            (
-                "replayed",
-                "Boolean!",
-                Some(
-                    "True when `clientToken` named an order placed before: nothing new was placed.",
-                ),
-            ),
-        ],
-    },
-    PayloadType {
-        name: "UpdateOrderStatusPayload",
-        description: None,
-        fields: &[(
-            "order",
-            "Order!",
-            Some("The order as changed, at its new `version`."),
-        )],
-    },
     PayloadType {
         name: "TicketEvent",
         description: Some("A change to a ticket."),
@@ -205,150 +158,37 @@ fn type_ref(ty: &str) -> TypeRef {
     }
 }
 
-enum Derived {
-    Input(InputObject),
-    Enum(Enum),
-}
-
-/// The mutations' input objects and the enums they (and the events) name, as their
-/// derived types register them, less what the schema already has.
-fn input_types(declared: &HashSet<String>) -> Vec<Derived> {
+/// The enums the events name that the chart does not (`ChangeKind`), as their derived
+/// types register them, less what the schema already has.
+fn event_enums(declared: &HashSet<String>) -> Vec<Enum> {
     let mut registry = Registry::default();
-    order::PlaceOrderInput::create_type_info(&mut registry);
     <subscription::ChangeKind as OutputType>::create_type_info(&mut registry);
     let mut out = Vec::new();
     for (name, ty) in &registry.types {
         if declared.contains(name) {
             continue;
         }
-        match ty {
-            MetaType::InputObject {
-                description,
-                input_fields,
-                ..
-            } => {
-                let mut input = InputObject::new(name);
-                if let Some(d) = description {
-                    input = input.description(d);
-                }
-                for f in input_fields.values() {
-                    let mut field = InputValue::new(&f.name, type_ref(&f.ty));
-                    if let Some(d) = &f.description {
-                        field = field.description(d);
-                    }
-                    input = input.field(field);
-                }
-                out.push(Derived::Input(input));
+        if let MetaType::Enum {
+            description,
+            enum_values,
+            ..
+        } = ty
+        {
+            let mut e = Enum::new(name);
+            if let Some(d) = description {
+                e = e.description(d);
             }
-            MetaType::Enum {
-                description,
-                enum_values,
-                ..
-            } => {
-                let mut e = Enum::new(name);
-                if let Some(d) = description {
-                    e = e.description(d);
+            for v in enum_values.values() {
+                let mut item = EnumItem::new(&v.name);
+                if let Some(d) = &v.description {
+                    item = item.description(d);
                 }
-                for v in enum_values.values() {
-                    let mut item = EnumItem::new(&v.name);
-                    if let Some(d) = &v.description {
-                        item = item.description(d);
-                    }
-                    e = e.item(item);
-                }
-                out.push(Derived::Enum(e));
+                e = e.item(item);
             }
-            // Scalars (`Cents`, the built-in ones) the schema has.
-            _ => {}
+            out.push(e);
         }
     }
     out
-}
-
-type Run =
-    for<'a> fn(&'a RequestContext, &'a Chart, Value) -> BoxFuture<'a, Result<Payload, ApiError>>;
-
-/// Parses an `…Input` argument with its derived type.
-fn parse<T: InputType>(value: Value) -> Result<T, ApiError> {
-    T::parse(Some(value)).map_err(|e| ApiError::BadUserInput {
-        message: e.into_server_error(Default::default()).message,
-        field: None,
-    })
-}
-
-const MUTATIONS: &[(&str, &str, &str, &str, Run)] = &[(
-    "placeOrder",
-    "PlaceOrderInput",
-    "PlaceOrderPayload",
-    "Places an order with its lines, counted on the organization; amounts and the total\n\
-         are computed here. `NOT_FOUND` when the organization or the buyer does not exist\n\
-         (`field` says which). With a `clientToken`, retrying is safe: see\n\
-         `PlaceOrderInput.clientToken`. One request: a TransactWriteItems; a replay is that\n\
-         refused TransactWriteItems plus one Query on GSI1 reading the order back.",
-    |rc, chart, input| {
-        Box::pin(async move {
-            let placed = order::place_order(rc, parse(input)?).await?;
-            // The lines were written (or, for a replay, read) with the order.
-            let lines = placed.lines.iter().map(|l| l.to_item());
-            let order =
-                Obj::of(chart, placed.order.to_item(), false)?.with_list(chart, "lines", lines)?;
-            Ok(Payload(vec![
-                ("order", Answer::Entity(order)),
-                ("replayed", Answer::Value(Value::Boolean(placed.replayed))),
-            ]))
-        })
-    },
-)];
-
-/// The Mutation root's fields in the order the design's schema lists them: each the
-/// chart's where it declares it, else this design's own ([`MUTATIONS`]).
-const MUTATION_ORDER: &[&str] = &[
-    "createOrganization",
-    "createUser",
-    "updateUser",
-    "deleteUser",
-    "createTicket",
-    "updateTicket",
-    "placeOrder",
-    "updateOrderStatus",
-];
-
-fn mutation_type(chart: &Arc<Chart>) -> Object {
-    let mut root = Object::new("Mutation");
-    let later = chart
-        .mutations
-        .keys()
-        .filter(|m| !MUTATION_ORDER.contains(&m.as_str()));
-    for name in MUTATION_ORDER
-        .iter()
-        .copied()
-        .chain(later.map(String::as_str))
-    {
-        if let Some(m) = chart.mutations.get(name) {
-            root = root.field(super::charted::mutate::field(chart, m));
-            continue;
-        }
-        let Some(&(name, input, payload, description, run)) =
-            MUTATIONS.iter().find(|(n, ..)| *n == name)
-        else {
-            continue;
-        };
-        let chart = chart.clone();
-        let field = Field::new(name, TypeRef::named_nn(payload), move |ctx| {
-            let chart = chart.clone();
-            FieldFuture::new(async move {
-                let input = ctx.args.try_get("input")?.as_value().clone();
-                let rc = ctx.ctx.data_unchecked::<RequestContext>();
-                let payload = run(rc, &chart, input).await.map_err(|e| e.extend())?;
-                payload.preload(rc, &chart, ctx.look_ahead()).await;
-                Ok(Some(FieldValue::owned_any(payload)))
-            })
-        })
-        .argument(InputValue::new("input", TypeRef::named_nn(input)))
-        .description(description);
-        root = root.field(field);
-    }
-    root
 }
 
 /// An event's payload: the kind of change, the entity (decoded as the chart's), its

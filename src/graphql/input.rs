@@ -1,18 +1,8 @@
-//! The checks every mutation makes on its input before any request: identifiers with the
-//! validators of [`crate::keys`], texts non-blank and bounded, versions, ids plain or
-//! global, and the size of every item against DynamoDB's 400 KB limit. The first problem
-//! is the answer: `BAD_USER_INPUT` with `extensions.field` naming the input field.
+//! The check every mutation makes on a text of its input before any request: non-blank,
+//! bounded, one line unless it may hold more. The first problem is the answer:
+//! `BAD_USER_INPUT` with `extensions.field` naming the input field.
 
-use super::context::RequestContext;
 use super::errors::ApiError;
-use crate::keys::Slug;
-use crate::model::Record;
-use crate::store::validate::item_within_size;
-
-/// Longest SKU, in characters.
-pub const MAX_SKU_CHARS: usize = 64;
-/// Longest order line description, in characters.
-pub const MAX_DESCRIPTION_CHARS: usize = 500;
 
 pub type ApiResult<T> = std::result::Result<T, ApiError>;
 
@@ -52,40 +42,6 @@ pub fn text(field: &str, value: &str, max: usize, multiline: bool) -> ApiResult<
     Ok(value.to_owned())
 }
 
-/// An ISO 4217 code: three uppercase ASCII letters.
-pub fn currency(field: &str, value: &str) -> ApiResult<String> {
-    if value.len() == 3 && value.bytes().all(|b| b.is_ascii_uppercase()) {
-        Ok(value.to_owned())
-    } else {
-        Err(ApiError::bad_input(
-            field,
-            format!("{field} must be an ISO 4217 code: three uppercase letters, like USD"),
-        ))
-    }
-}
-
-/// The item a record becomes fits in one DynamoDB item (400 KB).
-pub fn fits<R: Record>(field: &str, record: &R) -> ApiResult<()> {
-    item_within_size(&record.to_item()).map_err(|_| {
-        ApiError::bad_input(
-            field,
-            "too large: the record would exceed DynamoDB's 400 KB item limit",
-        )
-    })
-}
-
-/// `NOT_FOUND` with `field` when the caller may not see organization `org`: exactly what
-/// the write would answer if it did not exist, and nothing is read or written.
-pub fn visible(rc: &RequestContext, org: &Slug, field: &'static str) -> ApiResult<()> {
-    if rc.sees(org) {
-        Ok(())
-    } else {
-        Err(ApiError::Missing {
-            field: field.into(),
-        })
-    }
-}
-
 /// The field a `BAD_USER_INPUT` names, for the tests of the checks.
 #[cfg(test)]
 pub(super) fn bad_input_field(e: ApiError) -> Option<String> {
@@ -109,13 +65,5 @@ mod tests {
         }
         assert!(text("body", "a\nb\tc\r\n", 10, true).is_ok());
         assert!(text("body", "a\u{7}b", 10, true).is_err());
-    }
-
-    #[test]
-    fn currencies_are_three_uppercase_letters() {
-        assert!(currency("currency", "USD").is_ok());
-        for bad in ["usd", "US", "USDT", "U$D", "ÉUR", ""] {
-            assert!(currency("currency", bad).is_err(), "{bad:?}");
-        }
     }
 }

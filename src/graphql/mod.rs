@@ -36,9 +36,8 @@ mod loader_wait;
 mod loaders;
 mod null_propagation;
 mod operation;
-mod order;
 mod request_metrics;
-mod scalars;
+pub(crate) mod scalars;
 mod subscription;
 
 use std::sync::Arc;

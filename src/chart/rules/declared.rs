@@ -67,6 +67,7 @@ impl Checker {
                             name: name.clone(),
                             pattern: Arc::new(re),
                             max_length: k.max_length,
+                            message: k.message.clone(),
                         },
                     );
                 }
@@ -87,6 +88,7 @@ impl Checker {
         Some(match spec {
             "string" => Type::String {
                 max_length: a.max_length,
+                one_line: a.one_line,
             },
             "int" => Type::Int {
                 min: a.min,
@@ -94,7 +96,7 @@ impl Checker {
             },
             "boolean" => Type::Boolean,
             "timestamp" => Type::Timestamp,
-            "cents" => Type::Cents,
+            "cents" => Type::Cents { min: a.min },
             "counter" => Type::Counter,
             "list" | "map" => {
                 let Some(of) = of else {
@@ -170,10 +172,12 @@ impl Checker {
                     max: f.max,
                     max_length: f.max_length,
                     max_items: f.max_items,
+                    one_line: f.one_line,
                     description: f.description.clone(),
                     graphql: f.graphql,
                     auto: f.auto.clone(),
                     on_create: f.on_create.clone(),
+                    computed: f.computed.clone(),
                     referrers: f.referrers.clone(),
                 },
                 f.optional,
@@ -188,10 +192,11 @@ impl Checker {
             Some("ulid") if matches!(ty, Type::Kind(Kind::Ulid)) => Some(Auto::Ulid),
             Some("created") if matches!(ty, Type::Timestamp) => Some(Auto::Created),
             Some("updated") if matches!(ty, Type::Timestamp) => Some(Auto::Updated),
+            Some("position") if matches!(ty, Type::Int { .. }) => Some(Auto::Position),
             Some(other) => {
                 self.refuse(
                     "writes",
-                    format!("attribute `{name}`: `auto = \"{other}\"` is `ulid` on a ulid, `created` or `updated` on a timestamp"),
+                    format!("attribute `{name}`: `auto = \"{other}\"` is `ulid` on a ulid, `created` or `updated` on a timestamp, `position` on an int"),
                 );
                 None
             }
@@ -200,6 +205,21 @@ impl Checker {
             .on_create
             .as_ref()
             .and_then(|c| self.constant(name, &ty, c));
+        let computed = spec.computed.as_deref().and_then(|c| {
+            let parsed = super::super::Computed::parse(c);
+            if parsed.is_none() {
+                self.refuse(
+                    "writes",
+                    format!("attribute `{name}`: `computed = \"{c}\"` is `a * b`, `sum(list.attribute)` or `count(list)`"),
+                );
+            } else if !matches!(ty, Type::Int { .. } | Type::Cents { .. } | Type::Counter) {
+                self.refuse(
+                    "writes",
+                    format!("attribute `{name}`: only a number (an int, cents or a counter) is computed"),
+                );
+            }
+            parsed
+        });
         if let Some(r) = &spec.referrers {
             if !matches!(ty, Type::Counter) {
                 self.refuse(
@@ -220,6 +240,7 @@ impl Checker {
             graphql: spec.graphql.unwrap_or(true),
             auto,
             on_create,
+            computed,
             referrers: spec.referrers,
         })
     }
@@ -238,7 +259,7 @@ impl Checker {
             {
                 Some(V::N(n.to_string()))
             }
-            (Type::String { max_length }, format::Constant::Text(t))
+            (Type::String { max_length, .. }, format::Constant::Text(t))
                 if max_length.is_none_or(|m| t.chars().count() <= m) =>
             {
                 Some(V::S(t.clone()))
@@ -427,10 +448,12 @@ pub(super) struct Spec {
     max: Option<i64>,
     max_length: Option<usize>,
     max_items: Option<usize>,
+    one_line: Option<bool>,
     description: Option<String>,
     graphql: Option<bool>,
     auto: Option<String>,
     on_create: Option<format::Constant>,
+    computed: Option<String>,
     referrers: Option<String>,
 }
 
@@ -464,6 +487,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
                         graphql: false,
                         auto: None,
                         on_create: None,
+                        computed: None,
                         referrers: None,
                     },
                 )
@@ -488,6 +512,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
         name: "lease name".into(),
         pattern: Arc::new(Regex::new("^.+$").expect("a pattern")),
         max_length: 1024,
+        message: None,
     });
     vec![
         e(

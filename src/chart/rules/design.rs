@@ -281,6 +281,9 @@ impl Checker {
                 }
             }
             for (name, l) in &e.lists {
+                if l.max.is_some_and(|m| m > crate::collections::MAX_PAGE_SIZE) {
+                    self.refuse("fields", format!("list `{name}` is read whole, as one page, and a page holds at most {} items", crate::collections::MAX_PAGE_SIZE));
+                }
                 let Some(p) = self.field_pattern(patterns, l.pattern, name) else {
                     continue;
                 };

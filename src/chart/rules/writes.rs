@@ -50,6 +50,7 @@ impl Checker {
             self.at(Some(&e.name), None);
             let w = &e.writes;
             let key_vars = key_vars(e);
+            self.computed(entities, patterns, e);
             if let Some(v) = &w.version {
                 match e.attributes.get(v) {
                     Some(a) if matches!(a.ty, Type::Int { .. }) && !a.optional => {}
@@ -195,6 +196,73 @@ impl Checker {
         self.at(None, None);
     }
 
+    /// What an entity's computed numbers and positions are made of is there: the product's
+    /// numbers on the item, a sum's or a count's list on it with the number on its
+    /// children; a position only on what a list holds.
+    fn computed(
+        &mut self,
+        entities: &IndexMap<String, Entity>,
+        patterns: &IndexMap<u32, Pattern>,
+        e: &Entity,
+    ) {
+        let number = |a: Option<&super::super::Attribute>| {
+            a.is_some_and(|a| matches!(a.ty, Type::Int { .. } | Type::Cents { .. } | Type::Counter))
+        };
+        for (name, a) in &e.attributes {
+            if a.auto == Some(super::super::Auto::Position) {
+                let listed = entities.values().any(|p| {
+                    p.lists.keys().any(|l| {
+                        super::super::list_child(entities, patterns, p, l)
+                            .is_some_and(|c| c.name == e.name)
+                    })
+                });
+                if !listed {
+                    self.refuse("writes", format!("attribute `{name}`: `auto = \"position\"` is a child's place in a list, and no list holds {}", e.name));
+                }
+            }
+            let Some(c) = &a.computed else { continue };
+            match c {
+                super::super::Computed::Product(x, y) => {
+                    for f in [x, y] {
+                        if !number(e.attributes.get(f)) {
+                            self.refuse("writes", format!("attribute `{name}` is computed from `{f}`, which is no number of {}", e.name));
+                        }
+                    }
+                }
+                super::super::Computed::Sum { list, attribute } => {
+                    match super::super::list_child(entities, patterns, e, list) {
+                        Some(child) if number(child.attributes.get(attribute)) => {}
+                        Some(child) => self.refuse(
+                            "writes",
+                            format!(
+                                "attribute `{name}` sums `{attribute}`, which is no number of {}",
+                                child.name
+                            ),
+                        ),
+                        None => self.refuse(
+                            "writes",
+                            format!(
+                                "attribute `{name}` sums over `{list}`, which is no list of {}",
+                                e.name
+                            ),
+                        ),
+                    }
+                }
+                super::super::Computed::Count(list) => {
+                    if super::super::list_child(entities, patterns, e, list).is_none() {
+                        self.refuse(
+                            "writes",
+                            format!(
+                                "attribute `{name}` counts `{list}`, which is no list of {}",
+                                e.name
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// A marker entity (of a unique attribute, or of a client token) holds the value it
     /// keeps in its key and names its owner.
     fn marker(&mut self, owner: &Entity, m: &Entity, attr: &str, what: &str) {
@@ -285,6 +353,7 @@ impl Checker {
                     && !matches!(attr.ty, Type::Counter)
                     && attr.auto.is_none()
                     && attr.on_create.is_none()
+                    && attr.computed.is_none()
                     && e.writes.version.as_deref() != Some(a)
             };
             let fields = match (&m.fields, action) {
@@ -360,6 +429,45 @@ impl Checker {
                     );
                 }
             }
+            // The children written with a create: at most their list's `max` each.
+            let mut children = 0;
+            for list in m.with.keys() {
+                if action != Action::Create {
+                    self.refuse(
+                        "writes",
+                        format!("mutation `{name}`: `with` writes children with a create"),
+                    );
+                    continue;
+                }
+                if super::super::list_child(entities, patterns, e, list).is_none() {
+                    self.refuse(
+                        "writes",
+                        format!(
+                            "mutation `{name}` writes `{list}` with it, which is no list of {}",
+                            e.name
+                        ),
+                    );
+                    continue;
+                };
+                let l = &e.lists[list];
+                let max = l.max.unwrap_or(crate::collections::MAX_PAGE_SIZE);
+                if l.min.unwrap_or(0) > max {
+                    self.refuse(
+                        "writes",
+                        format!("list `{list}`: its `min` is more than its `max`"),
+                    );
+                }
+                children += max as usize;
+                if m.token.is_some() {
+                    let carries = matches!(
+                        &patterns[&l.pattern].request,
+                        Request::Query { parent: Some(p), .. } if *p == e.name
+                    );
+                    if !carries {
+                        self.refuse("writes", format!("mutation `{name}`: a client token's replay reads the {} back with its `{list}`, and pattern {} does not read it with them", e.name, l.pattern));
+                    }
+                }
+            }
             let shards = entities
                 .values()
                 .find(|s| s.shards_of.as_ref().is_some_and(|(of, _)| *of == e.name))
@@ -379,6 +487,7 @@ impl Checker {
                         + checked.len()
                         + shards
                         + usize::from(m.token.is_some())
+                        + children
                 }
                 Action::Update => {
                     let unique = fields
@@ -445,7 +554,16 @@ impl Checker {
             let plain = e.plain_id.as_deref().unwrap_or("id");
             for f in m.input.keys() {
                 let known = match action {
-                    Action::Create => e.attributes.contains_key(f) || f == "clientToken",
+                    Action::Create => {
+                        e.attributes.contains_key(f)
+                            || f == "clientToken"
+                            || m.with.contains_key(f)
+                            || f.split_once('.').is_some_and(|(list, field)| {
+                                m.with.contains_key(list)
+                                    && super::super::list_child(entities, patterns, e, list)
+                                        .is_some_and(|c| c.attributes.contains_key(field))
+                            })
+                    }
                     Action::Update | Action::Delete => {
                         (by_id && f == plain)
                             || (!by_id && key.iter().any(|k| k == f))
@@ -482,7 +600,8 @@ impl Checker {
                     }),
                     description: m.description.clone(),
                     input_description: m.input_description.clone(),
-                    payload_description: m.payload_description.clone(),
+                    payload: m.payload.clone(),
+                    with: m.with.clone(),
                     input: m.input.clone(),
                     request,
                 },

@@ -59,13 +59,18 @@ pub fn build(chart: Arc<Chart>, writes: Option<Writes>) -> SchemaBuilder {
         )
     };
     schema = schema.register(
-        // As the derived `Cents` says it ([`crate::graphql::scalars`]); a chart's values
-        // are checked where they are parsed.
-        Scalar::new("Cents").description(
-            "An amount of money in cents, as a decimal string of a whole number: `\"10000000000\"` is\n\
-             100,000,000.00. Exact in every client whatever its size (parse it with `BigInt` in\n\
-             JavaScript). As input: such a string, or a whole number up to 2^53.",
-        ),
+        // As the derived `Cents` says it and takes it ([`crate::graphql::scalars`]): a
+        // value it refuses fails validation, before anything runs.
+        Scalar::new("Cents")
+            .description(
+                "An amount of money in cents, as a decimal string of a whole number: `\"10000000000\"` is\n\
+                 100,000,000.00. Exact in every client whatever its size (parse it with `BigInt` in\n\
+                 JavaScript). As input: such a string, or a whole number up to 2^53.",
+            )
+            .validator(|v| {
+                <crate::graphql::scalars::Cents as async_graphql::ScalarType>::parse(v.clone())
+                    .is_ok()
+            }),
     );
     for (name, e) in &chart.enums {
         let mut en = Enum::new(name).items(e.values.iter().map(EnumItem::new));
@@ -185,7 +190,7 @@ fn type_ref(ty: &Type, optional: bool) -> TypeRef {
         match ty {
             Type::Int { .. } | Type::Counter => TypeRef::INT.into(),
             Type::Boolean => TypeRef::BOOLEAN.into(),
-            Type::Cents => "Cents".into(),
+            Type::Cents { .. } => "Cents".into(),
             Type::Enum { name, .. } | Type::Shape(name) => name.clone(),
             Type::Map { of, .. } => format!("{}Entry", inner_name(of)),
             _ => TypeRef::STRING.into(),
@@ -205,7 +210,7 @@ fn inner_name(ty: &Type) -> String {
     match ty {
         Type::Int { .. } | Type::Counter => "Int".into(),
         Type::Boolean => "Boolean".into(),
-        Type::Cents => "Cents".into(),
+        Type::Cents { .. } => "Cents".into(),
         Type::Enum { name, .. } | Type::Shape(name) => name.clone(),
         _ => "String".into(),
     }

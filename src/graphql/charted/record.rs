@@ -244,7 +244,7 @@ fn fits(ty: &Type, v: &AttributeValue) -> bool {
             Type::String { .. } | Type::Timestamp | Type::Kind(_) | Type::Enum { .. },
             AttributeValue::S(_),
         ) => true,
-        (Type::Int { .. } | Type::Counter | Type::Cents, AttributeValue::N(n)) => {
+        (Type::Int { .. } | Type::Counter | Type::Cents { .. }, AttributeValue::N(n)) => {
             n.parse::<i64>().is_ok()
         }
         (Type::Boolean, AttributeValue::Bool(_)) => true,
@@ -258,7 +258,7 @@ fn fits(ty: &Type, v: &AttributeValue) -> bool {
 fn to_value(chart: &Chart, ty: &Type, v: &AttributeValue) -> Value {
     match (ty, v) {
         (Type::Enum { .. }, AttributeValue::S(s)) => Value::Enum(Name::new(s)),
-        (Type::Cents, AttributeValue::N(n)) => Value::String(n.clone()),
+        (Type::Cents { .. }, AttributeValue::N(n)) => Value::String(n.clone()),
         (Type::Int { .. } | Type::Counter, AttributeValue::N(n)) => {
             let n: i64 = n.parse().unwrap_or(0);
             Value::from(n.clamp(i32::MIN.into(), i32::MAX.into()))

@@ -18,6 +18,12 @@ const DEFAULT_MAX_CHARS: usize = 100_000;
 /// bound) take line breaks and tabs.
 const ONE_LINE_CHARS: usize = 200;
 
+/// The attribute an input field's path ends at (`lines[1].quantity` → `quantity`): what
+/// a refusal of a number names.
+fn attribute(field: &str) -> &str {
+    field.rsplit('.').next().unwrap_or(field)
+}
+
 /// The name of a shape's input object (`Hours` → `HoursInput`).
 pub fn shape_input(shape: &str) -> String {
     format!("{shape}Input")
@@ -38,7 +44,7 @@ pub fn type_ref(ty: &Type, required: bool) -> TypeRef {
         match ty {
             Type::Int { .. } | Type::Counter => TypeRef::INT.into(),
             Type::Boolean => TypeRef::BOOLEAN.into(),
-            Type::Cents => "Cents".into(),
+            Type::Cents { .. } => "Cents".into(),
             Type::Enum { name, .. } => name.clone(),
             Type::Shape(name) => shape_input(name),
             _ => TypeRef::STRING.into(),
@@ -62,9 +68,18 @@ pub fn stored(
 ) -> Result<AttributeValue, ApiError> {
     let bad = |m: String| ApiError::bad_input(field, m);
     Ok(match (ty, v) {
-        (Type::String { max_length }, Value::String(s)) => {
+        (
+            Type::String {
+                max_length,
+                one_line,
+            },
+            Value::String(s),
+        ) => {
             let max = max_length.unwrap_or(DEFAULT_MAX_CHARS);
-            let multiline = max_length.is_none_or(|m| m > ONE_LINE_CHARS);
+            let multiline = match one_line {
+                Some(one) => !one,
+                None => max_length.is_none_or(|m| m > ONE_LINE_CHARS),
+            };
             AttributeValue::S(text(field, s, max, multiline)?)
         }
         (Type::Int { min, max }, Value::Number(n)) => {
@@ -78,11 +93,12 @@ pub fn stored(
             }
             if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
                 return Err(bad(format!(
-                    "{field} must be {}",
+                    "{} must be {}",
+                    attribute(field),
                     match (min, max) {
                         (Some(a), Some(b)) => format!("from {a} to {b}"),
-                        (Some(a), None) => format!("at least {a}"),
-                        (None, Some(b)) => format!("at most {b}"),
+                        (Some(a), None) => format!("{a} or more"),
+                        (None, Some(b)) => format!("{b} or less"),
                         (None, None) => String::new(),
                     }
                 )));
@@ -103,17 +119,20 @@ pub fn stored(
                     .map_err(|_| bad(format!("{field} is out of range")))?,
             )
         }
-        (Type::Cents, Value::String(s)) => {
-            let n: i64 = s
-                .parse()
-                .map_err(|_| bad(format!("{field} must be a whole number of cents")))?;
-            AttributeValue::N(n.to_string())
-        }
-        (Type::Cents, Value::Number(n)) => {
-            let n = n
-                .as_i64()
-                .filter(|n| n.unsigned_abs() <= 1 << 53)
-                .ok_or_else(|| bad(format!("{field} must be a whole number of cents up to 2^53; send larger amounts as a string")))?;
+        (Type::Cents { min }, Value::String(_) | Value::Number(_)) => {
+            let n = match v {
+                Value::String(s) => s
+                    .parse::<i64>()
+                    .map_err(|_| bad(format!("{field} must be a whole number of cents")))?,
+                Value::Number(n) => n
+                    .as_i64()
+                    .filter(|n| n.unsigned_abs() <= 1 << 53)
+                    .ok_or_else(|| bad(format!("{field} must be a whole number of cents up to 2^53; send larger amounts as a string")))?,
+                _ => return Err(ApiError::Internal),
+            };
+            if let Some(m) = min.filter(|m| n < *m) {
+                return Err(bad(format!("{} must be {m} or more", attribute(field))));
+            }
             AttributeValue::N(n.to_string())
         }
         (Type::Kind(k), Value::String(s)) => AttributeValue::S(

@@ -52,23 +52,88 @@ pub fn register_types(mut schema: SchemaBuilder, chart: &Arc<Chart>) -> SchemaBu
         }
         schema = schema.register(obj);
     }
+    let mut children = std::collections::HashSet::new();
     for m in chart.mutations.values() {
         let e = &chart.entities[&m.entity];
         schema = schema
-            .register(input_type(m, e))
+            .register(input_type(chart, m, e))
             .register(payload_type(m, e));
+        for (list, description) in &m.with {
+            if let Some(child) = crate::chart::list_child(&chart.entities, &chart.patterns, e, list)
+            {
+                if children.insert(child.name.clone()) {
+                    schema = schema.register(child_input(m, e, list, child, description));
+                }
+            }
+        }
     }
     schema
+}
+
+/// The input object of a child written with its parent (`OrderLineInput`): what the
+/// child takes from its caller, less what it takes from its parent; the mutation's
+/// `input` says the order and descriptions of its fields as `list.field`.
+fn child_input(
+    m: &Mutation,
+    parent: &Entity,
+    list: &str,
+    child: &Entity,
+    description: &str,
+) -> InputObject {
+    let inherited = write::inherited(parent, child);
+    let fields: Vec<(String, TypeRef, Option<String>)> = given_on_create(child)
+        .filter(|(name, _)| !inherited.contains(&name.as_str()))
+        .map(|(name, a)| {
+            (
+                name.clone(),
+                input::type_ref(&a.ty, !a.optional),
+                a.description.clone(),
+            )
+        })
+        .collect();
+    let prefix = format!("{list}.");
+    let declared = m
+        .input
+        .iter()
+        .filter_map(|(k, d)| k.strip_prefix(&prefix).map(|f| (f.to_owned(), d.clone())));
+    let mut obj = InputObject::new(child_input_name(child));
+    if !description.is_empty() {
+        obj = obj.description(description);
+    }
+    for (name, ty, description) in ordered(fields, declared) {
+        let mut f = InputValue::new(name, ty);
+        if let Some(d) = description {
+            f = f.description(d);
+        }
+        obj = obj.field(f);
+    }
+    obj
+}
+
+fn child_input_name(child: &Entity) -> String {
+    format!("{}Input", child.name)
+}
+
+/// Input fields in the declared order, with the declared descriptions (`""`: none), then
+/// the rest.
+fn ordered(
+    mut fields: Vec<(String, TypeRef, Option<String>)>,
+    declared: impl IntoIterator<Item = (String, String)>,
+) -> Vec<(String, TypeRef, Option<String>)> {
+    let mut out = Vec::with_capacity(fields.len());
+    for (name, description) in declared {
+        if let Some(i) = fields.iter().position(|(n, _, _)| *n == name) {
+            let (n, ty, _) = fields.remove(i);
+            out.push((n, ty, (!description.is_empty()).then_some(description)));
+        }
+    }
+    out.extend(fields);
+    out
 }
 
 /// The Mutation root's field of `m`.
 pub fn field(chart: &Arc<Chart>, m: &Mutation) -> Field {
     mutation_field(chart, m, &chart.entities[&m.entity])
-}
-
-/// The names of the input object and the payload of `m`.
-pub fn type_names(m: &Mutation) -> [String; 2] {
-    [input_name(m), payload_name(m)]
 }
 
 fn upper_first(s: &str) -> String {
@@ -104,6 +169,7 @@ fn given_on_create(e: &Entity) -> impl Iterator<Item = (&String, &crate::chart::
     e.attributes.iter().filter(|(name, a)| {
         a.auto.is_none()
             && a.on_create.is_none()
+            && a.computed.is_none()
             && input::writable(&a.ty)
             && e.writes.version.as_deref() != Some(name.as_str())
             && e.writes
@@ -113,7 +179,7 @@ fn given_on_create(e: &Entity) -> impl Iterator<Item = (&String, &crate::chart::
     })
 }
 
-fn input_type(m: &Mutation, e: &Entity) -> InputObject {
+fn input_type(chart: &Chart, m: &Mutation, e: &Entity) -> InputObject {
     // Each field: its name, type and description, in the default order.
     let mut fields: Vec<(String, TypeRef, Option<String>)> = Vec::new();
     let key = |fields: &mut Vec<(String, TypeRef, Option<String>)>| {
@@ -170,6 +236,24 @@ fn input_type(m: &Mutation, e: &Entity) -> InputObject {
                     a.description.clone(),
                 ));
             }
+            for list in m.with.keys() {
+                let Some(child) =
+                    crate::chart::list_child(&chart.entities, &chart.patterns, e, list)
+                else {
+                    continue;
+                };
+                let min = e.lists[list].min.unwrap_or(0);
+                let name = child_input_name(child);
+                fields.push((
+                    list.clone(),
+                    if min > 0 {
+                        TypeRef::named_nn_list_nn(name)
+                    } else {
+                        TypeRef::named_nn_list(name)
+                    },
+                    e.lists[list].description.clone(),
+                ));
+            }
             if m.token.is_some() {
                 fields.push((
                     "clientToken".to_owned(),
@@ -201,18 +285,7 @@ fn input_type(m: &Mutation, e: &Entity) -> InputObject {
         }
     }
     // The declared order and descriptions first.
-    let mut ordered = Vec::with_capacity(fields.len());
-    for (name, description) in &m.input {
-        if let Some(i) = fields.iter().position(|(n, _, _)| n == name) {
-            let (n, ty, _) = fields.remove(i);
-            ordered.push((
-                n,
-                ty,
-                (!description.is_empty()).then(|| description.clone()),
-            ));
-        }
-    }
-    ordered.extend(fields);
+    let ordered = ordered(fields, m.input.iter().map(|(k, d)| (k.clone(), d.clone())));
     let mut obj = InputObject::new(input_name(m));
     if let Some(d) = &m.input_description {
         obj = obj.description(d);
@@ -267,9 +340,7 @@ fn payload_type(m: &Mutation, e: &Entity) -> Object {
             )
         })
         .description(match m.action {
-            _ if m.payload_description.is_some() => {
-                m.payload_description.clone().unwrap_or_default()
-            }
+            _ if m.payload.contains_key(&field) => m.payload[&field].clone(),
             Action::Create => format!("The {words} as created."),
             Action::Update if e.writes.version.is_some() => {
                 format!("The {words} as changed, at its new `version`.")
@@ -287,9 +358,10 @@ fn payload_type(m: &Mutation, e: &Entity) -> Object {
                         .map(|a| FieldValue::value(Value::Boolean(a.replayed))),
                 )
             })
-            .description(
+            .description(m.payload.get("replayed").map_or(
                 "True when `clientToken` named an item created before: nothing new was created.",
-            ),
+                String::as_str,
+            )),
         );
     }
     obj
@@ -319,8 +391,14 @@ fn mutation_field(chart: &Arc<Chart>, m: &Mutation, e: &Entity) -> Field {
                     .entities
                     .values()
                     .any(|s| s.shards_of.as_ref().is_some_and(|(of, _)| *of == e.name));
-            let obj = Obj::of(&chart, written.item.clone(), created_with_shards)
+            let mut obj = Obj::of(&chart, written.item.clone(), created_with_shards)
                 .map_err(|e| e.extend())?;
+            // The children written with it (read back with it): no second read.
+            for (list, items) in written.lists {
+                obj = obj
+                    .with_list(&chart, &list, items)
+                    .map_err(|e| e.extend())?;
+            }
             if m.action == Action::Delete {
                 rc.after_write_items(Vec::new()).await;
             } else {

@@ -79,7 +79,9 @@ impl Obj {
             children,
             more: false,
         };
-        self.pages = Arc::new(HashMap::from([(page_slot(field, ""), Ok(fetched))]));
+        let mut pages = (*self.pages).clone();
+        pages.insert(page_slot(field, ""), Ok(fetched));
+        self.pages = Arc::new(pages);
         Ok(self)
     }
 }

@@ -11,33 +11,22 @@ pub(super) async fn create(
     input: &IndexMap<Name, Value>,
 ) -> Result<Written> {
     let now = crate::model::now();
+    let given = |name: &str| input.get(name).filter(|v| !matches!(v, Value::Null));
     let mut item = Item::new();
     for (name, a) in &e.attributes {
-        let given = input
-            .get(name.as_str())
-            .filter(|v| !matches!(v, Value::Null));
-        let value = if let Some(auto) = a.auto {
-            Some(match auto {
-                Auto::Ulid => s(&Id::generate().to_string()),
-                Auto::Created | Auto::Updated => s(&now),
-            })
-        } else if let Some(constant) = &a.on_create {
-            Some(constant.clone())
-        } else if e.writes.version.as_deref() == Some(name) {
-            Some(n(1))
-        } else if let Some(l) = e.writes.lifecycle.as_ref().filter(|l| l.attribute == *name) {
-            Some(s(&l.initial))
-        } else if matches!(a.ty, Type::Counter) {
-            Some(n(0))
-        } else if let Some(v) = given {
-            Some(stored(chart, name, &a.ty, v)?)
-        } else if a.optional {
-            None
-        } else {
-            return Err(ApiError::bad_input(name, format!("{name} is required")));
-        };
-        if let Some(v) = value {
+        if let Some(v) = initial(chart, e, name, a, given(name), name, &now, 1)? {
             item.insert(name.clone(), v);
+        }
+    }
+    // The children written with it, then what the item computes from them.
+    let mut lists: Vec<(String, Vec<Item>)> = Vec::new();
+    for list in m.with.keys() {
+        let items = children(chart, e, list, given(list), &item, &now)?;
+        lists.push((list.clone(), items));
+    }
+    for (name, a) in &e.attributes {
+        if let Some(c) = &a.computed {
+            item.insert(name.clone(), computed(e, c, &item, &lists, name)?);
         }
     }
     let vars = vars_of(e, &item);
@@ -85,6 +74,14 @@ pub(super) async fn create(
         Put::new(item.clone()).when(Condition::not_exists(pk.clone())),
     ));
     meanings.push(Meaning::Taken(own));
+    for (_, items) in &lists {
+        for child in items {
+            actions.push(TransactAction::Put(
+                Put::new(child.clone()).when(Condition::not_exists(pk.clone())),
+            ));
+            meanings.push(Meaning::Corrupt("a child of a new item exists"));
+        }
+    }
     for (attr, marker) in &e.writes.unique {
         if !item.contains_key(attr) {
             continue;
@@ -113,6 +110,7 @@ pub(super) async fn create(
     match send(rc, actions, sharded).await {
         Ok(_) => Ok(Written {
             item,
+            lists,
             replayed: false,
         }),
         Err(err) => {
@@ -120,12 +118,181 @@ pub(super) async fn create(
                 if let Some(CancelReason::ConditionalCheckFailed { item: Some(found) }) =
                     reasons.first()
                 {
-                    return replay(rc, e, found).await;
+                    return replay(rc, chart, m, e, found).await;
                 }
             }
             Err(explain(err, &meanings))
         }
     }
+}
+
+/// The value a create writes for attribute `name` (`None`: none, an optional attribute
+/// not given), named `field` in a refusal; `position`: its place in the list it is
+/// written with (1 for an item alone). A computed one comes after the rest.
+#[allow(clippy::too_many_arguments)]
+fn initial(
+    chart: &Chart,
+    e: &Entity,
+    name: &str,
+    a: &crate::chart::Attribute,
+    given: Option<&Value>,
+    field: &str,
+    now: &str,
+    position: usize,
+) -> Result<Option<AttributeValue>> {
+    Ok(Some(if let Some(auto) = a.auto {
+        match auto {
+            Auto::Ulid => s(&Id::generate().to_string()),
+            Auto::Created | Auto::Updated => s(now),
+            Auto::Position => n(position as i64),
+        }
+    } else if let Some(constant) = &a.on_create {
+        constant.clone()
+    } else if a.computed.is_some() {
+        return Ok(None);
+    } else if e.writes.version.as_deref() == Some(name) {
+        n(1)
+    } else if let Some(l) = e.writes.lifecycle.as_ref().filter(|l| l.attribute == name) {
+        s(&l.initial)
+    } else if matches!(a.ty, Type::Counter) {
+        n(0)
+    } else if let Some(v) = given {
+        stored(chart, field, &a.ty, v)?
+    } else if a.optional {
+        return Ok(None);
+    } else {
+        return Err(ApiError::bad_input(field, format!("{field} is required")));
+    }))
+}
+
+/// The children of `list` a create writes with `parent`, from the input given: within
+/// the list's bounds, each with the parent's key values it shares, its place, its own
+/// values and what it computes, its keys rendered.
+fn children(
+    chart: &Chart,
+    e: &Entity,
+    list: &str,
+    given: Option<&Value>,
+    parent: &Item,
+    now: &str,
+) -> Result<Vec<Item>> {
+    let child = crate::chart::list_child(&chart.entities, &chart.patterns, e, list)
+        .ok_or(ApiError::Internal)?;
+    let l = &e.lists[list];
+    let given: &[Value] = match given {
+        None => &[],
+        Some(Value::List(v)) => v,
+        Some(_) => return Err(ApiError::bad_input(list, format!("{list} is a list"))),
+    };
+    let (min, max) = (
+        l.min.unwrap_or(0) as usize,
+        l.max.unwrap_or(crate::collections::MAX_PAGE_SIZE) as usize,
+    );
+    if given.len() < min || given.len() > max {
+        return Err(ApiError::bad_input(
+            list,
+            format!(
+                "{} has {min} to {max} {list}, got {}",
+                crate::chart::one(&e.name),
+                given.len()
+            ),
+        ));
+    }
+    let from_parent = inherited(e, child);
+    let mut out = Vec::with_capacity(given.len());
+    for (i, v) in given.iter().enumerate() {
+        let path = format!("{list}[{i}]");
+        let Value::Object(o) = v else {
+            return Err(ApiError::bad_input(&path, format!("{path} is an object")));
+        };
+        let mut item = Item::new();
+        for (name, a) in &child.attributes {
+            let value = if from_parent.contains(&name.as_str()) {
+                parent.get(name).cloned()
+            } else {
+                let given = o.get(name.as_str()).filter(|v| !matches!(v, Value::Null));
+                initial(
+                    chart,
+                    child,
+                    name,
+                    a,
+                    given,
+                    &format!("{path}.{name}"),
+                    now,
+                    i + 1,
+                )?
+            };
+            if let Some(v) = value {
+                item.insert(name.clone(), v);
+            }
+        }
+        for (name, a) in &child.attributes {
+            if let Some(c) = &a.computed {
+                item.insert(name.clone(), computed(child, c, &item, &[], &path)?);
+            }
+        }
+        let item = with_keys(chart, child, item)?;
+        crate::store::validate::item_within_size(&item).map_err(|_| {
+            ApiError::bad_input(&path, "the item would be larger than DynamoDB's 400 KB")
+        })?;
+        out.push(item);
+    }
+    Ok(out)
+}
+
+/// The attributes a child takes from its parent: those named as the parent's key values.
+pub(in crate::graphql::charted::mutate) fn inherited<'a>(
+    parent: &Entity,
+    child: &'a Entity,
+) -> Vec<&'a str> {
+    child
+        .attributes
+        .keys()
+        .map(String::as_str)
+        .filter(|a| {
+            parent
+                .key
+                .pk
+                .vars()
+                .chain(parent.key.sk.vars())
+                .any(|v| v.name == *a)
+        })
+        .collect()
+}
+
+/// A computed number of `item` (`lists`: the children written with it), its overflow
+/// refused as `BAD_USER_INPUT`: a product's naming `field`, a total's naming its list.
+fn computed(
+    e: &Entity,
+    c: &Computed,
+    item: &Item,
+    lists: &[(String, Vec<Item>)],
+    field: &str,
+) -> Result<AttributeValue> {
+    let of = |list: &str| {
+        lists
+            .iter()
+            .find(|(l, _)| l == list)
+            .map_or(&[][..], |(_, items)| items.as_slice())
+    };
+    let value = match c {
+        Computed::Product(a, b) => number(item.get(a))
+            .checked_mul(number(item.get(b)))
+            .ok_or_else(|| ApiError::bad_input(field, format!("{a} × {b} is too large")))?,
+        Computed::Sum { list, attribute } => of(list)
+            .iter()
+            .try_fold(0i64, |sum, child| {
+                sum.checked_add(number(child.get(attribute)))
+            })
+            .ok_or_else(|| {
+                ApiError::bad_input(
+                    list,
+                    format!("the {} total is too large", crate::chart::words(&e.name)),
+                )
+            })?,
+        Computed::Count(list) => of(list).len() as i64,
+    };
+    Ok(n(value))
 }
 
 /// A tenant is created only by a caller that sees every tenant or by the one its token
@@ -153,8 +320,23 @@ pub(super) fn key_field(e: &Entity) -> String {
         .map_or_else(|| lower(&e.name), |v| v.name.clone())
 }
 
-/// The item a used client token placed, read back: nothing new was written.
-pub(super) async fn replay(rc: &RequestContext, e: &Entity, found: &Item) -> Result<Written> {
+/// How many times a replay reads back, with its children, the item a token made before
+/// giving up (on [`crate::store::retry_schedule`], about 4 s in all): the item was written
+/// with its token's marker, but the pattern that reads it with its children may read an
+/// index, which DynamoDB updates typically within a second, sometimes later.
+const REPLAY_READ_ATTEMPTS: u32 = 9;
+
+/// The item a used client token placed, read back: nothing new was written. With children
+/// written with it, the pattern of each list reads it with them (a Query, read again with
+/// backoff while an index has not caught up); else one GetItem.
+pub(super) async fn replay(
+    rc: &RequestContext,
+    chart: &Chart,
+    m: &Mutation,
+    e: &Entity,
+    found: &Item,
+) -> Result<Written> {
+    use backon::Retryable;
     let mut owner = Item::new();
     for v in e.key.pk.vars().chain(e.key.sk.vars()) {
         if let Some(value) = found.get(&v.name) {
@@ -162,22 +344,86 @@ pub(super) async fn replay(rc: &RequestContext, e: &Entity, found: &Item) -> Res
         }
     }
     let vars = vars_of(e, &owner);
-    let key = PrimaryKey::new(render(&e.key.pk, &vars)?, render(&e.key.sk, &vars)?);
-    match rc
-        .store
-        .get_item(GetItem {
-            key,
-            consistent_read: true,
-        })
-        .await?
-    {
-        Some(item) => Ok(Written {
-            item,
-            replayed: true,
-        }),
-        // The token made an item that has been deleted since: the retry creates nothing.
-        None => Err(ApiError::Missing {
-            field: lower(&e.name).into(),
-        }),
+    let gone = || ApiError::Missing {
+        field: lower(&e.name).into(),
+    };
+    if m.with.is_empty() {
+        let key = PrimaryKey::new(render(&e.key.pk, &vars)?, render(&e.key.sk, &vars)?);
+        return match rc
+            .store
+            .get_item(GetItem {
+                key,
+                consistent_read: true,
+            })
+            .await?
+        {
+            Some(item) => Ok(Written {
+                item,
+                lists: Vec::new(),
+                replayed: true,
+            }),
+            // The token made an item that has been deleted since: the retry creates nothing.
+            None => Err(gone()),
+        };
     }
+    let mut item = None;
+    let mut lists = Vec::new();
+    for list in m.with.keys() {
+        let l = &e.lists[list];
+        let pattern = &chart.patterns[&l.pattern];
+        // One page of the largest size holds the whole list (its `max` is at most that).
+        let whole = crate::graphql::connection::Resolved {
+            size: crate::collections::MAX_PAGE_SIZE,
+            start: None,
+            forward: true,
+        };
+        let read = || async {
+            let fetched =
+                super::super::super::read::page(rc.store.as_ref(), chart, pattern, &vars, &whole)
+                    .await?;
+            if fetched.parent.is_none() {
+                return Err(gone());
+            }
+            Ok(fetched)
+        };
+        // An item deleted since is as missing as one an index has not caught up with:
+        // after the retries, a strongly consistent read of the item tells them apart
+        // (`NOT_FOUND`, or `UNAVAILABLE`: it is there and cannot be read with its children
+        // yet, so try again).
+        let fetched = match read
+            .retry(crate::store::retry_schedule(REPLAY_READ_ATTEMPTS - 1))
+            .when(|e| matches!(e, ApiError::Missing { .. }))
+            .await
+        {
+            Err(ApiError::Missing { .. }) => {
+                let key = PrimaryKey::new(render(&e.key.pk, &vars)?, render(&e.key.sk, &vars)?);
+                let there = rc
+                    .store
+                    .get_item(GetItem {
+                        key,
+                        consistent_read: true,
+                    })
+                    .await?;
+                return Err(if there.is_some() {
+                    tracing::warn!(entity = %e.name, "a replay cannot read back the item its token made yet");
+                    ApiError::Unavailable
+                } else {
+                    gone()
+                });
+            }
+            other => other?,
+        };
+        if let Some(parent) = fetched.parent {
+            item.get_or_insert_with(|| parent.item.clone());
+        }
+        lists.push((
+            list.clone(),
+            fetched.children.iter().map(|c| c.item.clone()).collect(),
+        ));
+    }
+    Ok(Written {
+        item: item.ok_or_else(gone)?,
+        lists,
+        replayed: true,
+    })
 }

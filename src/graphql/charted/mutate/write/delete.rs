@@ -69,6 +69,7 @@ pub(super) async fn delete(
         return match rc.store.delete_item(d).await {
             Ok(Some(item)) => Ok(Written {
                 item,
+                lists: Vec::new(),
                 replayed: false,
             }),
             Ok(None) => Err(ApiError::Missing {
@@ -121,6 +122,7 @@ pub(super) async fn delete(
             Ok(_) => {
                 return Ok(Written {
                     item: current,
+                    lists: Vec::new(),
                     replayed: false,
                 })
             }

@@ -30,7 +30,7 @@ use super::input::stored;
 use crate::auth::{Access, Role};
 use crate::chart::template::Value as KeyValue;
 use crate::chart::types::Type;
-use crate::chart::{Action, Auto, Chart, Count, Entity, Mutation};
+use crate::chart::{Action, Auto, Chart, Computed, Count, Entity, Mutation};
 use crate::collections::failed_condition as failed;
 use crate::graphql::context::RequestContext;
 use crate::graphql::errors::ApiError;
@@ -47,6 +47,7 @@ mod touches;
 mod update;
 
 use create::create;
+pub(super) use create::inherited;
 use delete::delete;
 use touches::*;
 use update::update;
@@ -57,6 +58,8 @@ const ATTEMPTS: usize = 3;
 /// What a mutation wrote: the item as stored (as deleted, for a delete).
 pub struct Written {
     pub item: Item,
+    /// The children written with it (read back with it, for a replay), by list.
+    pub lists: Vec<(String, Vec<Item>)>,
     pub replayed: bool,
 }
 

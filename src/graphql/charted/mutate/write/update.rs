@@ -90,12 +90,14 @@ pub(super) async fn update(
             Ok(Some(item)) => {
                 return Ok(Written {
                     item,
+                    lists: Vec::new(),
                     replayed: false,
                 })
             }
             Ok(None) => {
                 return Ok(Written {
                     item: next,
+                    lists: Vec::new(),
                     replayed: false,
                 })
             }
@@ -192,6 +194,7 @@ pub(super) async fn update_in_place(
     match rc.store.update_item(update).await {
         Ok(Some(item)) => Ok(Written {
             item,
+            lists: Vec::new(),
             replayed: false,
         }),
         Ok(None) => Err(ApiError::Internal),
