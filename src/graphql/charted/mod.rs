@@ -59,18 +59,13 @@ pub fn build(chart: Arc<Chart>, writes: Option<Writes>) -> SchemaBuilder {
         )
     };
     schema = schema.register(
-        // As the derived `Cents` says it and takes it ([`crate::graphql::scalars`]): a
-        // value it refuses fails validation, before anything runs.
-        Scalar::new("Cents")
-            .description(
-                "An amount of money in cents, as a decimal string of a whole number: `\"10000000000\"` is\n\
-                 100,000,000.00. Exact in every client whatever its size (parse it with `BigInt` in\n\
-                 JavaScript). As input: such a string, or a whole number up to 2^53.",
-            )
-            .validator(|v| {
-                <crate::graphql::scalars::Cents as async_graphql::ScalarType>::parse(v.clone())
-                    .is_ok()
-            }),
+        // As the derived `Cents` says it ([`crate::graphql::scalars`]); a value is parsed
+        // by it where the input is read, when the field runs (`BAD_USER_INPUT`).
+        Scalar::new("Cents").description(
+            "An amount of money in cents, as a decimal string of a whole number: `\"10000000000\"` is\n\
+             100,000,000.00. Exact in every client whatever its size (parse it with `BigInt` in\n\
+             JavaScript). As input: such a string, or a whole number up to 2^53.",
+        ),
     );
     for (name, e) in &chart.enums {
         let mut en = Enum::new(name).items(e.values.iter().map(EnumItem::new));

@@ -119,17 +119,12 @@ pub fn stored(
                     .map_err(|_| bad(format!("{field} is out of range")))?,
             )
         }
-        (Type::Cents { min }, Value::String(_) | Value::Number(_)) => {
-            let n = match v {
-                Value::String(s) => s
-                    .parse::<i64>()
-                    .map_err(|_| bad(format!("{field} must be a whole number of cents")))?,
-                Value::Number(n) => n
-                    .as_i64()
-                    .filter(|n| n.unsigned_abs() <= 1 << 53)
-                    .ok_or_else(|| bad(format!("{field} must be a whole number of cents up to 2^53; send larger amounts as a string")))?,
-                _ => return Err(ApiError::Internal),
-            };
+        (Type::Cents { min }, _) => {
+            // The `Cents` scalar's own parsing, and its words ("Failed to parse "Cents":
+            // … is not a whole number of cents …").
+            let crate::graphql::scalars::Cents(n) =
+                <crate::graphql::scalars::Cents as async_graphql::ScalarType>::parse(v.clone())
+                    .map_err(|e| bad(e.into_server_error(Default::default()).message))?;
             if let Some(m) = min.filter(|m| n < *m) {
                 return Err(bad(format!("{} must be {m} or more", attribute(field))));
             }
