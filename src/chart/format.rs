@@ -229,6 +229,30 @@ pub struct Subscription {
     /// had the value given before the change or has it after.
     #[serde(default)]
     pub filters: Vec<String>,
+    /// Filters whose argument is named otherwise, or required: `username = { attribute =
+    /// "requester", required = true }`; `attribute = "id"`: the item's global id or its
+    /// plain id.
+    #[serde(default)]
+    pub arguments: IndexMap<String, Argument>,
+    /// Event fields `previous{Attribute}`, each with its description: the attribute's
+    /// value before an update that changed it (`previousStatus`).
+    #[serde(default)]
+    pub previous: IndexMap<String, String>,
+    /// Whether its events carry `changed`, the attributes an update changed (default).
+    #[serde(default = "yes")]
+    pub changed: bool,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// A subscription's filter under an argument name of its own.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Argument {
+    /// The attribute it filters by, or `id` (the global id, or the plain id).
+    pub attribute: String,
+    #[serde(default)]
+    pub required: bool,
     #[serde(default)]
     pub description: Option<String>,
 }

@@ -789,6 +789,43 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
         "[subscriptions.storeEvents]\nentity = \"StorePhone\"",
     );
     refuses(&r, "writes", Some("StorePhone"), None, "no GraphQL type");
+    // An argument under another name: by a free string, clashing with another argument,
+    // by the id of what is no node; a `previous` of no field.
+    for (to, says) in [
+        (
+            "arguments = { label = { attribute = \"name\" } }",
+            "filters by `name`, which is no identifier",
+        ),
+        (
+            "arguments = { city = { attribute = \"state\" } }",
+            "argument `city` is no GraphQL name, or another argument's",
+        ),
+        (
+            "arguments = { after = { attribute = \"state\" } }",
+            "argument `after`",
+        ),
+        (
+            "previous = { hours = \"…\", nothing = \"…\" }",
+            "`previous` names `nothing`, which is no field of Store",
+        ),
+    ] {
+        let r = broken_locator(
+            "[subscriptions.storeEvents]\nentity = \"Store\"",
+            &format!("[subscriptions.storeEvents]\nentity = \"Store\"\n{to}"),
+        );
+        refuses(&r, "writes", Some("Store"), None, says);
+    }
+    let r = broken(
+        "[subscriptions.orderEvents]\nentity = \"Order\"",
+        "[subscriptions.orderEvents]\nentity = \"OrderLine\"",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("OrderLine"),
+        None,
+        "filters by id, and OrderLine is no node",
+    );
     let r = broken_locator(
         "action = \"delete\"\npattern = 10",
         "action = \"remove\"\npattern = 10",

@@ -5,15 +5,12 @@
 //! The schema is built at start from a chart (`charts/itemgraph.toml` unless `--chart`
 //! names another):
 //!
-//! - [`charted`]: every type and read of the chart, on async-graphql's dynamic schema;
-//! - [`builtin`]: the built-in design's mutations and subscriptions, registered beside
-//!   them; each mutation's code, input and checks are in the file of its entity,
-//!   [`org`], [`user`], [`ticket`], [`order`], over [`crate::collections`]; the
-//!   subscriptions' streams in [`subscription`], over [`crate::live`]; [`enums`]: the
-//!   enums their inputs read;
+//! - [`charted`]: every type, read, mutation and subscription of the chart, on
+//!   async-graphql's dynamic schema; the subscriptions' streams in [`subscription`], over
+//!   [`crate::live`];
 //! - [`connection`]: Relay paging from last-seen keys, names no entity;
 //! - [`context`]: what a request carries; [`loaders`]: the DataLoader batches;
-//! - [`input`]: the checks every mutation makes before any request;
+//! - [`input`]: the check every mutation makes on a text;
 //! - [`cursor`], [`ids`], [`errors`]: opaque cursors, global ids, error codes;
 //!   [`scalars`]: money as exact `Cents`;
 //! - [`limits`] and [`operation`]: what one request may cost, enforced on the document;
@@ -21,13 +18,11 @@
 //!   [`request_metrics`]: each request's outcome handed to [`crate::metrics`];
 //!   [`null_propagation`]: the spec's null propagation for fields that fail.
 
-mod builtin;
 pub mod charted;
 mod connection;
 mod context;
 mod cursor;
 mod document_cache;
-mod enums;
 mod errors;
 pub mod ids;
 mod input;
@@ -129,10 +124,7 @@ pub fn chart_schema(
 ) -> Result<ItemgraphSchema, async_graphql::dynamic::SchemaError> {
     // The chart's schema has no per-field cost of its own: the checker computes it
     // ([`charted::cost`]), so async-graphql's uniform count stays off.
-    // The built-in design has its mutations and subscriptions ([`builtin`]).
-    let writes: Option<charted::Writes> =
-        Arc::ptr_eq(&chart, &crate::chart::builtin()).then_some(builtin::register);
-    let mut runner = charted::build(chart.clone(), writes)
+    let mut runner = charted::build(chart.clone())
         .extension(charted::ErrorPaths)
         .validation_mode(ValidationMode::Fast)
         .limit_depth(limits.max_depth);
@@ -143,7 +135,7 @@ pub fn chart_schema(
         .flat_map(|e| e.lists.keys().map(|l| (e.name.clone(), l.clone())))
         .collect();
     let lists = Arc::new(lists);
-    let mut checker = charted::build(chart, writes).extension(document_cache::Check {
+    let mut checker = charted::build(chart).extension(document_cache::Check {
         limits: *limits,
         env: env.clone(),
         cost: lists.clone(),

@@ -1,8 +1,9 @@
-//! The subscriptions' streams: live updates of tickets and orders, from the table's change
-//! stream ([`crate::live`]); [`super::builtin`] makes them the schema's subscription fields.
+//! The subscriptions' streams: live updates of a chart's items, from the table's change
+//! stream ([`crate::live`]); [`super::charted`] makes them the schema's subscription fields
+//! as the chart declares them.
 //!
-//! Each field subscribes to one organization's changes (the caller must see it), picks
-//! the entities it is about, and answers each with an event: the kind of change, the
+//! Each field subscribes to one tenant's changes (the caller must see it), picks the
+//! items it is about, and answers each with an event: the kind of change, the
 //! entity as it is after it (as it was, for a deletion), resolvable with the usual fields
 //! and references, and an event cursor to resume after it (`after`). Before each event
 //! the subscription's DataLoader forgets what it read for the one before, so references
@@ -12,14 +13,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_graphql::{Context, Enum, ErrorExtensions, Result};
+use async_graphql::{Context, ErrorExtensions, Result};
 use futures::{Stream, StreamExt};
 
 use super::context::{rc, RequestContext};
 use super::errors::ApiError;
-use crate::keys::{validate_slug, validate_username, Id, Slug};
-use crate::live::{Change, Delivered, EventKind, Hub, LiveError, Position};
-use crate::model::{self, Entity};
+use crate::keys::{validate_slug, Slug};
+use crate::live::{Change, Delivered, Hub, LiveError, Position};
 
 /// When the token a subscription was started with expires (seconds since the Unix
 /// epoch); put in each subscription's data by the transport. `None`: no token (auth off).
@@ -31,15 +31,6 @@ impl TokenExpiry {
     pub fn expired(&self) -> bool {
         self.0.is_some_and(|exp| exp <= now_secs())
     }
-}
-
-/// What happened to the entity.
-#[derive(Enum, Copy, Clone, Eq, PartialEq)]
-#[graphql(remote = "crate::live::EventKind")]
-pub(super) enum ChangeKind {
-    Created,
-    Updated,
-    Deleted,
 }
 
 impl From<LiveError> for ApiError {
@@ -63,11 +54,6 @@ fn cursor_context(org: &Slug) -> String {
 
 fn now_secs() -> u64 {
     crate::model::now_ms() / 1000
-}
-
-/// The organization argument, checked: well-formed, and one the caller sees.
-fn org_arg(rc: &RequestContext, org: &str) -> Result<Slug> {
-    tenant_arg(rc, "org", org)
 }
 
 /// A tenant argument named `field`, checked: well-formed, and one the caller sees.
@@ -230,137 +216,4 @@ fn sees(access: &crate::auth::Access, org: Option<&Slug>) -> bool {
         Some(org) => access.sees(org),
         None => matches!(access, crate::auth::Access::Unrestricted),
     }
-}
-
-fn ticket_of(e: &Entity) -> Option<&model::Ticket> {
-    match e {
-        Entity::Ticket(t) => Some(t),
-        _ => None,
-    }
-}
-
-fn order_of(e: &Entity) -> Option<&model::Order> {
-    match e {
-        Entity::Order(o) => Some(o),
-        _ => None,
-    }
-}
-
-/// The ticket a change is about, and its status before the change when the change moved
-/// it to another queue.
-pub(super) fn ticket_change(c: &Change) -> Option<(&model::Ticket, Option<model::TicketStatus>)> {
-    let ticket = ticket_of(c.entity()?)?;
-    let before = c.entity_before().and_then(ticket_of);
-    let previous = before
-        .filter(|b| c.kind == EventKind::Updated && b.status != ticket.status)
-        .map(|b| b.status);
-    Some((ticket, previous))
-}
-
-/// The order a change is about, and its status before the change when the change moved
-/// it on.
-pub(super) fn order_change(c: &Change) -> Option<(&model::Order, Option<model::OrderStatus>)> {
-    let order = order_of(c.entity()?)?;
-    let before = c.entity_before().and_then(order_of);
-    let previous = before
-        .filter(|b| c.kind == EventKind::Updated && b.status != order.status)
-        .map(|b| b.status);
-    Some((order, previous))
-}
-
-/// Whether a change is about a ticket that is (or was, before the change) in `status`.
-fn in_queue(c: &Change, status: Option<model::TicketStatus>) -> bool {
-    let Some(status) = status else {
-        return c.entity_before().and_then(ticket_of).is_some()
-            || c.entity_after().and_then(ticket_of).is_some();
-    };
-    [c.entity_before(), c.entity_after()]
-        .into_iter()
-        .flatten()
-        .filter_map(ticket_of)
-        .any(|t| t.status == status)
-}
-
-/// `ticketEvents`: an organization's ticket changes, of one queue with `status`.
-pub(super) async fn ticket_events<'a, T: Send + 'static>(
-    ctx: &Context<'a>,
-    org: &str,
-    status: Option<model::TicketStatus>,
-    after: Option<String>,
-    make: impl Fn(&Change, String) -> Option<T> + Send + Sync + 'a,
-) -> Result<impl Stream<Item = Result<T>> + 'a> {
-    let org = org_arg(rc(ctx), org)?;
-    events(ctx, org, after, move |c| in_queue(c, status), make).await
-}
-
-/// `userTicketEvents`: changes to the tickets one user requested.
-pub(super) async fn user_ticket_events<'a, T: Send + 'static>(
-    ctx: &Context<'a>,
-    org: &str,
-    username: &str,
-    after: Option<String>,
-    make: impl Fn(&Change, String) -> Option<T> + Send + Sync + 'a,
-) -> Result<impl Stream<Item = Result<T>> + 'a> {
-    let org = org_arg(rc(ctx), org)?;
-    let username =
-        validate_username("username", username).map_err(|e| ApiError::from(e).extend())?;
-    events(
-        ctx,
-        org,
-        after,
-        move |c| {
-            [c.entity_before(), c.entity_after()]
-                .into_iter()
-                .flatten()
-                .filter_map(ticket_of)
-                .any(|t| t.requester == username)
-        },
-        make,
-    )
-    .await
-}
-
-/// An order id argument, plain or global: `None` when it is the global id of something
-/// else.
-fn order_id_arg(id: &str) -> Result<Option<(Option<Slug>, Id)>> {
-    if let Ok(plain) = Id::parse(id) {
-        return Ok(Some((None, plain)));
-    }
-    match super::ids::GlobalId::decode("id", id).map_err(|e| e.extend())? {
-        super::ids::GlobalId::Order(org, o) => Ok(Some((Some(org), o))),
-        _ => Ok(None),
-    }
-}
-
-/// `orderEvents`: an organization's order changes, of one order with `id`.
-pub(super) async fn order_events<'a, T: Send + 'static>(
-    ctx: &Context<'a>,
-    org: &str,
-    id: Option<&str>,
-    after: Option<String>,
-    make: impl Fn(&Change, String) -> Option<T> + Send + Sync + 'a,
-) -> Result<impl Stream<Item = Result<T>> + 'a> {
-    let org = org_arg(rc(ctx), org)?;
-    let only: Option<Id> = match id {
-        None => None,
-        // A global id names its organization: it must be this one.
-        Some(id) => match order_id_arg(id)? {
-            Some((named, order)) if named.as_ref().is_none_or(|n| *n == org) => Some(order),
-            _ => {
-                return Err(ApiError::bad_input("id", "not an order of this organization").extend())
-            }
-        },
-    };
-    events(
-        ctx,
-        org,
-        after,
-        move |c| {
-            c.entity()
-                .and_then(order_of)
-                .is_some_and(|o| only.is_none_or(|id| o.order_id == id))
-        },
-        make,
-    )
-    .await
 }

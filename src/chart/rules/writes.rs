@@ -644,10 +644,45 @@ impl Checker {
                 (None, _) => self.refuse("tenant", format!("subscription `{name}`: a chart without a tenant has no one to stream changes to")),
                 _ => {}
             }
-            for f in &sub.filters {
+            let by_id = sub
+                .arguments
+                .values()
+                .filter(|a| a.attribute == "id")
+                .count();
+            let filtered = sub
+                .filters
+                .iter()
+                .chain(sub.arguments.values().map(|a| &a.attribute))
+                .filter(|a| *a != "id");
+            for f in filtered {
                 match e.attributes.get(f).map(|a| &a.ty) {
                     Some(Type::Kind(_) | Type::Enum { .. } | Type::Int { .. }) => {}
                     _ => self.refuse("writes", format!("subscription `{name}` filters by `{f}`, which is no identifier, enum or int attribute of {}", e.name)),
+                }
+            }
+            if by_id > 0 && !e.node {
+                self.refuse(
+                    "writes",
+                    format!(
+                        "subscription `{name}` filters by id, and {} is no node",
+                        e.name
+                    ),
+                );
+            }
+            let tenant_arg = file.tenant.as_ref().map(|t| t.attribute.as_str());
+            let mut args: Vec<&str> = sub.filters.iter().map(String::as_str).collect();
+            for a in sub.arguments.keys() {
+                if !is_graphql_name(a)
+                    || args.contains(&a.as_str())
+                    || [Some("after"), tenant_arg].contains(&Some(a.as_str()))
+                {
+                    self.refuse("writes", format!("subscription `{name}`: argument `{a}` is no GraphQL name, or another argument's"));
+                }
+                args.push(a);
+            }
+            for p in sub.previous.keys() {
+                if !e.attributes.get(p).is_some_and(|a| a.graphql) {
+                    self.refuse("writes", format!("subscription `{name}`: `previous` names `{p}`, which is no field of {}", e.name));
                 }
             }
         }

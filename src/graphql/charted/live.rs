@@ -5,8 +5,9 @@
 //! cursors, resumes and every limit are those of [`crate::graphql::subscription`].
 //!
 //! Each event is a `{Entity}Event`: `kind` (`CREATED`, `UPDATED`, `DELETED`), the entity
-//! as the change left it (as it was, when deleted), `changed` (the attributes an update
-//! changed) and `cursor`.
+//! as the change left it (as it was, when deleted), each declared `previous{Attribute}`
+//! (its value before an update that changed it), `changed` (the attributes an update
+//! changed; unless every subscription of the entity leaves it out) and `cursor`.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,14 +16,16 @@ use async_graphql::dynamic::{
     Enum, EnumItem, Field, FieldFuture, FieldValue, InputValue, Object, SchemaBuilder,
     Subscription, SubscriptionField, SubscriptionFieldFuture, TypeRef,
 };
-use async_graphql::{Name, Value};
+use async_graphql::{ErrorExtensions, Name, Value};
 use futures::StreamExt;
 
-use super::record::Record;
+use super::record::{decode_global_id, key_value, Record};
 use super::Obj;
+use crate::chart::template::Value as KeyValue;
 use crate::chart::types::Type;
 use crate::chart::Chart;
 use crate::graphql::context::RequestContext;
+use crate::graphql::errors::ApiError;
 use crate::graphql::subscription::tenant_events;
 use crate::live::{Change, EventKind};
 use crate::store::AttributeValue;
@@ -32,6 +35,8 @@ struct Event {
     kind: &'static str,
     obj: Obj,
     changed: Vec<String>,
+    /// Each declared `previous` attribute's value before an update that changed it.
+    previous: Vec<(String, Value)>,
     cursor: String,
 }
 
@@ -58,16 +63,38 @@ pub fn register(mut schema: SchemaBuilder, chart: &Arc<Chart>) -> SchemaBuilder 
     let mut root = Subscription::new("Subscription");
     for (name, sub) in &chart.subscriptions {
         if seen.insert(sub.entity.clone()) {
-            schema = schema.register(event_type(&sub.entity));
+            schema = schema.register(event_type(chart, &sub.entity));
         }
         root = root.field(field(chart, name));
     }
     schema.register(root)
 }
 
-fn event_type(entity: &str) -> Object {
-    Object::new(event_type_name(entity))
-        .description(format!("A change to a {entity}."))
+/// The attributes whose value before a change the events of `entity` carry
+/// (`previous{Attribute}`), with their descriptions: what its subscriptions declare.
+fn previous_of<'c>(chart: &'c Chart, entity: &str) -> Vec<(&'c String, &'c String)> {
+    let mut out: Vec<(&String, &String)> = Vec::new();
+    for sub in chart.subscriptions.values().filter(|s| s.entity == entity) {
+        for (attr, description) in &sub.previous {
+            if !out.iter().any(|(a, _)| *a == attr) {
+                out.push((attr, description));
+            }
+        }
+    }
+    out
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+fn event_type(chart: &Chart, entity: &str) -> Object {
+    let e = &chart.entities[entity];
+    let mut obj = Object::new(event_type_name(entity))
+        .description(format!("A change to {}.", crate::chart::one(entity)))
         .field(answer("kind", TypeRef::named_nn("ChangeKind"), |e| {
             FieldValue::value(Value::Enum(Name::new(e.kind)))
         }))
@@ -77,10 +104,36 @@ fn event_type(entity: &str) -> Object {
             })
             .description(format!(
                 "The {} after the change; for `DELETED`, as it was.",
-                lower_first(entity)
+                crate::chart::words(entity)
             )),
-        )
-        .field(
+        );
+    for (attr, description) in previous_of(chart, entity) {
+        let a = attr.clone();
+        let mut f = Field::new(
+            format!("previous{}", upper_first(attr)),
+            super::type_ref(&e.attributes[attr].ty, true),
+            move |ctx| {
+                let v = ctx.parent_value.downcast_ref::<Event>().and_then(|e| {
+                    e.previous
+                        .iter()
+                        .find(|(p, _)| *p == a)
+                        .filter(|(_, v)| !matches!(v, Value::Null))
+                        .map(|(_, v)| FieldValue::value(v.clone()))
+                });
+                FieldFuture::Value(v)
+            },
+        );
+        if !description.is_empty() {
+            f = f.description(description);
+        }
+        obj = obj.field(f);
+    }
+    let changed = chart
+        .subscriptions
+        .values()
+        .any(|s| s.entity == entity && s.changed);
+    if changed {
+        obj = obj.field(
             answer("changed", TypeRef::named_nn_list_nn(TypeRef::STRING), |e| {
                 FieldValue::value(Value::List(
                     e.changed.iter().map(|c| Value::String(c.clone())).collect(),
@@ -89,15 +142,16 @@ fn event_type(entity: &str) -> Object {
             .description(
                 "For `UPDATED`, the attributes the change gave another value; empty otherwise.",
             ),
-        )
-        .field(
-            answer("cursor", TypeRef::named_nn(TypeRef::STRING), |e| {
-                FieldValue::value(Value::String(e.cursor.clone()))
-            })
-            .description(
-                "Pass as `after` to resume after this event: what happened since is sent first.",
-            ),
-        )
+        );
+    }
+    obj.field(
+        answer("cursor", TypeRef::named_nn(TypeRef::STRING), |e| {
+            FieldValue::value(Value::String(e.cursor.clone()))
+        })
+        .description(
+            "Pass as `after` to resume after this event: what happened since is sent first.",
+        ),
+    )
 }
 
 /// A field of an event answered from it.
@@ -147,11 +201,22 @@ fn field(chart: &Arc<Chart>, name: &str) -> SubscriptionField {
                     _ => None,
                 };
                 let mut filters: Vec<(String, String)> = Vec::new();
-                for f in &sub.filters {
-                    if let Some(v) = ctx.args.get(f).filter(|v| !v.is_null()) {
-                        if let Some(t) = text(v.as_value()) {
-                            filters.push((f.clone(), t));
-                        }
+                let given = sub
+                    .filters
+                    .iter()
+                    .map(|f| (f, f))
+                    .chain(sub.arguments.iter().map(|(name, a)| (name, &a.attribute)));
+                for (arg, attr) in given {
+                    let Some(v) = ctx.args.get(arg).filter(|v| !v.is_null()) else {
+                        continue;
+                    };
+                    let Some(t) = text(v.as_value()) else {
+                        continue;
+                    };
+                    if attr == "id" {
+                        filters.extend(by_id(&chart, &sub.entity, arg, &t, &tenant)?);
+                    } else {
+                        filters.push((attr.clone(), checked(&chart, &sub.entity, arg, attr, &t)?));
                     }
                 }
                 let entity = sub.entity.clone();
@@ -189,16 +254,35 @@ fn field(chart: &Arc<Chart>, name: &str) -> SubscriptionField {
             })
         },
     )
-    .argument(InputValue::new(&tenant, TypeRef::named_nn(TypeRef::STRING)))
-    .argument(InputValue::new("after", TypeRef::named(TypeRef::STRING)));
+    .argument(InputValue::new(&tenant, TypeRef::named_nn(TypeRef::STRING)));
+    let ty = |attr: &str| match &entity.attributes[attr].ty {
+        Type::Enum { name, .. } => name.clone(),
+        Type::Int { .. } => TypeRef::INT.into(),
+        _ => TypeRef::STRING.into(),
+    };
     for filter in &sub.filters {
-        let ty = match &entity.attributes[filter].ty {
-            Type::Enum { name, .. } => name.clone(),
-            Type::Int { .. } => TypeRef::INT.into(),
-            _ => TypeRef::STRING.into(),
-        };
-        f = f.argument(InputValue::new(filter, TypeRef::named(ty)));
+        f = f.argument(InputValue::new(filter, TypeRef::named(ty(filter))));
     }
+    for (name, a) in &sub.arguments {
+        let named = if a.attribute == "id" {
+            TypeRef::ID.to_owned()
+        } else {
+            ty(&a.attribute)
+        };
+        let mut arg = InputValue::new(
+            name,
+            if a.required {
+                TypeRef::named_nn(named)
+            } else {
+                TypeRef::named(named)
+            },
+        );
+        if let Some(d) = &a.description {
+            arg = arg.description(d);
+        }
+        f = f.argument(arg);
+    }
+    f = f.argument(InputValue::new("after", TypeRef::named(TypeRef::STRING)));
     f.description(sub.description.clone().unwrap_or_else(|| {
         format!(
             "Changes to a {tenant}'s {} items: created, updated, deleted. With `after` (an event's \
@@ -206,6 +290,65 @@ fn field(chart: &Arc<Chart>, name: &str) -> SubscriptionField {
             sub.entity
         )
     }))
+}
+
+/// A filter's value, as the item holds it: a kind's checked (`BAD_USER_INPUT` naming the
+/// argument), an email lowercased.
+fn checked(
+    chart: &Chart,
+    entity: &str,
+    arg: &str,
+    attr: &str,
+    value: &str,
+) -> async_graphql::Result<String> {
+    match &chart.entities[entity].attributes[attr].ty {
+        Type::Kind(k) => k
+            .validate("value", value)
+            .map_err(|m| ApiError::bad_input(arg, m.replacen("value", arg, 1)).extend()),
+        _ => Ok(value.to_owned()),
+    }
+}
+
+/// The filters an id argument stands for: the plain id, or the key values of a global id,
+/// which must be an item of `entity` of this tenant (else `BAD_USER_INPUT`).
+fn by_id(
+    chart: &Chart,
+    entity: &str,
+    arg: &str,
+    value: &str,
+    tenant: &str,
+) -> async_graphql::Result<Vec<(String, String)>> {
+    let e = &chart.entities[entity];
+    if let Some(plain) = &e.plain_id {
+        if let Ok(v) = key_value(&e.attributes[plain].ty, arg, value) {
+            return Ok(vec![(plain.clone(), text_of(&v))]);
+        }
+    }
+    let (found, vars) = decode_global_id(chart, arg, value).map_err(|e| e.extend())?;
+    let tenant_attr = chart.tenant_attribute(e);
+    let ours = found.name == e.name
+        && tenant_attr
+            .as_ref()
+            .is_none_or(|t| vars.get(t).map(text_of).as_deref() == Some(tenant));
+    if !ours {
+        let of = chart
+            .tenant
+            .as_ref()
+            .map_or_else(|| "tenant".to_owned(), |t| crate::chart::words(&t.entity));
+        return Err(ApiError::bad_input(
+            arg,
+            format!("not {} of this {of}", crate::chart::one(entity)),
+        )
+        .extend());
+    }
+    Ok(vars.iter().map(|(k, v)| (k.clone(), text_of(v))).collect())
+}
+
+fn text_of(v: &KeyValue) -> String {
+    match v {
+        KeyValue::Text(t) => t.clone(),
+        KeyValue::Int(i) => i.to_string(),
+    }
 }
 
 /// An event of a change (`None`, skipped and logged, when its item does not decode).
@@ -228,7 +371,27 @@ fn event(chart: &Chart, c: &Change, cursor: String) -> Option<Event> {
         }
         _ => Vec::new(),
     };
+    let e = Record::entity(&obj.rec, chart);
+    let previous = previous_of(chart, &e.name)
+        .into_iter()
+        .map(|(attr, _)| {
+            let value = match (c.kind, &c.before, &c.after) {
+                (EventKind::Updated, Some(before), Some(after))
+                    if before.get(attr) != after.get(attr) =>
+                {
+                    Record::new(e.name.as_str().into(), before.clone()).value(
+                        chart,
+                        attr,
+                        &e.attributes[attr].ty,
+                    )
+                }
+                _ => Value::Null,
+            };
+            (attr.clone(), value)
+        })
+        .collect();
     Some(Event {
+        previous,
         kind: match c.kind {
             EventKind::Created => "CREATED",
             EventKind::Updated => "UPDATED",

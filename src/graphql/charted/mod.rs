@@ -22,7 +22,6 @@ mod read;
 pub mod record;
 mod resolve;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_graphql::dynamic::{
@@ -38,26 +37,17 @@ pub use examples::examples;
 pub use read::{item_loader, ItemLoader};
 pub use resolve::{Conn, Obj};
 
-/// What registers a design's mutations and subscriptions beside the chart's reads (the
-/// built-in design's, [`super::builtin::register`]), given the names of the types the
-/// schema already has.
-pub type Writes = fn(SchemaBuilder, &Arc<Chart>, &HashSet<String>) -> SchemaBuilder;
-
-/// The schema's builder for `chart`: its types, the Query root and, with `writes`, the
-/// Mutation and Subscription roots (the caller adds the limits and extensions and finishes
-/// it).
-pub fn build(chart: Arc<Chart>, writes: Option<Writes>) -> SchemaBuilder {
-    let declared_writes = writes.is_none() && !chart.mutations.is_empty();
-    let declared_live = writes.is_none() && !chart.subscriptions.is_empty();
-    let mut schema = if writes.is_some() {
-        Schema::build("Query", Some("Mutation"), Some("Subscription"))
-    } else {
-        Schema::build(
-            "Query",
-            declared_writes.then_some("Mutation"),
-            declared_live.then_some("Subscription"),
-        )
-    };
+/// The schema's builder for `chart`: its types, the Query root, and the Mutation and
+/// Subscription roots of what it declares (the caller adds the limits and extensions and
+/// finishes it).
+pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
+    let declared_writes = !chart.mutations.is_empty();
+    let declared_live = !chart.subscriptions.is_empty();
+    let mut schema = Schema::build(
+        "Query",
+        declared_writes.then_some("Mutation"),
+        declared_live.then_some("Subscription"),
+    );
     schema = schema.register(
         // As the derived `Cents` says it ([`crate::graphql::scalars`]); a value is parsed
         // by it where the input is read, when the field runs (`BAD_USER_INPUT`).
@@ -129,21 +119,11 @@ pub fn build(chart: Arc<Chart>, writes: Option<Writes>) -> SchemaBuilder {
         schema = schema.register(conn).register(edge);
     }
     schema = schema.register(resolve::viewer_type(&chart));
-    if let Some(register) = writes {
-        let declared = chart
-            .enums
-            .keys()
-            .cloned()
-            .chain(["Role", "Cents"].map(String::from))
-            .collect();
-        schema = register(schema, &chart, &declared);
-    } else {
-        if declared_writes {
-            schema = mutate::register(schema, &chart);
-        }
-        if declared_live {
-            schema = live::register(schema, &chart);
-        }
+    if declared_writes {
+        schema = mutate::register(schema, &chart);
+    }
+    if declared_live {
+        schema = live::register(schema, &chart);
     }
     schema.register(resolve::query_type(chart))
 }
