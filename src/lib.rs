@@ -10,9 +10,8 @@
 //!   GraphQL over HTTP, the live transports (WebSocket, Server-Sent Events), the
 //!   listener's limits, the playground.
 //! - [`graphql`]: the schema, built at start from a chart (`graphql/charted/`, the built-in
-//!   chart unless `--chart` names another), with the built-in design's mutations and
-//!   subscriptions (`graphql/builtin.rs`, one file per entity for their code); knows
-//!   nothing of HTTP.
+//!   chart unless `--chart` names another): its reads, mutations and subscriptions, all
+//!   served from the chart's declarations; knows nothing of HTTP.
 //! - [`live`]: subscriptions' source: the one change-stream reader per process, fan-out
 //!   to subscribers, resume positions.
 //! - [`collections`]: one function per access pattern, one file per aggregate: a read is
