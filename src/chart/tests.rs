@@ -77,6 +77,23 @@ fn the_builtin_charts_currency_is_three_uppercase_letters() {
 }
 
 #[test]
+fn the_builtin_chart_states_the_line_limit_it_keeps() {
+    let chart = parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{e}"));
+    let lines = &chart.entities["Order"].lists["lines"];
+    let max = lines.max.expect("an order's lines are bounded");
+    assert_eq!(
+        max as usize,
+        crate::collections::MAX_ORDER_LINES,
+        "what one transaction holds beside the order, its counts and its token"
+    );
+    assert_eq!(
+        chart.mutations["placeOrder"].input["lines"],
+        format!("At least one line, at most {max}."),
+        "update placeOrder's input description to the list's `max`"
+    );
+}
+
+#[test]
 fn the_builtin_chart_holds_every_rule() {
     let chart = parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(chart.name, "itemgraph");
