@@ -19,8 +19,8 @@ use async_graphql::dynamic::{
 use async_graphql::{ErrorExtensions, Name, Value};
 use futures::StreamExt;
 
-use super::record::{decode_global_id, key_value, Record};
-use super::Obj;
+use super::record::{id_vars, Record};
+use super::{lower_first, upper_first, Obj};
 use crate::chart::template::Value as KeyValue;
 use crate::chart::types::Type;
 use crate::chart::Chart;
@@ -42,13 +42,6 @@ struct Event {
 
 fn event_type_name(entity: &str) -> String {
     format!("{entity}Event")
-}
-
-fn lower_first(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_lowercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 /// Registers the chart's subscriptions: `ChangeKind`, an event type per entity streamed,
@@ -82,13 +75,6 @@ fn previous_of<'c>(chart: &'c Chart, entity: &str) -> Vec<(&'c String, &'c Strin
         }
     }
     out
-}
-
-fn upper_first(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 fn event_type(chart: &Chart, entity: &str) -> Object {
@@ -319,18 +305,15 @@ fn by_id(
     tenant: &str,
 ) -> async_graphql::Result<Vec<(String, String)>> {
     let e = &chart.entities[entity];
-    if let Some(plain) = &e.plain_id {
-        if let Ok(v) = key_value(&e.attributes[plain].ty, arg, value) {
-            return Ok(vec![(plain.clone(), text_of(&v))]);
-        }
-    }
-    let (found, vars) = decode_global_id(chart, arg, value).map_err(|e| e.extend())?;
-    let tenant_attr = chart.tenant_attribute(e);
-    let ours = found.name == e.name
-        && tenant_attr
-            .as_ref()
-            .is_none_or(|t| vars.get(t).map(text_of).as_deref() == Some(tenant));
-    if !ours {
+    let vars = id_vars(chart, e, arg, value).map_err(|e| e.extend())?;
+    // A plain id names no tenant: the subscription's tenant holds it.
+    let vars = vars.filter(|vars| {
+        chart
+            .tenant_attribute(e)
+            .and_then(|t| vars.get(&t))
+            .is_none_or(|v| text_of(v) == tenant)
+    });
+    let Some(vars) = vars else {
         let of = chart
             .tenant
             .as_ref()
@@ -340,7 +323,7 @@ fn by_id(
             format!("not {} of this {of}", crate::chart::one(entity)),
         )
         .extend());
-    }
+    };
     Ok(vars.iter().map(|(k, v)| (k.clone(), text_of(v))).collect())
 }
 

@@ -340,3 +340,19 @@ impl async_graphql::extensions::Extension for ErrorPaths {
         })
     }
 }
+
+/// `store` → `Store`: a name as a type or a field part spells it.
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// `Store` → `store`: an entity's name as a field spells it.
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_lowercase().chain(c).collect())
+        .unwrap_or_default()
+}

@@ -174,6 +174,18 @@ pub fn key_var_names(entity: &Entity) -> Vec<String> {
     out
 }
 
+/// The key values an id a client sent for an item of `e` names: its plain id, or a global
+/// id (`None`: the global id of another entity's item).
+pub fn id_vars(chart: &Chart, e: &Entity, field: &str, id: &str) -> Result<Option<Vars>, ApiError> {
+    if let Some(plain) = &e.plain_id {
+        if let Ok(v) = key_value(&e.attributes[plain].ty, field, id) {
+            return Ok(Some(Vars::from([(plain.clone(), v)])));
+        }
+    }
+    let (found, vars) = decode_global_id(chart, field, id)?;
+    Ok((found.name == e.name).then_some(vars))
+}
+
 /// A global id a client sent: the entity it names and its key's values, each checked.
 pub fn decode_global_id<'c>(
     chart: &'c Chart,

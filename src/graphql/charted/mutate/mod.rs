@@ -23,7 +23,7 @@ use async_graphql::dynamic::{
 use async_graphql::{ErrorExtensions, Value};
 
 use super::record::Record;
-use super::Obj;
+use super::{lower_first, upper_first, Obj};
 use crate::chart::types::Type;
 use crate::chart::{Action, Chart, Entity, Mutation};
 use crate::graphql::context::RequestContext;
@@ -134,20 +134,6 @@ fn ordered(
 /// The Mutation root's field of `m`.
 pub fn field(chart: &Arc<Chart>, m: &Mutation) -> Field {
     mutation_field(chart, m, &chart.entities[&m.entity])
-}
-
-fn upper_first(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
-}
-
-fn lower_first(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_lowercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 fn input_name(m: &Mutation) -> String {

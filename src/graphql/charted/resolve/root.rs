@@ -11,8 +11,8 @@ use async_graphql::{ErrorExtensions, Value};
 use futures::future::join_all;
 
 use super::super::read::{self};
-use super::super::record::{decode_global_id, key_value, key_var_names, Record, Vars};
-use super::super::{argument, connection_arguments};
+use super::super::record::{decode_global_id, id_vars, key_value, key_var_names, Record, Vars};
+use super::super::{argument, connection_arguments, lower_first};
 use super::pages::{connection_vars, cursor_name, whole_list};
 use super::*;
 use crate::auth::Access;
@@ -123,14 +123,6 @@ pub fn viewer_type(chart: &Arc<Chart>) -> Object {
         }
     }
     v.field(role)
-}
-
-fn lower_first(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_lowercase().chain(c).collect(),
-        None => String::new(),
-    }
 }
 
 /// The root: the chart's fields, `node`, `nodes`, `viewer`.
@@ -540,14 +532,7 @@ fn condition_needs(
 /// The key variables of a root field's `id`: a global id of the entity, or its plain id.
 fn root_id(ctx: &ResolverContext<'_>, chart: &Chart, e: &Entity) -> Result<Vars> {
     let id = ctx.args.try_get("id")?.string()?;
-    if let Some(plain) = &e.plain_id {
-        if let Ok(v) = key_value(&e.attributes[plain].ty, "id", id) {
-            return Ok(Vars::from([(plain.clone(), v)]));
-        }
-    }
-    let (found, vars) = decode_global_id(chart, "id", id).map_err(|e| e.extend())?;
-    if found.name != e.name {
-        return Err(ApiError::bad_input("id", format!("not the id of a {}", e.name)).extend());
-    }
-    Ok(vars)
+    id_vars(chart, e, "id", id)
+        .map_err(|e| e.extend())?
+        .ok_or_else(|| ApiError::bad_input("id", format!("not the id of a {}", e.name)).extend())
 }

@@ -320,12 +320,6 @@ pub(super) fn key_field(e: &Entity) -> String {
         .map_or_else(|| lower(&e.name), |v| v.name.clone())
 }
 
-/// How many times a replay reads back, with its children, the item a token made before
-/// giving up (on [`crate::store::retry_schedule`], about 4 s in all): the item was written
-/// with its token's marker, but the pattern that reads it with its children may read an
-/// index, which DynamoDB updates typically within a second, sometimes later.
-const REPLAY_READ_ATTEMPTS: u32 = 9;
-
 /// The item a used client token placed, read back: nothing new was written. With children
 /// written with it, the pattern of each list reads it with them (a Query, read again with
 /// backoff while an index has not caught up); else one GetItem.
@@ -391,7 +385,9 @@ pub(super) async fn replay(
         // (`NOT_FOUND`, or `UNAVAILABLE`: it is there and cannot be read with its children
         // yet, so try again).
         let fetched = match read
-            .retry(crate::store::retry_schedule(REPLAY_READ_ATTEMPTS - 1))
+            // The item was written with its token's marker, but the pattern may read an
+            // index, which DynamoDB updates typically within a second, sometimes later.
+            .retry(crate::store::retry_schedule(INDEX_READ_ATTEMPTS - 1))
             .when(|e| matches!(e, ApiError::Missing { .. }))
             .await
         {

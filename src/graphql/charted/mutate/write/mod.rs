@@ -25,7 +25,7 @@ use std::sync::Arc;
 use async_graphql::indexmap::IndexMap;
 use async_graphql::{Name, Value};
 
-use super::super::record::{decode_global_id, key_value, render, Vars};
+use super::super::record::{id_vars, key_value, render, Vars};
 use super::input::stored;
 use crate::auth::{Access, Role};
 use crate::chart::template::Value as KeyValue;
@@ -116,10 +116,7 @@ fn allowed(chart: &Chart, access: &Access, role: &str, may: &str) -> Result<()> 
 
 /// The field a missing entity is named by (`Store` → `store`).
 fn lower(name: &str) -> String {
-    let mut c = name.chars();
-    c.next()
-        .map(|f| f.to_lowercase().chain(c).collect())
-        .unwrap_or_default()
+    super::super::lower_first(name)
 }
 
 fn s(v: &str) -> AttributeValue {
@@ -254,19 +251,12 @@ fn named(chart: &Chart, m: &Mutation, e: &Entity, input: &IndexMap<Name, Value>)
             Some(Value::String(id)) => id.as_str(),
             _ => return Err(ApiError::bad_input(field, format!("{field} is required"))),
         };
-        if let Some(plain) = &e.plain_id {
-            if let Ok(v) = key_value(&e.attributes[plain].ty, field, id) {
-                return Ok(Vars::from([(plain.clone(), v)]));
-            }
-        }
-        let (found, vars) = decode_global_id(chart, field, id)?;
-        if found.name != e.name {
-            return Err(ApiError::bad_input(
+        return id_vars(chart, e, field, id)?.ok_or_else(|| {
+            ApiError::bad_input(
                 field,
                 format!("not the id of {}", crate::chart::one(&e.name)),
-            ));
-        }
-        return Ok(vars);
+            )
+        });
     }
     let mut vars = Vars::new();
     for v in e.key.pk.vars().chain(e.key.sk.vars()) {
@@ -327,8 +317,9 @@ enum Place {
 /// propagates a write to its indexes typically within a second, sometimes later.
 const INDEX_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// How many times a young item is looked for on an index ([`crate::store::retry_schedule`],
-/// about 4 s in all).
+/// How many times an item is looked for on an index that may not hold it yet (a young one
+/// by plain id, a replay's read with its children): on [`crate::store::retry_schedule`],
+/// about 4 s in all.
 const INDEX_READ_ATTEMPTS: u32 = 9;
 
 /// The item an update or a delete names: its key values and where it is, once the caller
