@@ -27,7 +27,7 @@
 //!   its decorators (metrics, trace), the fault model, and its two engines, folders of
 //!   one-concern files: `embedded/` (redb) and `dynamo/` (aws-sdk-dynamodb).
 //! - [`check`], [`migrate`], [`snapshot`]: `itemgraph check` (the whole-table consistency
-//!   checker), `itemgraph migrate` (items moved to today's keys), `itemgraph snapshot`
+//!   checker, of what a chart implies), `itemgraph migrate` (items moved to today's keys), `itemgraph snapshot`
 //!   (snapshot tests of operations); [`demo`]: the deterministic demo data.
 //! - [`auth`]: bearer JWTs and the [`auth::Access`] every resolver checks (tenant
 //!   isolation); [`metrics`]: the Prometheus series served at `/metrics`, handed plain

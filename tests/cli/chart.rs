@@ -244,10 +244,17 @@ async fn the_store_commands_take_the_chart() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}");
     assert!(
-        stdout.contains("counter-mismatch Chain (CHAIN#bean-there | CHAIN#bean-there): `storeCount` is 5, and 4 items count on it"),
+        stdout.contains("counter-mismatch Chain (CHAIN#bean-there | CHAIN#bean-there): storeCount is 5, but 4 stores belong to it"),
         "{stdout}"
     );
-    assert!(stdout.contains("orphan-marker StorePhone"), "{stdout}");
+    assert!(
+        stdout.contains("counter-mismatch Chain (CHAIN#bean-there | CHAIN#bean-there): openStoreCount is 5, but 4 OPEN stores belong to it"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("orphan-marker StorePhone (PHONE#bean-there#+1 206 555 0101 | PHONE#bean-there#+1 206 555 0101): names the store bean-there/US/WA/SEATTLE/1001, which does not exist"),
+        "{stdout}"
+    );
     assert!(stdout.contains("checked 8 items: 3 violations"), "{stdout}");
     crate::common::dynamo_local::drop_table(&store).await;
 }

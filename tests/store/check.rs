@@ -5,8 +5,10 @@
 //!
 //! - the demo data checks clean, and each kind of deliberate breakage (a counter bumped
 //!   by hand on an organization or a user, an order deleted without its lines, a missing
-//!   email marker, a marker naming nobody, a changed key attribute) is reported,
-//!   specifically;
+//!   email marker, a marker naming nobody, a changed key attribute, an order disagreeing
+//!   with its lines, missing or stray counter shards, stray client tokens, a record copied
+//!   under another key) is reported, specifically, in the words the built-in checker
+//!   printed before it was the chart's;
 //! - the writes (`create_org`, `update_user`, `delete_user`, `create_ticket` and
 //!   `update_ticket` with assignees, `place_order` with a client token) answer as
 //!   documented (an order's moves are the chart's: `tests/graphql/builtin_writes.rs`), and the table checks clean after each
@@ -370,6 +372,161 @@ async fn a_changed_key_attribute_is_reported(store: &dyn Store) {
             OrgKey::new(&t.org).status_queue(TicketStatus::Open)
         )]
     );
+}
+
+/// An order and its lines that disagree: a line gone from its middle (the numbering, the
+/// count and the total), a line whose amount is not its quantity times its price.
+async fn an_order_disagreeing_with_its_lines_is_reported(store: &dyn Store) {
+    let data = seeded(store).await;
+    let o = data
+        .orders
+        .iter()
+        .find(|o| o.line_count >= 3)
+        .expect("an order with three lines");
+    let mut lines: Vec<&OrderLine> = data
+        .lines
+        .iter()
+        .filter(|l| l.order_id == o.order_id)
+        .collect();
+    lines.sort_by_key(|l| l.line_no);
+    let (first, second) = (lines[0], lines[1]);
+    store
+        .delete_item(Delete::new(first.primary_key()))
+        .await
+        .unwrap();
+    store
+        .update_item(Update::new(
+            second.primary_key(),
+            UpdateExpr::default().add("amountCents", 1),
+        ))
+        .await
+        .unwrap();
+    let n = lines.len();
+    let numbers: Vec<u16> = lines[1..].iter().map(|l| l.line_no.get()).collect();
+    let total = o.total_cents - first.amount_cents + 1;
+    let order_key = o.primary_key();
+    let line_key = second.primary_key();
+    let at = |k: &itemgraph::store::PrimaryKey| format!("({} | {})", k.pk, k.sk);
+    let mut expected = vec![
+        format!(
+            "order-lines Order {}: its lines are numbered {numbers:?}, not 1 to {}",
+            at(&order_key),
+            n - 1
+        ),
+        format!(
+            "order-lines Order {}: lineCount is {n}, but it has {} lines",
+            at(&order_key),
+            n - 1
+        ),
+        format!(
+            "order-lines Order {}: totalCents is {}, but its lines add up to {total}",
+            at(&order_key),
+            o.total_cents
+        ),
+        format!(
+            "order-lines OrderLine {}: amountCents is {}, but quantity × unitPriceCents is {}",
+            at(&line_key),
+            second.amount_cents + 1,
+            second.amount_cents
+        ),
+    ];
+    let mut found = report_lines(&report(store).await);
+    expected.sort();
+    found.sort();
+    assert_eq!(found, expected);
+}
+
+/// Counter shards missing from a sharded organization, a shard of an organization that
+/// does not exist, client tokens naming no order or another organization's, and an item
+/// copied under another key (a duplicate of the record, at keys its templates do not
+/// render): each reported in the words of its kind.
+async fn shards_tokens_and_duplicates_are_reported(store: &dyn Store) {
+    let data = seeded(store).await;
+    let acme = OrgKey::new(&slug("acme"));
+    let fifth = acme.counter_shard(5);
+    let mut shard = store
+        .get_item(GetItem {
+            key: fifth.clone(),
+            consistent_read: true,
+        })
+        .await
+        .unwrap()
+        .expect("acme is sharded");
+    store.delete_item(Delete::new(fifth)).await.unwrap();
+    let nowhere = OrgKey::new(&slug("nowhere")).counter_shard(5);
+    shard.insert("PK".into(), AttributeValue::S(nowhere.pk.clone()));
+    shard.insert("SK".into(), AttributeValue::S(nowhere.sk.clone()));
+    shard.insert("org".into(), AttributeValue::S("nowhere".into()));
+    store.put_item(Put::new(shard)).await.unwrap();
+
+    let theirs = data
+        .orders
+        .iter()
+        .find(|o| o.org != "acme")
+        .expect("another organization's order");
+    let gone = Id::generate();
+    for (token, order_id) in [("theirs", theirs.order_id), ("gone", gone)] {
+        let k = format!("ORDERTOKEN#acme#{token}");
+        let mut item = itemgraph::store::Item::new();
+        for (a, v) in [
+            ("PK", k.clone()),
+            ("SK", k.clone()),
+            ("Type", "OrderToken".into()),
+            ("org", "acme".into()),
+            ("token", token.into()),
+            ("orderId", order_id.to_string()),
+            ("createdAt", "2026-11-29T10:00:00Z".into()),
+        ] {
+            item.insert(a.into(), AttributeValue::S(v));
+        }
+        store.put_item(Put::new(item)).await.unwrap();
+    }
+
+    let t = &data.tickets[0];
+    let mut copy = t.to_item();
+    copy.insert("PK".into(), AttributeValue::S("TICKET#copy".into()));
+    copy.insert("SK".into(), AttributeValue::S("TICKET#copy".into()));
+    store.put_item(Put::new(copy)).await.unwrap();
+    let real = t.primary_key();
+
+    let mut expected = vec![
+        "counter-shards Organization (ORG#acme | ORG#acme): is sharded (schema version 3), but \
+         lacks counter shards [5] and has unknown ones []"
+            .to_owned(),
+        format!(
+            "counter-shards CounterShard ({} | {}): counts for the organization nowhere, which \
+             does not exist",
+            nowhere.pk, nowhere.sk
+        ),
+        format!(
+            "orphan-marker OrderToken (ORDERTOKEN#acme#theirs | ORDERTOKEN#acme#theirs): names \
+             the order {} of another organization ({})",
+            theirs.order_id, theirs.org
+        ),
+        format!(
+            "orphan-marker OrderToken (ORDERTOKEN#acme#gone | ORDERTOKEN#acme#gone): names the \
+             order {gone}, which does not exist"
+        ),
+        format!(
+            "key-mismatch Ticket (TICKET#copy | TICKET#copy): PK is \"TICKET#copy\", but its \
+             record's key is {:?}",
+            real.pk
+        ),
+        format!(
+            "key-mismatch Ticket (TICKET#copy | TICKET#copy): SK is \"TICKET#copy\", but its \
+             record's key is {:?}",
+            real.sk
+        ),
+        format!(
+            "duplicate Ticket (TICKET#copy | TICKET#copy): holds the same Ticket as the item \
+             ({} | {})",
+            real.pk, real.sk
+        ),
+    ];
+    let mut found = report_lines(&report(store).await);
+    expected.sort();
+    found.sort();
+    assert_eq!(found, expected);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -775,6 +932,8 @@ on_every_engine!(store:
     a_deleted_email_marker_is_reported,
     a_marker_naming_nobody_is_reported,
     a_changed_key_attribute_is_reported,
+    an_order_disagreeing_with_its_lines_is_reported,
+    shards_tokens_and_duplicates_are_reported,
     create_org_is_unique_on_slug,
     update_user_swaps_the_email_marker,
     delete_user_keeps_requesters,
