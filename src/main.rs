@@ -105,6 +105,15 @@ async fn run() -> anyhow::Result<()> {
                     ),
                 }
             }
+            if args.store.load_chart()?.table.time_to_live.is_some() {
+                // DynamoDB deletes expired items on its own; the embedded engine does when
+                // asked, here every minute. Reads hide them meanwhile.
+                let store = state.store().clone();
+                tokio::spawn(itemgraph::store::expire_every(
+                    store,
+                    std::time::Duration::from_secs(60),
+                ));
+            }
             let listener = TcpListener::bind(args.listen)
                 .await
                 .with_context(|| format!("binding {}", args.listen))?;

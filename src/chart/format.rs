@@ -50,6 +50,11 @@ pub struct Table {
     pub sort_key: String,
     #[serde(default = "type_attribute")]
     pub type_attribute: String,
+    /// The attribute DynamoDB's Time to Live reads (one per table): an item whose value of
+    /// it, epoch seconds, has passed is expired, then deleted by the service. Entities that
+    /// declare it (of type `expiry`) expire.
+    #[serde(default)]
+    pub time_to_live: Option<String>,
 }
 
 fn type_attribute() -> String {
@@ -366,6 +371,10 @@ pub struct AttributeSpec {
     /// item).
     #[serde(default)]
     pub computed: Option<String>,
+    /// For an `expiry`: how long after its create an item expires when the caller gives no
+    /// time (`30d`, `12h`, `15m`, `90s`).
+    #[serde(default)]
+    pub lifetime: Option<String>,
     /// For a counter other entities keep on this one: what its delete's refusal calls
     /// them while it is not 0 (`tickets`: "cannot delete: still referenced by tickets").
     #[serde(default)]

@@ -149,6 +149,8 @@ pub struct Table {
     pub partition_key: String,
     pub sort_key: String,
     pub type_attribute: String,
+    /// The attribute DynamoDB's Time to Live reads, where the chart has expiring entities.
+    pub time_to_live: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -198,6 +200,23 @@ pub struct Entity {
 }
 
 impl Entity {
+    /// The attribute it expires by (the table's time to live), where it declares it.
+    pub fn expiry<'a>(&self, table: &'a Table) -> Option<&'a str> {
+        table
+            .time_to_live
+            .as_deref()
+            .filter(|a| self.attributes.contains_key(*a))
+    }
+
+    /// Whether `item` of it has expired at `now` (epoch seconds): its expiry has passed.
+    /// DynamoDB deletes such an item within days; until then reads hide it.
+    pub fn expired(&self, table: &Table, item: &crate::store::Item, now: i64) -> bool {
+        self.expiry(table).is_some_and(|a| match item.get(a) {
+            Some(crate::store::AttributeValue::N(n)) => n.parse::<i64>().is_ok_and(|t| t <= now),
+            _ => false,
+        })
+    }
+
     /// Its keys in `index` (`None`: the base table).
     pub fn keys_in(&self, index: Option<&str>) -> Option<&Keys> {
         match index {
@@ -221,6 +240,9 @@ pub struct Attribute {
     pub computed: Option<Computed>,
     /// For a counter other entities keep: what a refused delete calls them.
     pub referrers: Option<String>,
+    /// For an expiry: seconds after its create an item expires when the caller gives no
+    /// time.
+    pub lifetime: Option<i64>,
 }
 
 /// A number a create computes from what else it writes.
@@ -488,6 +510,7 @@ impl Chart {
                     sk: i.sort_key.clone(),
                 })
                 .collect(),
+            time_to_live: self.table.time_to_live.clone(),
         }
     }
 

@@ -133,6 +133,9 @@ fn stored(ty: &Type, v: &toml::Value) -> Option<AttributeValue> {
             .is_none_or(|m| s.chars().count() <= m))
         .then(|| AttributeValue::S(s.clone()))?,
         (Type::Timestamp | Type::Kind(_), toml::Value::String(s)) => AttributeValue::S(s.clone()),
+        (Type::Expiry, toml::Value::String(s)) => {
+            AttributeValue::N(super::types::rfc3339_to_epoch(s)?.to_string())
+        }
         (Type::Int { min, max }, toml::Value::Integer(n)) => (min.is_none_or(|m| *n >= m)
             && max.is_none_or(|m| *n <= m))
         .then(|| AttributeValue::N(n.to_string()))?,

@@ -888,3 +888,112 @@ fn an_entity_name_reads_as_a_sentence_says_it() {
         assert_eq!(plural(one), many);
     }
 }
+
+/// A chain's offers that expire, in a partition of their own: the second chart's addition
+/// the time-to-live rules are tried on.
+const OFFERS: &str = "[entities.Offer]\nkey = [\"OFFER#{chain}\", \"OFFER#{offerId}\"]\n\
+    [entities.Offer.attributes]\nchain = { type = \"slug\", graphql = false }\nofferId = \"ulid\"\n\
+    expiresAt = { type = \"expiry\", lifetime = \"7d\" }\n\
+    [entities.Offer.references]\nchain = { entity = \"Chain\", key = { slug = \"chain\" } }\n\n";
+
+#[test]
+fn an_expiry_that_would_break_what_the_chart_keeps_is_refused() {
+    let ttl = "type_attribute = \"Type\"\ntime_to_live = \"expiresAt\"";
+    // An expiry with no time to live on the table, and a time to live that is no expiry.
+    let r = broken_locator("[query.chain]", &format!("{OFFERS}[query.chain]"));
+    refuses(
+        &r,
+        "time-to-live",
+        Some("Offer"),
+        None,
+        "attribute `expiresAt` is an expiry, and DynamoDB expires items by the one attribute `[table] time_to_live` names (none)",
+    );
+    let r = broken_locator(
+        "type_attribute = \"Type\"",
+        "type_attribute = \"Type\"\ntime_to_live = \"name\"",
+    );
+    refuses(
+        &r,
+        "time-to-live",
+        Some("Chain"),
+        None,
+        "attribute `name` is the table's time to live, which DynamoDB reads as epoch seconds: its type is `expiry`",
+    );
+    // An expiring store: its counts on the chain, its phone's marker that would outlive it.
+    const LOCATOR: &str = include_str!("../../examples/charts/store-locator.toml");
+    let text = LOCATOR.replace("type_attribute = \"Type\"", ttl).replace(
+        "status = { type = \"StoreStatus\"",
+        "expiresAt = { type = \"expiry\", optional = true }\nstatus = { type = \"StoreStatus\"",
+    );
+    let r = parse(&text).expect_err("an expiring store is refused");
+    refuses(
+        &r,
+        "time-to-live",
+        Some("Store"),
+        None,
+        "an expiring entity keeps no counts",
+    );
+    refuses(
+        &r,
+        "time-to-live",
+        Some("Store"),
+        None,
+        "the marker StorePhone of `phone` must expire with its owner: it declares `expiresAt` too",
+    );
+    // A reference to an expiring item, from one that does not expire.
+    let text = LOCATOR.replace("type_attribute = \"Type\"", ttl).replace(
+        "[query.chain]",
+        &format!(
+            "{OFFERS}[entities.Claim]\nkey = [\"CLAIM#{{chain}}\", \"CLAIM#{{offerId}}\"]\n\
+             [entities.Claim.attributes]\nchain = \"slug\"\nofferId = \"ulid\"\n\
+             [entities.Claim.references]\noffer = {{ entity = \"Offer\", key = {{ chain = \"chain\", offerId = \"offerId\" }} }}\n\n[query.chain]"
+        ),
+    );
+    let r = parse(&text).expect_err("a reference to an expiring offer is refused");
+    refuses(
+        &r,
+        "time-to-live",
+        Some("Claim"),
+        None,
+        "reference `offer` names Offer, which expires: it would dangle once DynamoDB deletes it",
+    );
+    // A lifetime that is no duration, or on what is no expiry.
+    let text = LOCATOR
+        .replace("type_attribute = \"Type\"", ttl)
+        .replace(
+            "[query.chain]",
+            &format!("{}[query.chain]", OFFERS.replace("\"7d\"", "\"1w\"")),
+        )
+        .replace(
+            "address = { type = \"string\", max_length = 200 }",
+            "address = { type = \"string\", max_length = 200, lifetime = \"1d\" }",
+        );
+    let r = parse(&text).expect_err("a bad lifetime is refused");
+    refuses(
+        &r,
+        "time-to-live",
+        Some("Offer"),
+        None,
+        "`lifetime = \"1w\"` is a whole number of days, hours, minutes or seconds",
+    );
+    refuses(
+        &r,
+        "time-to-live",
+        Some("Store"),
+        None,
+        "`lifetime` is how long an expiry lasts, and `address` is no expiry",
+    );
+    // The offers as they should be: served, and the table created with its time to live.
+    let text = LOCATOR
+        .replace("type_attribute = \"Type\"", ttl)
+        .replace("[query.chain]", &format!("{OFFERS}[query.chain]"));
+    let chart = parse(&text).unwrap_or_else(|r| panic!("{r}"));
+    assert_eq!(
+        chart.table_schema().time_to_live.as_deref(),
+        Some("expiresAt")
+    );
+    assert_eq!(
+        chart.entities["Offer"].attributes["expiresAt"].lifetime,
+        Some(7 * 86_400)
+    );
+}

@@ -142,6 +142,9 @@ pub enum Type {
     },
     Boolean,
     Timestamp,
+    /// When an item expires: epoch seconds, as DynamoDB's Time to Live reads them; an
+    /// RFC 3339 time to GraphQL.
+    Expiry,
     /// Whole cents; `min`: the least it may be (a price: 0).
     Cents {
         min: Option<i64>,
@@ -164,6 +167,21 @@ pub enum Type {
     },
 }
 
+/// Epoch seconds as an RFC 3339 UTC time (`2026-01-31T12:00:00Z`); `None` out of range.
+pub fn epoch_to_rfc3339(seconds: i64) -> Option<String> {
+    time::OffsetDateTime::from_unix_timestamp(seconds)
+        .ok()?
+        .format(&time::format_description::well_known::Rfc3339)
+        .ok()
+}
+
+/// An RFC 3339 time as epoch seconds (its fraction dropped); `None` when it is none.
+pub fn rfc3339_to_epoch(s: &str) -> Option<i64> {
+    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .ok()
+        .map(time::OffsetDateTime::unix_timestamp)
+}
+
 impl Type {
     pub fn describe(&self) -> String {
         match self {
@@ -171,6 +189,7 @@ impl Type {
             Type::Int { .. } => "int".into(),
             Type::Boolean => "boolean".into(),
             Type::Timestamp => "timestamp".into(),
+            Type::Expiry => "expiry".into(),
             Type::Cents { .. } => "cents".into(),
             Type::Counter => "counter".into(),
             Type::Kind(k) => k.name().into(),

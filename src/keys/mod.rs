@@ -63,6 +63,7 @@ pub fn table_schema() -> TableSchema {
         pk: PK.into(),
         sk: SK.into(),
         indexes: vec![index(GSI1, GSI1PK, GSI1SK), index(GSI2, GSI2PK, GSI2SK)],
+        time_to_live: None,
     }
 }
 

@@ -44,6 +44,9 @@ pub struct TableSchema {
     pub sk: String,
     /// Global secondary indexes, each with a string partition and sort key, projection ALL.
     pub indexes: Vec<IndexSchema>,
+    /// The attribute Time to Live reads (epoch seconds), turned on when the table is
+    /// created: items whose value of it has passed are deleted by the service.
+    pub time_to_live: Option<String>,
 }
 
 /// A global secondary index: sparse, so only items carrying both its key attributes appear.
@@ -532,6 +535,21 @@ pub fn is_conflict(err: &StoreError) -> bool {
 /// ([`retry_conflicts`]).
 pub const CONFLICT_MAX_ATTEMPTS: u32 = 10;
 
+/// Deletes expired items every `period` ([`Store::expire_items`]), for as long as the
+/// process runs: what `serve` does for a chart with a time to live.
+pub async fn expire_every(store: Arc<dyn Store>, period: Duration) {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match store.expire_items().await {
+            Ok(0) => {}
+            Ok(deleted) => tracing::info!(deleted, "expired items deleted"),
+            Err(error) => tracing::warn!(%error, "deleting expired items failed; next time"),
+        }
+    }
+}
+
 /// Sends a write again while it fails only by conflicting with concurrent writes
 /// ([`is_conflict`]), on [`retry_schedule`], at most [`CONFLICT_MAX_ATTEMPTS`] times; then
 /// the last conflict is returned. The SDK does not retry conflicts, yet it is safe to:
@@ -632,6 +650,19 @@ pub trait Store: Send + Sync + 'static {
     async fn enable_change_stream(&self, dry_run: bool) -> StoreResult<bool> {
         let _ = dry_run;
         Ok(false)
+    }
+
+    /// The attribute the table's Time to Live reads, when it is on.
+    async fn time_to_live(&self) -> StoreResult<Option<String>> {
+        Ok(None)
+    }
+
+    /// Deletes the items whose time to live has passed, as DynamoDB's own background
+    /// process does (each delete in the change stream); how many. DynamoDB does this
+    /// itself, within days of an expiry, so its engine has nothing to do here; the embedded
+    /// engine does it when asked (`serve` asks every minute).
+    async fn expire_items(&self) -> StoreResult<usize> {
+        Ok(0)
     }
 
     /// BatchGetItem for up to 100 keys, retrying `UnprocessedKeys` with jittered exponential

@@ -205,6 +205,12 @@ impl Store for TracedStore {
     async fn enable_change_stream(&self, dry_run: bool) -> StoreResult<bool> {
         self.inner.enable_change_stream(dry_run).await
     }
+    async fn time_to_live(&self) -> StoreResult<Option<String>> {
+        self.inner.time_to_live().await
+    }
+    async fn expire_items(&self) -> StoreResult<usize> {
+        self.inner.expire_items().await
+    }
     async fn create_table(&self) -> StoreResult<bool> {
         self.inner.create_table().await
     }

@@ -58,6 +58,12 @@ impl<S: Store> Store for Validated<S> {
     async fn enable_change_stream(&self, dry_run: bool) -> StoreResult<bool> {
         self.0.enable_change_stream(dry_run).await
     }
+    async fn time_to_live(&self) -> StoreResult<Option<String>> {
+        self.0.time_to_live().await
+    }
+    async fn expire_items(&self) -> StoreResult<usize> {
+        self.0.expire_items().await
+    }
     async fn create_table(&self) -> StoreResult<bool> {
         self.0.create_table().await
     }

@@ -96,6 +96,7 @@ impl Checker {
             },
             "boolean" => Type::Boolean,
             "timestamp" => Type::Timestamp,
+            "expiry" => Type::Expiry,
             "cents" => Type::Cents { min: a.min },
             "counter" => Type::Counter,
             "list" | "map" => {
@@ -179,6 +180,7 @@ impl Checker {
                     on_create: f.on_create.clone(),
                     computed: f.computed.clone(),
                     referrers: f.referrers.clone(),
+                    lifetime: f.lifetime.clone(),
                 },
                 f.optional,
             ),
@@ -220,6 +222,21 @@ impl Checker {
             }
             parsed
         });
+        let lifetime = spec.lifetime.as_deref().and_then(|l| {
+            let seconds = lifetime(l);
+            if !matches!(ty, Type::Expiry) {
+                self.refuse(
+                    "time-to-live",
+                    format!("attribute `{name}`: `lifetime` is how long an expiry lasts, and `{name}` is no expiry"),
+                );
+            } else if seconds.is_none() {
+                self.refuse(
+                    "time-to-live",
+                    format!("attribute `{name}`: `lifetime = \"{l}\"` is a whole number of days, hours, minutes or seconds (`30d`, `12h`, `15m`, `90s`)"),
+                );
+            }
+            seconds
+        });
         if let Some(r) = &spec.referrers {
             if !matches!(ty, Type::Counter) {
                 self.refuse(
@@ -242,6 +259,7 @@ impl Checker {
             on_create,
             computed,
             referrers: spec.referrers,
+            lifetime,
         })
     }
 
@@ -455,6 +473,7 @@ pub(super) struct Spec {
     on_create: Option<format::Constant>,
     computed: Option<String>,
     referrers: Option<String>,
+    lifetime: Option<String>,
 }
 
 fn placeholder_keys() -> Keys {
@@ -489,6 +508,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
                         on_create: None,
                         computed: None,
                         referrers: None,
+                        lifetime: None,
                     },
                 )
             })
@@ -529,4 +549,18 @@ pub(super) fn system_entities() -> Vec<Entity> {
         ),
         e("Lease", "LEASE#{name}", "LEASE#{name}", &[("name", name)]),
     ]
+}
+
+/// `30d`, `12h`, `15m`, `90s` as seconds (at least one, at most ten years).
+fn lifetime(s: &str) -> Option<i64> {
+    let (n, unit) = s.split_at(s.len().checked_sub(1)?);
+    let n: i64 = n.parse().ok().filter(|n| *n >= 1)?;
+    let seconds = n.checked_mul(match unit {
+        "d" => 86_400,
+        "h" => 3_600,
+        "m" => 60,
+        "s" => 1,
+        _ => return None,
+    })?;
+    (seconds <= 10 * 366 * 86_400).then_some(seconds)
 }

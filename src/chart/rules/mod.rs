@@ -36,6 +36,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("references", "every reference names an entity and all of its key"),
     ("fields", "every field that uses a pattern uses one that returns what it serves"),
     ("samples", "every sample item is an item of its entity"),
+    ("time-to-live", "expiring items carry the table's one time-to-live attribute, and nothing counts them, references them or outlives them"),
     ("writes", "every mutation is one write request that keeps what its entity declares: versions, unique markers, counters on what it references, its life cycle, at most 100 actions"),
 ];
 
@@ -91,6 +92,7 @@ impl Checker {
             partition_key: file.table.partition_key.clone(),
             sort_key: file.table.sort_key.clone(),
             type_attribute: file.table.type_attribute.clone(),
+            time_to_live: file.table.time_to_live.clone(),
         };
         let indexes = self.indexes(&file, &table);
         let kinds = self.kinds(&file);
@@ -161,6 +163,7 @@ impl Checker {
         self.fields(&file, &entities, &patterns);
         self.invariants(&entities, &patterns);
         self.referrers(&entities);
+        self.time_to_live(&table, &entities);
         let mutations = self.mutations(&file, &entities, &patterns);
         self.subscriptions(&file, &entities);
         let mut samples = Vec::new();

@@ -41,6 +41,64 @@ impl Checker {
     }
 
     /// Every entity's declared invariants name what they keep, and can be kept.
+    /// Expiring entities: the table's one time-to-live attribute, an `expiry`, and
+    /// nothing an expiry would break when DynamoDB deletes the item with no write of ours:
+    /// no counts kept (nothing would uncount it), no reference to it (it would dangle), its
+    /// unique markers expiring with it.
+    pub(super) fn time_to_live(&mut self, table: &Table, entities: &IndexMap<String, Entity>) {
+        let ttl = table.time_to_live.as_deref();
+        for e in entities.values().filter(|e| !e.system) {
+            self.at(Some(&e.name), None);
+            for (name, a) in &e.attributes {
+                let expiry = matches!(a.ty, Type::Expiry);
+                if expiry && Some(name.as_str()) != ttl {
+                    self.refuse(
+                        "time-to-live",
+                        format!(
+                            "attribute `{name}` is an expiry, and DynamoDB expires items by the one attribute `[table] time_to_live` names ({})",
+                            ttl.map_or_else(|| "none".to_owned(), |t| format!("`{t}`"))
+                        ),
+                    );
+                } else if !expiry && Some(name.as_str()) == ttl {
+                    self.refuse(
+                        "time-to-live",
+                        format!("attribute `{name}` is the table's time to live, which DynamoDB reads as epoch seconds: its type is `expiry`"),
+                    );
+                }
+            }
+            if e.expiry(table).is_none() {
+                continue;
+            }
+            if !e.writes.counts.is_empty() {
+                self.refuse(
+                    "time-to-live",
+                    "an expiring entity keeps no counts: DynamoDB deletes an expired item without the write that would uncount it",
+                );
+            }
+            for (attr, m) in &e.writes.unique {
+                if entities.get(m).is_some_and(|m| m.expiry(table).is_none()) {
+                    self.refuse(
+                        "time-to-live",
+                        format!("the marker {m} of `{attr}` must expire with its owner: it declares `{}` too", ttl.unwrap_or_default()),
+                    );
+                }
+            }
+            for other in entities.values().filter(|o| !o.system) {
+                for (r, reference) in &other.references {
+                    if reference.entity == e.name && other.expiry(table).is_none() {
+                        self.at(Some(&other.name), None);
+                        self.refuse(
+                            "time-to-live",
+                            format!("reference `{r}` names {}, which expires: it would dangle once DynamoDB deletes it", e.name),
+                        );
+                        self.at(Some(&e.name), None);
+                    }
+                }
+            }
+        }
+        self.at(None, None);
+    }
+
     pub(super) fn invariants(
         &mut self,
         entities: &IndexMap<String, Entity>,

@@ -203,9 +203,14 @@ pub async fn page(
     let read = out.items.len();
     let mut fetched = Fetched::default();
     let mut shards = Vec::new();
+    let (now, mut expired) = (epoch_now(), 0);
     for item in out.items {
         let rec = Record::decode(chart, item)?;
         let entity = rec.entity(chart);
+        if entity.expired(&chart.table, &rec.item, now) {
+            expired += 1;
+            continue;
+        }
         if *rec.entity == **children {
             fetched.children.push(Arc::new(rec));
         } else if carries_parent && parent.as_deref() == Some(&*rec.entity) {
@@ -220,8 +225,11 @@ pub async fn page(
     if let Some(parent) = &mut fetched.parent {
         *parent = Arc::new(with_shards(chart, parent, &shards));
     }
+    // Expired items DynamoDB has not deleted yet are read and left out: a page cut short
+    // by them still has more after it, unless it shows nothing to continue from.
     fetched.more = fetched.children.len() > page.size as usize
-        || (out.last_evaluated_key.is_some() && read < limit);
+        || (out.last_evaluated_key.is_some()
+            && (read < limit || (expired > 0 && !fetched.children.is_empty())));
     Ok(fetched)
 }
 
@@ -270,8 +278,12 @@ pub async fn with_counts(
     let out = store.query(query).await?;
     let mut parent = None;
     let mut shards = Vec::new();
+    let now = epoch_now();
     for item in out.items {
         let rec = Record::decode(chart, item)?;
+        if rec.entity(chart).expired(&chart.table, &rec.item, now) {
+            continue;
+        }
         if rec.entity(chart).shards_of.is_some() {
             shards.push(rec);
         } else {
@@ -321,8 +333,15 @@ impl BatchFn<PrimaryKey, Loaded> for ItemBatch {
                     .await?
             };
             let mut found = HashMap::new();
+            let now = epoch_now();
             for item in items {
                 let rec = Record::decode(&self.chart, item)?;
+                if rec
+                    .entity(&self.chart)
+                    .expired(&self.chart.table, &rec.item, now)
+                {
+                    continue;
+                }
                 if let Some(key) = rec.primary_key(&self.chart) {
                     found.insert(key, Arc::new(rec));
                 }
@@ -331,4 +350,10 @@ impl BatchFn<PrimaryKey, Loaded> for ItemBatch {
         })
         .await
     }
+}
+
+/// The time expiries are compared with: epoch seconds now. An item whose expiry has passed
+/// reads as gone, as it will be once DynamoDB deletes it (within days).
+pub fn epoch_now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
 }

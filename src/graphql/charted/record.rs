@@ -256,9 +256,10 @@ fn fits(ty: &Type, v: &AttributeValue) -> bool {
             Type::String { .. } | Type::Timestamp | Type::Kind(_) | Type::Enum { .. },
             AttributeValue::S(_),
         ) => true,
-        (Type::Int { .. } | Type::Counter | Type::Cents { .. }, AttributeValue::N(n)) => {
-            n.parse::<i64>().is_ok()
-        }
+        (
+            Type::Int { .. } | Type::Counter | Type::Cents { .. } | Type::Expiry,
+            AttributeValue::N(n),
+        ) => n.parse::<i64>().is_ok(),
         (Type::Boolean, AttributeValue::Bool(_)) => true,
         (Type::List { of, .. }, AttributeValue::L(items)) => items.iter().all(|i| fits(of, i)),
         (Type::Map { of, .. }, AttributeValue::M(m)) => m.values().all(|i| fits(of, i)),
@@ -271,6 +272,11 @@ fn to_value(chart: &Chart, ty: &Type, v: &AttributeValue) -> Value {
     match (ty, v) {
         (Type::Enum { .. }, AttributeValue::S(s)) => Value::Enum(Name::new(s)),
         (Type::Cents { .. }, AttributeValue::N(n)) => Value::String(n.clone()),
+        (Type::Expiry, AttributeValue::N(n)) => n
+            .parse::<i64>()
+            .ok()
+            .and_then(crate::chart::types::epoch_to_rfc3339)
+            .map_or(Value::Null, Value::String),
         (Type::Int { .. } | Type::Counter, AttributeValue::N(n)) => {
             let n: i64 = n.parse().unwrap_or(0);
             Value::from(n.clamp(i32::MIN.into(), i32::MAX.into()))

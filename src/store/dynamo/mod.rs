@@ -181,6 +181,10 @@ impl Store for DynamoEngine {
         self.turn_stream_on(dry_run).await
     }
 
+    async fn time_to_live(&self) -> StoreResult<Option<String>> {
+        self.time_to_live_attribute().await
+    }
+
     async fn create_table(&self) -> StoreResult<bool> {
         self.create().await
     }

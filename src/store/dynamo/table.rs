@@ -1,5 +1,6 @@
-//! Table administration: CreateTable with the schema's keys and indexes, DeleteTable,
-//! DescribeTable, the table's stream turned on, and the wait for the table to be ACTIVE.
+//! Table administration: CreateTable with the schema's keys and indexes (and its Time to
+//! Live, UpdateTimeToLive), DeleteTable, DescribeTable, the table's stream turned on, and
+//! the wait for the table to be ACTIVE.
 
 use std::time::Duration;
 
@@ -171,7 +172,49 @@ impl DynamoEngine {
             Err(e) => return Err(store_error(&self.table, e)),
         }
         self.wait_until_active().await?;
+        if let Some(attr) = &s.time_to_live {
+            self.turn_time_to_live_on(attr).await?;
+        }
         Ok(true)
+    }
+
+    /// UpdateTimeToLive on `attribute`, unless DescribeTimeToLive says it is on already.
+    pub(super) async fn turn_time_to_live_on(&self, attribute: &str) -> StoreResult<()> {
+        if self.time_to_live_attribute().await?.as_deref() == Some(attribute) {
+            return Ok(());
+        }
+        let spec = sdk::TimeToLiveSpecification::builder()
+            .attribute_name(attribute)
+            .enabled(true)
+            .build()
+            .map_err(build_error)?;
+        self.client
+            .update_time_to_live()
+            .table_name(&self.table)
+            .time_to_live_specification(spec)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        Ok(())
+    }
+
+    /// The attribute the table's Time to Live reads, while it is on (or turning on).
+    pub(super) async fn time_to_live_attribute(&self) -> StoreResult<Option<String>> {
+        let out = self
+            .client
+            .describe_time_to_live()
+            .table_name(&self.table)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        Ok(out.time_to_live_description().and_then(|d| {
+            matches!(
+                d.time_to_live_status(),
+                Some(sdk::TimeToLiveStatus::Enabled | sdk::TimeToLiveStatus::Enabling)
+            )
+            .then(|| d.attribute_name().map(str::to_owned))
+            .flatten()
+        }))
     }
 
     pub(super) async fn delete(&self) -> StoreResult<bool> {

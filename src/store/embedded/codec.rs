@@ -245,8 +245,21 @@ pub(super) fn decode_item(bytes: &[u8]) -> StoreResult<Item> {
     }
 }
 
-pub(super) fn meta_row(table: &str) -> Vec<u8> {
-    serde_json::json!({ "name": table, "status": "ACTIVE" })
-        .to_string()
-        .into_bytes()
+pub(super) fn meta_row(table: &str, time_to_live: Option<&str>) -> Vec<u8> {
+    let mut row = serde_json::json!({ "name": table, "status": "ACTIVE" });
+    if let Some(attr) = time_to_live {
+        row["timeToLive"] = serde_json::json!({ "attributeName": attr, "enabled": true });
+    }
+    row.to_string().into_bytes()
+}
+
+/// The attribute a table's meta row says its Time to Live reads, when it is on.
+pub(super) fn meta_time_to_live(row: &[u8]) -> Option<String> {
+    let row: serde_json::Value = serde_json::from_slice(row).ok()?;
+    let ttl = row.get("timeToLive")?;
+    if ttl.get("enabled")?.as_bool()? {
+        ttl.get("attributeName")?.as_str().map(str::to_owned)
+    } else {
+        None
+    }
 }

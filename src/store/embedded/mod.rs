@@ -57,7 +57,7 @@ use super::faults::{self, Call};
 use super::faults::{Faults, Injector};
 use super::stream::ChangeStream;
 use super::validated::Validated;
-use codec::{decode_item, meta_row, table_key};
+use codec::{decode_item, meta_row, meta_time_to_live, table_key};
 use group::{Batch, Group, Tokens};
 use query::{query, MAX_BATCH_GET_BYTES};
 use stream::EmbeddedChanges;
@@ -363,7 +363,8 @@ impl Store for EmbeddedEngine {
                 if inner.table_exists(&meta)? {
                     return Ok(false);
                 }
-                meta.insert(inner.table.as_str(), meta_row(&inner.table).as_slice())
+                let row = meta_row(&inner.table, inner.schema.time_to_live.as_deref());
+                meta.insert(inner.table.as_str(), row.as_slice())
                     .map_err(internal)?;
             }
             tx.open_table(inner.items_def()).map_err(internal)?;
@@ -374,6 +375,71 @@ impl Store for EmbeddedEngine {
             Ok(true)
         })
         .await
+    }
+
+    async fn time_to_live(&self) -> StoreResult<Option<String>> {
+        self.run(|inner| {
+            let tx = inner.db.begin_read().map_err(internal)?;
+            inner.read_exists(&tx)?;
+            let meta = tx.open_table(META).map_err(internal)?;
+            let row = meta.get(inner.table.as_str()).map_err(internal)?;
+            Ok(row.and_then(|r| meta_time_to_live(r.value())))
+        })
+        .await
+    }
+
+    /// What DynamoDB's Time to Live process does: every item whose expiry (epoch seconds)
+    /// has passed, and is not more than five years old (DynamoDB ignores those), deleted
+    /// on the condition that it still has, so a write that moved the expiry meanwhile
+    /// wins. Each delete is in the change log, as a TTL delete is in DynamoDB's stream.
+    async fn expire_items(&self) -> StoreResult<usize> {
+        use super::{AttributeValue, CmpOp, Condition};
+        const FIVE_YEARS: i64 = 5 * 365 * 86_400;
+        let Some(attr) = self.time_to_live().await? else {
+            return Ok(0);
+        };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let mut due = Vec::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .scan(Scan {
+                    limit: None,
+                    start,
+                    consistent_read: true,
+                    segment: None,
+                })
+                .await?;
+            for item in &page.items {
+                let expiry = match item.get(&attr) {
+                    Some(AttributeValue::N(n)) => n.parse::<i64>().ok(),
+                    _ => None,
+                };
+                if expiry.is_some_and(|t| t <= now && t > now - FIVE_YEARS) {
+                    due.extend(self.inner.schema.key_of(item));
+                }
+            }
+            match page.last_evaluated_key {
+                Some(next) => start = Some(next),
+                None => break,
+            }
+        }
+        let mut deleted = 0;
+        for key in due {
+            let gone = Delete::new(key).when(Condition::Cmp(
+                attr.clone(),
+                CmpOp::Le,
+                AttributeValue::N(now.to_string()),
+            ));
+            match self.delete_item(gone).await {
+                Ok(_) => deleted += 1,
+                Err(StoreError::ConditionFailed { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
     }
 
     async fn delete_table(&self) -> StoreResult<bool> {

@@ -119,6 +119,17 @@ pub fn stored(
                     .map_err(|_| bad(format!("{field} is out of range")))?,
             )
         }
+        (Type::Expiry, Value::String(s)) => {
+            let t = crate::chart::types::rfc3339_to_epoch(s).ok_or_else(|| {
+                bad(format!(
+                    "{field} must be an RFC 3339 time (`2026-01-31T12:00:00Z`)"
+                ))
+            })?;
+            if t <= time::OffsetDateTime::now_utc().unix_timestamp() {
+                return Err(bad(format!("{} must be in the future", attribute(field))));
+            }
+            AttributeValue::N(t.to_string())
+        }
         (Type::Cents { min }, _) => {
             // The `Cents` scalar's own parsing, and its words ("Failed to parse "Cents":
             // … is not a whole number of cents …").

@@ -86,7 +86,7 @@ fn child_input(
         .map(|(name, a)| {
             (
                 name.clone(),
-                input::type_ref(&a.ty, !a.optional),
+                input::type_ref(&a.ty, !a.optional && a.lifetime.is_none()),
                 a.description.clone(),
             )
         })
@@ -218,7 +218,10 @@ fn input_type(chart: &Chart, m: &Mutation, e: &Entity) -> InputObject {
             for (name, a) in given_on_create(e) {
                 fields.push((
                     name.clone(),
-                    input::type_ref(&a.ty, !a.optional && !matches!(a.ty, Type::Counter)),
+                    input::type_ref(
+                        &a.ty,
+                        !a.optional && !matches!(a.ty, Type::Counter) && a.lifetime.is_none(),
+                    ),
                     a.description.clone(),
                 ));
             }

@@ -61,7 +61,7 @@ pub(super) async fn create(
                 &item,
                 &[(token_attr.as_str(), t)],
             )?)
-            .when(Condition::not_exists(pk.clone()));
+            .when(free(chart, marker));
             put.return_old_on_condition_failure = true;
             actions.push(TransactAction::Put(put));
             meanings.push(Meaning::Taken("clientToken".into()));
@@ -71,7 +71,7 @@ pub(super) async fn create(
     };
     let own = key_field(e);
     actions.push(TransactAction::Put(
-        Put::new(item.clone()).when(Condition::not_exists(pk.clone())),
+        Put::new(item.clone()).when(free(chart, e)),
     ));
     meanings.push(Meaning::Taken(own));
     for (_, items) in &lists {
@@ -88,8 +88,7 @@ pub(super) async fn create(
         }
         let marker = &chart.entities[marker];
         actions.push(TransactAction::Put(
-            Put::new(marker_item(chart, marker, &item, &[])?)
-                .when(Condition::not_exists(pk.clone())),
+            Put::new(marker_item(chart, marker, &item, &[])?).when(free(chart, marker)),
         ));
         meanings.push(Meaning::Taken(attr.clone()));
     }
@@ -158,6 +157,8 @@ fn initial(
         n(0)
     } else if let Some(v) = given {
         stored(chart, field, &a.ty, v)?
+    } else if let Some(seconds) = a.lifetime {
+        n(time::OffsetDateTime::now_utc().unix_timestamp() + seconds)
     } else if a.optional {
         return Ok(None);
     } else {

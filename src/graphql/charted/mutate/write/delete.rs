@@ -13,7 +13,6 @@ pub(super) async fn delete(
     let (vars, place) = target(rc, chart, m, e, input)?;
     let expected = expected_version(input, false)?;
     let guarded = guards(chart, e);
-    let pk = chart.table.partition_key.clone();
     let guard_conditions = |when: &mut Vec<Condition>| {
         for (g, _) in &guarded {
             when.push(Condition::Or(vec![
@@ -59,7 +58,7 @@ pub(super) async fn delete(
         }
     };
     if e.writes.unique.is_empty() && e.writes.counts.is_empty() {
-        let mut when = vec![Condition::exists(pk.clone())];
+        let mut when = vec![present(chart, e)];
         when.extend(tenant_condition(rc, chart, e, &vars));
         version_condition(&mut when);
         guard_conditions(&mut when);
@@ -98,7 +97,7 @@ pub(super) async fn delete(
     }
     for _ in 0..ATTEMPTS {
         check(&current)?;
-        let mut when = vec![Condition::exists(pk.clone())];
+        let mut when = vec![present(chart, e)];
         version_condition(&mut when);
         guard_conditions(&mut when);
         when.extend(as_read(e, &current));

@@ -487,4 +487,46 @@ fn version_mismatch(e: &Entity, expected: i64, current: Option<&Item>) -> ApiErr
 /// Whether the caller may see the item read (its tenant theirs).
 fn visible_item(rc: &RequestContext, chart: &Chart, e: &Entity, item: &Item) -> bool {
     visible(rc, chart, e, &vars_of(e, item)).is_ok()
+        && !e.expired(
+            &chart.table,
+            item,
+            crate::graphql::charted::read::epoch_now(),
+        )
+}
+
+/// The condition that the item of `e` a write names is there: it exists and, where `e`
+/// expires, its expiry has not passed (DynamoDB has not deleted it yet, and reads hide it).
+fn present(chart: &Chart, e: &Entity) -> Condition {
+    let exists = Condition::exists(chart.table.partition_key.clone());
+    match e.expiry(&chart.table) {
+        None => exists,
+        Some(ttl) => Condition::And(vec![
+            exists,
+            Condition::Or(vec![
+                Condition::not_exists(ttl.to_owned()),
+                Condition::Cmp(
+                    ttl.to_owned(),
+                    crate::store::CmpOp::Gt,
+                    n(crate::graphql::charted::read::epoch_now()),
+                ),
+            ]),
+        ]),
+    }
+}
+
+/// The condition that the key a create puts an item of `e` at is free: nothing there, or,
+/// where `e` expires, an item whose expiry has passed.
+fn free(chart: &Chart, e: &Entity) -> Condition {
+    let absent = Condition::not_exists(chart.table.partition_key.clone());
+    match e.expiry(&chart.table) {
+        None => absent,
+        Some(ttl) => Condition::Or(vec![
+            absent,
+            Condition::Cmp(
+                ttl.to_owned(),
+                crate::store::CmpOp::Le,
+                n(crate::graphql::charted::read::epoch_now()),
+            ),
+        ]),
+    }
 }

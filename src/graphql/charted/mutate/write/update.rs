@@ -186,7 +186,7 @@ pub(super) async fn update_in_place(
             _ => u = u.remove(i.partition_key.clone()).remove(i.sort_key.clone()),
         }
     }
-    let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
+    let mut when = vec![present(chart, e)];
     when.extend(tenant);
     let update = Update::new(key, u)
         .when(Condition::And(when))
