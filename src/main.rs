@@ -9,7 +9,7 @@ use clap::Parser;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-use itemgraph::config::{ChartCommand, Cli, Command, MigrateArgs, SeedMode, StoreArgs, StoreKind};
+use itemgraph::config::{ChartCommand, Cli, Command, SeedMode, StoreArgs, StoreKind};
 use itemgraph::demo::Seeded;
 use itemgraph::{check, demo, graphql, http};
 
@@ -84,7 +84,7 @@ async fn run() -> anyhow::Result<()> {
                 // Another chart's demo data is its samples.
                 let chart = args.store.load_chart()?;
                 let store = state.store();
-                store.create_table().await.context("creating the table")?;
+                create_table(store.as_ref(), &chart).await?;
                 let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
                     .await
                     .context("seeding the chart's samples")?;
@@ -171,24 +171,19 @@ async fn run() -> anyhow::Result<()> {
         }
         Command::CreateTable(args) => {
             let store = args.open().await?;
-            let created = store.create_table().await.context("creating the table")?;
+            let chart = args.load_chart()?;
+            let created = create_table(store.as_ref(), &chart).await?;
             tracing::info!(store = %args.describe(), created, "table ready");
         }
         Command::Seed(args) if !builtin_chart(&args.store)? => {
             // Another chart's demo data is its samples.
             let chart = args.store.load_chart()?;
             let store = args.store.open().await?;
-            store.create_table().await.context("creating the table")?;
+            create_table(store.as_ref(), &chart).await?;
             let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
                 .await
                 .context("seeding the chart's samples")?;
             tracing::info!(store = %args.store.describe(), written, of = chart.samples.len(), "the chart's samples loaded (none overwritten)");
-        }
-        Command::Migrate(MigrateArgs { store: args, .. }) if !builtin_chart(&args)? => {
-            anyhow::bail!(
-                "migrate knows the built-in chart's migrations only: planning a chart's own \
-                 from the chart recorded in its table is still to come"
-            )
         }
         Command::Seed(args) => {
             let store = args.store.open().await?;
@@ -221,7 +216,8 @@ async fn run() -> anyhow::Result<()> {
                 max_wcu: args.max_wcu,
                 progress: true,
             };
-            let report = itemgraph::migrate::run(store.as_ref(), &options)
+            let chart = args.store.load_chart()?;
+            let report = itemgraph::migrate::run_chart(store.as_ref(), &chart, &options)
                 .await
                 .with_context(|| {
                     format!(
@@ -229,6 +225,13 @@ async fn run() -> anyhow::Result<()> {
                         args.store.describe()
                     )
                 })?;
+            for step in &report.plan {
+                println!("plan: {step}");
+            }
+            anyhow::ensure!(
+                !report.refused,
+                "the chart's plan has a step migrate does not make (above): nothing written"
+            );
             for migration in &report.migrations {
                 println!("{migration}");
             }
@@ -249,6 +252,21 @@ async fn run() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Creates the table where it is missing; one of another chart than the built-in is
+/// recorded in it, for `itemgraph migrate` to plan from. Whether it was missing.
+async fn create_table(
+    store: &dyn itemgraph::store::Store,
+    chart: &itemgraph::chart::Chart,
+) -> anyhow::Result<bool> {
+    let created = store.create_table().await.context("creating the table")?;
+    if created && !std::ptr::eq(chart, &*itemgraph::chart::builtin()) {
+        itemgraph::migrate::chart::record(store, chart, 0)
+            .await
+            .context("recording the chart in the table")?;
+    }
+    Ok(created)
 }
 
 /// `itemgraph check`: one line per violation on stdout, then the summary line. Any

@@ -64,7 +64,9 @@ pub fn load(path: &Path) -> Result<Chart, Refused> {
 pub fn parse(text: &str) -> Result<Chart, Refused> {
     let file: format::File = toml::from_str(text)
         .map_err(|e| Refused(vec![Refusal::new("format", e.to_string().trim_end())]))?;
-    rules::check(file)
+    let mut chart = rules::check(file)?;
+    chart.source = text.to_owned();
+    Ok(chart)
 }
 
 /// Why a chart is refused: every broken rule, each naming where.
@@ -123,6 +125,8 @@ impl fmt::Display for Refusal {
 /// A checked chart: every rule of [`RULES`] holds.
 #[derive(Debug)]
 pub struct Chart {
+    /// Its text, as `itemgraph migrate` records it in the table.
+    pub source: String,
     pub name: String,
     pub description: Option<String>,
     pub table: Table,

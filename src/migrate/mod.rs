@@ -7,6 +7,10 @@
 //! | 2 | `change-stream` | the table's change stream (`NEW_AND_OLD_IMAGES`) turned on |
 //! | 3 | `counter-shards` | each organization gets its counter shards ([`counter_shards`]) |
 //!
+//! then, for any chart, the plan from the chart recorded in the table to the one given
+//! ([`chart`]): its item steps one more migration of the same kind (`1nn`), the chart
+//! recorded once it is done.
+//!
 //! A migration over items reads the table by a parallel Scan (`--segments`, each segment
 //! its own task) and writes each change conditioned on what it read, so a concurrent
 //! application write is never lost: the write or the migration's change fails its
@@ -23,6 +27,7 @@
 //! reads only, checkpoints included, and counts what each migration would change.
 
 pub mod budget;
+pub mod chart;
 mod counter_shards;
 mod email_markers;
 pub mod progress;
@@ -158,6 +163,19 @@ pub struct MigrateReport {
     pub skipped: Vec<String>,
     /// Organizations given their counter shards (or that would be, on a dry run).
     pub sharded: usize,
+    /// The chart's plan ([`chart::plan`]), a line a step: empty when the chart recorded in
+    /// the table is the one given.
+    pub plan: Vec<String>,
+    /// The plan has a step migrate does not make: nothing was written.
+    pub refused: bool,
+    /// The table's Time to Live turned on (or that would be).
+    pub time_to_live_enabled: bool,
+    /// Items given the index keys their templates render.
+    pub keys_rewritten: usize,
+    /// Unique values given their markers.
+    pub markers_put: usize,
+    /// Items given their version 1.
+    pub versions_set: usize,
     /// Write units spent, counted as DynamoDB bills them (checkpoints included).
     pub write_units: u64,
 }
@@ -171,6 +189,9 @@ impl MigrateReport {
         self.stale_removed += part.stale_removed;
         self.skipped.extend(part.skipped);
         self.sharded += part.sharded;
+        self.keys_rewritten += part.keys_rewritten;
+        self.markers_put += part.markers_put;
+        self.versions_set += part.versions_set;
     }
 }
 
@@ -191,7 +212,23 @@ impl fmt::Display for MigrateReport {
             self.skipped.len(),
             self.sharded,
             self.write_units
-        )
+        )?;
+        if !self.plan.is_empty() {
+            write!(
+                f,
+                "; the chart's plan, {} steps: {}{} index keys written, {} markers put, {} versions set",
+                self.plan.len(),
+                if self.time_to_live_enabled {
+                    "time to live turned on, "
+                } else {
+                    ""
+                },
+                self.keys_rewritten,
+                self.markers_put,
+                self.versions_set
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -207,8 +244,21 @@ pub async fn migrate(store: &dyn Store, dry_run: bool) -> StoreResult<MigrateRep
     .await
 }
 
-/// Runs every migration not yet recorded done, in order.
+/// Runs every migration not yet recorded done, in order, on a table of the built-in chart.
 pub async fn run(store: &dyn Store, options: &Options) -> StoreResult<MigrateReport> {
+    run_chart(store, &crate::chart::builtin(), options).await
+}
+
+/// Migrates a table to `chart`: the built-in chart's named migrations not yet recorded
+/// done, in order, then the plan from the chart recorded in the table to `chart`
+/// ([`chart::plan`]), which is recorded once done. A plan with a refused step writes
+/// nothing ([`MigrateReport::refused`]).
+pub async fn run_chart(
+    store: &dyn Store,
+    given: &crate::chart::Chart,
+    options: &Options,
+) -> StoreResult<MigrateReport> {
+    let builtin = std::ptr::eq(given, &*crate::chart::builtin());
     let budget = WriteBudget::new(options.max_wcu);
     let ctx = Ctx {
         store,
@@ -216,9 +266,59 @@ pub async fn run(store: &dyn Store, options: &Options) -> StoreResult<MigrateRep
         budget: &budget,
     };
     let mut report = MigrateReport::default();
-    for migration in MIGRATIONS {
-        let outcome = run_one(&ctx, migration, options, &mut report).await?;
+    if builtin {
+        for migration in MIGRATIONS {
+            let outcome = run_one(&ctx, migration, options, &mut report, None).await?;
+            report.migrations.push(outcome);
+        }
+    }
+    let recorded = chart::recorded(store).await?;
+    let old = match &recorded {
+        Some(r) => Some(crate::chart::parse(&r.source).map_err(|e| {
+            crate::store::StoreError::Validation(format!(
+                "the chart recorded in the table no longer parses: {e}"
+            ))
+        })?),
+        None => None,
+    };
+    // A table without a record of the built-in chart was made from it.
+    let old = old.as_ref().or(builtin.then_some(given));
+    let indexes = store
+        .describe_table()
+        .await?
+        .map(|d| d.indexes)
+        .unwrap_or_default();
+    let steps = chart::plan(old, given, &indexes);
+    report.plan = steps.iter().map(ToString::to_string).collect();
+    if steps.iter().any(chart::Step::is_refused) {
+        report.refused = true;
+        return Ok(report);
+    }
+    for step in &steps {
+        if let chart::Step::TimeToLive(attribute) = step {
+            report.time_to_live_enabled |= store
+                .enable_time_to_live(attribute, options.dry_run)
+                .await?;
+        }
+    }
+    let plans = recorded.as_ref().map_or(0, |r| r.plans);
+    let mut after = plans;
+    if chart::scans_items(&steps) {
+        let migration = Migration {
+            version: 100 + plans,
+            name: "chart",
+            scans_items: true,
+        };
+        let outcome = run_one(&ctx, migration, options, &mut report, Some((given, &steps))).await?;
         report.migrations.push(outcome);
+        after += 1;
+    }
+    let same = recorded
+        .as_ref()
+        .is_some_and(|r| r.source == given.source && r.plans == after);
+    if !options.dry_run && !same {
+        budget.spend(1.0).await;
+        chart::record(store, given, after).await?;
     }
     report.write_units = budget.spent().ceil() as u64;
     Ok(report)
@@ -240,6 +340,22 @@ impl Ctx<'_> {
         self.budget.spend(units).await;
         let (result, stats) = call_stats::measured(self.store.transact_write(actions)).await;
         self.budget.charge(units * f64::from(stats.retries));
+        result
+    }
+
+    /// An UpdateItem, once its unit fits in the budget (and its attempts charged).
+    async fn update(&self, update: crate::store::Update) -> StoreResult<Option<Item>> {
+        self.budget.spend(1.0).await;
+        let (result, stats) = call_stats::measured(self.store.update_item(update)).await;
+        self.budget.charge(f64::from(stats.retries));
+        result
+    }
+
+    /// A PutItem, once its unit fits in the budget (and its attempts charged).
+    async fn put(&self, put: crate::store::Put) -> StoreResult<Option<Item>> {
+        self.budget.spend(1.0).await;
+        let (result, stats) = call_stats::measured(self.store.put_item(put)).await;
+        self.budget.charge(f64::from(stats.retries));
         result
     }
 
@@ -269,6 +385,7 @@ async fn run_one(
     migration: Migration,
     options: &Options,
     report: &mut MigrateReport,
+    plan: Option<(&crate::chart::Chart, &[chart::Step])>,
 ) -> StoreResult<MigrationOutcome> {
     let key = MigrationKey::new(migration.version);
     let mut existing: Option<MigrationRecord> = records::read(ctx.store, key.primary_key()).await?;
@@ -342,6 +459,7 @@ async fn run_one(
                 record.segments,
                 options.page_size,
                 &progress,
+                plan,
             )
         }))
         .await?;
@@ -366,6 +484,7 @@ async fn scan_segment(
     segments: u32,
     page_size: u32,
     progress: &Progress,
+    plan: Option<(&crate::chart::Chart, &[chart::Step])>,
 ) -> StoreResult<MigrateReport> {
     let mut part = MigrateReport::default();
     while !checkpoint.done {
@@ -386,7 +505,11 @@ async fn scan_segment(
             match migration.version {
                 1 => email_markers::migrate_item(ctx, item, &mut part).await?,
                 3 => counter_shards::migrate_item(ctx, item, &mut part).await?,
-                _ => {}
+                _ => {
+                    if let Some((c, steps)) = plan {
+                        chart::migrate_item(ctx, c, steps, item, &mut part).await?;
+                    }
+                }
             }
         }
         checkpoint.advance(page.items.len(), page.last_evaluated_key.as_ref());

@@ -240,6 +240,9 @@ impl Store for MeteredStore {
     async fn time_to_live(&self) -> StoreResult<Option<String>> {
         self.inner.time_to_live().await
     }
+    async fn enable_time_to_live(&self, attribute: &str, dry_run: bool) -> StoreResult<bool> {
+        self.inner.enable_time_to_live(attribute, dry_run).await
+    }
     async fn expire_items(&self) -> StoreResult<usize> {
         self.inner.expire_items().await
     }

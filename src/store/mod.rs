@@ -657,6 +657,13 @@ pub trait Store: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Turns the table's Time to Live on for `attribute` where it is not; whether it was
+    /// not. With `dry_run`, only says.
+    async fn enable_time_to_live(&self, attribute: &str, dry_run: bool) -> StoreResult<bool> {
+        let _ = (attribute, dry_run);
+        Ok(false)
+    }
+
     /// Deletes the items whose time to live has passed, as DynamoDB's own background
     /// process does (each delete in the change stream); how many. DynamoDB does this
     /// itself, within days of an expiry, so its engine has nothing to do here; the embedded

@@ -61,6 +61,9 @@ impl<S: Store> Store for Validated<S> {
     async fn time_to_live(&self) -> StoreResult<Option<String>> {
         self.0.time_to_live().await
     }
+    async fn enable_time_to_live(&self, attribute: &str, dry_run: bool) -> StoreResult<bool> {
+        self.0.enable_time_to_live(attribute, dry_run).await
+    }
     async fn expire_items(&self) -> StoreResult<usize> {
         self.0.expire_items().await
     }

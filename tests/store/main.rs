@@ -15,5 +15,6 @@ mod contract;
 mod differential;
 mod dynamo_local;
 mod fault_model;
+mod migrate_chart;
 mod relay;
 mod validation_fidelity;

@@ -536,6 +536,21 @@ pub(super) fn system_entities() -> Vec<Entity> {
     });
     vec![
         e(
+            "Chart",
+            "CHART#",
+            "CHART#",
+            &[
+                (
+                    "source",
+                    Type::String {
+                        max_length: None,
+                        one_line: Some(false),
+                    },
+                ),
+                ("plans", int(899)),
+            ],
+        ),
+        e(
             "Migration",
             "MIGRATION#{version:03}",
             "MIGRATION#{version:03}",

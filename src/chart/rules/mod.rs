@@ -201,6 +201,7 @@ impl Checker {
         }
         self.at(None, None);
         Chart {
+            source: String::new(),
             name: file.name,
             description: file.description,
             table,

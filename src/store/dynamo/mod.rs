@@ -185,6 +185,16 @@ impl Store for DynamoEngine {
         self.time_to_live_attribute().await
     }
 
+    async fn enable_time_to_live(&self, attribute: &str, dry_run: bool) -> StoreResult<bool> {
+        if self.time_to_live_attribute().await?.as_deref() == Some(attribute) {
+            return Ok(false);
+        }
+        if !dry_run {
+            self.turn_time_to_live_on(attribute).await?;
+        }
+        Ok(true)
+    }
+
     async fn create_table(&self) -> StoreResult<bool> {
         self.create().await
     }

@@ -388,6 +388,34 @@ impl Store for EmbeddedEngine {
         .await
     }
 
+    async fn enable_time_to_live(&self, attribute: &str, dry_run: bool) -> StoreResult<bool> {
+        let attribute = attribute.to_owned();
+        self.run(move |inner| {
+            let tx = inner.db.begin_write().map_err(internal)?;
+            {
+                let mut meta = tx.open_table(META).map_err(internal)?;
+                let row = meta
+                    .get(inner.table.as_str())
+                    .map_err(internal)?
+                    .ok_or_else(not_found)?
+                    .value()
+                    .to_vec();
+                if meta_time_to_live(&row).as_deref() == Some(attribute.as_str()) {
+                    return Ok(false);
+                }
+                if dry_run {
+                    return Ok(true);
+                }
+                let row = meta_row(&inner.table, Some(&attribute));
+                meta.insert(inner.table.as_str(), row.as_slice())
+                    .map_err(internal)?;
+            }
+            tx.commit().map_err(internal)?;
+            Ok(true)
+        })
+        .await
+    }
+
     /// What DynamoDB's Time to Live process does: every item whose expiry (epoch seconds)
     /// has passed, and is not more than five years old (DynamoDB ignores those), deleted
     /// on the condition that it still has, so a write that moved the expiry meanwhile

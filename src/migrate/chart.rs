@@ -1,0 +1,441 @@
+//! The chart recorded in the table, and what a change of chart asks of the table's items.
+//!
+//! `itemgraph migrate` compares the chart the table was last migrated to (its `Chart` item,
+//! `CHART#`, holding the chart's text) with the one it is given, and plans the steps the
+//! difference implies ([`plan`]):
+//!
+//! | Change | Step |
+//! |---|---|
+//! | a time to live declared (`[table] time_to_live`) | turned on (UpdateTimeToLive) |
+//! | an entity joins an index the table has, or its index templates change | every item of it given the index keys its templates render (and an index it left, none) |
+//! | a unique attribute declared | every value given its marker, where another item does not hold it |
+//! | a version declared | every item of the entity without one given 1 |
+//!
+//! and refuses, naming it, what it does not do: an index the table does not have yet (create
+//! it, then run again), a primary key that changes (items put again elsewhere), counters and
+//! counter shards declared on items that exist (a recount), a new required attribute, a time
+//! to live turned off. A refused plan writes nothing. The item steps run as one migration
+//! of the registry's kind (`MIGRATION#1nn`: a parallel Scan, checkpoints, the budget), each
+//! write conditioned on what it read; the chart is recorded once they are done. A table
+//! with no chart recorded was made from the built-in chart, or by a command that did not
+//! record one: the built-in chart is taken as its own; another is planned from nothing
+//! (every step of its declarations, each finding nothing to do where the table already
+//! keeps it).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::chart::samples::{key_values, marker, set_keys};
+use crate::chart::{Chart, Entity};
+use crate::keys::ItemKeys;
+use crate::model::Record;
+use crate::store::{
+    AttributeValue, Condition, Item, PrimaryKey, Put, Store, StoreError, StoreResult, Update,
+    UpdateExpr,
+};
+
+use super::{Ctx, MigrateReport};
+
+/// The chart a table was last migrated to (or created from).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChartRecord {
+    /// The chart's text.
+    pub source: String,
+    /// How many plans with item steps ran on the table: the next one's migration is
+    /// `100 + plans`.
+    pub plans: u32,
+    pub recorded_at: String,
+}
+
+impl Record for ChartRecord {
+    const TYPE: &'static str = "Chart";
+    fn keys(&self) -> ItemKeys {
+        ItemKeys::primary(PrimaryKey::new("CHART#", "CHART#"))
+    }
+}
+
+/// The chart recorded in the table, if any.
+pub async fn recorded(store: &dyn Store) -> StoreResult<Option<ChartRecord>> {
+    super::records::read(store, PrimaryKey::new("CHART#", "CHART#")).await
+}
+
+/// Records `chart` as the table's, after `plans` plans with item steps.
+pub async fn record(store: &dyn Store, chart: &Chart, plans: u32) -> StoreResult<()> {
+    super::records::write(
+        store,
+        &ChartRecord {
+            source: chart.source.clone(),
+            plans,
+            recorded_at: crate::model::now(),
+        },
+    )
+    .await
+}
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// The table's Time to Live turned on for the attribute.
+    TimeToLive(String),
+    /// Every item of the entity given the keys its templates render for the index.
+    IndexKeys { entity: String, index: String },
+    /// Every value of the attribute given its marker.
+    Markers { entity: String, attribute: String },
+    /// Every item of the entity without its version given 1.
+    Versions { entity: String, attribute: String },
+    /// A change migrate does not make, and why.
+    Refused { what: String, why: String },
+}
+
+impl Step {
+    pub fn is_refused(&self) -> bool {
+        matches!(self, Step::Refused { .. })
+    }
+
+    fn scans_items(&self) -> bool {
+        matches!(
+            self,
+            Step::IndexKeys { .. } | Step::Markers { .. } | Step::Versions { .. }
+        )
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::TimeToLive(a) => write!(f, "time-to-live: turned on for `{a}`"),
+            Step::IndexKeys { entity, index } => {
+                write!(
+                    f,
+                    "index-keys {entity} {index}: the keys its templates render"
+                )
+            }
+            Step::Markers { entity, attribute } => {
+                write!(f, "markers {entity}.{attribute}: one for every value")
+            }
+            Step::Versions { entity, attribute } => {
+                write!(f, "versions {entity}.{attribute}: 1 where there is none")
+            }
+            Step::Refused { what, why } => write!(f, "refused {what}: {why}"),
+        }
+    }
+}
+
+/// The steps from `old` (the chart recorded, `None`: nothing known) to `new`, on a table
+/// whose indexes are `indexes`.
+pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let refuse = |steps: &mut Vec<Step>, what: String, why: &str| {
+        steps.push(Step::Refused {
+            what,
+            why: why.to_owned(),
+        })
+    };
+    let old_ttl = old.and_then(|o| o.table.time_to_live.as_deref());
+    match (old_ttl, new.table.time_to_live.as_deref()) {
+        (a, Some(b)) if old.is_none() || a != Some(b) => steps.push(Step::TimeToLive(b.to_owned())),
+        (Some(a), None) => refuse(
+            &mut steps,
+            format!("time to live `{a}` off"),
+            "items already expiring would stay: turn it off with UpdateTimeToLive if that is meant",
+        ),
+        _ => {}
+    }
+    for (name, index) in &new.indexes {
+        if !indexes.contains(name) {
+            refuse(
+                &mut steps,
+                format!("index {name}"),
+                &format!(
+                    "the table has no such index: create it (UpdateTable; keys `{}` and `{}`, strings, projection ALL), then run migrate again to write its keys",
+                    index.partition_key, index.sort_key
+                ),
+            );
+        }
+    }
+    for e in new.declared() {
+        let was = old.and_then(|o| o.entities.get(&e.name).filter(|w| !w.system));
+        if old.is_some() && was.is_none() {
+            // A new entity: no item of it yet.
+            continue;
+        }
+        if let Some(w) = was {
+            if w.key.pk.to_string() != e.key.pk.to_string()
+                || w.key.sk.to_string() != e.key.sk.to_string()
+            {
+                refuse(
+                    &mut steps,
+                    format!("keys of {}", e.name),
+                    "an item's primary key changes only by putting it again under the new one and deleting the old: migrate does not move items",
+                );
+            }
+        }
+        let mut joined: Vec<&String> = e.indexes.keys().collect();
+        if let Some(w) = was {
+            joined.extend(w.indexes.keys().filter(|i| !e.indexes.contains_key(*i)));
+        }
+        for index in joined {
+            let same = was.is_some_and(|w| match (w.indexes.get(index), e.indexes.get(index)) {
+                (Some(a), Some(b)) => {
+                    a.pk.to_string() == b.pk.to_string() && a.sk.to_string() == b.sk.to_string()
+                }
+                _ => false,
+            });
+            if !same && indexes.contains(index) {
+                steps.push(Step::IndexKeys {
+                    entity: e.name.clone(),
+                    index: index.clone(),
+                });
+            }
+        }
+        for (attr, m) in &e.writes.unique {
+            if was.is_none_or(|w| w.writes.unique.get(attr) != Some(m)) {
+                steps.push(Step::Markers {
+                    entity: e.name.clone(),
+                    attribute: attr.clone(),
+                });
+            }
+        }
+        if let Some(v) = &e.writes.version {
+            if was.is_none_or(|w| w.writes.version.as_ref() != Some(v)) {
+                steps.push(Step::Versions {
+                    entity: e.name.clone(),
+                    attribute: v.clone(),
+                });
+            }
+        }
+        let Some(w) = was else {
+            continue;
+        };
+        let counts = |x: &Entity| {
+            let mut c: Vec<String> = x
+                .writes
+                .counts
+                .iter()
+                .flat_map(|c| c.all().into_iter().map(|n| format!("{}.{n}", c.reference)))
+                .collect();
+            c.sort();
+            c
+        };
+        let (before, after) = (counts(w), counts(e));
+        for c in after.iter().filter(|c| !before.contains(c)) {
+            refuse(
+                &mut steps,
+                format!("counts {}: {c}", e.name),
+                "a counter on items that exist needs a recount while nothing writes them: migrate does not recount",
+            );
+        }
+        if e.shards_of != w.shards_of {
+            refuse(
+                &mut steps,
+                format!("counter shards {}", e.name),
+                "shards for items that exist are put by a migration of their own (the built-in chart's `counter-shards`): migrate does not plan them",
+            );
+        }
+        for (attr, a) in &e.attributes {
+            let given = a.auto.is_some()
+                || a.on_create.is_some()
+                || a.computed.is_some()
+                || a.lifetime.is_some()
+                || matches!(a.ty, crate::chart::types::Type::Counter)
+                || e.writes.version.as_deref() == Some(attr.as_str());
+            if !a.optional && !given && !w.attributes.contains_key(attr) {
+                refuse(
+                    &mut steps,
+                    format!("attribute {}.{attr}", e.name),
+                    "items written before it lack it: declare it optional, or give them it first",
+                );
+            }
+        }
+    }
+    steps
+}
+
+/// Whether a plan has item steps (a Scan).
+pub fn scans_items(steps: &[Step]) -> bool {
+    steps.iter().any(Step::scans_items)
+}
+
+/// The item steps of a plan for one item of the table.
+pub(super) async fn migrate_item(
+    ctx: &Ctx<'_>,
+    chart: &Chart,
+    steps: &[Step],
+    item: &Item,
+    report: &mut MigrateReport,
+) -> StoreResult<()> {
+    let Some(AttributeValue::S(ty)) = item.get(&chart.table.type_attribute) else {
+        return Ok(());
+    };
+    let Some(e) = chart.entities.get(ty).filter(|e| !e.system) else {
+        return Ok(());
+    };
+    let Some(key) = ctx.store.schema().key_of(item) else {
+        return Ok(());
+    };
+    for step in steps {
+        match step {
+            Step::IndexKeys { entity, index } if *entity == e.name => {
+                index_keys(ctx, chart, e, index, &key, item, report).await?;
+            }
+            Step::Markers { entity, attribute } if *entity == e.name => {
+                put_marker(ctx, chart, e, attribute, &key, item, report).await?;
+            }
+            Step::Versions { entity, attribute } if *entity == e.name => {
+                if item.contains_key(attribute) {
+                    continue;
+                }
+                if ctx.dry_run {
+                    report.versions_set += 1;
+                    continue;
+                }
+                let u = Update::new(
+                    key.clone(),
+                    UpdateExpr::default().set(attribute.clone(), AttributeValue::N("1".into())),
+                )
+                .when(Condition::And(vec![
+                    Condition::exists(chart.table.partition_key.clone()),
+                    Condition::not_exists(attribute.clone()),
+                ]));
+                match ctx.update(u).await {
+                    Ok(_) => report.versions_set += 1,
+                    Err(StoreError::ConditionFailed { .. }) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The index's two key attributes as its templates render them for `item` (none where an
+/// optional part is absent, or the entity is not in the index), written where they differ,
+/// conditioned on both as read.
+async fn index_keys(
+    ctx: &Ctx<'_>,
+    chart: &Chart,
+    e: &Entity,
+    index: &str,
+    key: &PrimaryKey,
+    item: &Item,
+    report: &mut MigrateReport,
+) -> StoreResult<()> {
+    let Some(i) = chart.indexes.get(index) else {
+        return Ok(());
+    };
+    let attrs = [i.partition_key.clone(), i.sort_key.clone()];
+    let mut expected = item.clone();
+    for a in &attrs {
+        expected.remove(a);
+    }
+    if set_keys(
+        &chart.table,
+        &chart.indexes,
+        e,
+        &mut expected,
+        &key_values(e, item),
+    )
+    .is_err()
+    {
+        report.skipped.push(format!(
+            "{} ({} | {}): its keys do not render",
+            e.name, key.pk, key.sk
+        ));
+        return Ok(());
+    }
+    if attrs.iter().all(|a| item.get(a) == expected.get(a)) {
+        return Ok(());
+    }
+    if ctx.dry_run {
+        report.keys_rewritten += 1;
+        return Ok(());
+    }
+    let mut u = UpdateExpr::default();
+    let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
+    for a in &attrs {
+        u = match expected.get(a) {
+            Some(v) => u.set(a.clone(), v.clone()),
+            None => u.remove(a.clone()),
+        };
+        when.push(match item.get(a) {
+            Some(v) => Condition::eq(a.clone(), v.clone()),
+            None => Condition::not_exists(a.clone()),
+        });
+    }
+    match ctx
+        .update(Update::new(key.clone(), u).when(Condition::And(when)))
+        .await
+    {
+        Ok(_) => report.keys_rewritten += 1,
+        Err(StoreError::ConditionFailed { .. }) => report.skipped.push(format!(
+            "{} ({} | {}): changed while being migrated",
+            e.name, key.pk, key.sk
+        )),
+        Err(err) => return Err(err),
+    }
+    Ok(())
+}
+
+/// The marker of `item`'s value of `attribute`, put where none is; a value another item
+/// holds is left, and named.
+async fn put_marker(
+    ctx: &Ctx<'_>,
+    chart: &Chart,
+    e: &Entity,
+    attribute: &str,
+    key: &PrimaryKey,
+    item: &Item,
+    report: &mut MigrateReport,
+) -> StoreResult<()> {
+    if !item.contains_key(attribute) {
+        return Ok(());
+    }
+    let m = &chart.entities[&e.writes.unique[attribute]];
+    let Ok(marker_item) = marker(&chart.table, &chart.indexes, m, item, &key_values(m, item))
+    else {
+        return Ok(());
+    };
+    let Some(at) = ctx.store.schema().key_of(&marker_item) else {
+        return Ok(());
+    };
+    let existing = ctx
+        .store
+        .get_item(crate::store::GetItem {
+            key: at,
+            consistent_read: true,
+        })
+        .await?;
+    let names_this = |found: &Item| {
+        let vars = key_values(e, found);
+        e.key.pk.render(|n| vars.get(n).cloned()).ok().as_deref() == Some(key.pk.as_str())
+            && e.key.sk.render(|n| vars.get(n).cloned()).ok().as_deref() == Some(key.sk.as_str())
+    };
+    match existing {
+        Some(found) if names_this(&found) => return Ok(()),
+        Some(_) => {
+            report.skipped.push(format!(
+                "{} ({} | {}): its {attribute} is another item's (a marker names it)",
+                e.name, key.pk, key.sk
+            ));
+            return Ok(());
+        }
+        None => {}
+    }
+    if ctx.dry_run {
+        report.markers_put += 1;
+        return Ok(());
+    }
+    let put = Put::new(marker_item).when(Condition::not_exists(chart.table.partition_key.clone()));
+    match ctx.put(put).await {
+        Ok(_) => report.markers_put += 1,
+        Err(StoreError::ConditionFailed { .. }) => report.skipped.push(format!(
+            "{} ({} | {}): its {attribute} was taken while being migrated",
+            e.name, key.pk, key.sk
+        )),
+        Err(err) => return Err(err),
+    }
+    Ok(())
+}
