@@ -196,3 +196,24 @@ pub async fn seed(store: &dyn Store, chart: &super::Chart) -> Result<usize, Stor
     }
     Ok(written)
 }
+
+/// The primary key of the item `reference` of `item` (an item of `e`) names; none when a
+/// part of it is absent (an optional reference not given).
+pub fn reference_key(
+    entities: &IndexMap<String, Entity>,
+    e: &Entity,
+    item: &Item,
+    reference: &str,
+) -> Option<crate::store::PrimaryKey> {
+    let r = e.references.get(reference)?;
+    let source = key_values(e, item);
+    let mut vars = HashMap::new();
+    for (to, from) in &r.key {
+        vars.insert(to.clone(), source.get(from)?.clone());
+    }
+    let target = entities.get(&r.entity)?;
+    Some(crate::store::PrimaryKey::new(
+        target.key.pk.render(|n| vars.get(n).cloned()).ok()?,
+        target.key.sk.render(|n| vars.get(n).cloned()).ok()?,
+    ))
+}

@@ -10,11 +10,12 @@
 //! | an entity joins an index the table has, or its index templates change | every item of it given the index keys its templates render (and an index it left, none) |
 //! | a unique attribute declared | every value given its marker, where another item does not hold it |
 //! | a version declared | every item of the entity without one given 1 |
+//! | counter shards declared | every item of the owner from before them given its shards |
+//! | counts declared | a recount, set where no writer has started the counter ([`recount`]) |
 //!
 //! and refuses, naming it, what it does not do: an index the table does not have yet (create
-//! it, then run again), a primary key that changes (items put again elsewhere), counters and
-//! counter shards declared on items that exist (a recount), a new required attribute, a time
-//! to live turned off. A refused plan writes nothing. The item steps run as one migration
+//! it, then run again), a primary key that changes (items put again elsewhere), a number of
+//! shards that changes, a new required attribute, a time to live turned off. A refused plan writes nothing. The item steps run as one migration
 //! of the registry's kind (`MIGRATION#1nn`: a parallel Scan, checkpoints, the budget), each
 //! write conditioned on what it read; the chart is recorded once they are done. A table
 //! with no chart recorded was made from the built-in chart, or by a command that did not
@@ -85,6 +86,16 @@ pub enum Step {
     Markers { entity: String, attribute: String },
     /// Every item of the entity without its version given 1.
     Versions { entity: String, attribute: String },
+    /// Counters `entity`'s items keep through `reference`, recounted: each set on the item
+    /// it counts on where no write has started it yet.
+    Counts {
+        entity: String,
+        reference: String,
+        counters: Vec<String>,
+    },
+    /// Every item of `owner` in the layout from before its counter shards given them, and
+    /// its create-time layout (`on_create`), in one transaction.
+    Shards { owner: String },
     /// A change migrate does not make, and why.
     Refused { what: String, why: String },
 }
@@ -97,7 +108,10 @@ impl Step {
     fn scans_items(&self) -> bool {
         matches!(
             self,
-            Step::IndexKeys { .. } | Step::Markers { .. } | Step::Versions { .. }
+            Step::IndexKeys { .. }
+                | Step::Markers { .. }
+                | Step::Versions { .. }
+                | Step::Shards { .. }
         )
     }
 }
@@ -117,6 +131,18 @@ impl fmt::Display for Step {
             }
             Step::Versions { entity, attribute } => {
                 write!(f, "versions {entity}.{attribute}: 1 where there is none")
+            }
+            Step::Counts {
+                entity,
+                reference,
+                counters,
+            } => write!(
+                f,
+                "counts {entity}.{reference}: {} recounted",
+                counters.join(", ")
+            ),
+            Step::Shards { owner } => {
+                write!(f, "counter-shards {owner}: for every item without them")
             }
             Step::Refused { what, why } => write!(f, "refused {what}: {why}"),
         }
@@ -157,6 +183,20 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
     }
     for e in new.declared() {
         let was = old.and_then(|o| o.entities.get(&e.name).filter(|w| !w.system));
+        if let Some((owner, n)) = &e.shards_of {
+            match was.and_then(|w| w.shards_of.as_ref()) {
+                Some(before) if before == &(owner.clone(), *n) => {}
+                Some((_, m)) => refuse(
+                    &mut steps,
+                    format!("counter shards {}", e.name),
+                    &format!("{m} shards become {n}: the counts on the shards that go would have to move first; migrate does not move them"),
+                ),
+                None => steps.push(Step::Shards {
+                    owner: owner.clone(),
+                }),
+            }
+            continue;
+        }
         if old.is_some() && was.is_none() {
             // A new entity: no item of it yet.
             continue;
@@ -206,9 +246,6 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
                 });
             }
         }
-        let Some(w) = was else {
-            continue;
-        };
         let counts = |x: &Entity| {
             let mut c: Vec<String> = x
                 .writes
@@ -219,21 +256,24 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
             c.sort();
             c
         };
-        let (before, after) = (counts(w), counts(e));
-        for c in after.iter().filter(|c| !before.contains(c)) {
-            refuse(
-                &mut steps,
-                format!("counts {}: {c}", e.name),
-                "a counter on items that exist needs a recount while nothing writes them: migrate does not recount",
-            );
+        let before = was.map(counts).unwrap_or_default();
+        for c in &e.writes.counts {
+            let new_counters: Vec<String> = c
+                .all()
+                .into_iter()
+                .filter(|n| !before.contains(&format!("{}.{n}", c.reference)))
+                .collect();
+            if !new_counters.is_empty() {
+                steps.push(Step::Counts {
+                    entity: e.name.clone(),
+                    reference: c.reference.clone(),
+                    counters: new_counters,
+                });
+            }
         }
-        if e.shards_of != w.shards_of {
-            refuse(
-                &mut steps,
-                format!("counter shards {}", e.name),
-                "shards for items that exist are put by a migration of their own (the built-in chart's `counter-shards`): migrate does not plan them",
-            );
-        }
+        let Some(w) = was else {
+            continue;
+        };
         for (attr, a) in &e.attributes {
             let given = a.auto.is_some()
                 || a.on_create.is_some()
@@ -282,6 +322,9 @@ pub(super) async fn migrate_item(
             }
             Step::Markers { entity, attribute } if *entity == e.name => {
                 put_marker(ctx, chart, e, attribute, &key, item, report).await?;
+            }
+            Step::Shards { owner } if *owner == e.name => {
+                shard(ctx, chart, e, &key, item, report).await?;
             }
             Step::Versions { entity, attribute } if *entity == e.name => {
                 if item.contains_key(attribute) {
@@ -436,6 +479,203 @@ async fn put_marker(
             e.name, key.pk, key.sk
         )),
         Err(err) => return Err(err),
+    }
+    Ok(())
+}
+
+/// An item of `owner` from before its counter shards: its shards put and its create-time
+/// layout set, in one TransactWriteItems (each shard `attribute_not_exists`, the item
+/// conditioned on not having the layout yet), as the built-in chart's `counter-shards`
+/// does. Without a layout to mark it, each shard is put where none is.
+async fn shard(
+    ctx: &Ctx<'_>,
+    chart: &Chart,
+    owner: &Entity,
+    key: &PrimaryKey,
+    item: &Item,
+    report: &mut MigrateReport,
+) -> StoreResult<()> {
+    let layout: Vec<(&String, &AttributeValue)> = owner
+        .attributes
+        .iter()
+        .filter_map(|(n, a)| Some((n, a.on_create.as_ref()?)))
+        .collect();
+    if !layout.is_empty() && layout.iter().all(|(n, v)| item.get(*n) == Some(*v)) {
+        return Ok(());
+    }
+    let Some(shards) = crate::graphql::charted::shard_items(chart, owner, item) else {
+        return Ok(());
+    };
+    let pk = chart.table.partition_key.clone();
+    if layout.is_empty() {
+        for s in shards {
+            if ctx.dry_run {
+                let at = ctx.store.schema().key_of(&s);
+                let there = match at {
+                    Some(k) => ctx
+                        .store
+                        .get_item(crate::store::GetItem {
+                            key: k,
+                            consistent_read: true,
+                        })
+                        .await?
+                        .is_some(),
+                    None => true,
+                };
+                report.shards_put += usize::from(!there);
+                continue;
+            }
+            match ctx
+                .put(Put::new(s).when(Condition::not_exists(pk.clone())))
+                .await
+            {
+                Ok(_) => report.shards_put += 1,
+                Err(StoreError::ConditionFailed { .. }) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        return Ok(());
+    }
+    if ctx.dry_run {
+        report.shards_put += shards.len();
+        return Ok(());
+    }
+    let count = shards.len();
+    let mut actions: Vec<crate::store::TransactAction> = shards
+        .into_iter()
+        .map(|s| {
+            crate::store::TransactAction::Put(Put::new(s).when(Condition::not_exists(pk.clone())))
+        })
+        .collect();
+    let mut set = UpdateExpr::default();
+    for (n, v) in &layout {
+        set = set.set((*n).clone(), (*v).clone());
+    }
+    actions.push(crate::store::TransactAction::Update(
+        Update::new(key.clone(), set).when(Condition::And(vec![
+            Condition::exists(pk.clone()),
+            Condition::not_exists(layout[0].0.clone()),
+        ])),
+    ));
+    match ctx.transact(actions).await {
+        Ok(()) => report.shards_put += count,
+        Err(StoreError::TransactionCanceled { .. }) => report.skipped.push(format!(
+            "{} ({} | {}): sharded by another run, or changed, while being migrated",
+            owner.name, key.pk, key.sk
+        )),
+        Err(err) => return Err(err),
+    }
+    Ok(())
+}
+
+/// The plan's counts, recounted: the whole table read (strongly consistent), each item
+/// counted on what its reference names, then each count set where the counter is not there
+/// yet (`attribute_not_exists`: no write has started it). A counter a writer started
+/// meanwhile is left, and named, unless it holds the count already: recounting it needs
+/// the writers stopped.
+pub(super) async fn recount(
+    ctx: &Ctx<'_>,
+    chart: &Chart,
+    steps: &[Step],
+    report: &mut MigrateReport,
+) -> StoreResult<()> {
+    use std::collections::BTreeMap;
+    let mut tally: BTreeMap<(String, String, String), i64> = BTreeMap::new();
+    let mut start = None;
+    loop {
+        let page = ctx
+            .store
+            .scan(crate::store::Scan {
+                limit: Some(crate::check::SCAN_PAGE_SIZE),
+                start,
+                consistent_read: true,
+                segment: None,
+            })
+            .await?;
+        for item in &page.items {
+            let Some(AttributeValue::S(ty)) = item.get(&chart.table.type_attribute) else {
+                continue;
+            };
+            let Some(e) = chart.entities.get(ty) else {
+                continue;
+            };
+            for step in steps {
+                let Step::Counts {
+                    entity,
+                    reference,
+                    counters,
+                } = step
+                else {
+                    continue;
+                };
+                if *entity != e.name {
+                    continue;
+                }
+                let Some(c) = e.writes.counts.iter().find(|c| c.reference == *reference) else {
+                    continue;
+                };
+                let Some(target) =
+                    crate::chart::samples::reference_key(&chart.entities, e, item, reference)
+                else {
+                    continue;
+                };
+                for counter in c.of_item(item).into_iter().filter(|n| counters.contains(n)) {
+                    *tally
+                        .entry((target.pk.clone(), target.sk.clone(), counter))
+                        .or_default() += 1;
+                }
+            }
+        }
+        match page.last_evaluated_key {
+            Some(next) => start = Some(next),
+            None => break,
+        }
+    }
+    let pk = chart.table.partition_key.clone();
+    for ((tpk, tsk, counter), n) in tally {
+        if ctx.dry_run {
+            report.counts_set += 1;
+            continue;
+        }
+        let key = PrimaryKey::new(tpk, tsk);
+        let set = Update::new(
+            key.clone(),
+            UpdateExpr::default().set(counter.clone(), AttributeValue::N(n.to_string())),
+        )
+        .when(Condition::And(vec![
+            Condition::exists(pk.clone()),
+            Condition::not_exists(counter.clone()),
+        ]));
+        match ctx.update(set).await {
+            Ok(_) => report.counts_set += 1,
+            Err(StoreError::ConditionFailed { .. }) => {
+                let now = ctx
+                    .store
+                    .get_item(crate::store::GetItem {
+                        key: key.clone(),
+                        consistent_read: true,
+                    })
+                    .await?;
+                let holds = now.as_ref().and_then(|i| match i.get(&counter) {
+                    Some(AttributeValue::N(v)) => v.parse::<i64>().ok(),
+                    _ => None,
+                });
+                match (now, holds) {
+                    (None, _) => report.skipped.push(format!(
+                        "({} | {}): counted on by {n} items, and not there",
+                        key.pk, key.sk
+                    )),
+                    (Some(_), Some(v)) if v == n => {}
+                    (Some(_), v) => report.skipped.push(format!(
+                        "({} | {}): {counter} is {} and {n} items count on it: a writer started it; recount it with the writers stopped",
+                        key.pk,
+                        key.sk,
+                        v.map_or_else(|| "absent".to_owned(), |v| v.to_string())
+                    )),
+                }
+            }
+            Err(err) => return Err(err),
+        }
     }
     Ok(())
 }

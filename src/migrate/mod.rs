@@ -176,6 +176,10 @@ pub struct MigrateReport {
     pub markers_put: usize,
     /// Items given their version 1.
     pub versions_set: usize,
+    /// Counters set by a recount.
+    pub counts_set: usize,
+    /// Counter shards put for items from before them.
+    pub shards_put: usize,
     /// Write units spent, counted as DynamoDB bills them (checkpoints included).
     pub write_units: u64,
 }
@@ -192,6 +196,7 @@ impl MigrateReport {
         self.keys_rewritten += part.keys_rewritten;
         self.markers_put += part.markers_put;
         self.versions_set += part.versions_set;
+        self.shards_put += part.shards_put;
     }
 }
 
@@ -216,7 +221,7 @@ impl fmt::Display for MigrateReport {
         if !self.plan.is_empty() {
             write!(
                 f,
-                "; the chart's plan, {} steps: {}{} index keys written, {} markers put, {} versions set",
+                "; the chart's plan, {} steps: {}{} index keys written, {} markers put, {} versions set, {} counter shards put, {} counters recounted",
                 self.plan.len(),
                 if self.time_to_live_enabled {
                     "time to live turned on, "
@@ -225,7 +230,9 @@ impl fmt::Display for MigrateReport {
                 },
                 self.keys_rewritten,
                 self.markers_put,
-                self.versions_set
+                self.versions_set,
+                self.shards_put,
+                self.counts_set
             )?;
         }
         Ok(())
@@ -313,6 +320,8 @@ pub async fn run_chart(
         report.migrations.push(outcome);
         after += 1;
     }
+    // Counters after the items they count exist and carry their keys.
+    chart::recount(&ctx, given, &steps, &mut report).await?;
     let same = recorded
         .as_ref()
         .is_some_and(|r| r.source == given.source && r.plans == after);

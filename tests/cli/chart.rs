@@ -210,6 +210,39 @@ async fn the_store_commands_take_the_chart() {
         "{stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // A chart with an index the table lacks: the plan printed, refused, nothing written.
+    let dir = tempfile::tempdir().unwrap();
+    let later = dir.path().join("later.toml");
+    std::fs::write(
+        &later,
+        std::fs::read_to_string(root.join("examples/charts/store-locator.toml"))
+            .unwrap()
+            .replace(
+                "[tenant]",
+                "[indexes.GSI1]\npartition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = \"ALL\"\n\n[tenant]",
+            ),
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(BIN)
+        .args(["migrate", "--store", "dynamodb", "--endpoint", &endpoint])
+        .args(["--table", &table, "--chart", later.to_str().unwrap()])
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("plan: refused index GSI1: the table has no such index")
+            && stderr.contains("nothing written"),
+        "{stdout}{stderr}"
+    );
     let chart =
         itemgraph::config::load_chart(Some(&root.join("examples/charts/store-locator.toml")))
             .unwrap();

@@ -1,11 +1,12 @@
 //! `itemgraph migrate` of a chart's change, on both engines: the second chart as it was
-//! (no phone markers, no version, stores outside GSI1, no time to live) recorded in its
-//! table, then migrated to the chart as it is now:
+//! (no phone markers, no version, stores outside GSI1, no time to live, no store counts,
+//! no counter shards) recorded in its table, then migrated to that chart with all of them:
 //!
 //! - the plan names each step, and a dry run counts what each would change and writes
 //!   nothing;
 //! - the run turns the Time to Live on, writes the stores' GSI1 keys, puts the phones'
-//!   markers and gives the store without a version its 1, and records the chart; `check`
+//!   markers, gives the store without a version its 1, puts each chain's counter shards
+//!   and recounts its stores, and records the chart; `check`
 //!   of the new chart is clean after it, and a second run plans nothing;
 //! - a plan with a step migrate does not make (an index the table lacks) writes nothing.
 
@@ -18,9 +19,34 @@ use itemgraph::store::{AttributeValue, PrimaryKey, Store, Update, UpdateExpr};
 const LOCATOR: &str = include_str!("../../examples/charts/store-locator.toml");
 
 /// The second chart with a GSI1 its table has, stores in it (`STORECITY#…`), a time to
-/// live: the chart migrated to.
+/// live, the chain's counters on four shards: the chart migrated to.
 fn now_chart() -> String {
-    LOCATOR
+    let deleted = LOCATOR.find("[mutations.deleteChain]").unwrap();
+    let end = deleted + LOCATOR[deleted..].find("\n\n").unwrap() + 2;
+    // A chain's counts on shards: its create puts them, and it is not deleted (one
+    // condition cannot see its counts).
+    format!("{}{}", &LOCATOR[..deleted], &LOCATOR[end..])
+        .replace(
+            "[patterns.10]\nname = \"Remove a chain that has no stores\"\nrequest = \"DeleteItem\"\nentity = \"Chain\"\nfield = \"Mutation.deleteChain\"\n",
+            "",
+        )
+        .replace(
+            "name = \"Create a chain\"\nrequest = \"PutItem\"",
+            "name = \"Create a chain\"\nrequest = \"TransactWriteItems\"",
+        )
+        .replace(
+            "field = \"Query.chain\"",
+            "field = \"Query.chain\"\nwith_shards = \"PK = CHAIN#{slug} AND SK BETWEEN CHAIN#{slug} AND CHAIN#{slug}#COUNT#~\"",
+        )
+        .replace(
+            "parent = \"Chain\"\nchildren = \"Store\"",
+            "parent = \"Chain\"\nbeside = [\"ChainShard\"]\nchildren = \"Store\"",
+        )
+        .replace(
+            "[query.chain]",
+            "[entities.ChainShard]\nshards_of = \"Chain\"\nshards = 4\nkey = [\"CHAIN#{chain}\", \"CHAIN#{chain}#COUNT#{shard:02}\"]\n\n\
+             [entities.ChainShard.attributes]\nchain = \"slug\"\nshard = { type = \"int\", min = 0, max = 3 }\nstoreCount = \"counter\"\nopenStoreCount = \"counter\"\n\n[query.chain]",
+        )
         .replace(
             "type_attribute = \"Type\"",
             "type_attribute = \"Type\"\ntime_to_live = \"expiresAt\"\n\n[indexes.GSI1]\npartition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = \"ALL\"",
@@ -32,9 +58,35 @@ fn now_chart() -> String {
 }
 
 /// The chart the table was made from: no stores in GSI1, no time to live, no phone
-/// markers, no version.
+/// markers, no version, no store counts, no shards.
 fn then_chart() -> String {
-    now_chart()
+    let now = now_chart();
+    let shards = now.find("[entities.ChainShard]").unwrap();
+    let end = now[shards..].find("[query.chain]").unwrap();
+    format!("{}{}", &now[..shards], &now[shards + end..])
+        .replace(
+            "\nwith_shards = \"PK = CHAIN#{slug} AND SK BETWEEN CHAIN#{slug} AND CHAIN#{slug}#COUNT#~\"",
+            "",
+        )
+        .replace("beside = [\"ChainShard\"]\n", "")
+        .replace(
+            "name = \"Create a chain\"\nrequest = \"TransactWriteItems\"",
+            "name = \"Create a chain\"\nrequest = \"PutItem\"",
+        )
+        .replace(
+            "counts = { chain = [\"storeCount\", { by = \"status\", counters = { OPEN = \"openStoreCount\" } }] }\n",
+            "",
+        )
+        // Without markers, counts or a version, a store's change and removal are one
+        // request of their own.
+        .replace(
+            "name = \"Change a store (a new phone moves its marker)\"\nrequest = \"TransactWriteItems\"",
+            "name = \"Change a store (a new phone moves its marker)\"\nrequest = \"UpdateItem\"",
+        )
+        .replace(
+            "name = \"Remove a store, its phone's marker and its count\"\nrequest = \"TransactWriteItems\"",
+            "name = \"Remove a store, its phone's marker and its count\"\nrequest = \"DeleteItem\"",
+        )
         .replace("time_to_live = \"expiresAt\"\n", "")
         .replace(
             "\nindexes.GSI1 = [\"STORECITY#{chain}#{city}\", \"STORE#{number}\"]",
@@ -102,6 +154,43 @@ async fn a_chart_change_is_planned_and_migrated(store: &dyn Store) {
         phones >= 1 && stores >= 3,
         "{phones} phones, {stores} stores"
     );
+    // The chains' counters from before the stores counted on them: absent.
+    let chains: Vec<String> = then
+        .samples
+        .iter()
+        .filter(|i| i.get("Type") == Some(&AttributeValue::S("Chain".into())))
+        .map(|i| match &i["slug"] {
+            AttributeValue::S(s) => s.clone(),
+            _ => unreachable!(),
+        })
+        .collect();
+    for chain in &chains {
+        store
+            .update_item(Update::new(
+                PrimaryKey::new(format!("CHAIN#{chain}"), format!("CHAIN#{chain}")),
+                UpdateExpr::default()
+                    .remove("storeCount")
+                    .remove("openStoreCount"),
+            ))
+            .await
+            .unwrap();
+    }
+    // A count per chain with a store, and per chain with an open store.
+    let counted = |status: Option<&str>| {
+        chains
+            .iter()
+            .filter(|c| {
+                then.samples.iter().any(|i| {
+                    i.get("chain") == Some(&AttributeValue::S((*c).clone()))
+                        && i.get("Type") == Some(&AttributeValue::S("Store".into()))
+                        && status
+                            .is_none_or(|s| i.get("status") == Some(&AttributeValue::S(s.into())))
+                })
+            })
+            .count()
+    };
+    let counts = counted(None) + counted(Some("OPEN"));
+    let shards = 4 * chains.len();
     let before = itemgraph::check::check_chart(store, &now).await.unwrap();
     assert!(!before.is_clean(), "the old layout breaks the new chart");
 
@@ -121,6 +210,8 @@ async fn a_chart_change_is_planned_and_migrated(store: &dyn Store) {
     assert_eq!(
         plan,
         [
+            "counter-shards Chain: for every item without them",
+            "counts Store.chain: storeCount, openStoreCount recounted",
             "index-keys Store GSI1: the keys its templates render",
             "markers Store.phone: one for every value",
             "time-to-live: turned on for `expiresAt`",
@@ -130,8 +221,14 @@ async fn a_chart_change_is_planned_and_migrated(store: &dyn Store) {
     assert!(!dry.refused && dry.time_to_live_enabled);
     assert_eq!(store.time_to_live().await.unwrap(), None, "a dry run");
     assert_eq!(
-        (dry.keys_rewritten, dry.markers_put, dry.versions_set),
-        (stores, phones, 1)
+        (
+            dry.keys_rewritten,
+            dry.markers_put,
+            dry.versions_set,
+            dry.shards_put,
+            dry.counts_set
+        ),
+        (stores, phones, 1, shards, counts)
     );
     assert!(!itemgraph::check::check_chart(store, &now)
         .await
@@ -141,8 +238,14 @@ async fn a_chart_change_is_planned_and_migrated(store: &dyn Store) {
     // The run: everything the new chart implies, the chart recorded.
     let done = run_chart(store, &now, &Options::default()).await.unwrap();
     assert_eq!(
-        (done.keys_rewritten, done.markers_put, done.versions_set),
-        (stores, phones, 1),
+        (
+            done.keys_rewritten,
+            done.markers_put,
+            done.versions_set,
+            done.shards_put,
+            done.counts_set
+        ),
+        (stores, phones, 1, shards, counts),
         "{done}"
     );
     assert_eq!(
@@ -159,8 +262,14 @@ async fn a_chart_change_is_planned_and_migrated(store: &dyn Store) {
     let again = run_chart(store, &now, &Options::default()).await.unwrap();
     assert_eq!(again.plan, Vec::<String>::new());
     assert_eq!(
-        (again.keys_rewritten, again.markers_put, again.versions_set),
-        (0, 0, 0)
+        (
+            again.keys_rewritten,
+            again.markers_put,
+            again.versions_set,
+            again.shards_put,
+            again.counts_set
+        ),
+        (0, 0, 0, 0, 0)
     );
 
     // An index the table does not have: refused, nothing written.

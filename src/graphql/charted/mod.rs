@@ -34,6 +34,7 @@ use crate::chart::types::Type;
 use crate::chart::{Chart, Entity, Request};
 
 pub use examples::examples;
+pub(crate) use mutate::shard_items;
 pub use read::{item_loader, ItemLoader};
 pub use resolve::{Conn, Obj};
 

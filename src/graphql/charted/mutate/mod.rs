@@ -15,6 +15,16 @@
 mod input;
 mod write;
 
+/// The counter shards a new item of `e` is created with (none where `e` has none):
+/// what `itemgraph migrate` gives an item from before its shards.
+pub(crate) fn shard_items(
+    chart: &crate::chart::Chart,
+    e: &crate::chart::Entity,
+    item: &crate::store::Item,
+) -> Option<Vec<crate::store::Item>> {
+    write::shard_items(chart, e, item)
+}
+
 use std::sync::Arc;
 
 use async_graphql::dynamic::{

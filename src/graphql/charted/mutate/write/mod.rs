@@ -485,6 +485,11 @@ fn version_mismatch(e: &Entity, expected: i64, current: Option<&Item>) -> ApiErr
 }
 
 /// Whether the caller may see the item read (its tenant theirs).
+/// The counter shards a new item of `e` is created with (none where `e` has none).
+pub(super) fn shard_items(chart: &Chart, e: &Entity, item: &Item) -> Option<Vec<Item>> {
+    touches::new_shards(chart, e, item).ok()
+}
+
 fn visible_item(rc: &RequestContext, chart: &Chart, e: &Entity, item: &Item) -> bool {
     visible(rc, chart, e, &vars_of(e, item)).is_ok()
         && !e.expired(
