@@ -215,10 +215,14 @@ impl Entity {
     /// Whether `item` of it has expired at `now` (epoch seconds): its expiry has passed.
     /// DynamoDB deletes such an item within days; until then reads hide it.
     pub fn expired(&self, table: &Table, item: &crate::store::Item, now: i64) -> bool {
-        self.expiry(table).is_some_and(|a| match item.get(a) {
-            Some(crate::store::AttributeValue::N(n)) => n.parse::<i64>().is_ok_and(|t| t <= now),
-            _ => false,
-        })
+        // Most tables have no time to live: one test, before any lookup.
+        table.time_to_live.is_some()
+            && self.expiry(table).is_some_and(|a| match item.get(a) {
+                Some(crate::store::AttributeValue::N(n)) => {
+                    n.parse::<i64>().is_ok_and(|t| t <= now)
+                }
+                _ => false,
+            })
     }
 
     /// Its keys in `index` (`None`: the base table).

@@ -7,15 +7,16 @@
 //! | Change | Step |
 //! |---|---|
 //! | a time to live declared (`[table] time_to_live`) | turned on (UpdateTimeToLive) |
+//! | an index the table does not have | created (UpdateTable; the embedded engine's own), filled with the items that carry its keys |
 //! | an entity joins an index the table has, or its index templates change | every item of it given the index keys its templates render (and an index it left, none) |
 //! | a unique attribute declared | every value given its marker, where another item does not hold it |
 //! | a version declared | every item of the entity without one given 1 |
 //! | counter shards declared | every item of the owner from before them given its shards |
 //! | counts declared | a recount, set where no writer has started the counter ([`recount`]) |
 //!
-//! and refuses, naming it, what it does not do: an index the table does not have yet (create
-//! it, then run again), a primary key that changes (items put again elsewhere), a number of
-//! shards that changes, a new required attribute, a time to live turned off. A refused plan writes nothing. The item steps run as one migration
+//! and refuses, naming it, what it does not do: an index whose keys change, a primary key
+//! that changes (items put again elsewhere), a number of shards that changes, a new
+//! required attribute, a time to live turned off. A refused plan writes nothing. The item steps run as one migration
 //! of the registry's kind (`MIGRATION#1nn`: a parallel Scan, checkpoints, the budget), each
 //! write conditioned on what it read; the chart is recorded once they are done. A table
 //! with no chart recorded was made from the built-in chart, or by a command that did not
@@ -80,6 +81,8 @@ pub async fn record(store: &dyn Store, chart: &Chart, plans: u32) -> StoreResult
 pub enum Step {
     /// The table's Time to Live turned on for the attribute.
     TimeToLive(String),
+    /// A global secondary index the table does not have, created.
+    Index(String),
     /// Every item of the entity given the keys its templates render for the index.
     IndexKeys { entity: String, index: String },
     /// Every value of the attribute given its marker.
@@ -120,6 +123,7 @@ impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Step::TimeToLive(a) => write!(f, "time-to-live: turned on for `{a}`"),
+            Step::Index(name) => write!(f, "index {name}: created (UpdateTable)"),
             Step::IndexKeys { entity, index } => {
                 write!(
                     f,
@@ -169,16 +173,20 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
         ),
         _ => {}
     }
+    let mut created: Vec<&String> = Vec::new();
     for (name, index) in &new.indexes {
-        if !indexes.contains(name) {
+        let before = old.and_then(|o| o.indexes.get(name));
+        if before.is_some_and(|b| {
+            (&b.partition_key, &b.sort_key) != (&index.partition_key, &index.sort_key)
+        }) {
             refuse(
                 &mut steps,
                 format!("index {name}"),
-                &format!(
-                    "the table has no such index: create it (UpdateTable; keys `{}` and `{}`, strings, projection ALL), then run migrate again to write its keys",
-                    index.partition_key, index.sort_key
-                ),
+                "its key attributes change, and DynamoDB cannot change an index: give the new one another name",
             );
+        } else if !indexes.contains(name) {
+            steps.push(Step::Index(name.clone()));
+            created.push(name);
         }
     }
     for e in new.declared() {
@@ -223,7 +231,7 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
                 }
                 _ => false,
             });
-            if !same && indexes.contains(index) {
+            if !same && (indexes.contains(index) || created.contains(&index)) {
                 steps.push(Step::IndexKeys {
                     entity: e.name.clone(),
                     index: index.clone(),

@@ -170,6 +170,8 @@ pub struct MigrateReport {
     pub refused: bool,
     /// The table's Time to Live turned on (or that would be).
     pub time_to_live_enabled: bool,
+    /// Global secondary indexes created (or that would be).
+    pub indexes_created: usize,
     /// Items given the index keys their templates render.
     pub keys_rewritten: usize,
     /// Unique values given their markers.
@@ -221,8 +223,9 @@ impl fmt::Display for MigrateReport {
         if !self.plan.is_empty() {
             write!(
                 f,
-                "; the chart's plan, {} steps: {}{} index keys written, {} markers put, {} versions set, {} counter shards put, {} counters recounted",
+                "; the chart's plan, {} steps: {} indexes created, {}{} index keys written, {} markers put, {} versions set, {} counter shards put, {} counters recounted",
                 self.plan.len(),
+                self.indexes_created,
                 if self.time_to_live_enabled {
                     "time to live turned on, "
                 } else {
@@ -302,10 +305,17 @@ pub async fn run_chart(
         return Ok(report);
     }
     for step in &steps {
-        if let chart::Step::TimeToLive(attribute) = step {
-            report.time_to_live_enabled |= store
-                .enable_time_to_live(attribute, options.dry_run)
-                .await?;
+        match step {
+            chart::Step::TimeToLive(attribute) => {
+                report.time_to_live_enabled |= store
+                    .enable_time_to_live(attribute, options.dry_run)
+                    .await?;
+            }
+            chart::Step::Index(name) => {
+                report.indexes_created +=
+                    usize::from(store.create_index(name, options.dry_run).await?);
+            }
+            _ => {}
         }
     }
     let plans = recorded.as_ref().map_or(0, |r| r.plans);

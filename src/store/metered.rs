@@ -243,6 +243,9 @@ impl Store for MeteredStore {
     async fn enable_time_to_live(&self, attribute: &str, dry_run: bool) -> StoreResult<bool> {
         self.inner.enable_time_to_live(attribute, dry_run).await
     }
+    async fn create_index(&self, name: &str, dry_run: bool) -> StoreResult<bool> {
+        self.inner.create_index(name, dry_run).await
+    }
     async fn expire_items(&self) -> StoreResult<usize> {
         self.inner.expire_items().await
     }

@@ -657,6 +657,15 @@ pub trait Store: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Creates the global secondary index `name` of the table's schema where the table does
+    /// not have it (DynamoDB: UpdateTable, then the wait for it to be ACTIVE while the
+    /// service fills it), filled with every item that carries its keys; whether it was
+    /// missing. With `dry_run`, only says.
+    async fn create_index(&self, name: &str, dry_run: bool) -> StoreResult<bool> {
+        let _ = (name, dry_run);
+        Ok(false)
+    }
+
     /// Turns the table's Time to Live on for `attribute` where it is not; whether it was
     /// not. With `dry_run`, only says.
     async fn enable_time_to_live(&self, attribute: &str, dry_run: bool) -> StoreResult<bool> {

@@ -64,6 +64,9 @@ impl<S: Store> Store for Validated<S> {
     async fn enable_time_to_live(&self, attribute: &str, dry_run: bool) -> StoreResult<bool> {
         self.0.enable_time_to_live(attribute, dry_run).await
     }
+    async fn create_index(&self, name: &str, dry_run: bool) -> StoreResult<bool> {
+        self.0.create_index(name, dry_run).await
+    }
     async fn expire_items(&self) -> StoreResult<usize> {
         self.0.expire_items().await
     }

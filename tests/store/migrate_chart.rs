@@ -103,9 +103,20 @@ fn parse(text: &str) -> Arc<Chart> {
 #[tokio::test]
 async fn embedded() {
     let then = parse(&then_chart());
-    let store = itemgraph::store::embedded::EmbeddedStore::in_memory("stores", then.table_schema())
-        .unwrap();
-    a_chart_change_is_planned_and_migrated(&store).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stores.redb");
+    {
+        let store =
+            itemgraph::store::embedded::EmbeddedStore::open(&path, "stores", then.table_schema())
+                .unwrap();
+        a_chart_change_is_planned_and_migrated(&store).await;
+    }
+    // The file opened again with the schema of a chart that adds an index.
+    let later = parse(&later_chart());
+    let store =
+        itemgraph::store::embedded::EmbeddedStore::open(&path, "stores", later.table_schema())
+            .unwrap();
+    a_new_index_is_created_and_filled(&store).await;
 }
 
 #[tokio::test]
@@ -121,6 +132,13 @@ async fn dynamodb() {
     )
     .await;
     a_chart_change_is_planned_and_migrated(&store).await;
+    let later = crate::common::dynamo_local::connect_with(
+        &endpoint,
+        &table,
+        parse(&later_chart()).table_schema(),
+    )
+    .await;
+    a_new_index_is_created_and_filled(&later).await;
     crate::common::dynamo_local::drop_table(&store).await;
 }
 
@@ -271,22 +289,92 @@ async fn a_chart_change_is_planned_and_migrated(store: &dyn Store) {
         ),
         (0, 0, 0, 0, 0)
     );
+}
 
-    // An index the table does not have: refused, nothing written.
-    let later = parse(&now_chart().replace(
-        "[indexes.GSI1]",
-        "[indexes.GSI2]\npartition_key = \"GSI2PK\"\nsort_key = \"GSI2SK\"\nprojection = \"ALL\"\n\n[indexes.GSI1]",
-    ));
-    let refused = run_chart(store, &later, &Options::default()).await.unwrap();
+/// The chart migrated to, with a GSI2 of every chain (`CHAINS`): an index the table does
+/// not have yet.
+fn later_chart() -> String {
+    now_chart()
+        .replace(
+            "[indexes.GSI1]",
+            "[indexes.GSI2]\npartition_key = \"GSI2PK\"\nsort_key = \"GSI2SK\"\nprojection = \"ALL\"\n\n[indexes.GSI1]",
+        )
+        .replace(
+            "key = [\"CHAIN#{slug}\", \"CHAIN#{slug}\"]",
+            "key = [\"CHAIN#{slug}\", \"CHAIN#{slug}\"]\nindexes.GSI2 = [\"CHAINS\", \"CHAIN#{slug}\"]",
+        )
+}
+
+/// The index created (UpdateTable; the embedded engine's own), the chains' keys for it
+/// written, and the index answering a Query; an index whose keys change refused.
+async fn a_new_index_is_created_and_filled(store: &dyn Store) {
+    let (now, later) = (parse(&now_chart()), parse(&later_chart()));
+    let chains = now
+        .samples
+        .iter()
+        .filter(|i| i.get("Type") == Some(&AttributeValue::S("Chain".into())))
+        .count();
+    let has_gsi2 = || async {
+        store
+            .describe_table()
+            .await
+            .unwrap()
+            .unwrap()
+            .indexes
+            .contains(&"GSI2".to_owned())
+    };
+    assert!(!has_gsi2().await);
+    let dry = run_chart(
+        store,
+        &later,
+        &Options {
+            dry_run: true,
+            ..Options::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        dry.plan,
+        [
+            "index GSI2: created (UpdateTable)",
+            "index-keys Chain GSI2: the keys its templates render"
+        ]
+    );
+    assert_eq!((dry.indexes_created, dry.keys_rewritten), (1, chains));
+    assert!(!has_gsi2().await, "a dry run");
+    let done = run_chart(store, &later, &Options::default()).await.unwrap();
+    assert_eq!(
+        (done.indexes_created, done.keys_rewritten),
+        (1, chains),
+        "{done}"
+    );
+    assert!(has_gsi2().await);
+    let page = store
+        .query(itemgraph::store::Query {
+            index: Some("GSI2".into()),
+            ..itemgraph::store::Query::partition("CHAINS")
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), chains);
+    let after = itemgraph::check::check_chart(store, &later).await.unwrap();
+    assert!(after.is_clean(), "{after}: {:#?}", after.violations);
+
+    // An index whose key attributes change: refused, nothing written.
+    let changed = parse(&later_chart().replace("sort_key = \"GSI2SK\"", "sort_key = \"GSI2SORT\""));
+    let refused = run_chart(store, &changed, &Options::default())
+        .await
+        .unwrap();
     assert!(refused.refused);
     assert!(
         refused
             .plan
             .iter()
-            .any(|s| s.starts_with("refused index GSI2: the table has no such index")),
+            .any(|s| s.starts_with("refused index GSI2: its key attributes change")),
         "{:?}",
         refused.plan
     );
     let recorded = planned::recorded(store).await.unwrap().expect("recorded");
-    assert_eq!(recorded.source, now.source, "nothing recorded");
+    assert_eq!(recorded.source, later.source, "nothing recorded");
 }

@@ -281,10 +281,11 @@ pub async fn with_counts(
     let now = epoch_now();
     for item in out.items {
         let rec = Record::decode(chart, item)?;
-        if rec.entity(chart).expired(&chart.table, &rec.item, now) {
+        let entity = rec.entity(chart);
+        if entity.expired(&chart.table, &rec.item, now) {
             continue;
         }
-        if rec.entity(chart).shards_of.is_some() {
+        if entity.shards_of.is_some() {
             shards.push(rec);
         } else {
             parent = Some(rec);
@@ -336,9 +337,11 @@ impl BatchFn<PrimaryKey, Loaded> for ItemBatch {
             let now = epoch_now();
             for item in items {
                 let rec = Record::decode(&self.chart, item)?;
-                if rec
-                    .entity(&self.chart)
-                    .expired(&self.chart.table, &rec.item, now)
+                let expiring = self.chart.table.time_to_live.is_some();
+                if expiring
+                    && rec
+                        .entity(&self.chart)
+                        .expired(&self.chart.table, &rec.item, now)
                 {
                     continue;
                 }

@@ -185,6 +185,10 @@ impl Store for DynamoEngine {
         self.time_to_live_attribute().await
     }
 
+    async fn create_index(&self, name: &str, dry_run: bool) -> StoreResult<bool> {
+        self.add_index(name, dry_run).await
+    }
+
     async fn enable_time_to_live(&self, attribute: &str, dry_run: bool) -> StoreResult<bool> {
         if self.time_to_live_attribute().await?.as_deref() == Some(attribute) {
             return Ok(false);

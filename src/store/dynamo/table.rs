@@ -29,6 +29,36 @@ pub(super) fn stream_specification() -> StoreResult<sdk::StreamSpecification> {
         .map_err(build_error)
 }
 
+/// A key of a partition key `pk` and a sort key `sk`.
+fn key_schema(pk: &str, sk: &str) -> StoreResult<Vec<KeySchemaElement>> {
+    [(pk, KeyType::Hash), (sk, KeyType::Range)]
+        .into_iter()
+        .map(|(attr, kind)| {
+            KeySchemaElement::builder()
+                .attribute_name(attr)
+                .key_type(kind)
+                .build()
+                .map_err(build_error)
+        })
+        .collect()
+}
+
+/// Attribute definitions of key attributes, every one a string.
+fn string_attributes<'a>(
+    attrs: impl IntoIterator<Item = &'a str>,
+) -> StoreResult<Vec<AttributeDefinition>> {
+    attrs
+        .into_iter()
+        .map(|attr| {
+            AttributeDefinition::builder()
+                .attribute_name(attr)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(build_error)
+        })
+        .collect()
+}
+
 impl DynamoEngine {
     /// Turns the table's stream on (`NEW_AND_OLD_IMAGES`) when it is off; `Ok(false)`
     /// when it was on already. A stream with another view type is refused: subscriptions
@@ -109,18 +139,6 @@ impl DynamoEngine {
     /// the options turned it off), then waits for it to be ACTIVE.
     pub(super) async fn create(&self) -> StoreResult<bool> {
         let s = &self.schema;
-        let key_schema = |pk: &str, sk: &str| -> StoreResult<Vec<KeySchemaElement>> {
-            [(pk, KeyType::Hash), (sk, KeyType::Range)]
-                .into_iter()
-                .map(|(attr, kind)| {
-                    KeySchemaElement::builder()
-                        .attribute_name(attr)
-                        .key_type(kind)
-                        .build()
-                        .map_err(build_error)
-                })
-                .collect()
-        };
         let mut key_attrs: Vec<&str> = vec![&s.pk, &s.sk];
         for index in &s.indexes {
             for attr in [&index.pk, &index.sk] {
@@ -129,16 +147,7 @@ impl DynamoEngine {
                 }
             }
         }
-        let definitions = key_attrs
-            .into_iter()
-            .map(|attr| {
-                AttributeDefinition::builder()
-                    .attribute_name(attr)
-                    .attribute_type(ScalarAttributeType::S)
-                    .build()
-                    .map_err(build_error)
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
+        let definitions = string_attributes(key_attrs)?;
         let indexes = s
             .indexes
             .iter()
@@ -175,6 +184,52 @@ impl DynamoEngine {
         if let Some(attr) = &s.time_to_live {
             self.turn_time_to_live_on(attr).await?;
         }
+        Ok(true)
+    }
+
+    /// UpdateTable creating the schema's index `name` (its keys strings, projection ALL),
+    /// unless the table has it; then the wait for it to be ACTIVE (the service fills it
+    /// from the items that carry its keys).
+    pub(super) async fn add_index(&self, name: &str, dry_run: bool) -> StoreResult<bool> {
+        let Some(index) = self.schema.indexes.iter().find(|i| i.name == name) else {
+            return Err(StoreError::Validation(format!(
+                "the table's schema has no index {name}"
+            )));
+        };
+        let has = self
+            .describe()
+            .await?
+            .is_some_and(|d| d.indexes.iter().any(|i| i == name));
+        if has {
+            return Ok(false);
+        }
+        if dry_run {
+            return Ok(true);
+        }
+        let definitions = string_attributes([index.pk.as_str(), index.sk.as_str()])?;
+        let create = sdk::CreateGlobalSecondaryIndexAction::builder()
+            .index_name(name)
+            .set_key_schema(Some(key_schema(&index.pk, &index.sk)?))
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::All)
+                    .build(),
+            )
+            .build()
+            .map_err(build_error)?;
+        self.client
+            .update_table()
+            .table_name(&self.table)
+            .set_attribute_definitions(Some(definitions))
+            .global_secondary_index_updates(
+                sdk::GlobalSecondaryIndexUpdate::builder()
+                    .create(create)
+                    .build(),
+            )
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        self.wait_until_active().await?;
         Ok(true)
     }
 

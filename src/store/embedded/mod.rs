@@ -388,6 +388,46 @@ impl Store for EmbeddedEngine {
         .await
     }
 
+    /// An index a later schema adds: its table created and filled, in one transaction,
+    /// with a row for every item that carries its keys.
+    async fn create_index(&self, name: &str, dry_run: bool) -> StoreResult<bool> {
+        let name = name.to_owned();
+        self.run(move |inner| {
+            let Some(i) = inner.schema.indexes.iter().position(|x| x.name == name) else {
+                return Err(StoreError::Validation(format!(
+                    "the table's schema has no index {name}"
+                )));
+            };
+            {
+                let tx = inner.db.begin_read().map_err(internal)?;
+                inner.read_exists(&tx)?;
+                if tx.open_table(inner.index_def(i)).is_ok() {
+                    return Ok(false);
+                }
+            }
+            if dry_run {
+                return Ok(true);
+            }
+            let tx = inner.db.begin_write().map_err(internal)?;
+            {
+                let items = tx.open_table(inner.items_def()).map_err(internal)?;
+                let mut index = tx.open_table(inner.index_def(i)).map_err(internal)?;
+                for entry in items.iter().map_err(internal)? {
+                    let (k, v) = entry.map_err(internal)?;
+                    let item = decode_item(v.value())?;
+                    for (at, row) in inner.index_rows(&item) {
+                        if at == i {
+                            index.insert(row.as_slice(), k.value()).map_err(internal)?;
+                        }
+                    }
+                }
+            }
+            tx.commit().map_err(internal)?;
+            Ok(true)
+        })
+        .await
+    }
+
     async fn enable_time_to_live(&self, attribute: &str, dry_run: bool) -> StoreResult<bool> {
         let attribute = attribute.to_owned();
         self.run(move |inner| {
@@ -508,11 +548,15 @@ impl Store for EmbeddedEngine {
                 name: inner.table.clone(),
                 arn: None,
                 status: "ACTIVE".into(),
+                // Those of the schema the file has: one a later schema adds is created by
+                // `create_index`.
                 indexes: inner
                     .schema
                     .indexes
                     .iter()
-                    .map(|i| i.name.clone())
+                    .enumerate()
+                    .filter(|(i, _)| tx.open_table(inner.index_def(*i)).is_ok())
+                    .map(|(_, index)| index.name.clone())
                     .collect(),
                 item_count: Some(count),
             }))
