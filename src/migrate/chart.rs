@@ -13,10 +13,10 @@
 //! | a version declared | every item of the entity without one given 1 |
 //! | counter shards declared | every item of the owner from before them given its shards |
 //! | counts declared | a recount, set where no writer has started the counter ([`recount`]) |
+//! | a primary key that changes | every item moved: put at its new key, deleted at the old |
 //!
-//! and refuses, naming it, what it does not do: an index whose keys change, a primary key
-//! that changes (items put again elsewhere), a number of shards that changes, a new
-//! required attribute, a time to live turned off. A refused plan writes nothing. The item steps run as one migration
+//! and refuses, naming it, what it does not do: an index whose keys change, a number of
+//! shards that changes, a new required attribute, a time to live turned off. A refused plan writes nothing. The item steps run as one migration
 //! of the registry's kind (`MIGRATION#1nn`: a parallel Scan, checkpoints, the budget), each
 //! write conditioned on what it read; the chart is recorded once they are done. A table
 //! with no chart recorded was made from the built-in chart, or by a command that did not
@@ -99,6 +99,9 @@ pub enum Step {
     /// Every item of `owner` in the layout from before its counter shards given them, and
     /// its create-time layout (`on_create`), in one transaction.
     Shards { owner: String },
+    /// Every item of the entity put at the primary key its templates render and removed
+    /// from the one it is at, in one transaction.
+    Rekey { entity: String },
     /// A change migrate does not make, and why.
     Refused { what: String, why: String },
 }
@@ -115,6 +118,7 @@ impl Step {
                 | Step::Markers { .. }
                 | Step::Versions { .. }
                 | Step::Shards { .. }
+                | Step::Rekey { .. }
         )
     }
 }
@@ -148,6 +152,10 @@ impl fmt::Display for Step {
             Step::Shards { owner } => {
                 write!(f, "counter-shards {owner}: for every item without them")
             }
+            Step::Rekey { entity } => write!(
+                f,
+                "rekey {entity}: every item moved to the key its templates render"
+            ),
             Step::Refused { what, why } => write!(f, "refused {what}: {why}"),
         }
     }
@@ -213,11 +221,9 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
             if w.key.pk.to_string() != e.key.pk.to_string()
                 || w.key.sk.to_string() != e.key.sk.to_string()
             {
-                refuse(
-                    &mut steps,
-                    format!("keys of {}", e.name),
-                    "an item's primary key changes only by putting it again under the new one and deleting the old: migrate does not move items",
-                );
+                steps.push(Step::Rekey {
+                    entity: e.name.clone(),
+                });
             }
         }
         let mut joined: Vec<&String> = e.indexes.keys().collect();
@@ -323,8 +329,23 @@ pub(super) async fn migrate_item(
     let Some(key) = ctx.store.schema().key_of(item) else {
         return Ok(());
     };
+    // An item that moves carries its index keys and version with it; what else the plan
+    // does to it is done at its new key.
+    let moved = if steps
+        .iter()
+        .any(|s| matches!(s, Step::Rekey { entity } if *entity == e.name))
+    {
+        rekey(ctx, chart, e, steps, &key, item, report).await?
+    } else {
+        None
+    };
+    let (key, item) = match &moved {
+        Some((k, i)) => (k.clone(), i),
+        None => (key, item),
+    };
     for step in steps {
         match step {
+            Step::IndexKeys { .. } | Step::Versions { .. } if moved.is_some() => {}
             Step::IndexKeys { entity, index } if *entity == e.name => {
                 index_keys(ctx, chart, e, index, &key, item, report).await?;
             }
@@ -686,4 +707,85 @@ pub(super) async fn recount(
         }
     }
     Ok(())
+}
+
+/// An item whose primary key its templates now render elsewhere: put there (with the index
+/// keys they render, and its version where the plan gives one) `attribute_not_exists`, and
+/// deleted where it was, conditioned on every attribute as read, in one
+/// TransactWriteItems. The item at its new key, when it moved.
+async fn rekey(
+    ctx: &Ctx<'_>,
+    chart: &Chart,
+    e: &Entity,
+    steps: &[Step],
+    key: &PrimaryKey,
+    item: &Item,
+    report: &mut MigrateReport,
+) -> StoreResult<Option<(PrimaryKey, Item)>> {
+    let t = &chart.table;
+    let mut key_attrs = vec![t.partition_key.clone(), t.sort_key.clone()];
+    for i in chart.indexes.values() {
+        key_attrs.extend([i.partition_key.clone(), i.sort_key.clone()]);
+    }
+    let mut next = item.clone();
+    for a in &key_attrs {
+        next.remove(a);
+    }
+    let mut versioned = false;
+    for step in steps {
+        if let Step::Versions { entity, attribute } = step {
+            if *entity == e.name && !next.contains_key(attribute) {
+                next.insert(attribute.clone(), AttributeValue::N("1".into()));
+                versioned = true;
+            }
+        }
+    }
+    if set_keys(t, &chart.indexes, e, &mut next, &key_values(e, item)).is_err() {
+        report.skipped.push(format!(
+            "{} ({} | {}): its keys do not render",
+            e.name, key.pk, key.sk
+        ));
+        return Ok(None);
+    }
+    let text = |a: &str| match next.get(a) {
+        Some(AttributeValue::S(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let to = PrimaryKey::new(text(&t.partition_key), text(&t.sort_key));
+    if to == *key {
+        return Ok(None);
+    }
+    if ctx.dry_run {
+        report.items_moved += 1;
+        return Ok(None);
+    }
+    let mut as_read = vec![Condition::exists(t.partition_key.clone())];
+    for (a, v) in item {
+        if !key_attrs.contains(a) {
+            as_read.push(Condition::eq(a.clone(), v.clone()));
+        }
+    }
+    let actions = vec![
+        crate::store::TransactAction::Put(
+            Put::new(next.clone()).when(Condition::not_exists(t.partition_key.clone())),
+        ),
+        crate::store::TransactAction::Delete(
+            crate::store::Delete::new(key.clone()).when(Condition::And(as_read)),
+        ),
+    ];
+    match ctx.transact(actions).await {
+        Ok(()) => {
+            report.items_moved += 1;
+            report.versions_set += usize::from(versioned);
+            Ok(Some((to, next)))
+        }
+        Err(StoreError::TransactionCanceled { .. }) => {
+            report.skipped.push(format!(
+                "{} ({} | {}): changed while being moved, or ({} | {}) is taken",
+                e.name, key.pk, key.sk, to.pk, to.sk
+            ));
+            Ok(None)
+        }
+        Err(err) => Err(err),
+    }
 }

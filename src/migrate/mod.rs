@@ -182,6 +182,8 @@ pub struct MigrateReport {
     pub counts_set: usize,
     /// Counter shards put for items from before them.
     pub shards_put: usize,
+    /// Items moved to the primary key their templates now render.
+    pub items_moved: usize,
     /// Write units spent, counted as DynamoDB bills them (checkpoints included).
     pub write_units: u64,
 }
@@ -199,6 +201,7 @@ impl MigrateReport {
         self.markers_put += part.markers_put;
         self.versions_set += part.versions_set;
         self.shards_put += part.shards_put;
+        self.items_moved += part.items_moved;
     }
 }
 
@@ -223,7 +226,7 @@ impl fmt::Display for MigrateReport {
         if !self.plan.is_empty() {
             write!(
                 f,
-                "; the chart's plan, {} steps: {} indexes created, {}{} index keys written, {} markers put, {} versions set, {} counter shards put, {} counters recounted",
+                "; the chart's plan, {} steps: {} indexes created, {}{} index keys written, {} markers put, {} versions set, {} counter shards put, {} counters recounted, {} items moved",
                 self.plan.len(),
                 self.indexes_created,
                 if self.time_to_live_enabled {
@@ -235,7 +238,8 @@ impl fmt::Display for MigrateReport {
                 self.markers_put,
                 self.versions_set,
                 self.shards_put,
-                self.counts_set
+                self.counts_set,
+                self.items_moved
             )?;
         }
         Ok(())

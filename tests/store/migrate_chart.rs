@@ -306,7 +306,8 @@ fn later_chart() -> String {
 }
 
 /// The index created (UpdateTable; the embedded engine's own), the chains' keys for it
-/// written, and the index answering a Query; an index whose keys change refused.
+/// written, and the index answering a Query; an index whose keys change refused; items
+/// moved to a new primary key.
 async fn a_new_index_is_created_and_filled(store: &dyn Store) {
     let (now, later) = (parse(&now_chart()), parse(&later_chart()));
     let chains = now
@@ -377,4 +378,24 @@ async fn a_new_index_is_created_and_filled(store: &dyn Store) {
     );
     let recorded = planned::recorded(store).await.unwrap().expect("recorded");
     assert_eq!(recorded.source, later.source, "nothing recorded");
+
+    // The phones' markers under another key: each moved, in one transaction.
+    let moved = parse(&later_chart().replace("PHONE#{chain}#{phone}", "TEL#{chain}#{phone}"));
+    let phones = later
+        .samples
+        .iter()
+        .filter(|i| {
+            i.contains_key("phone") && i.get("Type") == Some(&AttributeValue::S("Store".into()))
+        })
+        .count();
+    let done = run_chart(store, &moved, &Options::default()).await.unwrap();
+    assert_eq!(
+        done.plan,
+        ["rekey StorePhone: every item moved to the key its templates render"]
+    );
+    assert_eq!(done.items_moved, phones, "{done}");
+    let after = itemgraph::check::check_chart(store, &moved).await.unwrap();
+    assert!(after.is_clean(), "{after}: {:#?}", after.violations);
+    let again = run_chart(store, &moved, &Options::default()).await.unwrap();
+    assert_eq!((again.plan.len(), again.items_moved), (0, 0));
 }
