@@ -551,6 +551,12 @@ impl Chart {
     }
 }
 
+/// The time expiries are compared with: epoch seconds now. An item whose expiry has passed
+/// reads as gone, as it will be once DynamoDB deletes it (within days).
+pub fn epoch_now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
 /// An entity's name as a sentence says it (`CounterShard`: `counter shard`).
 pub fn words(entity: &str) -> String {
     let mut words = String::new();

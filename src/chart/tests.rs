@@ -983,6 +983,21 @@ fn an_expiry_that_would_break_what_the_chart_keeps_is_refused() {
         None,
         "`lifetime` is how long an expiry lasts, and `address` is no expiry",
     );
+    // Expiring children of a list: the order's count and total would go stale.
+    let text = super::BUILTIN_SOURCE
+        .replacen("[table]\n", "[table]\ntime_to_live = \"expiresAt\"\n", 1)
+        .replace(
+            "amountCents = { type = \"cents\", computed",
+            "expiresAt = { type = \"expiry\", optional = true }\namountCents = { type = \"cents\", computed",
+        );
+    let r = parse(&text).expect_err("expiring order lines are refused");
+    refuses(
+        &r,
+        "time-to-live",
+        Some("Order"),
+        None,
+        "list `lines` holds OrderLine, which expires",
+    );
     // The offers as they should be: served, and the table created with its time to live.
     let text = LOCATOR
         .replace("type_attribute = \"Type\"", ttl)

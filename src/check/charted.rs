@@ -16,7 +16,9 @@
 //!   say; every child has its parent; every computed product holds;
 //! - every unique value has its marker, naming its owner, and every marker names an owner
 //!   that holds its value; a client token's marker names the item it made, unless that
-//!   entity can be deleted (a retry after a delete must not create it again).
+//!   entity can be deleted or expire (a retry after a delete must not create it again).
+//!
+//! An item whose time to live has passed is taken as absent, as reads and writes take it.
 //!
 //! The messages name attributes and items in the chart's words (`userCount is 4, but 3
 //! users belong to it`, `its requester acme/alice does not exist`).
@@ -131,6 +133,7 @@ impl<'c> Checker<'c> {
         });
         // By the primary key each record's templates render.
         let mut found: HashMap<PrimaryKey, Found<'c>> = HashMap::new();
+        let now = crate::chart::epoch_now();
         for (key, item) in keyed {
             let ty = text(&item, &t.type_attribute).unwrap_or_else(|| "?".into());
             let rec = match Record::read(chart, item) {
@@ -143,6 +146,11 @@ impl<'c> Checker<'c> {
             };
             let entity = rec.entity(chart);
             let item = rec.item;
+            // An expired item is gone to every read and write, and DynamoDB deletes it, and
+            // what expires with it, each in its own time: absent here too.
+            if entity.expired(&chart.table, &item, now) {
+                continue;
+            }
             let Some(own) = self.keys_match(entity, &key, &item) else {
                 continue;
             };
@@ -700,12 +708,14 @@ impl<'c> Checker<'c> {
         }
     }
 
-    /// Whether a mutation of the chart deletes items of `e`.
+    /// Whether items of `e` go: a mutation of the chart deletes them, or they expire.
     fn deletable(&self, e: &Entity) -> bool {
-        self.chart
-            .mutations
-            .values()
-            .any(|m| m.entity == e.name && m.action == Action::Delete)
+        e.expiry(&self.chart.table).is_some()
+            || self
+                .chart
+                .mutations
+                .values()
+                .any(|m| m.entity == e.name && m.action == Action::Delete)
     }
 
     /// The tenant of an item of `e` with the plain id `named` holds, found in another

@@ -173,6 +173,11 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
     };
     let old_ttl = old.and_then(|o| o.table.time_to_live.as_deref());
     match (old_ttl, new.table.time_to_live.as_deref()) {
+        (Some(a), Some(b)) if a != b => refuse(
+            &mut steps,
+            format!("time to live `{a}` to `{b}`"),
+            "DynamoDB turns a table's Time to Live to another attribute only once it is off, and items expiring by the old one would stay: turn it off with UpdateTimeToLive first if that is meant",
+        ),
         (a, Some(b)) if old.is_none() || a != Some(b) => steps.push(Step::TimeToLive(b.to_owned())),
         (Some(a), None) => refuse(
             &mut steps,
@@ -202,10 +207,10 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
         if let Some((owner, n)) = &e.shards_of {
             match was.and_then(|w| w.shards_of.as_ref()) {
                 Some(before) if before == &(owner.clone(), *n) => {}
-                Some((_, m)) => refuse(
+                Some((was_of, m)) => refuse(
                     &mut steps,
                     format!("counter shards {}", e.name),
-                    &format!("{m} shards become {n}: the counts on the shards that go would have to move first; migrate does not move them"),
+                    &format!("the shards of {was_of}, {m} of them, become {n} of {owner}: the counts on them would have to move first; migrate does not move them"),
                 ),
                 None => steps.push(Step::Shards {
                     owner: owner.clone(),
@@ -500,11 +505,26 @@ async fn put_marker(
         report.markers_put += 1;
         return Ok(());
     }
-    let put = Put::new(marker_item).when(Condition::not_exists(chart.table.partition_key.clone()));
-    match ctx.put(put).await {
-        Ok(_) => report.markers_put += 1,
-        Err(StoreError::ConditionFailed { .. }) => report.skipped.push(format!(
-            "{} ({} | {}): its {attribute} was taken while being migrated",
+    // The marker, and its owner still there with the value read: a marker never names an
+    // owner that changed or went meanwhile.
+    let pk = chart.table.partition_key.clone();
+    let actions = vec![
+        crate::store::TransactAction::Put(
+            Put::new(marker_item).when(Condition::not_exists(pk.clone())),
+        ),
+        crate::store::TransactAction::ConditionCheck(crate::store::ConditionCheck {
+            key: key.clone(),
+            condition: Condition::And(vec![
+                Condition::exists(pk),
+                Condition::eq(attribute.to_owned(), item[attribute].clone()),
+            ]),
+            return_old_on_condition_failure: false,
+        }),
+    ];
+    match ctx.transact(actions).await {
+        Ok(()) => report.markers_put += 1,
+        Err(StoreError::TransactionCanceled { .. }) => report.skipped.push(format!(
+            "{} ({} | {}): its {attribute} was taken, or changed, while being migrated",
             e.name, key.pk, key.sk
         )),
         Err(err) => return Err(err),
@@ -609,6 +629,9 @@ pub(super) async fn recount(
     report: &mut MigrateReport,
 ) -> StoreResult<()> {
     use std::collections::BTreeMap;
+    if !steps.iter().any(|s| matches!(s, Step::Counts { .. })) {
+        return Ok(());
+    }
     let mut tally: BTreeMap<(String, String, String), i64> = BTreeMap::new();
     let mut start = None;
     loop {
@@ -765,6 +788,10 @@ async fn rekey(
             as_read.push(Condition::eq(a.clone(), v.clone()));
         }
     }
+    // And what it did not have: an attribute a writer sets meanwhile is not lost.
+    for a in e.attributes.keys().filter(|a| !item.contains_key(*a)) {
+        as_read.push(Condition::not_exists(a.clone()));
+    }
     let actions = vec![
         crate::store::TransactAction::Put(
             Put::new(next.clone()).when(Condition::not_exists(t.partition_key.clone())),
@@ -788,4 +815,19 @@ async fn rekey(
         }
         Err(err) => Err(err),
     }
+}
+
+/// A digest of a plan's steps: a stopped run resumes only the same plan.
+pub(super) fn digest(steps: &[Step]) -> String {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    for s in steps {
+        h.update(s.to_string().as_bytes());
+        h.update(b"\n");
+    }
+    h.finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

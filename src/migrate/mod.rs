@@ -287,12 +287,20 @@ pub async fn run_chart(
         }
     }
     let recorded = chart::recorded(store).await?;
+    let mut notes = Vec::new();
     let old = match &recorded {
-        Some(r) => Some(crate::chart::parse(&r.source).map_err(|e| {
-            crate::store::StoreError::Validation(format!(
-                "the chart recorded in the table no longer parses: {e}"
-            ))
-        })?),
+        Some(r) => match crate::chart::parse(&r.source) {
+            Ok(c) => Some(c),
+            // A rule made stricter since: every step the given chart declares, each
+            // finding nothing to do where the table keeps it already.
+            Err(e) => {
+                notes.push(format!(
+                    "the chart recorded in the table no longer passes today's rules ({}): planned from nothing",
+                    e.0.first().map(ToString::to_string).unwrap_or_default()
+                ));
+                None
+            }
+        },
         None => None,
     };
     // A table without a record of the built-in chart was made from it.
@@ -303,7 +311,10 @@ pub async fn run_chart(
         .map(|d| d.indexes)
         .unwrap_or_default();
     let steps = chart::plan(old, given, &indexes);
-    report.plan = steps.iter().map(ToString::to_string).collect();
+    report.plan = notes
+        .into_iter()
+        .chain(steps.iter().map(ToString::to_string))
+        .collect();
     if steps.iter().any(chart::Step::is_refused) {
         report.refused = true;
         return Ok(report);
@@ -430,6 +441,15 @@ async fn run_one(
         outcome.outcome = Outcome::AlreadyDone;
         return Ok(outcome);
     }
+    let digest = plan.map(|(_, steps)| chart::digest(steps));
+    if let (Some(theirs), Some(ours)) = (&existing, &digest) {
+        if theirs.state == MigrationState::Running && theirs.plan.as_ref() != Some(ours) {
+            return Err(crate::store::StoreError::Validation(format!(
+                "migration {} was started for another plan of the chart, and stopped: run migrate again with the chart it was given, then with this one",
+                migration.version
+            )));
+        }
+    }
     let mut record = existing.clone().unwrap_or_else(|| MigrationRecord {
         version: migration.version,
         name: migration.name.to_owned(),
@@ -437,6 +457,7 @@ async fn run_one(
         segments: options.segments.clamp(1, ScanSegment::MAX_TOTAL),
         started_at: now(),
         done_at: None,
+        plan: digest.clone(),
     });
     if !migration.scans_items {
         report.stream_enabled = ctx.store.enable_change_stream(ctx.dry_run).await?;

@@ -32,6 +32,9 @@ pub struct MigrationRecord {
     pub started_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_at: Option<String>,
+    /// A chart's plan: a digest of its steps, so a stopped run resumes only the same plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
 }
 
 impl Record for MigrationRecord {

@@ -6,7 +6,9 @@
 //!   by DescribeTimeToLive; the embedded engine: its table's own);
 //! - a create gives now + the lifetime, or the caller's time, refused when it has passed;
 //! - an offer whose time has passed and that the service has not deleted yet is left out
-//!   of every read (by key, in a page) and taken as absent by every write (`NOT_FOUND`);
+//!   of every read (by key, in a page; a page reads on past a run of them) and taken as
+//!   absent by every write (`NOT_FOUND`);
+//! - an offer's code (a unique marker) expires with it, a new time included;
 //! - the embedded engine deletes it when it expires items, the delete reaching the change
 //!   stream; DynamoDB's engine leaves that to the service;
 //! - `itemgraph check` of the chart is clean throughout.
@@ -34,15 +36,28 @@ fn chart_with_offers() -> Arc<itemgraph::chart::Chart> {
             r#"# An offer of a chain, gone when it expires.
 [entities.Offer]
 key = ["OFFER#{chain}", "OFFER#{offerId}"]
+unique = { code = "OfferCode" }
 
 [entities.Offer.attributes]
 chain = { type = "slug", graphql = false }
 offerId = { type = "ulid", auto = "ulid" }
 text = { type = "string", max_length = 200 }
+code = { type = "token", optional = true, description = "A code to redeem it by, unique in the chain while the offer lasts." }
 expiresAt = { type = "expiry", lifetime = "7d", description = "When it expires: gone to reads from then." }
 
 [entities.Offer.references]
 chain = { entity = "Chain", key = { slug = "chain" } }
+
+# An offer's code, expiring with it.
+[entities.OfferCode]
+key = ["OFFERCODE#{chain}#{code}", "OFFERCODE#{chain}#{code}"]
+graphql = false
+
+[entities.OfferCode.attributes]
+chain = "slug"
+code = "token"
+offerId = "ulid"
+expiresAt = "expiry"
 
 [query.chain]"#,
         )
@@ -63,13 +78,13 @@ field = "Mutation.createOffer"
 
 [patterns.13]
 name = "Change an offer"
-request = "UpdateItem"
+request = "TransactWriteItems"
 entity = "Offer"
 field = "Mutation.updateOffer"
 
 [patterns.14]
 name = "Withdraw an offer"
-request = "DeleteItem"
+request = "TransactWriteItems"
 entity = "Offer"
 field = "Mutation.deleteOffer"
 
@@ -121,6 +136,15 @@ fn epoch(rfc3339: &Value) -> i64 {
     .unix_timestamp()
 }
 
+/// An RFC 3339 time `d` from now, whole seconds.
+fn from_now(d: time::Duration) -> String {
+    (time::OffsetDateTime::now_utc() + d)
+        .replace_nanosecond(0)
+        .unwrap()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
+}
+
 fn now() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
@@ -168,12 +192,7 @@ async fn offers_expire(api: &Api, embedded: bool) {
         (now() + 7 * 86_400 - at).abs() < 120,
         "{week:#}: a week from now"
     );
-    let soon = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
-    let soon = soon
-        .replace_nanosecond(0)
-        .unwrap()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap();
+    let soon = from_now(time::Duration::hours(1));
     let r = api
         .run_with(
             CREATE,
@@ -233,10 +252,81 @@ async fn offers_expire(api: &Api, embedded: bool) {
     assert!(still.is_some(), "nothing wrote to the expired offer");
     clean(api).await;
 
+    // A run of expired offers longer than a page: the page reads on past it.
+    let mut ids = Vec::new();
+    for text in ["Gone 1", "Gone 2"] {
+        let r = api
+            .run_with(
+                CREATE,
+                json!({"input": {"chain": "bean-there", "text": text}}),
+            )
+            .await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+        ids.push(
+            r["data"]["createOffer"]["offer"]["offerId"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    for id in &ids {
+        api.store
+            .update_item(itemgraph::store::Update::new(
+                PrimaryKey::new("OFFER#bean-there", format!("OFFER#{id}")),
+                UpdateExpr::default().set("expiresAt", AttributeValue::N((now() - 60).to_string())),
+            ))
+            .await
+            .unwrap();
+    }
+    let r = api
+        .run(r#"{ chain(slug: "bean-there") { offers(first: 1) { nodes { text } pageInfo { hasNextPage } } } }"#)
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    assert_eq!(
+        r["data"]["chain"]["offers"]["nodes"],
+        json!([{"text": "Two for one"}]),
+        "{r:#}"
+    );
+
+    // A code expires with its offer: a new time for the offer is its code's too.
+    let r = api
+        .run_with(
+            CREATE,
+            json!({"input": {"chain": "bean-there", "text": "Spring", "code": "SPRING"}}),
+        )
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    let spring = r["data"]["createOffer"]["offer"]["offerId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let later = from_now(time::Duration::days(30));
+    let r = api
+        .run_with(
+            r#"mutation($input: UpdateOfferInput!) { updateOffer(input: $input) { offer { expiresAt } } }"#,
+            json!({"input": {"chain": "bean-there", "offerId": spring, "expiresAt": later}}),
+        )
+        .await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    let code = api
+        .store
+        .get_item(itemgraph::store::GetItem {
+            key: PrimaryKey::new("OFFERCODE#bean-there#SPRING", "OFFERCODE#bean-there#SPRING"),
+            consistent_read: true,
+        })
+        .await
+        .unwrap()
+        .expect("the code's marker");
+    assert_eq!(
+        code.get("expiresAt"),
+        Some(&AttributeValue::N(epoch(&json!(later)).to_string()))
+    );
+    clean(api).await;
+
     // The service's delete: the embedded engine's when asked; DynamoDB's on its own.
     let deleted = api.store.expire_items().await.unwrap();
     if embedded {
-        assert_eq!(deleted, 1);
+        assert_eq!(deleted, 3);
         let gone = api
             .store
             .get_item(itemgraph::store::GetItem {
@@ -249,6 +339,6 @@ async fn offers_expire(api: &Api, embedded: bool) {
     } else {
         assert_eq!(deleted, 0, "DynamoDB deletes expired items itself");
     }
-    assert_eq!(offers(api).await, ["Two for one"]);
+    assert_eq!(offers(api).await, ["Spring", "Two for one"]);
     clean(api).await;
 }

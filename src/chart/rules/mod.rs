@@ -161,9 +161,9 @@ impl Checker {
         self.at(None, None);
         self.tenant(&file, &entities, &patterns);
         self.fields(&file, &entities, &patterns);
+        self.time_to_live(&table, &entities, &patterns);
         self.invariants(&entities, &patterns);
         self.referrers(&entities);
-        self.time_to_live(&table, &entities);
         let mutations = self.mutations(&file, &entities, &patterns);
         self.subscriptions(&file, &entities);
         let mut samples = Vec::new();

@@ -45,7 +45,12 @@ impl Checker {
     /// nothing an expiry would break when DynamoDB deletes the item with no write of ours:
     /// no counts kept (nothing would uncount it), no reference to it (it would dangle), its
     /// unique markers expiring with it.
-    pub(super) fn time_to_live(&mut self, table: &Table, entities: &IndexMap<String, Entity>) {
+    pub(super) fn time_to_live(
+        &mut self,
+        table: &Table,
+        entities: &IndexMap<String, Entity>,
+        patterns: &IndexMap<u32, Pattern>,
+    ) {
         let ttl = table.time_to_live.as_deref();
         for e in entities.values().filter(|e| !e.system) {
             self.at(Some(&e.name), None);
@@ -83,7 +88,26 @@ impl Checker {
                     );
                 }
             }
+            if !e.lists.is_empty() {
+                self.refuse(
+                    "time-to-live",
+                    "an expiring entity has no lists: DynamoDB deletes it without its children, which would be left orphaned",
+                );
+            }
             for other in entities.values().filter(|o| !o.system) {
+                for (l, list) in &other.lists {
+                    let holds = patterns.get(&list.pattern).is_some_and(|p| {
+                        matches!(&p.request, Request::Query { children, .. } if *children == e.name)
+                    });
+                    if holds {
+                        self.at(Some(&other.name), None);
+                        self.refuse(
+                            "time-to-live",
+                            format!("list `{l}` holds {}, which expires: the counts and sums computed from it would go stale once DynamoDB deletes one", e.name),
+                        );
+                        self.at(Some(&e.name), None);
+                    }
+                }
                 for (r, reference) in &other.references {
                     if reference.entity == e.name && other.expiry(table).is_none() {
                         self.at(Some(&other.name), None);

@@ -182,6 +182,7 @@ pub async fn page(
             KeyValue::new("itemgraph.page.from_cursor", page.start.is_some()),
         ]
     });
+    let again = query.clone();
     let out = telemetry::within(otel.as_ref(), store.query(query)).await;
     if let Some(cx) = &otel {
         let (items, cut) = match &out {
@@ -199,11 +200,14 @@ pub async fn page(
                 .map(|e| ApiError::from(e.clone()).code().into()),
         );
     }
-    let out = out?;
+    let mut out = out?;
+    if chart.table.time_to_live.is_some() {
+        read_past_expired(store, chart, children, again, &mut out).await?;
+    }
     let read = out.items.len();
     let mut fetched = Fetched::default();
     let mut shards = Vec::new();
-    let (now, mut expired) = (epoch_now(), 0);
+    let (now, mut expired) = (crate::chart::epoch_now(), 0);
     for item in out.items {
         let rec = Record::decode(chart, item)?;
         let entity = rec.entity(chart);
@@ -278,7 +282,7 @@ pub async fn with_counts(
     let out = store.query(query).await?;
     let mut parent = None;
     let mut shards = Vec::new();
-    let now = epoch_now();
+    let now = crate::chart::epoch_now();
     for item in out.items {
         let rec = Record::decode(chart, item)?;
         let entity = rec.entity(chart);
@@ -334,7 +338,7 @@ impl BatchFn<PrimaryKey, Loaded> for ItemBatch {
                     .await?
             };
             let mut found = HashMap::new();
-            let now = epoch_now();
+            let now = crate::chart::epoch_now();
             for item in items {
                 let rec = Record::decode(&self.chart, item)?;
                 let expiring = self.chart.table.time_to_live.is_some();
@@ -355,8 +359,38 @@ impl BatchFn<PrimaryKey, Loaded> for ItemBatch {
     }
 }
 
-/// The time expiries are compared with: epoch seconds now. An item whose expiry has passed
-/// reads as gone, as it will be once DynamoDB deletes it (within days).
-pub fn epoch_now() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp()
+/// The most Queries a page reads on past a run of expired children.
+const EXPIRED_READ_ON: usize = 3;
+
+/// A page whose children all expired (DynamoDB deletes them within days) reads on from
+/// where it stopped, a few Queries at most, so a run of them does not end the connection
+/// before the live children after it.
+async fn read_past_expired(
+    store: &dyn Store,
+    chart: &Chart,
+    children: &str,
+    mut query: crate::store::Query,
+    out: &mut crate::store::QueryOutput,
+) -> Result<(), ApiError> {
+    let now = crate::chart::epoch_now();
+    let t = &chart.table;
+    let child = |i: &crate::store::Item| matches!(i.get(&t.type_attribute), Some(crate::store::AttributeValue::S(s)) if s == children);
+    let expired = |i: &crate::store::Item| {
+        chart
+            .entities
+            .get(children)
+            .is_some_and(|e| e.expired(t, i, now))
+    };
+    for _ in 0..EXPIRED_READ_ON {
+        let stalled = out.items.iter().any(|i| child(i) && expired(i))
+            && !out.items.iter().any(|i| child(i) && !expired(i));
+        let Some(start) = out.last_evaluated_key.clone().filter(|_| stalled) else {
+            break;
+        };
+        query.start = Some(start);
+        let next = store.query(query.clone()).await?;
+        out.items.extend(next.items);
+        out.last_evaluated_key = next.last_evaluated_key;
+    }
+    Ok(())
 }

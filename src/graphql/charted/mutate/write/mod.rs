@@ -492,11 +492,7 @@ pub(super) fn shard_items(chart: &Chart, e: &Entity, item: &Item) -> Option<Vec<
 
 fn visible_item(rc: &RequestContext, chart: &Chart, e: &Entity, item: &Item) -> bool {
     visible(rc, chart, e, &vars_of(e, item)).is_ok()
-        && !e.expired(
-            &chart.table,
-            item,
-            crate::graphql::charted::read::epoch_now(),
-        )
+        && !e.expired(&chart.table, item, crate::chart::epoch_now())
 }
 
 /// The condition that the item of `e` a write names is there: it exists and, where `e`
@@ -512,7 +508,7 @@ fn present(chart: &Chart, e: &Entity) -> Condition {
                 Condition::Cmp(
                     ttl.to_owned(),
                     crate::store::CmpOp::Gt,
-                    n(crate::graphql::charted::read::epoch_now()),
+                    n(crate::chart::epoch_now()),
                 ),
             ]),
         ]),
@@ -530,7 +526,7 @@ fn free(chart: &Chart, e: &Entity) -> Condition {
             Condition::Cmp(
                 ttl.to_owned(),
                 crate::store::CmpOp::Le,
-                n(crate::graphql::charted::read::epoch_now()),
+                n(crate::chart::epoch_now()),
             ),
         ]),
     }

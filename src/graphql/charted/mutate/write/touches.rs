@@ -383,6 +383,26 @@ pub(super) fn drop_marker(
     ))
 }
 
+/// The marker of `item`'s value under `marker` given the item's expiry `ttl` (removed when
+/// the item has none), conditioned on naming the item.
+pub(super) fn renew_marker(
+    chart: &Chart,
+    owner: &Entity,
+    marker: &Entity,
+    item: &Item,
+    ttl: &str,
+) -> Result<TransactAction> {
+    let at = marker_item(chart, marker, item, &[])?;
+    let set = match item.get(ttl) {
+        Some(v) => crate::store::UpdateExpr::default().set(ttl.to_owned(), v.clone()),
+        None => crate::store::UpdateExpr::default().remove(ttl.to_owned()),
+    };
+    Ok(TransactAction::Update(
+        crate::store::Update::new(primary_key(chart, &at).ok_or(ApiError::Internal)?, set)
+            .when(names_owner(chart, owner, item)),
+    ))
+}
+
 /// A counter shard's key values: its number, and the owner's values (by name, or the
 /// owner's tenant as the shard's tenant).
 pub(super) fn shard_vars(

@@ -44,7 +44,12 @@ pub(super) async fn update(
     // `VERSION_MISMATCH` for a change it made; and a transaction returns no item, so the
     // answer is the item read with the change applied.
     let versioned = e.writes.version.is_some();
+    // A new expiry of an item with markers: they expire with it, so they change with it.
+    let expiry_of_marked = e
+        .expiry(&chart.table)
+        .is_some_and(|t| changed(t) && !e.writes.unique.is_empty());
     let needs_read = versioned
+        || expiry_of_marked
         || e.writes.unique.keys().any(|a| changed(a))
         || e.references
             .values()
@@ -289,19 +294,26 @@ pub(super) async fn changed_item(
     let mut actions = vec![TransactAction::Update(own)];
     let mut meanings = vec![Meaning::Own];
 
+    let expiry = e.expiry(&chart.table);
     for (attr, marker) in &e.writes.unique {
+        let marker = &chart.entities[marker];
         if current.get(attr) == next.get(attr) {
+            // The same value: its marker takes the item's new expiry, if it has one.
+            if let Some(t) = expiry.filter(|t| current.get(*t) != next.get(*t)) {
+                if next.contains_key(attr) {
+                    actions.push(renew_marker(chart, e, marker, &next, t)?);
+                    meanings.push(Meaning::Corrupt("a unique marker names another item"));
+                }
+            }
             continue;
         }
-        let marker = &chart.entities[marker];
         if current.contains_key(attr) {
             actions.push(drop_marker(chart, e, marker, current)?);
             meanings.push(Meaning::Corrupt("a unique marker names another item"));
         }
         if next.contains_key(attr) {
             actions.push(TransactAction::Put(
-                Put::new(marker_item(chart, marker, &next, &[])?)
-                    .when(Condition::not_exists(pk.clone())),
+                Put::new(marker_item(chart, marker, &next, &[])?).when(free(chart, marker)),
             ));
             meanings.push(Meaning::Taken(attr.clone()));
         }
