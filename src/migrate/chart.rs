@@ -432,6 +432,22 @@ async fn index_keys(
     }
     let mut u = UpdateExpr::default();
     let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
+    // What the keys are rendered from, as read: a writer that changes it meanwhile wrote
+    // its own keys.
+    if let Some(k) = e.indexes.get(index) {
+        let mut names: Vec<&str> =
+            k.pk.vars()
+                .chain(k.sk.vars())
+                .map(|v| v.name.as_str())
+                .collect();
+        names.dedup();
+        for n in names {
+            when.push(match item.get(n) {
+                Some(v) => Condition::eq(n.to_owned(), v.clone()),
+                None => Condition::not_exists(n.to_owned()),
+            });
+        }
+    }
     for a in &attrs {
         u = match expected.get(a) {
             Some(v) => u.set(a.clone(), v.clone()),

@@ -229,7 +229,14 @@ impl DynamoEngine {
             .send()
             .await
             .map_err(|e| store_error(&self.table, e))?;
-        self.wait_until_active().await?;
+        // A large table's index takes DynamoDB longer to fill than the wait: the index is
+        // there, and a run again writes the keys the plan writes.
+        self.wait_until_active().await.map_err(|e| match e {
+            StoreError::Unavailable(why) => StoreError::Unavailable(format!(
+                "index {name} is created and still being filled ({why}): run migrate again to go on"
+            )),
+            other => other,
+        })?;
         Ok(true)
     }
 

@@ -245,12 +245,31 @@ pub(super) fn decode_item(bytes: &[u8]) -> StoreResult<Item> {
     }
 }
 
-pub(super) fn meta_row(table: &str, time_to_live: Option<&str>) -> Vec<u8> {
-    let mut row = serde_json::json!({ "name": table, "status": "ACTIVE" });
+pub(super) fn meta_row(table: &str, time_to_live: Option<&str>, indexes: &[&str]) -> Vec<u8> {
+    let mut row = serde_json::json!({ "name": table, "status": "ACTIVE", "indexes": indexes });
     if let Some(attr) = time_to_live {
         row["timeToLive"] = serde_json::json!({ "attributeName": attr, "enabled": true });
     }
     row.to_string().into_bytes()
+}
+
+/// A table's meta row with `field` set to `value`, its other fields kept.
+pub(super) fn meta_with(row: &[u8], field: &str, value: serde_json::Value) -> Vec<u8> {
+    let mut row: serde_json::Value =
+        serde_json::from_slice(row).unwrap_or_else(|_| serde_json::json!({}));
+    row[field] = value;
+    row.to_string().into_bytes()
+}
+
+/// The indexes a table's meta row says are filled; `None` for a row from before they
+/// were kept (its index tables are the filled ones).
+pub(super) fn meta_indexes(row: &[u8]) -> Option<Vec<String>> {
+    let row: serde_json::Value = serde_json::from_slice(row).ok()?;
+    row.get("indexes")?
+        .as_array()?
+        .iter()
+        .map(|v| v.as_str().map(str::to_owned))
+        .collect()
 }
 
 /// The attribute a table's meta row says its Time to Live reads, when it is on.

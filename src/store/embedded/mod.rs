@@ -57,7 +57,7 @@ use super::faults::{self, Call};
 use super::faults::{Faults, Injector};
 use super::stream::ChangeStream;
 use super::validated::Validated;
-use codec::{decode_item, meta_row, meta_time_to_live, table_key};
+use codec::{decode_item, meta_indexes, meta_row, meta_time_to_live, meta_with, table_key};
 use group::{Batch, Group, Tokens};
 use query::{query, MAX_BATCH_GET_BYTES};
 use stream::EmbeddedChanges;
@@ -331,6 +331,25 @@ impl Inner {
         tx.open_table(self.items_def()).map_err(internal)
     }
 
+    /// The schema's indexes the table has filled: those its meta row names (a row from
+    /// before they were kept: those whose tables exist).
+    fn filled_indexes(&self, tx: &redb::ReadTransaction) -> StoreResult<Vec<String>> {
+        let meta = tx.open_table(META).map_err(internal)?;
+        let row = meta.get(self.table.as_str()).map_err(internal)?;
+        let named = row.and_then(|r| meta_indexes(r.value()));
+        Ok(self
+            .schema
+            .indexes
+            .iter()
+            .enumerate()
+            .filter(|(i, index)| match &named {
+                Some(names) => names.contains(&index.name),
+                None => tx.open_table(self.index_def(*i)).is_ok(),
+            })
+            .map(|(_, index)| index.name.clone())
+            .collect())
+    }
+
     fn write_exists(&self, tx: &redb::WriteTransaction) -> StoreResult<()> {
         let meta = tx.open_table(META).map_err(internal)?;
         if self.table_exists(&meta)? {
@@ -363,7 +382,13 @@ impl Store for EmbeddedEngine {
                 if inner.table_exists(&meta)? {
                     return Ok(false);
                 }
-                let row = meta_row(&inner.table, inner.schema.time_to_live.as_deref());
+                let indexes: Vec<&str> = inner
+                    .schema
+                    .indexes
+                    .iter()
+                    .map(|i| i.name.as_str())
+                    .collect();
+                let row = meta_row(&inner.table, inner.schema.time_to_live.as_deref(), &indexes);
                 meta.insert(inner.table.as_str(), row.as_slice())
                     .map_err(internal)?;
             }
@@ -401,7 +426,7 @@ impl Store for EmbeddedEngine {
             {
                 let tx = inner.db.begin_read().map_err(internal)?;
                 inner.read_exists(&tx)?;
-                if tx.open_table(inner.index_def(i)).is_ok() {
+                if inner.filled_indexes(&tx)?.contains(&name) {
                     return Ok(false);
                 }
             }
@@ -421,6 +446,27 @@ impl Store for EmbeddedEngine {
                         }
                     }
                 }
+                let mut meta = tx.open_table(META).map_err(internal)?;
+                let row = meta
+                    .get(inner.table.as_str())
+                    .map_err(internal)?
+                    .ok_or_else(not_found)?
+                    .value()
+                    .to_vec();
+                let mut filled: Vec<String> = match meta_indexes(&row) {
+                    Some(names) => names,
+                    None => inner
+                        .schema
+                        .indexes
+                        .iter()
+                        .map(|x| x.name.clone())
+                        .filter(|n| *n != name)
+                        .collect(),
+                };
+                filled.push(name.clone());
+                let row = meta_with(&row, "indexes", serde_json::json!(filled));
+                meta.insert(inner.table.as_str(), row.as_slice())
+                    .map_err(internal)?;
             }
             tx.commit().map_err(internal)?;
             Ok(true)
@@ -446,7 +492,11 @@ impl Store for EmbeddedEngine {
                 if dry_run {
                     return Ok(true);
                 }
-                let row = meta_row(&inner.table, Some(&attribute));
+                let row = meta_with(
+                    &row,
+                    "timeToLive",
+                    serde_json::json!({ "attributeName": attribute, "enabled": true }),
+                );
                 meta.insert(inner.table.as_str(), row.as_slice())
                     .map_err(internal)?;
             }
@@ -548,16 +598,9 @@ impl Store for EmbeddedEngine {
                 name: inner.table.clone(),
                 arn: None,
                 status: "ACTIVE".into(),
-                // Those of the schema the file has: one a later schema adds is created by
-                // `create_index`.
-                indexes: inner
-                    .schema
-                    .indexes
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| tx.open_table(inner.index_def(*i)).is_ok())
-                    .map(|(_, index)| index.name.clone())
-                    .collect(),
+                // Those of the schema the file has filled: one a later schema adds is
+                // created by `create_index` (a write may have opened its table before).
+                indexes: inner.filled_indexes(&tx)?,
                 item_count: Some(count),
             }))
         })
