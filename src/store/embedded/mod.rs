@@ -331,6 +331,19 @@ impl Inner {
         tx.open_table(self.items_def()).map_err(internal)
     }
 
+    /// The table's meta row, as bytes (`TableNotFound` without it).
+    fn meta_row_in(
+        &self,
+        meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    ) -> StoreResult<Vec<u8>> {
+        Ok(meta
+            .get(self.table.as_str())
+            .map_err(internal)?
+            .ok_or_else(not_found)?
+            .value()
+            .to_vec())
+    }
+
     /// The schema's indexes the table has filled: those its meta row names (a row from
     /// before they were kept: those whose tables exist).
     fn filled_indexes(&self, tx: &redb::ReadTransaction) -> StoreResult<Vec<String>> {
@@ -447,12 +460,7 @@ impl Store for EmbeddedEngine {
                     }
                 }
                 let mut meta = tx.open_table(META).map_err(internal)?;
-                let row = meta
-                    .get(inner.table.as_str())
-                    .map_err(internal)?
-                    .ok_or_else(not_found)?
-                    .value()
-                    .to_vec();
+                let row = inner.meta_row_in(&meta)?;
                 let mut filled: Vec<String> = match meta_indexes(&row) {
                     Some(names) => names,
                     None => inner
@@ -480,12 +488,7 @@ impl Store for EmbeddedEngine {
             let tx = inner.db.begin_write().map_err(internal)?;
             {
                 let mut meta = tx.open_table(META).map_err(internal)?;
-                let row = meta
-                    .get(inner.table.as_str())
-                    .map_err(internal)?
-                    .ok_or_else(not_found)?
-                    .value()
-                    .to_vec();
+                let row = inner.meta_row_in(&meta)?;
                 if meta_time_to_live(&row).as_deref() == Some(attribute.as_str()) {
                     return Ok(false);
                 }
