@@ -1,0 +1,241 @@
+//! A chart breaking each of the design's rules is refused, naming the rule; every rule is
+//! documented.
+
+use super::*;
+
+#[test]
+fn a_chart_that_is_not_of_the_format_is_refused() {
+    let r = broken("format = 1", "format = 2");
+    refuses(&r, "format", None, None, "format 2");
+    let r = broken("forward = true\nparent", "forwards = true\nparent");
+    refuses(&r, "format", None, None, "unknown field `forwards`");
+    let r = broken("[patterns.9]", "[patterns.nine]");
+    refuses(&r, "format", None, None, "numbered");
+}
+
+#[test]
+fn a_name_graphql_cannot_take_is_refused() {
+    let r = broken("\"SOLVED\"", "\"solved-ok\"");
+    refuses(&r, "names", None, None, "solved-ok");
+    let r = broken("entities.OrderToken", "entities.Migration");
+    refuses(&r, "names", None, None, "server's own items");
+    let r = broken("plan = \"Plan\"", "plan = \"Plan\"\nGSI1PK = \"string\"");
+    refuses(&r, "names", Some("Organization"), None, "key attribute");
+    let r = broken(
+        "[entities.Ticket.references]\n",
+        "[entities.Ticket.references]\ntitle = { entity = \"Organization\", key = { slug = \"org\" } }\n",
+    );
+    refuses(
+        &r,
+        "names",
+        Some("Ticket"),
+        None,
+        "two fields are named `title`",
+    );
+}
+
+#[test]
+fn an_unknown_type_is_refused() {
+    let r = broken("title = { type = \"string\"", "title = { type = \"strnig\"");
+    refuses(&r, "types", Some("Ticket"), None, "`strnig` is no type");
+}
+
+#[test]
+fn a_key_value_that_could_forge_a_key_is_refused() {
+    // A free string could hold `#`.
+    let r = broken(
+        "key = [\"ORG#{org}\", \"USER#{username}\"]",
+        "key = [\"ORG#{org}\", \"USER#{name}\"]",
+    );
+    refuses(&r, "key-values", Some("User"), None, "free string");
+    // An integer without a width sorts 10 before 9.
+    let r = broken("LINE#{lineNo:03}\"]\nnode", "LINE#{lineNo}\"]\nnode");
+    refuses(&r, "key-values", Some("OrderLine"), None, "needs a width");
+    // A width too narrow for the values.
+    let r = broken("#COUNT#{shard:02}", "#COUNT#{shard:01}");
+    refuses(
+        &r,
+        "key-values",
+        Some("CounterShard"),
+        None,
+        "does not fit in 1 digits",
+    );
+    // A primary key needs every part.
+    let r = broken(
+        "[\"TICKET#{ticketId}\", \"TICKET#{ticketId}\"]",
+        "[\"TICKET#{ticketId}\", \"TICKET#{ticketId}#{title}\"]",
+    );
+    refuses(&r, "key-values", Some("Ticket"), None, "`{title}`");
+    let r = broken(
+        "key = [\"TICKET#{ticketId}\"",
+        "key = [\"TICKET#{assignee}\"",
+    );
+    refuses(&r, "key-values", Some("Ticket"), None, "optional");
+    let r = broken("key = [\"TICKET#{ticketId}\"", "key = [\"TICKET#{nobody}\"");
+    refuses(&r, "key-values", Some("Ticket"), None, "names no attribute");
+}
+
+#[test]
+fn two_entities_whose_keys_can_be_equal_are_refused() {
+    // A marker that lands on the user's own key.
+    let r = broken(
+        "key = [\"EMAIL#{org}#{email}\", \"EMAIL#{org}#{email}\"]",
+        "key = [\"ORG#{org}\", \"USER#{username}\"]",
+    );
+    refuses(&r, "keys-distinct", Some("User"), None, "UserEmail");
+    // One of the server's own items.
+    let r = broken(
+        "key = [\"ORDERTOKEN#{org}#{token}\", \"ORDERTOKEN#{org}#{token}\"]",
+        "key = [\"LEASE#{token}\", \"LEASE#{token}\"]",
+    );
+    refuses(&r, "keys-distinct", Some("OrderToken"), None, "Lease");
+}
+
+#[test]
+fn an_index_the_chart_does_not_declare_or_project_is_refused() {
+    let r = broken("indexes.GSI2 = [", "indexes.GSI3 = [");
+    refuses(&r, "indexes", Some("Ticket"), None, "GSI3");
+    let r = broken("key = \"GSI2PK = ", "key = \"GSI3PK = ");
+    refuses(&r, "indexes", None, Some(6), "GSI3PK");
+    let r = broken(
+        "partition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = \"ALL\"",
+        "partition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = \"KEYS_ONLY\"",
+    );
+    refuses(&r, "indexes", None, Some(4), "does not project `title`");
+    let r = broken(
+        "partition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = \"ALL\"",
+        "partition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = [\"title\"]",
+    );
+    refuses(&r, "indexes", None, Some(4), "does not project `body`");
+}
+
+#[test]
+fn a_pattern_that_is_not_one_request_for_what_it_declares_is_refused() {
+    // From `#` the Query also reads the organization's orders.
+    let r = broken("SK >= ORG#{slug}\"", "SK >= #\"");
+    refuses(&r, "one-request", None, Some(2), "also return Order");
+    // Orders whose sort key starts like the users': a later page of users reads them too.
+    let r = broken(
+        "key = [\"ORG#{org}\", \"#ORDER#{orderId}\"]",
+        "key = [\"ORG#{org}\", \"USER#ORDER#{orderId}\"]",
+    );
+    refuses(&r, "one-request", None, Some(2), "later page");
+    // Items read beside the parent that are not its counter shards.
+    let r = broken(
+        "beside = [\"CounterShard\"]\nchildren = \"User\"",
+        "beside = [\"Order\"]\nchildren = \"User\"",
+    );
+    refuses(&r, "one-request", None, Some(2), "counter shards");
+    // A request this server does not make.
+    let r = broken(
+        "request = \"BatchGetItem\"\nfield = \"Query.nodes\"",
+        "request = \"Scan\"\nfield = \"Query.nodes\"",
+    );
+    refuses(&r, "one-request", None, Some(8), "`Scan`");
+}
+
+#[test]
+fn a_parent_that_is_not_at_the_edge_of_its_children_is_refused() {
+    // Read forward from the bottom, the user's tickets come before the user.
+    let r = broken(
+        "GSI1SK <= USER#{username}\"\nforward = false",
+        "GSI1SK <= USER#{username}\"\nforward = true",
+    );
+    refuses(
+        &r,
+        "parent-at-edge",
+        None,
+        Some(4),
+        "does not sort below every Ticket",
+    );
+    // A condition that starts above the parent never reads it.
+    let r = broken("SK >= ORG#{slug}\"", "SK > ORG#{slug}#COUNT#~\"");
+    refuses(
+        &r,
+        "parent-at-edge",
+        None,
+        Some(2),
+        "cannot return Organization",
+    );
+}
+
+#[test]
+fn an_entity_that_does_not_name_its_tenant_is_refused() {
+    // A node of no tenant: any token could read it by its id.
+    let r = broken(
+        "# --- the root fields",
+        "[entities.Notice]\nkey = [\"NOTICE#{noticeId}\", \"NOTICE#{noticeId}\"]\n\
+         [entities.Notice.attributes]\nnoticeId = \"ulid\"\n\n# --- the root fields",
+    );
+    refuses(&r, "tenant", Some("Notice"), None, "holds no `org`");
+    let r = broken("subject = \"username\"", "subject = \"email\"");
+    refuses(&r, "tenant", Some("User"), None, "`username`");
+    refuses(
+        &r,
+        "tenant",
+        Some("User"),
+        None,
+        "subject `email` is no part of User's key",
+    );
+}
+
+#[test]
+fn a_reference_without_its_whole_key_is_refused() {
+    let r = broken(
+        "key = { org = \"org\", username = \"requester\" }",
+        "key = { username = \"requester\" }",
+    );
+    refuses(&r, "references", Some("Ticket"), None, "needs `org`");
+    let r = broken(
+        "key = { org = \"org\", username = \"requester\" }",
+        "key = { org = \"org\", username = \"title\" }",
+    );
+    refuses(
+        &r,
+        "references",
+        Some("Ticket"),
+        None,
+        "`title` is a string",
+    );
+}
+
+#[test]
+fn a_field_on_a_pattern_that_does_not_serve_it_is_refused() {
+    let r = broken(
+        "users = { pattern = 2, cursor = \"users\", total = \"userCount\"",
+        "users = { pattern = 4, cursor = \"users\", total = \"userCount\"",
+    );
+    refuses(
+        &r,
+        "fields",
+        Some("Organization"),
+        None,
+        "whose parent is User",
+    );
+    let r = broken(
+        "users = { pattern = 2, cursor = \"users\", total = \"userCount\"",
+        "users = { pattern = 2, cursor = \"users\", total = \"name\"",
+    );
+    refuses(&r, "fields", Some("Organization"), None, "no counter");
+    let r = broken("lines = { pattern = 7", "lines = { pattern = 70");
+    refuses(&r, "fields", Some("Order"), None, "pattern 70");
+    let r = broken(
+        "entity = \"Ticket\"\npattern = 5",
+        "entity = \"Ticket\"\npattern = 1",
+    );
+    refuses(&r, "fields", None, None, "does not read a Ticket");
+}
+
+#[test]
+fn every_rule_a_refusal_names_is_documented() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/CHART.md"),
+    )
+    .unwrap();
+    for (rule, _) in RULES {
+        assert!(
+            doc.contains(&format!("`{rule}`")),
+            "docs/CHART.md does not name rule `{rule}`"
+        );
+    }
+}
