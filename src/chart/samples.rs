@@ -197,23 +197,33 @@ pub async fn seed(store: &dyn Store, chart: &super::Chart) -> Result<usize, Stor
     Ok(written)
 }
 
-/// The primary key of the item `reference` of `item` (an item of `e`) names; none when a
+/// The key values of the item `reference` of `item` (an item of `e`) names; none when a
 /// part of it is absent (an optional reference not given).
-pub fn reference_key(
-    entities: &IndexMap<String, Entity>,
-    e: &Entity,
-    item: &Item,
-    reference: &str,
-) -> Option<crate::store::PrimaryKey> {
+pub fn reference_vars(e: &Entity, item: &Item, reference: &str) -> Option<HashMap<String, Value>> {
     let r = e.references.get(reference)?;
     let source = key_values(e, item);
     let mut vars = HashMap::new();
     for (to, from) in &r.key {
         vars.insert(to.clone(), source.get(from)?.clone());
     }
-    let target = entities.get(&r.entity)?;
+    Some(vars)
+}
+
+/// The primary key of an item of `e` with key values `vars`; none when a part is absent.
+pub fn key_of(e: &Entity, vars: &HashMap<String, Value>) -> Option<crate::store::PrimaryKey> {
     Some(crate::store::PrimaryKey::new(
-        target.key.pk.render(|n| vars.get(n).cloned()).ok()?,
-        target.key.sk.render(|n| vars.get(n).cloned()).ok()?,
+        e.key.pk.render(|n| vars.get(n).cloned()).ok()?,
+        e.key.sk.render(|n| vars.get(n).cloned()).ok()?,
     ))
+}
+
+/// The primary key of the item `reference` of `item` (an item of `e`) names.
+pub fn reference_key(
+    entities: &IndexMap<String, Entity>,
+    e: &Entity,
+    item: &Item,
+    reference: &str,
+) -> Option<crate::store::PrimaryKey> {
+    let target = entities.get(&e.references.get(reference)?.entity)?;
+    key_of(target, &reference_vars(e, item, reference)?)
 }

@@ -26,7 +26,7 @@
 use std::collections::HashMap;
 
 use super::{report, scan_all, violation, CheckReport, Violation, ViolationKind};
-use crate::chart::samples::{key_values, marker, set_keys};
+use crate::chart::samples::{key_of, key_values, marker, reference_key, reference_vars, set_keys};
 use crate::chart::template::Value;
 use crate::chart::{list_child, plural, words, Action, Chart, Computed, Entity, Request};
 use crate::graphql::charted::record::Record;
@@ -92,14 +92,6 @@ fn identity(e: &Entity, vars: &Vars) -> String {
         .filter_map(|n| vars.get(*n).map(shown))
         .collect::<Vec<_>>()
         .join("/")
-}
-
-/// The primary key of an item of `e` with key values `vars` (none when a part is absent).
-fn key_of(e: &Entity, vars: &Vars) -> Option<PrimaryKey> {
-    Some(PrimaryKey::new(
-        e.key.pk.render(|n| vars.get(n).cloned()).ok()?,
-        e.key.sk.render(|n| vars.get(n).cloned()).ok()?,
-    ))
 }
 
 impl<'c> Checker<'c> {
@@ -215,23 +207,11 @@ impl<'c> Checker<'c> {
         ))
     }
 
-    /// The key values of the item `reference` of `item` names (none when a part is
-    /// absent).
-    fn reference_vars(&self, e: &Entity, item: &Item, reference: &str) -> Option<Vars> {
-        let r = &e.references[reference];
-        let source = key_values(e, item);
-        let mut vars = HashMap::new();
-        for (to, from) in &r.key {
-            vars.insert(to.clone(), source.get(from)?.clone());
-        }
-        Some(vars)
-    }
-
     fn references(&mut self, found: &HashMap<PrimaryKey, Found<'c>>) {
         for f in found.values() {
             for (name, r) in &f.entity.references {
                 let target = &self.chart.entities[&r.entity];
-                let Some(vars) = self.reference_vars(f.entity, &f.item, name) else {
+                let Some(vars) = reference_vars(f.entity, &f.item, name) else {
                     continue;
                 };
                 let ok = key_of(target, &vars)
@@ -328,10 +308,7 @@ impl<'c> Checker<'c> {
         let mut expected: HashMap<(PrimaryKey, String), i64> = HashMap::new();
         for f in found.values() {
             for c in &f.entity.writes.counts {
-                let target = &self.chart.entities[&f.entity.references[&c.reference].entity];
-                let key = self
-                    .reference_vars(f.entity, &f.item, &c.reference)
-                    .and_then(|vars| key_of(target, &vars));
+                let key = reference_key(&self.chart.entities, f.entity, &f.item, &c.reference);
                 if let Some(key) = key {
                     for counter in c.of_item(&f.item) {
                         *expected.entry((key.clone(), counter)).or_default() += 1;

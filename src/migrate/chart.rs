@@ -28,7 +28,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::chart::samples::{key_values, marker, set_keys};
+use crate::chart::samples::{key_of, key_values, marker, set_keys};
 use crate::chart::{Chart, Entity};
 use crate::keys::ItemKeys;
 use crate::model::Record;
@@ -501,11 +501,7 @@ async fn put_marker(
             consistent_read: true,
         })
         .await?;
-    let names_this = |found: &Item| {
-        let vars = key_values(e, found);
-        e.key.pk.render(|n| vars.get(n).cloned()).ok().as_deref() == Some(key.pk.as_str())
-            && e.key.sk.render(|n| vars.get(n).cloned()).ok().as_deref() == Some(key.sk.as_str())
-    };
+    let names_this = |found: &Item| key_of(e, &key_values(e, found)).as_ref() == Some(key);
     match existing {
         Some(found) if names_this(&found) => return Ok(()),
         Some(_) => {

@@ -152,7 +152,8 @@ async fn the_store_commands_take_the_chart() {
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let table = crate::common::dynamo_local::unique_table_name("chart-store");
-    let run = |command: &'static str| {
+    // A command on the table, with the second chart or the chart file given.
+    let run_with = |command: &'static str, chart: String| {
         let table = table.clone();
         let endpoint = endpoint.clone();
         async move {
@@ -166,7 +167,7 @@ async fn the_store_commands_take_the_chart() {
                     "--table",
                     &table,
                 ])
-                .args(["--chart", "examples/charts/store-locator.toml"])
+                .args(["--chart", &chart])
                 .current_dir(root)
                 .env("AWS_REGION", "us-east-1")
                 .env("AWS_ACCESS_KEY_ID", "test")
@@ -177,6 +178,8 @@ async fn the_store_commands_take_the_chart() {
                 .unwrap()
         }
     };
+    let run =
+        |command: &'static str| run_with(command, "examples/charts/store-locator.toml".to_owned());
     let out = run("create-table").await;
     assert!(
         out.status.success(),
@@ -228,16 +231,7 @@ async fn the_store_commands_take_the_chart() {
             ),
     )
     .unwrap();
-    let out = tokio::process::Command::new(BIN)
-        .args(["migrate", "--store", "dynamodb", "--endpoint", &endpoint])
-        .args(["--table", &table, "--chart", later.to_str().unwrap()])
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("NO_COLOR", "1")
-        .output()
-        .await
-        .unwrap();
+    let out = run_with("migrate", later.to_str().unwrap().to_owned()).await;
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
