@@ -175,34 +175,52 @@ async fn run() -> anyhow::Result<()> {
             let created = create_table(store.as_ref(), &chart).await?;
             tracing::info!(store = %args.describe(), created, "table ready");
         }
-        Command::Seed(args) if !builtin_chart(&args.store)? => {
-            // Another chart's demo data is its samples.
-            let chart = args.store.load_chart()?;
-            let store = args.store.open().await?;
-            create_table(store.as_ref(), &chart).await?;
-            let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
-                .await
-                .context("seeding the chart's samples")?;
-            tracing::info!(store = %args.store.describe(), written, of = chart.samples.len(), "the chart's samples loaded (none overwritten)");
-        }
         Command::Seed(args) => {
             let store = args.store.open().await?;
-            let store = store.as_ref();
-            let seeded = demo::seed_if_absent(store, args.force)
-                .await
-                .context("seeding the demo data")?;
             let describe = args.store.describe();
-            match seeded {
-                Seeded::Now(report) => {
-                    tracing::info!(store = %describe, %report, "demo data loaded")
+            let chart = args.store.load_chart()?;
+            if !builtin_chart(&args.store)? {
+                // Another chart's demo data is its samples.
+                create_table(store.as_ref(), &chart).await?;
+                let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
+                    .await
+                    .context("seeding the chart's samples")?;
+                tracing::info!(store = %describe, written, of = chart.samples.len(), "the chart's samples loaded (none overwritten)");
+            } else {
+                match demo::seed_if_absent(store.as_ref(), args.force)
+                    .await
+                    .context("seeding the demo data")?
+                {
+                    Seeded::Now(report) => {
+                        tracing::info!(store = %describe, %report, "demo data loaded")
+                    }
+                    Seeded::Already => {
+                        tracing::info!(store = %describe, "demo data already present")
+                    }
+                    Seeded::NotEmpty => anyhow::bail!(
+                        "{describe} holds other items: not seeding the demo data into it \
+                         (--force seeds it anyway, never overwriting an item)"
+                    ),
                 }
-                Seeded::Already => {
-                    tracing::info!(store = %describe, "demo data already present")
+            }
+            if let Some(each) = args.generate {
+                let generated = itemgraph::graphql::charted::generate::seed(store, chart, each)
+                    .await
+                    .context("generating the chart's data")?;
+                for g in &generated {
+                    tracing::info!(
+                        store = %describe,
+                        entity = %g.entity,
+                        mutation = %g.mutation,
+                        made = g.made,
+                        refused = g.refused,
+                        first_refusal = g.first_refusal.as_deref().unwrap_or("none"),
+                        "generated"
+                    );
                 }
-                Seeded::NotEmpty => anyhow::bail!(
-                    "{describe} holds other items: not seeding the demo data into it \
-                     (--force seeds it anyway, never overwriting an item)"
-                ),
+                if generated.iter().all(|g| g.made == 0) && each > 0 {
+                    anyhow::bail!("nothing generated: the chart's creates were all refused or could not be made (see above)");
+                }
             }
         }
         Command::Check(args) => run_check(&args).await?,

@@ -132,7 +132,7 @@ pub async fn check(store: &dyn Store) -> Result<CheckReport, StoreError> {
 }
 
 /// Every item of the table: a strongly consistent Scan, [`SCAN_PAGE_SIZE`] items a page.
-async fn scan_all(store: &dyn Store) -> Result<Vec<Item>, StoreError> {
+pub(crate) async fn scan_all(store: &dyn Store) -> Result<Vec<Item>, StoreError> {
     let mut items = Vec::new();
     let mut start = None;
     loop {

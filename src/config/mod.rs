@@ -579,6 +579,13 @@ pub struct SeedArgs {
     /// item: a demo key already taken stops it with an error.
     #[arg(long, env = "ITEMGRAPH_SEED_FORCE")]
     pub force: bool,
+    /// Then N more items of every entity a create mutation of the chart makes, generated
+    /// from the chart (values like those in the table, fresh where they must be unique,
+    /// references to items that exist) and written through those mutations, so counts,
+    /// markers and shards hold as a client's writes keep them. At most 100000.
+    #[arg(long, value_name = "N", env = "ITEMGRAPH_SEED_GENERATE",
+          value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub generate: Option<u64>,
 }
 
 #[cfg(test)]

@@ -292,3 +292,110 @@ async fn the_store_commands_take_the_chart() {
     assert!(stdout.contains("checked 9 items: 3 violations"), "{stdout}");
     crate::common::dynamo_local::drop_table(&store).await;
 }
+
+/// `seed --generate N` writes N items of every entity a create mutation makes, through
+/// the chart's mutations: after the built-in chart's demo data on the embedded engine,
+/// after the second chart's samples on DynamoDB Local; `check` clean after each run, a
+/// second run making N more with values of their own.
+#[tokio::test]
+async fn seed_generates_the_data_a_chart_describes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("generated.redb");
+    let embedded = |command: &str, extra: &[&str]| {
+        let out = Command::new(BIN)
+            .args([command, "--data", data.to_str().unwrap()])
+            .args(extra)
+            .env("NO_COLOR", "1")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    for first in [true, false] {
+        let (ok, log) = embedded("seed", &["--generate", "4"]);
+        assert!(ok, "{log}");
+        assert!(
+            log.contains(if first {
+                "demo data loaded"
+            } else {
+                "demo data already present"
+            }),
+            "{log}"
+        );
+        for (entity, mutation) in [
+            ("Organization", "createOrganization"),
+            ("User", "createUser"),
+            ("Ticket", "createTicket"),
+            ("Order", "placeOrder"),
+        ] {
+            assert!(
+                log.contains(&format!(
+                    "entity={entity} mutation={mutation} made=4 refused=0"
+                )),
+                "{log}"
+            );
+        }
+        let (ok, log) = embedded("check", &[]);
+        assert!(ok && log.contains("no violations"), "{log}");
+    }
+    // Past its bound, refused before anything is written.
+    let (ok, log) = embedded("seed", &["--generate", "100001"]);
+    assert!(!ok && log.contains("--generate"), "{log}");
+
+    let Some(endpoint) = crate::common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let table = crate::common::dynamo_local::unique_table_name("chart-generate");
+    let dynamo = |command: &str, extra: &[&str]| {
+        let out = Command::new(BIN)
+            .args([command, "--store", "dynamodb", "--endpoint", &endpoint])
+            .args(["--table", &table])
+            .args(["--chart", "examples/charts/store-locator.toml"])
+            .args(extra)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    // The samples (nine items), the chart's record, then three chains, three stores and
+    // their phones' markers; then as many again.
+    for (run, items) in [(1, 19), (2, 28)] {
+        let (ok, log) = dynamo("seed", &["--generate", "3"]);
+        assert!(ok, "run {run}: {log}");
+        assert!(
+            log.contains("entity=Chain mutation=createChain made=3 refused=0")
+                && log.contains("entity=Store mutation=createStore made=3 refused=0"),
+            "run {run}: {log}"
+        );
+        let (ok, log) = dynamo("check", &[]);
+        assert!(
+            ok && log.contains(&format!("checked {items} items: no violations")),
+            "run {run}: {log}"
+        );
+    }
+    let chart = itemgraph::config::load_chart(Some(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts/store-locator.toml"),
+    ))
+    .unwrap();
+    let store =
+        crate::common::dynamo_local::connect_with(&endpoint, &table, chart.table_schema()).await;
+    crate::common::dynamo_local::drop_table(&store).await;
+}

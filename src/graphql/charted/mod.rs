@@ -16,6 +16,7 @@
 
 pub mod cost;
 mod examples;
+pub mod generate;
 mod live;
 pub(super) mod mutate;
 mod read;

@@ -15,6 +15,8 @@
 mod input;
 mod write;
 
+pub(super) use write::inherited;
+
 /// The counter shards a new item of `e` is created with (none where `e` has none):
 /// what `itemgraph migrate` gives an item from before its shards.
 pub(crate) fn shard_items(
@@ -161,7 +163,9 @@ fn id_field(e: &Entity) -> &str {
 }
 
 /// The attributes a create takes from its caller.
-fn given_on_create(e: &Entity) -> impl Iterator<Item = (&String, &crate::chart::Attribute)> {
+pub(super) fn given_on_create(
+    e: &Entity,
+) -> impl Iterator<Item = (&String, &crate::chart::Attribute)> {
     e.attributes.iter().filter(|(name, a)| {
         a.auto.is_none()
             && a.on_create.is_none()

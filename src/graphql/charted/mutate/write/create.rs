@@ -242,7 +242,7 @@ fn children(
 }
 
 /// The attributes a child takes from its parent: those named as the parent's key values.
-pub(in crate::graphql::charted::mutate) fn inherited<'a>(
+pub(in crate::graphql::charted) fn inherited<'a>(
     parent: &Entity,
     child: &'a Entity,
 ) -> Vec<&'a str> {

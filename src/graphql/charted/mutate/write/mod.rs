@@ -47,7 +47,7 @@ mod touches;
 mod update;
 
 use create::create;
-pub(super) use create::inherited;
+pub(in crate::graphql::charted) use create::inherited;
 use delete::delete;
 use touches::*;
 use update::update;

@@ -1,0 +1,662 @@
+//! Data a chart describes, generated: the input of each create mutation, drawn from the
+//! items of its entity already known (the table's, the chart's samples) and from the
+//! attributes' types; fresh where the chart wants a value of its own (a unique attribute,
+//! the item's own part of its key); its references naming items that exist.
+//!
+//! `itemgraph seed --generate N` ([`seed`]) writes N items of every entity a create
+//! mutation makes, through the chart's own mutations, so every count, marker, shard and
+//! list is kept as a client's create keeps it; the playground's mutation tabs show one
+//! ([`super::examples`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use async_graphql::{Name, Value};
+use indexmap::IndexMap;
+
+use super::mutate::{given_on_create, inherited};
+use crate::chart::types::{Kind, Type};
+use crate::chart::{Action, Chart, Entity, Mutation};
+use crate::store::{AttributeValue, Item, Store};
+
+/// How many values a fresh one is looked for among before giving up.
+const FRESH_TRIES: u64 = 100_000;
+
+/// Children a generated create writes with its item, within its list's bounds.
+const CHILDREN: u32 = 2;
+
+/// Inputs of a chart's create mutations.
+pub struct Generator<'c> {
+    chart: &'c Chart,
+    /// Items known to exist, by entity.
+    known: HashMap<String, Vec<Item>>,
+    /// Values held or handed out, by `Entity.attribute` (lowercased).
+    taken: HashSet<(String, String)>,
+}
+
+impl<'c> Generator<'c> {
+    /// A generator taking `items` as what exists (the table's, or a chart's samples).
+    pub fn new(chart: &'c Chart, items: impl IntoIterator<Item = Item>) -> Self {
+        let mut g = Generator {
+            chart,
+            known: HashMap::new(),
+            taken: HashSet::new(),
+        };
+        for item in items {
+            g.learn(item);
+        }
+        g
+    }
+
+    /// Takes `item` as existing: its values are taken, and a reference may name it.
+    pub fn learn(&mut self, item: Item) {
+        let Some(AttributeValue::S(ty)) = item.get(&self.chart.table.type_attribute) else {
+            return;
+        };
+        let Some(e) = self.chart.entities.get(ty).filter(|e| !e.system) else {
+            return;
+        };
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        if e.expired(&self.chart.table, &item, now) {
+            return;
+        }
+        for (name, v) in &item {
+            if let AttributeValue::S(s) | AttributeValue::N(s) = v {
+                self.taken
+                    .insert((format!("{}.{name}", e.name), s.to_lowercase()));
+            }
+        }
+        self.known.entry(e.name.clone()).or_default().push(item);
+    }
+
+    /// The chart's create mutations, one an entity, each after those of what it
+    /// references.
+    pub fn creates(&self) -> Vec<&'c Mutation> {
+        let chart = self.chart;
+        let mut pending: Vec<&Mutation> = Vec::new();
+        for m in chart.mutations.values() {
+            if m.action == Action::Create && !pending.iter().any(|p| p.entity == m.entity) {
+                pending.push(m);
+            }
+        }
+        let mut out: Vec<&Mutation> = Vec::new();
+        while !pending.is_empty() {
+            // The first whose references are all made (or made by no create); a cycle
+            // takes the first left.
+            let ready = pending
+                .iter()
+                .position(|m| {
+                    chart.entities[&m.entity].references.values().all(|r| {
+                        r.entity == m.entity
+                            || out.iter().any(|o| o.entity == r.entity)
+                            || !pending.iter().any(|p| p.entity == r.entity)
+                    })
+                })
+                .unwrap_or(0);
+            out.push(pending.remove(ready));
+        }
+        out
+    }
+
+    /// The `n`th generated input of create mutation `m`, or why there is none (a
+    /// reference with nothing to name, a value its type cannot be made of).
+    pub fn create_input(&mut self, m: &Mutation, n: u64) -> Result<Value, String> {
+        let chart = self.chart;
+        let e = &chart.entities[&m.entity];
+        let mut input = self.fill(e, &[], n)?;
+        for list in m.with.keys() {
+            let Some(child) = crate::chart::list_child(&chart.entities, &chart.patterns, e, list)
+            else {
+                continue;
+            };
+            let bounds = &e.lists[list];
+            let count = CHILDREN
+                .max(bounds.min.unwrap_or(0))
+                .min(bounds.max.unwrap_or(100));
+            let from_parent = inherited(e, child);
+            let mut children = Vec::new();
+            for j in 0..u64::from(count) {
+                children.push(object(self.fill(child, &from_parent, n * 16 + j)?));
+            }
+            input.insert(list.clone(), Value::List(children));
+        }
+        Ok(object(input))
+    }
+
+    /// The attributes a create of `e` takes, less `skip` (what a parent gives).
+    fn fill(
+        &mut self,
+        e: &Entity,
+        skip: &[&str],
+        n: u64,
+    ) -> Result<IndexMap<String, Value>, String> {
+        let given: Vec<(&String, &crate::chart::Attribute)> = given_on_create(e)
+            .filter(|(name, _)| !skip.contains(&name.as_str()))
+            .collect();
+        let mut out: IndexMap<String, Value> = IndexMap::new();
+        self.references(e, &given, n, &mut out)?;
+        // The item's own part of its key (the last the references leave): fresh, so the
+        // item is a new one.
+        let own_key = e
+            .key
+            .pk
+            .vars()
+            .chain(e.key.sk.vars())
+            .map(|v| v.name.as_str())
+            .filter(|v| given.iter().any(|(g, _)| g == v) && !out.contains_key(*v))
+            .last()
+            .map(str::to_owned);
+        for (name, a) in given {
+            if out.contains_key(name) {
+                continue;
+            }
+            let template = self.template(e, name, n);
+            if own_key.as_deref() == Some(name.as_str()) || e.writes.unique.contains_key(name) {
+                let v = self.fresh(e, name, &a.ty, template.as_ref(), n)?;
+                out.insert(name.clone(), v);
+                continue;
+            }
+            if let Some(v) = template.and_then(|t| self.input_value(&a.ty, &t)) {
+                out.insert(name.clone(), v);
+                continue;
+            }
+            if a.optional || a.lifetime.is_some() {
+                continue;
+            }
+            let v = self.made(&a.ty, name, n).ok_or_else(|| {
+                format!(
+                    "no value of {} for `{name}`: give a sample of {} that has one",
+                    a.ty.describe(),
+                    e.name
+                )
+            })?;
+            out.insert(name.clone(), v);
+        }
+        Ok(out)
+    }
+
+    /// The values of `e`'s references among `given`, each from an item that exists, the
+    /// references agreeing where they share an attribute (a user and the organization it
+    /// belongs to).
+    fn references(
+        &self,
+        e: &Entity,
+        given: &[(&String, &crate::chart::Attribute)],
+        n: u64,
+        out: &mut IndexMap<String, Value>,
+    ) -> Result<(), String> {
+        let mut refs: Vec<(&String, &crate::chart::format::Reference)> = e
+            .references
+            .iter()
+            .filter(|(_, r)| {
+                r.key
+                    .values()
+                    .all(|mine| given.iter().any(|(g, _)| *g == mine))
+            })
+            .collect();
+        // The references of most attributes first: the others then agree with them.
+        refs.sort_by_key(|(_, r)| std::cmp::Reverse(r.key.len()));
+        let mut picked: HashMap<&str, &AttributeValue> = HashMap::new();
+        for (i, (name, r)) in refs.into_iter().enumerate() {
+            let optional = r.key.values().all(|mine| e.attributes[mine].optional);
+            if optional && n % 2 == 1 {
+                continue;
+            }
+            let candidates: Vec<&Item> = self
+                .known
+                .get(&r.entity)
+                .into_iter()
+                .flatten()
+                .filter(|item| {
+                    r.key.iter().all(|(theirs, mine)| {
+                        item.get(theirs).is_some()
+                            && picked
+                                .get(mine.as_str())
+                                .is_none_or(|v| item.get(theirs) == Some(*v))
+                    })
+                })
+                .collect();
+            let Some(item) = candidates
+                .get((n as usize).wrapping_add(i) % candidates.len().max(1))
+                .copied()
+            else {
+                if optional {
+                    continue;
+                }
+                return Err(format!(
+                    "no {} to name in `{}` (its `{name}`)",
+                    crate::chart::words(&r.entity),
+                    r.key.values().cloned().collect::<Vec<_>>().join("`, `")
+                ));
+            };
+            for (theirs, mine) in &r.key {
+                let v = &item[theirs];
+                picked.insert(mine.as_str(), v);
+                let value = self
+                    .input_value(&e.attributes[mine].ty, v)
+                    .ok_or_else(|| format!("`{mine}` cannot be given as {v:?}"))?;
+                out.insert(mine.clone(), value);
+            }
+        }
+        Ok(())
+    }
+
+    /// The value of `attribute` in the known items of `e`, taking turns.
+    fn template(&self, e: &Entity, attribute: &str, n: u64) -> Option<AttributeValue> {
+        let with: Vec<&AttributeValue> = self
+            .known
+            .get(&e.name)?
+            .iter()
+            .filter_map(|i| i.get(attribute))
+            .collect();
+        with.get(n as usize % with.len().max(1))
+            .map(|v| (*v).clone())
+    }
+
+    /// A value of `ty` for `attribute` of `e` that no item holds yet, made from
+    /// `template` (a trailing number renumbered, a suffix) or from the type alone.
+    fn fresh(
+        &mut self,
+        e: &Entity,
+        attribute: &str,
+        ty: &Type,
+        template: Option<&AttributeValue>,
+        n: u64,
+    ) -> Result<Value, String> {
+        let key = format!("{}.{attribute}", e.name);
+        let base = match template {
+            Some(AttributeValue::S(s)) => Some(s.as_str()),
+            _ => None,
+        };
+        for k in n..n + FRESH_TRIES {
+            for candidate in candidates(ty, attribute, base, k) {
+                let Some(value) = checked(ty, &candidate) else {
+                    continue;
+                };
+                if self.taken.insert((key.clone(), value.to_lowercase())) {
+                    return Ok(match ty {
+                        Type::Int { .. } => {
+                            Value::Number(value.parse::<i64>().map_err(|e| e.to_string())?.into())
+                        }
+                        Type::Enum { .. } => Value::Enum(Name::new(value)),
+                        _ => Value::String(value),
+                    });
+                }
+            }
+        }
+        Err(format!(
+            "no new value of {} for `{attribute}` of {}: give a sample that has one",
+            ty.describe(),
+            e.name
+        ))
+    }
+
+    /// A stored value as a mutation's input takes it; `None` where it cannot be one (an
+    /// expiry that has passed).
+    fn input_value(&self, ty: &Type, v: &AttributeValue) -> Option<Value> {
+        Some(match (ty, v) {
+            (Type::Enum { .. }, AttributeValue::S(s)) => Value::Enum(Name::new(s)),
+            (Type::Expiry, AttributeValue::N(n)) => {
+                let t: i64 = n.parse().ok()?;
+                if t <= time::OffsetDateTime::now_utc().unix_timestamp() + 60 {
+                    return None;
+                }
+                Value::String(crate::chart::types::epoch_to_rfc3339(t)?)
+            }
+            (Type::Int { .. }, AttributeValue::N(n)) => {
+                Value::Number(n.parse::<i64>().ok()?.into())
+            }
+            (Type::Cents { .. }, AttributeValue::N(n)) => Value::String(n.clone()),
+            (Type::Boolean, AttributeValue::Bool(b)) => Value::Boolean(*b),
+            (Type::Shape(shape), AttributeValue::M(m)) => {
+                let mut out = IndexMap::new();
+                for (field, a) in self.chart.shapes.get(shape)? {
+                    match m.get(field) {
+                        Some(v) => {
+                            out.insert(field.clone(), self.input_value(&a.ty, v)?);
+                        }
+                        None if a.optional => {}
+                        None => return None,
+                    }
+                }
+                object(out)
+            }
+            (Type::List { of, .. }, AttributeValue::L(items)) => Value::List(
+                items
+                    .iter()
+                    .map(|v| self.input_value(of, v))
+                    .collect::<Option<_>>()?,
+            ),
+            (Type::String { .. } | Type::Timestamp | Type::Kind(_), AttributeValue::S(s)) => {
+                Value::String(s.clone())
+            }
+            _ => return None,
+        })
+    }
+
+    /// A value of `ty` made from the type alone; `None` for a kind of the chart's own
+    /// (its pattern says what it may be, not what to make).
+    fn made(&mut self, ty: &Type, attribute: &str, n: u64) -> Option<Value> {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        Some(match ty {
+            Type::String { .. } | Type::Kind(_) => {
+                let made = candidates(ty, attribute, None, n)
+                    .into_iter()
+                    .find_map(|c| checked(ty, &c))?;
+                Value::String(made)
+            }
+            Type::Int { min, max } => {
+                let low = min.unwrap_or(0);
+                let span = max.map_or(100, |m| (m - low + 1).max(1)).min(100);
+                Value::Number((low + (n as i64 % span)).into())
+            }
+            Type::Boolean => Value::Boolean(n % 2 == 0),
+            Type::Timestamp => Value::String(crate::chart::types::epoch_to_rfc3339(now)?),
+            Type::Expiry => {
+                Value::String(crate::chart::types::epoch_to_rfc3339(now + 30 * 86_400)?)
+            }
+            Type::Cents { min } => {
+                Value::String((min.unwrap_or(0).max(0) + 100 * (n as i64 % 50 + 1)).to_string())
+            }
+            Type::Enum { values, .. } => {
+                Value::Enum(Name::new(values.get(n as usize % values.len().max(1))?))
+            }
+            Type::Shape(shape) => {
+                let mut out = IndexMap::new();
+                let fields: Vec<(String, Type, bool)> = self
+                    .chart
+                    .shapes
+                    .get(shape)?
+                    .iter()
+                    .map(|(f, a)| (f.clone(), a.ty.clone(), a.optional))
+                    .collect();
+                for (field, ty, optional) in fields {
+                    match self.made(&ty, &field, n) {
+                        Some(v) => {
+                            out.insert(field, v);
+                        }
+                        None if optional => {}
+                        None => return None,
+                    }
+                }
+                object(out)
+            }
+            Type::List { of, .. } => Value::List(vec![self.made(of, attribute, n)?]),
+            Type::Counter | Type::Map { .. } => return None,
+        })
+    }
+}
+
+/// The candidates for a value of `ty` numbered `k`: from `base` (its trailing number
+/// renumbered to its width, `k` inserted before an email's `@`, a suffix) and from the
+/// type.
+fn candidates(ty: &Type, attribute: &str, base: Option<&str>, k: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(base) = base {
+        let digits = base.chars().rev().take_while(char::is_ascii_digit).count();
+        if digits > 0 {
+            let head = &base[..base.len() - digits];
+            let width = u32::try_from(digits).unwrap_or(u32::MAX);
+            let wrapped = 10u64.checked_pow(width).map_or(k, |m| k % m);
+            out.push(format!("{head}{wrapped:0digits$}"));
+        }
+        if let Some((local, domain)) = base.split_once('@') {
+            out.push(format!("{local}{k}@{domain}"));
+        }
+        out.push(format!("{base}-{k}"));
+        out.push(format!("{base}{k}"));
+        out.push(format!("{base} {k}"));
+    }
+    let words = crate::chart::words(attribute);
+    match ty {
+        Type::Kind(Kind::Email) => out.push(format!("{}{k}@example.com", slugged(&words))),
+        Type::Kind(Kind::Ulid) => out.push(ulid::Ulid::new().to_string()),
+        Type::Int { min, max } => {
+            let low = min.unwrap_or(1);
+            if max.is_none_or(|m| i128::from(low) + i128::from(k) <= i128::from(m)) {
+                out.push((i128::from(low) + i128::from(k)).to_string());
+            }
+        }
+        Type::Enum { values, .. } => out.extend(values.iter().cloned()),
+        _ => {
+            out.push(format!("{}-{k}", slugged(&words)));
+            out.push(format!("{}{k}", slugged(&words).replace('-', "")));
+            out.push(k.to_string());
+            let mut title = words.clone();
+            if let Some(first) = title.get_mut(0..1) {
+                first.make_ascii_uppercase();
+            }
+            out.push(format!("{title} {k}"));
+        }
+    }
+    out
+}
+
+fn slugged(words: &str) -> String {
+    words.to_lowercase().replace(' ', "-")
+}
+
+/// `candidate` as `ty` takes it (a kind's validation and normal form, a string's bound),
+/// or `None`.
+fn checked(ty: &Type, candidate: &str) -> Option<String> {
+    match ty {
+        Type::Kind(k) => k.validate("value", candidate).ok(),
+        Type::String { max_length, .. } => (max_length
+            .is_none_or(|m| candidate.chars().count() <= m)
+            && !candidate.contains(['\n', '\t']))
+        .then(|| candidate.to_owned()),
+        Type::Int { .. } => candidate.parse::<i32>().ok().map(|n| n.to_string()),
+        Type::Enum { values, .. } => values
+            .iter()
+            .any(|v| v == candidate)
+            .then(|| candidate.to_owned()),
+        _ => None,
+    }
+}
+
+fn object(fields: IndexMap<String, Value>) -> Value {
+    Value::Object(fields.into_iter().map(|(k, v)| (Name::new(k), v)).collect())
+}
+
+/// What `seed --generate` made of one entity.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    pub entity: String,
+    pub mutation: String,
+    pub made: u64,
+    pub refused: u64,
+    /// The first refusal's code and message, or why nothing could be generated.
+    pub first_refusal: Option<String>,
+}
+
+/// How many creates run at once.
+const CONCURRENT: usize = 8;
+
+/// Writes `each` generated items of every entity a create mutation of `chart` makes,
+/// through those mutations (with no caller's restrictions), each entity after what it
+/// references, the table read again between entities for what it now holds.
+pub async fn seed(
+    store: Arc<dyn Store>,
+    chart: Arc<Chart>,
+    each: u64,
+) -> anyhow::Result<Vec<Generated>> {
+    use futures::StreamExt;
+    let schema = crate::graphql::chart_schema(chart.clone(), &crate::graphql::Limits::default())
+        .map_err(|e| anyhow::anyhow!("the chart's schema: {e}"))?;
+    let cursors = crate::graphql::CursorCodec::new(ulid::Ulid::new().to_string());
+    let mut out = Vec::new();
+    let order: Vec<Mutation> = Generator::new(&chart, Vec::new())
+        .creates()
+        .into_iter()
+        .cloned()
+        .collect();
+    for m in order {
+        let items = crate::check::scan_all(store.as_ref()).await?;
+        let mut generator = Generator::new(&chart, items);
+        let mut documents = Vec::new();
+        let mut unmade = None;
+        for n in 0..each {
+            match generator.create_input(&m, n) {
+                Ok(input) => documents.push(format!(
+                    "mutation {{ {}(input: {input}) {{ __typename }} }}",
+                    m.name
+                )),
+                Err(why) => {
+                    unmade = Some(why);
+                    break;
+                }
+            }
+        }
+        let answers: Vec<async_graphql::Response> = futures::stream::iter(documents)
+            .map(|doc| {
+                let (schema, store, cursors) = (schema.clone(), store.clone(), cursors.clone());
+                async move {
+                    crate::graphql::execute(
+                        &schema,
+                        store,
+                        cursors,
+                        crate::auth::Access::Unrestricted,
+                        async_graphql::Request::new(doc),
+                        false,
+                    )
+                    .await
+                }
+            })
+            .buffer_unordered(CONCURRENT)
+            .collect()
+            .await;
+        let refusals: Vec<String> = answers
+            .iter()
+            .filter_map(|r| r.errors.first())
+            .map(|e| {
+                let code = e
+                    .extensions
+                    .as_ref()
+                    .and_then(|x| x.get("code"))
+                    .map(|c| format!("{c} "))
+                    .unwrap_or_default();
+                format!("{code}{}", e.message)
+            })
+            .collect();
+        out.push(Generated {
+            entity: m.entity.clone(),
+            mutation: m.name.clone(),
+            made: answers.len() as u64 - refusals.len() as u64,
+            refused: refusals.len() as u64,
+            first_refusal: refusals.into_iter().next().or(unmade),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn second_chart() -> Arc<Chart> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/charts/store-locator.toml");
+        crate::config::load_chart(Some(&path)).expect("the second chart")
+    }
+
+    fn text(v: &Value, field: &str) -> String {
+        match v {
+            Value::Object(o) => o.get(field).map(|v| v.to_string()).unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    /// Every create of the second chart is generated from its samples: the unique and own
+    /// key parts fresh at every turn, the references naming samples that exist.
+    #[test]
+    fn the_second_charts_creates_take_fresh_values_and_name_what_exists() {
+        let chart = second_chart();
+        let mut g = Generator::new(&chart, chart.samples.clone());
+        let creates: Vec<&str> = g.creates().iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(creates, ["createChain", "createStore"]);
+        let store = &chart.mutations["createStore"];
+        let mut numbers = HashSet::new();
+        let mut phones = HashSet::new();
+        for n in 0..40 {
+            let input = g.create_input(store, n).unwrap();
+            assert!(numbers.insert(text(&input, "number")), "{input}");
+            assert!(phones.insert(text(&input, "phone")), "{input}");
+            let chain = text(&input, "chain");
+            assert!(
+                chain == "\"bean-there\"" || chain == "\"tea-leaf\"",
+                "{input}"
+            );
+        }
+        // No sample's phone is handed out again.
+        for sample in &chart.samples {
+            if let Some(AttributeValue::S(p)) = sample.get("phone") {
+                assert!(!phones.contains(&format!("{p:?}")), "{p}");
+            }
+        }
+        let chain = g.create_input(&chart.mutations["createChain"], 0).unwrap();
+        assert_eq!(text(&chain, "slug"), "\"bean-there-0\"", "{chain}");
+    }
+
+    /// The built-in chart's creates from the demo data: an order with its lines, a ticket
+    /// whose requester and assignee belong to its organization.
+    #[test]
+    fn the_builtin_charts_creates_keep_their_references_in_one_organization() {
+        let chart = crate::chart::builtin();
+        let items = crate::demo::demo_items();
+        let mut g = Generator::new(&chart, items.clone());
+        let creates: Vec<&str> = g.creates().iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            creates,
+            [
+                "createOrganization",
+                "createUser",
+                "createTicket",
+                "placeOrder"
+            ]
+        );
+        let users: HashSet<(String, String)> = items
+            .iter()
+            .filter(|i| i.get("Type") == Some(&AttributeValue::S("User".into())))
+            .filter_map(|i| match (i.get("org"), i.get("username")) {
+                (Some(AttributeValue::S(o)), Some(AttributeValue::S(u))) => {
+                    Some((format!("{o:?}"), format!("{u:?}")))
+                }
+                _ => None,
+            })
+            .collect();
+        for n in 0..20 {
+            let t = g.create_input(&chart.mutations["createTicket"], n).unwrap();
+            let org = text(&t, "org");
+            assert!(users.contains(&(org.clone(), text(&t, "requester"))), "{t}");
+            let assignee = text(&t, "assignee");
+            assert!(
+                assignee.is_empty() || users.contains(&(org.clone(), assignee)),
+                "{t}"
+            );
+            let order = g.create_input(&chart.mutations["placeOrder"], n).unwrap();
+            let Value::Object(o) = &order else {
+                panic!("{order}")
+            };
+            assert!(
+                matches!(&o["lines"], Value::List(l) if l.len() == 2),
+                "{order}"
+            );
+        }
+    }
+
+    /// Nothing to reference: no input, and the reason names what is missing.
+    #[test]
+    fn a_create_with_nothing_to_reference_says_so() {
+        let chart = crate::chart::builtin();
+        let mut g = Generator::new(&chart, Vec::new());
+        let why = g
+            .create_input(&chart.mutations["createUser"], 0)
+            .unwrap_err();
+        assert_eq!(why, "no organization to name in `org` (its `organization`)");
+        // An organization is made from its types alone.
+        let org = g
+            .create_input(&chart.mutations["createOrganization"], 0)
+            .unwrap();
+        assert!(text(&org, "slug").starts_with("\"slug-"), "{org}");
+    }
+}
