@@ -452,9 +452,17 @@ async fn relay_health(state: &AppState, log: &crate::live::relay::RelayLog) -> S
 // --- GraphiQL ----------------------------------------------------------------------------
 
 /// The playground page (see [`playground`]) of the built-in chart: without and with
-/// subscriptions served, without and with authentication on.
-static PLAYGROUND: LazyLock<PlaygroundPages> =
-    LazyLock::new(|| playground_pages(&playground::EXAMPLES));
+/// subscriptions served, without and with authentication on. Its tabs: `examples/`, then
+/// one per write pattern of the chart, its input made from the demo data.
+static PLAYGROUND: LazyLock<PlaygroundPages> = LazyLock::new(|| {
+    let writes = crate::graphql::charted::write_examples(
+        &crate::chart::builtin(),
+        &crate::demo::demo_items(),
+    );
+    let mut tabs: Vec<&str> = playground::EXAMPLES.to_vec();
+    tabs.extend(writes.iter().map(String::as_str));
+    playground_pages(&tabs)
+});
 
 /// The playground's pages, by subscriptions served and authentication on.
 pub(crate) type PlaygroundPages = [[String; 2]; 2];

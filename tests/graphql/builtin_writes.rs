@@ -32,6 +32,8 @@ async fn dynamodb() {
 }
 
 async fn suites(api: &Api) {
+    // First: its tabs name the demo data as seeded.
+    the_playground_write_tabs_run_within_their_budgets(api).await;
     an_organization_from_before_shards_is_counted_on_its_own_item(api).await;
     a_moved_email_is_freed_and_taken(api).await;
     a_user_is_deleted_only_when_nothing_refers_to_them(api).await;
@@ -39,6 +41,39 @@ async fn suites(api: &Api) {
     an_order_moves_only_along_its_life_cycle(api).await;
     let report = itemgraph::check::check(api.store.as_ref()).await.unwrap();
     assert!(report.is_clean(), "{report}: {:#?}", report.violations);
+}
+
+/// The playground's tabs of the chart's write patterns (after `examples/`), their inputs
+/// made from the demo data: run in order, each answers without an error in exactly the
+/// requests its header states.
+async fn the_playground_write_tabs_run_within_their_budgets(api: &Api) {
+    let tabs = itemgraph::graphql::charted::write_examples(
+        &itemgraph::chart::builtin(),
+        &itemgraph::demo::demo_items(),
+    );
+    let numbers: Vec<&str> = tabs
+        .iter()
+        .map(|t| t["# Access pattern ".len()..].split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        numbers,
+        ["10", "11", "12", "13", "14", "15", "16", "17"],
+        "a tab per write pattern"
+    );
+    for tab in &tabs {
+        let budget: u64 = tab
+            .lines()
+            .find_map(|l| l.strip_prefix("# dynamodb-requests: "))
+            .and_then(|b| b.parse().ok())
+            .unwrap_or_else(|| panic!("no budget in {tab}"));
+        let r = api.run(tab).await;
+        ok(&r);
+        assert_eq!(requests(&r).len() as u64, budget, "{tab}\n{r:#}");
+        // Each request the header names.
+        for op in operations(&r) {
+            assert!(tab.contains(&format!(" {op}")), "{op} unnamed: {tab}");
+        }
+    }
 }
 
 const CREATE: &str = r#"mutation($input: CreateUserInput!) {

@@ -372,10 +372,12 @@ async fn a_cursor_serves_only_its_own_connection(api: &Api) {
 }
 
 /// The playground's tabs for the chart, written from its patterns and samples: one per
-/// pattern, each answering without an error in exactly the requests its header states.
+/// pattern, reads and writes, each answering without an error in exactly the requests
+/// its header states, run in order (a change and a delete name the item a create tab
+/// before them made); the table as the chart implies after them.
 async fn the_playground_examples_run_within_their_budgets(api: &Api) {
     let examples = itemgraph::graphql::charted::examples(&chart());
-    assert_eq!(examples.len(), 5, "{examples:#?}");
+    assert_eq!(examples.len(), 10, "{examples:#?}");
     for (n, example) in examples.iter().enumerate() {
         assert!(
             example.starts_with(&format!("# Access pattern {}:", n + 1)),
@@ -389,6 +391,14 @@ async fn the_playground_examples_run_within_their_budgets(api: &Api) {
         let r = api.run(example).await;
         assert!(r.get("errors").is_none(), "{example}\n{r:#}");
         assert_eq!(request_count(&r), budget, "{example}\n{r:#}");
+        // Each request the header names.
+        for q in requests(&r) {
+            let op = q["operation"].as_str().unwrap();
+            assert!(
+                example.contains(&format!(" {op}")),
+                "{op} unnamed: {example}"
+            );
+        }
         assert!(
             r["data"]
                 .as_object()
@@ -396,6 +406,10 @@ async fn the_playground_examples_run_within_their_budgets(api: &Api) {
             "every example reads something: {example}\n{r:#}"
         );
     }
+    let report = itemgraph::check::check_chart(api.store.as_ref(), &chart())
+        .await
+        .unwrap();
+    assert!(report.is_clean(), "{report}: {:#?}", report.violations);
 }
 
 /// The SDL of the second chart, as `itemgraph schema --chart` prints it, is the one

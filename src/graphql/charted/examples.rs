@@ -1,24 +1,290 @@
 //! A chart's example operations: one per access pattern a root field reaches, written from
 //! the chart and its samples, each headed by the comment saying which pattern it shows,
 //! the request it is and what it costs. The playground preloads them as its tabs when it
-//! serves the chart, as it does `examples/` for the built-in one.
+//! serves the chart, as it does `examples/` (and the chart's write tabs) for the built-in one.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
+use async_graphql::indexmap::IndexMap;
+use async_graphql::{Name, Value};
+
+use super::generate::Generator;
+use super::mutate::id_field;
 use super::record::{key_var_names, Record};
+use super::{lower_first, upper_first};
 use crate::chart::types::Type;
-use crate::chart::{Chart, Entity, Pattern, Request, SortCondition};
+use crate::chart::{Action, Chart, Entity, Mutation, Pattern, Request, SortCondition};
 use crate::store::{AttributeValue, Item};
 
-/// The chart's examples, in the order of its patterns.
+/// The chart's examples, in the order of its patterns: its reads from its samples, its
+/// writes from the samples too ([`write_examples`]).
 pub fn examples(chart: &Chart) -> Vec<String> {
+    let mut writes = Writes::new(chart, &chart.samples);
     let mut out = Vec::new();
     for p in chart.patterns.values() {
-        if let Some(op) = example(chart, p) {
-            out.push(op);
-        }
+        let op = match p.request {
+            Request::Write { .. } => writes.example(p),
+            _ => example(chart, p),
+        };
+        out.extend(op);
     }
     out
+}
+
+/// The tabs of the chart's write patterns alone, their inputs generated from `items` (the
+/// data the table is seeded with): the built-in chart's, after `examples/`.
+pub fn write_examples(chart: &Chart, items: &[Item]) -> Vec<String> {
+    let mut writes = Writes::new(chart, items);
+    chart
+        .patterns
+        .values()
+        .filter(|p| matches!(p.request, Request::Write { .. }))
+        .filter_map(|p| writes.example(p))
+        .collect()
+}
+
+/// A write pattern's tab: its mutation with an input generated from the chart and the
+/// seeded data. A create makes a new item; a change or delete names the item a create
+/// tab before it makes (when its input holds the whole key), else one of the seeded
+/// items. Each says the requests it makes, as the write path decides them.
+struct Writes<'c> {
+    chart: &'c Chart,
+    generator: Generator<'c>,
+    /// What each create tab makes: its pattern and the item, where its input holds the
+    /// whole key.
+    created: HashMap<String, (u32, Item)>,
+}
+
+impl<'c> Writes<'c> {
+    fn new(chart: &'c Chart, items: &[Item]) -> Self {
+        Writes {
+            chart,
+            generator: Generator::new(chart, items.iter().cloned()),
+            created: HashMap::new(),
+        }
+    }
+
+    fn example(&mut self, p: &Pattern) -> Option<String> {
+        let chart = self.chart;
+        let Request::Write { request, .. } = &p.request else {
+            return None;
+        };
+        let m = chart.mutations.values().find(|m| m.pattern == p.number)?;
+        let e = &chart.entities[&m.entity];
+        let words = crate::chart::words(&e.name);
+        let mut head = format!("# Access pattern {}: {}.\n#\n", p.number, p.name);
+        let (input, requests) = match m.action {
+            Action::Create => {
+                let input = self.generator.create_input(m, 1).ok()?;
+                writeln!(
+                    head,
+                    "# One {}: a new {words}{}.\n# Its values are generated from the chart and the seeded data, as\n# `itemgraph seed --generate` makes them.",
+                    request.name(),
+                    if m.with.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " with its {}",
+                            m.with.keys().cloned().collect::<Vec<_>>().join(" and ")
+                        )
+                    }
+                )
+                .ok()?;
+                if let Some(item) = made_item(chart, e, &input) {
+                    self.created.insert(e.name.clone(), (p.number, item));
+                }
+                (input, 1)
+            }
+            Action::Update | Action::Delete => {
+                let (item, from) = self.target(m, e)?;
+                let mut fields: IndexMap<Name, Value> = IndexMap::new();
+                if m.by_id {
+                    let id = Record::new(Arc::from(e.name.as_str()), item.clone()).global_id(e);
+                    fields.insert(Name::new(id_field(e)), Value::String(id));
+                } else {
+                    for v in key_var_names(e) {
+                        let value = self
+                            .generator
+                            .input_value(&e.attributes[&v].ty, item.get(&v)?)?;
+                        fields.insert(Name::new(v), value);
+                    }
+                }
+                if let Some(version) = &e.writes.version {
+                    let v = match item.get(version) {
+                        Some(AttributeValue::N(n)) => n.parse::<i64>().unwrap_or(1),
+                        _ => 1,
+                    };
+                    fields.insert(Name::new("expectedVersion"), Value::Number(v.into()));
+                }
+                let reads = if m.action == Action::Update {
+                    let changed = self.changes(m, e, &item);
+                    let names: Vec<String> = changed.iter().map(|(n, _)| n.clone()).collect();
+                    if let (Some(_), Some((_, made))) = (from, self.created.get_mut(&e.name)) {
+                        // A later tab names it as this one leaves it.
+                        for (name, v) in &changed {
+                            if let Value::Enum(s) = v {
+                                made.insert(name.clone(), AttributeValue::S(s.to_string()));
+                            }
+                        }
+                        if let Some(version) = &e.writes.version {
+                            let next = match made.get(version) {
+                                Some(AttributeValue::N(n)) => n.parse::<i64>().unwrap_or(1) + 1,
+                                _ => 2,
+                            };
+                            made.insert(version.clone(), AttributeValue::N(next.to_string()));
+                        }
+                    }
+                    for (name, v) in changed {
+                        fields.insert(Name::new(name), v);
+                    }
+                    super::mutate::reads_first(chart, e, &|a| names.iter().any(|n| n == a))
+                } else {
+                    super::mutate::delete_reads_first(e)
+                };
+                // Without the read, the write is the item's own conditional one.
+                let head_line = match (reads, m.action) {
+                    (true, _) => format!(
+                        "A strongly consistent GetItem of the {words}, then one {}",
+                        request.name()
+                    ),
+                    (false, Action::Update) => "One conditional UpdateItem".to_owned(),
+                    (false, _) => "One conditional DeleteItem".to_owned(),
+                };
+                writeln!(head, "# {head_line}.").ok()?;
+                let verb = if m.action == Action::Update {
+                    "changes"
+                } else {
+                    "removes"
+                };
+                match from {
+                    Some(create) => writeln!(
+                        head,
+                        "# It {verb} the {words} the tab of access pattern {create} creates: run that one first."
+                    ),
+                    None => writeln!(head, "# It {verb} one {words} of the seeded data."),
+                }
+                .ok()?;
+                (Value::Object(fields), 1 + u32::from(reads))
+            }
+        };
+        let payload = lower_first(&e.name);
+        let mut body = String::new();
+        if m.action == Action::Delete && e.node {
+            let _ = writeln!(body, "    deleted{}Id", e.name);
+        }
+        let _ = write!(body, "    {payload} {{\n{}    }}\n", fields(chart, e, 6));
+        if m.token.is_some() {
+            body.push_str("    replayed\n");
+        }
+        Some(format!(
+            "{head}#\n# DynamoDB requests: {requests}\n# dynamodb-requests: {requests}\n\nmutation Pattern{}{} {{\n  {}(input: {input}) {{\n{body}  }}\n}}\n",
+            p.number,
+            upper_first(&m.name),
+            m.name,
+        ))
+    }
+
+    /// The item a change or delete names: the one a create tab before makes, else a
+    /// seeded one (for a delete, one nothing counts on; for a change of a life cycle, one
+    /// that can still move).
+    fn target(&self, m: &Mutation, e: &Entity) -> Option<(Item, Option<u32>)> {
+        if let Some((pattern, item)) = self.created.get(&e.name) {
+            return Some((item.clone(), Some(*pattern)));
+        }
+        let lifecycle = e.writes.lifecycle.as_ref();
+        let fits = |item: &&Item| {
+            match m.action {
+            Action::Delete => e
+                .attributes
+                .iter()
+                .filter(|(_, a)| matches!(a.ty, Type::Counter))
+                .all(|(name, _)| {
+                    item.get(name)
+                        .is_none_or(|v| *v == AttributeValue::N("0".into()))
+                }),
+            _ => lifecycle.is_none_or(|l| {
+                !m.fields.contains(&l.attribute)
+                    || matches!(item.get(&l.attribute), Some(AttributeValue::S(s)) if l.transitions.get(s).is_some_and(|t| !t.is_empty()))
+            }),
+        }
+        };
+        let item = self.generator.known(&e.name).iter().find(fits)?;
+        Some((item.clone(), None))
+    }
+
+    /// What a change tab changes: the fields its input requires, and one more, each to a
+    /// value the item does not hold (a life cycle's next state).
+    fn changes(&mut self, m: &Mutation, e: &Entity, item: &Item) -> Vec<(String, Value)> {
+        let mut names: Vec<&String> = m.fields.iter().filter(|f| m.required.contains(f)).collect();
+        if let Some(other) = m.fields.iter().find(|f| !m.required.contains(f)) {
+            names.push(other);
+        }
+        let mut out = Vec::new();
+        for name in names {
+            let ty = &e.attributes[name].ty;
+            let current = item.get(name);
+            let lifecycle = e.writes.lifecycle.as_ref().filter(|l| l.attribute == *name);
+            let value = match (ty, current) {
+                _ if let Some(l) = lifecycle => {
+                    let state = match current {
+                        Some(AttributeValue::S(s)) => s.clone(),
+                        _ => l.initial.clone(),
+                    };
+                    l.transitions
+                        .get(&state)
+                        .and_then(|t| t.first())
+                        .map(|next| Value::Enum(Name::new(next)))
+                }
+                (Type::Enum { values, .. }, _) => values
+                    .iter()
+                    .find(|v| !matches!(current, Some(AttributeValue::S(s)) if s == *v))
+                    .map(|v| Value::Enum(Name::new(v))),
+                _ if e.writes.unique.contains_key(name) => {
+                    self.generator.fresh(e, name, ty, current, 1).ok()
+                }
+                (Type::String { .. }, _) => self
+                    .generator
+                    .changed_text(ty, "Changed in the playground")
+                    .or_else(|| self.generator.made(ty, name, 1)),
+                _ => self.generator.made(ty, name, 1),
+            };
+            if let Some(v) = value {
+                out.push((name.clone(), v));
+            }
+        }
+        out
+    }
+}
+
+/// The item a create's `input` makes, where it holds the whole key: its key values (and
+/// the version and life-cycle state every create gives), enough to name it.
+fn made_item(chart: &Chart, e: &Entity, input: &Value) -> Option<Item> {
+    let Value::Object(fields) = input else {
+        return None;
+    };
+    let mut item = Item::new();
+    for v in e.key.pk.vars().chain(e.key.sk.vars()) {
+        let value = match fields.get(v.name.as_str())? {
+            Value::String(s) => AttributeValue::S(s.clone()),
+            Value::Enum(n) => AttributeValue::S(n.to_string()),
+            Value::Number(n) => AttributeValue::N(n.to_string()),
+            _ => return None,
+        };
+        item.insert(v.name.clone(), value);
+    }
+    if let Some(version) = &e.writes.version {
+        item.insert(version.clone(), AttributeValue::N("1".into()));
+    }
+    if let Some(l) = &e.writes.lifecycle {
+        item.insert(l.attribute.clone(), AttributeValue::S(l.initial.clone()));
+    }
+    item.insert(
+        chart.table.type_attribute.clone(),
+        AttributeValue::S(e.name.clone()),
+    );
+    Some(item)
 }
 
 fn example(chart: &Chart, p: &Pattern) -> Option<String> {
@@ -122,7 +388,7 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
             body.push_str("  }\n");
             (body, 1)
         }
-        // A mutation's tab writes: the playground's tabs read.
+        // A write's tab is [`Writes::example`]'s.
         Request::Write { .. } => return None,
     };
     let name: String = p

@@ -241,6 +241,16 @@ impl<'c> Generator<'c> {
         Ok(())
     }
 
+    /// The items of `entity` known to exist.
+    pub(super) fn known(&self, entity: &str) -> &[Item] {
+        self.known.get(entity).map_or(&[], Vec::as_slice)
+    }
+
+    /// `text` as a string of `ty` takes it, or `None` (too long for it).
+    pub(super) fn changed_text(&self, ty: &Type, text: &str) -> Option<Value> {
+        checked(ty, text).map(Value::String)
+    }
+
     /// The value of `attribute` in the known items of `e`, taking turns.
     fn template(&self, e: &Entity, attribute: &str, n: u64) -> Option<AttributeValue> {
         let with: Vec<&AttributeValue> = self
@@ -255,7 +265,7 @@ impl<'c> Generator<'c> {
 
     /// A value of `ty` for `attribute` of `e` that no item holds yet, made from
     /// `template` (a trailing number renumbered, a suffix) or from the type alone.
-    fn fresh(
+    pub(super) fn fresh(
         &mut self,
         e: &Entity,
         attribute: &str,
@@ -293,7 +303,7 @@ impl<'c> Generator<'c> {
 
     /// A stored value as a mutation's input takes it; `None` where it cannot be one (an
     /// expiry that has passed).
-    fn input_value(&self, ty: &Type, v: &AttributeValue) -> Option<Value> {
+    pub(super) fn input_value(&self, ty: &Type, v: &AttributeValue) -> Option<Value> {
         Some(match (ty, v) {
             (Type::Enum { .. }, AttributeValue::S(s)) => Value::Enum(Name::new(s)),
             (Type::Expiry, AttributeValue::N(n)) => {
@@ -336,7 +346,7 @@ impl<'c> Generator<'c> {
 
     /// A value of `ty` made from the type alone; `None` for a kind of the chart's own
     /// (its pattern says what it may be, not what to make).
-    fn made(&mut self, ty: &Type, attribute: &str, n: u64) -> Option<Value> {
+    pub(super) fn made(&mut self, ty: &Type, attribute: &str, n: u64) -> Option<Value> {
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
         Some(match ty {
             Type::String { .. } | Type::Kind(_) => {

@@ -34,7 +34,7 @@ use async_graphql::Value;
 use crate::chart::types::Type;
 use crate::chart::{Chart, Entity, Request};
 
-pub use examples::examples;
+pub use examples::{examples, write_examples};
 pub(crate) use mutate::shard_items;
 pub use read::{item_loader, ItemLoader};
 pub use resolve::{Conn, Obj};

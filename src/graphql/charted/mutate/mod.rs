@@ -15,7 +15,7 @@
 mod input;
 mod write;
 
-pub(super) use write::inherited;
+pub(super) use write::{delete_reads_first, inherited, reads_first};
 
 /// The counter shards a new item of `e` is created with (none where `e` has none):
 /// what `itemgraph migrate` gives an item from before its shards.
@@ -158,7 +158,7 @@ fn payload_name(m: &Mutation) -> String {
 
 /// The input field that names the item by id: `id`, or the entity's plain id
 /// (`ticketId`), which takes the global id too.
-fn id_field(e: &Entity) -> &str {
+pub(super) fn id_field(e: &Entity) -> &str {
     e.plain_id.as_deref().unwrap_or("id")
 }
 

@@ -49,7 +49,9 @@ mod update;
 use create::create;
 pub(in crate::graphql::charted) use create::inherited;
 use delete::delete;
+pub(in crate::graphql::charted) use delete::delete_reads_first;
 use touches::*;
+pub(in crate::graphql::charted) use update::reads_first;
 use update::update;
 
 /// How many times a write built from a read is built again when the item changed between.
