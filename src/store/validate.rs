@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use super::value::{compare, item_size, parse_number, type_name};
+use super::value::{check_number, compare, item_size, parse_number, type_name};
 use super::{
     AttributeValue, BatchGet, CmpOp, Condition, Delete, GetItem, Item, PageKey, Put, Query,
     ReturnValues, Scan, ScanSegment, SetValue, SortCondition, StoreError, StoreResult, TableSchema,
@@ -83,7 +83,7 @@ pub fn primary_key(schema: &TableSchema, pk: &str, sk: &str) -> StoreResult<()> 
 /// One attribute value: numbers parse, sets are non-empty and free of duplicates.
 pub fn value(v: &AttributeValue) -> StoreResult<()> {
     match v {
-        AttributeValue::N(n) => parse_number(n).map(|_| ()).map_err(invalid),
+        AttributeValue::N(n) => check_number(n).map_err(invalid),
         AttributeValue::Ns(ns) => {
             non_empty_set(ns.len(), "number")?;
             let mut seen = HashSet::new();

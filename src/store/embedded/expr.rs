@@ -75,10 +75,7 @@ pub(super) fn apply_update(
         let merged = match (item.get(a), v) {
             (None, v) => canonicalize(v.clone()),
             (Some(AttributeValue::N(x)), AttributeValue::N(y)) => {
-                let sum = parse_number(x)? + parse_number(y)?;
-                let text = canonical_number(&sum);
-                parse_number(&text)?;
-                AttributeValue::N(text)
+                AttributeValue::N(value::add_numbers(x, y)?)
             }
             (Some(AttributeValue::Ss(x)), AttributeValue::Ss(y)) => {
                 AttributeValue::Ss(union(x, y, |a, b| a == b))

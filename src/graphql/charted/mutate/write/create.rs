@@ -14,7 +14,7 @@ pub(super) async fn create(
     let given = |name: &str| input.get(name).filter(|v| !matches!(v, Value::Null));
     let mut item = Item::new();
     for (name, a) in &e.attributes {
-        if let Some(v) = initial(chart, e, name, a, given(name), name, &now, 1)? {
+        if let Some(v) = initial(chart, e, name, a, given(name), &|| name.clone(), &now, 1)? {
             item.insert(name.clone(), v);
         }
     }
@@ -32,7 +32,7 @@ pub(super) async fn create(
     let vars = vars_of(e, &item);
     own_tenant(rc, chart, e, &vars)?;
     visible(rc, chart, e, &vars)?;
-    let item = with_keys(chart, e, item)?;
+    let item = with_keys_of(chart, e, item, &vars)?;
     crate::store::validate::item_within_size(&item).map_err(|_| {
         ApiError::bad_input(&m.name, "the item would be larger than DynamoDB's 400 KB")
     })?;
@@ -126,8 +126,9 @@ pub(super) async fn create(
 }
 
 /// The value a create writes for attribute `name` (`None`: none, an optional attribute
-/// not given), named `field` in a refusal; `position`: its place in the list it is
-/// written with (1 for an item alone). A computed one comes after the rest.
+/// not given), named `field()` in a refusal (made only for a value given or missing);
+/// `position`: its place in the list it is written with (1 for an item alone). A computed
+/// one comes after the rest.
 #[allow(clippy::too_many_arguments)]
 fn initial(
     chart: &Chart,
@@ -135,7 +136,7 @@ fn initial(
     name: &str,
     a: &crate::chart::Attribute,
     given: Option<&Value>,
-    field: &str,
+    field: &dyn Fn() -> String,
     now: &str,
     position: usize,
 ) -> Result<Option<AttributeValue>> {
@@ -156,13 +157,14 @@ fn initial(
     } else if matches!(a.ty, Type::Counter) {
         n(0)
     } else if let Some(v) = given {
-        stored(chart, field, &a.ty, v)?
+        stored(chart, &field(), &a.ty, v)?
     } else if let Some(seconds) = a.lifetime {
         n(time::OffsetDateTime::now_utc().unix_timestamp() + seconds)
     } else if a.optional {
         return Ok(None);
     } else {
-        return Err(ApiError::bad_input(field, format!("{field} is required")));
+        let field = field();
+        return Err(ApiError::bad_input(&field, format!("{field} is required")));
     }))
 }
 
@@ -218,7 +220,7 @@ fn children(
                     name,
                     a,
                     given,
-                    &format!("{path}.{name}"),
+                    &|| format!("{path}.{name}"),
                     now,
                     i + 1,
                 )?

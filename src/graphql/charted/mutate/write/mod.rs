@@ -143,9 +143,14 @@ fn vars_of(e: &Entity, item: &Item) -> Vars {
 
 /// The item with its keys, index keys and type attribute rendered from its attributes
 /// ([`crate::chart::samples::set_keys`]).
-fn with_keys(chart: &Chart, e: &Entity, mut item: Item) -> Result<Item> {
+fn with_keys(chart: &Chart, e: &Entity, item: Item) -> Result<Item> {
     let vars = vars_of(e, &item);
-    crate::chart::samples::set_keys(&chart.table, &chart.indexes, e, &mut item, &vars).map_err(
+    with_keys_of(chart, e, item, &vars)
+}
+
+/// [`with_keys`], with the item's key values `vars` already read.
+fn with_keys_of(chart: &Chart, e: &Entity, mut item: Item, vars: &Vars) -> Result<Item> {
+    crate::chart::samples::set_keys(&chart.table, &chart.indexes, e, &mut item, vars).map_err(
         |why| {
             tracing::error!(entity = %e.name, %why, "a written item's keys could not be rendered");
             ApiError::Internal
