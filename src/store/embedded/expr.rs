@@ -2,7 +2,7 @@
 //! evaluates them.
 
 use crate::store::validate::{self};
-use crate::store::value::{self, canonical_number, canonicalize, item_size, parse_number};
+use crate::store::value::{self, canonicalize, item_size};
 use crate::store::{
     AttributeValue, CmpOp, Condition, Item, PrimaryKey, SetValue, TableSchema, UpdateExpr,
 };
@@ -86,7 +86,7 @@ pub(super) fn apply_update(
             (Some(AttributeValue::Ns(x)), AttributeValue::Ns(y)) => {
                 let y: Vec<String> = y
                     .iter()
-                    .map(|n| canonical_number(&parse_number(n).unwrap_or_default()))
+                    .map(|n| value::canonical_text(n).unwrap_or_else(|| "0".into()))
                     .collect();
                 AttributeValue::Ns(union(x, &y, |a, b| {
                     value::equal(&AttributeValue::N(a.clone()), &AttributeValue::N(b.clone()))

@@ -15,7 +15,8 @@
 mod input;
 mod write;
 
-pub(super) use write::{delete_reads_first, inherited, reads_first};
+pub(super) use input::stored;
+pub(super) use write::{delete_reads_first, guards, inherited, reads_first};
 
 /// The counter shards a new item of `e` is created with (none where `e` has none):
 /// what `itemgraph migrate` gives an item from before its shards.

@@ -50,6 +50,7 @@ use create::create;
 pub(in crate::graphql::charted) use create::inherited;
 use delete::delete;
 pub(in crate::graphql::charted) use delete::delete_reads_first;
+pub(in crate::graphql::charted) use touches::guards;
 use touches::*;
 pub(in crate::graphql::charted) use update::reads_first;
 use update::update;
