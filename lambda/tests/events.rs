@@ -680,12 +680,13 @@ async fn the_playground_is_served_as_serve_serves_it() {
     let page = Http::get("/", None).header("accept", "text/html");
     // `serve`'s page, but for the subscriptions the function does not serve: a
     // subscription run in it says so, and its policy names no WebSocket.
+    let tabs = itemgraph::http::playground::builtin_examples();
     let expected = itemgraph::http::playground::page(
         "/graphql",
         itemgraph::http::TRACE_HEADER,
         true,
         false,
-        &itemgraph::http::playground::EXAMPLES,
+        &tabs.iter().map(String::as_str).collect::<Vec<_>>(),
     );
     assert!(expected.contains("\"subscriptions\":false"));
     for kind in KINDS {

@@ -455,13 +455,8 @@ async fn relay_health(state: &AppState, log: &crate::live::relay::RelayLog) -> S
 /// subscriptions served, without and with authentication on. Its tabs: `examples/`, then
 /// one per write pattern of the chart, its input made from the demo data.
 static PLAYGROUND: LazyLock<PlaygroundPages> = LazyLock::new(|| {
-    let writes = crate::graphql::charted::write_examples(
-        &crate::chart::builtin(),
-        &crate::demo::demo_items(),
-    );
-    let mut tabs: Vec<&str> = playground::EXAMPLES.to_vec();
-    tabs.extend(writes.iter().map(String::as_str));
-    playground_pages(&tabs)
+    let tabs = playground::builtin_examples();
+    playground_pages(&tabs.iter().map(String::as_str).collect::<Vec<_>>())
 });
 
 /// The playground's pages, by subscriptions served and authentication on.

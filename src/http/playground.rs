@@ -160,6 +160,17 @@ pub const EXAMPLES: [&str; 8] = [
     include_str!("../../examples/paging.graphql"),
 ];
 
+/// The built-in chart's tabs: [`EXAMPLES`], then one per write pattern of the chart, its
+/// input made from the demo data.
+pub fn builtin_examples() -> Vec<String> {
+    let mut tabs: Vec<String> = EXAMPLES.iter().map(|t| (*t).to_owned()).collect();
+    tabs.extend(crate::graphql::charted::write_examples(
+        &crate::chart::builtin(),
+        &crate::demo::demo_items(),
+    ));
+    tabs
+}
+
 /// The page, for a server with authentication on (`auth`: the headers pane opens with an
 /// `Authorization` placeholder) or off, and serving subscriptions or not (AWS Lambda: a
 /// subscription run in the page then says why it cannot run there), its tabs preloaded
