@@ -53,6 +53,15 @@ async fn run() -> anyhow::Result<()> {
         // No log: stdout carries the verdict, stderr the refusals.
         return check_chart(file.as_deref());
     }
+    if let Command::Chart(ChartCommand::Explain {
+        file,
+        item_bytes,
+        format,
+    }) = &command
+    {
+        // No log: stdout carries the tables, stderr a refusal.
+        return explain_chart(file.as_deref(), *item_bytes, *format);
+    }
     if let Command::Token(args) = &command {
         // Before logging starts too: stdout carries the token and nothing else.
         println!("{}", args.token()?);
@@ -431,14 +440,49 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
 }
 
 /// `itemgraph chart check [FILE]`: the start-up check of a chart, on its own.
-fn check_chart(file: Option<&std::path::Path>) -> anyhow::Result<()> {
-    let (shown, checked) = match file {
+/// The chart `file` names (the built-in one when none), checked, with how to name it.
+fn chart_file(
+    file: Option<&std::path::Path>,
+) -> (
+    String,
+    Result<itemgraph::chart::Chart, itemgraph::chart::Refused>,
+) {
+    match file {
         Some(path) => (path.display().to_string(), itemgraph::chart::load(path)),
         None => (
             format!("{} (built in)", itemgraph::chart::BUILTIN_PATH),
             itemgraph::chart::parse(itemgraph::chart::BUILTIN_SOURCE),
         ),
+    }
+}
+
+fn explain_chart(
+    file: Option<&std::path::Path>,
+    item_bytes: u64,
+    format: itemgraph::config::ExplainFormat,
+) -> anyhow::Result<()> {
+    let (shown, checked) = chart_file(file);
+    let chart = match checked {
+        Ok(chart) => chart,
+        Err(refused) => {
+            eprintln!("{shown}: {refused}");
+            std::process::exit(1);
+        }
     };
+    let explained = itemgraph::chart::explain::explain(&chart, item_bytes);
+    match format {
+        itemgraph::config::ExplainFormat::Markdown => {
+            print!("{}", itemgraph::chart::explain::markdown(&explained))
+        }
+        itemgraph::config::ExplainFormat::Json => {
+            println!("{}", serde_json::to_string_pretty(&explained)?)
+        }
+    }
+    Ok(())
+}
+
+fn check_chart(file: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let (shown, checked) = chart_file(file);
     match checked {
         Ok(chart) => {
             println!(

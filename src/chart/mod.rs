@@ -11,6 +11,7 @@
 //! [`builtin`] is the four-entity design, `charts/itemgraph.toml`, compiled in.
 
 mod condition;
+pub mod explain;
 pub mod format;
 mod reach;
 mod rules;

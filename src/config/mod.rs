@@ -113,6 +113,31 @@ pub enum ChartCommand {
         #[arg(env = "ITEMGRAPH_CHART")]
         file: Option<std::path::PathBuf>,
     },
+    /// Write a chart's entity chart and access-pattern table: each pattern with its
+    /// request, its key condition, what it returns and its cost in read or write capacity
+    /// units for items of `--item-bytes`, by DynamoDB's arithmetic. Markdown for a person
+    /// and for docs, or `--format json` for a tool. A chart that breaks a rule is refused
+    /// as `chart check` refuses it. Without FILE, the built-in chart.
+    Explain {
+        /// The chart file (TOML); the one `ITEMGRAPH_CHART` names when not given.
+        #[arg(env = "ITEMGRAPH_CHART")]
+        file: Option<std::path::PathBuf>,
+        /// The size of one item the costs are for, in bytes. From 1 to 409600 (400 KB,
+        /// DynamoDB's largest item).
+        #[arg(long, env = "ITEMGRAPH_EXPLAIN_ITEM_BYTES", default_value_t = 1024,
+              value_parser = clap::value_parser!(u64).range(1..=409_600))]
+        item_bytes: u64,
+        /// `markdown` or `json`.
+        #[arg(long, env = "ITEMGRAPH_EXPLAIN_FORMAT", value_enum, default_value_t = ExplainFormat::Markdown)]
+        format: ExplainFormat,
+    },
+}
+
+/// What `chart explain` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExplainFormat {
+    Markdown,
+    Json,
 }
 
 /// `health`.

@@ -19,7 +19,7 @@
 //!   [`null_propagation`]: the spec's null propagation for fields that fail.
 
 pub mod charted;
-mod connection;
+pub(crate) mod connection;
 mod context;
 mod cursor;
 mod document_cache;

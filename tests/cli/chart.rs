@@ -399,3 +399,63 @@ async fn seed_generates_the_data_a_chart_describes() {
         crate::common::dynamo_local::connect_with(&endpoint, &table, chart.table_schema()).await;
     crate::common::dynamo_local::drop_table(&store).await;
 }
+
+fn chart_explain(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(["chart", "explain"])
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run itemgraph chart explain");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// `itemgraph chart explain`: the built-in chart's entity chart and access patterns with
+/// their costs, by DynamoDB's arithmetic (a write's items as the write path writes them:
+/// the counts agree with the data model's action counts), as Markdown and as JSON.
+#[test]
+fn explain_writes_the_entity_chart_and_the_patterns_with_their_costs() {
+    let (code, out, err) = chart_explain(&[]);
+    assert_eq!(code, 0, "{err}");
+    for row in [
+        "| User | `ORG#<org>` | `USER#<username>` | `ORG#<org>#USER#<username>` | `USER#<username>` | | |",
+        "| Ticket | `TICKET#<ticketId>` | `TICKET#<ticketId>` | `ORG#<org>#USER#<requester>` | `TICKET#<ticketId>` | `ORG#<org>#STATUS#<status>` | `TICKET#<ticketId>` |",
+        // One item of 1 KB, eventually consistent.
+        "| 1 | Organization by slug | GetItem | `PK = ORG#<slug>, SK = ORG#<slug>; with its counts: Query PK = ORG#<slug> AND SK BETWEEN ORG#<slug> AND ORG#<slug>#COUNT#~` | one organization; with its counts, its 32 counter shards too | 0.5–4.5 RCU",
+        // The organization, its 32 shards and 20 users: 53 KB, 14 units of 4 KB.
+        "| 2 | Organization and a page of its users | Query, forward | `PK = ORG#<slug> AND SK >= ORG#<slug>` | the organization, its 32 counter shards and a page of users (20 by default, 100 at most) | 7–17 RCU",
+        // The user, its email's marker, a counter shard of its organization: 3 items in a
+        // transaction.
+        "| 10 | Create user, unique on username and email | TransactWriteItems | — | writes one user | 6 WCU",
+        // The ticket, a shard, the requester, the assignee when there is one.
+        "| 11 | Create ticket, bump counters | TransactWriteItems | — | writes one ticket | 6–8 WCU",
+        // The order, 1 to 96 lines, a shard, the buyer, a client token's marker.
+        "| 12 | Place order with its lines, bump counters; at most once per client token | TransactWriteItems | — | writes one order | 8–200 WCU",
+        // The organization and its 32 shards.
+        "| 14 | Create organization, unique on slug, with its counter shards | TransactWriteItems | — | writes one organization | 66 WCU",
+    ] {
+        assert!(out.contains(row), "no row {row}\n{out}");
+    }
+    // Larger items cost more: 5 000 B is two units of 4 KB.
+    let (code, out, _) = chart_explain(&["--item-bytes", "5000", "--format", "json"]);
+    assert_eq!(code, 0);
+    let x: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(x["itemBytes"], 5000);
+    assert_eq!(x["patterns"].as_array().unwrap().len(), 17);
+    assert_eq!(x["patterns"][4]["name"], "Ticket by id");
+    assert_eq!(x["patterns"][4]["cost"]["least"], 1.0);
+    assert_eq!(x["patterns"][13]["cost"]["most"], 330.0);
+    // The second chart, and a chart that breaks a rule: refused as `chart check` does.
+    let (code, out, err) = chart_explain(&["examples/charts/store-locator.toml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("| Store | `CHAIN#<chain>` |"), "{out}");
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "name = \"x\"").unwrap();
+    let (code, _, err) = chart_explain(&[broken.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+}

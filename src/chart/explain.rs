@@ -1,0 +1,551 @@
+//! `itemgraph chart explain`: a chart's entity chart and access-pattern table, as a person
+//! reads them (Markdown) or a tool does (JSON), each pattern with its request, its key
+//! condition, what it returns and what it costs in capacity units for items of a given
+//! size, by DynamoDB's published arithmetic:
+//!
+//! - a read: 0.5 read unit per 4 KB, eventually consistent (1 strongly consistent); a
+//!   GetItem rounds its item up, a Query the sum of what it reads, a BatchGetItem each
+//!   item;
+//! - a write: 1 write unit per KB of each item written, twice that inside a
+//!   TransactWriteItems.
+//!
+//! What it says of the writes is what the write path does ([`crate::graphql::charted`]):
+//! the actions of a create (the item, its markers, the counters its references keep, the
+//! children written with it, the counter shards it starts with, a client token's
+//! marker) and the read a change or delete needs first.
+
+use serde::Serialize;
+
+use super::template::{Part, Template};
+use super::{Action, Chart, Entity, KeyCondition, Request, SortCondition};
+
+/// Capacity units of reads and writes, as DynamoDB rounds them.
+const READ_UNIT_BYTES: u64 = 4096;
+const WRITE_UNIT_BYTES: u64 = 1024;
+
+/// The chart explained.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explained {
+    pub chart: String,
+    pub table: String,
+    /// The key attributes, base table first: `PK`, `SK`, then each index's.
+    pub key_attributes: Vec<String>,
+    pub indexes: Vec<IndexShown>,
+    pub entities: Vec<EntityShown>,
+    pub patterns: Vec<PatternShown>,
+    /// The item size the costs are for.
+    pub item_bytes: u64,
+    /// The page size a connection reads when the client names none.
+    pub page_size: u32,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexShown {
+    pub name: String,
+    pub partition_key: String,
+    pub sort_key: String,
+    pub projection: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntityShown {
+    pub name: String,
+    pub description: Option<String>,
+    /// One of the server's own items.
+    pub system: bool,
+    /// Each key attribute the entity's item carries, with its template (`ORG#<slug>`).
+    pub keys: Vec<(String, String)>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PatternShown {
+    pub number: u32,
+    pub name: String,
+    pub request: String,
+    pub index: Option<String>,
+    pub key_condition: Option<String>,
+    pub forward: Option<bool>,
+    pub returns: String,
+    pub cost: Cost,
+}
+
+/// What a pattern costs, in read or write units, from the least to the most it can.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Cost {
+    pub unit: &'static str,
+    pub least: f64,
+    pub most: f64,
+    /// How the figure comes about.
+    pub how: String,
+}
+
+/// A key template as a person reads it: `ORG#<slug>`.
+pub fn shown(t: &Template) -> String {
+    t.parts
+        .iter()
+        .map(|p| match p {
+            Part::Literal(l) => l.clone(),
+            Part::Var(v) => format!("<{}>", v.name),
+        })
+        .collect()
+}
+
+fn read_units(bytes: u64) -> f64 {
+    0.5 * bytes.div_ceil(READ_UNIT_BYTES) as f64
+}
+
+fn write_units(bytes: u64) -> u64 {
+    bytes.div_ceil(WRITE_UNIT_BYTES)
+}
+
+/// Explains `chart` for items of `item_bytes`.
+pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
+    let item_bytes = item_bytes.max(1);
+    let page_size = crate::graphql::connection::DEFAULT_PAGE_SIZE;
+    let mut key_attributes = vec![
+        chart.table.partition_key.clone(),
+        chart.table.sort_key.clone(),
+    ];
+    for i in chart.indexes.values() {
+        key_attributes.push(i.partition_key.clone());
+        key_attributes.push(i.sort_key.clone());
+    }
+    let indexes = chart
+        .indexes
+        .values()
+        .map(|i| IndexShown {
+            name: i.name.clone(),
+            partition_key: i.partition_key.clone(),
+            sort_key: i.sort_key.clone(),
+            projection: match &i.projection {
+                super::Projection::All => "ALL".into(),
+                super::Projection::KeysOnly => "KEYS_ONLY".into(),
+                super::Projection::Include(a) => format!("INCLUDE {}", a.join(", ")),
+            },
+        })
+        .collect();
+    let entities = chart
+        .entities
+        .values()
+        .map(|e| {
+            let mut keys = vec![
+                (chart.table.partition_key.clone(), shown(&e.key.pk)),
+                (chart.table.sort_key.clone(), shown(&e.key.sk)),
+            ];
+            for (index, k) in &e.indexes {
+                let i = &chart.indexes[index];
+                keys.push((i.partition_key.clone(), shown(&k.pk)));
+                keys.push((i.sort_key.clone(), shown(&k.sk)));
+            }
+            EntityShown {
+                name: e.name.clone(),
+                description: e.description.clone(),
+                system: e.system,
+                keys,
+            }
+        })
+        .collect();
+    let patterns = chart
+        .patterns
+        .values()
+        .map(|p| pattern(chart, p, item_bytes, page_size))
+        .collect();
+    Explained {
+        chart: chart.name.clone(),
+        table: chart.table.name.clone(),
+        key_attributes,
+        indexes,
+        entities,
+        patterns,
+        item_bytes,
+        page_size,
+    }
+}
+
+fn condition_text(chart: &Chart, c: &KeyCondition) -> String {
+    let (pk, sk) = match &c.index {
+        None => (&chart.table.partition_key, &chart.table.sort_key),
+        Some(i) => (&chart.indexes[i].partition_key, &chart.indexes[i].sort_key),
+    };
+    let mut out = format!("{pk} = {}", shown(&c.partition));
+    match &c.sort {
+        None => {}
+        Some(SortCondition::Eq(t)) => out.push_str(&format!(" AND {sk} = {}", shown(t))),
+        Some(SortCondition::Lt(t)) => out.push_str(&format!(" AND {sk} < {}", shown(t))),
+        Some(SortCondition::Le(t)) => out.push_str(&format!(" AND {sk} <= {}", shown(t))),
+        Some(SortCondition::Gt(t)) => out.push_str(&format!(" AND {sk} > {}", shown(t))),
+        Some(SortCondition::Ge(t)) => out.push_str(&format!(" AND {sk} >= {}", shown(t))),
+        Some(SortCondition::Between(a, b)) => {
+            out.push_str(&format!(" AND {sk} BETWEEN {} AND {}", shown(a), shown(b)))
+        }
+        Some(SortCondition::BeginsWith(t)) => {
+            out.push_str(&format!(" AND begins_with({sk}, {})", shown(t)))
+        }
+    }
+    out
+}
+
+/// How many counter shards an item of `e` is read with (none when it has none).
+fn shards_of(chart: &Chart, e: &str) -> u32 {
+    chart
+        .entities
+        .values()
+        .find_map(|s| {
+            s.shards_of
+                .as_ref()
+                .filter(|(of, _)| of == e)
+                .map(|(_, n)| *n)
+        })
+        .unwrap_or(0)
+}
+
+fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternShown {
+    let (request, index, key_condition, forward, returns, cost) = match &p.request {
+        Request::GetItem {
+            entity,
+            with_shards,
+        } => {
+            let e = &chart.entities[entity];
+            let key = format!(
+                "{} = {}, {} = {}",
+                chart.table.partition_key,
+                shown(&e.key.pk),
+                chart.table.sort_key,
+                shown(&e.key.sk)
+            );
+            let one = read_units(item);
+            match with_shards {
+                None => (
+                    "GetItem".to_owned(),
+                    None,
+                    Some(key),
+                    None,
+                    format!("one {}", super::words(&e.name)),
+                    Cost {
+                        unit: "RCU",
+                        least: one,
+                        most: one,
+                        how: format!("one item of {item} B"),
+                    },
+                ),
+                Some(c) => {
+                    let n = u64::from(shards_of(chart, entity));
+                    let with = read_units(item * (n + 1));
+                    (
+                        "GetItem".to_owned(),
+                        c.index.clone(),
+                        Some(format!(
+                            "{key}; with its counts: Query {}",
+                            condition_text(chart, c)
+                        )),
+                        None,
+                        format!(
+                            "one {}; with its counts, its {n} counter shards too",
+                            super::words(&e.name)
+                        ),
+                        Cost {
+                            unit: "RCU",
+                            least: one,
+                            most: with,
+                            how: format!("one item; with its counts, {} items in one Query", n + 1),
+                        },
+                    )
+                }
+            }
+        }
+        Request::Query {
+            condition,
+            forward,
+            parent,
+            beside,
+            children,
+            ..
+        } => {
+            // What the Query reads beside the parent: its counter shards, all of them.
+            let beside_n: u64 = beside
+                .iter()
+                .map(|b| match &chart.entities[b].shards_of {
+                    Some((_, n)) => u64::from(*n),
+                    None => 1,
+                })
+                .sum();
+            let carried = u64::from(parent.is_some()) + beside_n;
+            let first = carried + u64::from(page);
+            let most = carried + 100;
+            let mut returns = String::new();
+            if let Some(pa) = parent {
+                returns.push_str(&format!("the {}", super::words(pa)));
+                if beside_n > 0 {
+                    returns.push_str(&format!(
+                        ", its {beside_n} {}",
+                        beside
+                            .iter()
+                            .map(|b| super::plural(b))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                returns.push_str(" and ");
+            }
+            returns.push_str(&format!(
+                "a page of {} ({page} by default, 100 at most)",
+                super::plural(children)
+            ));
+            (
+                "Query".to_owned(),
+                condition.index.clone(),
+                Some(condition_text(chart, condition)),
+                Some(*forward),
+                returns,
+                Cost {
+                    unit: "RCU",
+                    least: read_units(item * first),
+                    most: read_units(item * most),
+                    how: format!("{first} items in one Query for a first page of {page}, {most} for one of 100"),
+                },
+            )
+        }
+        Request::BatchGetItem => (
+            "BatchGetItem".to_owned(),
+            None,
+            None,
+            None,
+            "each item asked (100 keys at most)".to_owned(),
+            Cost {
+                unit: "RCU",
+                least: read_units(item),
+                most: 100.0 * read_units(item),
+                how: "each item rounded up on its own: one key to 100".to_owned(),
+            },
+        ),
+        Request::Write { request, entity } => {
+            let (least, most, least_in_transaction, how) = write_actions(chart, p.number, entity);
+            let units = write_units(item);
+            // A transaction costs twice; the least of a change or delete may be the item's
+            // own conditional write, outside one.
+            let factor = u64::from(request.name() == "TransactWriteItems") + 1;
+            let least_factor = if least_in_transaction { factor } else { 1 };
+            (
+                request.name().to_owned(),
+                None,
+                None,
+                None,
+                format!("writes one {}", super::words(entity)),
+                Cost {
+                    unit: "WCU",
+                    least: (least * units * least_factor) as f64,
+                    most: (most * units * factor) as f64,
+                    how,
+                },
+            )
+        }
+    };
+    PatternShown {
+        number: p.number,
+        name: p.name.clone(),
+        request,
+        index,
+        key_condition,
+        forward,
+        returns,
+        cost,
+    }
+}
+
+/// `1 unique marker`, `2 counter updates`.
+fn counted(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// The items a write pattern's mutation writes, least and most, whether the least is a
+/// transaction too, and what they are: as the write path writes them.
+fn write_actions(chart: &Chart, pattern: u32, entity: &str) -> (u64, u64, bool, String) {
+    let e: &Entity = &chart.entities[entity];
+    let Some(m) = chart.mutations.values().find(|m| m.pattern == pattern) else {
+        return (1, 1, false, "the item".into());
+    };
+    let optional = |c: &&super::Count| {
+        e.references[&c.reference]
+            .key
+            .values()
+            .any(|a| e.attributes[a].optional)
+    };
+    let markers = e.writes.unique.len() as u64;
+    let counts = e.writes.counts.len() as u64;
+    let optional_counts = e.writes.counts.iter().filter(optional).count() as u64;
+    match m.action {
+        Action::Create => {
+            let shards = u64::from(shards_of(chart, entity));
+            let mut least = 1 + markers + counts - optional_counts + shards;
+            let mut most = 1 + markers + counts + shards;
+            let mut parts = vec!["the item".to_owned()];
+            if markers > 0 {
+                parts.push(counted(markers, "unique marker"));
+            }
+            if counts > 0 {
+                parts.push(match optional_counts {
+                    0 => counted(counts, "counter update"),
+                    o => format!(
+                        "{}, {o} more with an optional reference given",
+                        counted(counts - o, "counter update")
+                    ),
+                });
+            }
+            if shards > 0 {
+                parts.push(format!("its {shards} counter shards"));
+            }
+            for list in m.with.keys() {
+                let l = &e.lists[list];
+                let (lo, hi) = (l.min.unwrap_or(0), l.max.unwrap_or(100));
+                least += u64::from(lo);
+                most += u64::from(hi);
+                parts.push(format!("{lo} to {hi} {list}"));
+            }
+            if m.token.is_some() {
+                most += 1;
+                parts.push("a client token's marker when one is given".into());
+            }
+            (least, most, true, parts.join(", "))
+        }
+        Action::Update => {
+            let changes = |a: &String| m.fields.contains(a);
+            // A unique value changed: its old marker deleted, its new one put.
+            let moved_markers = 2 * e.writes.unique.keys().filter(|a| changes(a)).count() as u64;
+            // A reference changed: the old item uncounted, the new one counted; a value
+            // that picks a counter changed: one update of the same item.
+            let moved_counts: u64 = e
+                .writes
+                .counts
+                .iter()
+                .map(|c| {
+                    if e.references[&c.reference].key.values().any(&changes) {
+                        2
+                    } else if c.by_attributes().any(|a| m.fields.iter().any(|f| f == a)) {
+                        1
+                    } else {
+                        0
+                    }
+                })
+                .sum();
+            let versioned = e.writes.version.is_some();
+            (
+                1,
+                1 + moved_markers + moved_counts,
+                versioned,
+                format!(
+                    "the item{}{}",
+                    if moved_markers > 0 {
+                        format!("; a changed unique value's old and new marker ({moved_markers})")
+                    } else {
+                        String::new()
+                    },
+                    if moved_counts > 0 {
+                        format!("; the counters a change moves ({moved_counts})")
+                    } else {
+                        String::new()
+                    },
+                ),
+            )
+        }
+        Action::Delete => (
+            1 + markers + counts - optional_counts,
+            1 + markers + counts,
+            markers + counts > 0,
+            "the item, its markers and the counters it is counted on".into(),
+        ),
+    }
+}
+
+/// `0.5`, `3`, `0.5–50`: a figure of units as a table shows it.
+fn units_text(c: &Cost) -> String {
+    let n = |x: f64| {
+        if x.fract() == 0.0 {
+            format!("{x:.0}")
+        } else {
+            format!("{x}")
+        }
+    };
+    if c.least == c.most {
+        format!("{} {}", n(c.least), c.unit)
+    } else {
+        format!("{}–{} {}", n(c.least), n(c.most), c.unit)
+    }
+}
+
+/// The entity chart and the access-pattern table, as Markdown.
+pub fn markdown(x: &Explained) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "### Entity chart\n\nChart `{}`, table `{}`: partition key `{}`, sort key `{}`",
+        x.chart, x.table, x.key_attributes[0], x.key_attributes[1]
+    ));
+    for i in &x.indexes {
+        out.push_str(&format!(
+            "; {} (`{}`, `{}`, {})",
+            i.name, i.partition_key, i.sort_key, i.projection
+        ));
+    }
+    out.push_str(".\n\n| Entity |");
+    for a in &x.key_attributes {
+        out.push_str(&format!(" {a} |"));
+    }
+    out.push_str("\n|---|");
+    for _ in &x.key_attributes {
+        out.push_str("---|");
+    }
+    out.push('\n');
+    for e in &x.entities {
+        let name = if e.system {
+            format!("{} (the server's own)", e.name)
+        } else {
+            e.name.clone()
+        };
+        out.push_str(&format!("| {name} |"));
+        for a in &x.key_attributes {
+            match e.keys.iter().find(|(k, _)| k == a) {
+                Some((_, t)) => out.push_str(&format!(" `{t}` |")),
+                None => out.push_str(" |"),
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "\n### Access patterns\n\nCosts for items of {} B, a first page of {} (a client's `first`), reads eventually consistent (0.5 RCU per 4 KB; a strongly consistent read costs twice that), writes 1 WCU per KB of each item, twice that in a transaction.\n\n| # | Access pattern | Request | Key condition | Returns | Cost |\n|---|---|---|---|---|---|\n",
+        x.item_bytes, x.page_size
+    ));
+    for p in &x.patterns {
+        let request = match (&p.index, p.forward) {
+            (Some(i), Some(f)) => format!(
+                "{} {i}, {}",
+                p.request,
+                if f { "forward" } else { "backward" }
+            ),
+            (None, Some(f)) => format!("{}, {}", p.request, if f { "forward" } else { "backward" }),
+            (Some(i), None) => format!("{} {i}", p.request),
+            (None, None) => p.request.clone(),
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} ({}) |\n",
+            p.number,
+            p.name,
+            request,
+            p.key_condition
+                .as_deref()
+                .map(|k| format!("`{k}`"))
+                .unwrap_or_else(|| "—".into()),
+            p.returns,
+            units_text(&p.cost),
+            p.cost.how
+        ));
+    }
+    out
+}
