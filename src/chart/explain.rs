@@ -84,13 +84,17 @@ pub struct Cost {
     pub how: String,
 }
 
-/// A key template as a person reads it: `ORG#<slug>`.
+/// A key template as a person reads it: `ORG#<slug>`, `ORG#<org>#COUNT#<shard:02>`.
 pub fn shown(t: &Template) -> String {
     t.parts
         .iter()
         .map(|p| match p {
             Part::Literal(l) => l.clone(),
-            Part::Var(v) => format!("<{}>", v.name),
+            Part::Var(v) => match v.width {
+                // Zero-padded to its width, as the chart writes it (`{shard:02}`).
+                Some(w) => format!("<{}:0{w}>", v.name),
+                None => format!("<{}>", v.name),
+            },
         })
         .collect()
 }
@@ -483,11 +487,21 @@ fn units_text(c: &Cost) -> String {
 
 /// The entity chart and the access-pattern table, as Markdown.
 pub fn markdown(x: &Explained) -> String {
-    let mut out = String::new();
-    out.push_str(&format!(
-        "### Entity chart\n\nChart `{}`, table `{}`: partition key `{}`, sort key `{}`",
+    format!(
+        "### Entity chart\n\n{}\n### Access patterns\n\n{}",
+        entity_table(x),
+        pattern_table(x)
+    )
+}
+
+/// The entity chart: a line naming the table and its indexes, then each entity's key
+/// templates under the key attributes. The README's and DATA_MODEL's for the built-in
+/// chart.
+pub fn entity_table(x: &Explained) -> String {
+    let mut out = format!(
+        "Chart `{}`, table `{}`: partition key `{}`, sort key `{}`",
         x.chart, x.table, x.key_attributes[0], x.key_attributes[1]
-    ));
+    );
     for i in &x.indexes {
         out.push_str(&format!(
             "; {} (`{}`, `{}`, {})",
@@ -518,18 +532,21 @@ pub fn markdown(x: &Explained) -> String {
         }
         out.push('\n');
     }
-    out.push_str(&format!(
-        "\n### Access patterns\n\nCosts for items of {} B, a first page of {} (a client's `first`), reads eventually consistent (0.5 RCU per 4 KB; a strongly consistent read costs twice that), writes 1 WCU per KB of each item, twice that in a transaction.\n\n| # | Access pattern | Request | Key condition | Returns | Cost |\n|---|---|---|---|---|---|\n",
+    out
+}
+
+/// The access-pattern table: a line saying what the costs assume, then a row a pattern.
+/// The README's and DATA_MODEL's for the built-in chart.
+pub fn pattern_table(x: &Explained) -> String {
+    let mut out = format!(
+        "Costs for items of {} B, a first page of {} (a client's `first`), reads eventually consistent (0.5 RCU per 4 KB; a strongly consistent read costs twice that), writes 1 WCU per KB of each item, twice that in a transaction (`itemgraph chart explain`).\n\n| # | Access pattern | Request | Key condition | Returns | Cost |\n|---|---|---|---|---|---|\n",
         x.item_bytes, x.page_size
-    ));
+    );
     for p in &x.patterns {
+        let direction = |f: bool| if f { "forward" } else { "backward" };
         let request = match (&p.index, p.forward) {
-            (Some(i), Some(f)) => format!(
-                "{} {i}, {}",
-                p.request,
-                if f { "forward" } else { "backward" }
-            ),
-            (None, Some(f)) => format!("{}, {}", p.request, if f { "forward" } else { "backward" }),
+            (Some(i), Some(f)) => format!("{} {i}, {}", p.request, direction(f)),
+            (None, Some(f)) => format!("{}, {}", p.request, direction(f)),
             (Some(i), None) => format!("{} {i}", p.request),
             (None, None) => p.request.clone(),
         };

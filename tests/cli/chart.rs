@@ -459,3 +459,48 @@ fn explain_writes_the_entity_chart_and_the_patterns_with_their_costs() {
     let (code, _, err) = chart_explain(&[broken.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
 }
+
+/// The README's and DATA_MODEL's entity chart and access-pattern table are `chart
+/// explain`'s output for the built-in chart, between their markers:
+/// `UPDATE_DOCS=1 cargo nextest run --test cli explains_output` writes them.
+#[test]
+fn the_readme_and_the_data_models_tables_are_explains_output() {
+    let chart = itemgraph::chart::builtin();
+    let explained = itemgraph::chart::explain::explain(&chart, 1024);
+    let tables = [
+        (
+            "entity chart",
+            itemgraph::chart::explain::entity_table(&explained),
+        ),
+        (
+            "access patterns",
+            itemgraph::chart::explain::pattern_table(&explained),
+        ),
+    ];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in ["README.md", "docs/DATA_MODEL.md"] {
+        let path = root.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut written = text.clone();
+        for (name, table) in &tables {
+            let open = format!("<!-- itemgraph chart explain: {name}.");
+            let close = format!("<!-- end of {name} -->");
+            let start = written
+                .find(&open)
+                .unwrap_or_else(|| panic!("{file} has no `{open}` marker"));
+            let body = start + written[start..].find('\n').unwrap() + 1;
+            let end = body
+                + written[body..]
+                    .find(&close)
+                    .unwrap_or_else(|| panic!("{file} has no `{close}` marker"));
+            written.replace_range(body..end, table);
+        }
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &written).unwrap();
+        }
+        assert!(
+            written == text,
+            "{file}'s tables are not `itemgraph chart explain`'s: run UPDATE_DOCS=1 cargo nextest run --test cli explains_output"
+        );
+    }
+}
