@@ -49,9 +49,14 @@ async fn run() -> anyhow::Result<()> {
         // Before logging starts: stdout carries the SDL and nothing else.
         return print_schema(args.chart.as_deref());
     }
-    if let Command::Chart(ChartCommand::Check { file }) = &command {
-        // No log: stdout carries the verdict, stderr the refusals.
-        return check_chart(file.as_deref());
+    if let Command::Chart(ChartCommand::Check {
+        file,
+        deny_warnings,
+        format,
+    }) = &command
+    {
+        // No log: stdout carries the verdict and the advice, stderr the refusals.
+        return check_chart(file.as_deref(), *deny_warnings, *format);
     }
     if let Command::Chart(ChartCommand::Explain {
         file,
@@ -481,29 +486,76 @@ fn explain_chart(
     Ok(())
 }
 
-fn check_chart(file: Option<&std::path::Path>) -> anyhow::Result<()> {
+fn check_chart(
+    file: Option<&std::path::Path>,
+    deny_warnings: bool,
+    format: itemgraph::config::CheckFormat,
+) -> anyhow::Result<()> {
     let (shown, checked) = chart_file(file);
-    match checked {
-        Ok(chart) => {
-            println!(
-                "{shown}: chart `{}`: {} entities, {} indexes, {} access patterns{}: every rule holds",
-                chart.name,
-                chart.declared().count(),
-                chart.indexes.len(),
-                chart.patterns.len(),
-                match chart.mutations.len() {
-                    0 => String::new(),
-                    1 => ", 1 mutation".into(),
-                    n => format!(", {n} mutations"),
-                }
-            );
-            Ok(())
-        }
+    let json = format == itemgraph::config::CheckFormat::Json;
+    let chart = match checked {
+        Ok(chart) => chart,
         Err(refused) => {
-            eprintln!("{shown}: {refused}");
+            if json {
+                let refusals: Vec<serde_json::Value> = refused
+                    .0
+                    .iter()
+                    .map(|r| serde_json::json!({ "refusal": r.to_string() }))
+                    .collect();
+                println!(
+                    "{}",
+                    serde_json::json!({ "chart": shown, "holds": false, "refusals": refusals, "warnings": [] })
+                );
+            } else {
+                eprintln!("{shown}: {refused}");
+            }
             std::process::exit(1);
         }
+    };
+    let advice = itemgraph::chart::advice::advise(&chart);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "chart": shown,
+                "holds": true,
+                "refusals": [],
+                "warnings": advice,
+            }))?
+        );
+    } else {
+        println!(
+            "{shown}: chart `{}`: {} entities, {} indexes, {} access patterns{}: every rule holds{}",
+            chart.name,
+            chart.declared().count(),
+            chart.indexes.len(),
+            chart.patterns.len(),
+            match chart.mutations.len() {
+                0 => String::new(),
+                1 => ", 1 mutation".into(),
+                n => format!(", {n} mutations"),
+            },
+            match advice.len() {
+                0 => String::new(),
+                1 => "; 1 warning".into(),
+                n => format!("; {n} warnings"),
+            }
+        );
+        // Grouped by entity, as `advise` orders them.
+        let mut last: Option<&str> = None;
+        for a in &advice {
+            if last != Some(a.entity.as_str()) {
+                println!("{}:", a.entity);
+                last = Some(a.entity.as_str());
+            }
+            println!("  warning [{}] {}", a.rule, a.message);
+            println!("    why: {}", a.why);
+        }
     }
+    if deny_warnings && !advice.is_empty() {
+        std::process::exit(1);
+    }
+    Ok(())
 }
 
 /// `itemgraph schema`: the SDL, byte for byte what `schema.graphql` holds (with `--chart`,

@@ -10,6 +10,7 @@
 //!
 //! [`builtin`] is the four-entity design, `charts/itemgraph.toml`, compiled in.
 
+pub mod advice;
 mod condition;
 pub mod explain;
 pub mod format;

@@ -107,11 +107,19 @@ pub struct SchemaArgs {
 pub enum ChartCommand {
     /// Check a chart against every rule the server's start-up check enforces: prints each
     /// broken rule with the entity and the pattern it concerns and exits 1, or prints what
-    /// the chart declares and exits 0. Without FILE, the built-in chart.
+    /// the chart declares and exits 0, with the advice the DynamoDB literature gives on
+    /// it (warnings: a hot partition, an item that can outgrow 400 KB), each with its
+    /// reason. Without FILE, the built-in chart.
     Check {
         /// The chart file (TOML); the one `ITEMGRAPH_CHART` names when not given.
         #[arg(env = "ITEMGRAPH_CHART")]
         file: Option<std::path::PathBuf>,
+        /// Exit 1 when there is any warning too (for CI).
+        #[arg(long, env = "ITEMGRAPH_CHART_DENY_WARNINGS")]
+        deny_warnings: bool,
+        /// `text` (for a person) or `json` (for a tool: the refusals and the warnings).
+        #[arg(long, env = "ITEMGRAPH_CHART_CHECK_FORMAT", value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
     },
     /// Write a chart's entity chart and access-pattern table: each pattern with its
     /// request, its key condition, what it returns and its cost in read or write capacity
@@ -131,6 +139,13 @@ pub enum ChartCommand {
         #[arg(long, env = "ITEMGRAPH_EXPLAIN_FORMAT", value_enum, default_value_t = ExplainFormat::Markdown)]
         format: ExplainFormat,
     },
+}
+
+/// What `chart check` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
 }
 
 /// What `chart explain` writes.

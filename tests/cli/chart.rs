@@ -504,3 +504,63 @@ fn the_readme_and_the_data_models_tables_are_explains_output() {
         );
     }
 }
+
+/// `chart check`'s advice, a rule at a time on a chart built to break it: the built-in
+/// chart deserves none; the second chart one (its chains' store counts are on the chain's
+/// one item: about 500 new stores a second in one chain, which a store locator does not
+/// meet); `--deny-warnings` fails on any; `--format json` for a tool.
+#[test]
+fn check_advises_on_hot_partitions_and_unbounded_items() {
+    let (code, out, err) = chart_check(&["--deny-warnings"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!out.contains("warning"), "{out}");
+    let (code, out, err) = chart_check(&["examples/charts/store-locator.toml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("every rule holds; 1 warning\nChain:\n  warning [hot-partition] every createStore of one chain updates its storeCount, openStoreCount on the chain's one item"), "{out}");
+    assert!(out.contains("about 500 new stores a second"), "{out}");
+    let (code, _, _) = chart_check(&["--deny-warnings", "examples/charts/store-locator.toml"]);
+    assert_eq!(code, 1);
+    // The hours without a bound: the item can outgrow 400 KB.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("examples/charts/store-locator.toml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let unbounded = dir.path().join("unbounded.toml");
+    std::fs::write(
+        &unbounded,
+        text.replace(
+            "hours = { type = \"list\", of = \"Hours\", max_items = 7,",
+            "hours = { type = \"list\", of = \"Hours\",",
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = chart_check(&["--format", "json", unbounded.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let x: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(x["holds"], true);
+    let rules: Vec<(&str, &str)> = x["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["rule"].as_str().unwrap(), w["entity"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rules,
+        [("hot-partition", "Chain"), ("item-size", "Store")],
+        "{out}"
+    );
+    assert!(
+        x["warnings"][1]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("`hours` has no `max_items`"),
+        "{out}"
+    );
+    // A chart that breaks a rule: refused, in JSON too.
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "name = \"x\"").unwrap();
+    let (code, out, _) = chart_check(&["--format", "json", broken.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let x: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(x["holds"], false);
+    assert!(!x["refusals"].as_array().unwrap().is_empty(), "{out}");
+}
