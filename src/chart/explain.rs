@@ -171,24 +171,32 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
     }
 }
 
-fn condition_text(chart: &Chart, c: &KeyCondition) -> String {
+/// A key condition as text (`PK = ORG#<slug> AND SK >= ORG#<slug>`), each template
+/// written by `render` (the chart's own form, or [`shown`]'s).
+pub fn condition_text(
+    chart: &Chart,
+    c: &KeyCondition,
+    render: &dyn Fn(&Template) -> String,
+) -> String {
     let (pk, sk) = match &c.index {
         None => (&chart.table.partition_key, &chart.table.sort_key),
         Some(i) => (&chart.indexes[i].partition_key, &chart.indexes[i].sort_key),
     };
-    let mut out = format!("{pk} = {}", shown(&c.partition));
+    let mut out = format!("{pk} = {}", render(&c.partition));
     match &c.sort {
         None => {}
-        Some(SortCondition::Eq(t)) => out.push_str(&format!(" AND {sk} = {}", shown(t))),
-        Some(SortCondition::Lt(t)) => out.push_str(&format!(" AND {sk} < {}", shown(t))),
-        Some(SortCondition::Le(t)) => out.push_str(&format!(" AND {sk} <= {}", shown(t))),
-        Some(SortCondition::Gt(t)) => out.push_str(&format!(" AND {sk} > {}", shown(t))),
-        Some(SortCondition::Ge(t)) => out.push_str(&format!(" AND {sk} >= {}", shown(t))),
-        Some(SortCondition::Between(a, b)) => {
-            out.push_str(&format!(" AND {sk} BETWEEN {} AND {}", shown(a), shown(b)))
-        }
+        Some(SortCondition::Eq(t)) => out.push_str(&format!(" AND {sk} = {}", render(t))),
+        Some(SortCondition::Lt(t)) => out.push_str(&format!(" AND {sk} < {}", render(t))),
+        Some(SortCondition::Le(t)) => out.push_str(&format!(" AND {sk} <= {}", render(t))),
+        Some(SortCondition::Gt(t)) => out.push_str(&format!(" AND {sk} > {}", render(t))),
+        Some(SortCondition::Ge(t)) => out.push_str(&format!(" AND {sk} >= {}", render(t))),
+        Some(SortCondition::Between(a, b)) => out.push_str(&format!(
+            " AND {sk} BETWEEN {} AND {}",
+            render(a),
+            render(b)
+        )),
         Some(SortCondition::BeginsWith(t)) => {
-            out.push_str(&format!(" AND begins_with({sk}, {})", shown(t)))
+            out.push_str(&format!(" AND begins_with({sk}, {})", render(t)))
         }
     }
     out
@@ -245,7 +253,7 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
                         c.index.clone(),
                         Some(format!(
                             "{key}; with its counts: Query {}",
-                            condition_text(chart, c)
+                            condition_text(chart, c, &shown)
                         )),
                         None,
                         format!(
@@ -303,7 +311,7 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
             (
                 "Query".to_owned(),
                 condition.index.clone(),
-                Some(condition_text(chart, condition)),
+                Some(condition_text(chart, condition, &shown)),
                 Some(*forward),
                 returns,
                 Cost {

@@ -15,7 +15,7 @@ use super::mutate::id_field;
 use super::record::{key_var_names, Record};
 use super::{lower_first, upper_first};
 use crate::chart::types::Type;
-use crate::chart::{Action, Chart, Entity, Mutation, Pattern, Request, SortCondition};
+use crate::chart::{Action, Chart, Entity, Mutation, Pattern, Request};
 use crate::store::{AttributeValue, Item};
 
 /// The chart's examples, in the order of its patterns: its reads from its samples, its
@@ -360,7 +360,7 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
                 head,
                 "# One Query, {}: {}{}.",
                 if *forward { "forward" } else { "backward" },
-                condition_text(chart, condition),
+                crate::chart::explain::condition_text(chart, condition, &|t| t.to_string()),
                 if carried {
                     format!(
                         ", which reads the {} and the first page together",
@@ -555,31 +555,4 @@ fn shape_of(ty: &Type) -> Option<&String> {
         Type::List { of, .. } => shape_of(of),
         _ => None,
     }
-}
-
-fn condition_text(chart: &Chart, cond: &crate::chart::KeyCondition) -> String {
-    let (pk, sk) = match &cond.index {
-        None => (
-            chart.table.partition_key.as_str(),
-            chart.table.sort_key.as_str(),
-        ),
-        Some(i) => (
-            chart.indexes[i].partition_key.as_str(),
-            chart.indexes[i].sort_key.as_str(),
-        ),
-    };
-    let mut out = format!("{pk} = {}", cond.partition);
-    match &cond.sort {
-        None => {}
-        Some(SortCondition::Eq(t)) => out.push_str(&format!(" AND {sk} = {t}")),
-        Some(SortCondition::Lt(t)) => out.push_str(&format!(" AND {sk} < {t}")),
-        Some(SortCondition::Le(t)) => out.push_str(&format!(" AND {sk} <= {t}")),
-        Some(SortCondition::Gt(t)) => out.push_str(&format!(" AND {sk} > {t}")),
-        Some(SortCondition::Ge(t)) => out.push_str(&format!(" AND {sk} >= {t}")),
-        Some(SortCondition::Between(a, b)) => {
-            out.push_str(&format!(" AND {sk} BETWEEN {a} AND {b}"))
-        }
-        Some(SortCondition::BeginsWith(t)) => out.push_str(&format!(" AND begins_with({sk}, {t})")),
-    }
-    out
 }
