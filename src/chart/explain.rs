@@ -385,19 +385,29 @@ fn write_actions(chart: &Chart, pattern: u32, entity: &str) -> (u64, u64, bool, 
     let Some(m) = chart.mutations.values().find(|m| m.pattern == pattern) else {
         return (1, 1, false, "the item".into());
     };
-    let optional = |c: &&super::Count| {
-        e.references[&c.reference]
-            .key
-            .values()
-            .any(|a| e.attributes[a].optional)
-    };
+    let optional_ref =
+        |r: &super::format::Reference| r.key.values().any(|a| e.attributes[a].optional);
+    let optional = |c: &&super::Count| optional_ref(&e.references[&c.reference]);
     let markers = e.writes.unique.len() as u64;
+    // A marker of an optional value is written only when it is given.
+    let optional_markers = e
+        .writes
+        .unique
+        .keys()
+        .filter(|a| e.attributes[*a].optional)
+        .count() as u64;
     let counts = e.writes.counts.len() as u64;
     let optional_counts = e.writes.counts.iter().filter(optional).count() as u64;
+    // The references no count verifies: a ConditionCheck each, when given.
+    let checks = e.checked_references().count() as u64;
+    let optional_checks = e
+        .checked_references()
+        .filter(|(_, r)| optional_ref(r))
+        .count() as u64;
     match m.action {
         Action::Create => {
             let shards = u64::from(shards_of(chart, entity));
-            let mut least = 1 + markers + counts - optional_counts + shards;
+            let mut least = 1 + markers - optional_markers + counts - optional_counts + shards;
             let mut most = 1 + markers + counts + shards;
             let mut parts = vec!["the item".to_owned()];
             if markers > 0 {
@@ -411,6 +421,11 @@ fn write_actions(chart: &Chart, pattern: u32, entity: &str) -> (u64, u64, bool, 
                         counted(counts - o, "counter update")
                     ),
                 });
+            }
+            if checks > 0 {
+                least += checks - optional_checks;
+                most += checks;
+                parts.push(counted(checks, "reference's existence check"));
             }
             if shards > 0 {
                 parts.push(format!("its {shards} counter shards"));
@@ -448,13 +463,18 @@ fn write_actions(chart: &Chart, pattern: u32, entity: &str) -> (u64, u64, bool, 
                     }
                 })
                 .sum();
+            // A changed reference no count verifies: checked to exist again.
+            let rechecks = e
+                .checked_references()
+                .filter(|(_, r)| r.key.values().any(&changes))
+                .count() as u64;
             let versioned = e.writes.version.is_some();
             (
                 1,
-                1 + moved_markers + moved_counts,
+                1 + moved_markers + moved_counts + rechecks,
                 versioned,
                 format!(
-                    "the item{}{}",
+                    "the item{}{}{}",
                     if moved_markers > 0 {
                         format!("; a changed unique value's old and new marker ({moved_markers})")
                     } else {
@@ -465,11 +485,16 @@ fn write_actions(chart: &Chart, pattern: u32, entity: &str) -> (u64, u64, bool, 
                     } else {
                         String::new()
                     },
+                    if rechecks > 0 {
+                        format!("; a changed reference's existence check ({rechecks})")
+                    } else {
+                        String::new()
+                    },
                 ),
             )
         }
         Action::Delete => (
-            1 + markers + counts - optional_counts,
+            1 + markers - optional_markers + counts - optional_counts,
             1 + markers + counts,
             markers + counts > 0,
             "the item, its markers and the counters it is counted on".into(),
@@ -573,4 +598,36 @@ pub fn pattern_table(x: &Explained) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reference no count verifies is one ConditionCheck of the create's transaction,
+    /// as the write path sends it: the second chart's stores without their chain's counts.
+    #[test]
+    fn a_checked_reference_is_one_more_item_written() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/charts/store-locator.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let counted = super::super::parse(&text).unwrap();
+        let unchecked = text.replace(
+            "counts = { chain = [\"storeCount\", { by = \"status\", counters = { OPEN = \"openStoreCount\" } }] }\n",
+            "",
+        );
+        let checked = super::super::parse(&unchecked).unwrap();
+        let create = |chart: &Chart| {
+            let x = explain(chart, 1024);
+            let p = x.patterns.iter().find(|p| p.number == 7).unwrap();
+            (p.cost.least, p.cost.most, p.cost.how.clone())
+        };
+        // The store and the chain's counters; its phone's marker and a client token's
+        // when given.
+        assert_eq!((create(&counted).0, create(&counted).1), (4.0, 8.0));
+        // The store and the chain's existence; the same two markers when given.
+        let (least, most, how) = create(&checked);
+        assert_eq!((least, most), (4.0, 8.0), "{how}");
+        assert!(how.contains("1 reference's existence check"), "{how}");
+    }
 }

@@ -206,6 +206,14 @@ pub struct Entity {
 }
 
 impl Entity {
+    /// The references no count of it verifies: a create (and a change of one) checks that
+    /// the item each names exists, one ConditionCheck each.
+    pub fn checked_references(&self) -> impl Iterator<Item = (&String, &format::Reference)> {
+        self.references
+            .iter()
+            .filter(|(r, _)| !self.writes.counts.iter().any(|c| c.reference == **r))
+    }
+
     /// The attribute it expires by (the table's time to live), where it declares it.
     pub fn expiry<'a>(&self, table: &'a Table) -> Option<&'a str> {
         table

@@ -556,12 +556,7 @@ impl Checker {
                 .map_or(0, |s| s.shards_of.as_ref().map_or(0, |(_, n)| *n as usize));
             let counted_refs = e.writes.counts.len();
             // Every other reference is checked to exist when it is given or changed.
-            let checked: Vec<&format::Reference> = e
-                .references
-                .iter()
-                .filter(|(r, _)| !e.writes.counts.iter().any(|c| c.reference == **r))
-                .map(|(_, r)| r)
-                .collect();
+            let checked: Vec<&format::Reference> = e.checked_references().map(|(_, r)| r).collect();
             let actions = match action {
                 Action::Create => {
                     1 + e.writes.unique.len()

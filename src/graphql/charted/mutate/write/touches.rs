@@ -343,12 +343,9 @@ fn at(
     Some((key, Condition::And(when)))
 }
 
-/// The references of `e` no count of it verifies: a create (and a change of one) checks
-/// that the item each names exists.
+/// The references of `e` no count of it verifies ([`Entity::checked_references`]).
 pub(super) fn unchecked(e: &Entity) -> impl Iterator<Item = &String> {
-    e.references
-        .keys()
-        .filter(|r| !e.writes.counts.iter().any(|c| c.reference == **r))
+    e.checked_references().map(|(name, _)| name)
 }
 
 /// The conditions that what a write was built from (its unique values, the references it
