@@ -7,12 +7,17 @@ use std::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_itemgraph");
 
 fn chart_check(args: &[&str]) -> (i32, String, String) {
+    chart_command("check", args)
+}
+
+/// `itemgraph chart COMMAND ARGS…` in the repository: its exit code, stdout and stderr.
+fn chart_command(command: &str, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(BIN)
-        .args(["chart", "check"])
+        .args(["chart", command])
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
-        .expect("run itemgraph chart check");
+        .expect("run itemgraph chart");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),
@@ -401,17 +406,7 @@ async fn seed_generates_the_data_a_chart_describes() {
 }
 
 fn chart_explain(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .args(["chart", "explain"])
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run itemgraph chart explain");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    chart_command("explain", args)
 }
 
 /// `itemgraph chart explain`: the built-in chart's entity chart and access patterns with

@@ -243,14 +243,17 @@ impl<'c> Generator<'c> {
         }
         let mut settled = HashSet::new();
         for (i, (name, r)) in refs.into_iter().enumerate() {
-            let optional = r.key.values().any(|mine| e.attributes[mine].optional);
+            // A reference left out leaves out its optional attributes with it.
+            let optional_attrs = |r: &crate::chart::format::Reference| {
+                r.key
+                    .values()
+                    .filter(|mine| e.attributes[*mine].optional)
+                    .cloned()
+                    .collect::<Vec<_>>()
+            };
+            let optional = !optional_attrs(r).is_empty();
             if optional && n % 2 == 1 {
-                settled.extend(
-                    r.key
-                        .values()
-                        .filter(|mine| e.attributes[*mine].optional)
-                        .cloned(),
-                );
+                settled.extend(optional_attrs(r));
                 continue;
             }
             // What is already picked narrows the candidates.
@@ -273,12 +276,7 @@ impl<'c> Generator<'c> {
                 .copied();
             let Some(k) = found else {
                 if optional {
-                    settled.extend(
-                        r.key
-                            .values()
-                            .filter(|mine| e.attributes[*mine].optional)
-                            .cloned(),
-                    );
+                    settled.extend(optional_attrs(r));
                     continue;
                 }
                 return Err(format!(
