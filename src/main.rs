@@ -541,21 +541,38 @@ fn check_chart(
                 n => format!("; {n} warnings"),
             }
         );
-        // Grouped by entity, as `advise` orders them.
-        let mut last: Option<&str> = None;
-        for a in &advice {
-            if last != Some(a.entity.as_str()) {
-                println!("{}:", a.entity);
-                last = Some(a.entity.as_str());
-            }
-            println!("  warning [{}] {}", a.rule, a.message);
-            println!("    why: {}", a.why);
-        }
+        print_advice(&advice);
     }
     if deny_warnings && !advice.is_empty() {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// `chart check`'s advice for a person: grouped by entity, as `advise` orders them, in
+/// colour on a terminal (anstream strips it for a pipe or a file, and under `NO_COLOR`).
+fn print_advice(advice: &[itemgraph::chart::advice::Advice]) {
+    use anstyle::{AnsiColor, Style};
+    let entity = Style::new().bold();
+    let warning = Style::new().fg_color(Some(AnsiColor::Yellow.into())).bold();
+    let why = Style::new().dimmed();
+    let mut last: Option<&str> = None;
+    for a in advice {
+        if last != Some(a.entity.as_str()) {
+            anstream::println!("{entity}{}{entity:#}:", a.entity);
+            last = Some(a.entity.as_str());
+        }
+        let pattern = a
+            .pattern
+            .map(|p| format!("pattern {p}: "))
+            .unwrap_or_default();
+        anstream::println!(
+            "  {warning}warning [{}]{warning:#} {pattern}{}",
+            a.rule,
+            a.message
+        );
+        anstream::println!("    {why}why: {}{why:#}", a.why);
+    }
 }
 
 /// `itemgraph schema`: the SDL, byte for byte what `schema.graphql` holds (with `--chart`,

@@ -1,60 +1,152 @@
 //! Advice on a chart every start-up rule passes (`itemgraph chart check`): what the
 //! DynamoDB literature warns a single-table design of, each with its reason. Warnings,
 //! not refusals: the server serves such a chart, and load finds out.
+//!
+//! What the literature warns of that a chart cannot be served with at all is refused at
+//! start instead, by the rules of [`super::RULES`]: a pattern whose key condition can
+//! return what it does not declare (it would need a filter: `one-request`), a transaction
+//! of more than 100 actions and a change of a primary key attribute (`writes`).
 
 use serde::Serialize;
 
+use super::size;
+use super::template::Template;
 use super::types::Type;
-use super::Chart;
+use super::{Action, Chart, Entity, Request};
 
-/// One piece of advice: the rule, the entity it concerns, what is wrong and why it matters.
+/// One piece of advice: the rule, the entity it concerns (and the pattern, where it is
+/// one pattern's), what is wrong and why it matters.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Advice {
     pub rule: &'static str,
     pub entity: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<u32>,
     pub message: String,
     pub why: &'static str,
 }
 
 /// The rules advised on, each with what it asks (`docs/CHART.md`, "Advice").
-pub const RULES: [(&str, &str); 2] = [
+pub const RULES: [(&str, &str); 7] = [
     (
         "hot-partition",
-        "a counter every create of a tenant's items updates is spread over counter shards",
+        "no counter item or index partition takes every create of one tenant: counters are spread over counter shards, index partitions over more than the tenant",
     ),
     (
         "item-size",
         "a list or map attribute has a `max_items`, so its item cannot outgrow 400 KB",
     ),
+    (
+        "transaction-size",
+        "a mutation's transaction cannot exceed the 4 MB DynamoDB takes in one",
+    ),
+    (
+        "page-size",
+        "a Query pattern's largest first page fits in the 1 MB one Query returns",
+    ),
+    (
+        "changing-sort-key",
+        "no index sort key is built from an attribute a mutation changes",
+    ),
+    (
+        "sparse-index",
+        "an entity carries keys only in the indexes a pattern reads it from",
+    ),
+    (
+        "consistent-read",
+        "a root field that reads one item after its create or change reads the base table, not an index",
+    ),
 ];
 
-const HOT_PARTITION_WHY: &str = "One item takes about 1 000 write units a second, and an update \
+const HOT_COUNTER_WHY: &str = "One item takes about 1 000 write units a second, and an update \
 inside a transaction costs 2 (AWS, \"Best practices for designing and using partition keys \
 effectively\"; \"Using write sharding to distribute workloads evenly\").";
+
+const HOT_INDEX_WHY: &str = "One partition of an index takes about 1 000 write units a \
+second, as a table's does, and an index that cannot keep up throttles the table's writes \
+(AWS, \"Best practices for designing and using partition keys effectively\"; \"Using Global \
+Secondary Index write sharding for selective table queries\").";
 
 const ITEM_SIZE_WHY: &str = "DynamoDB refuses an item over 400 KB, and every read of it costs \
 its whole size (AWS, \"Best practices for storing large items and attributes\").";
 
+const TRANSACTION_SIZE_WHY: &str = "The items of one TransactWriteItems may total 4 MB at \
+most; past it DynamoDB refuses the whole transaction (AWS, \"Amazon DynamoDB Transactions: \
+How it works\", and the TransactWriteItems API reference).";
+
+const PAGE_SIZE_WHY: &str = "One Query reads at most 1 MB before it stops and hands back a \
+LastEvaluatedKey, so a page past it takes another request (AWS, \"Paginating table query \
+results\").";
+
+const CHANGING_SORT_KEY_WHY: &str = "A sort key orders a partition for its readers; a value \
+that changes moves the item within it, so a read paging it by cursor sees the item twice or \
+not at all, and DynamoDB writes the index entry twice (a delete and a put). A primary key \
+cannot change at all: the item must be deleted and put again (AWS, \"Best practices for \
+using sort keys to organize data\"; \"Managing Global Secondary Indexes\").";
+
+const SPARSE_INDEX_WHY: &str = "An index holds only the items that carry its keys, and every \
+write of one costs the index's write units too; an index only the type a pattern reads \
+carries is sparse, and a filter of one type over it reads that type alone (AWS, \"Take \
+advantage of sparse indexes\").";
+
+const CONSISTENT_READ_WHY: &str = "A global secondary index is only eventually consistent: \
+it takes no ConsistentRead, and a write reaches it after the base table, usually within a \
+second (AWS, \"Using Global Secondary Indexes in DynamoDB\", read consistency).";
+
+/// One Query's most: 1 MB.
+const QUERY_BYTES: u64 = 1024 * 1024;
+
+/// One transaction's most: 4 MB.
+const TRANSACTION_BYTES: u64 = 4 * 1024 * 1024;
+
 /// The advice on `chart`, by entity.
 pub fn advise(chart: &Chart) -> Vec<Advice> {
     let mut out = Vec::new();
-    hot_partitions(chart, &mut out);
+    hot_counters(chart, &mut out);
+    hot_index_partitions(chart, &mut out);
     item_sizes(chart, &mut out);
-    out.sort_by(|a, b| a.entity.cmp(&b.entity).then(a.rule.cmp(b.rule)));
+    transaction_sizes(chart, &mut out);
+    page_sizes(chart, &mut out);
+    changing_sort_keys(chart, &mut out);
+    sparse_indexes(chart, &mut out);
+    consistent_reads(chart, &mut out);
+    out.sort_by(|a, b| {
+        a.entity
+            .cmp(&b.entity)
+            .then(a.rule.cmp(b.rule))
+            .then(a.pattern.cmp(&b.pattern))
+    });
     out
+}
+
+/// The create mutations of `e`, by name.
+fn creates<'a>(chart: &'a Chart, e: &str) -> Vec<&'a str> {
+    chart
+        .mutations
+        .values()
+        .filter(|m| m.entity == e && m.action == Action::Create)
+        .map(|m| m.name.as_str())
+        .collect()
+}
+
+/// `12 KB`, `1.2 MB`, `800 B`: a size as a sentence says it.
+fn bytes_text(b: u64) -> String {
+    if b >= 1024 * 1024 {
+        format!("{:.1} MB", b as f64 / (1024.0 * 1024.0))
+    } else if b >= 1024 {
+        format!("{} KB", b.div_ceil(1024))
+    } else {
+        format!("{b} B")
+    }
 }
 
 /// A counter on the tenant's own item that every create of its children updates, with no
 /// counter shards: one tenant's creates are held to one item's write rate.
-fn hot_partitions(chart: &Chart, out: &mut Vec<Advice>) {
+fn hot_counters(chart: &Chart, out: &mut Vec<Advice>) {
     let Some(tenant) = chart.tenant.as_ref().map(|t| t.entity.as_str()) else {
         return;
     };
-    let sharded = chart
-        .entities
-        .values()
-        .any(|s| s.shards_of.as_ref().is_some_and(|(of, _)| of == tenant));
-    if sharded {
+    if chart.shards_of(tenant).is_some() {
         return;
     }
     for e in chart.declared() {
@@ -62,18 +154,14 @@ fn hot_partitions(chart: &Chart, out: &mut Vec<Advice>) {
             if e.references.get(&c.reference).map(|r| r.entity.as_str()) != Some(tenant) {
                 continue;
             }
-            let creates: Vec<&str> = chart
-                .mutations
-                .values()
-                .filter(|m| m.entity == e.name && m.action == super::Action::Create)
-                .map(|m| m.name.as_str())
-                .collect();
+            let creates = creates(chart, &e.name);
             if creates.is_empty() {
                 continue;
             }
             out.push(Advice {
                 rule: "hot-partition",
                 entity: tenant.to_owned(),
+                pattern: None,
                 message: format!(
                     "every {} of one {} updates its {} on the {}'s one item: at about 1 000 \
                      write units a second an item, 2 an update in a transaction, one {} takes \
@@ -86,7 +174,76 @@ fn hot_partitions(chart: &Chart, out: &mut Vec<Advice>) {
                     super::words(tenant),
                     super::plural(&e.name),
                 ),
-                why: HOT_PARTITION_WHY,
+                why: HOT_COUNTER_WHY,
+            });
+        }
+    }
+}
+
+/// An index partition every create of one tenant's items writes into: the index's
+/// partition key built from the tenant alone, or with it a value every create gives the
+/// same (its life cycle's first status) or one of a few (an enum's).
+fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
+    for e in chart.declared() {
+        let creates = creates(chart, &e.name);
+        if creates.is_empty() {
+            continue;
+        }
+        let tenant = chart.tenant_attribute(e);
+        for (index, keys) in &e.indexes {
+            let mut holds_tenant = false;
+            let mut same = Vec::new();
+            let few = keys.pk.vars().all(|v| {
+                if Some(&v.name) == tenant.as_ref() {
+                    holds_tenant = true;
+                    return true;
+                }
+                let initial = e
+                    .writes
+                    .lifecycle
+                    .as_ref()
+                    .filter(|l| l.attribute == v.name)
+                    .map(|l| l.initial.clone());
+                match (&e.attributes.get(&v.name).map(|a| &a.ty), initial) {
+                    (_, Some(initial)) => {
+                        same.push(format!("`{}` {initial}", v.name));
+                        true
+                    }
+                    (Some(Type::Enum { values, .. }), None) => {
+                        same.push(format!("`{}` one of {}", v.name, values.len()));
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            if !few || (tenant.is_some() && !holds_tenant) {
+                continue;
+            }
+            let whose = match (&chart.tenant, holds_tenant) {
+                (Some(t), true) => format!("of one {}", super::words(&t.entity)),
+                _ => "of the whole table".to_owned(),
+            };
+            out.push(Advice {
+                rule: "hot-partition",
+                entity: e.name.clone(),
+                pattern: None,
+                message: format!(
+                    "every {} {whose} writes its {index} keys into one partition (`{}`{}): an \
+                     index partition takes about 1 000 write units a second, one a KB the item \
+                     projects, so about 1 000 new {} a second of 1 KB; past it the index's \
+                     throttling holds back the table's writes. Write sharding spreads it: a \
+                     suffix from 0 to N on the index's partition key, which the pattern then \
+                     reads N times",
+                    creates.join(" or "),
+                    super::explain::shown(&keys.pk),
+                    if same.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", {}", same.join(", "))
+                    },
+                    super::plural(&e.name),
+                ),
+                why: HOT_INDEX_WHY,
             });
         }
     }
@@ -100,6 +257,7 @@ fn item_sizes(chart: &Chart, out: &mut Vec<Advice>) {
                 out.push(Advice {
                     rule: "item-size",
                     entity: e.name.clone(),
+                    pattern: None,
                     message: format!(
                         "`{path}` has no `max_items`: the item grows with it, and a write that \
                          takes it past 400 KB is refused"
@@ -131,5 +289,291 @@ fn unbounded(chart: &Chart, ty: &Type, path: &str, depth: usize) -> Option<Strin
             })
         }
         _ => None,
+    }
+}
+
+/// What makes an entity's items as large as they can be: its largest attribute, or the
+/// one only DynamoDB's limit bounds.
+fn largest(chart: &Chart, e: &Entity) -> String {
+    let s = size::max_item(chart, e);
+    match s.unbounded {
+        Some(a) => format!("`{a}`, which nothing bounds"),
+        None => match size::largest_attribute(chart, e) {
+            Some((a, b)) => format!("`{a}` up to {}", bytes_text(b)),
+            None => "its keys".to_owned(),
+        },
+    }
+}
+
+/// A mutation whose transaction can total more than 4 MB: each item it writes at its most.
+fn transaction_sizes(chart: &Chart, out: &mut Vec<Advice>) {
+    for m in chart.mutations.values() {
+        let written = super::explain::written_most(chart, m);
+        let mut total = 0u64;
+        let mut biggest: Option<(&str, u64, u64)> = None;
+        for (entity, n) in &written {
+            let Some(e) = chart.entities.get(entity) else {
+                continue;
+            };
+            let each = size::max_item(chart, e).bytes;
+            total += each * n;
+            if biggest.is_none_or(|(_, b, k)| b * k < each * n) {
+                biggest = Some((entity, each, *n));
+            }
+        }
+        if total <= TRANSACTION_BYTES {
+            continue;
+        }
+        let items: u64 = written.iter().map(|(_, n)| n).sum();
+        let (entity, each, n) = biggest.expect("a transaction writes an item");
+        out.push(Advice {
+            rule: "transaction-size",
+            entity: m.entity.clone(),
+            pattern: Some(m.pattern),
+            message: format!(
+                "`{}` writes up to {items} items in one TransactWriteItems, {} in all at their \
+                 largest ({n} {} of up to {} each: {}), past the 4 MB one transaction takes: \
+                 DynamoDB would refuse it whole. Bound what makes them large, or write fewer \
+                 in one",
+                m.name,
+                bytes_text(total),
+                if n == 1 {
+                    super::words(entity)
+                } else {
+                    super::plural(entity)
+                },
+                bytes_text(each),
+                largest(chart, &chart.entities[entity]),
+            ),
+            why: TRANSACTION_SIZE_WHY,
+        });
+    }
+}
+
+/// The most children one read of a Query pattern returns: a list's `max`, else the
+/// largest page.
+fn children_read(chart: &Chart, pattern: u32) -> u64 {
+    let list = chart
+        .entities
+        .values()
+        .flat_map(|e| e.lists.values())
+        .filter(|l| l.pattern == pattern)
+        .map(|l| u64::from(l.max.unwrap_or(crate::collections::MAX_PAGE_SIZE)))
+        .max();
+    list.unwrap_or(u64::from(crate::collections::MAX_PAGE_SIZE))
+}
+
+/// A Query pattern whose largest first page (its parent, what it reads beside it, and the
+/// most children a page holds) can pass the 1 MB one Query returns.
+fn page_sizes(chart: &Chart, out: &mut Vec<Advice>) {
+    for p in chart.patterns.values() {
+        let Request::Query {
+            parent,
+            beside,
+            children,
+            ..
+        } = &p.request
+        else {
+            continue;
+        };
+        let size_of = |e: &str| size::max_item(chart, &chart.entities[e]).bytes;
+        let mut carried = parent.as_deref().map_or(0, size_of);
+        for b in beside {
+            let n = chart.entities[b].shards_of.as_ref().map_or(1, |(_, n)| *n);
+            carried += u64::from(n) * size_of(b);
+        }
+        let n = children_read(chart, p.number);
+        let each = size_of(children);
+        let total = carried + n * each;
+        if total <= QUERY_BYTES {
+            continue;
+        }
+        let fits = QUERY_BYTES.saturating_sub(carried) / each.max(1);
+        out.push(Advice {
+            rule: "page-size",
+            entity: children.clone(),
+            pattern: Some(p.number),
+            message: format!(
+                "{} reads {}up to {n} {} of up to {} each ({}): {} in all, past the 1 MB one \
+                 Query returns, so DynamoDB stops after about {fits} and a client that asked \
+                 for {n} gets fewer and pages on, with another request. Bound what makes them \
+                 large, or page smaller",
+                p.name,
+                parent
+                    .as_deref()
+                    .map(|pa| format!("the {} and ", super::words(pa)))
+                    .unwrap_or_default(),
+                super::plural(children),
+                bytes_text(each),
+                largest(chart, &chart.entities[children]),
+                bytes_text(total),
+            ),
+            why: PAGE_SIZE_WHY,
+        });
+    }
+}
+
+/// The attributes of `e` a mutation changes, each with the first mutation that does.
+fn changed(chart: &Chart, e: &Entity) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for m in chart.mutations.values() {
+        if m.entity != e.name || m.action != Action::Update {
+            continue;
+        }
+        for f in &m.fields {
+            if !out.iter().any(|(a, _)| a == f) {
+                out.push((f.clone(), m.name.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// An index sort key built from an attribute a mutation changes. (A primary key's is
+/// refused at start: no mutation may change one.)
+fn changing_sort_keys(chart: &Chart, out: &mut Vec<Advice>) {
+    for e in chart.declared() {
+        let changed = changed(chart, e);
+        for (index, keys) in &e.indexes {
+            for v in keys.sk.vars() {
+                let Some((_, by)) = changed.iter().find(|(a, _)| *a == v.name) else {
+                    continue;
+                };
+                let read = chart
+                    .patterns
+                    .values()
+                    .filter(|p| reads(p, index, &e.name))
+                    .map(|p| p.number.to_string())
+                    .collect::<Vec<_>>();
+                out.push(Advice {
+                    rule: "changing-sort-key",
+                    entity: e.name.clone(),
+                    pattern: None,
+                    message: format!(
+                        "its {index} sort key `{}` is built from `{}`, which `{by}` changes: a \
+                         change moves the {} within its partition{}, so a client paging it by \
+                         cursor sees it twice or not at all, and the index entry is written \
+                         twice. Sort by what does not change (its id, its creation time)",
+                        super::explain::shown(&keys.sk),
+                        v.name,
+                        super::words(&e.name),
+                        match read.len() {
+                            0 => String::new(),
+                            1 => format!(" (pattern {})", read[0]),
+                            _ => format!(" (patterns {})", read.join(", ")),
+                        },
+                    ),
+                    why: CHANGING_SORT_KEY_WHY,
+                });
+            }
+        }
+    }
+}
+
+/// Whether pattern `p` reads `entity` from `index`.
+fn reads(p: &super::Pattern, index: &str, entity: &str) -> bool {
+    match &p.request {
+        Request::Query {
+            condition,
+            parent,
+            beside,
+            children,
+            ..
+        } => {
+            condition.index.as_deref() == Some(index)
+                && (children == entity
+                    || parent.as_deref() == Some(entity)
+                    || beside.iter().any(|b| b == entity))
+        }
+        Request::GetItem {
+            with_shards: Some(c),
+            entity: e,
+        } => c.index.as_deref() == Some(index) && e == entity,
+        _ => false,
+    }
+}
+
+/// Whether a template renders from `names` alone.
+fn renders_from(t: &Template, names: &[&str]) -> bool {
+    t.vars().all(|v| names.contains(&v.name.as_str()))
+}
+
+/// An entity carrying keys in an index that no pattern reads it from, nor a mutation
+/// finds it through (an item named by a plain id its primary key does not hold).
+fn sparse_indexes(chart: &Chart, out: &mut Vec<Advice>) {
+    for e in chart.declared() {
+        for (index, keys) in &e.indexes {
+            if chart.patterns.values().any(|p| reads(p, index, &e.name)) {
+                continue;
+            }
+            let found_by_id = e.plain_id.as_deref().is_some_and(|id| {
+                let tenant = chart.tenant_attribute(e);
+                let mut names = vec![id];
+                names.extend(tenant.as_deref());
+                chart
+                    .mutations
+                    .values()
+                    .any(|m| m.entity == e.name && m.by_id && m.action != Action::Create)
+                    && !renders_from(&e.key.pk, &names)
+                    && renders_from(&keys.pk, &names)
+                    && renders_from(&keys.sk, &names)
+            });
+            if found_by_id {
+                continue;
+            }
+            out.push(Advice {
+                rule: "sparse-index",
+                entity: e.name.clone(),
+                pattern: None,
+                message: format!(
+                    "it carries {index} keys (`{}` / `{}`), and no pattern reads {} from \
+                     {index}: every write of one costs {index}'s write units and storage for \
+                     nothing. Leave them out, so {index} holds only what its patterns read",
+                    super::explain::shown(&keys.pk),
+                    super::explain::shown(&keys.sk),
+                    super::plural(&e.name),
+                ),
+                why: SPARSE_INDEX_WHY,
+            });
+        }
+    }
+}
+
+/// A root field reading one item through an index, where a mutation creates or changes
+/// that item: a client reading back what it just wrote may not find it there yet.
+fn consistent_reads(chart: &Chart, out: &mut Vec<Advice>) {
+    for (field, root) in &chart.query {
+        let Some(p) = chart.patterns.get(&root.pattern) else {
+            continue;
+        };
+        let Request::Query { condition, .. } = &p.request else {
+            continue;
+        };
+        let Some(index) = &condition.index else {
+            continue;
+        };
+        let writes: Vec<&str> = chart
+            .mutations
+            .values()
+            .filter(|m| m.entity == root.entity && m.action != Action::Delete)
+            .map(|m| m.name.as_str())
+            .collect();
+        if writes.is_empty() {
+            continue;
+        }
+        out.push(Advice {
+            rule: "consistent-read",
+            entity: root.entity.clone(),
+            pattern: Some(p.number),
+            message: format!(
+                "`Query.{field}` reads {} through {index}, which cannot be read consistently: \
+                 a client that reads one just after `{}` may find none, or it as it was, for a \
+                 moment. Read it back from the mutation's payload, or give `Query.{field}` a \
+                 pattern of the base table",
+                super::one(&root.entity),
+                writes.join("` or `"),
+            ),
+            why: CONSISTENT_READ_WHY,
+        });
     }
 }

@@ -502,6 +502,69 @@ fn write_actions(chart: &Chart, pattern: u32, entity: &str) -> (u64, u64, bool, 
     }
 }
 
+/// The items a mutation writes at most, by entity: what [`write_actions`] counts, each
+/// with the entity it is an item of (a counter update is of the item counted on, a
+/// marker of its marker entity), for sizes to be added up (`chart check`'s
+/// `transaction-size`). A test holds their sum to [`write_actions`]' most.
+pub(crate) fn written_most(chart: &Chart, m: &super::Mutation) -> Vec<(String, u64)> {
+    let e: &Entity = &chart.entities[&m.entity];
+    let referenced = |r: &str| e.references[r].entity.clone();
+    let mut out = vec![(e.name.clone(), 1)];
+    let markers = || e.writes.unique.iter();
+    // What a create and a delete both write: each marker, each counter kept.
+    let kept = || {
+        markers().map(|(_, marker)| (marker.clone(), 1)).chain(
+            e.writes
+                .counts
+                .iter()
+                .map(|c| (referenced(&c.reference), 1)),
+        )
+    };
+    match m.action {
+        Action::Create => {
+            out.extend(kept());
+            out.extend(e.checked_references().map(|(_, r)| (r.entity.clone(), 1)));
+            if let Some((shard, n)) = chart.shards_of(&e.name) {
+                out.push((shard.name.clone(), u64::from(n)));
+            }
+            for list in m.with.keys() {
+                let l = &e.lists[list];
+                if let Some(child) = super::list_child(&chart.entities, &chart.patterns, e, list) {
+                    out.push((child.name.clone(), u64::from(l.max.unwrap_or(100))));
+                }
+            }
+            out.extend(m.token.iter().map(|t| (t.clone(), 1)));
+        }
+        Action::Update => {
+            let changes = |a: &String| m.fields.contains(a);
+            out.extend(
+                markers()
+                    .filter(|(a, _)| changes(a))
+                    .map(|(_, marker)| (marker.clone(), 2)),
+            );
+            for c in &e.writes.counts {
+                let n = if e.references[&c.reference].key.values().any(changes) {
+                    2
+                } else if c.by_attributes().any(|a| m.fields.iter().any(|f| f == a)) {
+                    1
+                } else {
+                    0
+                };
+                if n > 0 {
+                    out.push((referenced(&c.reference), n));
+                }
+            }
+            out.extend(
+                e.checked_references()
+                    .filter(|(_, r)| r.key.values().any(changes))
+                    .map(|(_, r)| (r.entity.clone(), 1)),
+            );
+        }
+        Action::Delete => out.extend(kept()),
+    }
+    out
+}
+
 /// `0.5`, `3`, `0.5–50`: a figure of units as a table shows it.
 fn units_text(c: &Cost) -> String {
     let n = |x: f64| {
@@ -629,5 +692,21 @@ mod tests {
         let (least, most, how) = create(&checked);
         assert_eq!((least, most), (4.0, 8.0), "{how}");
         assert!(how.contains("1 reference's existence check"), "{how}");
+    }
+
+    /// What `chart check` adds up the sizes of is what the costs count: every mutation of
+    /// both charts writes as many items by [`written_most`] as by [`write_actions`].
+    #[test]
+    fn the_items_written_by_entity_are_the_items_counted() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/charts/store-locator.toml");
+        let locator = super::super::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        for chart in [&*super::super::builtin(), &locator] {
+            for m in chart.mutations.values() {
+                let by_entity: u64 = written_most(chart, m).iter().map(|(_, n)| n).sum();
+                let (_, most, _, how) = write_actions(chart, m.pattern, &m.entity);
+                assert_eq!(by_entity, most, "{}: {how}", m.name);
+            }
+        }
     }
 }

@@ -17,6 +17,7 @@ pub mod format;
 mod reach;
 mod rules;
 pub mod samples;
+pub mod size;
 pub mod template;
 pub mod types;
 

@@ -129,6 +129,10 @@ impl Kind {
     }
 }
 
+/// The longest string an attribute without `max_length` takes (characters): the item's
+/// 400 KB bound holds the rest.
+pub const DEFAULT_MAX_CHARS: usize = 100_000;
+
 #[derive(Debug, Clone)]
 pub enum Type {
     String {

@@ -500,15 +500,28 @@ fn the_readme_and_the_data_models_tables_are_explains_output() {
     }
 }
 
-/// `chart check`'s advice, a rule at a time on a chart built to break it: the built-in
-/// chart deserves none; the second chart one (its chains' store counts are on the chain's
-/// one item: about 500 new stores a second in one chain, which a store locator does not
-/// meet); `--deny-warnings` fails on any; `--format json` for a tool.
+/// `chart check`'s advice as the command prints it (each rule on a chart built to break
+/// it: `src/chart/tests/advice.rs`): the built-in chart gets the four it deserves, grouped
+/// by entity; the second chart one (its chains' store counts are on the chain's one item:
+/// about 500 new stores a second in one chain, which a store locator does not meet);
+/// `--deny-warnings` fails on any; `--format json` for a tool; no colour in a pipe.
 #[test]
 fn check_advises_on_hot_partitions_and_unbounded_items() {
-    let (code, out, err) = chart_check(&["--deny-warnings"]);
+    let (code, out, err) = chart_check(&[]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(!out.contains("warning"), "{out}");
+    assert!(out.contains("every rule holds; 4 warnings\nOrder:\n  warning [consistent-read] pattern 7: `Query.order` reads an order through GSI1"), "{out}");
+    assert!(
+        out.contains("\nTicket:\n  warning [hot-partition] every createTicket"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("  warning [page-size] pattern ").count(),
+        2,
+        "{out}"
+    );
+    assert!(!out.contains('\u{1b}'), "colour in a pipe: {out}");
+    let (code, _, _) = chart_check(&["--deny-warnings"]);
+    assert_eq!(code, 1);
     let (code, out, err) = chart_check(&["examples/charts/store-locator.toml"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("every rule holds; 1 warning\nChain:\n  warning [hot-partition] every createStore of one chain updates its storeCount, openStoreCount on the chain's one item"), "{out}");
@@ -538,9 +551,24 @@ fn check_advises_on_hot_partitions_and_unbounded_items() {
         .iter()
         .map(|w| (w["rule"].as_str().unwrap(), w["entity"].as_str().unwrap()))
         .collect();
+    // Items of up to 400 KB: a page of them is past 1 MB too, on both patterns that read
+    // stores.
     assert_eq!(
         rules,
-        [("hot-partition", "Chain"), ("item-size", "Store")],
+        [
+            ("hot-partition", "Chain"),
+            ("item-size", "Store"),
+            ("page-size", "Store"),
+            ("page-size", "Store")
+        ],
+        "{out}"
+    );
+    assert_eq!(x["warnings"][2]["pattern"], 2, "{out}");
+    assert!(
+        x["warnings"][2]["message"]
+            .as_str()
+            .unwrap()
+            .contains("of up to 400 KB each (`hours`, which nothing bounds)"),
         "{out}"
     );
     assert!(

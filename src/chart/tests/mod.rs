@@ -1,7 +1,9 @@
 //! The built-in chart holds every rule and spells the keys `src/keys/` spells (here); a chart
 //! that breaks each rule is refused, naming the rule, the entity and the pattern
-//! ([`refusals`] the design's rules, [`writes`] the write and time-to-live rules).
+//! ([`refusals`] the design's rules, [`writes`] the write and time-to-live rules); [`advice`]
+//! holds `chart check`'s advice to each of its rules.
 
+mod advice;
 mod refusals;
 mod writes;
 

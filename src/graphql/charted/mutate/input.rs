@@ -4,15 +4,11 @@
 use async_graphql::dynamic::TypeRef;
 use async_graphql::Value;
 
-use crate::chart::types::Type;
+use crate::chart::types::{Type, DEFAULT_MAX_CHARS};
 use crate::chart::Chart;
 use crate::graphql::errors::ApiError;
 use crate::graphql::input::text;
 use crate::store::AttributeValue;
-
-/// The longest string an attribute without `max_length` takes: the item's 400 KB bound
-/// holds the rest.
-const DEFAULT_MAX_CHARS: usize = 100_000;
 
 /// Strings up to this many characters are one line; longer ones (and those without a
 /// bound) take line breaks and tabs.

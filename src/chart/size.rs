@@ -1,0 +1,165 @@
+//! The most bytes an entity's item can take, by DynamoDB's item-size arithmetic
+//! ("Item sizes and formats" in its developer guide): each attribute's name in UTF-8 plus
+//! its value, a string its UTF-8 bytes, a number about one byte per two significant digits
+//! plus one, a list or map 3 bytes plus one a member and each member's size (a map's
+//! names too). The bounds are those the chart declares and the write path enforces: a
+//! string's `max_length` (the write path's own bound when it has none), an identifier
+//! kind's longest value, a list's `max_items`. What nothing bounds is DynamoDB's own limit,
+//! 400 KB. `chart check`'s advice on pages and transactions adds these up.
+
+use super::template::{Part, Template};
+use super::types::{Kind, Type, DEFAULT_MAX_CHARS};
+use super::{Chart, Entity};
+
+/// DynamoDB's largest item, in bytes.
+pub const MAX_ITEM_BYTES: u64 = 400 * 1024;
+
+/// The most UTF-8 bytes one character takes: a string of `n` characters is at most `4n`
+/// bytes.
+const MAX_CHAR_BYTES: u64 = 4;
+
+/// A number of 38 significant digits, DynamoDB's most: 19 bytes and one.
+const MAX_NUMBER_BYTES: u64 = 20;
+
+/// An RFC 3339 UTC time with nanoseconds (`2026-01-31T12:00:00.123456789Z`).
+const TIMESTAMP_BYTES: u64 = 30;
+
+/// The longest name a map's member can have: no write of the chart makes one, so
+/// DynamoDB's own bound on an attribute name's length applies.
+const MAP_NAME_BYTES: u64 = 64 * 1024;
+
+/// The most an item of `e` can take, at most [`MAX_ITEM_BYTES`]; `unbounded` names the
+/// attribute that only DynamoDB's limit bounds, where one does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Size {
+    pub bytes: u64,
+    pub unbounded: Option<String>,
+}
+
+/// The most bytes an item of `e` takes: its attributes, its key attributes and its type.
+pub fn max_item(chart: &Chart, e: &Entity) -> Size {
+    let mut bytes = 0u64;
+    let mut unbounded = None;
+    let t = &chart.table;
+    let type_attr = t.type_attribute.len() + e.name.len();
+    bytes += type_attr as u64;
+    let key = |name: &str, template: &Template, bytes: &mut u64| {
+        *bytes += name.len() as u64 + rendered(e, template);
+    };
+    key(&t.partition_key, &e.key.pk, &mut bytes);
+    key(&t.sort_key, &e.key.sk, &mut bytes);
+    for (index, keys) in &e.indexes {
+        if let Some(i) = chart.indexes.get(index) {
+            key(&i.partition_key, &keys.pk, &mut bytes);
+            key(&i.sort_key, &keys.sk, &mut bytes);
+        }
+    }
+    for (name, a) in &e.attributes {
+        match value(chart, &a.ty, 0) {
+            Some(v) => bytes += name.len() as u64 + v,
+            None => {
+                unbounded.get_or_insert_with(|| name.clone());
+            }
+        }
+    }
+    if unbounded.is_some() {
+        bytes = MAX_ITEM_BYTES;
+    }
+    Size {
+        bytes: bytes.min(MAX_ITEM_BYTES),
+        unbounded,
+    }
+}
+
+/// The attribute of `e` whose value can take the most bytes, with them.
+pub fn largest_attribute(chart: &Chart, e: &Entity) -> Option<(String, u64)> {
+    e.attributes
+        .iter()
+        .filter_map(|(name, a)| Some((name.clone(), value(chart, &a.ty, 0)?)))
+        .max_by_key(|(_, b)| *b)
+}
+
+/// The longest a key template renders for `e`: its literals and each value's longest.
+fn rendered(e: &Entity, t: &Template) -> u64 {
+    t.parts
+        .iter()
+        .map(|p| match p {
+            Part::Literal(l) => l.len() as u64,
+            Part::Var(v) => match v.width {
+                Some(w) => w as u64,
+                None => e
+                    .attributes
+                    .get(&v.name)
+                    .and_then(|a| key_value(&a.ty))
+                    .unwrap_or(0),
+            },
+        })
+        .sum()
+}
+
+/// The longest value of a type a key holds.
+fn key_value(ty: &Type) -> Option<u64> {
+    match ty {
+        Type::Kind(k) => Some(kind(k)),
+        Type::Enum { values, .. } => values.iter().map(|v| v.len() as u64).max(),
+        Type::Int { min, max } => {
+            let digits = |n: &Option<i64>| n.map_or(20, |n| n.to_string().len() as u64);
+            Some(digits(min).max(digits(max)))
+        }
+        _ => None,
+    }
+}
+
+fn kind(k: &Kind) -> u64 {
+    (match k {
+        Kind::Slug | Kind::Username => crate::keys::MAX_NAME_LEN,
+        Kind::Email => crate::keys::MAX_EMAIL_LEN,
+        Kind::Ulid => 26,
+        Kind::Token => crate::keys::MAX_CLIENT_TOKEN_LEN,
+        Kind::Own { max_length, .. } => *max_length,
+    }) as u64
+}
+
+/// The most bytes a value of `ty` takes; `None` where only DynamoDB's limit bounds it.
+fn value(chart: &Chart, ty: &Type, depth: usize) -> Option<u64> {
+    Some(
+        match ty {
+            Type::String { max_length, .. } => {
+                max_length.unwrap_or(DEFAULT_MAX_CHARS) as u64 * MAX_CHAR_BYTES
+            }
+            Type::Int { min, max } => {
+                // Digits of the largest magnitude the bounds allow; a 32-bit Int without them.
+                let digits = |n: i64| n.unsigned_abs().to_string().len() as u64;
+                let most = match (min, max) {
+                    (Some(a), Some(b)) => digits(*a).max(digits(*b)),
+                    _ => 10,
+                };
+                most.div_ceil(2) + 1
+            }
+            Type::Boolean => 1,
+            Type::Timestamp => TIMESTAMP_BYTES,
+            Type::Expiry | Type::Cents { .. } | Type::Counter => MAX_NUMBER_BYTES,
+            Type::Kind(k) => kind(k),
+            Type::Enum { values, .. } => values.iter().map(|v| v.len() as u64).max().unwrap_or(0),
+            Type::Shape(shape) => {
+                // A shape that holds itself is bounded only by DynamoDB's limit.
+                if depth > 8 {
+                    return None;
+                }
+                let fields = chart.shapes.get(shape)?;
+                let mut sum = 3;
+                for (name, a) in fields {
+                    sum += name.len() as u64 + 1 + value(chart, &a.ty, depth + 1)?;
+                }
+                sum
+            }
+            Type::List { of, max_items } => {
+                3 + (*max_items)? as u64 * (1 + value(chart, of, depth + 1)?)
+            }
+            Type::Map { of, max_items } => {
+                3 + (*max_items)? as u64 * (MAP_NAME_BYTES + 1 + value(chart, of, depth + 1)?)
+            }
+        }
+        .min(MAX_ITEM_BYTES),
+    )
+}

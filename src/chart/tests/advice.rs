@@ -1,0 +1,241 @@
+//! `chart check`'s advice: each rule on a chart built to break it (and only that rule's
+//! warning added), the built-in and second charts with the warnings they deserve.
+
+use super::*;
+use crate::chart::advice::{advise, Advice};
+
+const LOCATOR: &str = include_str!("../../../examples/charts/store-locator.toml");
+
+/// A chart with each `(from, to)` replaced (each `from` must be there), which must hold
+/// every start-up rule.
+fn changed(source: &str, edits: &[(&str, &str)]) -> Chart {
+    let mut text = source.to_owned();
+    for (from, to) in edits {
+        assert!(text.contains(from), "{from}");
+        text = text.replacen(from, to, 1);
+    }
+    parse(&text).unwrap_or_else(|r| panic!("{r}"))
+}
+
+/// The `(rule, entity, pattern)` of each warning.
+fn rules(advice: &[Advice]) -> Vec<(&str, &str, Option<u32>)> {
+    advice
+        .iter()
+        .map(|a| (a.rule, a.entity.as_str(), a.pattern))
+        .collect()
+}
+
+/// The warning of `rule` on `entity`; its message must hold each of `says`.
+#[track_caller]
+fn warned<'a>(advice: &'a [Advice], rule: &str, entity: &str, says: &[&str]) -> &'a Advice {
+    let a = advice
+        .iter()
+        .find(|a| a.rule == rule && a.entity == entity)
+        .unwrap_or_else(|| panic!("no [{rule}] on {entity} in {advice:#?}"));
+    for s in says {
+        assert!(a.message.contains(s), "`{s}` not in: {}", a.message);
+    }
+    a
+}
+
+/// The second chart with an index of its stores by status within their chain: a
+/// partition per chain (every store opened in one chain writes into it), sorted by a
+/// status `updateStore` changes.
+const BY_STATUS: &[(&str, &str)] = &[
+    (
+        "[tenant]",
+        "[indexes.GSI1]\npartition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = \"ALL\"\n\n[tenant]",
+    ),
+    (
+        "version = \"version\"\nunique = { phone = \"StorePhone\" }",
+        "indexes.GSI1 = [\"CHAIN#{chain}\", \"STATUS#{status}#STORE#{country}#{state}#{city}#{number}\"]\nversion = \"version\"\nunique = { phone = \"StorePhone\" }",
+    ),
+    (
+        "storesIn = { pattern = 3,",
+        "byStatus = { pattern = 11, description = \"The chain's stores in one status.\" }\nstoresIn = { pattern = 3,",
+    ),
+    (
+        "[mutations.createChain]",
+        "[patterns.11]\nname = \"A chain's stores in one status\"\nrequest = \"Query\"\nkey = \"GSI1PK = CHAIN#{slug} AND begins_with(GSI1SK, STATUS#{status}#STORE#)\"\nchildren = \"Store\"\nfield = \"Chain.byStatus\"\n\n[mutations.createChain]",
+    ),
+];
+
+/// The built-in chart deserves four warnings, each explained in `docs/CHART.md`: its
+/// ticket queues take every new ticket of an organization in one GSI2 partition; a page
+/// of 100 tickets with the longest bodies passes 1 MB; `Query.order` reads GSI1.
+#[test]
+fn the_builtin_chart_gets_the_warnings_it_deserves() {
+    let advice = advise(&builtin());
+    assert_eq!(
+        rules(&advice),
+        [
+            ("consistent-read", "Order", Some(7)),
+            ("hot-partition", "Ticket", None),
+            ("page-size", "Ticket", Some(4)),
+            ("page-size", "Ticket", Some(6)),
+        ],
+        "{advice:#?}"
+    );
+    warned(
+        &advice,
+        "hot-partition",
+        "Ticket",
+        &[
+            "every createTicket of one organization writes its GSI2 keys into one partition (`ORG#<org>#STATUS#<status>`, `status` OPEN)",
+            "about 1 000 new tickets a second",
+        ],
+    );
+    warned(
+        &advice,
+        "page-size",
+        "Ticket",
+        &["up to 100 tickets of up to 41 KB each (`body` up to 40 KB)"],
+    );
+    warned(
+        &advice,
+        "consistent-read",
+        "Order",
+        &[
+            "`Query.order` reads an order through GSI1, which cannot be read consistently",
+            "`placeOrder`",
+        ],
+    );
+}
+
+/// The second chart: its chains' store counts on the chain's one item, and nothing else.
+#[test]
+fn the_second_chart_gets_the_one_it_deserves() {
+    let advice = advise(&parse(LOCATOR).unwrap());
+    assert_eq!(
+        rules(&advice),
+        [("hot-partition", "Chain", None)],
+        "{advice:#?}"
+    );
+}
+
+#[test]
+fn an_index_partition_every_create_of_a_tenant_writes_is_a_hot_partition() {
+    let advice = advise(&changed(LOCATOR, BY_STATUS));
+    warned(
+        &advice,
+        "hot-partition",
+        "Store",
+        &["every createStore of one chain writes its GSI1 keys into one partition (`CHAIN#<chain>`)"],
+    );
+    // With a status in it, the one every create gives.
+    let mut edits = BY_STATUS.to_vec();
+    edits[1].1 = "indexes.GSI1 = [\"CHAIN#{chain}#STATUS#{status}\", \"STORE#{country}#{state}#{city}#{number}\"]\nversion = \"version\"\nunique = { phone = \"StorePhone\" }";
+    edits[3].1 = "[patterns.11]\nname = \"A chain's stores in one status\"\nrequest = \"Query\"\nkey = \"GSI1PK = CHAIN#{slug}#STATUS#{status} AND begins_with(GSI1SK, STORE#)\"\nchildren = \"Store\"\nfield = \"Chain.byStatus\"\n\n[mutations.createChain]";
+    let advice = advise(&changed(LOCATOR, &edits));
+    warned(
+        &advice,
+        "hot-partition",
+        "Store",
+        &["(`CHAIN#<chain>#STATUS#<status>`, `status` OPEN)"],
+    );
+    // A partition per store's city is not one per chain.
+    edits[1].1 = "indexes.GSI1 = [\"CHAIN#{chain}#CITY#{city}\", \"STORE#{country}#{state}#{number}\"]\nversion = \"version\"\nunique = { phone = \"StorePhone\" }";
+    edits[3].1 = "[patterns.11]\nname = \"A chain's stores in one city\"\nrequest = \"Query\"\nkey = \"GSI1PK = CHAIN#{slug}#CITY#{city} AND begins_with(GSI1SK, STORE#)\"\nchildren = \"Store\"\nfield = \"Chain.byStatus\"\n\n[mutations.createChain]";
+    edits[2].1 = "byStatus = { pattern = 11, description = \"The chain's stores in one city.\" }\nstoresIn = { pattern = 3,";
+    let advice = advise(&changed(LOCATOR, &edits));
+    assert!(
+        !advice
+            .iter()
+            .any(|a| a.rule == "hot-partition" && a.entity == "Store"),
+        "{advice:#?}"
+    );
+}
+
+#[test]
+fn an_index_sort_key_built_from_what_a_mutation_changes_is_advised_against() {
+    let advice = advise(&changed(LOCATOR, BY_STATUS));
+    warned(
+        &advice,
+        "changing-sort-key",
+        "Store",
+        &["its GSI1 sort key `STATUS#<status>#STORE#<country>#<state>#<city>#<number>` is built from `status`, which `updateStore` changes", "(pattern 11)"],
+    );
+    // Sorted by what does not change: no warning.
+    let advice = advise(&builtin());
+    assert!(!advice.iter().any(|a| a.rule == "changing-sort-key"));
+}
+
+#[test]
+fn a_transaction_that_can_pass_4_mb_is_advised_against() {
+    // 96 lines of up to 20 000 characters each: up to 80 KB a line, 7.5 MB an order.
+    let chart = changed(
+        BUILTIN_SOURCE,
+        &[(
+            "description = { type = \"string\", max_length = 500, one_line = true }",
+            "description = { type = \"string\", max_length = 20000 }",
+        )],
+    );
+    let advice = advise(&chart);
+    let a = warned(
+        &advice,
+        "transaction-size",
+        "Order",
+        &[
+            "`placeOrder` writes up to 100 items in one TransactWriteItems",
+            "96 order lines of up to 79 KB each: `description` up to 79 KB",
+        ],
+    );
+    assert_eq!(a.pattern, Some(12));
+    // The lines are read whole with their order in one Query too: past 1 MB.
+    warned(&advice, "page-size", "OrderLine", &["up to 96 order lines"]);
+}
+
+#[test]
+fn a_first_page_past_1_mb_is_advised_against() {
+    // Addresses of up to 5 000 characters: a page of 100 stores, up to 2 MB.
+    let chart = changed(
+        LOCATOR,
+        &[(
+            "address = { type = \"string\", max_length = 200 }",
+            "address = { type = \"string\", max_length = 5000 }",
+        )],
+    );
+    let advice = advise(&chart);
+    assert_eq!(
+        rules(&advice),
+        [
+            ("hot-partition", "Chain", None),
+            ("page-size", "Store", Some(2)),
+            ("page-size", "Store", Some(3)),
+        ],
+        "{advice:#?}"
+    );
+    warned(
+        &advice,
+        "page-size",
+        "Store",
+        &[
+            "Chain and a page of its stores reads the chain and up to 100 stores",
+            "`address` up to 20 KB",
+            "so DynamoDB stops after about",
+        ],
+    );
+}
+
+#[test]
+fn index_keys_no_pattern_reads_are_advised_against() {
+    let mut edits = BY_STATUS.to_vec();
+    edits.push((
+        "[entities.StorePhone]\nkey = [\"PHONE#{chain}#{phone}\", \"PHONE#{chain}#{phone}\"]",
+        "[entities.StorePhone]\nkey = [\"PHONE#{chain}#{phone}\", \"PHONE#{chain}#{phone}\"]\nindexes.GSI1 = [\"PHONES#{chain}\", \"PHONE#{phone}\"]",
+    ));
+    let advice = advise(&changed(LOCATOR, &edits));
+    warned(
+        &advice,
+        "sparse-index",
+        "StorePhone",
+        &["it carries GSI1 keys (`PHONES#<chain>` / `PHONE#<phone>`), and no pattern reads store phones from GSI1"],
+    );
+    // The stores are read from it (pattern 11): no warning on them.
+    assert!(
+        !advice
+            .iter()
+            .any(|a| a.rule == "sparse-index" && a.entity == "Store"),
+        "{advice:#?}"
+    );
+}
