@@ -1,6 +1,7 @@
 // The itemgraph playground: GraphiQL (vendored, see assets/playground/vendor.lock.json)
-// with the query builder, the example operations of examples/ as tabs, and a DynamoDB
-// panel listing the requests the last operation made. Subscriptions run over this origin's
+// with the query builder, the example operations of examples/ as tabs, a DynamoDB
+// panel listing the requests the last operation made, and a Chart panel with the entity
+// chart and access-pattern table of the chart being served. Subscriptions run over this origin's
 // WebSocket (graphql-ws, vendored too) with the Headers pane's values: their events
 // stream into the result pane, and the panel shows what each one cost and where in the
 // change stream it was read. No inline script: the page's
@@ -274,8 +275,129 @@
     );
   }
 
+  // The chart being served (`itemgraph chart explain`'s tables, and `chart check`'s
+  // advice): each access pattern linked to the tab that runs it.
+  function cost(c) {
+    var figure = c.least === c.most ? String(c.least) : c.least + "–" + c.most;
+    return figure + " " + c.unit;
+  }
+
+  // Shows the tab whose operation starts with `# Access pattern N:` by clicking its
+  // button: GraphiQL exposes no way to change tabs from outside, and keeps its tabs
+  // (closed, reordered, added) in localStorage, so the tab is looked up there first.
+  function showPattern(number, fallback) {
+    var index = fallback;
+    try {
+      var state = JSON.parse(localStorage.getItem("graphiql:tabState") || "null");
+      if (state && state.tabs) {
+        var prefix = "# Access pattern " + number + ":";
+        var found = state.tabs.findIndex(function (t) {
+          return (t.query || "").indexOf(prefix) === 0;
+        });
+        if (found >= 0) index = found;
+      }
+    } catch (_) {
+      // An unreadable store: the tab the page opened with.
+    }
+    var buttons = document.querySelectorAll(".graphiql-tab-button");
+    if (buttons[index]) buttons[index].click();
+  }
+
+  function ChartPanel() {
+    var c = config.chart;
+    var keyHeads = c.keyAttributes.map(function (k) {
+      return h("th", { key: k }, k);
+    });
+    var entities = c.entities.map(function (e) {
+      var keys = {};
+      e.keys.forEach(function (k) {
+        keys[k[0]] = k[1];
+      });
+      return h(
+        "tr",
+        { key: e.name, className: "ig-entity" },
+        h("th", { scope: "row" }, e.name),
+        c.keyAttributes.map(function (k) {
+          return h("td", { key: k }, keys[k] ? h("code", null, keys[k]) : "");
+        })
+      );
+    });
+    var patterns = c.patterns.map(function (p) {
+      var where = p.request + (p.index ? " · " + p.index : "") + (p.forward === false ? " · backward" : "");
+      var title =
+        p.tab === null
+          ? h("span", { className: "ig-pattern-name" }, p.number + ". " + p.name)
+          : h(
+              "button",
+              {
+                type: "button",
+                className: "ig-pattern-link",
+                "data-pattern": String(p.number),
+                title: "Open the tab that runs it",
+                onClick: function () {
+                  showPattern(p.number, p.tab);
+                },
+              },
+              p.number + ". " + p.name
+            );
+      return h(
+        "li",
+        { key: p.number, className: "ig-pattern", "data-pattern": String(p.number) },
+        title,
+        h("div", { className: "ig-meta" }, where + " · " + cost(p.cost)),
+        p.keyCondition ? h("code", { className: "ig-key" }, p.keyCondition) : null,
+        h("div", { className: "ig-meta" }, p.returns)
+      );
+    });
+    var warnings = c.warnings.map(function (w, i) {
+      return h(
+        "li",
+        { key: i, className: "ig-warning", title: w.why },
+        h("strong", null, w.entity + " · " + w.rule),
+        " ",
+        (w.pattern ? "pattern " + w.pattern + ": " : "") + w.message
+      );
+    });
+    return h(
+      "div",
+      { className: "ig-chart", id: "ig-chart" },
+      h("div", { className: "graphiql-doc-explorer-title" }, "Chart"),
+      h(
+        "p",
+        { className: "ig-summary" },
+        "Chart " + c.chart + ", table " + c.table + ": costs for items of " + c.itemBytes + " B, a first page of " + c.pageSize
+      ),
+      h("h3", null, "Entity chart"),
+      h(
+        "div",
+        { className: "ig-scroll" },
+        h(
+          "table",
+          { className: "ig-entities" },
+          h("thead", null, h("tr", null, h("th", null, "Entity"), keyHeads)),
+          h("tbody", null, entities)
+        )
+      ),
+      h("h3", null, "Access patterns"),
+      h("ol", { className: "ig-patterns" }, patterns),
+      warnings.length
+        ? h("div", null, h("h3", null, "Advice (itemgraph chart check)"), h("ul", { className: "ig-warnings" }, warnings))
+        : null
+    );
+  }
+
+  function ChartIcon() {
+    return h(
+      "svg",
+      { viewBox: "0 0 24 24", width: 20, height: 20, fill: "none", stroke: "currentColor", strokeWidth: 1.5 },
+      h("rect", { x: 3, y: 4, width: 18, height: 16, rx: 1 }),
+      h("path", { d: "M3 9h18M3 14h18M9 4v16" })
+    );
+  }
+
   var dynamoPlugin = { title: "DynamoDB", icon: DynamoIcon, content: DynamoPanel };
-  var plugins = [dynamoPlugin, GraphiQLPluginExplorer.explorerPlugin()];
+  var chartPlugin = { title: "Chart", icon: ChartIcon, content: ChartPanel };
+  var plugins = [dynamoPlugin, chartPlugin, GraphiQLPluginExplorer.explorerPlugin()];
   var tabs = config.examples.map(function (e) {
     return { query: e.query, variables: e.variables || undefined };
   });

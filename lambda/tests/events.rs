@@ -687,6 +687,7 @@ async fn the_playground_is_served_as_serve_serves_it() {
         true,
         false,
         &tabs.iter().map(String::as_str).collect::<Vec<_>>(),
+        &itemgraph::chart::builtin(),
     );
     assert!(expected.contains("\"subscriptions\":false"));
     for kind in KINDS {

@@ -456,17 +456,28 @@ async fn relay_health(state: &AppState, log: &crate::live::relay::RelayLog) -> S
 /// one per write pattern of the chart, its input made from the demo data.
 static PLAYGROUND: LazyLock<PlaygroundPages> = LazyLock::new(|| {
     let tabs = playground::builtin_examples();
-    playground_pages(&tabs.iter().map(String::as_str).collect::<Vec<_>>())
+    playground_pages(
+        &tabs.iter().map(String::as_str).collect::<Vec<_>>(),
+        &crate::chart::builtin(),
+    )
 });
 
 /// The playground's pages, by subscriptions served and authentication on.
 pub(crate) type PlaygroundPages = [[String; 2]; 2];
 
-/// The playground's pages with `examples` as its tabs.
-pub(crate) fn playground_pages(examples: &[&str]) -> PlaygroundPages {
+/// The playground's pages of `chart` with `examples` as its tabs.
+pub(crate) fn playground_pages(examples: &[&str], chart: &crate::chart::Chart) -> PlaygroundPages {
     [false, true].map(|subscriptions| {
-        [false, true]
-            .map(|auth| playground::page("/graphql", TRACE_HEADER, auth, subscriptions, examples))
+        [false, true].map(|auth| {
+            playground::page(
+                "/graphql",
+                TRACE_HEADER,
+                auth,
+                subscriptions,
+                examples,
+                chart,
+            )
+        })
     })
 }
 

@@ -171,16 +171,52 @@ pub fn builtin_examples() -> Vec<String> {
     tabs
 }
 
+/// The tab that runs access pattern `number`: the first whose operation is headed
+/// `# Access pattern N:`, else the first that names it (`(access pattern 9)`).
+pub fn tab_of(examples: &[&str], number: u32) -> Option<usize> {
+    let head = format!("# Access pattern {number}:");
+    let named = format!("access pattern {number})");
+    examples
+        .iter()
+        .position(|q| q.starts_with(&head))
+        .or_else(|| {
+            examples.iter().position(|q| {
+                q.lines()
+                    .take_while(|l| l.starts_with('#'))
+                    .any(|l| l.contains(&named))
+            })
+        })
+}
+
+/// What the Chart panel shows of the chart served: `itemgraph chart explain`'s tables (as
+/// its JSON has them, costs for items of 1 KB), each pattern with the tab that runs it
+/// (`tab`, `null` where none does), and `itemgraph chart check`'s advice (`warnings`).
+pub fn chart_panel(chart: &crate::chart::Chart, examples: &[&str]) -> serde_json::Value {
+    let explained = crate::chart::explain::explain(chart, 1024);
+    let mut panel = serde_json::to_value(&explained).unwrap_or_default();
+    if let Some(patterns) = panel["patterns"].as_array_mut() {
+        for p in patterns {
+            let number = p["number"].as_u64().and_then(|n| u32::try_from(n).ok());
+            p["tab"] = number.and_then(|n| tab_of(examples, n)).into();
+        }
+    }
+    panel["warnings"] =
+        serde_json::to_value(crate::chart::advice::advise(chart)).unwrap_or_default();
+    panel
+}
+
 /// The page, for a server with authentication on (`auth`: the headers pane opens with an
 /// `Authorization` placeholder) or off, and serving subscriptions or not (AWS Lambda: a
 /// subscription run in the page then says why it cannot run there), its tabs preloaded
-/// with `examples` ([`EXAMPLES`] for the built-in chart, a chart's own for another).
+/// with `examples` ([`EXAMPLES`] for the built-in chart, a chart's own for another), its
+/// Chart panel showing `chart` ([`chart_panel`]).
 pub fn page(
     endpoint: &str,
     trace_header: &str,
     auth: bool,
     subscriptions: bool,
     examples: &[&str],
+    chart: &crate::chart::Chart,
 ) -> String {
     let config = serde_json::json!({
         "endpoint": endpoint,
@@ -188,6 +224,7 @@ pub fn page(
         "auth": auth,
         "subscriptions": subscriptions,
         "examples": examples.iter().map(|q| serde_json::json!({ "query": q })).collect::<Vec<_>>(),
+        "chart": chart_panel(chart, examples),
     });
     // `</` cannot end the JSON block early once escaped; the JSON stays the same value.
     let config = config.to_string().replace("</", "<\\/");
@@ -261,7 +298,14 @@ mod tests {
 
     #[test]
     fn the_page_loads_every_script_and_style_from_this_origin_and_nothing_inline() {
-        let page = page("/graphql", "x-itemgraph-trace", false, true, &EXAMPLES);
+        let page = page(
+            "/graphql",
+            "x-itemgraph-trace",
+            false,
+            true,
+            &EXAMPLES,
+            &crate::chart::builtin(),
+        );
         for asset in ASSETS
             .iter()
             .filter(|a| !a.content_type.starts_with("text/plain"))
@@ -288,5 +332,29 @@ mod tests {
         let config: serde_json::Value = serde_json::from_str(config).unwrap();
         assert_eq!(config["examples"].as_array().unwrap().len(), EXAMPLES.len());
         assert_eq!(config["auth"], false);
+        // The Chart panel: every pattern of the chart, each read pattern with the tab of
+        // `examples/` that runs it (the references, 9, in the ticket's tab; pattern 1, the
+        // organization alone, has none: the users' tab reads it with its users).
+        let patterns = config["chart"]["patterns"].as_array().unwrap();
+        assert_eq!(patterns.len(), crate::chart::builtin().patterns.len());
+        let tab = |n: usize| {
+            patterns[n - 1]["tab"]
+                .as_u64()
+                .map(|t| EXAMPLES[t as usize])
+        };
+        assert_eq!(tab(1), None);
+        for n in 2..=8 {
+            assert!(
+                tab(n)
+                    .unwrap()
+                    .starts_with(&format!("# Access pattern {n}:")),
+                "{n}"
+            );
+        }
+        assert!(tab(9).unwrap().contains("(access pattern 9)"));
+        // The write patterns' tabs are not in `EXAMPLES` alone.
+        assert_eq!(tab(10), None);
+        assert!(config["chart"]["entities"].as_array().unwrap().len() >= 8);
+        assert!(config["chart"]["warnings"].is_array());
     }
 }

@@ -164,7 +164,7 @@ impl AppState {
         let mut inner = Arc::unwrap_or_clone(self.0);
         let examples = graphql::charted::examples(&chart);
         let tabs: Vec<&str> = examples.iter().map(String::as_str).collect();
-        inner.playground = Some(Arc::new(super::playground_pages(&tabs)));
+        inner.playground = Some(Arc::new(super::playground_pages(&tabs, &chart)));
         inner.design = graphql::charted::design(chart.clone());
         inner.hub = Hub::for_design(
             inner.store.change_stream(),

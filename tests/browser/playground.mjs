@@ -7,7 +7,9 @@
 // --no-introspection the server refuses `__schema`: the page must still run a query.
 // With --chart N the server serves a chart of its own: the page must hold N tabs written
 // from its patterns, the first (access pattern 1) must answer without an error, and the
-// panel must list its requests.
+// panel must list its requests. Without --auth and --no-introspection, the Chart panel
+// must show every entity and pattern of the chart served, and pattern 3's link open its
+// tab (SCREENSHOT-chart-panel.png).
 // Without either, it also runs a subscription and creates a ticket from a second tab: the
 // event must reach the result pane and its requests the DynamoDB panel, with no CSP
 // violation. Exits 1 with the reasons when anything is off;
@@ -192,8 +194,46 @@ try {
     }
     await otherContext.close();
   }
-  if (seen.csp.length) problems.push(`CSP violations: ${seen.csp.join("; ")}`);
-  await page.screenshot({ path: screenshot });
+  if (!auth && !flags.includes("--no-introspection")) {
+    // The Chart panel: the entity chart and every access pattern of the chart served, a
+    // pattern's link opening the tab that runs it.
+    await page.screenshot({ path: screenshot });
+    await page.click('button[aria-label="Show Chart"]');
+    await page.waitForSelector("#ig-chart", { timeout: 10000 });
+    const panel = await page.evaluate(() => {
+      const config = JSON.parse(document.getElementById("itemgraph-config").textContent);
+      const chart = document.querySelector("#ig-chart");
+      return {
+        patterns: config.chart.patterns.length,
+        entities: config.chart.entities.length,
+        shownPatterns: chart.querySelectorAll(".ig-pattern").length,
+        shownEntities: chart.querySelectorAll(".ig-entity").length,
+        links: chart.querySelectorAll(".ig-pattern-link").length,
+        text: chart.innerText,
+      };
+    });
+    if (panel.shownPatterns !== panel.patterns || panel.shownEntities !== panel.entities) {
+      problems.push(`the Chart panel shows ${panel.shownPatterns} patterns and ${panel.shownEntities} entities, the chart has ${panel.patterns} and ${panel.entities}`);
+    }
+    if (panel.links < 2) problems.push(`the Chart panel links ${panel.links} patterns to tabs`);
+    if (!panel.text.includes("Entity chart") || !panel.text.includes("Access patterns")) {
+      problems.push(`the Chart panel lacks its tables: ${panel.text.slice(0, 300)}`);
+    }
+    await page.click('.ig-pattern-link[data-pattern="3"]');
+    await page
+      .waitForFunction(
+        () => document.querySelector(".graphiql-query-editor .CodeMirror").CodeMirror.getValue().startsWith("# Access pattern 3:"),
+        { timeout: 10000 }
+      )
+      .catch(async () => {
+        const first = await page.evaluate(() => document.querySelector(".graphiql-query-editor .CodeMirror").CodeMirror.getValue().split("\n")[0]);
+        problems.push(`pattern 3's link did not open its tab: the editor holds "${first}"`);
+      });
+    seen.csp = seen.csp.concat(await page.evaluate(() => window.__cspViolations));
+    await page.screenshot({ path: screenshot.replace(/\.png$/, "-chart-panel.png") });
+  }
+  if (seen.csp.length) problems.push(`CSP violations: ${[...new Set(seen.csp)].join("; ")}`);
+  if (auth || flags.includes("--no-introspection")) await page.screenshot({ path: screenshot });
   if (offOrigin.length) problems.push(`requests left the origin: ${offOrigin.join(", ")}`);
   if (consoleErrors.length) problems.push(`console errors: ${consoleErrors.join(" | ")}`);
   if (problems.length) {

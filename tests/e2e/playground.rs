@@ -8,7 +8,9 @@
 //! (`target/playground-auth.png`). With introspection off the page still runs a typed
 //! query (`target/playground-no-introspection.png`). Serving a chart of its own (the store
 //! locator of `examples/charts/`), the page holds that chart's tabs and runs its first
-//! (`target/playground-chart.png`).
+//! (`target/playground-chart.png`). For both charts, the Chart panel shows every entity and
+//! access pattern of the chart served, and a pattern's link opens the tab that runs it
+//! (`target/playground-chart-panel.png`, `target/playground-chart-chart-panel.png`).
 //!
 //! `scripts/test` installs Chromium and `puppeteer-core` when they are missing; outside CI
 //! (`CI` unset) a machine without them skips the test, saying so.
