@@ -9,6 +9,7 @@ mod common;
 
 mod chart;
 mod commands;
+mod designing;
 mod features;
 mod image;
 mod migrate;
