@@ -507,7 +507,7 @@ fn check_chart(
                     serde_json::json!({ "chart": shown, "holds": false, "refusals": refusals, "warnings": [] })
                 );
             } else {
-                eprintln!("{shown}: {refused}");
+                print_refused(&shown, &refused);
             }
             std::process::exit(1);
         }
@@ -547,6 +547,21 @@ fn check_chart(
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// `chart check`'s refusals for a person, as the server's start says them, the verdict in
+/// colour on a terminal.
+fn print_refused(shown: &str, refused: &itemgraph::chart::Refused) {
+    use anstyle::{AnsiColor, Style};
+    let error = Style::new().fg_color(Some(AnsiColor::Red.into())).bold();
+    let n = refused.0.len();
+    anstream::eprintln!(
+        "{shown}: {error}the chart breaks {n} rule{}:{error:#}",
+        if n == 1 { "" } else { "s" }
+    );
+    for r in &refused.0 {
+        anstream::eprintln!("  {r}");
+    }
 }
 
 /// `chart check`'s advice for a person: grouped by entity, as `advise` orders them, in

@@ -316,7 +316,7 @@
       return h(
         "tr",
         { key: e.name, className: "ig-entity" },
-        h("th", { scope: "row" }, e.name),
+        h("th", { scope: "row", title: e.system ? "One of the server's own items" : e.description || undefined }, e.name + (e.system ? " *" : "")),
         c.keyAttributes.map(function (k) {
           return h("td", { key: k }, keys[k] ? h("code", null, keys[k]) : "");
         })
@@ -378,6 +378,7 @@
           h("tbody", null, entities)
         )
       ),
+      h("p", { className: "ig-meta" }, "* one of the server's own items (migrations, leases, the chart recorded in the table)"),
       h("h3", null, "Access patterns"),
       h("ol", { className: "ig-patterns" }, patterns),
       warnings.length

@@ -182,7 +182,8 @@ fn hot_counters(chart: &Chart, out: &mut Vec<Advice>) {
 
 /// An index partition every create of one tenant's items writes into: the index's
 /// partition key built from the tenant alone, or with it a value every create gives the
-/// same (its life cycle's first status) or one of a few (an enum's).
+/// same (its life cycle's first status) or one of a few (an enum's). Without the tenant in
+/// it, every create of the whole table does.
 fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
     for e in chart.declared() {
         let creates = creates(chart, &e.name);
@@ -216,7 +217,7 @@ fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
                     _ => false,
                 }
             });
-            if !few || (tenant.is_some() && !holds_tenant) {
+            if !few {
                 continue;
             }
             let whose = match (&chart.tenant, holds_tenant) {

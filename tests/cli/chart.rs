@@ -16,6 +16,8 @@ fn chart_command(command: &str, args: &[&str]) -> (i32, String, String) {
         .args(["chart", command])
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
+        // A pipe gets no colour unless forced.
+        .env_remove("CLICOLOR_FORCE")
         .output()
         .expect("run itemgraph chart");
     (
@@ -520,6 +522,19 @@ fn check_advises_on_hot_partitions_and_unbounded_items() {
         "{out}"
     );
     assert!(!out.contains('\u{1b}'), "colour in a pipe: {out}");
+    // Colour where a terminal is, or where it is asked for (anstream's CLICOLOR_FORCE).
+    let coloured = Command::new(BIN)
+        .args(["chart", "check", "examples/charts/store-locator.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("CLICOLOR_FORCE", "1")
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(coloured.stdout).unwrap();
+    assert!(
+        text.contains("\u{1b}[1m\u{1b}[33mwarning [hot-partition]\u{1b}[0m"),
+        "{text:?}"
+    );
     let (code, _, _) = chart_check(&["--deny-warnings"]);
     assert_eq!(code, 1);
     let (code, out, err) = chart_check(&["examples/charts/store-locator.toml"]);

@@ -133,6 +133,15 @@ fn an_index_partition_every_create_of_a_tenant_writes_is_a_hot_partition() {
         "Store",
         &["(`CHAIN#<chain>#STATUS#<status>`, `status` OPEN)"],
     );
+    // A partition per status alone takes every chain's new stores.
+    edits[1].1 = "indexes.GSI1 = [\"STATUS#{status}\", \"STORE#{chain}#{country}#{state}#{city}#{number}\"]\nversion = \"version\"\nunique = { phone = \"StorePhone\" }";
+    edits[3].1 = "[patterns.11]\nname = \"Stores in one status\"\nrequest = \"Query\"\nkey = \"GSI1PK = STATUS#{status} AND begins_with(GSI1SK, STORE#)\"\nchildren = \"Store\"\nfield = \"Chain.byStatus\"\n\n[mutations.createChain]";
+    warned(
+        &advise(&changed(LOCATOR, &edits)),
+        "hot-partition",
+        "Store",
+        &["every createStore of the whole table writes its GSI1 keys into one partition (`STATUS#<status>`, `status` OPEN)"],
+    );
     // A partition per store's city is not one per chain.
     edits[1].1 = "indexes.GSI1 = [\"CHAIN#{chain}#CITY#{city}\", \"STORE#{country}#{state}#{number}\"]\nversion = \"version\"\nunique = { phone = \"StorePhone\" }";
     edits[3].1 = "[patterns.11]\nname = \"A chain's stores in one city\"\nrequest = \"Query\"\nkey = \"GSI1PK = CHAIN#{slug}#CITY#{city} AND begins_with(GSI1SK, STORE#)\"\nchildren = \"Store\"\nfield = \"Chain.byStatus\"\n\n[mutations.createChain]";
