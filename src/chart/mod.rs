@@ -597,10 +597,18 @@ pub fn plural(entity: &str) -> String {
 }
 
 /// An entity's name with its indefinite article, as a sentence says it (`a ticket`, `an
-/// order`, `an order line`).
+/// order`, `an order line`, `a user`): `an` before a vowel sound. A `u` that sounds `you`
+/// (`user`, `unit`: a consonant and then a vowel after it), `eu` and `one` take `a`.
 pub fn one(entity: &str) -> String {
     let w = words(entity);
-    let article = if w.starts_with(['a', 'e', 'i', 'o', 'u']) {
+    let b = w.as_bytes();
+    let vowel = |c: Option<&u8>| c.is_some_and(|c| b"aeiou".contains(c));
+    let sounds_you = b.first() == Some(&b'u') && !vowel(b.get(1)) && vowel(b.get(2));
+    let article = if w.starts_with(['a', 'e', 'i', 'o', 'u'])
+        && !sounds_you
+        && !w.starts_with("eu")
+        && !w.starts_with("one")
+    {
         "an"
     } else {
         "a"

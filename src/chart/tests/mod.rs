@@ -304,6 +304,13 @@ fn an_entity_name_reads_as_a_sentence_says_it() {
     assert_eq!(words("CounterShard"), "counter shard");
     assert_eq!(one("Ticket"), "a ticket");
     assert_eq!(one("OrderLine"), "an order line");
+    assert_eq!(one("User"), "a user");
+    assert_eq!(one("UserEmail"), "a user email");
+    assert_eq!(one("Unit"), "a unit");
+    assert_eq!(one("Update"), "an update");
+    assert_eq!(one("Umbrella"), "an umbrella");
+    assert_eq!(one("EuropeanStore"), "a european store");
+    assert_eq!(one("Item"), "an item");
     for (one, many) in [
         ("User", "users"),
         ("OrderLine", "order lines"),
