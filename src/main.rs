@@ -554,11 +554,7 @@ fn check_chart(
 fn print_refused(shown: &str, refused: &itemgraph::chart::Refused) {
     use anstyle::{AnsiColor, Style};
     let error = Style::new().fg_color(Some(AnsiColor::Red.into())).bold();
-    let n = refused.0.len();
-    anstream::eprintln!(
-        "{shown}: {error}the chart breaks {n} rule{}:{error:#}",
-        if n == 1 { "" } else { "s" }
-    );
+    anstream::eprintln!("{shown}: {error}{}{error:#}", refused.verdict());
     for r in &refused.0 {
         anstream::eprintln!("  {r}");
     }

@@ -282,29 +282,63 @@
     return figure + " " + c.unit;
   }
 
-  // Shows the tab whose operation starts with `# Access pattern N:` by clicking its
-  // button: GraphiQL exposes no way to change tabs from outside, and keeps its tabs
-  // (closed, reordered, added) in localStorage, so the tab is looked up there first.
-  function showPattern(number, fallback) {
-    var index = fallback;
+  // Whether a tab's operation runs access pattern `number`, as the server's `tab_of`
+  // decides it: headed `# Access pattern N:`, or naming `(access pattern N)` in its
+  // heading comment.
+  function runs(query, number) {
+    var text = query || "";
+    if (text.indexOf("# Access pattern " + number + ":") === 0) return true;
+    var heading = [];
+    var lines = text.split("\n");
+    for (var i = 0; i < lines.length && lines[i].charAt(0) === "#"; i++) heading.push(lines[i]);
+    return heading.join("\n").indexOf("(access pattern " + number + ")") >= 0;
+  }
+
+  // Shows the tab that runs access pattern `number` by clicking its button (GraphiQL
+  // exposes no way to change tabs from outside). The tabs are looked up as GraphiQL keeps
+  // them, in localStorage: a tab closed, moved or edited since the page opened is found
+  // where it is, or not at all. Says whether it found one.
+  function showPattern(number) {
+    var tabs = null;
     try {
       var state = JSON.parse(localStorage.getItem("graphiql:tabState") || "null");
-      if (state && state.tabs) {
-        var prefix = "# Access pattern " + number + ":";
-        var found = state.tabs.findIndex(function (t) {
-          return (t.query || "").indexOf(prefix) === 0;
-        });
-        if (found >= 0) index = found;
-      }
+      tabs = state && Array.isArray(state.tabs) ? state.tabs : null;
     } catch (_) {
-      // An unreadable store: the tab the page opened with.
+      tabs = null;
     }
+    var queries = tabs
+      ? tabs.map(function (t) {
+          return t.query;
+        })
+      : config.examples.map(function (e) {
+          return e.query;
+        });
+    var exact = queries.findIndex(function (q) {
+      return (q || "").indexOf("# Access pattern " + number + ":") === 0;
+    });
+    var index =
+      exact >= 0
+        ? exact
+        : queries.findIndex(function (q) {
+            return runs(q, number);
+          });
     var buttons = document.querySelectorAll(".graphiql-tab-button");
-    if (buttons[index]) buttons[index].click();
+    if (index < 0 || !buttons[index]) return false;
+    buttons[index].click();
+    return true;
   }
 
   function ChartPanel() {
     var c = config.chart;
+    var notice = React.useState(null);
+    if (!c || !Array.isArray(c.entities) || !Array.isArray(c.patterns)) {
+      return h(
+        "div",
+        { className: "ig-chart", id: "ig-chart" },
+        h("div", { className: "graphiql-doc-explorer-title" }, "Chart"),
+        h("p", null, "This page carries no chart.")
+      );
+    }
     var keyHeads = c.keyAttributes.map(function (k) {
       return h("th", { key: k }, k);
     });
@@ -316,7 +350,7 @@
       return h(
         "tr",
         { key: e.name, className: "ig-entity" },
-        h("th", { scope: "row", title: e.system ? "One of the server's own items" : e.description || undefined }, e.name + (e.system ? " *" : "")),
+        h("th", { scope: "row" }, e.name + (e.system ? " *" : "")),
         c.keyAttributes.map(function (k) {
           return h("td", { key: k }, keys[k] ? h("code", null, keys[k]) : "");
         })
@@ -335,7 +369,11 @@
                 "data-pattern": String(p.number),
                 title: "Open the tab that runs it",
                 onClick: function () {
-                  showPattern(p.number, p.tab);
+                  notice[1](
+                    showPattern(p.number)
+                      ? null
+                      : "No open tab runs pattern " + p.number + " any more (it was closed or edited): reload the page for its tab."
+                  );
                 },
               },
               p.number + ". " + p.name
@@ -349,13 +387,14 @@
         h("div", { className: "ig-meta" }, p.returns)
       );
     });
-    var warnings = c.warnings.map(function (w, i) {
+    var warnings = (c.warnings || []).map(function (w, i) {
       return h(
         "li",
-        { key: i, className: "ig-warning", title: w.why },
+        { key: i, className: "ig-warning" },
         h("strong", null, w.entity + " · " + w.rule),
         " ",
-        (w.pattern ? "pattern " + w.pattern + ": " : "") + w.message
+        (w.pattern ? "pattern " + w.pattern + ": " : "") + w.message,
+        h("div", { className: "ig-meta" }, "Why: " + w.why)
       );
     });
     return h(
@@ -380,6 +419,7 @@
       ),
       h("p", { className: "ig-meta" }, "* one of the server's own items (migrations, leases, the chart recorded in the table)"),
       h("h3", null, "Access patterns"),
+      notice[0] ? h("p", { className: "ig-notice", role: "status" }, notice[0]) : null,
       h("ol", { className: "ig-patterns" }, patterns),
       warnings.length
         ? h("div", null, h("h3", null, "Advice (itemgraph chart check)"), h("ul", { className: "ig-warnings" }, warnings))

@@ -84,8 +84,9 @@ not at all, and DynamoDB writes the index entry twice (a delete and a put). A pr
 cannot change at all: the item must be deleted and put again (AWS, \"Best practices for \
 using sort keys to organize data\"; \"Managing Global Secondary Indexes\").";
 
-const SPARSE_INDEX_WHY: &str = "An index holds only the items that carry its keys, and every \
-write of one costs the index's write units too; an index only the type a pattern reads \
+const SPARSE_INDEX_WHY: &str = "An index holds only the items that carry its keys, and a \
+write that puts one, or changes what the index projects of it, costs the index's write units \
+too; an index only the type a pattern reads \
 carries is sparse, and a filter of one type over it reads that type alone (AWS, \"Take \
 advantage of sparse indexes\").";
 
@@ -119,20 +120,36 @@ pub fn advise(chart: &Chart) -> Vec<Advice> {
     out
 }
 
-/// The create mutations of `e`, by name.
+/// The mutations that create items of `e`, by name: its own creates, and a parent's that
+/// write it as one of a list's children (`with`).
 fn creates<'a>(chart: &'a Chart, e: &str) -> Vec<&'a str> {
     chart
         .mutations
         .values()
-        .filter(|m| m.entity == e && m.action == Action::Create)
+        .filter(|m| m.action == Action::Create)
+        .filter(|m| {
+            m.entity == e
+                || m.with.keys().any(|list| {
+                    super::list_child(
+                        &chart.entities,
+                        &chart.patterns,
+                        &chart.entities[&m.entity],
+                        list,
+                    )
+                    .is_some_and(|child| child.name == e)
+                })
+        })
         .map(|m| m.name.as_str())
         .collect()
 }
 
-/// `12 KB`, `1.2 MB`, `800 B`: a size as a sentence says it.
+/// `12 KB`, `1.2 MB`, `800 B`: a size as a sentence says it, rounded up (so a size past a
+/// limit never reads as the limit).
 fn bytes_text(b: u64) -> String {
-    if b >= 1024 * 1024 {
-        format!("{:.1} MB", b as f64 / (1024.0 * 1024.0))
+    const MB: u64 = 1024 * 1024;
+    if b >= MB {
+        let tenths = (b * 10).div_ceil(MB);
+        format!("{}.{} MB", tenths / 10, tenths % 10)
     } else if b >= 1024 {
         format!("{} KB", b.div_ceil(1024))
     } else {
@@ -182,19 +199,29 @@ fn hot_counters(chart: &Chart, out: &mut Vec<Advice>) {
 
 /// An index partition every create of one tenant's items writes into: the index's
 /// partition key built from the tenant alone, or with it a value every create gives the
-/// same (its life cycle's first status) or one of a few (an enum's). Without the tenant in
-/// it, every create of the whole table does.
+/// same (its life cycle's first status) or one of an enum's few. Without the tenant in it,
+/// every create of the whole table does. (A tenant's own item is created once: not it.)
 fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
+    let tenant_entity = chart.tenant.as_ref().map(|t| t.entity.as_str());
     for e in chart.declared() {
         let creates = creates(chart, &e.name);
-        if creates.is_empty() {
+        if creates.is_empty() || tenant_entity == Some(e.name.as_str()) {
             continue;
         }
         let tenant = chart.tenant_attribute(e);
         for (index, keys) in &e.indexes {
             let mut holds_tenant = false;
+            // What each value of the key is, and how many partitions an enum's make.
             let mut same = Vec::new();
+            let mut partitions = 1usize;
             let few = keys.pk.vars().all(|v| {
+                let Some(a) = e.attributes.get(&v.name) else {
+                    return false;
+                };
+                // An optional value leaves the index sparse: not every create writes it.
+                if a.optional {
+                    return false;
+                }
                 if Some(&v.name) == tenant.as_ref() {
                     holds_tenant = true;
                     return true;
@@ -205,13 +232,14 @@ fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
                     .as_ref()
                     .filter(|l| l.attribute == v.name)
                     .map(|l| l.initial.clone());
-                match (&e.attributes.get(&v.name).map(|a| &a.ty), initial) {
+                match (&a.ty, initial) {
                     (_, Some(initial)) => {
                         same.push(format!("`{}` {initial}", v.name));
                         true
                     }
-                    (Some(Type::Enum { values, .. }), None) => {
+                    (Type::Enum { values, .. }, None) if values.len() <= FEW => {
                         same.push(format!("`{}` one of {}", v.name, values.len()));
+                        partitions *= values.len();
                         true
                     }
                     _ => false,
@@ -224,16 +252,21 @@ fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
                 (Some(t), true) => format!("of one {}", super::words(&t.entity)),
                 _ => "of the whole table".to_owned(),
             };
+            let into = if partitions == 1 {
+                "one partition".to_owned()
+            } else {
+                format!("one of {partitions} partitions")
+            };
             out.push(Advice {
                 rule: "hot-partition",
                 entity: e.name.clone(),
                 pattern: None,
                 message: format!(
-                    "every {} {whose} writes its {index} keys into one partition (`{}`{}): an \
-                     index partition takes about 1 000 write units a second, one a KB the item \
-                     projects, so about 1 000 new {} a second of 1 KB; past it the index's \
+                    "every {} {whose} writes its {index} keys into {into} (`{}`{}): an index \
+                     partition takes about 1 000 write units a second, one a KB the item \
+                     projects, so about {} new {} a second of 1 KB{}; past it the index's \
                      throttling holds back the table's writes. Write sharding spreads it: a \
-                     suffix from 0 to N on the index's partition key, which the pattern then \
+                     suffix from 0 to N − 1 on the index's partition key, which a pattern then \
                      reads N times",
                     creates.join(" or "),
                     super::explain::shown(&keys.pk),
@@ -242,7 +275,13 @@ fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
                     } else {
                         format!(", {}", same.join(", "))
                     },
+                    thousands(1_000 * partitions),
                     super::plural(&e.name),
+                    if partitions == 1 {
+                        ""
+                    } else {
+                        " at best, spread evenly"
+                    },
                 ),
                 why: HOT_INDEX_WHY,
             });
@@ -250,46 +289,58 @@ fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
     }
 }
 
-/// A list or map attribute (of an entity, or of a shape one holds) with no `max_items`.
+/// An enum of up to this many values makes few partitions of an index.
+const FEW: usize = 8;
+
+/// `1 000`, `16 000`: a figure as the advice writes it.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// An item that can outgrow 400 KB: a list or map attribute (of the entity, or of a shape
+/// it holds) with no `max_items`, a shape that holds itself, or attributes whose bounds
+/// add up past it.
 fn item_sizes(chart: &Chart, out: &mut Vec<Advice>) {
     for e in chart.declared() {
+        let mut warned = false;
         for (name, a) in &e.attributes {
-            if let Some(path) = unbounded(chart, &a.ty, name, 0) {
+            if let Some((path, why)) = size::unbounded(chart, &a.ty, name) {
+                warned = true;
                 out.push(Advice {
                     rule: "item-size",
                     entity: e.name.clone(),
                     pattern: None,
                     message: format!(
-                        "`{path}` has no `max_items`: the item grows with it, and a write that \
-                         takes it past 400 KB is refused"
+                        "`{path}` {why}: the item grows with it, and a write that takes it past \
+                         400 KB is refused"
                     ),
                     why: ITEM_SIZE_WHY,
                 });
             }
         }
-    }
-}
-
-/// The path of the first list or map without `max_items` in a value of `ty`.
-fn unbounded(chart: &Chart, ty: &Type, path: &str, depth: usize) -> Option<String> {
-    // A shape that holds itself is looked into a few levels deep.
-    if depth > 4 {
-        return None;
-    }
-    match ty {
-        Type::List {
-            max_items: None, ..
+        let s = size::max_item(chart, e);
+        if !warned && s.bytes > size::MAX_ITEM_BYTES {
+            out.push(Advice {
+                rule: "item-size",
+                entity: e.name.clone(),
+                pattern: None,
+                message: format!(
+                    "its attributes at their largest take {} ({}), past the 400 KB of one \
+                     item: a write that reaches it is refused. Bound them lower",
+                    bytes_text(s.bytes),
+                    largest(chart, e),
+                ),
+                why: ITEM_SIZE_WHY,
+            });
         }
-        | Type::Map {
-            max_items: None, ..
-        } => Some(path.to_owned()),
-        Type::List { of, .. } | Type::Map { of, .. } => unbounded(chart, of, path, depth + 1),
-        Type::Shape(shape) => {
-            chart.shapes.get(shape)?.iter().find_map(|(field, a)| {
-                unbounded(chart, &a.ty, &format!("{path}.{field}"), depth + 1)
-            })
-        }
-        _ => None,
     }
 }
 
@@ -312,20 +363,20 @@ fn transaction_sizes(chart: &Chart, out: &mut Vec<Advice>) {
         let written = super::explain::written_most(chart, m);
         let mut total = 0u64;
         let mut biggest: Option<(&str, u64, u64)> = None;
-        for (entity, n) in &written {
-            let Some(e) = chart.entities.get(entity) else {
+        for w in &written {
+            let Some(e) = chart.entities.get(&w.entity) else {
                 continue;
             };
-            let each = size::max_item(chart, e).bytes;
-            total += each * n;
-            if biggest.is_none_or(|(_, b, k)| b * k < each * n) {
-                biggest = Some((entity, each, *n));
+            let each = size::max_item(chart, e).stored();
+            total += each * w.most;
+            if biggest.is_none_or(|(_, b, k)| b * k < each * w.most) {
+                biggest = Some((&w.entity, each, w.most));
             }
         }
         if total <= TRANSACTION_BYTES {
             continue;
         }
-        let items: u64 = written.iter().map(|(_, n)| n).sum();
+        let items: u64 = written.iter().map(|w| w.most).sum();
         let (entity, each, n) = biggest.expect("a transaction writes an item");
         out.push(Advice {
             rule: "transaction-size",
@@ -351,17 +402,27 @@ fn transaction_sizes(chart: &Chart, out: &mut Vec<Advice>) {
     }
 }
 
-/// The most children one read of a Query pattern returns: a list's `max`, else the
-/// largest page.
+/// The most children one read of a Query pattern returns: a list's `max` where a list
+/// reads it whole, the largest page where a connection (or a root field) pages it.
 fn children_read(chart: &Chart, pattern: u32) -> u64 {
-    let list = chart
+    let page = u64::from(crate::collections::MAX_PAGE_SIZE);
+    let lists: Vec<u64> = chart
         .entities
         .values()
         .flat_map(|e| e.lists.values())
         .filter(|l| l.pattern == pattern)
         .map(|l| u64::from(l.max.unwrap_or(crate::collections::MAX_PAGE_SIZE)))
-        .max();
-    list.unwrap_or(u64::from(crate::collections::MAX_PAGE_SIZE))
+        .collect();
+    let paged = chart
+        .entities
+        .values()
+        .flat_map(|e| e.connections.values())
+        .any(|c| c.pattern == pattern);
+    match lists.iter().max() {
+        Some(most) if !paged => *most,
+        Some(most) => page.max(*most),
+        None => page,
+    }
 }
 
 /// A Query pattern whose largest first page (its parent, what it reads beside it, and the
@@ -369,6 +430,7 @@ fn children_read(chart: &Chart, pattern: u32) -> u64 {
 fn page_sizes(chart: &Chart, out: &mut Vec<Advice>) {
     for p in chart.patterns.values() {
         let Request::Query {
+            condition,
             parent,
             beside,
             children,
@@ -377,7 +439,9 @@ fn page_sizes(chart: &Chart, out: &mut Vec<Advice>) {
         else {
             continue;
         };
-        let size_of = |e: &str| size::max_item(chart, &chart.entities[e]).bytes;
+        // What the index holds of each item: all of it, or its keys and what it includes.
+        let index = condition.index.as_deref();
+        let size_of = |e: &str| size::max_item_in(chart, &chart.entities[e], index).stored();
         let mut carried = parent.as_deref().map_or(0, size_of);
         for b in beside {
             let n = chart.entities[b].shards_of.as_ref().map_or(1, |(_, n)| *n);
@@ -414,16 +478,32 @@ fn page_sizes(chart: &Chart, out: &mut Vec<Advice>) {
     }
 }
 
-/// The attributes of `e` a mutation changes, each with the first mutation that does.
+/// The attributes of `e` a mutation changes, each with what changes it: the first
+/// mutation that changes it, or every change (the version, a time of every write).
 fn changed(chart: &Chart, e: &Entity) -> Vec<(String, String)> {
+    let updates: Vec<&super::Mutation> = chart
+        .mutations
+        .values()
+        .filter(|m| m.entity == e.name && m.action == Action::Update)
+        .collect();
     let mut out: Vec<(String, String)> = Vec::new();
-    for m in chart.mutations.values() {
-        if m.entity != e.name || m.action != Action::Update {
-            continue;
-        }
+    for m in &updates {
         for f in &m.fields {
             if !out.iter().any(|(a, _)| a == f) {
-                out.push((f.clone(), m.name.clone()));
+                out.push((f.clone(), format!("`{}`", m.name)));
+            }
+        }
+    }
+    if !updates.is_empty() {
+        let every = e
+            .attributes
+            .iter()
+            .filter(|(_, a)| a.auto == Some(super::Auto::Updated))
+            .map(|(name, _)| name)
+            .chain(e.writes.version.iter());
+        for a in every {
+            if !out.iter().any(|(x, _)| x == a) {
+                out.push((a.clone(), "every change".to_owned()));
             }
         }
     }
@@ -451,7 +531,7 @@ fn changing_sort_keys(chart: &Chart, out: &mut Vec<Advice>) {
                     entity: e.name.clone(),
                     pattern: None,
                     message: format!(
-                        "its {index} sort key `{}` is built from `{}`, which `{by}` changes: a \
+                        "its {index} sort key `{}` is built from `{}`, which {by} changes: a \
                          change moves the {} within its partition{}, so a client paging it by \
                          cursor sees it twice or not at all, and the index entry is written \
                          twice. Sort by what does not change (its id, its creation time)",
@@ -528,8 +608,9 @@ fn sparse_indexes(chart: &Chart, out: &mut Vec<Advice>) {
                 pattern: None,
                 message: format!(
                     "it carries {index} keys (`{}` / `{}`), and no pattern reads {} from \
-                     {index}: every write of one costs {index}'s write units and storage for \
-                     nothing. Leave them out, so {index} holds only what its patterns read",
+                     {index}: every put of one, and every change of what {index} holds of it, \
+                     costs {index}'s write units and storage for nothing. Leave them out, so \
+                     {index} holds only what its patterns read",
                     super::explain::shown(&keys.pk),
                     super::explain::shown(&keys.sk),
                     super::plural(&e.name),

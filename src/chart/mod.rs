@@ -76,14 +76,20 @@ pub fn parse(text: &str) -> Result<Chart, Refused> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused(pub Vec<Refusal>);
 
-impl fmt::Display for Refused {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Refused {
+    /// What the refusals come under: `the chart breaks 2 rules:`.
+    pub fn verdict(&self) -> String {
         let n = self.0.len();
-        write!(
-            f,
+        format!(
             "the chart breaks {n} rule{}:",
             if n == 1 { "" } else { "s" }
-        )?;
+        )
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.verdict())?;
         for r in &self.0 {
             write!(f, "\n  {r}")?;
         }
@@ -597,13 +603,15 @@ pub fn plural(entity: &str) -> String {
 }
 
 /// An entity's name with its indefinite article, as a sentence says it (`a ticket`, `an
-/// order`, `an order line`, `a user`): `an` before a vowel sound. A `u` that sounds `you`
-/// (`user`, `unit`: a consonant and then a vowel after it), `eu` and `one` take `a`.
+/// order`, `an order line`, `a user`): `an` before a vowel sound. The `u` that sounds
+/// `you` (`uni…`, and `us`, `ut`, `ur` before a vowel: user, utility), `eu` and `one` take
+/// `a`.
 pub fn one(entity: &str) -> String {
     let w = words(entity);
     let b = w.as_bytes();
     let vowel = |c: Option<&u8>| c.is_some_and(|c| b"aeiou".contains(c));
-    let sounds_you = b.first() == Some(&b'u') && !vowel(b.get(1)) && vowel(b.get(2));
+    let sounds_you =
+        w.starts_with("uni") || (matches!(b, [b'u', b's' | b't' | b'r', ..]) && vowel(b.get(2)));
     let article = if w.starts_with(['a', 'e', 'i', 'o', 'u'])
         && !sounds_you
         && !w.starts_with("eu")

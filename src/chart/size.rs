@@ -9,7 +9,7 @@
 
 use super::template::{Part, Template};
 use super::types::{Kind, Type, DEFAULT_MAX_CHARS};
-use super::{Chart, Entity};
+use super::{Chart, Entity, Projection};
 
 /// DynamoDB's largest item, in bytes.
 pub const MAX_ITEM_BYTES: u64 = 400 * 1024;
@@ -24,37 +24,62 @@ const MAX_NUMBER_BYTES: u64 = 20;
 /// An RFC 3339 UTC time with nanoseconds (`2026-01-31T12:00:00.123456789Z`).
 const TIMESTAMP_BYTES: u64 = 30;
 
-/// The longest name a map's member can have: no write of the chart makes one, so
-/// DynamoDB's own bound on an attribute name's length applies.
+/// The longest name a map's member can have: the chart bounds none (no mutation writes a
+/// map), so DynamoDB's own bound on an attribute name's length applies, and a map is at
+/// most 400 KB whatever its `max_items`.
 const MAP_NAME_BYTES: u64 = 64 * 1024;
 
-/// The most an item of `e` can take, at most [`MAX_ITEM_BYTES`]; `unbounded` names the
-/// attribute that only DynamoDB's limit bounds, where one does.
+/// The most an item of `e` can take (`bytes`: what its attributes add up to, which may pass
+/// [`MAX_ITEM_BYTES`]: DynamoDB refuses such an item); `unbounded` names the attribute that
+/// nothing but DynamoDB's limit bounds, where one does (`bytes` is then that limit).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Size {
     pub bytes: u64,
     pub unbounded: Option<String>,
 }
 
+impl Size {
+    /// The most one item takes as DynamoDB stores it: at most 400 KB.
+    pub fn stored(&self) -> u64 {
+        self.bytes.min(MAX_ITEM_BYTES)
+    }
+}
+
 /// The most bytes an item of `e` takes: its attributes, its key attributes and its type.
 pub fn max_item(chart: &Chart, e: &Entity) -> Size {
+    max_item_in(chart, e, None)
+}
+
+/// The most bytes an item of `e` takes as `index` holds it (`None`: the base table): an
+/// index that projects `KEYS_ONLY` or `INCLUDE` holds the table's and its own keys and
+/// what it includes.
+pub fn max_item_in(chart: &Chart, e: &Entity, index: Option<&str>) -> Size {
+    let t = &chart.table;
+    let projected = index
+        .and_then(|i| chart.indexes.get(i))
+        .map(|i| &i.projection)
+        .filter(|p| **p != Projection::All);
+    let holds = |name: &str| match projected {
+        None => true,
+        Some(Projection::Include(a)) => a.iter().any(|a| a == name),
+        Some(_) => false,
+    };
     let mut bytes = 0u64;
     let mut unbounded = None;
-    let t = &chart.table;
-    let type_attr = t.type_attribute.len() + e.name.len();
-    bytes += type_attr as u64;
-    let key = |name: &str, template: &Template, bytes: &mut u64| {
-        *bytes += name.len() as u64 + rendered(e, template);
-    };
-    key(&t.partition_key, &e.key.pk, &mut bytes);
-    key(&t.sort_key, &e.key.sk, &mut bytes);
-    for (index, keys) in &e.indexes {
-        if let Some(i) = chart.indexes.get(index) {
-            key(&i.partition_key, &keys.pk, &mut bytes);
-            key(&i.sort_key, &keys.sk, &mut bytes);
+    if holds(&t.type_attribute) {
+        bytes += (t.type_attribute.len() + e.name.len()) as u64;
+    }
+    let key = |name: &str, template: &Template| name.len() as u64 + rendered(e, template);
+    bytes += key(&t.partition_key, &e.key.pk) + key(&t.sort_key, &e.key.sk);
+    for (name, keys) in &e.indexes {
+        let Some(i) = chart.indexes.get(name) else {
+            continue;
+        };
+        if projected.is_none() || index == Some(name.as_str()) {
+            bytes += key(&i.partition_key, &keys.pk) + key(&i.sort_key, &keys.sk);
         }
     }
-    for (name, a) in &e.attributes {
+    for (name, a) in e.attributes.iter().filter(|(name, _)| holds(name)) {
         match value(chart, &a.ty, 0) {
             Some(v) => bytes += name.len() as u64 + v,
             None => {
@@ -65,11 +90,42 @@ pub fn max_item(chart: &Chart, e: &Entity) -> Size {
     if unbounded.is_some() {
         bytes = MAX_ITEM_BYTES;
     }
-    Size {
-        bytes: bytes.min(MAX_ITEM_BYTES),
-        unbounded,
+    Size { bytes, unbounded }
+}
+
+/// Where in a value of `ty` (at `path`) nothing bounds its size, and why: a list or map
+/// without `max_items`, or a shape that holds itself. The walk [`max_item`] makes.
+pub fn unbounded(chart: &Chart, ty: &Type, path: &str) -> Option<(String, &'static str)> {
+    unbounded_at(chart, ty, path, 0)
+}
+
+fn unbounded_at(
+    chart: &Chart,
+    ty: &Type,
+    path: &str,
+    depth: usize,
+) -> Option<(String, &'static str)> {
+    match ty {
+        Type::List {
+            max_items: None, ..
+        }
+        | Type::Map {
+            max_items: None, ..
+        } => Some((path.to_owned(), "has no `max_items`")),
+        Type::List { of, .. } | Type::Map { of, .. } => unbounded_at(chart, of, path, depth + 1),
+        Type::Shape(_) if depth > MAX_DEPTH => Some((
+            path.to_owned(),
+            "holds its own shape, so it nests without bound",
+        )),
+        Type::Shape(shape) => chart.shapes.get(shape)?.iter().find_map(|(field, a)| {
+            unbounded_at(chart, &a.ty, &format!("{path}.{field}"), depth + 1)
+        }),
+        _ => None,
     }
 }
+
+/// How deep a value is walked: past it, a shape can only be one that holds itself.
+const MAX_DEPTH: usize = 8;
 
 /// The attribute of `e` whose value can take the most bytes, with them.
 pub fn largest_attribute(chart: &Chart, e: &Entity) -> Option<(String, u64)> {
@@ -143,7 +199,7 @@ fn value(chart: &Chart, ty: &Type, depth: usize) -> Option<u64> {
             Type::Enum { values, .. } => values.iter().map(|v| v.len() as u64).max().unwrap_or(0),
             Type::Shape(shape) => {
                 // A shape that holds itself is bounded only by DynamoDB's limit.
-                if depth > 8 {
+                if depth > MAX_DEPTH {
                     return None;
                 }
                 let fields = chart.shapes.get(shape)?;

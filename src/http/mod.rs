@@ -467,15 +467,16 @@ pub(crate) type PlaygroundPages = [[String; 2]; 2];
 
 /// The playground's pages of `chart` with `examples` as its tabs.
 pub(crate) fn playground_pages(examples: &[&str], chart: &crate::chart::Chart) -> PlaygroundPages {
+    let panel = playground::chart_panel(chart, examples);
     [false, true].map(|subscriptions| {
         [false, true].map(|auth| {
-            playground::page(
+            playground::page_with(
                 "/graphql",
                 TRACE_HEADER,
                 auth,
                 subscriptions,
                 examples,
-                chart,
+                &panel,
             )
         })
     })

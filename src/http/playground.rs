@@ -172,10 +172,11 @@ pub fn builtin_examples() -> Vec<String> {
 }
 
 /// The tab that runs access pattern `number`: the first whose operation is headed
-/// `# Access pattern N:`, else the first that names it (`(access pattern 9)`).
+/// `# Access pattern N:`, else the first whose heading comment names it
+/// (`(access pattern 9)`). The page's script looks a tab up the same way.
 pub fn tab_of(examples: &[&str], number: u32) -> Option<usize> {
     let head = format!("# Access pattern {number}:");
-    let named = format!("access pattern {number})");
+    let named = format!("(access pattern {number})");
     examples
         .iter()
         .position(|q| q.starts_with(&head))
@@ -218,13 +219,33 @@ pub fn page(
     examples: &[&str],
     chart: &crate::chart::Chart,
 ) -> String {
+    let panel = chart_panel(chart, examples);
+    page_with(
+        endpoint,
+        trace_header,
+        auth,
+        subscriptions,
+        examples,
+        &panel,
+    )
+}
+
+/// [`page`], with its Chart panel's [`chart_panel`] made once for every page of a chart.
+pub fn page_with(
+    endpoint: &str,
+    trace_header: &str,
+    auth: bool,
+    subscriptions: bool,
+    examples: &[&str],
+    panel: &serde_json::Value,
+) -> String {
     let config = serde_json::json!({
         "endpoint": endpoint,
         "traceHeader": trace_header,
         "auth": auth,
         "subscriptions": subscriptions,
         "examples": examples.iter().map(|q| serde_json::json!({ "query": q })).collect::<Vec<_>>(),
-        "chart": chart_panel(chart, examples),
+        "chart": panel,
     });
     // `</` cannot end the JSON block early once escaped; the JSON stays the same value.
     let config = config.to_string().replace("</", "<\\/");
@@ -352,6 +373,12 @@ mod tests {
             );
         }
         assert!(tab(9).unwrap().contains("(access pattern 9)"));
+        // A heading naming pattern 19 does not name pattern 9.
+        assert_eq!(tab_of(&["# About (access pattern 19)\n{ a }"], 9), None);
+        assert_eq!(
+            tab_of(&["# Access pattern 19: x\n", "# x (access pattern 9)\n"], 9),
+            Some(1)
+        );
         // The write patterns' tabs are not in `EXAMPLES` alone.
         assert_eq!(tab(10), None);
         assert!(config["chart"]["entities"].as_array().unwrap().len() >= 8);

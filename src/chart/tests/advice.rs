@@ -248,3 +248,72 @@ fn index_keys_no_pattern_reads_are_advised_against() {
         "{advice:#?}"
     );
 }
+
+#[test]
+fn an_item_that_can_outgrow_400_kb_is_advised_against() {
+    // Opening hours without a bound: the store grows with them.
+    let unbounded = changed(
+        LOCATOR,
+        &[(
+            "hours = { type = \"list\", of = \"Hours\", max_items = 7,",
+            "hours = { type = \"list\", of = \"Hours\",",
+        )],
+    );
+    warned(
+        &advise(&unbounded),
+        "item-size",
+        "Store",
+        &["`hours` has no `max_items`: the item grows with it"],
+    );
+    // Every attribute bounded, but together past 400 KB: 60 000 characters of a name and
+    // as many of an address, up to 4 bytes each.
+    let large = changed(
+        LOCATOR,
+        &[
+            (
+                "address = { type = \"string\", max_length = 200 }",
+                "address = { type = \"string\", max_length = 60000 }",
+            ),
+            (
+                "name = { type = \"string\", max_length = 100 }\naddress",
+                "name = { type = \"string\", max_length = 60000 }\naddress",
+            ),
+        ],
+    );
+    warned(
+        &advise(&large),
+        "item-size",
+        "Store",
+        &["its attributes at their largest take 470 KB (`address` up to 235 KB), past the 400 KB of one item"],
+    );
+    // The second chart as it is: no item can.
+    assert!(!advise(&parse(LOCATOR).unwrap())
+        .iter()
+        .any(|a| a.rule == "item-size"));
+}
+
+#[test]
+fn a_tenants_own_item_in_an_index_is_no_hot_partition() {
+    // The organization in a GSI1 partition of its own: created once, so no hot partition
+    // (only keys no pattern reads).
+    let chart = changed(
+        BUILTIN_SOURCE,
+        &[(
+            "[entities.Organization]\nkey = [\"ORG#{slug}\", \"ORG#{slug}\"]",
+            "[entities.Organization]\nkey = [\"ORG#{slug}\", \"ORG#{slug}\"]\nindexes.GSI1 = [\"ORG#{slug}\", \"ORG#{slug}\"]",
+        )],
+    );
+    let advice = advise(&chart);
+    assert!(
+        !advice
+            .iter()
+            .any(|a| a.rule == "hot-partition" && a.entity == "Organization"),
+        "{advice:#?}"
+    );
+    warned(
+        &advice,
+        "sparse-index",
+        "Organization",
+        &["it carries GSI1 keys"],
+    );
+}

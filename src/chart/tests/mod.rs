@@ -311,6 +311,9 @@ fn an_entity_name_reads_as_a_sentence_says_it() {
     assert_eq!(one("Umbrella"), "an umbrella");
     assert_eq!(one("EuropeanStore"), "a european store");
     assert_eq!(one("Item"), "an item");
+    assert_eq!(one("UnassignedTicket"), "an unassigned ticket");
+    assert_eq!(one("Usher"), "an usher");
+    assert_eq!(one("Utility"), "a utility");
     for (one, many) in [
         ("User", "users"),
         ("OrderLine", "order lines"),
