@@ -264,10 +264,10 @@ fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
                 message: format!(
                     "every {} {whose} writes its {index} keys into {into} (`{}`{}): an index \
                      partition takes about 1 000 write units a second, one a KB the item \
-                     projects, so about {} new {} a second of 1 KB{}; past it the index's \
-                     throttling holds back the table's writes. Write sharding spreads it: a \
-                     suffix from 0 to N − 1 on the index's partition key, which a pattern then \
-                     reads N times",
+                     projects, so about {partitions} 000 new {} a second of 1 KB{}; past it the \
+                     index's throttling holds back the table's writes. Write sharding spreads \
+                     it: a suffix from 0 to N − 1 on the index's partition key, which a \
+                     pattern then reads N times",
                     creates.join(" or "),
                     super::explain::shown(&keys.pk),
                     if same.is_empty() {
@@ -275,7 +275,6 @@ fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
                     } else {
                         format!(", {}", same.join(", "))
                     },
-                    thousands(1_000 * partitions),
                     super::plural(&e.name),
                     if partitions == 1 {
                         ""
@@ -291,19 +290,6 @@ fn hot_index_partitions(chart: &Chart, out: &mut Vec<Advice>) {
 
 /// An enum of up to this many values makes few partitions of an index.
 const FEW: usize = 8;
-
-/// `1 000`, `16 000`: a figure as the advice writes it.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
 
 /// An item that can outgrow 400 KB: a list or map attribute (of the entity, or of a shape
 /// it holds) with no `max_items`, a shape that holds itself, or attributes whose bounds
@@ -444,8 +430,7 @@ fn page_sizes(chart: &Chart, out: &mut Vec<Advice>) {
         let size_of = |e: &str| size::max_item_in(chart, &chart.entities[e], index).stored();
         let mut carried = parent.as_deref().map_or(0, size_of);
         for b in beside {
-            let n = chart.entities[b].shards_of.as_ref().map_or(1, |(_, n)| *n);
-            carried += u64::from(n) * size_of(b);
+            carried += u64::from(chart.entities[b].items_beside()) * size_of(b);
         }
         let n = children_read(chart, p.number);
         let each = size_of(children);

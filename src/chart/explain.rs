@@ -272,10 +272,7 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
             // What the Query reads beside the parent: its counter shards, all of them.
             let beside_n: u64 = beside
                 .iter()
-                .map(|b| match &chart.entities[b].shards_of {
-                    Some((_, n)) => u64::from(*n),
-                    None => 1,
-                })
+                .map(|b| u64::from(chart.entities[b].items_beside()))
                 .sum();
             let carried = u64::from(parent.is_some()) + beside_n;
             let first = carried + u64::from(page);

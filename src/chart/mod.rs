@@ -221,6 +221,12 @@ impl Entity {
             .filter(|(r, _)| !self.writes.counts.iter().any(|c| c.reference == **r))
     }
 
+    /// The items of it one Query reads beside a parent: each of its counter shards, or the
+    /// one item.
+    pub fn items_beside(&self) -> u32 {
+        self.shards_of.as_ref().map_or(1, |(_, n)| *n)
+    }
+
     /// The attribute it expires by (the table's time to live), where it declares it.
     pub fn expiry<'a>(&self, table: &'a Table) -> Option<&'a str> {
         table

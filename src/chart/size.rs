@@ -167,13 +167,7 @@ fn key_value(ty: &Type) -> Option<u64> {
 }
 
 fn kind(k: &Kind) -> u64 {
-    (match k {
-        Kind::Slug | Kind::Username => crate::keys::MAX_NAME_LEN,
-        Kind::Email => crate::keys::MAX_EMAIL_LEN,
-        Kind::Ulid => 26,
-        Kind::Token => crate::keys::MAX_CLIENT_TOKEN_LEN,
-        Kind::Own { max_length, .. } => *max_length,
-    }) as u64
+    k.max_len() as u64
 }
 
 /// The most bytes a value of `ty` takes; `None` where only DynamoDB's limit bounds it.

@@ -115,6 +115,18 @@ impl Kind {
         }
     }
 
+    /// The longest value it takes, in bytes (each is ASCII but an email's or a chart's
+    /// own kind's, whose `max_length` counts bytes).
+    pub fn max_len(&self) -> usize {
+        match self {
+            Kind::Slug | Kind::Username => keys::MAX_NAME_LEN,
+            Kind::Email => keys::MAX_EMAIL_LEN,
+            Kind::Ulid => ulid::ULID_LEN,
+            Kind::Token => keys::MAX_CLIENT_TOKEN_LEN,
+            Kind::Own { max_length, .. } => *max_length,
+        }
+    }
+
     /// The bytes its values are made of.
     fn bytes(&self) -> (u8, u8) {
         match self {
