@@ -328,6 +328,16 @@
     return true;
   }
 
+  // A chart's text as a person reads it: `code` spans (the chart's and the advice's own
+  // Markdown) set as code, the rest as text.
+  function inline(text) {
+    return String(text || "")
+      .split("`")
+      .map(function (part, i) {
+        return i % 2 === 1 ? h("code", { key: i }, part) : part;
+      });
+  }
+
   function ChartPanel() {
     var c = config.chart;
     var notice = React.useState(null);
@@ -360,7 +370,7 @@
       var where = p.request + (p.index ? " · " + p.index : "") + (p.forward === false ? " · backward" : "");
       var title =
         p.tab === null
-          ? h("span", { className: "ig-pattern-name" }, p.number + ". " + p.name)
+          ? h("span", { className: "ig-pattern-name" }, p.number + ". ", inline(p.name))
           : h(
               "button",
               {
@@ -376,7 +386,8 @@
                   );
                 },
               },
-              p.number + ". " + p.name
+              p.number + ". ",
+              inline(p.name)
             );
       return h(
         "li",
@@ -384,7 +395,7 @@
         title,
         h("div", { className: "ig-meta" }, where + " · " + cost(p.cost)),
         p.keyCondition ? h("code", { className: "ig-key" }, p.keyCondition) : null,
-        h("div", { className: "ig-meta" }, p.returns)
+        h("div", { className: "ig-meta" }, inline(p.returns))
       );
     });
     var warnings = (c.warnings || []).map(function (w, i) {
@@ -393,8 +404,9 @@
         { key: i, className: "ig-warning" },
         h("strong", null, w.entity + " · " + w.rule),
         " ",
-        (w.pattern ? "pattern " + w.pattern + ": " : "") + w.message,
-        h("div", { className: "ig-meta" }, "Why: " + w.why)
+        w.pattern ? "pattern " + w.pattern + ": " : "",
+        inline(w.message),
+        h("div", { className: "ig-meta" }, "Why: ", inline(w.why))
       );
     });
     return h(
