@@ -27,7 +27,7 @@ pub struct Advice {
 }
 
 /// The rules advised on, each with what it asks (`docs/CHART.md`, "Advice").
-pub const RULES: [(&str, &str); 7] = [
+pub const RULES: [(&str, &str); 8] = [
     (
         "hot-partition",
         "no counter item or index partition takes every create of one tenant: counters are spread over counter shards, index partitions over more than the tenant",
@@ -55,6 +55,10 @@ pub const RULES: [(&str, &str); 7] = [
     (
         "consistent-read",
         "a root field that reads one item after its create or change reads the base table, not an index",
+    ),
+    (
+        "global-marker",
+        "a marker unique across tenants (`global = true`) is meant to be: it tells one tenant which values another holds",
     ),
 ];
 
@@ -94,6 +98,11 @@ const CONSISTENT_READ_WHY: &str = "A global secondary index is only eventually c
 it takes no ConsistentRead, and a write reaches it after the base table, usually within a \
 second (AWS, \"Using Global Secondary Indexes in DynamoDB\", read consistency).";
 
+const GLOBAL_MARKER_WHY: &str = "A marker keyed without the tenant holds one value for every \
+tenant: a create or change of one tenant refused with `CONFLICT` for a value tells it that some \
+other tenant holds that value (an email address, a phone number, a client token), which a \
+marker keyed by the tenant never does.";
+
 /// One Query's most: 1 MB.
 const QUERY_BYTES: u64 = 1024 * 1024;
 
@@ -111,6 +120,7 @@ pub fn advise(chart: &Chart) -> Vec<Advice> {
     changing_sort_keys(chart, &mut out);
     sparse_indexes(chart, &mut out);
     consistent_reads(chart, &mut out);
+    global_markers(chart, &mut out);
     out.sort_by(|a, b| {
         a.entity
             .cmp(&b.entity)
@@ -641,6 +651,40 @@ fn consistent_reads(chart: &Chart, out: &mut Vec<Advice>) {
                 writes.join("` or `"),
             ),
             why: CONSISTENT_READ_WHY,
+        });
+    }
+}
+
+/// Markers global on purpose: each told of, with what it tells.
+fn global_markers(chart: &Chart, out: &mut Vec<Advice>) {
+    for e in chart.declared().filter(|e| e.global) {
+        let kept: Vec<String> = chart
+            .declared()
+            .flat_map(|owner| {
+                owner
+                    .writes
+                    .unique
+                    .iter()
+                    .filter(|(_, m)| **m == e.name)
+                    .map(move |(a, _)| format!("`{}.{a}`", owner.name))
+            })
+            .chain(
+                chart
+                    .mutations
+                    .values()
+                    .filter(|m| m.token.as_deref() == Some(e.name.as_str()))
+                    .map(|m| format!("`{}`'s client tokens", m.name)),
+            )
+            .collect();
+        out.push(Advice {
+            rule: "global-marker",
+            entity: e.name.clone(),
+            pattern: None,
+            message: format!(
+                "`global = true`: {} unique across every tenant, so a `CONFLICT` tells one tenant that another holds the value",
+                kept.join(", ")
+            ),
+            why: GLOBAL_MARKER_WHY,
         });
     }
 }

@@ -140,6 +140,11 @@ pub struct Entity {
     /// The attribute naming the tenant, where it is not the chart's `tenant.attribute`.
     #[serde(default)]
     pub tenant: Option<String>,
+    /// A marker whose values are unique across every tenant on purpose: its key holds no
+    /// tenant, so a value one tenant holds is refused to another (`chart check` warns that
+    /// this tells one tenant of another's values).
+    #[serde(default)]
+    pub global: bool,
     /// Whether the entity is a GraphQL type (markers and shards are not).
     #[serde(default)]
     pub graphql: Option<bool>,

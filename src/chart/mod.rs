@@ -197,6 +197,11 @@ pub struct Entity {
     pub attributes: IndexMap<String, Attribute>,
     /// The attribute naming its tenant.
     pub tenant: Option<String>,
+    /// How every read and write of it is held to the caller's tenant, resolved once when
+    /// the chart is loaded (rule `tenant`).
+    pub binding: Binding,
+    /// A marker unique across tenants on purpose (`global = true`).
+    pub global: bool,
     pub graphql: bool,
     pub node: bool,
     pub plain_id: Option<String>,
@@ -253,6 +258,38 @@ impl Entity {
         match index {
             None => Some(&self.key),
             Some(i) => self.indexes.get(i),
+        }
+    }
+}
+
+/// How the items of an entity are held to the caller's tenant: resolved once from the
+/// chart (rule `tenant` refuses an entity that cannot be bound), and the one thing the
+/// read and write paths ask of it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Binding {
+    /// The chart has no tenant, or the item is one of the server's own.
+    #[default]
+    Open,
+    /// The tenant attribute (named) is part of the primary key: a key rendered with the
+    /// caller's tenant names only the caller's items.
+    Key(String),
+    /// The key does not hold the tenant: every action on an item is conditioned on this
+    /// attribute being the caller's tenant, and every item read is held to it.
+    Condition(String),
+    /// A marker unique across tenants on purpose (`global = true`): its key holds no
+    /// tenant, and the item it names is held to the caller's tenant when read back.
+    Global,
+    /// It holds no tenant and is reached only as the child of a parent that does.
+    Parent,
+}
+
+impl Binding {
+    /// The attribute a condition on an action holds to the caller's tenant, where the key
+    /// does not.
+    pub fn condition(&self) -> Option<&str> {
+        match self {
+            Binding::Condition(a) => Some(a),
+            _ => None,
         }
     }
 }

@@ -367,6 +367,9 @@ impl Checker {
             indexes: entity_indexes,
             attributes,
             tenant: e.tenant.clone(),
+            // Resolved once every entity is read (`Checker::bind`).
+            binding: super::super::Binding::Open,
+            global: e.global,
             graphql,
             node: e.node.unwrap_or(graphql),
             plain_id: e.plain_id.clone(),
@@ -514,6 +517,8 @@ pub(super) fn system_entities() -> Vec<Entity> {
             })
             .collect(),
         tenant: None,
+        binding: super::super::Binding::Open,
+        global: false,
         graphql: false,
         node: false,
         plain_id: None,

@@ -7,7 +7,7 @@ use super::super::format::{self, File};
 use super::super::reach::{condition_vars, entity_binder, var_type};
 use super::super::template::{self, Laid};
 use super::super::types::Type;
-use super::super::{Entity, KeyCondition, Pattern, Request};
+use super::super::{Binding, Entity, KeyCondition, Pattern, Request};
 use super::*;
 
 impl Checker {
@@ -120,6 +120,109 @@ impl Checker {
             }
         }
         self.at(None, None);
+    }
+
+    /// Resolves how each entity is held to the caller's tenant ([`Binding`]) and refuses
+    /// what cannot be bound: a reference whose tenant part is not the item's own tenant,
+    /// a created entity whose key holds neither the tenant nor a generated id (a create
+    /// would tell one tenant whether another holds a key), `global` said of what is no
+    /// marker. Markers and tokens are bound where their owners' writes are checked
+    /// (`Checker::marker`), changes of the tenant attribute where the mutations are.
+    pub(super) fn bind(&mut self, file: &File, entities: &mut IndexMap<String, Entity>) {
+        let attribute = file.tenant.as_ref().map(|t| t.attribute.clone());
+        let tenant_of = |e: &Entity| -> Option<String> {
+            let attr = e.tenant.clone().or_else(|| attribute.clone())?;
+            e.attributes.contains_key(&attr).then_some(attr)
+        };
+        let markers: Vec<&str> = entities
+            .values()
+            .flat_map(|e| e.writes.unique.values().map(String::as_str))
+            .chain(file.mutations.values().filter_map(|m| m.token.as_deref()))
+            .collect();
+        let mut bindings = Vec::new();
+        for e in entities.values().filter(|e| !e.system) {
+            self.at(Some(&e.name), None);
+            if e.global && !markers.contains(&e.name.as_str()) {
+                self.refuse(
+                    "tenant",
+                    "`global` is said of a marker (of a unique attribute or a client token), and no write keeps this one",
+                );
+            }
+            let binding = match (&file.tenant, tenant_of(e)) {
+                (None, _) => Binding::Open,
+                (Some(_), None) if e.global => Binding::Global,
+                (Some(_), None) => Binding::Parent,
+                (Some(_), Some(attr)) => {
+                    let in_key = e
+                        .key
+                        .pk
+                        .vars()
+                        .chain(e.key.sk.vars())
+                        .any(|v| v.name == attr);
+                    if in_key {
+                        Binding::Key(attr)
+                    } else if e.global {
+                        Binding::Global
+                    } else {
+                        Binding::Condition(attr)
+                    }
+                }
+            };
+            // A create's key of values the caller chooses, without the tenant: its
+            // `CONFLICT` would say that another tenant holds that key.
+            if let (Binding::Condition(attr), true) = (&binding, created(file, &e.name)) {
+                let generated = e.key.pk.vars().chain(e.key.sk.vars()).any(|v| {
+                    e.attributes
+                        .get(&v.name)
+                        .is_some_and(|a| a.auto == Some(super::super::Auto::Ulid))
+                });
+                if !generated {
+                    self.refuse(
+                        "tenant",
+                        format!(
+                            "its key `{}` / `{}` holds neither `{attr}` nor a generated id (`auto = \"ulid\"`): a create would tell one tenant whether another holds that key; put `{{{attr}}}` in the key",
+                            e.key.pk, e.key.sk
+                        ),
+                    );
+                }
+            }
+            // A reference reaches only the item's own tenant's items.
+            for (field, r) in &e.references {
+                let Some(target) = entities.get(&r.entity) else {
+                    continue;
+                };
+                let Some(theirs) = tenant_of(target) else {
+                    continue;
+                };
+                let Some(mine) = tenant_of(e) else {
+                    self.refuse(
+                        "tenant",
+                        format!(
+                            "reference `{field}` names {}, which belongs to a tenant, and {} holds no `{theirs}` to hold it to its own",
+                            r.entity, e.name
+                        ),
+                    );
+                    continue;
+                };
+                match r.key.get(&theirs) {
+                    Some(from) if *from != mine => self.refuse(
+                        "tenant",
+                        format!(
+                            "reference `{field}`: the tenant part `{theirs}` of {}'s key comes from `{from}`, not from {}'s own `{mine}`: it could reach another tenant's item",
+                            r.entity, e.name
+                        ),
+                    ),
+                    _ => {}
+                }
+            }
+            bindings.push((e.name.clone(), binding));
+        }
+        self.at(None, None);
+        for (name, binding) in bindings {
+            if let Some(e) = entities.get_mut(&name) {
+                e.binding = binding;
+            }
+        }
     }
 
     /// An entity without the tenant is served only as the children of a parent that holds
@@ -400,4 +503,11 @@ impl Checker {
             self.refuse(rule, format!("`{name}` is not a GraphQL name"));
         }
     }
+}
+
+/// Whether a mutation of the chart creates items of `entity`.
+fn created(file: &File, entity: &str) -> bool {
+    file.mutations
+        .values()
+        .any(|m| m.entity == entity && m.action == "create")
 }

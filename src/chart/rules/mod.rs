@@ -32,7 +32,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("indexes", "every index an entity joins or a pattern reads is declared, and projects what the pattern returns"),
     ("one-request", "every access pattern is one request that returns only what it declares"),
     ("parent-at-edge", "a parent read with its children sorts at the edge of their range"),
-    ("tenant", "every entity holds the tenant, so isolation follows from the chart"),
+    ("tenant", "every entity holds the tenant, and every key, marker, token, reference and change a write makes is bound to the caller's, so isolation follows from the chart"),
     ("references", "every reference names an entity and all of its key"),
     ("fields", "every field that uses a pattern uses one that returns what it serves"),
     ("samples", "every sample item is an item of its entity"),
@@ -160,6 +160,7 @@ impl Checker {
         }
         self.at(None, None);
         self.tenant(&file, &entities, &patterns);
+        self.bind(&file, &mut entities);
         self.fields(&file, &entities, &patterns);
         self.time_to_live(&table, &entities, &patterns);
         self.invariants(&entities, &patterns);

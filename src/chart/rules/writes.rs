@@ -264,6 +264,9 @@ impl Checker {
                                 );
                             }
                         }
+                        if e.attributes[&l.attribute].optional {
+                            self.refuse("writes", format!("lifecycle: `{}` is optional, and an item without a state has no transition to take: make it required", l.attribute));
+                        }
                         if key_vars.contains(&l.attribute) {
                             self.refuse("writes", format!("lifecycle: `{}` is part of the primary key, which no write changes", l.attribute));
                         }
@@ -363,6 +366,24 @@ impl Checker {
                 format!("{what}: the key of its marker `{}` holds no `{attr}`: a marker with no attribute makes nothing unique", m.name),
             );
         }
+        // Keyed by the owner's tenant, a marker holds one tenant's values only; without it,
+        // a value one tenant holds would be refused to another (and a token would replay
+        // another tenant's item), unless the value is global on purpose.
+        let owner_tenant = match &owner.binding {
+            super::super::Binding::Key(a) | super::super::Binding::Condition(a) => Some(a),
+            _ => None,
+        };
+        if let Some(t) = owner_tenant {
+            if !m.global && !key_vars(m).iter().any(|v| v == t) {
+                self.refuse(
+                    "tenant",
+                    format!(
+                        "{what}: the key of its marker `{}` holds no `{t}`: a value one tenant holds would be refused to another, telling it what the other holds; put `{{{t}}}` in its key, or set `global = true` on `{}` where the value is unique across tenants on purpose",
+                        m.name, m.name
+                    ),
+                );
+            }
+        }
         for owner_key in key_vars(owner) {
             if !m.attributes.contains_key(&owner_key) {
                 self.refuse(
@@ -429,9 +450,18 @@ impl Checker {
                 }
             };
             let key = key_vars(e);
+            // The tenant an item belongs to is never changed: an update could move it into
+            // another tenant's partitions and counts.
+            let tenant_attr = match &e.binding {
+                super::super::Binding::Key(a) | super::super::Binding::Condition(a) => {
+                    Some(a.as_str())
+                }
+                _ => None,
+            };
             let changeable = |a: &str| {
                 let attr = &e.attributes[a];
-                !key.iter().any(|k| k == a)
+                Some(a) != tenant_attr
+                    && !key.iter().any(|k| k == a)
                     && !matches!(attr.ty, Type::Counter)
                     && attr.auto.is_none()
                     && attr.on_create.is_none()
@@ -459,6 +489,8 @@ impl Checker {
                                 "writes",
                                 format!("mutation `{name}` changes `{f}`, which is no attribute"),
                             );
+                        } else if Some(f.as_str()) == tenant_attr {
+                            self.refuse("tenant", format!("mutation `{name}` changes `{f}`, the tenant {} belongs to: a change could move an item into another tenant", e.name));
                         } else if !changeable(f) {
                             self.refuse("writes", format!("mutation `{name}` changes `{f}`, which is part of the primary key, a counter, the version or kept by the writes"));
                         }

@@ -317,3 +317,28 @@ fn a_tenants_own_item_in_an_index_is_no_hot_partition() {
         &["it carries GSI1 keys"],
     );
 }
+
+#[test]
+fn a_marker_global_on_purpose_is_told_of() {
+    let advice = advise(&changed(
+        LOCATOR,
+        &[(
+            "key = [\"PHONE#{chain}#{phone}\", \"PHONE#{chain}#{phone}\"]\ngraphql = false",
+            "key = [\"PHONE#{phone}\", \"PHONE#{phone}\"]\ngraphql = false\nglobal = true",
+        )],
+    ));
+    assert_eq!(
+        rules(&advice),
+        [
+            ("hot-partition", "Chain", None),
+            ("global-marker", "StorePhone", None)
+        ],
+        "{advice:#?}"
+    );
+    warned(
+        &advice,
+        "global-marker",
+        "StorePhone",
+        &["`Store.phone` unique across every tenant"],
+    );
+}

@@ -5,6 +5,7 @@
 
 mod advice;
 mod refusals;
+mod tenant;
 mod writes;
 
 use proptest::prelude::*;

@@ -341,6 +341,11 @@ pub(super) async fn replay(
         }
     }
     let vars = vars_of(e, &owner);
+    // A token (global on purpose) another tenant used: taken, before anything of that
+    // tenant's item is read.
+    if visible(rc, chart, e, &vars).is_err() {
+        return Err(token_taken());
+    }
     let gone = || ApiError::Missing {
         field: lower(&e.name).into(),
     };
@@ -354,6 +359,7 @@ pub(super) async fn replay(
             })
             .await?
         {
+            Some(item) if !visible_item(rc, chart, e, &item) => Err(token_taken()),
             Some(item) => Ok(Written {
                 item,
                 lists: Vec::new(),
@@ -420,9 +426,19 @@ pub(super) async fn replay(
             fetched.children.iter().map(|c| c.item.clone()).collect(),
         ));
     }
+    let item = item.ok_or_else(gone)?;
+    if !visible_item(rc, chart, e, &item) {
+        return Err(token_taken());
+    }
     Ok(Written {
-        item: item.ok_or_else(gone)?,
+        item,
         lists,
         replayed: true,
     })
+}
+
+/// A token that named another tenant's item (a marker `global` on purpose): taken, and
+/// nothing of that item told.
+fn token_taken() -> ApiError {
+    meaning_error(&Meaning::Taken("clientToken".into()))
 }

@@ -10,7 +10,7 @@ pub(super) async fn delete(
     e: &Entity,
     input: &IndexMap<Name, Value>,
 ) -> Result<Written> {
-    let (vars, place) = target(rc, chart, m, e, input)?;
+    let (_, place) = target(rc, chart, m, e, input)?;
     let expected = expected_version(input, false)?;
     let guarded = guards(chart, e);
     let guard_conditions = |when: &mut Vec<Condition>| {
@@ -59,7 +59,7 @@ pub(super) async fn delete(
     };
     if !delete_reads_first(e) {
         let mut when = vec![present(chart, e)];
-        when.extend(tenant_condition(rc, chart, e, &vars));
+        when.extend(tenant_condition(rc, e));
         version_condition(&mut when);
         guard_conditions(&mut when);
         let mut d = Delete::new(key).when(Condition::And(when));
@@ -100,6 +100,7 @@ pub(super) async fn delete(
         let mut when = vec![present(chart, e)];
         version_condition(&mut when);
         guard_conditions(&mut when);
+        when.extend(held(e, &current));
         when.extend(as_read(e, &current));
         let mut own = Delete::new(key.clone()).when(Condition::And(when));
         own.return_old_on_condition_failure = true;
@@ -131,7 +132,14 @@ pub(super) async fn delete(
                         field: lower(&e.name).into(),
                     })
                 }
-                Some((0, Some(found))) => current = found.clone(),
+                Some((0, Some(found))) if visible_item(rc, chart, e, found) => {
+                    current = found.clone()
+                }
+                Some((0, Some(_))) => {
+                    return Err(ApiError::Missing {
+                        field: lower(&e.name).into(),
+                    })
+                }
                 _ => return Err(explain(err, &meanings)),
             },
         }

@@ -289,19 +289,22 @@ fn named(chart: &Chart, m: &Mutation, e: &Entity, input: &IndexMap<Name, Value>)
 /// The condition that the item a write names is the caller's tenant's, when its key does
 /// not say (a ticket's id names no organization): the tenant attribute equals the
 /// caller's. `None` when the key says, or the caller sees every tenant.
-fn tenant_condition(
-    rc: &RequestContext,
-    chart: &Chart,
-    e: &Entity,
-    vars: &Vars,
-) -> Option<Condition> {
-    let attr = chart.tenant_attribute(e)?;
-    if vars.contains_key(&attr) {
-        return None;
-    }
+fn tenant_condition(rc: &RequestContext, e: &Entity) -> Option<Condition> {
+    let attr = e.binding.condition()?;
     rc.access
         .org()
-        .map(|org| Condition::eq(attr, s(org.as_str())))
+        .map(|org| Condition::eq(attr.to_owned(), s(org.as_str())))
+}
+
+/// The condition that an item read is still the tenant's it was read as, where its key
+/// does not say ([`crate::chart::Binding::Condition`]): a write built from the read lands
+/// only on that tenant's item, whatever was deleted and made again at its key between.
+fn held(e: &Entity, item: &Item) -> Option<Condition> {
+    let attr = e.binding.condition()?;
+    Some(match item.get(attr) {
+        Some(v) => Condition::eq(attr.to_owned(), v.clone()),
+        None => Condition::not_exists(attr.to_owned()),
+    })
 }
 
 /// Where the item an update or a delete names is found.

@@ -333,12 +333,14 @@ fn at(
         render(&at.key.pk, vars).ok()?,
         render(&at.key.sk, vars).ok()?,
     );
-    let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
-    let theirs = chart.tenant_attribute(at).filter(|a| !vars.contains_key(a));
-    if let (Some(attr), Some(mine)) = (theirs, chart.tenant_attribute(e)) {
-        if let Some(v) = item.get(&mine) {
-            when.push(Condition::eq(attr, v.clone()));
-        }
+    // There and not expired; the writer's tenant's where its key does not say (rule
+    // `tenant` makes a key that says it say the writer's own).
+    let mut when = vec![present(chart, at)];
+    if let (Some(attr), Some(mine)) = (at.binding.condition(), chart.tenant_attribute(e)) {
+        when.push(match item.get(&mine) {
+            Some(v) => Condition::eq(attr.to_owned(), v.clone()),
+            None => Condition::not_exists(attr.to_owned()),
+        });
     }
     Some((key, Condition::And(when)))
 }

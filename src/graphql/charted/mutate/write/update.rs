@@ -34,7 +34,7 @@ pub(super) async fn update(
     let versioned = e.writes.version.is_some();
     let place = match place {
         Place::Key(key) if !needs_read => {
-            let tenant = tenant_condition(rc, chart, e, &vars);
+            let tenant = tenant_condition(rc, e);
             return update_in_place(rc, chart, e, &vars, key, tenant, &change).await;
         }
         place => place,
@@ -82,7 +82,15 @@ pub(super) async fn update(
                         {
                             return Err(version_mismatch(e, v, Some(found)))
                         }
-                        (_, Some(found)) => current = found.clone(),
+                        // What the failure returned is read again only as the caller's.
+                        (_, Some(found)) if visible_item(rc, chart, e, found) => {
+                            current = found.clone()
+                        }
+                        (_, Some(_)) => {
+                            return Err(ApiError::Missing {
+                                field: lower(&e.name).into(),
+                            })
+                        }
                     }
                 }
                 _ => return Err(explain(err, &meanings)),
@@ -204,7 +212,6 @@ pub(super) async fn changed_item(
             }
         }
     }
-    let pk = chart.table.partition_key.clone();
     let mut next = current.clone();
     for (f, v) in change {
         match v {
@@ -232,7 +239,9 @@ pub(super) async fn changed_item(
     // The item's own write: what changed, index keys included, on the condition that
     // what the other actions were built from is still so.
     let mut u = UpdateExpr::default();
-    let mut when = vec![Condition::exists(pk.clone())];
+    // There and not expired, still the tenant's it was read as.
+    let mut when = vec![present(chart, e)];
+    when.extend(held(e, current));
     for (name, v) in &next {
         if [&chart.table.partition_key, &chart.table.sort_key].contains(&name) {
             continue;
@@ -248,7 +257,10 @@ pub(super) async fn changed_item(
     }
     match (expected, version) {
         (Some(v), Some(attr)) => when.push(Condition::eq(attr.to_owned(), n(v))),
-        _ => when.extend(as_read(e, current)),
+        _ => {
+            when.extend(as_read(e, current));
+            when.extend(index_sources_as_read(chart, e, current, &next));
+        }
     }
     let key = primary_key(chart, current).ok_or(ApiError::Internal)?;
     let mut own = Update::new(key, u).when(Condition::And(when));
@@ -298,6 +310,33 @@ pub(super) async fn changed_item(
     }
     let sharded = touches.into_actions(&mut actions, &mut meanings);
     Ok((actions, meanings, sharded, next))
+}
+
+/// Without a version: the condition that what each index key the change rewrites is
+/// rendered from is still as read, so two changes of its parts made at once cannot leave
+/// the item in an index partition neither would have put it in (one's stale read beside
+/// the other's write).
+fn index_sources_as_read(chart: &Chart, e: &Entity, current: &Item, next: &Item) -> Vec<Condition> {
+    let mut out: Vec<Condition> = Vec::new();
+    for (index, k) in &e.indexes {
+        let i = &chart.indexes[index];
+        let rewritten = [&i.partition_key, &i.sort_key]
+            .iter()
+            .any(|a| current.get(*a) != next.get(*a));
+        if !rewritten {
+            continue;
+        }
+        for v in k.pk.vars().chain(k.sk.vars()) {
+            let c = match current.get(&v.name) {
+                Some(x) => Condition::eq(v.name.clone(), x.clone()),
+                None => Condition::not_exists(v.name.clone()),
+            };
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 /// `a`, `a or b`, `a, b or c`.
@@ -356,4 +395,109 @@ pub(in crate::graphql::charted) fn reads_first(
                     .collect();
             vs.iter().any(|v| changed(v)) && vs.iter().any(|v| !changed(v) && !key_vars.contains(v))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The conditions of a change's own update of `current`.
+    async fn own_conditions(
+        chart: &Chart,
+        entity: &str,
+        current: &Item,
+        expected: Option<i64>,
+        change: &[(&str, &str)],
+    ) -> Vec<Condition> {
+        let e = &chart.entities[entity];
+        let change: Vec<(String, Option<AttributeValue>)> = change
+            .iter()
+            .map(|(f, v)| ((*f).to_owned(), Some(s(v))))
+            .collect();
+        let (actions, ..) = changed_item(chart, e, current, expected, &change)
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        match actions.into_iter().next() {
+            Some(TransactAction::Update(Update {
+                condition: Some(Condition::And(all)),
+                ..
+            })) => all,
+            _ => panic!("the change's first action is its own conditioned update"),
+        }
+    }
+
+    fn item(pairs: &[(&str, AttributeValue)]) -> Item {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect()
+    }
+
+    /// Without a version, two changes at once of the two parts of one index key must not
+    /// both land from the same read: each is conditioned on every part as it read it.
+    #[tokio::test]
+    async fn a_change_without_a_version_holds_what_each_rewritten_index_key_is_made_of() {
+        let text = include_str!("../../../../../examples/charts/store-locator.toml")
+            .replace(
+                "version = \"version\"\nunique = { phone = \"StorePhone\" }",
+                "indexes.GSI1 = [\"CHAIN#{chain}#ZONE#{zone}\", \"STATUS#{status}#{country}#{state}#{city}#{number}\"]\nunique = { phone = \"StorePhone\" }",
+            )
+            .replace(
+                "version = { type = \"int\", min = 1, description = \"Bumped by every change; send it back as `expectedVersion` when changing the store.\" }",
+                "zone = \"region\"",
+            )
+            .replace(
+                "[tenant]",
+                "[indexes.GSI1]\npartition_key = \"GSI1PK\"\nsort_key = \"GSI1SK\"\nprojection = \"ALL\"\n\n[tenant]",
+            )
+            .replace("version = 1\n", "zone = \"N\"\n");
+        let chart = crate::chart::parse(&text).unwrap_or_else(|e| panic!("{e}"));
+        let current = item(&[
+            ("PK", s("CHAIN#bean-there")),
+            ("SK", s("STORE#US#WA#SEATTLE#1001")),
+            ("chain", s("bean-there")),
+            ("country", s("US")),
+            ("state", s("WA")),
+            ("city", s("SEATTLE")),
+            ("number", s("1001")),
+            ("name", s("Pike Place")),
+            ("address", s("102 Pike St")),
+            ("hours", AttributeValue::L(Vec::new())),
+            ("status", s("OPEN")),
+            ("zone", s("N")),
+            ("GSI1PK", s("CHAIN#bean-there#ZONE#N")),
+            ("GSI1SK", s("STATUS#OPEN#US#WA#SEATTLE#1001")),
+        ]);
+        let when = own_conditions(&chart, "Store", &current, None, &[("zone", "S")]).await;
+        for held in [
+            Condition::eq("zone", s("N")),
+            Condition::eq("status", s("OPEN")),
+        ] {
+            assert!(when.contains(&held), "{held:?} not in {when:#?}");
+        }
+        // A change that rewrites no index key holds nothing more than before.
+        let when = own_conditions(&chart, "Store", &current, None, &[("name", "Pike")]).await;
+        assert!(!when.contains(&Condition::eq("zone", s("N"))), "{when:#?}");
+    }
+
+    /// A ticket's key names no organization: its change lands only while the ticket is
+    /// the organization's it was read as.
+    #[tokio::test]
+    async fn a_change_of_an_item_whose_key_names_no_tenant_holds_the_tenant_it_read() {
+        let chart = crate::chart::builtin();
+        let current = item(&[
+            ("PK", s("TICKET#01HZY5G7V0X4W7M5Q2KJ8C9A1B")),
+            ("SK", s("TICKET#01HZY5G7V0X4W7M5Q2KJ8C9A1B")),
+            ("ticketId", s("01HZY5G7V0X4W7M5Q2KJ8C9A1B")),
+            ("org", s("acme")),
+            ("title", s("t")),
+            ("body", s("b")),
+            ("status", s("OPEN")),
+            ("priority", s("LOW")),
+            ("requester", s("alice")),
+            ("version", n(3)),
+        ]);
+        let when = own_conditions(&chart, "Ticket", &current, Some(3), &[("title", "u")]).await;
+        assert!(when.contains(&Condition::eq("org", s("acme"))), "{when:#?}");
+    }
 }
