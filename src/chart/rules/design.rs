@@ -139,6 +139,37 @@ impl Checker {
             .flat_map(|e| e.writes.unique.values().map(String::as_str))
             .chain(file.mutations.values().filter_map(|m| m.token.as_deref()))
             .collect();
+        // One marker keeps one value: two kept by one marker render one key, and a write
+        // of both would act on one item twice.
+        let mut keeps: IndexMap<&str, Vec<String>> = IndexMap::new();
+        for e in entities.values() {
+            for (attr, m) in &e.writes.unique {
+                keeps
+                    .entry(m.as_str())
+                    .or_default()
+                    .push(format!("`{}.{attr}`", e.name));
+            }
+        }
+        for (name, m) in &file.mutations {
+            if let Some(t) = &m.token {
+                keeps
+                    .entry(t.as_str())
+                    .or_default()
+                    .push(format!("`{name}`'s client tokens"));
+            }
+        }
+        for (marker, kept) in &keeps {
+            if kept.len() > 1 {
+                self.at(Some(marker), None);
+                self.refuse(
+                    "writes",
+                    format!(
+                        "the marker keeps {}: a marker keeps one value, and two on one item would be one action twice (give each its own marker entity)",
+                        kept.join(" and ")
+                    ),
+                );
+            }
+        }
         let mut bindings = Vec::new();
         for e in entities.values().filter(|e| !e.system) {
             self.at(Some(&e.name), None);

@@ -432,3 +432,19 @@ fn an_expiry_that_would_break_what_the_chart_keeps_is_refused() {
         Some(7 * 86_400)
     );
 }
+
+#[test]
+fn a_marker_that_keeps_two_values_is_refused() {
+    // A token's marker that also keeps a unique attribute.
+    let r = broken_locator(
+        "unique = { phone = \"StorePhone\" }",
+        "unique = { phone = \"StoreToken\" }",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("StoreToken"),
+        None,
+        "the marker keeps `Store.phone` and `createStore`'s client tokens",
+    );
+}

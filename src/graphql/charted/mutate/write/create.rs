@@ -74,12 +74,15 @@ pub(super) async fn create(
         Put::new(item.clone()).when(free(chart, e)),
     ));
     meanings.push(Meaning::Taken(own));
-    for (_, items) in &lists {
-        for child in items {
+    for (list, items) in &lists {
+        let child = crate::chart::list_child(&chart.entities, &chart.patterns, e, list)
+            .ok_or(ApiError::Internal)?;
+        let named_by = key_field(child);
+        for (i, item) in items.iter().enumerate() {
             actions.push(TransactAction::Put(
-                Put::new(child.clone()).when(Condition::not_exists(pk.clone())),
+                Put::new(item.clone()).when(Condition::not_exists(pk.clone())),
             ));
-            meanings.push(Meaning::Corrupt("a child of a new item exists"));
+            meanings.push(Meaning::Child(format!("{list}[{i}].{named_by}")));
         }
     }
     for (attr, marker) in &e.writes.unique {
@@ -106,6 +109,7 @@ pub(super) async fn create(
         ));
         meanings.push(Meaning::Corrupt("a counter shard of a new item exists"));
     }
+    within_transaction_limits(chart, e, &actions, &meanings)?;
     match send(rc, actions, sharded).await {
         Ok(_) => Ok(Written {
             item,

@@ -118,6 +118,7 @@ pub(super) async fn delete(
             touches.count(chart, e, &current, c, -1).await;
         }
         let sharded = touches.into_actions(&mut actions, &mut meanings);
+        within_transaction_limits(chart, e, &actions, &meanings)?;
         match send(rc, actions, sharded).await {
             Ok(_) => {
                 return Ok(Written {

@@ -77,6 +77,85 @@ enum Meaning {
     Own,
     /// The table holds what no writer made.
     Corrupt(&'static str),
+    /// A child written with a new item, named by its input field (`lines[1].lineNo`): a
+    /// child already there is what no writer made.
+    Child(String),
+}
+
+impl Meaning {
+    /// The input field an action is written for, as a refusal names it; `None`: the item
+    /// itself or what the writes keep.
+    fn field(&self) -> Option<&str> {
+        match self {
+            Meaning::Taken(f) | Meaning::Missing(f) | Meaning::Child(f) => Some(f),
+            Meaning::Own | Meaning::Corrupt(_) => None,
+        }
+    }
+}
+
+/// DynamoDB's own limits on one TransactWriteItems, checked before it is sent: at most
+/// 100 actions, no two on one item, at most 4 MB of items. Each refusal is
+/// `BAD_USER_INPUT` naming the input field of the action that broke it (`lines[1].lineNo`
+/// for a child whose key another child has, `manager` for a counted reference that names
+/// the item itself), since what the caller gave made it: nothing is sent.
+fn within_transaction_limits(
+    chart: &Chart,
+    e: &Entity,
+    actions: &[TransactAction],
+    meanings: &[Meaning],
+) -> Result<()> {
+    if actions.len() < 2 {
+        return Ok(());
+    }
+    let own = lower(&e.name);
+    let field = |i: usize| {
+        meanings
+            .get(i)
+            .and_then(Meaning::field)
+            .map_or_else(|| own.clone(), str::to_owned)
+    };
+    let max = crate::store::validate::MAX_TRANSACT_ACTIONS;
+    if actions.len() > max {
+        return Err(ApiError::bad_input(
+            &field(max),
+            format!(
+                "this write would be a transaction of {} actions; DynamoDB takes at most {max}",
+                actions.len()
+            ),
+        ));
+    }
+    let key = |a: &TransactAction| match a {
+        TransactAction::Put(p) => primary_key(chart, &p.item),
+        TransactAction::Update(u) => Some(u.key.clone()),
+        TransactAction::Delete(d) => Some(d.key.clone()),
+        TransactAction::ConditionCheck(c) => Some(c.key.clone()),
+    };
+    let mut seen: Vec<(PrimaryKey, usize)> = Vec::with_capacity(actions.len());
+    let mut bytes = 0;
+    for (i, a) in actions.iter().enumerate() {
+        if let Some(k) = key(a) {
+            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == k) {
+                let (first, this) = (field(*first), field(i));
+                let message = if first == this {
+                    format!("{this} names the item this write writes already: one transaction writes an item once")
+                } else {
+                    format!("{this} names the same item as {first}: one transaction writes an item once")
+                };
+                return Err(ApiError::bad_input(&this, message));
+            }
+            seen.push((k, i));
+        }
+        if let TransactAction::Put(p) = a {
+            bytes += crate::store::value::item_size(&p.item);
+            if bytes > crate::store::validate::MAX_TRANSACT_BYTES {
+                return Err(ApiError::bad_input(
+                    &field(i),
+                    "this write's items would total more than the 4 MB DynamoDB takes in one transaction",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -232,6 +311,10 @@ fn meaning_error(m: &Meaning) -> ApiError {
             field: field.clone().into(),
         },
         Meaning::Own => ApiError::Internal,
+        Meaning::Child(_) => {
+            tracing::error!("a write's condition found a child of a new item there already");
+            ApiError::Internal
+        }
         Meaning::Corrupt(what) => {
             tracing::error!(what, "a write's condition found the table inconsistent");
             ApiError::Internal
@@ -540,5 +623,59 @@ fn free(chart: &Chart, e: &Entity) -> Condition {
                 n(crate::chart::epoch_now()),
             ),
         ]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(key: &str) -> TransactAction {
+        TransactAction::ConditionCheck(ConditionCheck {
+            key: PrimaryKey::new(key.to_owned(), key.to_owned()),
+            condition: Condition::exists("PK"),
+            return_old_on_condition_failure: false,
+        })
+    }
+
+    fn refusal(r: Result<()>) -> (String, String) {
+        match r {
+            Err(ApiError::BadUserInput {
+                message,
+                field: Some(field),
+            }) => (field.to_string(), message),
+            other => panic!("not refused naming a field: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_transaction_past_dynamodbs_limits_is_refused_naming_the_field_that_passed_them() {
+        let chart = crate::chart::builtin();
+        let e = &chart.entities["Order"];
+        // 101 actions: the 101st is a child's.
+        let actions: Vec<TransactAction> = (0..101).map(|i| check(&format!("K#{i}"))).collect();
+        let mut meanings = vec![Meaning::Own];
+        meanings.extend((0..100).map(|i| Meaning::Child(format!("lines[{i}].lineNo"))));
+        let (field, message) = refusal(within_transaction_limits(&chart, e, &actions, &meanings));
+        assert_eq!(field, "lines[99].lineNo");
+        assert!(message.contains("101 actions"), "{message}");
+        assert!(within_transaction_limits(&chart, e, &actions[..100], &meanings[..100]).is_ok());
+        // Items past 4 MB in all: the put that passes it.
+        let big = |k: &str| {
+            let mut item = Item::new();
+            item.insert("PK".into(), s(k));
+            item.insert("SK".into(), s(k));
+            item.insert("body".into(), s(&"x".repeat(390 * 1024)));
+            TransactAction::Put(Put::new(item))
+        };
+        let actions: Vec<TransactAction> = (0..11).map(|i| big(&format!("B#{i}"))).collect();
+        let meanings: Vec<Meaning> = (0..11)
+            .map(|i| Meaning::Child(format!("lines[{i}].lineNo")))
+            .collect();
+        let (field, message) = refusal(within_transaction_limits(&chart, e, &actions, &meanings));
+        assert_eq!(field, "lines[10].lineNo");
+        assert!(message.contains("4 MB"), "{message}");
+        // One action is no transaction: nothing to check.
+        assert!(within_transaction_limits(&chart, e, &[check("K")], &[Meaning::Own]).is_ok());
     }
 }

@@ -48,6 +48,7 @@ pub(super) async fn update(
     for _ in 0..ATTEMPTS {
         let (actions, meanings, sharded, next) =
             changed_item(chart, e, &current, expected, &change).await?;
+        within_transaction_limits(chart, e, &actions, &meanings)?;
         let sent = if versioned {
             send_transaction(rc, actions, sharded).await
         } else {
