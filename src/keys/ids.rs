@@ -88,7 +88,8 @@ pub fn validate_username(field: &'static str, value: &str) -> Result<Username, K
     Ok(Username(value.to_owned()))
 }
 
-/// Validates an email address and returns it lowercased, as it is stored and keyed.
+/// Validates an email address and returns it lowercased and in Unicode's composed form
+/// (NFC), as it is stored and keyed.
 pub fn validate_email(field: &'static str, value: &str) -> Result<Email, KeyError> {
     if value.is_empty() {
         return Err(KeyError::Empty { field });
@@ -96,7 +97,11 @@ pub fn validate_email(field: &'static str, value: &str) -> Result<Email, KeyErro
     if value.chars().any(forges_key) {
         return Err(KeyError::ForbiddenCharacter { field });
     }
-    let email = value.to_lowercase();
+    // One address, one key: `é` typed as one character or as `e` and a combining accent
+    // is the same address, and so is its marker.
+    let email = icu_normalizer::ComposingNormalizerBorrowed::new_nfc()
+        .normalize(&value.to_lowercase())
+        .into_owned();
     if email.len() > MAX_EMAIL_LEN {
         return Err(KeyError::TooLong {
             field,
@@ -252,7 +257,7 @@ name_type!(
     "username"
 );
 name_type!(
-    /// A lowercased email address, unique across the table.
+    /// A lowercased email address in Unicode's composed form (NFC), unique across the table.
     Email,
     validate_email,
     "email"

@@ -795,6 +795,17 @@ mod tests {
         assert!(matches!(Email::parse(&long), Err(KeyError::TooLong { .. })));
     }
 
+    /// One address has one key: an accent composed or combining, in either case, is one
+    /// address, and what validation returns validates to itself.
+    #[test]
+    fn emails_are_one_unicode_form() {
+        let composed = Email::parse("ren\u{e9}@example.com").unwrap();
+        assert_eq!(Email::parse("rene\u{301}@example.com").unwrap(), composed);
+        assert_eq!(Email::parse("RENE\u{301}@EXAMPLE.COM").unwrap(), composed);
+        assert_eq!(composed, "ren\u{e9}@example.com");
+        assert_eq!(Email::parse(composed.as_str()).unwrap(), composed);
+    }
+
     #[test]
     fn ids_are_canonical_ulids() {
         assert_eq!(id(T1).to_string(), T1);

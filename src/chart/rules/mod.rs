@@ -8,10 +8,13 @@
 //! - [`patterns`]: each access pattern one request for what it declares, and a parent at
 //!   the edge of its children (`one-request`, `parent-at-edge`, `indexes`);
 //! - [`design`]: the design as a whole: keys distinct, the tenant, references, the fields
-//!   that use the patterns (`keys-distinct`, `tenant`, `references`, `fields`).
+//!   that use the patterns (`keys-distinct`, `tenant`, `references`, `fields`);
+//! - [`names`]: the names the GraphQL schema gives what the chart declares, none twice
+//!   (`names`), checked on the chart as built.
 
 mod declared;
 mod design;
+mod names;
 mod patterns;
 mod writes;
 
@@ -43,6 +46,7 @@ pub const RULES: &[(&str, &str)] = &[
 pub(super) fn check(file: File) -> Result<Chart, Refused> {
     let mut c = Checker::default();
     let chart = c.build(file);
+    c.schema_names(&chart);
     if c.refusals.is_empty() {
         Ok(chart)
     } else {

@@ -295,14 +295,32 @@ impl Checker {
         };
         for (name, a) in &e.attributes {
             if a.auto == Some(super::super::Auto::Position) {
-                let listed = entities.values().any(|p| {
-                    p.lists.keys().any(|l| {
-                        super::super::list_child(entities, patterns, p, l)
+                // Each list that holds it, and the most children a create writes with it.
+                let mut lists: Vec<(&str, &str, u32)> = Vec::new();
+                for p in entities.values() {
+                    for (l, list) in &p.lists {
+                        if super::super::list_child(entities, patterns, p, l)
                             .is_some_and(|c| c.name == e.name)
-                    })
-                });
-                if !listed {
+                        {
+                            let most = list.max.unwrap_or(crate::collections::MAX_PAGE_SIZE);
+                            lists.push((p.name.as_str(), l.as_str(), most));
+                        }
+                    }
+                }
+                if lists.is_empty() {
                     self.refuse("writes", format!("attribute `{name}`: `auto = \"position\"` is a child's place in a list, and no list holds {}", e.name));
+                }
+                // The places are 1 to the list's `max`, each within the attribute's bounds
+                // (whose `max` fits the width of a key it is in: rule `key-values`).
+                if let Type::Int { min, max } = &a.ty {
+                    if let Some(m) = min.filter(|m| *m > 1) {
+                        self.refuse("writes", format!("attribute `{name}`: `auto = \"position\"` starts at 1, below its `min` ({m})"));
+                    }
+                    for (owner, l, most) in &lists {
+                        if let Some(m) = max.filter(|m| i64::from(*most) > *m) {
+                            self.refuse("writes", format!("attribute `{name}`: `auto = \"position\"` numbers the children of `{owner}.{l}` 1 to {most}, and `{name}` is at most {m}: lower the list's `max` or raise the attribute's"));
+                        }
+                    }
                 }
             }
             let Some(c) = &a.computed else { continue };

@@ -35,6 +35,63 @@ fn a_name_graphql_cannot_take_is_refused() {
 }
 
 #[test]
+fn a_name_the_schema_would_give_twice_is_refused() {
+    // A root field named like one the Query has of its own.
+    let r = broken("[query.ticket]", "[query.viewer]");
+    refuses(&r, "names", None, None, "root field `viewer`");
+    // An entity named like one of the schema's own types.
+    let r = broken(
+        "# --- the root fields",
+        "[entities.PageInfo]\nkey = [\"PAGEINFO#{org}\", \"PAGEINFO#{noteId}\"]\n\
+         [entities.PageInfo.attributes]\norg = \"slug\"\nnoteId = \"ulid\"\n\n# --- the root fields",
+    );
+    refuses(
+        &r,
+        "names",
+        Some("PageInfo"),
+        None,
+        "two types of the schema are named `PageInfo`: one of the schema's own types and entity PageInfo",
+    );
+    // An enum named like the edges of a connection.
+    let r = broken(
+        "[enums.Role]",
+        "[enums.UserEdge]\nvalues = [\"ONE\"]\n\n[enums.Role]",
+    );
+    refuses(
+        &r,
+        "names",
+        Some("User"),
+        None,
+        "named `UserEdge`: enum UserEdge and the edge type of User's pages",
+    );
+    // A shape whose input form is a mutation's input.
+    let r = broken(
+        "[enums.Role]",
+        "[shapes.PlaceOrder]\nattributes = { note = \"string\" }\n\n[enums.Role]",
+    );
+    refuses(
+        &r,
+        "names",
+        Some("Order"),
+        None,
+        "named `PlaceOrderInput`: the input form of shape PlaceOrder and the input of mutation `placeOrder`",
+    );
+    // An attribute named like the field a client token is given in.
+    let r = broken(
+        "currency = { type = \"currency\", description = \"ISO 4217 code.\" }",
+        "currency = { type = \"currency\", description = \"ISO 4217 code.\" }\n\
+         clientToken = { type = \"token\", optional = true, graphql = false }",
+    );
+    refuses(
+        &r,
+        "names",
+        Some("Order"),
+        Some(12),
+        "mutation `placeOrder`: two fields of its input would be named `clientToken`",
+    );
+}
+
+#[test]
 fn an_unknown_type_is_refused() {
     let r = broken("title = { type = \"string\"", "title = { type = \"strnig\"");
     refuses(&r, "types", Some("Ticket"), None, "`strnig` is no type");

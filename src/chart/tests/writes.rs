@@ -309,6 +309,34 @@ fn a_write_declaration_that_cannot_be_kept_is_refused() {
     );
 }
 
+#[test]
+fn a_position_its_attribute_cannot_hold_is_refused() {
+    // More lines than the position's `max` (which fits the key's three digits).
+    let r = broken(
+        "lineNo = { type = \"int\", min = 1, max = 999,",
+        "lineNo = { type = \"int\", min = 1, max = 9,",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("OrderLine"),
+        None,
+        "`lineNo`: `auto = \"position\"` numbers the children of `Order.lines` 1 to 96, and `lineNo` is at most 9",
+    );
+    // A first place below its `min`.
+    let r = broken(
+        "lineNo = { type = \"int\", min = 1, max = 999,",
+        "lineNo = { type = \"int\", min = 2, max = 999,",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("OrderLine"),
+        None,
+        "`lineNo`: `auto = \"position\"` starts at 1, below its `min` (2)",
+    );
+}
+
 /// A chain's offers that expire, in a partition of their own: the second chart's addition
 /// the time-to-live rules are tried on.
 const OFFERS: &str = "[entities.Offer]\nkey = [\"OFFER#{chain}\", \"OFFER#{offerId}\"]\n\

@@ -40,7 +40,7 @@ struct Event {
     cursor: String,
 }
 
-fn event_type_name(entity: &str) -> String {
+pub(super) fn event_type_name(entity: &str) -> String {
     format!("{entity}Event")
 }
 

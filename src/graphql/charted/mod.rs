@@ -130,6 +130,161 @@ pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
     schema.register(resolve::query_type(chart))
 }
 
+/// A type [`build`] registers: its name, the entity it is of (where one), and what it is,
+/// as a refusal of two types of one name says it.
+pub struct SchemaType {
+    pub name: String,
+    pub entity: Option<String>,
+    pub what: String,
+}
+
+/// Every type [`build`] registers for `chart`, in the order it does (rule `names` refuses a
+/// chart where two share a name: the schema would keep only the later):
+///
+/// - GraphQL's scalars `Int`, `Float`, `String`, `Boolean`, `ID`, and `Cents`;
+/// - each enum, and `Role` where the chart declares no enum of that name;
+/// - each shape; `{T}Entry` for each map of `T` (`Int`, `Boolean`, `Cents`, `String`, an
+///   enum or a shape);
+/// - `PageInfo` and `Node`; each entity that is a type; `{Child}Connection` and
+///   `{Child}Edge` for each entity a connection pages; `Viewer`;
+/// - with mutations: `{Shape}Input` for each shape, `{Name}Input` and `{Name}Payload` for
+///   each mutation (`createStore`: `CreateStoreInput`), `{Child}Input` for each child a
+///   create writes with its parent, and `Mutation`;
+/// - with subscriptions: `ChangeKind`, `{Entity}Event` for each entity streamed, and
+///   `Subscription`;
+/// - `Query`.
+pub fn types(chart: &Chart) -> Vec<SchemaType> {
+    let mut out = Vec::new();
+    let mut add = |name: String, entity: Option<&str>, what: String| {
+        out.push(SchemaType {
+            name,
+            entity: entity.map(str::to_owned),
+            what,
+        })
+    };
+    let own = "one of the schema's own types";
+    for name in ["Int", "Float", "String", "Boolean", "ID", "Cents"] {
+        add(name.to_owned(), None, own.to_owned());
+    }
+    for name in chart.enums.keys() {
+        add(name.clone(), None, format!("enum {name}"));
+    }
+    if !chart.enums.contains_key("Role") {
+        add("Role".to_owned(), None, own.to_owned());
+    }
+    for name in chart.shapes.keys() {
+        add(name.clone(), None, format!("shape {name}"));
+    }
+    // Every attribute's type, with its entity (a shape's has none), as `map_entry_types`.
+    let mut attributes: Vec<(Option<&str>, &Type)> = Vec::new();
+    for e in chart.entities.values() {
+        for a in e.attributes.values() {
+            attributes.push((Some(e.name.as_str()), &a.ty));
+        }
+    }
+    for a in chart.shapes.values().flat_map(|s| s.values()) {
+        attributes.push((None, &a.ty));
+    }
+    let mut entries: Vec<String> = Vec::new();
+    for (entity, ty) in attributes {
+        if let Type::Map { of, .. } = ty {
+            let name = format!("{}Entry", inner_name(of));
+            if !entries.contains(&name) {
+                entries.push(name.clone());
+                add(
+                    name,
+                    entity,
+                    format!("the entries of a map of {}", of.describe()),
+                );
+            }
+        }
+    }
+    add("PageInfo".to_owned(), None, own.to_owned());
+    add("Node".to_owned(), None, own.to_owned());
+    let mut paged: Vec<&str> = Vec::new();
+    for e in chart.entities.values().filter(|e| e.graphql) {
+        add(
+            e.name.clone(),
+            Some(e.name.as_str()),
+            format!("entity {}", e.name),
+        );
+        for c in e.connections.values() {
+            if let Some(Request::Query { children, .. }) =
+                chart.patterns.get(&c.pattern).map(|p| &p.request)
+            {
+                if !paged.contains(&children.as_str()) {
+                    paged.push(children.as_str());
+                }
+            }
+        }
+    }
+    for child in paged.iter().copied() {
+        add(
+            format!("{child}Connection"),
+            Some(child),
+            format!("the connection type of {child}'s pages"),
+        );
+        add(
+            format!("{child}Edge"),
+            Some(child),
+            format!("the edge type of {child}'s pages"),
+        );
+    }
+    add("Viewer".to_owned(), None, own.to_owned());
+    if !chart.mutations.is_empty() {
+        for name in chart.shapes.keys() {
+            add(
+                mutate::shape_input(name),
+                None,
+                format!("the input form of shape {name}"),
+            );
+        }
+        let mut written: Vec<&str> = Vec::new();
+        for m in chart.mutations.values() {
+            let entity = Some(m.entity.as_str());
+            let of = |what: &str| format!("the {what} of mutation `{}`", m.name);
+            add(mutate::input_name(m), entity, of("input"));
+            add(mutate::payload_name(m), entity, of("payload"));
+            let Some(e) = chart.entities.get(&m.entity) else {
+                continue;
+            };
+            for list in m.with.keys() {
+                let Some(child) =
+                    crate::chart::list_child(&chart.entities, &chart.patterns, e, list)
+                else {
+                    continue;
+                };
+                if !written.contains(&child.name.as_str()) {
+                    written.push(child.name.as_str());
+                    add(
+                        mutate::child_input_name(child),
+                        Some(child.name.as_str()),
+                        format!("the input of {} written with {}", child.name, e.name),
+                    );
+                }
+            }
+        }
+        add("Mutation".to_owned(), None, own.to_owned());
+    }
+    if !chart.subscriptions.is_empty() {
+        add("ChangeKind".to_owned(), None, own.to_owned());
+        let mut streamed: Vec<&str> = Vec::new();
+        for sub in chart.subscriptions.values() {
+            if !streamed.contains(&sub.entity.as_str()) {
+                streamed.push(sub.entity.as_str());
+                add(
+                    live::event_type_name(&sub.entity),
+                    Some(sub.entity.as_str()),
+                    format!("the events of {}", sub.entity),
+                );
+            }
+        }
+        add("Subscription".to_owned(), None, own.to_owned());
+    }
+    add("Query".to_owned(), None, own.to_owned());
+    out
+}
+
 /// What the live updates read of `chart`'s items: every entity of the chart (not the
 /// server's own items) whose stored keys are those its templates render, with the tenant
 /// it names. The built-in chart's is [`crate::live::Design::builtin`].
@@ -344,7 +499,7 @@ impl async_graphql::extensions::Extension for ErrorPaths {
 }
 
 /// `store` → `Store`: a name as a type or a field part spells it.
-fn upper_first(s: &str) -> String {
+pub(crate) fn upper_first(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())
@@ -352,9 +507,38 @@ fn upper_first(s: &str) -> String {
 }
 
 /// `Store` → `store`: an entity's name as a field spells it.
-fn lower_first(s: &str) -> String {
+pub(crate) fn lower_first(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map(|f| f.to_lowercase().chain(c).collect())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    /// [`super::types`] lists what [`super::build`] registers, for both charts: GraphQL's
+    /// introspection types aside, the schema's types are those, each once.
+    #[test]
+    fn the_types_listed_are_the_types_the_schema_has() {
+        const LOCATOR: &str = include_str!("../../../examples/charts/store-locator.toml");
+        let locator = crate::chart::parse(LOCATOR).unwrap_or_else(|e| panic!("{e}"));
+        for chart in [crate::chart::builtin(), Arc::new(locator)] {
+            let schema = super::build(chart.clone())
+                .finish()
+                .unwrap_or_else(|e| panic!("{}: {e}", chart.name));
+            let built: Vec<&str> = schema
+                .registry()
+                .types
+                .keys()
+                .map(String::as_str)
+                .filter(|t| !t.starts_with("__"))
+                .collect();
+            let mut listed: Vec<String> =
+                super::types(&chart).into_iter().map(|t| t.name).collect();
+            listed.sort();
+            assert_eq!(built, listed, "{}", chart.name);
+        }
+    }
 }

@@ -138,19 +138,18 @@ impl Record {
         Some(PageKey { table, index })
     }
 
-    /// Its global id: the entity's name and its key's values, base64url.
+    /// Its global id: the entity's name and its key's values, base64url ([`id_text`]).
     pub fn global_id(&self, entity: &Entity) -> String {
         let vars = self.vars(entity);
-        let mut raw = entity.name.clone();
-        for name in key_var_names(entity) {
-            raw.push(':');
-            match vars.get(&name) {
-                Some(KeyValue::Text(t)) => raw.push_str(t),
-                Some(KeyValue::Int(n)) => raw.push_str(&n.to_string()),
-                None => {}
-            }
-        }
-        URL_SAFE_NO_PAD.encode(raw)
+        let values: Vec<String> = key_var_names(entity)
+            .iter()
+            .map(|name| match vars.get(name) {
+                Some(KeyValue::Text(t)) => t.clone(),
+                Some(KeyValue::Int(n)) => n.to_string(),
+                None => String::new(),
+            })
+            .collect();
+        URL_SAFE_NO_PAD.encode(id_text(&entity.name, &values))
     }
 
     /// The attribute `attr` as GraphQL answers it.
@@ -172,6 +171,61 @@ pub fn key_var_names(entity: &Entity) -> Vec<String> {
         }
     }
     out
+}
+
+/// The text a global id is the base64url of: the entity's name, then each of its key's
+/// values after a `:` (`Store:bean-there:US:WA:SEATTLE:1001`). A value other than the last
+/// that holds `:` (an email, a kind of the chart's own) would split back in the wrong
+/// place: then each value is written after a `/` and its length in bytes instead
+/// (`Member/7:a:b@c.d/3:xyz`). Every id whose values split back by `:` is as it always was.
+fn id_text(entity: &str, values: &[String]) -> String {
+    let lengths = needs_lengths(values);
+    let mut raw = entity.to_owned();
+    for v in values {
+        if lengths {
+            raw.push('/');
+            raw.push_str(&v.len().to_string());
+        }
+        raw.push(':');
+        raw.push_str(v);
+    }
+    raw
+}
+
+/// Whether a value other than the last holds `:`, so the values would not split back by it.
+fn needs_lengths<S: AsRef<str>>(values: &[S]) -> bool {
+    values
+        .split_last()
+        .is_some_and(|(_, before)| before.iter().any(|v| v.as_ref().contains(':')))
+}
+
+/// The `n` key values of an id's text after its entity's name ([`id_text`]); `None` when
+/// it holds other than `n`, or is written with lengths where `:` would do (one item has
+/// one id).
+fn id_values(rest: &str, n: usize) -> Option<Vec<&str>> {
+    if !rest.starts_with('/') {
+        if n == 0 {
+            return rest.is_empty().then(Vec::new);
+        }
+        let values: Vec<&str> = rest.strip_prefix(':')?.splitn(n, ':').collect();
+        return (values.len() == n).then_some(values);
+    }
+    let mut rest = rest;
+    let mut values = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (len, tail) = rest.strip_prefix('/')?.split_once(':')?;
+        // Decimal digits as written, without a leading zero.
+        if len.is_empty()
+            || !len.bytes().all(|b| b.is_ascii_digit())
+            || (len.len() > 1 && len.starts_with('0'))
+        {
+            return None;
+        }
+        let len: usize = len.parse().ok()?;
+        values.push(tail.get(..len)?);
+        rest = tail.get(len..)?;
+    }
+    (rest.is_empty() && needs_lengths(&values)).then_some(values)
 }
 
 /// The key values an id a client sent for an item of `e` names: its plain id, or a global
@@ -198,13 +252,11 @@ pub fn decode_global_id<'c>(
     }
     let bytes = URL_SAFE_NO_PAD.decode(id).map_err(|_| bad())?;
     let text = String::from_utf8(bytes).map_err(|_| bad())?;
-    let (ty, rest) = text.split_once(':').ok_or_else(bad)?;
+    // The entity's name is a GraphQL name: it ends where the values start.
+    let (ty, rest) = text.split_at(text.find([':', '/']).unwrap_or(text.len()));
     let entity = chart.entities.get(ty).filter(|e| e.node).ok_or_else(bad)?;
     let names = key_var_names(entity);
-    let values: Vec<&str> = rest.splitn(names.len(), ':').collect();
-    if values.len() != names.len() {
-        return Err(bad());
-    }
+    let values = id_values(rest, names.len()).ok_or_else(bad)?;
     let mut vars = Vars::new();
     for (name, value) in names.iter().zip(values) {
         let a = &entity.attributes[name];
@@ -313,5 +365,72 @@ fn to_value(chart: &Chart, ty: &Type, v: &AttributeValue) -> Value {
             Value::Object(out)
         }
         _ => Value::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+
+    use super::*;
+
+    /// The second chart with a city kind that takes `:` (`ST:PAUL`): a store's city is the
+    /// fourth of its five key values.
+    fn chart() -> Chart {
+        const LOCATOR: &str = include_str!("../../../examples/charts/store-locator.toml");
+        let from = "pattern = \"[A-Z0-9]+(-[A-Z0-9]+)*\"";
+        assert!(LOCATOR.contains(from), "{from}");
+        crate::chart::parse(&LOCATOR.replace(from, "pattern = \"[A-Z0-9:]+(-[A-Z0-9:]+)*\""))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn store(city: &str) -> Record {
+        let item: Item = [
+            ("chain", "bean-there"),
+            ("country", "US"),
+            ("state", "MN"),
+            ("city", city),
+            ("number", "1001"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), AttributeValue::S(v.to_owned())))
+        .collect();
+        Record::new(Arc::from("Store"), item)
+    }
+
+    #[test]
+    fn a_global_id_names_its_item_whatever_its_values_hold() {
+        let chart = chart();
+        let e = &chart.entities["Store"];
+        for city in ["SEATTLE", "ST:PAUL", "::", "A:B-C:D"] {
+            let rec = store(city);
+            let id = rec.global_id(e);
+            let (found, vars) =
+                decode_global_id(&chart, "id", &id).unwrap_or_else(|e| panic!("{city}: {e}"));
+            assert_eq!(found.name, "Store", "{city}");
+            assert_eq!(vars, *rec.vars(e), "{city}");
+        }
+        // Values that split back by `:` are written as they always were; others with their
+        // lengths.
+        let text = |city: &str| {
+            String::from_utf8(URL_SAFE_NO_PAD.decode(store(city).global_id(e)).unwrap()).unwrap()
+        };
+        assert_eq!(text("SEATTLE"), "Store:bean-there:US:MN:SEATTLE:1001");
+        assert_eq!(
+            text("ST:PAUL"),
+            "Store/10:bean-there/2:US/2:MN/7:ST:PAUL/4:1001"
+        );
+        // Lengths where `:` would do, a length with a leading zero or past the end, and
+        // values missing: not ids of ours.
+        for forged in [
+            "Store/10:bean-there/2:US/2:MN/7:SEATTLE/4:1001",
+            "Store/10:bean-there/2:US/2:MN/07:ST:PAUL/4:1001",
+            "Store/10:bean-there/2:US/2:MN/7:ST:PAUL/5:1001",
+            "Store/10:bean-there",
+            "Store",
+        ] {
+            let id = URL_SAFE_NO_PAD.encode(forged);
+            assert!(decode_global_id(&chart, "id", &id).is_err(), "{forged}");
+        }
     }
 }

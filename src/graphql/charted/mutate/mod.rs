@@ -15,7 +15,7 @@
 mod input;
 mod write;
 
-pub(super) use input::stored;
+pub(super) use input::{shape_input, stored};
 pub(super) use write::{delete_reads_first, guards, inherited, reads_first};
 
 /// The counter shards a new item of `e` is created with (none where `e` has none):
@@ -123,7 +123,7 @@ fn child_input(
     obj
 }
 
-fn child_input_name(child: &Entity) -> String {
+pub(super) fn child_input_name(child: &Entity) -> String {
     format!("{}Input", child.name)
 }
 
@@ -149,11 +149,11 @@ pub fn field(chart: &Arc<Chart>, m: &Mutation) -> Field {
     mutation_field(chart, m, &chart.entities[&m.entity])
 }
 
-fn input_name(m: &Mutation) -> String {
+pub(super) fn input_name(m: &Mutation) -> String {
     format!("{}Input", upper_first(&m.name))
 }
 
-fn payload_name(m: &Mutation) -> String {
+pub(super) fn payload_name(m: &Mutation) -> String {
     format!("{}Payload", upper_first(&m.name))
 }
 

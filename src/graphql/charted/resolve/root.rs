@@ -72,7 +72,11 @@ pub fn viewer_type(chart: &Arc<Chart>) -> Object {
                 lower_first(&t.entity)
             )),
         );
-        if let Some(viewer) = &chart.viewer {
+        // A viewer that is the tenant entity itself (a shop whose customers are its
+        // tenants) is answered by the tenant's field above: the item the token's tenant
+        // claim names, which every read is held to. A second field of that name could not
+        // be added, and would read the item the subject names, which may be another's.
+        if let Some(viewer) = chart.viewer.as_ref().filter(|v| v.entity != t.entity) {
             let chart2 = chart.clone();
             let tenant_attr = t.attribute.clone();
             let entity = viewer.entity.clone();
@@ -234,7 +238,9 @@ fn viewer_keys(ctx: &ResolverContext<'_>, chart: &Chart) -> Vec<PrimaryKey> {
             keys.extend(primary_key(owner, &Vars::from([(attr, tenant.clone())])).ok());
         }
     }
-    if let (Some(v), Some(sub)) = (&chart.viewer, subject) {
+    // The viewer that is the tenant is the tenant's field (see [`viewer_type`]).
+    let viewer = chart.viewer.as_ref().filter(|v| v.entity != t.entity);
+    if let (Some(v), Some(sub)) = (viewer, subject) {
         let e = &chart.entities[&v.entity];
         if look.field(&lower_first(&v.entity)).exists() {
             if let Ok(sub) = key_value(&e.attributes[&v.subject].ty, "sub", sub) {
@@ -535,4 +541,38 @@ fn root_id(ctx: &ResolverContext<'_>, chart: &Chart, e: &Entity) -> Result<Vars>
     id_vars(chart, e, "id", id)
         .map_err(|e| e.extend())?
         .ok_or_else(|| ApiError::bad_input("id", format!("not the id of a {}", e.name)).extend())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    /// A chart whose viewer is its tenant (the second chart's chains, each signing in as
+    /// itself): `viewer` holds one field for it, the tenant the token names.
+    #[test]
+    fn a_viewer_that_is_the_tenant_is_one_field() {
+        const LOCATOR: &str = include_str!("../../../../examples/charts/store-locator.toml");
+        let tenant = "[tenant]\nentity = \"Chain\"\nattribute = \"chain\"\n";
+        assert!(LOCATOR.contains(tenant), "{tenant}");
+        let text = LOCATOR.replace(
+            tenant,
+            &format!("{tenant}\n[viewer]\nentity = \"Chain\"\nsubject = \"slug\"\n"),
+        );
+        let chart = Arc::new(crate::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")));
+        let schema = crate::graphql::charted::build(chart)
+            .finish()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let sdl = schema.sdl();
+        let viewer = sdl
+            .split("type Viewer {")
+            .nth(1)
+            .and_then(|rest| rest.split('}').next())
+            .expect("the schema has a Viewer");
+        let fields: Vec<&str> = viewer
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("chain:") || l.starts_with("role:"))
+            .collect();
+        assert_eq!(fields, ["chain: Chain", "role: Role"], "{viewer}");
+    }
 }
