@@ -380,9 +380,14 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
                 args.endpoint.is_some(),
                 "snapshot --store dynamodb runs its operations' mutations: give --endpoint (e.g. DynamoDB Local)"
             );
+            // A test stack's answers are checked, not timed: a DynamoDB Local on a busy CI
+            // machine may stall for seconds, which must fail no snapshot (serve's 5 s are
+            // for answering clients while the store does not).
             let opts = itemgraph::store::dynamo::DynamoOptions {
                 table: table.clone(),
                 endpoint: args.endpoint.clone(),
+                operation_timeout: Duration::from_secs(120),
+                operation_attempt_timeout: Duration::from_secs(60),
                 ..Default::default()
             };
             Arc::new(

@@ -4,7 +4,8 @@
 //! 200, the body is not JSON, `errors` is present, or `data` is null.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -109,39 +110,119 @@ pub async fn trace_counts(
     Ok(counts)
 }
 
-/// One measured run: `concurrency` workers for `duration`, after `warmup` unmeasured.
+/// When a run measures: for `duration` after `warmup` unmeasured. With `min_ops` (the
+/// smoke run's), it measures on past that until at least so many operations were
+/// answered, so a run on a slow or loaded machine still measures some (an operation that
+/// takes the whole window would leave none); it fails at `deadline` after its start
+/// rather than run on without end.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub min_ops: u64,
+    pub deadline: Duration,
+}
+
+impl Window {
+    /// The window's clock, started now, for the workers of one run to share.
+    pub fn start(self) -> Clock {
+        let start = Instant::now();
+        let measure_from = start + self.warmup;
+        Clock {
+            window: self,
+            measure_from,
+            end: measure_from + self.duration,
+            deadline: start + self.deadline,
+            measured: AtomicU64::new(0),
+            reached: OnceLock::new(),
+        }
+    }
+}
+
+/// A run's [`Window`] as it goes: what its workers ask before each operation.
+pub struct Clock {
+    window: Window,
+    measure_from: Instant,
+    end: Instant,
+    deadline: Instant,
+    /// Operations measured and answered so far.
+    measured: AtomicU64,
+    /// When the `min_ops`th of them was answered.
+    reached: OnceLock<Instant>,
+}
+
+impl Clock {
+    /// Whether a worker sends another operation: the window is open, or the run is still
+    /// short of its operations and within its deadline.
+    pub fn goes_on(&self) -> bool {
+        let now = Instant::now();
+        now < self.end || (self.short() && now < self.deadline)
+    }
+
+    /// Whether an operation sent at `sent` is measured: sent after the warmup, inside the
+    /// window or past it while the run is short of its operations.
+    pub fn measures(&self, sent: Instant) -> bool {
+        sent >= self.measure_from && (sent < self.end || self.short())
+    }
+
+    /// Counts one measured operation, answered.
+    pub fn answered(&self) {
+        let n = self.measured.fetch_add(1, Ordering::Relaxed) + 1;
+        if n == self.window.min_ops {
+            let _ = self.reached.set(Instant::now());
+        }
+    }
+
+    fn short(&self) -> bool {
+        self.measured.load(Ordering::Relaxed) < self.window.min_ops
+    }
+
+    /// The seconds `what` measured: the window's, or up to the answer that made its
+    /// operations when it ran on past the window; an error naming it when it ended short
+    /// of them.
+    pub fn seconds(&self, what: &str) -> anyhow::Result<f64> {
+        let measured = self.measured.load(Ordering::Relaxed);
+        anyhow::ensure!(
+            measured >= self.window.min_ops,
+            "{what}: {measured} of the {} operations it must measure were answered in its {:.0} s deadline (the machine too loaded, or the server stalled)",
+            self.window.min_ops,
+            self.window.deadline.as_secs_f64()
+        );
+        Ok(match self.reached.get() {
+            Some(at) if *at > self.end => at.duration_since(self.measure_from).as_secs_f64(),
+            _ => self.window.duration.as_secs_f64(),
+        })
+    }
+}
+
+/// One measured run: `concurrency` workers through `window`.
 pub async fn run(
     t: Arc<Target>,
     mix: Mix,
     concurrency: usize,
-    warmup: Duration,
-    duration: Duration,
+    window: Window,
     seed: u64,
 ) -> anyhow::Result<RunStats> {
-    let start = Instant::now();
-    let measure_from = start + warmup;
-    let end = measure_from + duration;
+    let clock = Arc::new(window.start());
     let mut tasks = Vec::with_capacity(concurrency);
     for index in 0..concurrency {
-        let t = t.clone();
+        let (t, clock) = (t.clone(), clock.clone());
         tasks.push(tokio::spawn(async move {
             let mut w = Worker::new(index, seed, mix);
             let mut lat = Latencies::default();
-            loop {
-                let now = Instant::now();
-                if now >= end {
-                    break;
-                }
+            while clock.goes_on() {
                 let shape = w.next_shape();
                 let vars = w.variables(shape, &t.dataset, &t.deep_cursors);
                 let sent = Instant::now();
+                let measured = clock.measures(sent);
                 let outcome = send(&t, shape, vars, false).await;
                 let took = sent.elapsed();
                 if let Ok(v) = &outcome {
                     w.record_write(shape, &v["data"]);
                 }
-                if sent >= measure_from && sent < end {
+                if measured {
                     lat.record(shape, took, outcome.err());
+                    clock.answered();
                 }
             }
             lat
@@ -151,7 +232,8 @@ pub async fn run(
     for task in tasks {
         all.merge(task.await.context("a worker panicked")?);
     }
-    Ok(all.summarize(duration.as_secs_f64()))
+    let seconds = clock.seconds(&format!("the {mix:?} mix at concurrency {concurrency}"))?;
+    Ok(all.summarize(seconds))
 }
 
 /// Hostile documents sent alongside a measured run (`--hostile`, with the live surfaces'

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use rand::seq::IndexedRandom;
@@ -18,6 +18,7 @@ use itemgraph::keys::{OrgKey, UserKey};
 use itemgraph::store::{PrimaryKey, Store};
 
 use crate::dataset::{Dataset, PAGE};
+use crate::driver::Window;
 use crate::shapes::{Mix, Shape};
 use crate::stats::{Latencies, RunStats};
 
@@ -110,29 +111,27 @@ async fn read_once(
     Ok(())
 }
 
-/// The read mix on `store` with `concurrency` tasks for `duration` after `warmup`.
+/// The read mix on `store` with `concurrency` tasks through `window`.
 pub async fn run(
     store: Arc<dyn Store>,
     ds: Arc<Dataset>,
     concurrency: usize,
-    warmup: Duration,
-    duration: Duration,
+    window: Window,
     seed: u64,
 ) -> anyhow::Result<RunStats> {
     let shapes = Mix::Reads.shapes();
     let total: u32 = shapes.iter().map(|(_, w)| w).sum();
-    let start = Instant::now();
-    let measure_from = start + warmup;
-    let end = measure_from + duration;
+    let clock = Arc::new(window.start());
     let mut tasks = Vec::with_capacity(concurrency);
     for index in 0..concurrency {
         let store = store.clone();
         let ds = ds.clone();
         let shapes = shapes.clone();
+        let clock = clock.clone();
         tasks.push(tokio::spawn(async move {
             let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (index as u64).wrapping_mul(0x51_7cc1));
             let mut lat = Latencies::default();
-            while Instant::now() < end {
+            while clock.goes_on() {
                 let mut roll = rng.random_range(0..total);
                 let mut shape = shapes[0].0;
                 for (s, w) in &shapes {
@@ -143,13 +142,15 @@ pub async fn run(
                     roll -= w;
                 }
                 let sent = Instant::now();
+                let measured = clock.measures(sent);
                 let outcome = read_once(store.as_ref(), &ds, shape, &mut rng).await;
-                if sent >= measure_from && sent < end {
+                if measured {
                     lat.record(
                         shape,
                         sent.elapsed(),
                         outcome.err().map(|e| format!("{e:#}")),
                     );
+                    clock.answered();
                 }
             }
             lat
@@ -159,5 +160,6 @@ pub async fn run(
     for task in tasks {
         all.merge(task.await.context("a floor task panicked")?);
     }
-    Ok(all.summarize(duration.as_secs_f64()))
+    let seconds = clock.seconds(&format!("the floor at concurrency {concurrency}"))?;
+    Ok(all.summarize(seconds))
 }

@@ -40,7 +40,7 @@ use itemgraph::store::embedded::EmbeddedStore;
 use itemgraph::store::Store;
 
 use crate::dataset::{Dataset, DatasetSpec, Seeding};
-use crate::driver::Target;
+use crate::driver::{Target, Window};
 use crate::report::{
     DatasetReport, EngineReport, HostileRun, Machine, Report, RequestCount, RunReport,
 };
@@ -49,6 +49,13 @@ use crate::shapes::{Mix, Shape};
 
 /// The cursor secret the bench gives the server, so it can sign deep-page cursors itself.
 const CURSOR_SECRET: &str = "itemgraph-bench-cursor-secret-0123456789abcdef";
+
+/// The fewest operations each run of `--smoke` measures, however long they take: what the
+/// smoke test asserts of a run (it measured some) holds on a machine of any speed.
+const SMOKE_MIN_OPS: u64 = 10;
+
+/// How long a smoke run may take to measure them before it fails, saying so.
+const SMOKE_DEADLINE: Duration = Duration::from_secs(120);
 
 /// Benchmarks `itemgraph serve` over loopback HTTP and writes a report.
 #[derive(Debug, Parser)]
@@ -155,6 +162,8 @@ impl Engine {
 struct Plan {
     duration: Duration,
     warmup: Duration,
+    /// The fewest operations a run measures (the smoke run's; 0: its time alone).
+    min_ops: u64,
     concurrency: Vec<usize>,
     engines: Vec<Engine>,
     spec: DatasetSpec,
@@ -201,6 +210,7 @@ impl Plan {
         Ok(Plan {
             duration: secs(args.duration, 20.0, 0.6),
             warmup: secs(args.warmup, 3.0, 0.2),
+            min_ops: if smoke { SMOKE_MIN_OPS } else { 0 },
             concurrency,
             engines,
             spec: DatasetSpec::main(args.seed, orgs, tickets),
@@ -209,6 +219,18 @@ impl Plan {
                 .scaling_seconds
                 .unwrap_or(if smoke { 0.3 } else { 4.0 }),
         })
+    }
+
+    /// The window of a run measured for `duration`: the smoke run's goes on past it for
+    /// its fewest operations, within [`SMOKE_DEADLINE`] (more, when the run itself is
+    /// longer).
+    fn window(&self, duration: Duration) -> Window {
+        Window {
+            warmup: self.warmup,
+            duration,
+            min_ops: self.min_ops,
+            deadline: (self.warmup + duration).max(SMOKE_DEADLINE),
+        }
     }
 }
 
@@ -340,8 +362,7 @@ async fn main() -> anyhow::Result<()> {
                 &out,
                 &target,
                 *plan.concurrency.last().expect("checked non-empty"),
-                plan.warmup,
-                plan.duration,
+                plan.window(plan.duration),
                 args.seed,
                 CURSOR_SECRET,
             )
@@ -505,8 +526,7 @@ async fn bench_engine(
         store.clone(),
         ds.clone(),
         top,
-        plan.warmup,
-        plan.duration,
+        plan.window(plan.duration),
         args.seed,
     )
     .await?;
@@ -549,14 +569,15 @@ async fn bench_engine(
 
     let mib = |kib: u64| kib as f64 / 1024.0;
     let mut runs = Vec::new();
-    let run_secs = (plan.warmup + plan.duration).as_secs_f64();
-    let measured_share = plan.duration.as_secs_f64() / run_secs;
-    // CPU per operation of the server and of this process over one run.
+    // CPU per operation of the server and of this process over one run: its share of the
+    // CPU time is the seconds it measured over those it ran (a smoke run may have gone on
+    // past its window).
     let cpu_per_op = |before: (Duration, Duration), stats: &stats::RunStats| {
         let after = (
             server.cpu_time().unwrap_or_default(),
             server::cpu_time_of("/proc/self/stat").unwrap_or_default(),
         );
+        let measured_share = stats.seconds / (plan.warmup.as_secs_f64() + stats.seconds);
         let per_op = |a: Duration, b: Duration| {
             (a.saturating_sub(b)).as_secs_f64() * 1000.0 * measured_share
                 / (stats.ops.max(1) as f64)
@@ -575,8 +596,7 @@ async fn bench_engine(
             target.clone(),
             Mix::Full,
             c,
-            plan.warmup,
-            plan.duration,
+            plan.window(plan.duration),
             args.seed,
         )
         .await?;
@@ -603,8 +623,7 @@ async fn bench_engine(
                 target.clone(),
                 Mix::Full,
                 top,
-                plan.warmup,
-                plan.duration,
+                plan.window(plan.duration),
                 args.seed,
             ),
             driver::hostile(target.clone(), args.hostile, until)
@@ -635,8 +654,7 @@ async fn bench_engine(
         target.clone(),
         Mix::Reads,
         top,
-        plan.warmup,
-        plan.duration,
+        plan.window(plan.duration),
         args.seed,
     )
     .await?;
@@ -656,13 +674,12 @@ async fn bench_engine(
                 target.clone(),
                 Mix::Only(shape),
                 top,
-                plan.warmup,
-                measured,
+                plan.window(measured),
                 args.seed,
             )
             .await?;
             // As `cpu_per_op`, over this run's own seconds.
-            let share = measured.as_secs_f64() / (plan.warmup + measured).as_secs_f64();
+            let share = stats.seconds / (plan.warmup.as_secs_f64() + stats.seconds);
             let after = cpu_now();
             let per_op = |a: Duration, b: Duration| {
                 a.saturating_sub(b).as_secs_f64() * 1000.0 * share / (stats.ops.max(1) as f64)

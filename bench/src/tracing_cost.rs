@@ -17,7 +17,7 @@ use itemgraph::store::embedded::EmbeddedStore;
 use itemgraph::store::Store;
 
 use crate::dataset::Seeding;
-use crate::driver::{self, Target};
+use crate::driver::{self, Target, Window};
 use crate::server::{Backend, Server};
 use crate::shapes::Mix;
 use crate::stats::RunStats;
@@ -110,8 +110,7 @@ pub async fn run(
     log_dir: &Path,
     target: &Target,
     concurrency: usize,
-    warmup: Duration,
-    duration: Duration,
+    window: Window,
     seed: u64,
     cursor_secret: &str,
 ) -> anyhow::Result<Vec<TracingRun>> {
@@ -167,17 +166,9 @@ pub async fn run(
         let posts = received.posts.load(Ordering::Relaxed);
         let bytes = received.bytes.load(Ordering::Relaxed);
         let cpu = server.cpu_time().unwrap_or_default();
-        let stats = driver::run(
-            target.clone(),
-            Mix::Full,
-            concurrency,
-            warmup,
-            duration,
-            seed,
-        )
-        .await?;
+        let stats = driver::run(target.clone(), Mix::Full, concurrency, window, seed).await?;
         let cpu = server.cpu_time().unwrap_or_default().saturating_sub(cpu);
-        let measured_share = duration.as_secs_f64() / (warmup + duration).as_secs_f64();
+        let measured_share = stats.seconds / (window.warmup.as_secs_f64() + stats.seconds);
         if sampling != "off" {
             tokio::time::sleep(Duration::from_millis(1500)).await;
         }

@@ -24,9 +24,9 @@ const MAX_NUMBER_BYTES: u64 = 20;
 /// An RFC 3339 UTC time with nanoseconds (`2026-01-31T12:00:00.123456789Z`).
 const TIMESTAMP_BYTES: u64 = 30;
 
-/// The longest name a map's member can have: the chart bounds none (no mutation writes a
-/// map), so DynamoDB's own bound on an attribute name's length applies, and a map is at
-/// most 400 KB whatever its `max_items`.
+/// The longest name a map's member can have: the chart bounds none (a mutation takes a
+/// key of up to 16 384 characters, at most this in UTF-8), so DynamoDB's own bound on an
+/// attribute name's length applies, and a map is at most 400 KB whatever its `max_items`.
 const MAP_NAME_BYTES: u64 = 64 * 1024;
 
 /// The most an item of `e` can take (`bytes`: what its attributes add up to, which may pass

@@ -127,6 +127,12 @@ fn migrate(endpoint: &str, table: &str, extra: &[&str]) -> Command {
         "us-east-1",
         "--table",
         table,
+        // A DynamoDB Local the whole suite loads may stall a call for seconds: what this
+        // test holds is the migration's outcome, not its latency.
+        "--dynamodb-attempt-timeout-ms",
+        "60000",
+        "--dynamodb-operation-timeout-ms",
+        "120000",
     ])
     .args(extra)
     .env("NO_COLOR", "1")

@@ -12,6 +12,7 @@ mod builtin_chart;
 mod builtin_writes;
 mod chart_added_entity;
 mod chart_expiry;
+mod chart_maps;
 mod chart_tenants;
 mod chart_transactions;
 mod chart_writes;

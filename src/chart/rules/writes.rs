@@ -366,6 +366,65 @@ impl Checker {
         }
     }
 
+    /// A child a create writes with its parent (`with`) is written as the parent's
+    /// transaction says, so it keeps no declarations of its own (its own unique values,
+    /// counts, references checked, version or life cycle would be skipped), and its key
+    /// holds what names its parent: every key value of the parent, or a generated id of
+    /// it, so no two parents' (or tenants') children can share a key.
+    fn child(&mut self, mutation: &str, parent: &Entity, list: &str, child: &Entity) {
+        let what = format!(
+            "mutation `{mutation}` writes {} with its `{list}`",
+            super::super::plural(&child.name)
+        );
+        let w = &child.writes;
+        let own: Vec<&str> = [
+            (!w.unique.is_empty()).then_some("unique values"),
+            (!w.counts.is_empty()).then_some("counts"),
+            child.checked_references().next().map(|_| "references"),
+            w.version.as_ref().map(|_| "a version"),
+            w.lifecycle.as_ref().map(|_| "a life cycle"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !own.is_empty() {
+            self.refuse(
+                "writes",
+                format!(
+                    "{what}, and {} declares {}, which a child written with its parent does not keep: declare them on {} or write {} on their own",
+                    child.name,
+                    own.join(", "),
+                    parent.name,
+                    super::super::plural(&child.name)
+                ),
+            );
+        }
+        let child_key = key_vars(child);
+        let parent_key = key_vars(parent);
+        let holds_all = parent_key.iter().all(|v| child_key.contains(v));
+        let holds_generated = parent_key.iter().any(|v| {
+            child_key.contains(v)
+                && parent
+                    .attributes
+                    .get(v)
+                    .is_some_and(|a| a.auto == Some(super::super::Auto::Ulid))
+        });
+        if !holds_all && !holds_generated {
+            self.refuse(
+                "writes",
+                format!(
+                    "{what}, and {}'s key `{}` / `{}` holds neither all of {}'s key ({}) nor a generated id of it: two {} could share one child's key",
+                    child.name,
+                    child.key.pk,
+                    child.key.sk,
+                    parent.name,
+                    parent_key.join(", "),
+                    super::super::plural(&parent.name)
+                ),
+            );
+        }
+    }
+
     /// A marker entity (of a unique attribute, or of a client token) holds the value it
     /// keeps in its key and names its owner.
     fn marker(&mut self, owner: &Entity, m: &Entity, attr: &str, what: &str) {
@@ -571,7 +630,7 @@ impl Checker {
                     );
                     continue;
                 }
-                if super::super::list_child(entities, patterns, e, list).is_none() {
+                let Some(child) = super::super::list_child(entities, patterns, e, list) else {
                     self.refuse(
                         "writes",
                         format!(
@@ -581,6 +640,7 @@ impl Checker {
                     );
                     continue;
                 };
+                self.child(name, e, list, child);
                 let l = &e.lists[list];
                 let max = l.max.unwrap_or(crate::collections::MAX_PAGE_SIZE);
                 if l.min.unwrap_or(0) > max {
@@ -638,6 +698,9 @@ impl Checker {
                     1 + 2 * unique + 2 * moved + rechecked
                 }
                 Action::Delete => {
+                    if let Some(list) = e.lists.keys().next() {
+                        self.refuse("writes", format!("mutation `{name}` deletes {}, whose `{list}` would be left behind, orphaned: a delete of an entity with lists is not served", crate::chart::one(&e.name)));
+                    }
                     if shards > 0 {
                         self.refuse("writes", format!("mutation `{name}` deletes a {}, whose counts live on {shards} counter shards that one condition cannot check", e.name));
                     }

@@ -476,3 +476,47 @@ fn a_marker_that_keeps_two_values_is_refused() {
         "the marker keeps `Store.phone` and `createStore`'s client tokens",
     );
 }
+
+#[test]
+fn a_child_written_with_its_parent_keeps_nothing_of_its_own_and_names_its_parent() {
+    // A declaration of its own the parent's create would skip.
+    let r = broken(
+        "node = false\n\n[entities.OrderLine.attributes]\n",
+        "node = false\nversion = \"rev\"\n\n[entities.OrderLine.attributes]\nrev = { type = \"int\", min = 1 }\n",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Order"),
+        Some(12),
+        "mutation `placeOrder` writes order lines with its `lines`, and OrderLine declares a version",
+    );
+    // A key that does not name the order: two orders' lines would share it.
+    let r = broken(
+        "key = [\"ORDER#{orderId}#LINE#{lineNo:03}\", \"ORDER#{orderId}#LINE#{lineNo:03}\"]",
+        "key = [\"LINES#{lineNo:03}\", \"LINES#{lineNo:03}\"]",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Order"),
+        Some(12),
+        "OrderLine's key `LINES#{lineNo:03}` / `LINES#{lineNo:03}` holds neither all of Order's key (org, orderId) nor a generated id of it",
+    );
+}
+
+#[test]
+fn a_delete_of_an_entity_with_lists_is_refused() {
+    let r = broken(
+        "[mutations.updateOrderStatus]",
+        "[patterns.18]\nname = \"Remove an order\"\nrequest = \"TransactWriteItems\"\nentity = \"Order\"\nfield = \"Mutation.removeOrder\"\n\n\
+         [mutations.removeOrder]\nentity = \"Order\"\naction = \"delete\"\nby = \"id\"\npattern = 18\n\n[mutations.updateOrderStatus]",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Order"),
+        Some(18),
+        "mutation `removeOrder` deletes an order, whose `lines` would be left behind",
+    );
+}

@@ -425,6 +425,16 @@ impl<'c> Generator<'c> {
                     .map(|v| self.input_value(of, v))
                     .collect::<Option<_>>()?,
             ),
+            // A map as its entries, in the order of their keys.
+            (Type::Map { of, .. }, AttributeValue::M(m)) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::List(
+                    keys.into_iter()
+                        .map(|k| Some(entry(k.clone(), self.input_value(of, &m[k])?)))
+                        .collect::<Option<_>>()?,
+                )
+            }
             (Type::String { .. } | Type::Timestamp | Type::Kind(_), AttributeValue::S(s)) => {
                 Value::String(s.clone())
             }
@@ -477,6 +487,14 @@ impl<'c> Generator<'c> {
             Type::List { of, .. } if depth < SHAPE_DEPTH => {
                 Value::List(vec![self.made_within(of, attribute, n, depth + 1)?])
             }
+            // One entry, where the map may hold one.
+            Type::Map {
+                max_items: Some(0), ..
+            } => Value::List(Vec::new()),
+            Type::Map { of, .. } if depth < SHAPE_DEPTH => Value::List(vec![entry(
+                format!("key-{n}"),
+                self.made_within(of, attribute, n, depth + 1)?,
+            )]),
             Type::Shape(_) | Type::List { .. } | Type::Counter | Type::Map { .. } => return None,
         })
     }
@@ -554,6 +572,14 @@ fn slugged(words: &str) -> String {
 
 fn object(fields: IndexMap<String, Value>) -> Value {
     Value::Object(fields.into_iter().map(|(k, v)| (Name::new(k), v)).collect())
+}
+
+/// One entry of a map's input (`{key, value}`).
+fn entry(key: String, value: Value) -> Value {
+    object(IndexMap::from([
+        ("key".to_owned(), Value::String(key)),
+        ("value".to_owned(), value),
+    ]))
 }
 
 /// What `seed --generate` made of one entity.
@@ -765,6 +791,33 @@ mod tests {
         );
         let g = Generator::new(&chart, Vec::new());
         assert_eq!(g.made(&Type::Shape("Hours".into()), "hours", 1), None);
+    }
+
+    /// A map is made as one entry of a value of its type, and a stored one is given back
+    /// as its entries in the order of their keys.
+    #[test]
+    fn a_map_is_generated_as_its_entries() {
+        let chart = crate::chart::builtin();
+        let g = Generator::new(&chart, Vec::new());
+        let flags = Type::Map {
+            of: Box::new(Type::Boolean),
+            max_items: Some(2),
+        };
+        let made = g.made(&flags, "flags", 0).unwrap();
+        assert_eq!(made.to_string(), r#"[{key: "key-0", value: true}]"#);
+        let none = Type::Map {
+            of: Box::new(Type::Boolean),
+            max_items: Some(0),
+        };
+        assert_eq!(g.made(&none, "flags", 0).unwrap().to_string(), "[]");
+        let stored = AttributeValue::M(HashMap::from([
+            ("b".to_owned(), AttributeValue::Bool(false)),
+            ("a".to_owned(), AttributeValue::Bool(true)),
+        ]));
+        assert_eq!(
+            g.input_value(&flags, &stored).unwrap().to_string(),
+            r#"[{key: "a", value: true}, {key: "b", value: false}]"#
+        );
     }
 
     /// Nothing to reference: no input, and the reason names what is missing.

@@ -365,7 +365,7 @@ fn event(chart: &Chart, c: &Change, cursor: String) -> Option<Event> {
                     Record::new(e.name.as_str().into(), before.clone()).value(
                         chart,
                         attr,
-                        &e.attributes[attr].ty,
+                        &e.attributes[attr],
                     )
                 }
                 _ => Value::Null,

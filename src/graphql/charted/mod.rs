@@ -77,12 +77,13 @@ pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
         let mut obj = Object::new(name);
         for (field, a) in fields {
             let f = field.clone();
+            let optional = a.optional;
             let mut gf = Field::new(field, type_ref(&a.ty, a.optional), move |ctx| {
                 let v = match ctx.parent_value.as_value() {
                     Some(Value::Object(o)) => o.get(f.as_str()).cloned().unwrap_or_default(),
                     _ => Value::Null,
                 };
-                FieldFuture::Value(Some(FieldValue::value(v)))
+                FieldFuture::Value(resolve::answered(v, optional))
             });
             if let Some(d) = &a.description {
                 gf = gf.description(d);

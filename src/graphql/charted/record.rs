@@ -11,7 +11,7 @@ use base64::Engine as _;
 use super::super::errors::ApiError;
 use crate::chart::template::{Template, Value as KeyValue};
 use crate::chart::types::Type;
-use crate::chart::{Chart, Entity};
+use crate::chart::{Attribute, Chart, Entity};
 use crate::store::{AttributeValue, IndexKey, Item, PageKey, PrimaryKey};
 
 /// One item of an entity, as read.
@@ -53,7 +53,8 @@ impl Record {
         for (attr, a) in &entity.attributes {
             match item.get(attr) {
                 None | Some(AttributeValue::Null(_)) if a.optional => {}
-                None if matches!(a.ty, Type::Counter) => {}
+                // A missing counter is 0, a missing map one of no entries.
+                None if matches!(a.ty, Type::Counter | Type::Map { .. }) => {}
                 None | Some(AttributeValue::Null(_)) => {
                     return Err(format!("{ty} without `{attr}`"))
                 }
@@ -152,12 +153,15 @@ impl Record {
         URL_SAFE_NO_PAD.encode(id_text(&entity.name, &values))
     }
 
-    /// The attribute `attr` as GraphQL answers it.
-    pub fn value(&self, chart: &Chart, attr: &str, ty: &Type) -> Value {
+    /// The attribute `attr` (declared `a`) as GraphQL answers it: a missing counter is 0,
+    /// a missing required map holds no entries (its field is a non-null list), anything
+    /// else missing is null.
+    pub fn value(&self, chart: &Chart, attr: &str, a: &Attribute) -> Value {
         match self.item.get(attr) {
-            None if matches!(ty, Type::Counter) => Value::from(0),
+            None if matches!(a.ty, Type::Counter) => Value::from(0),
+            None if matches!(a.ty, Type::Map { .. }) && !a.optional => Value::List(Vec::new()),
             None => Value::Null,
-            Some(v) => to_value(chart, ty, v),
+            Some(v) => to_value(chart, &a.ty, v),
         }
     }
 }
@@ -356,9 +360,14 @@ fn to_value(chart: &Chart, ty: &Type, v: &AttributeValue) -> Value {
             let mut out = async_graphql::indexmap::IndexMap::new();
             if let Some(shape) = chart.shapes.get(name) {
                 for (field, a) in shape {
-                    let v = m
-                        .get(field)
-                        .map_or(Value::Null, |v| to_value(chart, &a.ty, v));
+                    let v = match m.get(field) {
+                        Some(v) => to_value(chart, &a.ty, v),
+                        // As an entity's own map: no entries, where one must be there.
+                        None if matches!(a.ty, Type::Map { .. }) && !a.optional => {
+                            Value::List(Vec::new())
+                        }
+                        None => Value::Null,
+                    };
                     out.insert(Name::new(field), v);
                 }
             }

@@ -1,7 +1,7 @@
 //! A mutation's input, as the chart types it: each attribute's GraphQL input type, and a
 //! value a client sent checked against its declared type and stored as the item holds it.
 
-use async_graphql::dynamic::TypeRef;
+use async_graphql::dynamic::{InputObject, InputValue, TypeRef};
 use async_graphql::Value;
 
 use crate::chart::types::{Type, DEFAULT_MAX_CHARS};
@@ -14,6 +14,10 @@ use crate::store::AttributeValue;
 /// bound) take line breaks and tabs.
 const ONE_LINE_CHARS: usize = 200;
 
+/// The longest key of a map's entry, in characters: at 4 UTF-8 bytes each, within
+/// DynamoDB's 64 KB bound on a name (what `chart check` counts a key at).
+const MAP_KEY_CHARS: usize = 16 * 1024;
+
 /// The attribute an input field's path ends at (`lines[1].quantity` → `quantity`): what
 /// a refusal of a number names.
 fn attribute(field: &str) -> &str {
@@ -25,11 +29,27 @@ pub fn shape_input(shape: &str) -> String {
     format!("{shape}Input")
 }
 
-/// Whether a mutation can take an attribute of this type (a map has no input form yet).
+/// The name of the input object of one entry of a map of `of` (`StringEntryInput`), as
+/// its output is `StringEntry`.
+pub fn map_entry_input(of: &Type) -> String {
+    format!("{}EntryInput", super::super::inner_name(of))
+}
+
+/// The input object of one entry of a map of `of`: its key, and its value typed as the
+/// map's elements are.
+pub fn map_entry_type(of: &Type) -> InputObject {
+    InputObject::new(map_entry_input(of))
+        .description("One entry of a map: a key (one line, not blank) and its value.")
+        .field(InputValue::new("key", TypeRef::named_nn(TypeRef::STRING)))
+        .field(InputValue::new("value", type_ref(of, true)))
+}
+
+/// Whether a mutation can take an attribute of this type (a counter is kept by the
+/// writes).
 pub fn writable(ty: &Type) -> bool {
     match ty {
-        Type::Map { .. } | Type::Counter => false,
-        Type::List { of, .. } => writable(of),
+        Type::Counter => false,
+        Type::List { of, .. } | Type::Map { of, .. } => writable(of),
         _ => true,
     }
 }
@@ -49,6 +69,9 @@ pub fn type_ref(ty: &Type, required: bool) -> TypeRef {
     match ty {
         Type::List { of, .. } if required => TypeRef::named_nn_list_nn(named(of)),
         Type::List { of, .. } => TypeRef::named_nn_list(named(of)),
+        // A map is given whole, as the list of its entries.
+        Type::Map { of, .. } if required => TypeRef::named_nn_list_nn(map_entry_input(of)),
+        Type::Map { of, .. } => TypeRef::named_nn_list(map_entry_input(of)),
         _ if required => TypeRef::named_nn(named(ty)),
         _ => TypeRef::named(named(ty)),
     }
@@ -162,6 +185,47 @@ pub fn stored(
                     .collect::<Result<_, _>>()?,
             )
         }
+        (Type::Map { of, max_items }, Value::List(entries)) => {
+            if let Some(most) = max_items.filter(|m| entries.len() > *m) {
+                return Err(bad(format!(
+                    "{field} holds at most {most} entries, got {}",
+                    entries.len()
+                )));
+            }
+            let key_field = format!("{field}.key");
+            let mut m = std::collections::HashMap::with_capacity(entries.len());
+            for entry in entries {
+                let (key, value) = match entry {
+                    Value::Object(o) => (o.get("key"), o.get("value")),
+                    _ => (None, None),
+                };
+                let key = match key {
+                    Some(Value::String(k)) => text(&key_field, k, MAP_KEY_CHARS, false)?,
+                    _ => {
+                        return Err(ApiError::bad_input(
+                            &key_field,
+                            format!("{key_field} is required"),
+                        ))
+                    }
+                };
+                let value = match value {
+                    None | Some(Value::Null) => {
+                        let path = format!("{field}.value");
+                        return Err(ApiError::bad_input(&path, format!("{path} is required")));
+                    }
+                    // Each value checked as its type is, under the map's name (as a list's
+                    // members are).
+                    Some(v) => stored(chart, field, of, v)?,
+                };
+                if m.insert(key.clone(), value).is_some() {
+                    return Err(ApiError::bad_input(
+                        &key_field,
+                        format!("{field} holds the key `{key}` twice"),
+                    ));
+                }
+            }
+            AttributeValue::M(m)
+        }
         (Type::Shape(name), Value::Object(o)) => {
             let mut m = std::collections::HashMap::new();
             for (f, a) in chart.shapes.get(name).into_iter().flatten() {
@@ -180,4 +244,94 @@ pub fn stored(
         }
         _ => return Err(bad(format!("{field} is not a {}", ty.describe()))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use async_graphql::indexmap::IndexMap;
+    use async_graphql::Name;
+
+    use super::*;
+    use crate::graphql::input::bad_input_field;
+
+    /// A map's input: its entries, each `{key, value}`.
+    fn entries(pairs: &[(&str, i32)]) -> Value {
+        Value::List(
+            pairs
+                .iter()
+                .map(|(k, v)| {
+                    let mut entry = IndexMap::new();
+                    entry.insert(Name::new("key"), Value::String((*k).to_owned()));
+                    entry.insert(Name::new("value"), Value::from(*v));
+                    Value::Object(entry)
+                })
+                .collect(),
+        )
+    }
+
+    fn scores() -> Type {
+        Type::Map {
+            of: Box::new(Type::Int {
+                min: Some(0),
+                max: Some(10),
+            }),
+            max_items: Some(3),
+        }
+    }
+
+    /// A map is an input of every mutation: the list of its entries, non-null where the
+    /// attribute is required.
+    #[test]
+    fn a_map_is_given_as_the_list_of_its_entries() {
+        assert!(writable(&scores()));
+        assert_eq!(type_ref(&scores(), true).to_string(), "[IntEntryInput!]!");
+        assert_eq!(type_ref(&scores(), false).to_string(), "[IntEntryInput!]");
+        let counters = Type::Map {
+            of: Box::new(Type::Counter),
+            max_items: None,
+        };
+        assert!(!writable(&counters), "a counter is the writes' own");
+    }
+
+    /// Each entry's key is one line, not blank and given once, each value is checked as
+    /// the map's elements are, and the whole is one map; a refusal names the field.
+    #[test]
+    fn a_maps_entries_are_checked_and_stored_as_one_map() {
+        let chart = crate::chart::builtin();
+        let got = stored(
+            &chart,
+            "scores",
+            &scores(),
+            &entries(&[("bo", 3), ("al", 10)]),
+        )
+        .unwrap();
+        let want = HashMap::from([
+            ("al".to_owned(), AttributeValue::N("10".into())),
+            ("bo".to_owned(), AttributeValue::N("3".into())),
+        ]);
+        assert_eq!(got, AttributeValue::M(want));
+        // No entries: an empty map, as DynamoDB holds one.
+        assert_eq!(
+            stored(&chart, "scores", &scores(), &entries(&[])).unwrap(),
+            AttributeValue::M(HashMap::new())
+        );
+        for (bad, field) in [
+            (entries(&[(" ", 1)]), "scores.key"),
+            (entries(&[("a\nb", 1)]), "scores.key"),
+            (entries(&[("a", 1), ("a", 2)]), "scores.key"),
+            (entries(&[("a", 11)]), "scores"),
+            (entries(&[("a", 1), ("b", 1), ("c", 1), ("d", 1)]), "scores"),
+        ] {
+            let e = stored(&chart, "scores", &scores(), &bad).unwrap_err();
+            assert_eq!(bad_input_field(e).as_deref(), Some(field), "{bad}");
+        }
+        let long = "k".repeat(MAP_KEY_CHARS + 1);
+        let e = stored(&chart, "scores", &scores(), &entries(&[(long.as_str(), 1)])).unwrap_err();
+        assert_eq!(bad_input_field(e).as_deref(), Some("scores.key"));
+        // Anything but a list of entries is no map.
+        let e = stored(&chart, "scores", &scores(), &Value::String("{}".into())).unwrap_err();
+        assert_eq!(bad_input_field(e).as_deref(), Some("scores"));
+    }
 }

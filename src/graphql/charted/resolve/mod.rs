@@ -235,7 +235,7 @@ pub fn id_field(chart: &Arc<Chart>, e: &Entity) -> Field {
 pub fn attribute_field(chart: &Arc<Chart>, e: &Entity, name: &str, a: &Attribute) -> Field {
     let chart = chart.clone();
     let attr = name.to_owned();
-    let ty = a.ty.clone();
+    let declared = a.clone();
     let sharded = matches!(a.ty, Type::Counter)
         && chart
             .entities
@@ -243,25 +243,38 @@ pub fn attribute_field(chart: &Arc<Chart>, e: &Entity, name: &str, a: &Attribute
             .any(|s| s.shards_of.as_ref().is_some_and(|(of, _)| *of == e.name));
     let mut f = Field::new(name, type_ref(&a.ty, a.optional), move |ctx| {
         let obj = ctx.parent_value.downcast_ref::<Obj>();
+        let optional = declared.optional;
         if !sharded || obj.is_some_and(|o| o.counted) {
             // Answered from the record in hand: no future to box, nothing to clone.
-            return FieldFuture::Value(
-                obj.map(|o| FieldValue::value(o.rec.value(&chart, &attr, &ty))),
-            );
+            let v = obj.map(|o| o.rec.value(&chart, &attr, &declared));
+            return FieldFuture::Value(v.and_then(|v| answered(v, optional)));
         }
         let chart = chart.clone();
         let attr = attr.clone();
-        let ty = ty.clone();
+        let declared = declared.clone();
         FieldFuture::new(async move {
             let obj = ctx.parent_value.try_downcast_ref::<Obj>()?;
             let counted = counted(rc(&ctx), &chart, &obj.rec).await.map_err(err)?;
-            Ok(Some(FieldValue::value(counted.value(&chart, &attr, &ty))))
+            Ok(answered(counted.value(&chart, &attr, &declared), optional))
         })
     });
     if let Some(d) = &a.description {
         f = f.description(d);
     }
     f
+}
+
+/// A value as a field answers it: a null of an optional one as no value at all, which
+/// every type takes (async-graphql's dynamic schema refuses a null value where a list, an
+/// enum or an object is expected: "expects an array").
+pub(in crate::graphql::charted) fn answered<'a>(
+    v: Value,
+    optional: bool,
+) -> Option<FieldValue<'a>> {
+    match v {
+        Value::Null if optional => None,
+        v => Some(FieldValue::value(v)),
+    }
 }
 
 /// The record with its counter shards' counts: one Query, at most once per record and
