@@ -450,7 +450,7 @@ fn an_expiry_that_would_break_what_the_chart_keeps_is_refused() {
     let text = LOCATOR
         .replace("type_attribute = \"Type\"", ttl)
         .replace("[query.chain]", &format!("{OFFERS}[query.chain]"));
-    let chart = parse(&text).unwrap_or_else(|r| panic!("{r}"));
+    let chart = accepted(&text);
     assert_eq!(
         chart.table_schema().time_to_live.as_deref(),
         Some("expiresAt")

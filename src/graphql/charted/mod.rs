@@ -22,6 +22,8 @@ pub(super) mod mutate;
 mod read;
 pub mod record;
 mod resolve;
+#[cfg(test)]
+pub(crate) mod served;
 
 use std::sync::Arc;
 
@@ -148,7 +150,7 @@ pub struct SchemaType {
 ///   enum or a shape);
 /// - `PageInfo` and `Node`; each entity that is a type; `{Child}Connection` and
 ///   `{Child}Edge` for each entity a connection pages; `Viewer`;
-/// - with mutations: `{Shape}Input` for each shape, `{Name}Input` and `{Name}Payload` for
+/// - with mutations: `{T}EntryInput` for each map of `T`, `{Shape}Input` for each shape, `{Name}Input` and `{Name}Payload` for
 ///   each mutation (`createStore`: `CreateStoreInput`), `{Child}Input` for each child a
 ///   create writes with its parent, and `Mutation`;
 /// - with subscriptions: `ChangeKind`, `{Entity}Event` for each entity streamed, and
@@ -233,6 +235,34 @@ pub fn types(chart: &Chart) -> Vec<SchemaType> {
     }
     add("Viewer".to_owned(), None, own.to_owned());
     if !chart.mutations.is_empty() {
+        let mut inputs: Vec<String> = Vec::new();
+        let attributes = chart
+            .entities
+            .values()
+            .flat_map(|e| {
+                e.attributes
+                    .values()
+                    .map(move |a| (Some(e.name.as_str()), a))
+            })
+            .chain(
+                chart
+                    .shapes
+                    .values()
+                    .flat_map(|s| s.values().map(|a| (None, a))),
+            );
+        for (entity, a) in attributes {
+            if let Type::Map { of, .. } = &a.ty {
+                let name = mutate::map_entry_input(of);
+                if !inputs.contains(&name) {
+                    inputs.push(name.clone());
+                    add(
+                        name,
+                        entity,
+                        format!("the input of an entry of a map of {}", of.describe()),
+                    );
+                }
+            }
+        }
         for name in chart.shapes.keys() {
             add(
                 mutate::shape_input(name),

@@ -559,6 +559,7 @@ mod tests {
             &format!("{tenant}\n[viewer]\nentity = \"Chain\"\nsubject = \"slug\"\n"),
         );
         let chart = Arc::new(crate::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")));
+        let chart = crate::graphql::charted::served::served(chart);
         let schema = crate::graphql::charted::build(chart)
             .finish()
             .unwrap_or_else(|e| panic!("{e}"));

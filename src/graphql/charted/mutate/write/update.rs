@@ -453,6 +453,7 @@ mod tests {
             )
             .replace("version = 1\n", "zone = \"N\"\n");
         let chart = crate::chart::parse(&text).unwrap_or_else(|e| panic!("{e}"));
+        let chart = crate::graphql::charted::served::served(Arc::new(chart));
         let current = item(&[
             ("PK", s("CHAIN#bean-there")),
             ("SK", s("STORE#US#WA#SEATTLE#1001")),
