@@ -345,7 +345,7 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
     anyhow::ensure!(!ops.is_empty(), "no operations under {:?}", args.paths);
     let access = match (&args.org, &args.token) {
         (Some(org), _) => Access::Tenant {
-            org: itemgraph::keys::Slug::parse(org).map_err(|e| anyhow::anyhow!("--org: {e}"))?,
+            org: itemgraph::keys::Tenant::parse(org).map_err(|e| anyhow::anyhow!("--org: {e}"))?,
             role: args.role,
             subject: None,
         },

@@ -17,7 +17,7 @@
 use serde_json::{Map, Value};
 
 use super::{Access, AuthError, Role};
-use crate::keys::Slug;
+use crate::keys::Tenant;
 
 /// How a verified token's claims become an [`Access`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +54,7 @@ impl ClaimMapping {
         Ok(Access::Tenant { org, role, subject })
     }
 
-    fn org(&self, claims: &Map<String, Value>) -> Result<Slug, AuthError> {
+    fn org(&self, claims: &Map<String, Value>) -> Result<Tenant, AuthError> {
         let name = &self.org;
         let value = lookup(claims, name).ok_or_else(|| {
             AuthError::Invalid(format!(
@@ -67,9 +67,9 @@ impl ClaimMapping {
             Value::Array(values) if values.len() == 1 => values[0].as_str(),
             _ => None,
         };
-        text.and_then(|t| Slug::parse(t).ok()).ok_or_else(|| {
+        text.and_then(|t| Tenant::parse(t).ok()).ok_or_else(|| {
             AuthError::Invalid(format!(
-                "the `{name}` claim is not an organization slug (--jwt-org-claim)"
+                "the `{name}` claim is not the name of a tenant: one string, without whitespace, `#` or control characters (--jwt-org-claim)"
             ))
         })
     }
@@ -175,7 +175,7 @@ mod tests {
 
     fn tenant(org: &str, role: Role) -> Access {
         Access::Tenant {
-            org: Slug::parse(org).unwrap(),
+            org: Tenant::parse(org).unwrap(),
             role,
             subject: None,
         }
@@ -233,7 +233,7 @@ mod tests {
         assert_eq!(
             access,
             Access::Tenant {
-                org: Slug::parse("acme").unwrap(),
+                org: Tenant::parse("acme").unwrap(),
                 role: Role::Admin,
                 subject: Some("aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee".into())
             }
@@ -378,7 +378,7 @@ mod tests {
         );
         let mut two = token.clone();
         two["organization"] = json!(["acme", "globex"]);
-        assert!(refusal(&m, two).contains("`organization` claim is not an organization slug"));
+        assert!(refusal(&m, two).contains("`organization` claim is not the name of a tenant"));
         let mut none = token;
         none["realm_access"]["roles"] = json!(["offline_access"]);
         let message = refusal(&m, none);

@@ -33,7 +33,7 @@ mod jwks;
 pub use claims::{parse_role_map_entry, ClaimMapping};
 pub use jwks::{discover, fetchable, Jwks, KeySource};
 
-use crate::keys::Slug;
+use crate::keys::Tenant;
 use crate::model::Entity;
 
 /// The caller may not do what it asked (the message says why). Clients see `FORBIDDEN`.
@@ -103,7 +103,7 @@ pub enum Access {
     Unrestricted,
     /// An authenticated caller: one organization, with a role.
     Tenant {
-        org: Slug,
+        org: Tenant,
         role: Role,
         subject: Option<String>,
     },
@@ -111,10 +111,10 @@ pub enum Access {
 
 impl Access {
     /// Whether the caller may see anything of organization `org`.
-    pub fn sees(&self, org: &Slug) -> bool {
+    pub fn sees<T: AsRef<str> + ?Sized>(&self, org: &T) -> bool {
         match self {
             Access::Unrestricted => true,
-            Access::Tenant { org: own, .. } => own == org,
+            Access::Tenant { org: own, .. } => own.as_str() == org.as_ref(),
         }
     }
 
@@ -147,7 +147,7 @@ impl Access {
     }
 
     /// The caller's organization, when there is one.
-    pub fn org(&self) -> Option<&Slug> {
+    pub fn org(&self) -> Option<&Tenant> {
         match self {
             Access::Unrestricted => None,
             Access::Tenant { org, .. } => Some(org),
@@ -565,13 +565,13 @@ mod tests {
         assert_eq!(
             access,
             Access::Tenant {
-                org: Slug::parse("acme").unwrap(),
+                org: Tenant::parse("acme").unwrap(),
                 role: Role::Admin,
                 subject: Some("wile".into()),
             }
         );
-        assert!(access.sees(&Slug::parse("acme").unwrap()));
-        assert!(!access.sees(&Slug::parse("globex").unwrap()));
+        assert!(access.sees(&Tenant::parse("acme").unwrap()));
+        assert!(!access.sees(&Tenant::parse("globex").unwrap()));
         assert!(access.require_admin("x").is_ok());
     }
 
@@ -585,7 +585,7 @@ mod tests {
         )
         .unwrap();
         let expired = issue_token(SECRET, &claims("acme", Role::Admin, 1_000)).unwrap();
-        let bad_org = issue_token(SECRET, &claims("Not A Slug", Role::Admin, live)).unwrap();
+        let bad_org = issue_token(SECRET, &claims("Not A Tenant", Role::Admin, live)).unwrap();
         let no_exp = jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),
             &serde_json::json!({"org": "acme", "role": "admin"}),
@@ -674,7 +674,7 @@ mod tests {
     #[test]
     fn members_are_not_admins() {
         let access = Access::Tenant {
-            org: Slug::parse("acme").unwrap(),
+            org: Tenant::parse("acme").unwrap(),
             role: Role::Member,
             subject: None,
         };

@@ -13,7 +13,7 @@ use crate::auth::{
     discover, issue_claims, now_secs, parse_role_map_entry, Audience, Authenticator, ClaimMapping,
     Claims, Jwks, KeySource, Role, JWKS_ALGORITHMS, MIN_JWT_SECRET_LEN,
 };
-use crate::keys::Slug;
+use crate::keys::Tenant;
 
 use super::SecretValue;
 
@@ -511,7 +511,7 @@ impl TokenArgs {
     /// The signed token: `sub`, `exp`, `iat`, `iss`, `aud`, and the organization and role
     /// where `--jwt-org-claim` and `--jwt-role-claim` put them.
     pub fn token(&self) -> anyhow::Result<String> {
-        Slug::parse(&self.org)
+        Tenant::parse(&self.org)
             .map_err(|e| anyhow::anyhow!("--org: {e}"))
             .map(drop)?;
         let now = now_secs();

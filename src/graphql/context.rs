@@ -10,7 +10,6 @@ use tokio::sync::{Mutex, OnceCell};
 use super::cursor::CursorCodec;
 use super::errors::ApiError;
 use crate::auth::Access;
-use crate::keys::Slug;
 use crate::model::Entity;
 use crate::store::{PrimaryKey, Store};
 
@@ -113,7 +112,7 @@ impl RequestContext {
     /// Whether the caller may see organization `org`. Every read of a partition that
     /// names an organization asks first, and reads nothing when the answer is no: another
     /// organization's data is answered exactly as if it did not exist.
-    pub fn sees(&self, org: &Slug) -> bool {
+    pub fn sees<T: AsRef<str> + ?Sized>(&self, org: &T) -> bool {
         self.access.sees(org)
     }
 }

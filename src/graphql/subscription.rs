@@ -18,7 +18,7 @@ use futures::{Stream, StreamExt};
 
 use super::context::{rc, RequestContext};
 use super::errors::ApiError;
-use crate::keys::{validate_slug, Slug};
+use crate::keys::{validate_tenant, Tenant};
 use crate::live::{Change, Delivered, Hub, LiveError, Position};
 
 /// When the token a subscription was started with expires (seconds since the Unix
@@ -48,7 +48,7 @@ impl From<LiveError> for ApiError {
 }
 
 /// The context an event cursor is signed for: one organization's events.
-fn cursor_context(org: &Slug) -> String {
+fn cursor_context(org: &Tenant) -> String {
     format!("events:{org}")
 }
 
@@ -57,8 +57,8 @@ fn now_secs() -> u64 {
 }
 
 /// A tenant argument named `field`, checked: well-formed, and one the caller sees.
-fn tenant_arg(rc: &RequestContext, field: &str, org: &str) -> Result<Slug> {
-    let org = validate_slug("org", org).map_err(|e| {
+fn tenant_arg(rc: &RequestContext, field: &str, org: &str) -> Result<Tenant> {
+    let org = validate_tenant("org", org).map_err(|e| {
         // The rules' messages name the field `org`: they name the chart's here.
         ApiError::bad_input(field, e.to_string().replacen("org", field, 1)).extend()
     })?;
@@ -106,7 +106,7 @@ impl EventPosition {
 /// subscriber, an expired token).
 async fn events<'a, T: Send + 'static>(
     ctx: &Context<'a>,
-    org: Slug,
+    org: Tenant,
     after: Option<String>,
     wanted: impl Fn(&Change) -> bool + Send + Sync + 'static,
     make: impl Fn(&Change, String) -> Option<T> + Send + Sync + 'a,
@@ -211,7 +211,7 @@ async fn events<'a, T: Send + 'static>(
 
 /// Whether a caller with `access` may see a change of `org`'s (an entity naming no
 /// organization: only an unrestricted caller).
-fn sees(access: &crate::auth::Access, org: Option<&Slug>) -> bool {
+fn sees(access: &crate::auth::Access, org: Option<&Tenant>) -> bool {
     match org {
         Some(org) => access.sees(org),
         None => matches!(access, crate::auth::Access::Unrestricted),

@@ -82,6 +82,30 @@ pub fn validate_slug(field: &'static str, value: &str) -> Result<Slug, KeyError>
     Ok(Slug(value.to_owned()))
 }
 
+/// The most bytes a tenant's name may hold, whatever its kind in the chart.
+pub const MAX_TENANT_LEN: usize = 256;
+
+/// Validates the name of a tenant as a token or a subscription gives it: of whatever kind
+/// the chart's tenant attribute is (a slug in the built-in chart, `[A-Z]{3}` in
+/// another), so held only to what no kind allows: empty, longer than
+/// [`MAX_TENANT_LEN`], whitespace, `#` or a control character. A name no item holds sees
+/// nothing.
+pub fn validate_tenant(field: &'static str, value: &str) -> Result<Tenant, KeyError> {
+    if value.is_empty() {
+        return Err(KeyError::Empty { field });
+    }
+    if value.len() > MAX_TENANT_LEN {
+        return Err(KeyError::TooLong {
+            field,
+            max: MAX_TENANT_LEN,
+        });
+    }
+    if value.chars().any(|c| forges_key(c) || c.is_whitespace()) {
+        return Err(KeyError::ForbiddenCharacter { field });
+    }
+    Ok(Tenant(value.to_owned()))
+}
+
 /// Validates a username (same rules as a slug).
 pub fn validate_username(field: &'static str, value: &str) -> Result<Username, KeyError> {
     check_name(field, value)?;
@@ -242,6 +266,26 @@ macro_rules! name_type {
             }
         }
     };
+}
+
+name_type!(
+    /// The tenant a caller belongs to (its token's claim), of whatever kind the chart
+    /// names its tenant by ([`validate_tenant`]).
+    Tenant,
+    validate_tenant,
+    "org"
+);
+
+impl From<&Slug> for Tenant {
+    fn from(slug: &Slug) -> Tenant {
+        Tenant(slug.as_str().to_owned())
+    }
+}
+
+impl PartialEq<Slug> for Tenant {
+    fn eq(&self, other: &Slug) -> bool {
+        self.0 == other.as_str()
+    }
 }
 
 name_type!(

@@ -31,8 +31,8 @@ mod ids;
 
 pub use ids::{
     validate_client_token, validate_email, validate_id, validate_line_no, validate_slug,
-    validate_username, ClientToken, Email, Id, KeyError, LineNo, Slug, Username,
-    MAX_CLIENT_TOKEN_LEN, MAX_EMAIL_LEN, MAX_LINE_NO, MAX_NAME_LEN,
+    validate_tenant, validate_username, ClientToken, Email, Id, KeyError, LineNo, Slug, Tenant,
+    Username, MAX_CLIENT_TOKEN_LEN, MAX_EMAIL_LEN, MAX_LINE_NO, MAX_NAME_LEN, MAX_TENANT_LEN,
 };
 
 /// Partition key attribute of the base table.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::relay::{Entry, Relayed};
 use super::EventKind;
-use crate::keys::Slug;
+use crate::keys::Tenant;
 use crate::model::Entity;
 use crate::store::Item;
 
@@ -20,7 +20,7 @@ pub struct Change {
     pub after: Option<Item>,
     /// The organization (tenant) the item belongs to; none for an entity that names
     /// none (an order line, which names only its order).
-    pub org: Option<Slug>,
+    pub org: Option<Tenant>,
     /// Where the record is in the stream.
     pub shard: String,
     pub sequence: String,
@@ -35,7 +35,7 @@ impl Change {
         kind: EventKind,
         before: Option<Item>,
         after: Option<Item>,
-        org: Option<Slug>,
+        org: Option<Tenant>,
         (shard, sequence, created_ms): (String, String, u64),
     ) -> Change {
         Change {
@@ -59,7 +59,7 @@ impl Change {
     }
 
     /// The organization the entity belongs to.
-    pub fn org(&self) -> Option<&Slug> {
+    pub fn org(&self) -> Option<&Tenant> {
         self.org.as_ref()
     }
 
@@ -94,12 +94,12 @@ impl Change {
 #[derive(Clone)]
 pub struct Design(Arc<DesignFn>);
 
-type DesignFn = dyn Fn(&Item) -> Option<Option<Slug>> + Send + Sync;
+type DesignFn = dyn Fn(&Item) -> Option<Option<Tenant>> + Send + Sync;
 
 impl Design {
     /// A design from its reading of an item: `None` for no entity of it, else the tenant
     /// the entity names (if any).
-    pub fn new(read: impl Fn(&Item) -> Option<Option<Slug>> + Send + Sync + 'static) -> Design {
+    pub fn new(read: impl Fn(&Item) -> Option<Option<Tenant>> + Send + Sync + 'static) -> Design {
         Design(Arc::new(read))
     }
 
@@ -117,11 +117,11 @@ impl Design {
                 return None;
             }
             Some(match &e {
-                Entity::Organization(o) => Some(o.slug.clone()),
-                Entity::User(u) => Some(u.org.clone()),
-                Entity::UserEmail(m) => Some(m.org.clone()),
-                Entity::Ticket(t) => Some(t.org.clone()),
-                Entity::Order(o) => Some(o.org.clone()),
+                Entity::Organization(o) => Some(Tenant::from(&o.slug)),
+                Entity::User(u) => Some(Tenant::from(&u.org)),
+                Entity::UserEmail(m) => Some(Tenant::from(&m.org)),
+                Entity::Ticket(t) => Some(Tenant::from(&t.org)),
+                Entity::Order(o) => Some(Tenant::from(&o.org)),
                 Entity::OrderLine(_) => None,
             })
         })
@@ -129,7 +129,7 @@ impl Design {
 
     /// `None` when `item` (stored under the keys it holds) is no entity of the design;
     /// else the tenant it names.
-    pub fn read(&self, item: &Item) -> Option<Option<Slug>> {
+    pub fn read(&self, item: &Item) -> Option<Option<Tenant>> {
         (self.0)(item)
     }
 

@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 use super::position::{relay_id_cmp, Pos, Position};
 use super::relay::{RelayError, RelayLog, Relayed};
 use super::{Change, Delivered, Hub, LiveError, LiveOptions, ReplaySlot, Signal};
-use crate::keys::Slug;
+use crate::keys::Tenant;
 use crate::store::stream::seq_cmp;
 
 /// Replays from the relay's history at once in one process: each decodes entries as fast
@@ -161,7 +161,7 @@ pub(super) struct Resume {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn relayed_changes(
     log: RelayLog,
-    org: Option<Slug>,
+    org: Option<Tenant>,
     mut rx: broadcast::Receiver<Signal>,
     now: Position,
     after: Option<Resume>,

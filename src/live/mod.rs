@@ -41,7 +41,7 @@ use follow::{Recent, Resume, HISTORY_REPLAYS, RELAY_BEGIN_WAIT};
 pub use position::{relay_id_cmp, Pos, Position};
 use relay::{Entry, RelayLog, Relayed};
 
-use crate::keys::Slug;
+use crate::keys::Tenant;
 use crate::store::stream::{seq_cmp, ChangeKind, ChangeStream, StreamError};
 
 /// How live updates are served.
@@ -171,7 +171,7 @@ const UNREADABLE: &str = "the server cannot read a change the relay holds (a lat
 
 /// Whether an entry of organization `of` concerns a subscription of `org` (`None`: of
 /// every organization; an entry of no known organization concerns everyone).
-fn concerns(of: Option<&str>, org: Option<&Slug>) -> bool {
+fn concerns(of: Option<&str>, org: Option<&Tenant>) -> bool {
     match (of, org) {
         (Some(of), Some(org)) => org.as_str() == of,
         _ => true,
@@ -180,7 +180,7 @@ fn concerns(of: Option<&str>, org: Option<&Slug>) -> bool {
 
 impl Signal {
     /// Why this ends a subscription of `org`, if it does.
-    fn ends(&self, org: Option<&Slug>) -> Option<&str> {
+    fn ends(&self, org: Option<&Tenant>) -> Option<&str> {
         match self {
             Signal::Change(..) => None,
             Signal::Lost(why) => Some(why.as_str()),
@@ -216,9 +216,9 @@ pub struct Hub {
     started: OnceCell<()>,
     open: AtomicUsize,
     /// Subscriptions open per organization (entries at zero are removed).
-    per_org: Mutex<HashMap<Slug, usize>>,
+    per_org: Mutex<HashMap<Tenant, usize>>,
     /// Resumed subscriptions replaying per organization (entries at zero are removed).
-    replaying: Mutex<HashMap<Slug, usize>>,
+    replaying: Mutex<HashMap<Tenant, usize>>,
     /// What the hub last received from the relay.
     followed: Mutex<Followed>,
     /// The relay entries this hub received last, so a resume from a recent position (a
@@ -258,7 +258,7 @@ impl std::fmt::Debug for Hub {
 /// the subscription lives.
 pub struct Slot {
     hub: Arc<Hub>,
-    org: Slug,
+    org: Tenant,
 }
 
 impl Drop for Slot {
@@ -280,7 +280,7 @@ impl Drop for Slot {
 /// One of an organization's replay slots, held while a resumed subscription catches up.
 pub struct ReplaySlot {
     hub: Arc<Hub>,
-    org: Slug,
+    org: Tenant,
 }
 
 impl Drop for ReplaySlot {
@@ -362,18 +362,18 @@ impl Hub {
         self.open.load(Ordering::Relaxed)
     }
 
-    fn per_org(&self) -> std::sync::MutexGuard<'_, HashMap<Slug, usize>> {
+    fn per_org(&self) -> std::sync::MutexGuard<'_, HashMap<Tenant, usize>> {
         self.per_org.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Subscriptions open now for `org`.
-    pub fn open_for(&self, org: &Slug) -> usize {
+    pub fn open_for(&self, org: &Tenant) -> usize {
         self.per_org().get(org).copied().unwrap_or(0)
     }
 
     /// Takes one of the process's subscription slots and one of `org`'s, or refuses past
     /// [`LiveOptions::max_subscriptions`] or [`LiveOptions::max_per_org`].
-    pub fn slot(self: &Arc<Self>, org: &Slug) -> Result<Slot, LiveError> {
+    pub fn slot(self: &Arc<Self>, org: &Tenant) -> Result<Slot, LiveError> {
         let max = self.options.max_subscriptions;
         let taken = self
             .open
@@ -421,7 +421,7 @@ impl Hub {
     /// Takes one of `org`'s replay slots, or refuses past
     /// [`LiveOptions::max_replays_per_org`]: a resume (`after`) holds it until it has
     /// caught up.
-    pub fn replay_slot(self: &Arc<Self>, org: &Slug) -> Result<ReplaySlot, LiveError> {
+    pub fn replay_slot(self: &Arc<Self>, org: &Tenant) -> Result<ReplaySlot, LiveError> {
         let max = self.options.max_replays_per_org;
         let mut replaying = self.replaying.lock().unwrap_or_else(|p| p.into_inner());
         let n = replaying.entry(org.clone()).or_insert(0);
@@ -439,7 +439,7 @@ impl Hub {
     }
 
     /// Resumed subscriptions of `org` replaying now.
-    pub fn replaying_for(&self, org: &Slug) -> usize {
+    pub fn replaying_for(&self, org: &Tenant) -> usize {
         let replaying = self.replaying.lock().unwrap_or_else(|p| p.into_inner());
         replaying.get(org).copied().unwrap_or(0)
     }
@@ -698,7 +698,7 @@ impl Hub {
     /// tell).
     pub async fn subscribe_in(
         self: &Arc<Self>,
-        org: Option<Slug>,
+        org: Option<Tenant>,
         after: Option<Position>,
         replay: Option<ReplaySlot>,
         wanted: impl Fn(&Change) -> bool + Send + 'static,
@@ -837,8 +837,8 @@ mod tests {
                 ..LiveOptions::DEFAULT
             },
         );
-        let acme = Slug::parse("acme").unwrap();
-        let globex = Slug::parse("globex").unwrap();
+        let acme = Tenant::parse("acme").unwrap();
+        let globex = Tenant::parse("globex").unwrap();
         let a1 = hub.replay_slot(&acme).unwrap();
         let _a2 = hub.replay_slot(&acme).unwrap();
         assert!(matches!(

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::position::{relay_id_cmp, Position};
 use super::{Change, EventKind};
-use crate::keys::Slug;
+use crate::keys::Tenant;
 use crate::store::Item;
 
 /// Why a relay call failed.
@@ -529,7 +529,7 @@ fn decode(id: String, payload: &str) -> RelayResult<Entry> {
     let org = stored
         .o
         .as_deref()
-        .map(Slug::parse)
+        .map(Tenant::parse)
         .transpose()
         .map_err(|e| bad(&e))?;
     let change = Change::new(

@@ -9,7 +9,6 @@
 //! before those went.)
 
 use itemgraph::auth::{Access, Role};
-use itemgraph::keys::Slug;
 use itemgraph::model::{Organization, Plan, Record};
 use itemgraph::store::{AttributeValue, GetItem, Item, PrimaryKey, Put};
 use serde_json::{json, Value};
@@ -328,7 +327,7 @@ async fn an_order_moves_only_along_its_life_cycle(api: &Api) {
     let order = &placed["data"]["placeOrder"]["order"];
     let plain = order["orderId"].as_str().unwrap();
     let admin = Access::Tenant {
-        org: Slug::parse("acme").unwrap(),
+        org: itemgraph::keys::Tenant::parse("acme").unwrap(),
         role: Role::Admin,
         subject: None,
     };

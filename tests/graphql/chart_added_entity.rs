@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use itemgraph::auth::{Access, Role};
-use itemgraph::keys::Slug;
 use serde_json::{json, Value};
 
 use crate::common::graphql::{error_codes, request_count, requests, Api};
@@ -209,7 +208,7 @@ async fn comments_are_written_counted_and_read_with_their_ticket(api: &Api, live
     assert_eq!(error_codes(&r), ["NOT_FOUND"], "{r:#}");
     assert_eq!(r["errors"][0]["extensions"]["field"], "author");
     let globex = Access::Tenant {
-        org: Slug::parse("globex").unwrap(),
+        org: itemgraph::keys::Tenant::parse("globex").unwrap(),
         role: Role::Member,
         subject: None,
     };

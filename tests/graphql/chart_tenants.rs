@@ -9,7 +9,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use itemgraph::auth::{Access, Role};
-use itemgraph::keys::Slug;
 use serde_json::{json, Value};
 
 use crate::common::graphql::{error_codes, Api};
@@ -76,7 +75,7 @@ const CREATE: &str = r#"mutation($input: CreateStoreInput!) {
 
 fn member(chain: &str) -> Access {
     Access::Tenant {
-        org: Slug::parse(chain).unwrap(),
+        org: itemgraph::keys::Tenant::parse(chain).unwrap(),
         role: Role::Member,
         subject: None,
     }

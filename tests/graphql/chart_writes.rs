@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use itemgraph::auth::{Access, Role};
-use itemgraph::keys::Slug;
 use serde_json::{json, Value};
 
 use crate::common::graphql::{error_codes, request_count, requests, Api};
@@ -320,7 +319,7 @@ async fn a_chain_is_deleted_only_when_nothing_counts_on_it(api: &Api) {
 
 async fn writes_reach_only_the_callers_tenant(api: &Api) {
     let tea = |role| Access::Tenant {
-        org: Slug::parse("tea-leaf").unwrap(),
+        org: itemgraph::keys::Tenant::parse("tea-leaf").unwrap(),
         role,
         subject: None,
     };
@@ -626,7 +625,7 @@ async fn changes_reach_the_subscriptions_that_match_them(api: &Api) {
     assert_eq!(next_event(&mut resumed).await["kind"], "DELETED");
     // Another tenant's changes are not the caller's to follow.
     let member = Access::Tenant {
-        org: Slug::parse("tea-leaf").unwrap(),
+        org: itemgraph::keys::Tenant::parse("tea-leaf").unwrap(),
         role: Role::Member,
         subject: None,
     };

@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use itemgraph::auth::{Access, Role};
-use itemgraph::keys::Slug;
 use serde_json::{json, Value};
 
 use crate::common::graphql::{error_codes, request_count, requests, Api};
@@ -288,7 +287,7 @@ async fn references_and_nodes_are_batched_into_one_request(api: &Api) {
 
 async fn a_tenant_sees_only_its_own_chain(api: &Api) {
     let tea = Access::Tenant {
-        org: Slug::parse("tea-leaf").unwrap(),
+        org: itemgraph::keys::Tenant::parse("tea-leaf").unwrap(),
         role: Role::Member,
         subject: None,
     };

@@ -13,6 +13,7 @@ mod builtin_writes;
 mod chart_added_entity;
 mod chart_expiry;
 mod chart_maps;
+mod chart_tenant_kinds;
 mod chart_tenants;
 mod chart_transactions;
 mod chart_writes;

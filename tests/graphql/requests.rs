@@ -567,7 +567,7 @@ async fn a_missing_parent_is_null_whatever_the_selection(api: &Api) {
 async fn viewer_is_one_request_or_none(api: &Api) {
     use itemgraph::auth::{Access, Role};
     let caller = |sub: &str| Access::Tenant {
-        org: Slug::parse("acme").unwrap(),
+        org: itemgraph::keys::Tenant::parse("acme").unwrap(),
         role: Role::Admin,
         subject: Some(sub.into()),
     };

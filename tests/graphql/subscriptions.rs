@@ -9,7 +9,6 @@ use common::graphql::{cursors, error_codes, Api};
 use futures::{Stream, StreamExt};
 use itemgraph::auth::Access;
 use itemgraph::auth::Role;
-use itemgraph::keys::Slug;
 use itemgraph::live::LiveOptions;
 use itemgraph::model::Record;
 use itemgraph::store::{Put, Store};
@@ -42,7 +41,7 @@ type Events = Box<dyn Stream<Item = Value> + Send + Unpin>;
 
 fn tenant(org: &str, role: Role) -> Access {
     Access::Tenant {
-        org: Slug::parse(org).unwrap(),
+        org: itemgraph::keys::Tenant::parse(org).unwrap(),
         role,
         subject: None,
     }

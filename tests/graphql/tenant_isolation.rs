@@ -29,7 +29,7 @@ fn caller(org: &str, role: Role) -> Access {
         return access;
     }
     Access::Tenant {
-        org: Slug::parse(org).unwrap(),
+        org: itemgraph::keys::Tenant::parse(org).unwrap(),
         role,
         subject: None,
     }

@@ -340,7 +340,7 @@ impl Bystander {
     async fn start(server: &Server) -> Bystander {
         let mut raw = Raw::ready(server.addr(), Some(&token("acme"))).await;
         raw.subscribe("b", TICKETS, json!({ "org": "acme" })).await;
-        wait_for(|| server.state.hub().open_for(&slug("acme")) >= 1).await;
+        wait_for(|| server.state.hub().open_for(&tenant("acme")) >= 1).await;
         Bystander(raw)
     }
 
@@ -364,8 +364,8 @@ impl Bystander {
     }
 }
 
-fn slug(s: &str) -> itemgraph::keys::Slug {
-    itemgraph::keys::Slug::parse(s).unwrap()
+fn tenant(s: &str) -> itemgraph::keys::Tenant {
+    itemgraph::keys::Tenant::parse(s).unwrap()
 }
 
 async fn wait_for(mut condition: impl FnMut() -> bool) {
@@ -637,7 +637,7 @@ async fn a_subscription_selects_exactly_one_root_field() {
             "{query}: {m}"
         );
     }
-    assert_eq!(server.state.hub().open_for(&slug("globex")), 0);
+    assert_eq!(server.state.hub().open_for(&tenant("globex")), 0);
     // Over SSE too.
     let answer = server
         .http
@@ -672,7 +672,7 @@ async fn a_subscription_selects_exactly_one_root_field() {
         json!({}),
     )
     .await;
-    wait_for(|| server.state.hub().open_for(&slug("globex")) == 1).await;
+    wait_for(|| server.state.hub().open_for(&tenant("globex")) == 1).await;
     server.create_ticket("globex", "one event").await;
     let m = loop {
         match raw.next(Duration::from_secs(10)).await {
@@ -700,7 +700,7 @@ async fn one_organization_cannot_take_every_slot() {
     second
         .subscribe("2", TICKETS, json!({ "org": "globex" }))
         .await;
-    wait_for(|| server.state.hub().open_for(&slug("globex")) == 2).await;
+    wait_for(|| server.state.hub().open_for(&tenant("globex")) == 2).await;
     second
         .subscribe("3", TICKETS, json!({ "org": "globex" }))
         .await;
@@ -712,15 +712,15 @@ async fn one_organization_cannot_take_every_slot() {
     // acme holds one (the bystander) and may open another.
     let mut acme = Raw::ready(server.addr(), Some(&token("acme"))).await;
     acme.subscribe("a", TICKETS, json!({ "org": "acme" })).await;
-    wait_for(|| server.state.hub().open_for(&slug("acme")) == 2).await;
+    wait_for(|| server.state.hub().open_for(&tenant("acme")) == 2).await;
     bystander.still_served(&server).await;
     // A slot given back is taken again.
     drop(first);
-    wait_for(|| server.state.hub().open_for(&slug("globex")) == 1).await;
+    wait_for(|| server.state.hub().open_for(&tenant("globex")) == 1).await;
     second
         .subscribe("4", TICKETS, json!({ "org": "globex" }))
         .await;
-    wait_for(|| server.state.hub().open_for(&slug("globex")) == 2).await;
+    wait_for(|| server.state.hub().open_for(&tenant("globex")) == 2).await;
 }
 
 /// Suspected and confirmed: event streams were not counted per connection, and HTTP/2
@@ -757,7 +757,7 @@ async fn event_streams_are_counted_per_http2_connection() {
     let client = connect().await;
     let _first = open(client.clone()).await;
     let _second = open(client.clone()).await;
-    wait_for(|| server.state.hub().open_for(&slug("globex")) == 2).await;
+    wait_for(|| server.state.hub().open_for(&tenant("globex")) == 2).await;
     let mut third = open(client.clone()).await;
     let mut text = String::new();
     while let Some(chunk) = tokio::time::timeout(Duration::from_secs(5), third.data())
@@ -767,9 +767,9 @@ async fn event_streams_are_counted_per_http2_connection() {
         text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
     }
     assert!(text.contains("TOO_MANY_SUBSCRIPTIONS"), "{text}");
-    assert_eq!(server.state.hub().open_for(&slug("globex")), 2);
+    assert_eq!(server.state.hub().open_for(&tenant("globex")), 2);
     let _other = open(connect().await).await;
-    wait_for(|| server.state.hub().open_for(&slug("globex")) == 3).await;
+    wait_for(|| server.state.hub().open_for(&tenant("globex")) == 3).await;
     bystander.still_served(&server).await;
 }
 
@@ -817,14 +817,14 @@ async fn ids_messages_and_close_reasons_are_bounded() {
         // nor is kept: the socket closes with 4409.
         let mut raw = connect().await;
         raw.send(&sub("same".into())).await;
-        wait_for(|| server.state.hub().open_for(&slug("globex")) == 1).await;
+        wait_for(|| server.state.hub().open_for(&tenant("globex")) == 1).await;
         raw.send(&sub("same".into())).await;
         assert_eq!(
             raw.closed(Duration::from_secs(5)).await,
             (4409, "an operation with this id is running".into()),
             "{protocol}"
         );
-        wait_for(|| server.state.hub().open_for(&slug("globex")) == 0).await;
+        wait_for(|| server.state.hub().open_for(&tenant("globex")) == 0).await;
 
         let mut raw = connect().await;
         let garbage = format!("{{\"type\":\"subscribe\",\"id\":{}", "\"x".repeat(250_000));
@@ -938,7 +938,7 @@ async fn sockets_awaiting_init_are_idle_and_capped() {
     fourth
         .subscribe("f", TICKETS, json!({ "org": "acme" }))
         .await;
-    wait_for(|| server.state.hub().open_for(&slug("acme")) == 2).await;
+    wait_for(|| server.state.hub().open_for(&tenant("acme")) == 2).await;
     bystander.still_served(&server).await;
 }
 
@@ -1091,7 +1091,7 @@ async fn event_cursors_reveal_nothing_of_the_stream() {
     globex
         .subscribe("g", TICKETS, json!({ "org": "globex" }))
         .await;
-    wait_for(|| server.state.hub().open_for(&slug("globex")) == 1).await;
+    wait_for(|| server.state.hub().open_for(&tenant("globex")) == 1).await;
     let cursor = |m: &Value| {
         m["payload"]["data"]["ticketEvents"]["cursor"]
             .as_str()

@@ -14,11 +14,10 @@ use serde_json::json;
 use crate::common::jwks::{authenticator, cognito, sign, sign_as, verify, Provider, ISSUER};
 use crate::common::server::TestServer;
 use itemgraph::auth::{Access, AuthError, Role};
-use itemgraph::keys::Slug;
 
 fn tenant(org: &str, role: Role) -> Access {
     Access::Tenant {
-        org: Slug::parse(org).unwrap(),
+        org: itemgraph::keys::Tenant::parse(org).unwrap(),
         role,
         subject: Some("aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee".into()),
     }

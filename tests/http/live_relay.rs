@@ -404,7 +404,7 @@ async fn reconnect_storm(options: LiveOptions) {
     // The storm's history: 300 changes of acme after the cursor it resumes from.
     let in_org = |org: &Slug| {
         let org = org.clone();
-        move |c: &itemgraph::live::Change| c.org() == Some(&org)
+        move |c: &itemgraph::live::Change| c.org().is_some_and(|o| *o == org)
     };
     let mut acme_events = Box::pin(r.hub.subscribe(None, None, in_org(&acme)).await.unwrap());
     let mut globex_events = Box::pin(r.hub.subscribe(None, None, in_org(&globex)).await.unwrap());
@@ -458,7 +458,7 @@ async fn reconnect_storm(options: LiveOptions) {
             let (acme, cursor) = (acme.clone(), cursor.clone());
             tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
-                    let slot = match hub.replay_slot(&acme) {
+                    let slot = match hub.replay_slot(&itemgraph::keys::Tenant::from(&acme)) {
                         Ok(slot) => slot,
                         Err(LiveError::ReplaysBusy(_)) => {
                             refused.fetch_add(1, Ordering::Relaxed);
@@ -470,7 +470,7 @@ async fn reconnect_storm(options: LiveOptions) {
                     let org = acme.clone();
                     let events = hub
                         .subscribe(Some(cursor.clone()), Some(slot), move |c| {
-                            c.org() == Some(&org)
+                            c.org().is_some_and(|o| *o == org)
                         })
                         .await
                         .unwrap();

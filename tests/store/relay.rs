@@ -42,7 +42,7 @@ fn ticket_change(ticket: Ticket, n: u64) -> (Relayed, Position) {
             EventKind::Updated,
             Some(Entity::Ticket(ticket.clone()).to_item()),
             Some(Entity::Ticket(ticket.clone()).to_item()),
-            Some(ticket.org.clone()),
+            Some(itemgraph::keys::Tenant::from(&ticket.org)),
             ("shard-1".into(), sequence, 1_700_000_000_000 + n),
         ))),
         position,
@@ -227,7 +227,7 @@ fn foreign_entry(org: &Slug, n: u64) -> String {
 
 fn in_org(org: &Slug) -> impl Fn(&Change) -> bool + Send + 'static {
     let org = org.clone();
-    move |c| c.org() == Some(&org)
+    move |c| c.org().is_some_and(|o| *o == org)
 }
 
 /// An entry a later version wrote that this one cannot read (a new entity type) is
@@ -246,14 +246,24 @@ async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only(
     );
     let hub = Hub::with_relay(None, log.clone(), LiveOptions::DEFAULT);
     let mut of_acme = Box::pin(
-        hub.subscribe_in(Some(acme.clone()), None, None, in_org(&acme))
-            .await
-            .unwrap(),
+        hub.subscribe_in(
+            Some(itemgraph::keys::Tenant::from(&acme)),
+            None,
+            None,
+            in_org(&acme),
+        )
+        .await
+        .unwrap(),
     );
     let mut of_globex = Box::pin(
-        hub.subscribe_in(Some(globex.clone()), None, None, in_org(&globex))
-            .await
-            .unwrap(),
+        hub.subscribe_in(
+            Some(itemgraph::keys::Tenant::from(&globex)),
+            None,
+            None,
+            in_org(&globex),
+        )
+        .await
+        .unwrap(),
     );
 
     let _: String = redis::cmd("XADD")
@@ -285,7 +295,12 @@ async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only(
     let later = Hub::with_relay(None, log.clone(), LiveOptions::DEFAULT);
     let mut events = Box::pin(
         later
-            .subscribe_in(Some(globex.clone()), None, None, in_org(&globex))
+            .subscribe_in(
+                Some(itemgraph::keys::Tenant::from(&globex)),
+                None,
+                None,
+                in_org(&globex),
+            )
             .await
             .expect("a hub starts with an unreadable entry among the newest"),
     );

@@ -29,7 +29,7 @@ use crate::chart::{Attribute, Chart, Entity, Request};
 use crate::graphql::connection::PageCursors;
 use crate::graphql::context::RequestContext;
 use crate::graphql::errors::ApiError;
-use crate::keys::Slug;
+use crate::keys::Tenant;
 use crate::store::PrimaryKey;
 
 /// An entity's object as a parent value: its record, and the pages its resolver read
@@ -132,7 +132,7 @@ fn visible(rc: &RequestContext, chart: &Chart, rec: &Record) -> bool {
     };
     match (&rc.access, rec.text(&attr)) {
         (Access::Unrestricted, _) => true,
-        (_, Some(value)) => Slug::parse(value).is_ok_and(|s| rc.sees(&s)),
+        (_, Some(value)) => Tenant::parse(value).is_ok_and(|s| rc.sees(&s)),
         (_, None) => false,
     }
 }
@@ -142,7 +142,7 @@ fn visible(rc: &RequestContext, chart: &Chart, rec: &Record) -> bool {
 fn key_visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Option<bool> {
     let attr = chart.tenant_attribute(e)?;
     match vars.get(&attr)? {
-        KeyValue::Text(t) => Some(Slug::parse(t).is_ok_and(|s| rc.sees(&s))),
+        KeyValue::Text(t) => Some(Tenant::parse(t).is_ok_and(|s| rc.sees(&s))),
         KeyValue::Int(_) => None,
     }
 }

@@ -34,7 +34,7 @@ use crate::chart::{Action, Auto, Chart, Computed, Count, Entity, Mutation};
 use crate::collections::failed_condition as failed;
 use crate::graphql::context::RequestContext;
 use crate::graphql::errors::ApiError;
-use crate::keys::{Id, Slug};
+use crate::keys::{Id, Tenant};
 use crate::store::shards::ShardLease;
 use crate::store::{
     AttributeValue, CancelReason, CmpOp, Condition, ConditionCheck, Delete, GetItem, Item,
@@ -260,7 +260,7 @@ fn visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Resul
         return Ok(());
     };
     let sees = match vars.get(&attr) {
-        Some(KeyValue::Text(t)) => Slug::parse(t).is_ok_and(|s| rc.sees(&s)),
+        Some(KeyValue::Text(t)) => Tenant::parse(t).is_ok_and(|s| rc.sees(&s)),
         Some(KeyValue::Int(_)) => matches!(rc.access, Access::Unrestricted),
         // The key names no tenant: the write's read or condition holds the item to the
         // caller's.
