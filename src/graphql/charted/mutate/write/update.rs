@@ -482,6 +482,41 @@ mod tests {
         assert!(!when.contains(&Condition::eq("zone", s("N"))), "{when:#?}");
     }
 
+    /// An expiring item's change, read first (its unique code moves), lands only while it
+    /// has not expired: the read found it alive, DynamoDB may not have deleted it yet.
+    #[tokio::test]
+    async fn a_change_read_first_is_conditioned_on_the_item_not_having_expired() {
+        let text = include_str!("../../../../../examples/charts/store-locator.toml")
+            .replace(
+                "type_attribute = \"Type\"",
+                "type_attribute = \"Type\"\ntime_to_live = \"expiresAt\"",
+            )
+            .replace(
+                "[query.chain]",
+                "[entities.Offer]\nkey = [\"OFFER#{chain}\", \"OFFER#{offerId}\"]\nunique = { code = \"OfferCode\" }\n\
+                 [entities.Offer.attributes]\nchain = { type = \"slug\", graphql = false }\nofferId = { type = \"ulid\", auto = \"ulid\" }\n\
+                 code = { type = \"token\", optional = true }\nexpiresAt = { type = \"expiry\", lifetime = \"7d\" }\n\
+                 [entities.OfferCode]\nkey = [\"OFFERCODE#{chain}#{code}\", \"OFFERCODE#{chain}#{code}\"]\ngraphql = false\n\
+                 [entities.OfferCode.attributes]\nchain = \"slug\"\ncode = \"token\"\nofferId = \"ulid\"\nexpiresAt = \"expiry\"\n\n[query.chain]",
+            );
+        let chart = crate::chart::parse(&text).unwrap_or_else(|e| panic!("{e}"));
+        let current = item(&[
+            ("PK", s("OFFER#bean-there")),
+            ("SK", s("OFFER#01HZY5G7V0X4W7M5Q2KJ8C9A1B")),
+            ("chain", s("bean-there")),
+            ("offerId", s("01HZY5G7V0X4W7M5Q2KJ8C9A1B")),
+            ("code", s("SPRING")),
+            ("expiresAt", n(crate::chart::epoch_now() + 3600)),
+        ]);
+        let when = own_conditions(&chart, "Offer", &current, None, &[("code", "SUMMER")]).await;
+        let alive = |c: &Condition| {
+            matches!(c, Condition::And(parts) if parts.iter().any(|p| matches!(p,
+                Condition::Or(o) if o.iter().any(|x| matches!(x,
+                    Condition::Cmp(a, crate::store::CmpOp::Gt, _) if a == "expiresAt")))))
+        };
+        assert!(when.iter().any(alive), "{when:#?}");
+    }
+
     /// A ticket's key names no organization: its change lands only while the ticket is
     /// the organization's it was read as.
     #[tokio::test]
