@@ -37,6 +37,9 @@ fn limits() -> graphql::Limits {
     }
 }
 
+/// Nothing, before or after a case ([`crate::on_both_engines_of`]).
+pub async fn nothing(_: &Api) {}
+
 /// The schema and a store holding the demo data.
 pub struct Api {
     pub store: Arc<dyn Store>,

@@ -13,6 +13,60 @@ pub mod server;
 pub mod sse;
 pub mod stalled;
 
+/// Runs every case of a chart's suite once per engine, as `embedded::case` and
+/// `dynamodb::case`, each on a fresh API of the chart `$chart()` returns holding its
+/// samples ([`graphql::Api::chart`]): `before` (a fn of the suite) runs first, `after` last
+/// (`check` clean, say), then the API is finished.
+///
+/// `on_both_engines_of!(chart, before = seed, after = clean; a, b)`; both are optional.
+#[macro_export]
+macro_rules! on_both_engines_of {
+    ($chart:ident, before = $before:ident, after = $after:ident; $($case:ident),* $(,)?) => {
+        $crate::on_both_engines_of!(@each $chart, super::$before, super::$after; $($case),*);
+    };
+    ($chart:ident, before = $before:ident; $($case:ident),* $(,)?) => {
+        $crate::on_both_engines_of!(@each $chart, super::$before, $crate::common::graphql::nothing; $($case),*);
+    };
+    ($chart:ident, after = $after:ident; $($case:ident),* $(,)?) => {
+        $crate::on_both_engines_of!(@each $chart, $crate::common::graphql::nothing, super::$after; $($case),*);
+    };
+    ($chart:ident; $($case:ident),* $(,)?) => {
+        $crate::on_both_engines_of!(@each $chart, $crate::common::graphql::nothing, $crate::common::graphql::nothing; $($case),*);
+    };
+    (@each $chart:ident, $before:path, $after:path; $($case:ident),*) => {
+        mod embedded {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let api = $crate::common::graphql::Api::chart(super::$chart(), None)
+                        .await
+                        .expect("the embedded engine");
+                    $before(&api).await;
+                    super::$case(&api).await;
+                    $after(&api).await;
+                    api.finish().await;
+                }
+            )*
+        }
+        mod dynamodb {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    let Some(api) =
+                        $crate::common::graphql::Api::chart(super::$chart(), Some(stringify!($case))).await
+                    else {
+                        return;
+                    };
+                    $before(&api).await;
+                    super::$case(&api).await;
+                    $after(&api).await;
+                    api.finish().await;
+                }
+            )*
+        }
+    };
+}
+
 /// Runs every case of a suite once per engine, as `embedded::case` and `dynamodb::case`
 /// (DynamoDB Local; skipped with a loud line when it cannot start). Each case is an `async
 /// fn` of the module that invokes this, given what its suite works on:

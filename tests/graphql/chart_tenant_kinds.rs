@@ -38,34 +38,7 @@ fn chart() -> Arc<itemgraph::chart::Chart> {
     Arc::new(itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")))
 }
 
-macro_rules! on_both_engines {
-    ($($case:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let api = super::Api::chart(super::chart(), None).await.expect("the embedded engine");
-                    super::$case(&api).await;
-                    api.finish().await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let Some(api) = super::Api::chart(super::chart(), Some(stringify!($case))).await else {
-                        return;
-                    };
-                    super::$case(&api).await;
-                    api.finish().await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_engines!(a_tenant_named_by_a_code_reads_and_writes_its_own_chain_only);
+on_both_engines_of!(chart; a_tenant_named_by_a_code_reads_and_writes_its_own_chain_only);
 
 fn caller(code: &str, role: Role) -> Access {
     Access::Tenant {

@@ -36,36 +36,7 @@ async fn clean(api: &Api) {
     assert!(report.is_clean(), "{report}: {:#?}", report.violations);
 }
 
-macro_rules! on_both_engines {
-    ($($case:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let api = super::Api::chart(super::chart(), None).await.expect("the embedded engine");
-                    super::$case(&api).await;
-                    super::clean(&api).await;
-                    api.finish().await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let Some(api) = super::Api::chart(super::chart(), Some(stringify!($case))).await else {
-                        return;
-                    };
-                    super::$case(&api).await;
-                    super::clean(&api).await;
-                    api.finish().await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_engines!(
+on_both_engines_of!(chart, after = clean;
     a_global_phone_held_by_one_chain_is_refused_to_another,
     a_global_token_another_chain_used_replays_nothing_of_its_store,
 );

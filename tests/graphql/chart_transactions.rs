@@ -41,36 +41,7 @@ fn chart() -> Arc<itemgraph::chart::Chart> {
     Arc::new(itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")))
 }
 
-macro_rules! on_both_engines {
-    ($($case:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let api = super::Api::chart(super::chart(), None).await.expect("the embedded engine");
-                    super::organization(&api).await;
-                    super::$case(&api).await;
-                    api.finish().await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let Some(api) = super::Api::chart(super::chart(), Some(stringify!($case))).await else {
-                        return;
-                    };
-                    super::organization(&api).await;
-                    super::$case(&api).await;
-                    api.finish().await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_engines!(
+on_both_engines_of!(chart, before = organization;
     two_children_of_one_key_are_refused_naming_the_second,
     a_counted_reference_to_the_item_itself_is_refused_naming_it,
 );

@@ -31,36 +31,7 @@ async fn clean(api: &Api) {
     assert!(report.is_clean(), "{report}: {:#?}", report.violations);
 }
 
-macro_rules! on_both_engines {
-    ($($case:ident),* $(,)?) => {
-        mod embedded {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let api = super::api(None).await.expect("the embedded engine");
-                    super::$case(&api).await;
-                    super::clean(&api).await;
-                    api.finish().await;
-                }
-            )*
-        }
-        mod dynamodb {
-            $(
-                #[tokio::test]
-                async fn $case() {
-                    let Some(api) = super::api(Some(stringify!($case))).await else {
-                        return;
-                    };
-                    super::$case(&api).await;
-                    super::clean(&api).await;
-                    api.finish().await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_engines!(
+on_both_engines_of!(chart, after = clean;
     a_store_is_created_with_its_marker_and_its_count_in_one_transaction,
     a_store_changes_under_its_version_and_its_life_cycle,
     a_store_is_deleted_with_its_marker_and_uncounted,

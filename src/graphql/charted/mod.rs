@@ -544,32 +544,3 @@ pub(crate) fn lower_first(s: &str) -> String {
         .map(|f| f.to_lowercase().chain(c).collect())
         .unwrap_or_default()
 }
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    /// [`super::types`] lists what [`super::build`] registers, for both charts: GraphQL's
-    /// introspection types aside, the schema's types are those, each once.
-    #[test]
-    fn the_types_listed_are_the_types_the_schema_has() {
-        const LOCATOR: &str = include_str!("../../../examples/charts/store-locator.toml");
-        let locator = crate::chart::parse(LOCATOR).unwrap_or_else(|e| panic!("{e}"));
-        for chart in [crate::chart::builtin(), Arc::new(locator)] {
-            let schema = super::build(chart.clone())
-                .finish()
-                .unwrap_or_else(|e| panic!("{}: {e}", chart.name));
-            let built: Vec<&str> = schema
-                .registry()
-                .types
-                .keys()
-                .map(String::as_str)
-                .filter(|t| !t.starts_with("__"))
-                .collect();
-            let mut listed: Vec<String> =
-                super::types(&chart).into_iter().map(|t| t.name).collect();
-            listed.sort();
-            assert_eq!(built, listed, "{}", chart.name);
-        }
-    }
-}
