@@ -147,6 +147,14 @@ impl Api {
         }
     }
 
+    /// The table holds what `chart` implies (`itemgraph check`).
+    pub async fn assert_clean(&self, chart: &itemgraph::chart::Chart) {
+        let report = itemgraph::check::check_chart(self.store.as_ref(), chart)
+            .await
+            .unwrap();
+        assert!(report.is_clean(), "{report}: {:#?}", report.violations);
+    }
+
     /// Drops a DynamoDB Local table, so one shared DynamoDB Local does not keep every
     /// test's table for the rest of the run.
     pub async fn finish(self) {

@@ -25,10 +25,7 @@ async fn api(dynamodb: Option<&str>) -> Option<Api> {
 
 /// After every case, the table holds what the chart implies (`itemgraph check`).
 async fn clean(api: &Api) {
-    let report = itemgraph::check::check_chart(api.store.as_ref(), &chart())
-        .await
-        .unwrap();
-    assert!(report.is_clean(), "{report}: {:#?}", report.violations);
+    api.assert_clean(&chart()).await;
 }
 
 on_both_engines_of!(chart, after = clean;
