@@ -508,30 +508,41 @@ fn fields(chart: &Chart, e: &Entity, indent: usize) -> String {
         let _ = writeln!(out, "{pad}id");
     }
     for (name, a) in e.attributes.iter().filter(|(_, a)| a.graphql) {
-        let inner = if let Some(shape) = shape_of(&a.ty) {
-            chart
-                .shapes
-                .get(shape)
-                .map(|f| f.keys().cloned().collect::<Vec<_>>())
-        } else if matches!(a.ty, Type::Map { .. }) {
-            Some(vec!["key".to_owned(), "value".to_owned()])
-        } else {
-            None
-        };
-        match inner {
-            None => {
-                let _ = writeln!(out, "{pad}{name}");
-            }
-            Some(sub) => {
-                let _ = writeln!(out, "{pad}{name} {{");
-                for s in sub {
-                    let _ = writeln!(out, "{pad}  {s}");
-                }
-                let _ = writeln!(out, "{pad}}}");
-            }
-        }
+        select(chart, name, &a.ty, indent, SELECTION_DEPTH, &mut out);
     }
     out
+}
+
+/// How deep a tab selects into shapes, maps and lists of them: a shape may hold itself.
+const SELECTION_DEPTH: usize = 3;
+
+/// `name` selected as its type needs: a scalar or enum by name; a shape, a map's entry (its
+/// `key` and `value`) or a list of them with each field selected in turn, `depth` levels
+/// at most (past them, what needs a selection of its own is left out, and so is a field
+/// left with nothing to select).
+fn select(chart: &Chart, name: &str, ty: &Type, indent: usize, depth: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    let mut inner = String::new();
+    match ty {
+        Type::List { of, .. } => return select(chart, name, of, indent, depth, out),
+        Type::Shape(shape) if depth > 0 => {
+            for (f, a) in chart.shapes.get(shape).into_iter().flatten() {
+                select(chart, f, &a.ty, indent + 2, depth - 1, &mut inner);
+            }
+        }
+        Type::Map { of, .. } if depth > 0 => {
+            let _ = writeln!(inner, "{pad}  key");
+            select(chart, "value", of, indent + 2, depth - 1, &mut inner);
+        }
+        Type::Shape(_) | Type::Map { .. } => return,
+        _ => {
+            let _ = writeln!(out, "{pad}{name}");
+            return;
+        }
+    }
+    if !inner.is_empty() {
+        let _ = writeln!(out, "{pad}{name} {{\n{inner}{pad}}}");
+    }
 }
 
 /// [`fields`], less the counters.
@@ -547,12 +558,4 @@ fn fields_without_counters(chart: &Chart, e: &Entity, indent: usize) -> String {
         })
         .map(|line| format!("{line}\n"))
         .collect()
-}
-
-fn shape_of(ty: &Type) -> Option<&String> {
-    match ty {
-        Type::Shape(s) => Some(s),
-        Type::List { of, .. } => shape_of(of),
-        _ => None,
-    }
 }

@@ -29,6 +29,16 @@ pub(crate) fn served(chart: Arc<Chart>) -> Arc<Chart> {
     let _design = super::design(chart.clone());
     let schema = crate::graphql::chart_schema(chart.clone(), &crate::graphql::Limits::default())
         .unwrap_or_else(|e| panic!("{}: the schema: {}", chart.name, e.0));
+    // Each tab is a document the schema takes: validated as every new document is.
+    for tab in &tabs {
+        let mut request = async_graphql::Request::new(tab.clone());
+        if let Err(refused) = futures::executor::block_on(schema.prepare(&mut request)) {
+            panic!(
+                "{}: a playground tab is refused ({:?}):\n{tab}",
+                chart.name, refused.errors
+            );
+        }
+    }
     let mut listed: Vec<String> = super::types(&chart).into_iter().map(|t| t.name).collect();
     listed.sort_unstable();
     let mut built: Vec<&str> = schema
@@ -305,4 +315,25 @@ fn the_generated_charts_are_accepted_and_refused_both() {
     }
     assert!(accepted >= 40, "{accepted} accepted, {refused} refused");
     assert!(refused >= 10, "{accepted} accepted, {refused} refused");
+}
+
+/// A playground tab selects into what a field holds: a map of a shape's entries, their
+/// values' fields (a tab of a bare `value` would not validate).
+#[test]
+fn a_tab_selects_into_maps_of_shapes() {
+    const LOCATOR: &str = include_str!("../../../examples/charts/store-locator.toml");
+    let from = "status = { type = \"StoreStatus\", description";
+    assert!(LOCATOR.contains(from));
+    let text = LOCATOR.replace(
+        from,
+        &format!("special = {{ type = \"map\", of = \"Hours\", max_items = 3, optional = true }}\n{from}"),
+    );
+    let chart = served(Arc::new(
+        crate::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")),
+    ));
+    let tabs = super::examples(&chart).join("\n");
+    assert!(
+        tabs.contains("special {\n") && tabs.contains("value {\n"),
+        "{tabs}"
+    );
 }
