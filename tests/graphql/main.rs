@@ -14,6 +14,7 @@ mod chart_added_entity;
 mod chart_expiry;
 mod chart_maps;
 mod chart_tenant_kinds;
+mod chart_tenant_reads;
 mod chart_tenants;
 mod chart_transactions;
 mod chart_writes;

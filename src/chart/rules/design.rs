@@ -513,8 +513,33 @@ impl Checker {
         p: &Pattern,
     ) -> Vec<(String, Type)> {
         let mut out = Vec::new();
+        // What the pattern reads of a tenant is named by the owner, never by a caller.
+        let tenants: Vec<&str> = match &p.request {
+            Request::Query {
+                parent, children, ..
+            } => std::iter::once(children)
+                .chain(parent.iter())
+                .filter_map(|n| entities.get(n))
+                .filter_map(|e| match &e.binding {
+                    Binding::Key(a) | Binding::Condition(a) => Some(a.as_str()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !tenants.is_empty() && condition_vars(cond).is_empty() {
+            self.at(Some(&owner.name), Some(p.number));
+            self.refuse("tenant", "its key condition names no tenant, and what it reads belongs to one: every tenant's items would be read together");
+            self.at(Some(&owner.name), None);
+        }
         for v in condition_vars(cond) {
             if owner.attributes.contains_key(&v.name) {
+                continue;
+            }
+            if tenants.contains(&v.name.as_str()) {
+                self.at(Some(&owner.name), Some(p.number));
+                self.refuse("tenant", format!("`{{{}}}` is the tenant of what the pattern reads, and {} does not give it: it would be the caller's argument, reading another tenant's items; name the tenant by {}'s own attribute", v.name, owner.name, owner.name));
+                self.at(Some(&owner.name), None);
                 continue;
             }
             match var_type(cond, entities, &v.name) {

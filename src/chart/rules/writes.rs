@@ -399,6 +399,22 @@ impl Checker {
                 ),
             );
         }
+        // Its tenant is its parent's: the create copies it from the parent, by name.
+        let tenant = |e: &Entity| match &e.binding {
+            super::super::Binding::Key(a) | super::super::Binding::Condition(a) => Some(a.clone()),
+            _ => None,
+        };
+        if let Some(t) = tenant(child) {
+            if tenant(parent).as_deref() != Some(t.as_str()) {
+                self.refuse(
+                    "tenant",
+                    format!(
+                        "{what}, and {}'s tenant attribute `{t}` is not {}'s: a child takes its parent's tenant, so name it as the parent does",
+                        child.name, parent.name
+                    ),
+                );
+            }
+        }
         let child_key = key_vars(child);
         let parent_key = key_vars(parent);
         let holds_all = parent_key.iter().all(|v| child_key.contains(v));

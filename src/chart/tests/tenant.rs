@@ -165,3 +165,50 @@ fn an_optional_life_cycle_attribute_is_refused() {
         "lifecycle: `status` is optional",
     );
 }
+
+#[test]
+fn a_pattern_that_takes_the_tenant_from_the_caller_is_refused() {
+    // `{org}` is no attribute of the organization: it would be a connection argument.
+    let r = broken(
+        "key = \"GSI2PK = ORG#{slug}#STATUS#{status} AND begins_with(GSI2SK, TICKET#)\"",
+        "key = \"GSI2PK = ORG#{org}#STATUS#{status} AND begins_with(GSI2SK, TICKET#)\"",
+    );
+    refuses(
+        &r,
+        "tenant",
+        Some("Organization"),
+        Some(6),
+        "`{org}` is the tenant of what the pattern reads, and Organization does not give it",
+    );
+}
+
+#[test]
+fn a_child_written_with_its_parent_takes_its_parents_tenant() {
+    // An order line naming an organization of its own.
+    let r = broken(
+        "node = false\n\n[entities.OrderLine.attributes]\n",
+        "node = false\ntenant = \"shop\"\n\n[entities.OrderLine.attributes]\nshop = { type = \"slug\", graphql = false }\n",
+    );
+    refuses(
+        &r,
+        "tenant",
+        Some("Order"),
+        Some(12),
+        "OrderLine's tenant attribute `shop` is not Order's",
+    );
+    // Named as its parent names it, it is copied from the parent, never an input.
+    let text = BUILTIN_SOURCE.replace(
+        "node = false\n\n[entities.OrderLine.attributes]\n",
+        "node = false\n\n[entities.OrderLine.attributes]\norg = { type = \"slug\", graphql = false }\n",
+    );
+    let chart = accepted(&text);
+    let sdl = crate::graphql::chart_schema(chart, &crate::graphql::Limits::default())
+        .unwrap_or_else(|e| panic!("{}", e.0))
+        .sdl();
+    let input = sdl
+        .split("input OrderLineInput {")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .expect("a line's input");
+    assert!(input.contains("sku:") && !input.contains("org:"), "{input}");
+}

@@ -137,6 +137,20 @@ fn visible(rc: &RequestContext, chart: &Chart, rec: &Record) -> bool {
     }
 }
 
+/// [`visible`] by the entity's resolved binding, without a lookup: what a page holds is
+/// checked child by child.
+fn seen(rc: &RequestContext, chart: &Chart, rec: &Record) -> bool {
+    if matches!(rc.access, Access::Unrestricted) {
+        return true;
+    }
+    match &rec.entity(chart).binding {
+        crate::chart::Binding::Key(a) | crate::chart::Binding::Condition(a) => {
+            rec.text(a).is_some_and(|v| rc.sees(v))
+        }
+        _ => true,
+    }
+}
+
 /// Whether the caller may see what a key names, before reading it: `Some(false)` when the
 /// key names another tenant, `None` when the key does not say.
 fn key_visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Option<bool> {

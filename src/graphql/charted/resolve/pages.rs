@@ -221,6 +221,9 @@ fn conn(
     let Fetched {
         mut children, more, ..
     } = fetched;
+    // Only the caller's: a key condition the chart proves bound to one tenant reads no
+    // other's, and this holds whatever a table holds that no writer of ours made.
+    children.retain(|c| seen(rc, chart, c));
     let more = more || children.len() > args.size as usize;
     children.truncate(args.size as usize);
     if !args.forward {
@@ -276,8 +279,13 @@ pub fn list_field(chart: &Arc<Chart>, e: &Entity, name: &str, l: &List) -> Field
                 }
             };
             preload(rc(&ctx), &chart, &fetched.children, &[ctx.look_ahead()]).await;
+            let rc = rc(&ctx);
             Ok(Some(FieldValue::list(
-                fetched.children.into_iter().map(|c| obj_value(c, false)),
+                fetched
+                    .children
+                    .into_iter()
+                    .filter(|c| seen(rc, &chart, c))
+                    .map(|c| obj_value(c, false)),
             )))
         })
     });

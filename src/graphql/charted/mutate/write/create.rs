@@ -247,11 +247,18 @@ fn children(
     Ok(out)
 }
 
-/// The attributes a child takes from its parent: those named as the parent's key values.
+/// The attributes a child takes from its parent: those named as the parent's key values,
+/// and its tenant (rule `writes` makes a child's tenant attribute its parent's), so no
+/// child is written into another tenant than its parent's.
 pub(in crate::graphql::charted) fn inherited<'a>(
     parent: &Entity,
     child: &'a Entity,
 ) -> Vec<&'a str> {
+    let tenant = |e: &Entity| match &e.binding {
+        crate::chart::Binding::Key(a) | crate::chart::Binding::Condition(a) => Some(a.clone()),
+        _ => None,
+    };
+    let parent_tenant = tenant(parent);
     child
         .attributes
         .keys()
@@ -263,6 +270,7 @@ pub(in crate::graphql::charted) fn inherited<'a>(
                 .vars()
                 .chain(parent.key.sk.vars())
                 .any(|v| v.name == *a)
+                || parent_tenant.as_deref() == Some(*a)
         })
         .collect()
 }

@@ -512,12 +512,22 @@ async fn locate(
         .retry(crate::store::retry_schedule(INDEX_READ_ATTEMPTS - 1))
         .when(|e| young && matches!(e, ApiError::Missing { .. }))
         .await?;
-    match (expected, e.writes.version.as_deref()) {
+    // Found by what the caller gave, not by a key holding their tenant: another
+    // tenant's item is as missing as one that is not there.
+    if !visible_item(rc, chart, e, &indexed) {
+        return Err(missing());
+    }
+    let current = match (expected, e.writes.version.as_deref()) {
         (Some(v), Some(attr)) if number(indexed.get(attr)) < v => {
             let key = primary_key(chart, &indexed).ok_or(ApiError::Internal)?;
-            read(rc, e, &key).await
+            read(rc, e, &key).await?
         }
-        _ => Ok(indexed),
+        _ => indexed,
+    };
+    if visible_item(rc, chart, e, &current) {
+        Ok(current)
+    } else {
+        Err(missing())
     }
 }
 
@@ -578,15 +588,26 @@ fn version_mismatch(e: &Entity, expected: i64, current: Option<&Item>) -> ApiErr
     }
 }
 
-/// Whether the caller may see the item read (its tenant theirs).
 /// The counter shards a new item of `e` is created with (none where `e` has none).
 pub(super) fn shard_items(chart: &Chart, e: &Entity, item: &Item) -> Option<Vec<Item>> {
     touches::new_shards(chart, e, item).ok()
 }
 
+/// Whether the caller may see the item read: its tenant theirs (an item whose tenant
+/// attribute is missing is no tenant's, seen only by a caller who sees every one), and
+/// not expired.
 fn visible_item(rc: &RequestContext, chart: &Chart, e: &Entity, item: &Item) -> bool {
-    visible(rc, chart, e, &vars_of(e, item)).is_ok()
-        && !e.expired(&chart.table, item, crate::chart::epoch_now())
+    let theirs = match (&e.binding, &rc.access) {
+        (_, Access::Unrestricted) => true,
+        (crate::chart::Binding::Key(a) | crate::chart::Binding::Condition(a), _) => {
+            match item.get(a) {
+                Some(AttributeValue::S(t)) => rc.sees(t.as_str()),
+                _ => false,
+            }
+        }
+        _ => visible(rc, chart, e, &vars_of(e, item)).is_ok(),
+    };
+    theirs && !e.expired(&chart.table, item, crate::chart::epoch_now())
 }
 
 /// The condition that the item of `e` a write names is there: it exists and, where `e`

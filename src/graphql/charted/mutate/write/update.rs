@@ -72,7 +72,13 @@ pub(super) async fn update(
             Err(err) => match failed(&err) {
                 Some((0, found)) if matches!(meanings.first(), Some(Meaning::Own)) => {
                     match (expected, found) {
+                        // What the failure returned is read again only as the caller's.
                         (_, None) => {
+                            return Err(ApiError::Missing {
+                                field: lower(&e.name).into(),
+                            })
+                        }
+                        (_, Some(found)) if !visible_item(rc, chart, e, found) => {
                             return Err(ApiError::Missing {
                                 field: lower(&e.name).into(),
                             })
@@ -83,15 +89,7 @@ pub(super) async fn update(
                         {
                             return Err(version_mismatch(e, v, Some(found)))
                         }
-                        // What the failure returned is read again only as the caller's.
-                        (_, Some(found)) if visible_item(rc, chart, e, found) => {
-                            current = found.clone()
-                        }
-                        (_, Some(_)) => {
-                            return Err(ApiError::Missing {
-                                field: lower(&e.name).into(),
-                            })
-                        }
+                        (_, Some(found)) => current = found.clone(),
                     }
                 }
                 _ => return Err(explain(err, &meanings)),
