@@ -65,6 +65,17 @@ impl Checker {
             self.at(None, None);
             return;
         };
+        // A token names its tenant by a name ([`crate::keys::validate_tenant`]): the
+        // tenant's key is an identifier kind that such a name can be.
+        let nameable = match &owner.attributes[&owner_attr].ty {
+            Type::Kind(k) => k.max_len() <= crate::keys::MAX_TENANT_LEN,
+            _ => false,
+        };
+        if !nameable {
+            self.at(Some(&owner.name), None);
+            self.refuse("tenant", format!("the tenant's own key `{owner_attr}` is {}: a token names its tenant by an identifier kind of at most {} characters (`slug`, or a kind of the chart's own)", super::super::one(&owner_ty), crate::keys::MAX_TENANT_LEN));
+            self.at(None, None);
+        }
         for e in entities.values().filter(|e| !e.system) {
             self.at(Some(&e.name), None);
             let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());

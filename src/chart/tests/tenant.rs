@@ -212,3 +212,18 @@ fn a_child_written_with_its_parent_takes_its_parents_tenant() {
         .expect("a line's input");
     assert!(input.contains("sku:") && !input.contains("org:"), "{input}");
 }
+
+#[test]
+fn a_tenant_no_token_could_name_is_refused() {
+    let r = broken_locator(
+        "slug = { type = \"slug\", description = \"The chain's unique, URL-safe name.\" }",
+        "slug = { type = \"int\", min = 0, max = 999 }",
+    );
+    refuses(
+        &r,
+        "tenant",
+        Some("Chain"),
+        None,
+        "the tenant's own key `slug` is an int: a token names its tenant by an identifier kind",
+    );
+}
