@@ -7,6 +7,7 @@
 //!   and their keys (`format`, `names`, `types`, `key-values`), and the server's own items;
 //! - [`patterns`]: each access pattern one request for what it declares, and a parent at
 //!   the edge of its children (`one-request`, `parent-at-edge`, `indexes`);
+//! - [`subscriptions`]: what each subscription streams, to whom, narrowed by what;
 //! - [`design`]: the design as a whole: keys distinct, the tenant, references, the fields
 //!   that use the patterns (`keys-distinct`, `tenant`, `references`, `fields`);
 //! - [`names`]: the names the GraphQL schema gives what the chart declares, none twice
@@ -16,6 +17,7 @@ mod declared;
 mod design;
 mod names;
 mod patterns;
+mod subscriptions;
 mod writes;
 
 use declared::system_entities;

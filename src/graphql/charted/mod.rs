@@ -178,29 +178,12 @@ pub fn types(chart: &Chart) -> Vec<SchemaType> {
     for name in chart.shapes.keys() {
         add(name.clone(), None, format!("shape {name}"));
     }
-    // Every attribute's type, with its entity (a shape's has none), as `map_entry_types`.
-    let mut attributes: Vec<(Option<&str>, &Type)> = Vec::new();
-    for e in chart.entities.values() {
-        for a in e.attributes.values() {
-            attributes.push((Some(e.name.as_str()), &a.ty));
-        }
-    }
-    for a in chart.shapes.values().flat_map(|s| s.values()) {
-        attributes.push((None, &a.ty));
-    }
-    let mut entries: Vec<String> = Vec::new();
-    for (entity, ty) in attributes {
-        if let Type::Map { of, .. } = ty {
-            let name = format!("{}Entry", inner_name(of));
-            if !entries.contains(&name) {
-                entries.push(name.clone());
-                add(
-                    name,
-                    entity,
-                    format!("the entries of a map of {}", of.describe()),
-                );
-            }
-        }
+    for (entity, of) in map_elements(chart) {
+        add(
+            format!("{}Entry", inner_name(of)),
+            entity,
+            format!("the entries of a map of {}", of.describe()),
+        );
     }
     add("PageInfo".to_owned(), None, own.to_owned());
     add("Node".to_owned(), None, own.to_owned());
@@ -235,33 +218,12 @@ pub fn types(chart: &Chart) -> Vec<SchemaType> {
     }
     add("Viewer".to_owned(), None, own.to_owned());
     if !chart.mutations.is_empty() {
-        let mut inputs: Vec<String> = Vec::new();
-        let attributes = chart
-            .entities
-            .values()
-            .flat_map(|e| {
-                e.attributes
-                    .values()
-                    .map(move |a| (Some(e.name.as_str()), a))
-            })
-            .chain(
-                chart
-                    .shapes
-                    .values()
-                    .flat_map(|s| s.values().map(|a| (None, a))),
+        for (entity, of) in map_elements(chart) {
+            add(
+                mutate::map_entry_input(of),
+                entity,
+                format!("the input of an entry of a map of {}", of.describe()),
             );
-        for (entity, a) in attributes {
-            if let Type::Map { of, .. } = &a.ty {
-                let name = mutate::map_entry_input(of);
-                if !inputs.contains(&name) {
-                    inputs.push(name.clone());
-                    add(
-                        name,
-                        entity,
-                        format!("the input of an entry of a map of {}", of.describe()),
-                    );
-                }
-            }
         }
         for name in chart.shapes.keys() {
             add(
@@ -380,36 +342,53 @@ fn inner_name(ty: &Type) -> String {
 }
 
 /// `{T}Entry { key, value }` for every map attribute of element type T.
-fn map_entry_types(chart: &Chart) -> Vec<Object> {
-    let mut seen: Vec<String> = Vec::new();
-    let mut out = Vec::new();
-    let attrs = chart
+/// The element type of each map the chart's entities and shapes hold, once each (by the
+/// name its entries take), with the first entity holding one (a shape's has none): what
+/// the `{T}Entry` outputs and `{T}EntryInput` inputs are made for.
+fn map_elements(chart: &Chart) -> Vec<(Option<&str>, &Type)> {
+    let attributes = chart
         .entities
         .values()
-        .flat_map(|e| e.attributes.values())
-        .chain(chart.shapes.values().flat_map(|s| s.values()));
-    for a in attrs {
+        .flat_map(|e| {
+            e.attributes
+                .values()
+                .map(move |a| (Some(e.name.as_str()), a))
+        })
+        .chain(
+            chart
+                .shapes
+                .values()
+                .flat_map(|s| s.values().map(|a| (None, a))),
+        );
+    let mut out: Vec<(Option<&str>, &Type)> = Vec::new();
+    for (entity, a) in attributes {
         if let Type::Map { of, .. } = &a.ty {
-            let name = format!("{}Entry", inner_name(of));
-            if seen.contains(&name) {
-                continue;
+            if !out.iter().any(|(_, o)| inner_name(o) == inner_name(of)) {
+                out.push((entity, of));
             }
-            seen.push(name.clone());
-            let field = |n: &'static str, ty: TypeRef| {
-                Field::new(n, ty, move |ctx| {
-                    let v = match ctx.parent_value.as_value() {
-                        Some(Value::Object(o)) => o.get(n).cloned().unwrap_or_default(),
-                        _ => Value::Null,
-                    };
-                    FieldFuture::Value(Some(FieldValue::value(v)))
-                })
-            };
-            out.push(
-                Object::new(name)
-                    .field(field("key", TypeRef::named_nn(TypeRef::STRING)))
-                    .field(field("value", TypeRef::named_nn(inner_name(of)))),
-            );
         }
+    }
+    out
+}
+
+fn map_entry_types(chart: &Chart) -> Vec<Object> {
+    let mut out = Vec::new();
+    for (_, of) in map_elements(chart) {
+        let name = format!("{}Entry", inner_name(of));
+        let field = |n: &'static str, ty: TypeRef| {
+            Field::new(n, ty, move |ctx| {
+                let v = match ctx.parent_value.as_value() {
+                    Some(Value::Object(o)) => o.get(n).cloned().unwrap_or_default(),
+                    _ => Value::Null,
+                };
+                FieldFuture::Value(Some(FieldValue::value(v)))
+            })
+        };
+        out.push(
+            Object::new(name)
+                .field(field("key", TypeRef::named_nn(TypeRef::STRING)))
+                .field(field("value", TypeRef::named_nn(inner_name(of)))),
+        );
     }
     out
 }

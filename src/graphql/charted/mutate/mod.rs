@@ -56,20 +56,8 @@ pub fn register(schema: SchemaBuilder, chart: &Arc<Chart>) -> SchemaBuilder {
 /// [`field`]s.
 pub fn register_types(mut schema: SchemaBuilder, chart: &Arc<Chart>) -> SchemaBuilder {
     // One entry input a map element type (`IntEntryInput`), whichever attribute has it.
-    let mut entries: Vec<String> = Vec::new();
-    let attributes = chart
-        .entities
-        .values()
-        .flat_map(|e| e.attributes.values())
-        .chain(chart.shapes.values().flat_map(|s| s.values()));
-    for a in attributes {
-        if let Type::Map { of, .. } = &a.ty {
-            let name = input::map_entry_input(of);
-            if !entries.contains(&name) {
-                entries.push(name);
-                schema = schema.register(input::map_entry_type(of));
-            }
-        }
+    for (_, of) in super::map_elements(chart) {
+        schema = schema.register(input::map_entry_type(of));
     }
     for (name, fields) in &chart.shapes {
         let mut obj = InputObject::new(input::shape_input(name));
