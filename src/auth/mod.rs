@@ -34,7 +34,6 @@ pub use claims::{parse_role_map_entry, ClaimMapping};
 pub use jwks::{discover, fetchable, Jwks, KeySource};
 
 use crate::keys::Tenant;
-use crate::model::Entity;
 
 /// The caller may not do what it asked (the message says why). Clients see `FORBIDDEN`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -115,19 +114,6 @@ impl Access {
         match self {
             Access::Unrestricted => true,
             Access::Tenant { org: own, .. } => own.as_str() == org.as_ref(),
-        }
-    }
-
-    /// Whether the caller may see `entity`. An order line names no organization (it is
-    /// reached only through its order, which is checked), so a tenant never gets one alone.
-    pub fn sees_entity(&self, entity: &Entity) -> bool {
-        match entity {
-            Entity::Organization(o) => self.sees(&o.slug),
-            Entity::User(u) => self.sees(&u.org),
-            Entity::UserEmail(e) => self.sees(&e.org),
-            Entity::Ticket(t) => self.sees(&t.org),
-            Entity::Order(o) => self.sees(&o.org),
-            Entity::OrderLine(_) => matches!(self, Access::Unrestricted),
         }
     }
 

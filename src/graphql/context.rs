@@ -10,7 +10,6 @@ use tokio::sync::{Mutex, OnceCell};
 use super::cursor::CursorCodec;
 use super::errors::ApiError;
 use crate::auth::Access;
-use crate::model::Entity;
 use crate::store::{PrimaryKey, Store};
 
 /// What every resolver of one request reaches through the context.
@@ -31,7 +30,7 @@ pub struct RequestContext {
 /// once each per request).
 struct Charted {
     chart: Arc<crate::chart::Chart>,
-    items: super::charted::ItemLoader,
+    items: super::charted::read::ItemLoader,
     counted: Mutex<HashMap<PrimaryKey, Arc<OnceCell<CountedItem>>>>,
 }
 
@@ -52,13 +51,13 @@ impl RequestContext {
     fn charted(&self, chart: &Arc<crate::chart::Chart>) -> &Charted {
         self.charted.get_or_init(|| Charted {
             chart: chart.clone(),
-            items: super::charted::item_loader(self.store.clone(), chart.clone()),
+            items: super::charted::read::item_loader(self.store.clone(), chart.clone()),
             counted: Mutex::default(),
         })
     }
 
     /// The request's loader of `chart`'s items (one per request, made on first use).
-    pub fn items(&self, chart: &Arc<crate::chart::Chart>) -> &super::charted::ItemLoader {
+    pub fn items(&self, chart: &Arc<crate::chart::Chart>) -> &super::charted::read::ItemLoader {
         &self.charted(chart).items
     }
 
@@ -84,15 +83,8 @@ impl RequestContext {
     /// Forgets every item this request has read, then remembers `written` (what a
     /// mutation just wrote, exactly as stored): a mutation changes what earlier fields of
     /// the same request read (a counter, the entity itself), so references resolved after
-    /// it are read again rather than served stale.
-    pub async fn after_write(&self, written: Vec<Entity>) {
-        self.after_write_items(written.iter().map(Entity::to_item).collect())
-            .await;
-    }
-
-    /// [`RequestContext::after_write`] of the items a chart's mutation stored: forgets
-    /// what the request read, then remembers `written`. An item the chart does not serve
-    /// (a uniqueness marker) is not remembered.
+    /// it are read again rather than served stale. An item the chart does not serve (a
+    /// uniqueness marker) is not remembered.
     pub async fn after_write_items(&self, written: Vec<crate::store::Item>) {
         let Some(c) = self.charted.get() else {
             return;

@@ -19,7 +19,7 @@ mod examples;
 pub mod generate;
 mod live;
 pub(super) mod mutate;
-mod read;
+pub(crate) mod read;
 pub mod record;
 mod resolve;
 #[cfg(test)]
