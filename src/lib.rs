@@ -41,6 +41,7 @@
 pub mod auth;
 pub mod chart;
 pub mod check;
+pub mod clock;
 pub mod collections;
 pub mod config;
 pub mod demo;

@@ -345,7 +345,8 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
     anyhow::ensure!(!ops.is_empty(), "no operations under {:?}", args.paths);
     let access = match (&args.org, &args.token) {
         (Some(org), _) => Access::Tenant {
-            org: itemgraph::keys::Tenant::parse(org).map_err(|e| anyhow::anyhow!("--org: {e}"))?,
+            org: itemgraph::chart::kinds::Tenant::parse(org)
+                .map_err(|e| anyhow::anyhow!("--org: {e}"))?,
             role: args.role,
             subject: None,
         },
@@ -395,7 +396,7 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
             )
         }
     };
-    let started_ms = itemgraph::model::now_ms();
+    let started_ms = itemgraph::clock::now_ms();
     store.create_table().await.context("creating the table")?;
     let empty = itemgraph::demo::is_empty(store.as_ref()).await?;
     anyhow::ensure!(

@@ -11,6 +11,8 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use crate::clock::{now, now_ms, timestamp_from_ms, Timestamp};
+
 use crate::keys::{
     Email, Id, ItemKeys, LineNo, OrderKey, OrderLineKey, OrgKey, Slug, TicketKey, UserEmailKey,
     UserKey, Username,
@@ -41,22 +43,6 @@ pub enum ModelError {
     },
 }
 
-/// An RFC 3339 UTC timestamp with milliseconds, always 24 characters
-/// (`2024-01-31T09:30:00.000Z`), so that string order is time order.
-pub type Timestamp = String;
-
-/// Formats milliseconds since the Unix epoch as a [`Timestamp`].
-pub fn timestamp_from_ms(unix_ms: u64) -> Timestamp {
-    use time::format_description::BorrowedFormatItem;
-    const FORMAT: &[BorrowedFormatItem<'static>] = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ms) * 1_000_000)
-        .expect("a u64 of milliseconds is within time's range")
-        .format(FORMAT)
-        .expect("the format only has numeric components")
-}
-
 /// A counter as stored: any integer, read within `0..=u32::MAX`. Writers never take a
 /// counter below 0 (each decrement is conditioned on a positive count), but a table
 /// repaired by hand, or written by another tool, may hold anything; the entity stays
@@ -64,18 +50,6 @@ pub fn timestamp_from_ms(unix_ms: u64) -> Timestamp {
 fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     let n = i64::deserialize(d)?;
     Ok(n.clamp(0, i64::from(u32::MAX)) as u32)
-}
-
-/// The current time as a [`Timestamp`].
-pub fn now() -> Timestamp {
-    timestamp_from_ms(now_ms())
-}
-
-/// Milliseconds since the Unix epoch, now.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// A fieldless enum stored as its SCREAMING_CASE name.

@@ -18,9 +18,10 @@ use futures::{StreamExt, TryStreamExt};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use itemgraph::chart::kinds::{Email, Id, LineNo, Slug, Username};
 use itemgraph::collections;
 use itemgraph::demo::DemoData;
-use itemgraph::keys::{Email, Id, LineNo, Slug, Username, GSI1};
+use itemgraph::keys::GSI1;
 use itemgraph::model::{
     timestamp_from_ms, Order, OrderLine, OrderStatus, Organization, Plan, Record, Role, Ticket,
     TicketPriority, TicketStatus, User, UserEmail,

@@ -17,7 +17,7 @@
 use serde_json::{Map, Value};
 
 use super::{Access, AuthError, Role};
-use crate::keys::Tenant;
+use crate::chart::kinds::Tenant;
 
 /// How a verified token's claims become an [`Access`].
 #[derive(Debug, Clone, PartialEq, Eq)]

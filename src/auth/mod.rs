@@ -33,7 +33,7 @@ mod jwks;
 pub use claims::{parse_role_map_entry, ClaimMapping};
 pub use jwks::{discover, fetchable, Jwks, KeySource};
 
-use crate::keys::Tenant;
+use crate::chart::kinds::Tenant;
 
 /// The caller may not do what it asked (the message says why). Clients see `FORBIDDEN`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

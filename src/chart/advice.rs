@@ -401,13 +401,13 @@ fn transaction_sizes(chart: &Chart, out: &mut Vec<Advice>) {
 /// The most children one read of a Query pattern returns: a list's `max` where a list
 /// reads it whole, the largest page where a connection (or a root field) pages it.
 fn children_read(chart: &Chart, pattern: u32) -> u64 {
-    let page = u64::from(crate::collections::MAX_PAGE_SIZE);
+    let page = u64::from(crate::chart::MAX_PAGE_SIZE);
     let lists: Vec<u64> = chart
         .entities
         .values()
         .flat_map(|e| e.lists.values())
         .filter(|l| l.pattern == pattern)
-        .map(|l| u64::from(l.max.unwrap_or(crate::collections::MAX_PAGE_SIZE)))
+        .map(|l| u64::from(l.max.unwrap_or(crate::chart::MAX_PAGE_SIZE)))
         .collect();
     let paged = chart
         .entities

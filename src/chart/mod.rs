@@ -14,6 +14,7 @@ pub mod advice;
 mod condition;
 pub mod explain;
 pub mod format;
+pub mod kinds;
 mod reach;
 mod rules;
 pub mod samples;
@@ -31,6 +32,9 @@ use std::sync::{Arc, OnceLock};
 use indexmap::IndexMap;
 
 pub use reach::Included;
+
+/// Largest page a connection serves, and the most items a list read whole holds.
+pub const MAX_PAGE_SIZE: u32 = 100;
 pub use rules::RULES;
 use template::Template;
 use types::Type;

@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use regex::Regex;
 
+use super::kinds;
 use super::template::Domain;
-use crate::keys;
 
-/// An identifier kind: the built-in ones reuse the rules of [`crate::keys`].
+/// An identifier kind: the built-in ones reuse the rules of [`super::kinds`].
 #[derive(Debug, Clone)]
 pub enum Kind {
     Slug,
@@ -56,21 +56,21 @@ impl Kind {
 
     /// The value as it goes into a key (an email lowercased), or why it cannot.
     pub fn validate(&self, field: &'static str, value: &str) -> Result<String, String> {
-        let msg = |e: keys::KeyError| e.to_string();
+        let msg = |e: kinds::KeyError| e.to_string();
         match self {
-            Kind::Slug => keys::validate_slug(field, value)
+            Kind::Slug => kinds::validate_slug(field, value)
                 .map(|v| v.to_string())
                 .map_err(msg),
-            Kind::Username => keys::validate_username(field, value)
+            Kind::Username => kinds::validate_username(field, value)
                 .map(|v| v.to_string())
                 .map_err(msg),
-            Kind::Email => keys::validate_email(field, value)
+            Kind::Email => kinds::validate_email(field, value)
                 .map(|v| v.to_string())
                 .map_err(msg),
-            Kind::Ulid => keys::validate_id(field, value)
+            Kind::Ulid => kinds::validate_id(field, value)
                 .map(|v| v.to_string())
                 .map_err(msg),
-            Kind::Token => keys::validate_client_token(field, value)
+            Kind::Token => kinds::validate_client_token(field, value)
                 .map(|v| v.to_string())
                 .map_err(msg),
             Kind::Own {
@@ -119,10 +119,10 @@ impl Kind {
     /// own kind's, whose `max_length` counts bytes).
     pub fn max_len(&self) -> usize {
         match self {
-            Kind::Slug | Kind::Username => keys::MAX_NAME_LEN,
-            Kind::Email => keys::MAX_EMAIL_LEN,
+            Kind::Slug | Kind::Username => kinds::MAX_NAME_LEN,
+            Kind::Email => kinds::MAX_EMAIL_LEN,
             Kind::Ulid => ulid::ULID_LEN,
-            Kind::Token => keys::MAX_CLIENT_TOKEN_LEN,
+            Kind::Token => kinds::MAX_CLIENT_TOKEN_LEN,
             Kind::Own { max_length, .. } => *max_length,
         }
     }

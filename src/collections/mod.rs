@@ -48,6 +48,7 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+pub use crate::store::failed_condition;
 pub use counters::get_org_counted;
 pub use entities::{batch_get_entities, get_entity, put_entities, put_new_entities};
 pub use error::{RepoError, RepoResult};
@@ -67,4 +68,4 @@ pub use users::{
     create_user, delete_user, get_user, get_user_with_tickets, update_user, UserChange,
     UserWithTickets,
 };
-pub use write::{failed_condition, MAX_VERSION};
+pub use write::MAX_VERSION;

@@ -9,8 +9,7 @@ use opentelemetry::KeyValue;
 use crate::store::{Item, PageKey, Query, SortCondition, Store, StoreError, TableSchema};
 use crate::telemetry;
 
-/// Largest page a connection serves.
-pub const MAX_PAGE_SIZE: u32 = 100;
+pub use crate::chart::MAX_PAGE_SIZE;
 
 /// One page of a connection.
 ///

@@ -5,9 +5,10 @@
 use super::error::RepoError;
 use crate::keys::PK;
 use crate::model::Ticket;
+pub(super) use crate::store::failed_condition;
 use crate::store::{
-    AttributeValue, CancelReason, Condition, Item, PrimaryKey, Put, StoreError, TransactAction,
-    Update, UpdateExpr,
+    AttributeValue, Condition, Item, PrimaryKey, Put, StoreError, TransactAction, Update,
+    UpdateExpr,
 };
 
 /// What a failed condition of one transaction action means to the caller.
@@ -65,21 +66,6 @@ pub(super) fn next_version(current: u32, entity: &str) -> Result<u32, RepoError>
         .checked_add(1)
         .filter(|v| *v <= MAX_VERSION)
         .ok_or_else(|| RepoError::Invalid(format!("the {entity} is at its last version")))
-}
-
-/// Which action's condition failed (0 for a single write), with the item it found when
-/// the write asked for it.
-pub fn failed_condition(err: &StoreError) -> Option<(usize, Option<&Item>)> {
-    match err {
-        StoreError::ConditionFailed { item } => Some((0, item.as_deref())),
-        StoreError::TransactionCanceled { reasons } => {
-            reasons.iter().enumerate().find_map(|(i, r)| match r {
-                CancelReason::ConditionalCheckFailed { item } => Some((i, item.as_ref())),
-                _ => None,
-            })
-        }
-        _ => None,
-    }
 }
 
 /// Maps a failed write to what its conditions meant; anything else passes through.

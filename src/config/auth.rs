@@ -13,7 +13,7 @@ use crate::auth::{
     discover, issue_claims, now_secs, parse_role_map_entry, Audience, Authenticator, ClaimMapping,
     Claims, Jwks, KeySource, Role, JWKS_ALGORITHMS, MIN_JWT_SECRET_LEN,
 };
-use crate::keys::Tenant;
+use crate::chart::kinds::Tenant;
 
 use super::SecretValue;
 

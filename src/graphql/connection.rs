@@ -8,7 +8,7 @@
 
 use super::cursor::CursorCodec;
 use super::errors::ApiError;
-use crate::collections::MAX_PAGE_SIZE;
+use crate::chart::MAX_PAGE_SIZE;
 use crate::store::PageKey;
 
 /// Page size when neither `first` nor `last` is given.

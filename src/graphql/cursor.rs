@@ -285,8 +285,8 @@ impl CursorCodec {
 /// its partition (as [`super::charted`] names every connection from its pattern). The
 /// benchmark signs its deep-page cursors with it.
 pub fn user_tickets_connection(
-    org: &crate::keys::Slug,
-    username: &crate::keys::Username,
+    org: &crate::chart::kinds::Slug,
+    username: &crate::chart::kinds::Username,
 ) -> String {
     format!(
         "user-tickets:{}",

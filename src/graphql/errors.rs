@@ -5,8 +5,8 @@ use std::borrow::Cow;
 
 use super::cursor::InvalidCursor;
 use crate::auth::Forbidden;
+use crate::chart::kinds::KeyError;
 use crate::collections::RepoError;
-use crate::keys::KeyError;
 use crate::store::{is_conflict, only_conflicts, CancelReason, StoreError};
 
 /// What went wrong, as a GraphQL error. Each variant names its `extensions.code`.

@@ -5,7 +5,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 
 use super::errors::ApiError;
-use crate::keys::{Id, OrderKey, OrgKey, Slug, TicketKey, UserKey, Username};
+use crate::chart::kinds::{Id, Slug, Username};
+use crate::keys::{OrderKey, OrgKey, TicketKey, UserKey};
 use crate::store::PrimaryKey;
 
 /// What a global id names.

@@ -9,7 +9,7 @@ use async_graphql::ServerResult;
 use super::connection::DEFAULT_PAGE_SIZE;
 use super::errors::ApiError;
 use super::operation::{text_shape, TextShape};
-use crate::collections::MAX_PAGE_SIZE;
+use crate::chart::MAX_PAGE_SIZE;
 
 /// What one request may cost. Every limit but the deadline is checked on the document,
 /// before any store request; a request over one fails whole, with `data` null and the

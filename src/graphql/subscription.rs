@@ -18,7 +18,7 @@ use futures::{Stream, StreamExt};
 
 use super::context::{rc, RequestContext};
 use super::errors::ApiError;
-use crate::keys::{validate_tenant, Tenant};
+use crate::chart::kinds::{validate_tenant, Tenant};
 use crate::live::{Change, Delivered, Hub, LiveError, Position};
 
 /// When the token a subscription was started with expires (seconds since the Unix
@@ -53,7 +53,7 @@ fn cursor_context(org: &Tenant) -> String {
 }
 
 fn now_secs() -> u64 {
-    crate::model::now_ms() / 1000
+    crate::clock::now_ms() / 1000
 }
 
 /// A tenant argument named `field`, checked: well-formed, and one the caller sees.

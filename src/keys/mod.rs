@@ -4,7 +4,7 @@
 //!
 //! Two halves:
 //!
-//! - **Identifiers** ([`ids`]: [`Slug`], [`Username`], [`Email`], [`Id`], [`LineNo`],
+//! - **Identifiers** ([`crate::chart::kinds`]: [`Slug`], [`Username`], [`Email`], [`Id`], [`LineNo`],
 //!   [`ClientToken`]): validated newtypes that cannot forge a key.
 //! - **Key builders** (this file) (`OrgKey`, `UserKey`, `UserEmailKey`, `TicketKey`, `OrderKey`,
 //!   `OrderLineKey`, `OrderTokenKey`): one per entity, giving its [`PrimaryKey`], its
@@ -27,9 +27,7 @@
 
 use crate::store::{AttributeValue, IndexKey, IndexSchema, Item, PageKey, PrimaryKey, TableSchema};
 
-mod ids;
-
-pub use ids::{
+pub use crate::chart::kinds::{
     validate_client_token, validate_email, validate_id, validate_line_no, validate_slug,
     validate_tenant, validate_username, ClientToken, Email, Id, KeyError, LineNo, Slug, Tenant,
     Username, MAX_CLIENT_TOKEN_LEN, MAX_EMAIL_LEN, MAX_LINE_NO, MAX_NAME_LEN, MAX_TENANT_LEN,

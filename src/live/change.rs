@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::relay::{Entry, Relayed};
 use super::EventKind;
-use crate::keys::Tenant;
+use crate::chart::kinds::Tenant;
 use crate::model::Entity;
 use crate::store::Item;
 

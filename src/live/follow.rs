@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 use super::position::{relay_id_cmp, Pos, Position};
 use super::relay::{RelayError, RelayLog, Relayed};
 use super::{Change, Delivered, Hub, LiveError, LiveOptions, ReplaySlot, Signal};
-use crate::keys::Tenant;
+use crate::chart::kinds::Tenant;
 use crate::store::stream::seq_cmp;
 
 /// Replays from the relay's history at once in one process: each decodes entries as fast

@@ -137,7 +137,7 @@ impl Lease {
             epoch: current.as_ref().map_or(1, |r| r.epoch + 1),
             token: new_token(),
             duration_ms: self.duration.as_millis() as u64,
-            renewed_ms: crate::model::now_ms(),
+            renewed_ms: crate::clock::now_ms(),
             released: false,
         };
         let condition = match &current {
@@ -216,7 +216,7 @@ impl Lease {
             .set(TOKEN, AttributeValue::S(token.clone()))
             .set(
                 RENEWED_MS,
-                AttributeValue::N(crate::model::now_ms().to_string()),
+                AttributeValue::N(crate::clock::now_ms().to_string()),
             );
         if let Some(epoch) = epoch {
             set = set.set(EPOCH, AttributeValue::N(epoch.to_string()));

@@ -41,7 +41,7 @@ use follow::{Recent, Resume, HISTORY_REPLAYS, RELAY_BEGIN_WAIT};
 pub use position::{relay_id_cmp, Pos, Position};
 use relay::{Entry, RelayLog, Relayed};
 
-use crate::keys::Tenant;
+use crate::chart::kinds::Tenant;
 use crate::store::stream::{seq_cmp, ChangeKind, ChangeStream, StreamError};
 
 /// How live updates are served.
@@ -562,13 +562,13 @@ impl Hub {
             followed.entries += 1;
             followed.last = Some(id.clone());
             if let Relayed::Change(change) = &relayed {
-                followed.lag_ms = crate::model::now_ms().saturating_sub(change.created_ms);
+                followed.lag_ms = crate::clock::now_ms().saturating_sub(change.created_ms);
             }
         }
         let signal = match relayed {
             Relayed::Change(change) => {
                 crate::metrics::record_relay_followed(Duration::from_millis(
-                    crate::model::now_ms().saturating_sub(change.created_ms),
+                    crate::clock::now_ms().saturating_sub(change.created_ms),
                 ));
                 Signal::Change(Arc::from(change), Arc::new(position.clone()))
             }

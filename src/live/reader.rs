@@ -38,7 +38,7 @@ pub(super) fn decode(record: ChangeRecord, design: &Design) -> Option<Change> {
 }
 
 fn now_ms() -> u64 {
-    crate::model::now_ms()
+    crate::clock::now_ms()
 }
 
 /// The shards with every parent before its children (`DescribeStream` does not promise

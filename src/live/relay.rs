@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::position::{relay_id_cmp, Position};
 use super::{Change, EventKind};
-use crate::keys::Tenant;
+use crate::chart::kinds::Tenant;
 use crate::store::Item;
 
 /// Why a relay call failed.
@@ -273,7 +273,7 @@ impl RelayLog {
         if entries.is_empty() {
             return Ok(Vec::new());
         }
-        let min_ms = crate::model::now_ms().saturating_sub(self.retention.as_millis() as u64);
+        let min_ms = crate::clock::now_ms().saturating_sub(self.retention.as_millis() as u64);
         let mut invocation = self.append.prepare_invoke();
         invocation
             .key(&self.stream)

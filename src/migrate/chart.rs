@@ -70,7 +70,7 @@ pub async fn record(store: &dyn Store, chart: &Chart, plans: u32) -> StoreResult
         &ChartRecord {
             source: chart.source.clone(),
             plans,
-            recorded_at: crate::model::now(),
+            recorded_at: crate::clock::now(),
         },
     )
     .await

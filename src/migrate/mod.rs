@@ -618,7 +618,7 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        user.email = crate::keys::Email::parse("moved-on@elsewhere.example").unwrap();
+        user.email = crate::chart::kinds::Email::parse("moved-on@elsewhere.example").unwrap();
         store.put_item(Put::new(user.to_item())).await.unwrap();
         let moved_on = UserEmail {
             email: user.email.clone(),
@@ -669,7 +669,7 @@ mod tests {
         let mut items = data.items();
         for i in 0..60 {
             let mut org = data.organizations[0].clone();
-            org.slug = crate::keys::Slug::parse(&format!("old-{i}")).unwrap();
+            org.slug = crate::chart::kinds::Slug::parse(&format!("old-{i}")).unwrap();
             org.user_count = 0;
             org.order_count = 0;
             org.ticket_count = 0;

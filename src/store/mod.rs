@@ -507,6 +507,21 @@ impl StoreError {
     }
 }
 
+/// Which action's condition failed (0 for a single write), with the item it found when
+/// the write asked for it.
+pub fn failed_condition(err: &StoreError) -> Option<(usize, Option<&Item>)> {
+    match err {
+        StoreError::ConditionFailed { item } => Some((0, item.as_deref())),
+        StoreError::TransactionCanceled { reasons } => {
+            reasons.iter().enumerate().find_map(|(i, r)| match r {
+                CancelReason::ConditionalCheckFailed { item } => Some((i, item.as_ref())),
+                _ => None,
+            })
+        }
+        _ => None,
+    }
+}
+
 /// Whether a transaction was cancelled by contention alone: at least one
 /// `TransactionConflict` or throttled action, and otherwise only actions that were fine.
 /// Nothing of it was applied, and trying again is safe (its conditions are evaluated

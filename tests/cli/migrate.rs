@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use itemgraph::chart::kinds::{Id, Slug};
 use itemgraph::collections::{self, tickets::create_ticket};
-use itemgraph::keys::{Id, OrgKey, Slug};
+use itemgraph::keys::OrgKey;
 use itemgraph::model::{
     Organization, Record, Ticket, TicketPriority, TicketStatus, User, UserEmail,
 };
@@ -46,7 +47,8 @@ async fn previous_layout(store: &DynamoStore) -> Vec<(Slug, User)> {
         org.user_count = 1;
         let user = User {
             org: slug.clone(),
-            email: itemgraph::keys::Email::parse(&format!("owner@old-{i:02}.example")).unwrap(),
+            email: itemgraph::chart::kinds::Email::parse(&format!("owner@old-{i:02}.example"))
+                .unwrap(),
             ticket_count: 0,
             assigned_ticket_count: 0,
             order_count: 0,
@@ -203,7 +205,7 @@ async fn the_counter_migration_resumes_after_a_kill_while_writers_run() {
                 while !stop.load(Ordering::Relaxed) {
                     let (org, user) = &orgs[i % orgs.len()];
                     i += 2;
-                    let now = itemgraph::model::now();
+                    let now = itemgraph::clock::now();
                     let ticket = Ticket {
                         ticket_id: Id::generate(),
                         org: org.clone(),

@@ -112,7 +112,7 @@ async fn item(api: &Api, pk: &str, sk: &str) -> Option<Item> {
 /// shard and counts on the organization itself, a second TransactWriteItems.
 async fn an_organization_from_before_shards_is_counted_on_its_own_item(api: &Api) {
     let mut org = Organization::new(
-        itemgraph::keys::Slug::parse("before-shards").unwrap(),
+        itemgraph::chart::kinds::Slug::parse("before-shards").unwrap(),
         "Before shards".into(),
         Plan::Free,
         "2024-01-08T09:00:00.000Z".into(),
@@ -327,7 +327,7 @@ async fn an_order_moves_only_along_its_life_cycle(api: &Api) {
     let order = &placed["data"]["placeOrder"]["order"];
     let plain = order["orderId"].as_str().unwrap();
     let admin = Access::Tenant {
-        org: itemgraph::keys::Tenant::parse("acme").unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse("acme").unwrap(),
         role: Role::Admin,
         subject: None,
     };

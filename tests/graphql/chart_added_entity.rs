@@ -208,7 +208,7 @@ async fn comments_are_written_counted_and_read_with_their_ticket(api: &Api, live
     assert_eq!(error_codes(&r), ["NOT_FOUND"], "{r:#}");
     assert_eq!(r["errors"][0]["extensions"]["field"], "author");
     let globex = Access::Tenant {
-        org: itemgraph::keys::Tenant::parse("globex").unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse("globex").unwrap(),
         role: Role::Member,
         subject: None,
     };

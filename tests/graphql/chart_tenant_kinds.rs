@@ -42,7 +42,7 @@ on_both_engines_of!(chart; a_tenant_named_by_a_code_reads_and_writes_its_own_cha
 
 fn caller(code: &str, role: Role) -> Access {
     Access::Tenant {
-        org: itemgraph::keys::Tenant::parse(code).unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse(code).unwrap(),
         role,
         subject: None,
     }

@@ -124,7 +124,7 @@ on_both_engines_of!(chart, after = clean;
 
 fn admin(org: &str) -> Access {
     Access::Tenant {
-        org: itemgraph::keys::Tenant::parse(org).unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse(org).unwrap(),
         role: Role::Admin,
         subject: None,
     }

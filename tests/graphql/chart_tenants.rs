@@ -44,7 +44,7 @@ const CREATE: &str = r#"mutation($input: CreateStoreInput!) {
 
 fn member(chain: &str) -> Access {
     Access::Tenant {
-        org: itemgraph::keys::Tenant::parse(chain).unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse(chain).unwrap(),
         role: Role::Member,
         subject: None,
     }

@@ -287,7 +287,7 @@ async fn a_chain_is_deleted_only_when_nothing_counts_on_it(api: &Api) {
 
 async fn writes_reach_only_the_callers_tenant(api: &Api) {
     let tea = |role| Access::Tenant {
-        org: itemgraph::keys::Tenant::parse("tea-leaf").unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse("tea-leaf").unwrap(),
         role,
         subject: None,
     };
@@ -593,7 +593,7 @@ async fn changes_reach_the_subscriptions_that_match_them(api: &Api) {
     assert_eq!(next_event(&mut resumed).await["kind"], "DELETED");
     // Another tenant's changes are not the caller's to follow.
     let member = Access::Tenant {
-        org: itemgraph::keys::Tenant::parse("tea-leaf").unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse("tea-leaf").unwrap(),
         role: Role::Member,
         subject: None,
     };

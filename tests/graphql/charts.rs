@@ -287,7 +287,7 @@ async fn references_and_nodes_are_batched_into_one_request(api: &Api) {
 
 async fn a_tenant_sees_only_its_own_chain(api: &Api) {
     let tea = Access::Tenant {
-        org: itemgraph::keys::Tenant::parse("tea-leaf").unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse("tea-leaf").unwrap(),
         role: Role::Member,
         subject: None,
     };

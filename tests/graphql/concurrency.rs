@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use common::graphql::{error_codes, Api};
 use futures::future::join_all;
+use itemgraph::chart::kinds::Slug;
 use itemgraph::demo::demo_data;
-use itemgraph::keys::Slug;
 use itemgraph::model::{Ticket, TicketStatus};
 use serde_json::{json, Value};
 
@@ -378,8 +378,9 @@ async fn one_busy_organization_is_counted_exactly_past_one_items_limit() {
     for i in 0..WRITERS {
         let username = format!("busy-{i}");
         let user = itemgraph::model::User {
-            username: itemgraph::keys::Username::parse(&username).unwrap(),
-            email: itemgraph::keys::Email::parse(&format!("{username}@acme.example")).unwrap(),
+            username: itemgraph::chart::kinds::Username::parse(&username).unwrap(),
+            email: itemgraph::chart::kinds::Email::parse(&format!("{username}@acme.example"))
+                .unwrap(),
             org: acme.clone(),
             ..base.clone()
         };

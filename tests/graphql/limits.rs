@@ -226,7 +226,7 @@ async fn a_fan_out_through_nodes_is_too_complex() {
     let ids: Vec<String> = (0..100)
         .map(|i| {
             itemgraph::graphql::ids::GlobalId::Organization(
-                itemgraph::keys::Slug::parse(&format!("org-{i}")).unwrap(),
+                itemgraph::chart::kinds::Slug::parse(&format!("org-{i}")).unwrap(),
             )
             .encode()
         })

@@ -19,9 +19,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::graphql::{error_codes, request_count, requests, Api};
 use futures::future::BoxFuture;
+use itemgraph::chart::kinds::{Slug, Username};
 use itemgraph::demo::demo_data;
 use itemgraph::graphql::ids::GlobalId;
-use itemgraph::keys::{Slug, Username};
 use itemgraph::store::{
     BatchGet, BatchGetPage, Delete, GetItem, Item, PrimaryKey, Put, Query, QueryOutput, Store,
     StoreResult, TableDescription, TableSchema, TransactAction, Update,
@@ -567,7 +567,7 @@ async fn a_missing_parent_is_null_whatever_the_selection(api: &Api) {
 async fn viewer_is_one_request_or_none(api: &Api) {
     use itemgraph::auth::{Access, Role};
     let caller = |sub: &str| Access::Tenant {
-        org: itemgraph::keys::Tenant::parse("acme").unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse("acme").unwrap(),
         role: Role::Admin,
         subject: Some(sub.into()),
     };

@@ -13,9 +13,9 @@
 use crate::common;
 
 use common::graphql::{normalized, Api};
+use itemgraph::chart::kinds::{Slug, Username};
 use itemgraph::demo::demo_data;
 use itemgraph::graphql::ids::GlobalId;
-use itemgraph::keys::{Slug, Username};
 use itemgraph::model::{Order, Ticket};
 use serde_json::{json, Value};
 

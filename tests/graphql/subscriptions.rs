@@ -41,7 +41,7 @@ type Events = Box<dyn Stream<Item = Value> + Send + Unpin>;
 
 fn tenant(org: &str, role: Role) -> Access {
     Access::Tenant {
-        org: itemgraph::keys::Tenant::parse(org).unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse(org).unwrap(),
         role,
         subject: None,
     }

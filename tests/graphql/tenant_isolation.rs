@@ -14,8 +14,8 @@ use crate::common;
 use common::graphql::{error_codes, Api};
 use common::jwks::{cognito, sign, Provider};
 use itemgraph::auth::{Access, Authenticator, Role};
+use itemgraph::chart::kinds::{Id, Slug, Username};
 use itemgraph::graphql::ids::GlobalId;
-use itemgraph::keys::{Id, Slug, Username};
 use itemgraph::store::{Item, Scan, Store};
 use serde_json::{json, Value};
 
@@ -29,7 +29,7 @@ fn caller(org: &str, role: Role) -> Access {
         return access;
     }
     Access::Tenant {
-        org: itemgraph::keys::Tenant::parse(org).unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse(org).unwrap(),
         role,
         subject: None,
     }

@@ -364,8 +364,8 @@ impl Bystander {
     }
 }
 
-fn tenant(s: &str) -> itemgraph::keys::Tenant {
-    itemgraph::keys::Tenant::parse(s).unwrap()
+fn tenant(s: &str) -> itemgraph::chart::kinds::Tenant {
+    itemgraph::chart::kinds::Tenant::parse(s).unwrap()
 }
 
 async fn wait_for(mut condition: impl FnMut() -> bool) {

@@ -17,7 +17,7 @@ use itemgraph::auth::{Access, AuthError, Role};
 
 fn tenant(org: &str, role: Role) -> Access {
     Access::Tenant {
-        org: itemgraph::keys::Tenant::parse(org).unwrap(),
+        org: itemgraph::chart::kinds::Tenant::parse(org).unwrap(),
         role,
         subject: Some("aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee".into()),
     }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use itemgraph::chart::kinds::{Id, Slug};
 use itemgraph::collections::tickets::create_ticket;
 use itemgraph::keys::lease_key;
-use itemgraph::keys::{Id, Slug};
 use itemgraph::live::lease::{Lease, LeaseRecord};
 use itemgraph::live::relay::{Entry, RelayLog, Relayed};
 use itemgraph::live::relayer::{Relayer, LEASE_NAME};
@@ -85,7 +85,7 @@ async fn replica_with(
 }
 
 fn ticket(org: &Slug, requester: &User, n: usize) -> Ticket {
-    let now = itemgraph::model::now();
+    let now = itemgraph::clock::now();
     Ticket {
         ticket_id: Id::generate(),
         org: org.clone(),
@@ -458,7 +458,8 @@ async fn reconnect_storm(options: LiveOptions) {
             let (acme, cursor) = (acme.clone(), cursor.clone());
             tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
-                    let slot = match hub.replay_slot(&itemgraph::keys::Tenant::from(&acme)) {
+                    let slot = match hub.replay_slot(&itemgraph::chart::kinds::Tenant::from(&acme))
+                    {
                         Ok(slot) => slot,
                         Err(LiveError::ReplaysBusy(_)) => {
                             refused.fetch_add(1, Ordering::Relaxed);

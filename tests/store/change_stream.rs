@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use itemgraph::keys::Id;
+use itemgraph::chart::kinds::Id;
 use itemgraph::live::{Hub, LiveOptions};
 use itemgraph::model::{Entity, Ticket};
 use itemgraph::store::embedded::{ChangeLog, EmbeddedStore};
@@ -124,7 +124,7 @@ async fn writes_reach_the_stream_in_order_with_both_images(store: &dyn Store) {
             );
         }
     }
-    let now = itemgraph::model::now_ms();
+    let now = itemgraph::clock::now_ms();
     for r in &got {
         assert!(
             r.created_ms + 60_000 > now && r.created_ms <= now + 1000,

@@ -19,6 +19,7 @@
 
 use std::process::Command;
 
+use itemgraph::chart::kinds::{Email, Id, LineNo, Slug, Username};
 use itemgraph::check::{check, CheckReport, ViolationKind};
 use itemgraph::collections::{
     create_org, create_ticket, create_user, delete_user, get_order, get_org_counted, get_ticket,
@@ -26,9 +27,7 @@ use itemgraph::collections::{
     UserChange,
 };
 use itemgraph::demo::{self, DemoData};
-use itemgraph::keys::{
-    Email, Id, LineNo, OrgKey, Slug, TicketKey, UserEmailKey, UserKey, Username, GSI2PK,
-};
+use itemgraph::keys::{OrgKey, TicketKey, UserEmailKey, UserKey, GSI2PK};
 use itemgraph::model::{
     now, Order, OrderLine, OrderStatus, Organization, Plan, Record, Role, Ticket, TicketPriority,
     TicketStatus, User, UserEmail,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use futures::StreamExt;
-use itemgraph::keys::Slug;
+use itemgraph::chart::kinds::Slug;
 use itemgraph::live::lease::{Lease, Look};
 use itemgraph::live::position::{Pos, Position};
 use itemgraph::live::relay::{RelayError, RelayLog, Relayed};
@@ -42,7 +42,7 @@ fn ticket_change(ticket: Ticket, n: u64) -> (Relayed, Position) {
             EventKind::Updated,
             Some(Entity::Ticket(ticket.clone()).to_item()),
             Some(Entity::Ticket(ticket.clone()).to_item()),
-            Some(itemgraph::keys::Tenant::from(&ticket.org)),
+            Some(itemgraph::chart::kinds::Tenant::from(&ticket.org)),
             ("shard-1".into(), sequence, 1_700_000_000_000 + n),
         ))),
         position,
@@ -247,7 +247,7 @@ async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only(
     let hub = Hub::with_relay(None, log.clone(), LiveOptions::DEFAULT);
     let mut of_acme = Box::pin(
         hub.subscribe_in(
-            Some(itemgraph::keys::Tenant::from(&acme)),
+            Some(itemgraph::chart::kinds::Tenant::from(&acme)),
             None,
             None,
             in_org(&acme),
@@ -257,7 +257,7 @@ async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only(
     );
     let mut of_globex = Box::pin(
         hub.subscribe_in(
-            Some(itemgraph::keys::Tenant::from(&globex)),
+            Some(itemgraph::chart::kinds::Tenant::from(&globex)),
             None,
             None,
             in_org(&globex),
@@ -296,7 +296,7 @@ async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only(
     let mut events = Box::pin(
         later
             .subscribe_in(
-                Some(itemgraph::keys::Tenant::from(&globex)),
+                Some(itemgraph::chart::kinds::Tenant::from(&globex)),
                 None,
                 None,
                 in_org(&globex),

@@ -65,15 +65,15 @@ impl Checker {
             self.at(None, None);
             return;
         };
-        // A token names its tenant by a name ([`crate::keys::validate_tenant`]): the
+        // A token names its tenant by a name ([`crate::chart::kinds::validate_tenant`]): the
         // tenant's key is an identifier kind that such a name can be.
         let nameable = match &owner.attributes[&owner_attr].ty {
-            Type::Kind(k) => k.max_len() <= crate::keys::MAX_TENANT_LEN,
+            Type::Kind(k) => k.max_len() <= crate::chart::kinds::MAX_TENANT_LEN,
             _ => false,
         };
         if !nameable {
             self.at(Some(&owner.name), None);
-            self.refuse("tenant", format!("the tenant's own key `{owner_attr}` is {}: a token names its tenant by an identifier kind of at most {} characters (`slug`, or a kind of the chart's own)", super::super::one(&owner_ty), crate::keys::MAX_TENANT_LEN));
+            self.refuse("tenant", format!("the tenant's own key `{owner_attr}` is {}: a token names its tenant by an identifier kind of at most {} characters (`slug`, or a kind of the chart's own)", super::super::one(&owner_ty), crate::chart::kinds::MAX_TENANT_LEN));
             self.at(None, None);
         }
         for e in entities.values().filter(|e| !e.system) {
@@ -426,8 +426,8 @@ impl Checker {
                 }
             }
             for (name, l) in &e.lists {
-                if l.max.is_some_and(|m| m > crate::collections::MAX_PAGE_SIZE) {
-                    self.refuse("fields", format!("list `{name}` is read whole, as one page, and a page holds at most {} items", crate::collections::MAX_PAGE_SIZE));
+                if l.max.is_some_and(|m| m > crate::chart::MAX_PAGE_SIZE) {
+                    self.refuse("fields", format!("list `{name}` is read whole, as one page, and a page holds at most {} items", crate::chart::MAX_PAGE_SIZE));
                 }
                 let Some(p) = self.field_pattern(patterns, l.pattern, name) else {
                     continue;

@@ -302,7 +302,7 @@ impl Checker {
                         if super::super::list_child(entities, patterns, p, l)
                             .is_some_and(|c| c.name == e.name)
                         {
-                            let most = list.max.unwrap_or(crate::collections::MAX_PAGE_SIZE);
+                            let most = list.max.unwrap_or(crate::chart::MAX_PAGE_SIZE);
                             lists.push((p.name.as_str(), l.as_str(), most));
                         }
                     }
@@ -658,7 +658,7 @@ impl Checker {
                 };
                 self.child(name, e, list, child);
                 let l = &e.lists[list];
-                let max = l.max.unwrap_or(crate::collections::MAX_PAGE_SIZE);
+                let max = l.max.unwrap_or(crate::chart::MAX_PAGE_SIZE);
                 if l.min.unwrap_or(0) > max {
                     self.refuse(
                         "writes",

@@ -12,9 +12,9 @@ use proptest::prelude::*;
 
 use super::template::{Template, Unrendered, Value};
 use super::*;
+use crate::chart::kinds::{ClientToken, Email, Id, LineNo, Slug, Username};
 use crate::keys::{
-    self, ClientToken, Email, Id, LineNo, OrderKey, OrderLineKey, OrderTokenKey, OrgKey, Slug,
-    TicketKey, UserEmailKey, UserKey, Username,
+    self, OrderKey, OrderLineKey, OrderTokenKey, OrgKey, TicketKey, UserEmailKey, UserKey,
 };
 use crate::model::TicketStatus;
 use crate::store::{IndexKey, PrimaryKey};

@@ -9,7 +9,7 @@ use async_graphql::registry::{MetaTypeName, Registry};
 use async_graphql::{Value, Variables};
 use async_graphql_value::Value as Input;
 
-use crate::collections::MAX_PAGE_SIZE;
+use crate::chart::MAX_PAGE_SIZE;
 use crate::graphql::page_cost;
 
 /// Guards the walk over fragments spread inside themselves (validation refuses those, but

@@ -304,7 +304,7 @@ pub fn design(chart: Arc<Chart>) -> crate::live::Design {
             chart
                 .tenant_attribute(e)
                 .and_then(|a| rec.text(&a).map(str::to_owned))
-                .and_then(|t| crate::keys::Tenant::parse(&t).ok()),
+                .and_then(|t| crate::chart::kinds::Tenant::parse(&t).ok()),
         )
     })
 }

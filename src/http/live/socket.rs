@@ -156,7 +156,7 @@ async fn notified(bumped: Option<Arc<Notify>>) {
 async fn until_expired(exp: Option<u64>) {
     match exp {
         Some(exp) => {
-            let now = crate::model::now_ms() / 1000;
+            let now = crate::clock::now_ms() / 1000;
             tokio::time::sleep(Duration::from_secs(exp.saturating_sub(now))).await;
         }
         None => std::future::pending().await,

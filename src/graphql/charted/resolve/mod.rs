@@ -23,13 +23,13 @@ use super::record::{render, Record, Vars};
 use super::type_ref;
 use crate::auth::Access;
 use crate::chart::format::Reference;
+use crate::chart::kinds::Tenant;
 use crate::chart::template::Value as KeyValue;
 use crate::chart::types::Type;
 use crate::chart::{Attribute, Chart, Entity, Request};
 use crate::graphql::connection::PageCursors;
 use crate::graphql::context::RequestContext;
 use crate::graphql::errors::ApiError;
-use crate::keys::Tenant;
 use crate::store::PrimaryKey;
 
 /// An entity's object as a parent value: its record, and the pages its resolver read

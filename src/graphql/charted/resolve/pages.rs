@@ -298,7 +298,7 @@ pub fn list_field(chart: &Arc<Chart>, e: &Entity, name: &str, l: &List) -> Field
 /// A list is read whole, as one page of its most children.
 pub(super) fn whole_list(max: Option<u32>) -> Resolved {
     Resolved {
-        size: max.unwrap_or(crate::collections::MAX_PAGE_SIZE),
+        size: max.unwrap_or(crate::chart::MAX_PAGE_SIZE),
         start: None,
         forward: true,
     }

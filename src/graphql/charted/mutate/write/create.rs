@@ -10,7 +10,7 @@ pub(super) async fn create(
     e: &Entity,
     input: &IndexMap<Name, Value>,
 ) -> Result<Written> {
-    let now = crate::model::now();
+    let now = crate::clock::now();
     let given = |name: &str| input.get(name).filter(|v| !matches!(v, Value::Null));
     let mut item = Item::new();
     for (name, a) in &e.attributes {
@@ -193,7 +193,7 @@ fn children(
     };
     let (min, max) = (
         l.min.unwrap_or(0) as usize,
-        l.max.unwrap_or(crate::collections::MAX_PAGE_SIZE) as usize,
+        l.max.unwrap_or(crate::chart::MAX_PAGE_SIZE) as usize,
     );
     if given.len() < min || given.len() > max {
         return Err(ApiError::bad_input(
@@ -388,7 +388,7 @@ pub(super) async fn replay(
         let pattern = &chart.patterns[&l.pattern];
         // One page of the largest size holds the whole list (its `max` is at most that).
         let whole = crate::graphql::connection::Resolved {
-            size: crate::collections::MAX_PAGE_SIZE,
+            size: crate::chart::MAX_PAGE_SIZE,
             start: None,
             forward: true,
         };

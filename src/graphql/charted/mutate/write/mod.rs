@@ -28,13 +28,13 @@ use async_graphql::{Name, Value};
 use super::super::record::{id_vars, key_value, render, Vars};
 use super::input::stored;
 use crate::auth::{Access, Role};
+use crate::chart::kinds::{Id, Tenant};
 use crate::chart::template::Value as KeyValue;
 use crate::chart::types::Type;
 use crate::chart::{Action, Auto, Chart, Computed, Count, Entity, Mutation};
-use crate::collections::failed_condition as failed;
 use crate::graphql::context::RequestContext;
 use crate::graphql::errors::ApiError;
-use crate::keys::{Id, Tenant};
+use crate::store::failed_condition as failed;
 use crate::store::shards::ShardLease;
 use crate::store::{
     AttributeValue, CancelReason, CmpOp, Condition, ConditionCheck, Delete, GetItem, Item,
@@ -451,7 +451,7 @@ fn target(
     });
     let young = young.is_some_and(|id| {
         // Not from the future either: an invented id would otherwise cost the backoff.
-        let now = crate::model::now_ms();
+        let now = crate::clock::now_ms();
         id.timestamp_ms() <= now && now - id.timestamp_ms() < INDEX_CATCH_UP.as_millis() as u64
     });
     for (index, k) in &e.indexes {

@@ -18,7 +18,7 @@ pub(super) fn marker_item(
     }
     for (name, a) in &marker.attributes {
         if matches!(a.ty, Type::Timestamp) && !source.contains_key(name) {
-            source.insert(name.clone(), s(&crate::model::now()));
+            source.insert(name.clone(), s(&crate::clock::now()));
         }
     }
     let vars = vars_of(marker, &source);

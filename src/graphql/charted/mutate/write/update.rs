@@ -132,7 +132,7 @@ pub(super) async fn update_in_place(
             None => u = u.remove(f.clone()),
         }
     }
-    let now = crate::model::now();
+    let now = crate::clock::now();
     for (name, a) in &e.attributes {
         if a.auto == Some(Auto::Updated) {
             u = u.set(name.clone(), s(&now));
@@ -218,7 +218,7 @@ pub(super) async fn changed_item(
             None => next.remove(f),
         };
     }
-    let now = crate::model::now();
+    let now = crate::clock::now();
     for (name, a) in &e.attributes {
         if a.auto == Some(Auto::Updated) {
             next.insert(name.clone(), s(&now));

@@ -1,8 +1,9 @@
-//! The identifiers of the chart: validated newtypes ([`Slug`], [`Username`], [`Email`],
-//! [`Id`], [`LineNo`], [`ClientToken`]). A value that could forge another key (it contains
-//! `#` or a control character) or that would break the sort order cannot be built, so
-//! every key the builders of [`super`] spell is well formed by construction and no request
-//! is ever made with a bad one.
+//! The chart's built-in identifier kinds (`slug`, `username`, `email`, `ulid`, `token`,
+//! [`super::types::Kind`]) as validated newtypes ([`Slug`], [`Username`], [`Email`], [`Id`],
+//! [`LineNo`], [`ClientToken`]), and the tenant a token names ([`Tenant`]). A value that
+//! could forge another key (it contains `#` or a control character) or that would break
+//! the sort order cannot be built, so every key rendered from one is well formed by
+//! construction and no request is ever made with a bad one.
 
 use std::fmt;
 
