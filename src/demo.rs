@@ -620,6 +620,20 @@ fn spread(rng: &mut Rng, n: usize, k: usize) -> Vec<bool> {
 
 #[cfg(test)]
 mod tests {
+    /// The demo set's data file holds exactly what this generator makes, in its order.
+    #[test]
+    fn the_data_file_is_the_generated_demo_set() {
+        let file: Vec<_> = crate::chart::data::builtin_demo()
+            .into_iter()
+            .map(crate::store::value::canonicalize_item)
+            .collect();
+        let made: Vec<_> = demo_items()
+            .into_iter()
+            .map(crate::store::value::canonicalize_item)
+            .collect();
+        assert_eq!(file, made);
+    }
+
     use std::collections::{BTreeMap, HashMap, HashSet};
 
     use super::*;

@@ -9,9 +9,9 @@ use clap::Parser;
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
+use itemgraph::chart::data::{self, Seeded};
 use itemgraph::config::{ChartCommand, Cli, Command, SeedMode, StoreArgs, StoreKind};
-use itemgraph::demo::Seeded;
-use itemgraph::{check, demo, graphql, http};
+use itemgraph::{check, graphql, http};
 
 /// jemalloc rather than the system allocator: see its entry in Cargo.toml.
 #[cfg(not(target_env = "msvc"))]
@@ -108,9 +108,15 @@ async fn run() -> anyhow::Result<()> {
                     "the chart's samples loaded"
                 );
             } else if args.seed_mode() == SeedMode::Demo {
-                match demo::seed_if_absent(state.store().as_ref(), false)
-                    .await
-                    .context("seeding the demo data")?
+                let chart = args.store.load_chart()?;
+                match data::load_if_absent(
+                    state.store().as_ref(),
+                    &chart,
+                    data::builtin_demo(),
+                    false,
+                )
+                .await
+                .context("seeding the demo data")?
                 {
                     Seeded::Now(report) => tracing::info!(%report, "demo data loaded"),
                     Seeded::Already => tracing::info!("demo data already present"),
@@ -201,7 +207,7 @@ async fn run() -> anyhow::Result<()> {
                     .context("seeding the chart's samples")?;
                 tracing::info!(store = %describe, written, of = chart.samples.len(), "the chart's samples loaded (none overwritten)");
             } else {
-                match demo::seed_if_absent(store.as_ref(), args.force)
+                match data::load_if_absent(store.as_ref(), &chart, data::builtin_demo(), args.force)
                     .await
                     .context("seeding the demo data")?
                 {
@@ -398,7 +404,7 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
     };
     let started_ms = itemgraph::clock::now_ms();
     store.create_table().await.context("creating the table")?;
-    let empty = itemgraph::demo::is_empty(store.as_ref()).await?;
+    let empty = data::is_empty(store.as_ref()).await?;
     anyhow::ensure!(
         empty || args.fixture.is_none(),
         "--fixture needs an empty table; {} holds items",
@@ -425,7 +431,7 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
                     .context("seeding the chart's samples")?;
             }
             None => {
-                itemgraph::demo::seed_demo(store.as_ref())
+                data::load(store.as_ref(), &chart, data::builtin_demo())
                     .await
                     .context("seeding the demo data")?;
             }

@@ -582,10 +582,9 @@ pub async fn load_fixture(store: Arc<dyn Store>, path: &Path) -> anyhow::Result<
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     if path.extension().is_some_and(|e| e == "json") {
-        let items: Vec<crate::store::Item> = serde_json::from_str(&text).with_context(|| {
-            format!("{}: a JSON array of items in DynamoDB JSON", path.display())
-        })?;
-        let n = crate::collections::put_new_entities(store.as_ref(), items)
+        let items = crate::chart::data::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let n = crate::chart::data::put_new(store.as_ref(), items)
             .await
             .with_context(|| format!("{}: writing the items", path.display()))?;
         return Ok(n);

@@ -12,6 +12,7 @@
 
 pub mod advice;
 mod condition;
+pub mod data;
 pub mod explain;
 pub mod format;
 pub mod kinds;
@@ -33,8 +34,6 @@ use indexmap::IndexMap;
 
 pub use reach::Included;
 
-/// Largest page a connection serves, and the most items a list read whole holds.
-pub const MAX_PAGE_SIZE: u32 = 100;
 pub use rules::RULES;
 use template::Template;
 use types::Type;
@@ -43,6 +42,9 @@ use types::Type;
 pub const BUILTIN_SOURCE: &str = include_str!("../../charts/itemgraph.toml");
 /// Where the built-in chart lives in the repository.
 pub const BUILTIN_PATH: &str = "charts/itemgraph.toml";
+
+/// Largest page a connection serves, and the most items a list read whole holds.
+pub const MAX_PAGE_SIZE: u32 = 100;
 
 /// The built-in chart, read and checked once.
 pub fn builtin() -> Arc<Chart> {

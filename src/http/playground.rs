@@ -166,7 +166,7 @@ pub fn builtin_examples() -> Vec<String> {
     let mut tabs: Vec<String> = EXAMPLES.iter().map(|t| (*t).to_owned()).collect();
     tabs.extend(crate::graphql::charted::write_examples(
         &crate::chart::builtin(),
-        &crate::demo::demo_items(),
+        &crate::chart::data::builtin_demo(),
     ));
     tabs
 }

@@ -726,7 +726,7 @@ mod tests {
     #[test]
     fn the_builtin_charts_creates_keep_their_references_in_one_organization() {
         let chart = crate::chart::builtin();
-        let items = crate::demo::demo_items();
+        let items = crate::chart::data::builtin_demo();
         let mut g = Generator::new(&chart, items.clone());
         let creates: Vec<&str> = g.creates().iter().map(|m| m.name.as_str()).collect();
         assert_eq!(
