@@ -55,7 +55,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-use crate::model::Record as _;
+use crate::store::own::OwnRecord as _;
 use crate::telemetry::{self, Telemetry};
 
 mod connections;
@@ -429,7 +429,7 @@ async fn relay_health(state: &AppState, log: &crate::live::relay::RelayLog) -> S
     let lease = match state
         .store()
         .get_item(crate::store::GetItem {
-            key: crate::keys::lease_key(crate::live::relayer::LEASE_NAME),
+            key: crate::store::own::lease_key(crate::live::relayer::LEASE_NAME),
             consistent_read: true,
         })
         .await

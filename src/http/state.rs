@@ -165,7 +165,7 @@ impl AppState {
         let examples = graphql::charted::examples(&chart);
         let tabs: Vec<&str> = examples.iter().map(String::as_str).collect();
         inner.playground = Some(Arc::new(super::playground_pages(&tabs, &chart)));
-        inner.design = graphql::charted::design(chart.clone());
+        inner.design = crate::live::Design::of(chart.clone());
         inner.hub = Hub::for_design(
             inner.store.change_stream(),
             inner.hub.relay_log(),

@@ -76,9 +76,6 @@ const STATUS: &str = "#STATUS#";
 const ORDER_TOKEN: &str = "ORDERTOKEN#";
 /// Between an organization's own sort key and its shard number: `ORG#<org>#COUNT#07`.
 const COUNT: &str = "#COUNT#";
-const MIGRATION: &str = "MIGRATION#";
-const SEGMENT: &str = "SEGMENT#";
-const LEASE: &str = "LEASE#";
 
 /// How many counter shards an organization's counters are spread over (see
 /// `docs/DATA_MODEL.md`, "Counters"): a write bumps one, a read sums them all.
@@ -397,43 +394,6 @@ impl OrderTokenKey {
     }
 }
 
-/// `itemgraph migrate`'s record of one migration, by version: `MIGRATION#<nnn>` for both
-/// PK and SK (its state), and `MIGRATION#<nnn>` / `SEGMENT#<nnnnnnn>` for each segment of
-/// its parallel Scan (the checkpoint it resumes from). `nnn` is three digits,
-/// `nnnnnnn` seven (DynamoDB allows up to 1,000,000 segments).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct MigrationKey {
-    version: u32,
-}
-
-impl MigrationKey {
-    pub fn new(version: u32) -> Self {
-        MigrationKey { version }
-    }
-    pub fn partition(&self) -> String {
-        format!("{MIGRATION}{:03}", self.version)
-    }
-    /// The migration's own item.
-    pub fn primary_key(&self) -> PrimaryKey {
-        PrimaryKey::new(self.partition(), self.partition())
-    }
-    /// One segment's checkpoint.
-    pub fn segment(&self, segment: u32) -> PrimaryKey {
-        PrimaryKey::new(self.partition(), format!("{SEGMENT}{segment:07}"))
-    }
-    /// Sort-key prefix of the segments' checkpoints.
-    pub fn segments_prefix(&self) -> &'static str {
-        SEGMENT
-    }
-}
-
-/// A lease that replicas elect one holder by (the change stream's relay reader):
-/// `LEASE#<name>` for both PK and SK, a partition of its own that no access pattern reads.
-pub fn lease_key(name: &str) -> PrimaryKey {
-    let k = format!("{LEASE}{name}");
-    PrimaryKey::new(k.clone(), k)
-}
-
 /// An order line: `ORDER#<id>#LINE#<nnn>` for both PK and SK, and `LINE#<nnn>` in its
 /// order's GSI1 partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -487,18 +447,6 @@ mod tests {
             pk: pk.into(),
             sk: sk.into(),
         })
-    }
-
-    #[test]
-    fn migration_records_have_a_partition_of_their_own() {
-        let m = MigrationKey::new(3);
-        assert_eq!(m.primary_key(), pk("MIGRATION#003", "MIGRATION#003"));
-        assert_eq!(m.segment(7), pk("MIGRATION#003", "SEGMENT#0000007"));
-        assert!(m.segment(999_999).sk.starts_with(m.segments_prefix()));
-        assert_eq!(
-            lease_key("stream-relay"),
-            pk("LEASE#stream-relay", "LEASE#stream-relay")
-        );
     }
 
     /// The table as DynamoDB is told of it: these exact names are what a deployed table

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use super::relay::{Entry, Relayed};
 use super::EventKind;
 use crate::chart::kinds::Tenant;
-use crate::model::Entity;
-use crate::store::Item;
+use crate::chart::Chart;
+use crate::store::{AttributeValue, Item};
 
 /// One change of one entity of the design, from a stream record: the item's images and
 /// the tenant it names, as the design ([`Design`]) read them.
@@ -26,8 +26,6 @@ pub struct Change {
     pub sequence: String,
     /// When the change was made (ms since the Unix epoch; whole seconds on DynamoDB).
     pub created_ms: u64,
-    /// The images as the built-in design's entities, decoded on first ask.
-    entities: std::sync::OnceLock<(Option<Entity>, Option<Entity>)>,
 }
 
 impl Change {
@@ -46,7 +44,6 @@ impl Change {
             shard,
             sequence,
             created_ms,
-            entities: std::sync::OnceLock::new(),
         }
     }
 
@@ -61,30 +58,6 @@ impl Change {
     /// The organization the entity belongs to.
     pub fn org(&self) -> Option<&Tenant> {
         self.org.as_ref()
-    }
-
-    fn entities(&self) -> &(Option<Entity>, Option<Entity>) {
-        self.entities.get_or_init(|| {
-            let decode = |i: &Option<Item>| i.clone().and_then(|i| Entity::from_item(i).ok());
-            (decode(&self.before), decode(&self.after))
-        })
-    }
-
-    /// The built-in design's entity as the change left it (as it was, when deleted);
-    /// `None` for an item of another design.
-    pub fn entity(&self) -> Option<&Entity> {
-        let (before, after) = self.entities();
-        after.as_ref().or(before.as_ref())
-    }
-
-    /// The built-in design's entity before the change.
-    pub fn entity_before(&self) -> Option<&Entity> {
-        self.entities().0.as_ref()
-    }
-
-    /// The built-in design's entity after the change.
-    pub fn entity_after(&self) -> Option<&Entity> {
-        self.entities().1.as_ref()
     }
 }
 
@@ -103,28 +76,36 @@ impl Design {
         Design(Arc::new(read))
     }
 
-    /// The built-in four-entity design ([`crate::model::Entity`]).
-    pub fn builtin() -> Design {
-        Design::new(|item| {
-            let e = Entity::from_item(item.clone()).ok()?;
-            let key = |a: &str| match item.get(a) {
-                Some(crate::store::AttributeValue::S(s)) => Some(s.as_str()),
-                _ => None,
+    /// The design of `chart`: every entity of the chart (not the server's own items, nor
+    /// the counter shards that are part of their owner's counters) whose stored keys are
+    /// those its templates render from the item's own values, with the tenant it names.
+    pub fn of(chart: Arc<Chart>) -> Design {
+        let schema = chart.table_schema();
+        Design::new(move |item| {
+            let Some(AttributeValue::S(ty)) = item.get(&chart.table.type_attribute) else {
+                return None;
             };
-            let stored = (key(crate::keys::PK)?, key(crate::keys::SK)?);
-            let own = e.primary_key();
-            if (own.pk.as_str(), own.sk.as_str()) != stored {
+            let e = chart.entities.get(ty)?;
+            if e.system || e.shards_of.is_some() {
                 return None;
             }
-            Some(match &e {
-                Entity::Organization(o) => Some(Tenant::from(&o.slug)),
-                Entity::User(u) => Some(Tenant::from(&u.org)),
-                Entity::UserEmail(m) => Some(Tenant::from(&m.org)),
-                Entity::Ticket(t) => Some(Tenant::from(&t.org)),
-                Entity::Order(o) => Some(Tenant::from(&o.org)),
-                Entity::OrderLine(_) => None,
-            })
+            let vars = crate::chart::samples::key_values(e, item);
+            if crate::chart::samples::key_of(e, &vars)? != schema.key_of(item)? {
+                return None;
+            }
+            Some(chart.tenant_attribute(e).and_then(|a| match item.get(&a) {
+                Some(AttributeValue::S(t)) => Tenant::parse(t).ok(),
+                _ => None,
+            }))
         })
+    }
+
+    /// The design of the built-in chart (`charts/itemgraph.toml`).
+    pub fn builtin() -> Design {
+        static BUILTIN: std::sync::OnceLock<Design> = std::sync::OnceLock::new();
+        BUILTIN
+            .get_or_init(|| Design::of(crate::chart::builtin()))
+            .clone()
     }
 
     /// `None` when `item` (stored under the keys it holds) is no entity of the design;

@@ -17,8 +17,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::keys::{lease_key, ItemKeys};
-use crate::model::Record;
+use crate::store::own::{lease_key, OwnRecord as Record};
+use crate::store::PrimaryKey;
 use crate::store::{
     AttributeValue, Condition, GetItem, Put, Store, StoreError, StoreResult, Update, UpdateExpr,
 };
@@ -46,8 +46,8 @@ pub struct LeaseRecord {
 
 impl Record for LeaseRecord {
     const TYPE: &'static str = "Lease";
-    fn keys(&self) -> ItemKeys {
-        ItemKeys::primary(lease_key(&self.name))
+    fn key(&self) -> PrimaryKey {
+        lease_key(&self.name)
     }
 }
 
@@ -141,7 +141,7 @@ impl Lease {
             released: false,
         };
         let condition = match &current {
-            None => Condition::not_exists(crate::keys::PK),
+            None => Condition::not_exists(crate::store::own::PK),
             Some(r) => Condition::eq(TOKEN, AttributeValue::S(r.token.clone())),
         };
         let mut put = Put::new(record.to_item()).when(condition);

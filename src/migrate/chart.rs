@@ -30,8 +30,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::chart::samples::{key_of, key_values, marker, set_keys};
 use crate::chart::{Chart, Entity};
-use crate::keys::ItemKeys;
-use crate::model::Record;
+use crate::store::own::OwnRecord as Record;
 use crate::store::{
     AttributeValue, Condition, Item, PrimaryKey, Put, Store, StoreError, StoreResult, Update,
     UpdateExpr,
@@ -53,8 +52,8 @@ pub struct ChartRecord {
 
 impl Record for ChartRecord {
     const TYPE: &'static str = "Chart";
-    fn keys(&self) -> ItemKeys {
-        ItemKeys::primary(PrimaryKey::new("CHART#", "CHART#"))
+    fn key(&self) -> PrimaryKey {
+        PrimaryKey::new("CHART#", "CHART#")
     }
 }
 

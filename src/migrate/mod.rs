@@ -3,9 +3,9 @@
 //!
 //! | Version | Name | What |
 //! |---|---|---|
-//! | 1 | `email-markers` | email markers move to their organization's key ([`email_markers`]) |
+//! | 1 | `email-markers` | email markers move to their organization's key (`past_layouts/email_markers.rs`) |
 //! | 2 | `change-stream` | the table's change stream (`NEW_AND_OLD_IMAGES`) turned on |
-//! | 3 | `counter-shards` | each organization gets its counter shards ([`counter_shards`]) |
+//! | 3 | `counter-shards` | each organization gets its counter shards (`past_layouts/counter_shards.rs`) |
 //!
 //! then, for any chart, the plan from the chart recorded in the table to the one given
 //! ([`chart`]): its item steps one more migration of the same kind (`1nn`), the chart
@@ -28,8 +28,7 @@
 
 pub mod budget;
 pub mod chart;
-mod counter_shards;
-mod email_markers;
+mod past_layouts;
 pub mod progress;
 pub mod records;
 
@@ -37,7 +36,7 @@ use std::fmt;
 
 use futures::future::try_join_all;
 
-use crate::keys::MigrationKey;
+use crate::store::own::{migration_key, segment_key, OwnRecord};
 use crate::store::{
     call_stats, Delete, Item, Scan, ScanSegment, Store, StoreResult, TransactAction,
 };
@@ -402,13 +401,13 @@ impl Ctx<'_> {
     }
 
     /// A checkpoint or a migration's record, once its unit fits in the budget.
-    async fn record<R: crate::model::Record>(&self, record: &R) -> StoreResult<()> {
+    async fn record<R: OwnRecord>(&self, record: &R) -> StoreResult<()> {
         self.budget.spend(1.0).await;
         records::write(self.store, record).await
     }
 
     /// A migration's record where none is yet; false when another run wrote it first.
-    async fn create<R: crate::model::Record>(&self, record: &R) -> StoreResult<bool> {
+    async fn create<R: OwnRecord>(&self, record: &R) -> StoreResult<bool> {
         self.budget.spend(1.0).await;
         records::create(self.store, record).await
     }
@@ -421,8 +420,8 @@ async fn run_one(
     report: &mut MigrateReport,
     plan: Option<(&crate::chart::Chart, &[chart::Step])>,
 ) -> StoreResult<MigrationOutcome> {
-    let key = MigrationKey::new(migration.version);
-    let mut existing: Option<MigrationRecord> = records::read(ctx.store, key.primary_key()).await?;
+    let key = migration_key(migration.version);
+    let mut existing: Option<MigrationRecord> = records::read(ctx.store, key.clone()).await?;
     let mut outcome = MigrationOutcome {
         migration,
         outcome: if ctx.dry_run {
@@ -465,7 +464,7 @@ async fn run_one(
         if !ctx.dry_run && existing.is_none() && !ctx.create(&record).await? {
             // Another run started it in between: this one joins it with its segment
             // count, so every checkpoint names a position of one split of the table.
-            existing = records::read(ctx.store, key.primary_key()).await?;
+            existing = records::read(ctx.store, key.clone()).await?;
             if let Some(theirs) = &existing {
                 if theirs.state == MigrationState::Done {
                     outcome.outcome = Outcome::AlreadyDone;
@@ -480,10 +479,12 @@ async fn run_one(
             let fresh = SegmentCheckpoint::new(migration.version, segment, record.segments);
             checkpoints.push(match existing {
                 // A dry run counts everything still to do, so it reads from the start.
-                Some(_) if !ctx.dry_run => records::read(ctx.store, key.segment(segment))
-                    .await?
-                    .filter(|c: &SegmentCheckpoint| c.of(record.segments))
-                    .unwrap_or(fresh),
+                Some(_) if !ctx.dry_run => {
+                    records::read(ctx.store, segment_key(migration.version, segment))
+                        .await?
+                        .filter(|c: &SegmentCheckpoint| c.of(record.segments))
+                        .unwrap_or(fresh)
+                }
                 _ => fresh,
             });
         }
@@ -547,8 +548,8 @@ async fn scan_segment(
         part.scanned += page.items.len();
         for item in &page.items {
             match migration.version {
-                1 => email_markers::migrate_item(ctx, item, &mut part).await?,
-                3 => counter_shards::migrate_item(ctx, item, &mut part).await?,
+                1 => past_layouts::email_markers::migrate_item(ctx, item, &mut part).await?,
+                3 => past_layouts::counter_shards::migrate_item(ctx, item, &mut part).await?,
                 _ => {
                     if let Some((c, steps)) = plan {
                         chart::migrate_item(ctx, c, steps, item, &mut part).await?;
@@ -712,7 +713,7 @@ mod tests {
         let stopped =
             tokio::time::timeout(Duration::from_millis(1500), run(&store, &options)).await;
         assert!(stopped.is_err(), "stopped before it was done");
-        let record: MigrationRecord = records::read(&store, MigrationKey::new(3).primary_key())
+        let record: MigrationRecord = records::read(&store, migration_key(3))
             .await
             .unwrap()
             .unwrap();
@@ -773,7 +774,7 @@ mod tests {
         let both = futures::future::join(run(&store, &five), run(&store, &two));
         let stopped = tokio::time::timeout(Duration::from_millis(1500), both).await;
         assert!(stopped.is_err(), "stopped before either was done");
-        let record: MigrationRecord = records::read(&store, MigrationKey::new(3).primary_key())
+        let record: MigrationRecord = records::read(&store, migration_key(3))
             .await
             .unwrap()
             .unwrap();
@@ -781,10 +782,10 @@ mod tests {
         let checkpoints = store
             .query(crate::store::Query {
                 sort: Some(crate::store::SortCondition::BeginsWith(
-                    MigrationKey::new(3).segments_prefix().to_owned(),
+                    crate::store::own::SEGMENTS_PREFIX.to_owned(),
                 )),
                 consistent_read: true,
-                ..crate::store::Query::partition(MigrationKey::new(3).partition())
+                ..crate::store::Query::partition(crate::store::own::migration_partition(3))
             })
             .await
             .unwrap()

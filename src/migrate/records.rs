@@ -1,12 +1,11 @@
 //! What `itemgraph migrate` keeps in the table: one item per migration (its state) and one
 //! per segment of its parallel Scan (the checkpoint a killed run resumes from). They sit
-//! in partitions of their own (`MIGRATION#<nnn>`, [`MigrationKey`]) that no access
+//! in partitions of their own (`MIGRATION#<nnn>`, [`migration_key`]) that no access
 //! pattern reads; `itemgraph check` accepts them.
 
 use serde::{Deserialize, Serialize};
 
-use crate::keys::{ItemKeys, MigrationKey, PK};
-use crate::model::Record;
+use crate::store::own::{migration_key, segment_key, OwnRecord as Record, PK};
 use crate::store::{Condition, GetItem, PageKey, PrimaryKey, Put, Store, StoreError, StoreResult};
 
 /// Where a migration stands.
@@ -39,8 +38,8 @@ pub struct MigrationRecord {
 
 impl Record for MigrationRecord {
     const TYPE: &'static str = "Migration";
-    fn keys(&self) -> ItemKeys {
-        ItemKeys::primary(MigrationKey::new(self.version).primary_key())
+    fn key(&self) -> PrimaryKey {
+        migration_key(self.version)
     }
 }
 
@@ -68,8 +67,8 @@ pub struct SegmentCheckpoint {
 
 impl Record for SegmentCheckpoint {
     const TYPE: &'static str = "MigrationSegment";
-    fn keys(&self) -> ItemKeys {
-        ItemKeys::primary(MigrationKey::new(self.version).segment(self.segment))
+    fn key(&self) -> PrimaryKey {
+        segment_key(self.version, self.segment)
     }
 }
 

@@ -17,6 +17,7 @@ pub mod embedded;
 pub mod faults;
 pub mod metered;
 pub mod open;
+pub mod own;
 pub mod shards;
 pub mod stream;
 pub mod trace;

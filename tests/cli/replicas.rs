@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use itemgraph::auth::{issue_token, Claims, Role};
-use itemgraph::keys::lease_key;
 use itemgraph::live::lease::LeaseRecord;
 use itemgraph::live::relayer::LEASE_NAME;
-use itemgraph::model::Record;
+use itemgraph::store::own::lease_key;
+use itemgraph::store::own::OwnRecord as _;
 use itemgraph::store::{GetItem, Store};
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};

@@ -72,30 +72,51 @@ impl Watch {
 pub fn summary(changes: &[Change]) -> Vec<String> {
     let mut out: Vec<String> = changes
         .iter()
-        .map(|c| {
-            format!(
-                "{:?} {}",
-                c.kind,
-                c.entity().expect("a built-in entity").type_name()
-            )
-        })
+        .map(|c| format!("{:?} {}", c.kind, type_of(c)))
         .collect();
     out.sort();
     out
 }
 
+/// The type of the item that changed, as stored.
+pub fn type_of(c: &Change) -> &str {
+    match c.item().get("Type") {
+        Some(itemgraph::store::AttributeValue::S(t)) => t,
+        _ => panic!("an untyped item changed: {c:?}"),
+    }
+}
+
 /// The one change of an entity of type `ty`.
 pub fn one_of<'a>(changes: &'a [Change], ty: &str) -> &'a Change {
-    let of: Vec<&Change> = changes
-        .iter()
-        .filter(|c| c.entity().is_some_and(|e| e.type_name() == ty))
-        .collect();
+    let of: Vec<&Change> = changes.iter().filter(|c| type_of(c) == ty).collect();
     assert_eq!(of.len(), 1, "one change of a {ty}: {:?}", summary(changes));
     of[0]
 }
 
+/// A change's images as the built-in design's typed records: the tests' own reading of
+/// the built-in chart's items.
+pub trait Decoded {
+    /// The entity as the change left it (as it was, when deleted); `None` for an item of
+    /// another design.
+    fn entity(&self) -> Option<Entity>;
+    fn entity_before(&self) -> Option<Entity>;
+    fn entity_after(&self) -> Option<Entity>;
+}
+
+impl Decoded for Change {
+    fn entity(&self) -> Option<Entity> {
+        self.entity_after().or_else(|| self.entity_before())
+    }
+    fn entity_before(&self) -> Option<Entity> {
+        self.before.clone().and_then(|i| Entity::from_item(i).ok())
+    }
+    fn entity_after(&self) -> Option<Entity> {
+        self.after.clone().and_then(|i| Entity::from_item(i).ok())
+    }
+}
+
 /// The entity after the change, which must be a `kind` change.
-pub fn after(c: &Change, kind: EventKind) -> &Entity {
+pub fn after(c: &Change, kind: EventKind) -> Entity {
     assert_eq!(c.kind, kind, "{c:?}");
     c.entity().expect("an entity")
 }

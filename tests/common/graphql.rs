@@ -119,7 +119,7 @@ impl Api {
             .await
             .expect("seed the samples");
         assert_eq!(written, chart.samples.len());
-        let design = graphql::charted::design(chart.clone());
+        let design = itemgraph::live::Design::of(chart.clone());
         Some(Api {
             hub: Hub::for_design(
                 store.change_stream(),

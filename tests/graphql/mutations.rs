@@ -17,6 +17,7 @@
 //! read every changed snapshot, then run the `dynamodb::` half unchanged.
 
 use crate::common;
+use crate::common::changes::Decoded as _;
 
 use std::collections::HashMap;
 
@@ -612,7 +613,7 @@ async fn delete_user(api: &Api) {
         "the organization uncounts it on a counter shard, which is no entity"
     );
     assert!(
-        matches!(after(one_of(&changes, "User"), EventKind::Deleted), Entity::User(u) if *u == user)
+        matches!(after(one_of(&changes, "User"), EventKind::Deleted), Entity::User(u) if u == user)
     );
     let q = format!(
         r#"{{ user(org: "acme", username: "{}") {{ name }} organization(slug: "acme") {{ userCount }} }}"#,

@@ -1,6 +1,7 @@
 //! Live updates through the change stream's relay: replicas on one DynamoDB Local table,
 //! one Redis server, one relay reader elected by the lease in the table.
 
+use crate::common::changes::Decoded as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,13 +9,14 @@ use std::time::Duration;
 use futures::StreamExt;
 use itemgraph::chart::kinds::{Id, Slug};
 use itemgraph::collections::tickets::create_ticket;
-use itemgraph::keys::lease_key;
 use itemgraph::live::lease::{Lease, LeaseRecord};
 use itemgraph::live::relay::{Entry, RelayLog, Relayed};
 use itemgraph::live::relayer::{Relayer, LEASE_NAME};
 use itemgraph::live::{Delivered, Hub, LiveError, LiveOptions};
-use itemgraph::model::{Entity, Record, Ticket, TicketPriority, TicketStatus, User};
+use itemgraph::model::{Entity, Ticket, TicketPriority, TicketStatus, User};
 use itemgraph::store::dynamo::DynamoStore;
+use itemgraph::store::own::lease_key;
+use itemgraph::store::own::OwnRecord as _;
 use itemgraph::store::{Delete, GetItem, Store};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;

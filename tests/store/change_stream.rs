@@ -1,6 +1,7 @@
 //! The change stream port, one suite on both engines: what a write puts in the stream,
 //! in which shape and order, and how positions are resumed and lost.
 
+use crate::common::changes::Decoded as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

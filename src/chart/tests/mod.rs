@@ -198,10 +198,17 @@ proptest! {
             item_keys(&chart, "OrderToken", &[("org", text(&slug)), ("token", text(&token))]),
             OrderTokenKey::new(&slug, &token).item_keys()
         );
-        let migration = keys::MigrationKey::new(shard);
         prop_assert_eq!(
             keys_of(&chart, "MigrationSegment", &[("version", Value::Int(shard.into())), ("segment", Value::Int(line.into()))]).0,
-            migration.segment(line.into())
+            crate::store::own::segment_key(shard, line.into())
+        );
+        prop_assert_eq!(
+            keys_of(&chart, "Migration", &[("version", Value::Int(shard.into()))]).0,
+            crate::store::own::migration_key(shard)
+        );
+        prop_assert_eq!(
+            keys_of(&chart, "Lease", &[("name", text(&slug))]).0,
+            crate::store::own::lease_key(slug.as_str())
         );
     }
 

@@ -278,37 +278,6 @@ pub fn types(chart: &Chart) -> Vec<SchemaType> {
     out
 }
 
-/// What the live updates read of `chart`'s items: every entity of the chart (not the
-/// server's own items) whose stored keys are those its templates render, with the tenant
-/// it names. The built-in chart's is [`crate::live::Design::builtin`].
-pub fn design(chart: Arc<Chart>) -> crate::live::Design {
-    if Arc::ptr_eq(&chart, &crate::chart::builtin()) {
-        return crate::live::Design::builtin();
-    }
-    crate::live::Design::new(move |item| {
-        let rec = record::Record::read(&chart, item.clone()).ok()?;
-        let e = rec.entity(&chart);
-        let key = rec.primary_key(&chart)?;
-        if e.system {
-            return None;
-        }
-        let vars = rec.vars(e);
-        let rendered = crate::store::PrimaryKey::new(
-            e.key.pk.render(|n| vars.get(n).cloned()).ok()?,
-            e.key.sk.render(|n| vars.get(n).cloned()).ok()?,
-        );
-        if rendered != key {
-            return None;
-        }
-        Some(
-            chart
-                .tenant_attribute(e)
-                .and_then(|a| rec.text(&a).map(str::to_owned))
-                .and_then(|t| crate::chart::kinds::Tenant::parse(&t).ok()),
-        )
-    })
-}
-
 /// The GraphQL type of an attribute.
 fn type_ref(ty: &Type, optional: bool) -> TypeRef {
     let name = |ty: &Type| -> String {

@@ -26,7 +26,7 @@ pub(crate) fn served(chart: Arc<Chart>) -> Arc<Chart> {
     }
     let names: Vec<&str> = tabs.iter().map(String::as_str).collect();
     let _pages = crate::http::playground_pages(&names, &chart);
-    let _design = super::design(chart.clone());
+    let _design = crate::live::Design::of(chart.clone());
     let schema = crate::graphql::chart_schema(chart.clone(), &crate::graphql::Limits::default())
         .unwrap_or_else(|e| panic!("{}: the schema: {}", chart.name, e.0));
     // Each tab is a document the schema takes: validated as every new document is.

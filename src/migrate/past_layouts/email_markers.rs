@@ -1,7 +1,7 @@
 //! Migration 1, `email-markers`: email markers were keyed `EMAIL#<email>`, one per address
 //! across the whole table, so creating a user told the caller whether an address was
-//! taken in another organization. They are keyed `EMAIL#<org>#<email>` now
-//! ([`UserEmailKey`]).
+//! taken in another organization. They are keyed `EMAIL#<org>#<email>` now (the built-in
+//! chart's `UserEmail`, whose key the chart renders).
 //!
 //! Each marker still at its old key is moved in one TransactWriteItems: Put at the new key
 //! (`attribute_not_exists`), Delete at the old one (conditioned on it still naming the
@@ -11,28 +11,69 @@
 //! removed, not moved. `itemgraph check` reports old markers as `key-mismatch` until they
 //! are moved.
 
-use crate::keys::{UserEmailKey, UserKey, PK};
-use crate::model::{item_type, Record, UserEmail};
+use crate::chart::Chart;
 use crate::store::{
     AttributeValue, CancelReason, Condition, ConditionCheck, Delete, Item, PrimaryKey, Put,
     StoreError, StoreResult, TransactAction,
 };
 
-use super::{Ctx, MigrateReport};
+use super::super::{Ctx, MigrateReport};
+use super::{entity, is_a, key_of, text, vars};
+
+/// A marker as it was stored, and where the chart puts it now.
+struct Marker {
+    org: String,
+    email: String,
+    username: String,
+    /// The marker at its key of today.
+    item: Item,
+}
+
+impl Marker {
+    /// `item` as an email marker, at the key the chart renders for it; none for any other
+    /// item.
+    fn read(chart: &Chart, item: &Item) -> Option<(Marker, PrimaryKey)> {
+        let e = entity(chart, "UserEmail");
+        if !is_a(chart, e, item) {
+            return None;
+        }
+        let (org, email, username) = (
+            text(item, "org")?,
+            text(item, "email")?,
+            text(item, "username")?,
+        );
+        let vars = vars(&[("org", org), ("email", email)]);
+        let key = key_of(e, &vars)?;
+        let mut moved = item.clone();
+        crate::chart::samples::set_keys(&chart.table, &chart.indexes, e, &mut moved, &vars).ok()?;
+        let marker = Marker {
+            org: org.to_owned(),
+            email: email.to_owned(),
+            username: username.to_owned(),
+            item: moved,
+        };
+        Some((marker, key))
+    }
+
+    /// Whether `other` is the same marker (the same user's address in the same
+    /// organization).
+    fn same(&self, other: &Item) -> bool {
+        text(other, "org") == Some(&self.org)
+            && text(other, "email") == Some(&self.email)
+            && text(other, "username") == Some(&self.username)
+    }
+}
 
 /// Moves `item` when it is an email marker at its old key; nothing for any other item.
-pub(super) async fn migrate_item(
+pub(in crate::migrate) async fn migrate_item(
     ctx: &Ctx<'_>,
     item: &Item,
     report: &mut MigrateReport,
 ) -> StoreResult<()> {
-    if item_type(item).ok() != Some(UserEmail::TYPE) {
-        return Ok(());
-    }
-    let Ok(marker) = UserEmail::from_item(item.clone()) else {
+    let chart = crate::chart::builtin();
+    let Some((marker, new_key)) = Marker::read(&chart, item) else {
         return Ok(());
     };
-    let new_key = UserEmailKey::new(&marker.org, &marker.email).primary_key();
     let Some(old_key) = ctx.store.schema().key_of(item) else {
         return Ok(());
     };
@@ -43,27 +84,35 @@ pub(super) async fn migrate_item(
         report.moved += 1;
         return Ok(());
     }
-    move_marker(ctx, &marker, old_key, report).await
+    move_marker(ctx, &chart, &marker, old_key, report).await
 }
 
 async fn move_marker(
     ctx: &Ctx<'_>,
-    marker: &UserEmail,
+    chart: &Chart,
+    marker: &Marker,
     old_key: PrimaryKey,
     report: &mut MigrateReport,
 ) -> StoreResult<()> {
     let unchanged = Condition::And(vec![
-        Condition::eq("org", AttributeValue::S(marker.org.to_string())),
-        Condition::eq("username", AttributeValue::S(marker.username.to_string())),
+        Condition::eq("org", AttributeValue::S(marker.org.clone())),
+        Condition::eq("username", AttributeValue::S(marker.username.clone())),
     ]);
-    let mut put = Put::new(marker.to_item()).when(Condition::not_exists(PK));
+    let Some(user) = key_of(
+        entity(chart, "User"),
+        &vars(&[("org", &marker.org), ("username", &marker.username)]),
+    ) else {
+        return Ok(());
+    };
+    let mut put = Put::new(marker.item.clone())
+        .when(Condition::not_exists(chart.table.partition_key.clone()));
     put.return_old_on_condition_failure = true;
     // The user must still have this email: a marker left behind by a user who changed
     // email or was deleted after the new version took over is stale, and moving it would
     // block the address in the organization for good.
     let still_theirs = TransactAction::ConditionCheck(ConditionCheck {
-        key: UserKey::new(&marker.org, &marker.username).primary_key(),
-        condition: Condition::eq("email", AttributeValue::S(marker.email.to_string())),
+        key: user,
+        condition: Condition::eq("email", AttributeValue::S(marker.email.clone())),
         return_old_on_condition_failure: false,
     });
     let actions = vec![
@@ -80,8 +129,7 @@ async fn move_marker(
                 }
             }
             [CancelReason::ConditionalCheckFailed { item: Some(there) }, CancelReason::None, _] => {
-                let same = UserEmail::from_item(there.clone()).is_ok_and(|m| m == *marker);
-                if same {
+                if marker.same(there) {
                     if remove_old(ctx, &old_key, unchanged, report).await? {
                         report.duplicates_removed += 1;
                     }

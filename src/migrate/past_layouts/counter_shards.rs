@@ -9,56 +9,81 @@
 //! organization is migrated whole or not at all, so a killed run leaves none half done,
 //! and a run again skips those done.
 
-use crate::keys::{OrgKey, COUNTER_SHARDS, PK};
-use crate::model::{item_type, CounterShard, Organization, Record};
+use crate::chart::template::Value;
+use crate::chart::types::Type;
 use crate::store::{
     AttributeValue, CancelReason, Condition, Item, Put, StoreError, StoreResult, TransactAction,
     Update, UpdateExpr,
 };
 
-use super::{Ctx, MigrateReport};
+use super::super::{Ctx, MigrateReport};
+use super::{entity, is_a, key_of, text, vars};
+
+/// The attribute an organization in the sharded layout holds, and its value there.
+const SCHEMA_VERSION: &str = "schemaVersion";
+const SHARDED: &str = "3";
 
 /// Gives an organization in the layout before counter shards its shards and schema
 /// version 3, in one TransactWriteItems; nothing for one already sharded. An organization
 /// that another run sharded in between is skipped; a conflict with a concurrent write
 /// (`CONTENTION`) is retried by the store, then fails the run, which resumes from its checkpoint.
-pub(super) async fn migrate_item(
+pub(in crate::migrate) async fn migrate_item(
     ctx: &Ctx<'_>,
     item: &Item,
     report: &mut MigrateReport,
 ) -> StoreResult<()> {
-    if item_type(item).ok() != Some(Organization::TYPE) {
+    let chart = crate::chart::builtin();
+    let owner = entity(&chart, "Organization");
+    if !is_a(&chart, owner, item) {
         return Ok(());
     }
-    let Ok(org) = Organization::from_item(item.clone()) else {
+    let Some(slug) = text(item, "slug") else {
         return Ok(());
     };
-    if org.schema_version == Some(Organization::SHARDED) {
+    if matches!(item.get(SCHEMA_VERSION), Some(AttributeValue::N(v)) if v == SHARDED) {
         return Ok(());
     }
+    let Some(key) = key_of(owner, &vars(&[("slug", slug)])) else {
+        return Ok(());
+    };
+    let Some((shards, count)) = chart.shards_of(&owner.name) else {
+        return Ok(());
+    };
     if ctx.dry_run {
         report.sharded += 1;
         return Ok(());
     }
-    let mut actions: Vec<TransactAction> = (0..COUNTER_SHARDS)
-        .map(|shard| {
-            TransactAction::Put(
-                Put::new(CounterShard::empty(org.slug.clone(), shard).to_item())
-                    .when(Condition::not_exists(PK)),
-            )
-        })
-        .collect();
+    let pk = chart.table.partition_key.clone();
+    let mut actions = Vec::with_capacity(count as usize + 1);
+    for shard in 0..count {
+        // A shard at 0: its owner's tenant, its number, every counter.
+        let mut item: Item = shards
+            .attributes
+            .iter()
+            .filter(|(_, a)| matches!(a.ty, Type::Counter))
+            .map(|(name, _)| (name.clone(), AttributeValue::N("0".into())))
+            .collect();
+        item.insert("org".into(), AttributeValue::S(slug.to_owned()));
+        item.insert("shard".into(), AttributeValue::N(shard.to_string()));
+        let mut vars = vars(&[("org", slug)]);
+        vars.insert("shard".into(), Value::Int(i64::from(shard)));
+        if crate::chart::samples::set_keys(&chart.table, &chart.indexes, shards, &mut item, &vars)
+            .is_err()
+        {
+            return Ok(());
+        }
+        actions.push(TransactAction::Put(
+            Put::new(item).when(Condition::not_exists(pk.clone())),
+        ));
+    }
     actions.push(TransactAction::Update(
         Update::new(
-            OrgKey::new(&org.slug).primary_key(),
-            UpdateExpr::default().set(
-                Organization::SCHEMA_VERSION,
-                AttributeValue::N(Organization::SHARDED.to_string()),
-            ),
+            key,
+            UpdateExpr::default().set(SCHEMA_VERSION, AttributeValue::N(SHARDED.into())),
         )
         .when(Condition::And(vec![
-            Condition::exists(PK),
-            Condition::not_exists(Organization::SCHEMA_VERSION),
+            Condition::exists(pk),
+            Condition::not_exists(SCHEMA_VERSION),
         ])),
     ));
     match ctx.transact(actions).await {
@@ -70,7 +95,7 @@ pub(super) async fn migrate_item(
         {
             report.skipped.push(format!(
                 "{}: sharded by another run, or gone, while being migrated",
-                org.slug
+                slug
             ));
         }
         Err(e) => return Err(e),
