@@ -18,7 +18,7 @@ use crate::model::{
     timestamp_from_ms, CounterShard, Order, OrderLine, OrderStatus, Organization, Plan, Record,
     Role, Ticket, TicketPriority, TicketStatus, User, UserEmail,
 };
-use crate::store::{GetItem, Item, Scan, Store, StoreError};
+use crate::store::{GetItem, Item, Store, StoreError};
 
 /// The organization whose presence marks a seeded store.
 pub const MARKER_ORG: &str = "acme";
@@ -312,15 +312,7 @@ pub async fn is_seeded(store: &dyn Store) -> RepoResult<bool> {
 
 /// Whether the table holds any item: one Scan of one item.
 pub async fn is_empty(store: &dyn Store) -> RepoResult<bool> {
-    let page = store
-        .scan(Scan {
-            limit: Some(1),
-            start: None,
-            consistent_read: true,
-            segment: None,
-        })
-        .await?;
-    Ok(page.items.is_empty())
+    Ok(crate::chart::data::is_empty(store).await?)
 }
 
 /// What [`seed_if_absent`] did.

@@ -136,7 +136,7 @@ pub async fn put_new(store: &dyn Store, items: Vec<Item>) -> Result<usize, LoadE
 }
 
 /// Splits items into transactions of at most 100 items and 4 MB; checks keys first.
-fn chunks(schema: &TableSchema, items: Vec<Item>) -> Result<Vec<Vec<Item>>, LoadError> {
+pub(crate) fn chunks(schema: &TableSchema, items: Vec<Item>) -> Result<Vec<Vec<Item>>, LoadError> {
     let mut seen = HashSet::with_capacity(items.len());
     for item in &items {
         let key = schema
