@@ -14,44 +14,38 @@
 //!   served from the chart's declarations; knows nothing of HTTP.
 //! - [`live`]: subscriptions' source: the one change-stream reader per process, fan-out
 //!   to subscribers, resume positions.
-//! - [`collections`]: one function per access pattern, one file per aggregate: a read is
-//!   one port call, a write one write request (plus the reads its validation needs) that
-//!   keeps every counter and marker of the data model true.
 //! - [`chart`]: a table design read from a file and checked at start: the entity chart
 //!   and its access patterns (`docs/CHART.md`); the built-in one is `charts/itemgraph.toml`,
-//!   whose table the server creates.
-//! - [`keys`]: the built-in chart's key builders in code; the only Rust that spells
-//!   `ORG#`, `USER#` … (tests hold it to the chart file).
-//! - [`model`]: plain domain records (serde), no GraphQL or AWS types.
+//!   whose table the server creates. The design lives only there: no Rust spells its
+//!   key prefixes or entities (the tests' typed view of it is `tests/common/records.rs`,
+//!   keys rendered by the chart). [`chart::kinds`] has the identifier kinds, [`clock`]
+//!   the time stamps.
 //! - [`store`]: the port (DynamoDB-shaped typed requests and errors, the change stream),
 //!   its decorators (metrics, trace), the fault model, and its two engines, folders of
 //!   one-concern files: `embedded/` (redb) and `dynamo/` (aws-sdk-dynamodb).
 //! - [`check`], [`migrate`], [`snapshot`]: `itemgraph check` (the whole-table consistency
 //!   checker, of what a chart implies), `itemgraph migrate` (items moved to today's keys), `itemgraph snapshot`
-//!   (snapshot tests of operations); [`demo`]: the deterministic demo data.
+//!   (snapshot tests of operations). The demo data is data: `charts/itemgraph.demo.json`,
+//!   loaded by [`chart::data`].
 //! - [`auth`]: bearer JWTs and the [`auth::Access`] every resolver checks (tenant
 //!   isolation); [`metrics`]: the Prometheus series served at `/metrics`, handed plain
 //!   values (the GraphQL side classifies requests in `graphql/request_metrics.rs`).
 //!
-//! Arrows run one way: `http` → `graphql` → `collections` → `keys`/`model` → `store`, and
-//! `graphql` → `chart` → `store` for a chart's API, with `auth` and `metrics` on the
-//! ground floor. `docs/DATA_MODEL.md` is the table design this
+//! One way down: `http` → `graphql` → `chart` → `store`, with `auth` and `metrics` on
+//! the ground floor; a request's reads and writes are the chart's patterns and
+//! mutations, filled with its values. `docs/DATA_MODEL.md` is the table design this
 //! code implements; `CONTRIBUTING.md` the architecture and what to touch for a change.
 
 pub mod auth;
 pub mod chart;
 pub mod check;
 pub mod clock;
-pub mod collections;
 pub mod config;
-pub mod demo;
 pub mod graphql;
 pub mod http;
-pub mod keys;
 pub mod live;
 pub mod metrics;
 pub mod migrate;
-pub mod model;
 pub mod snapshot;
 pub mod store;
 pub mod telemetry;

@@ -1,6 +1,7 @@
 //! The benchmark's data sets: deterministic (a ChaCha stream from one seed), built as the
-//! lib's records so every counter equals the children written, exactly as the writers of
-//! `itemgraph::collections` keep them, and seeded through the lib's repository layer.
+//! built-in design's records (`tests/common/records.rs`, keys rendered by its chart) so
+//! every counter equals the children written, as the chart's writes keep them, and
+//! seeded as any data set is (`itemgraph::chart::data`).
 //!
 //! Two shapes:
 //! - [`DatasetSpec::main`]: hundreds of organizations, each with users (two admins, one
@@ -18,21 +19,16 @@ use futures::{StreamExt, TryStreamExt};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use itemgraph::chart::kinds::{Email, Id, LineNo, Slug, Username};
-use itemgraph::collections;
-use itemgraph::demo::DemoData;
-use itemgraph::keys::GSI1;
-use itemgraph::model::{
-    timestamp_from_ms, Order, OrderLine, OrderStatus, Organization, Plan, Record, Role, Ticket,
-    TicketPriority, TicketStatus, User, UserEmail,
+use crate::records::{
+    timestamp_from_ms, CounterShard, Order, OrderLine, OrderStatus, Organization, Plan, Record,
+    Role, Ticket, TicketPriority, TicketStatus, User, UserEmail,
 };
-use itemgraph::store::{PageKey, PrimaryKey, Put, Store};
+use itemgraph::chart::kinds::{Email, Id, LineNo, Slug, Username};
+use itemgraph::store::{Item, PageKey, PrimaryKey, Put, Store};
 
 /// 2024-03-04T00:00:00Z: the first organization is created then.
 const EPOCH_MS: u64 = 1_709_510_400_000;
 const MINUTE_MS: u64 = 60_000;
-/// Items per TransactWriteItems when seeding (the port's maximum).
-const SEED_CHUNK: usize = 100;
 
 /// What to generate.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -95,9 +91,43 @@ pub enum Seeding {
     Puts(usize),
 }
 
+/// The data set as the built-in design's records.
+#[derive(Debug, Clone, Default)]
+pub struct Records {
+    pub organizations: Vec<Organization>,
+    pub users: Vec<User>,
+    pub emails: Vec<UserEmail>,
+    pub tickets: Vec<Ticket>,
+    pub orders: Vec<Order>,
+    pub lines: Vec<OrderLine>,
+}
+
+impl Records {
+    /// Every record as an item, parents first, each organization with its counter shards
+    /// (as many as the built-in chart gives it, all at 0: its counts are on its own item).
+    pub fn items(&self) -> Vec<Item> {
+        let shards = itemgraph::chart::builtin()
+            .shards_of("Organization")
+            .map_or(0, |(_, n)| n);
+        let mut items = Vec::new();
+        items.extend(self.organizations.iter().map(Record::to_item));
+        items.extend(
+            self.organizations.iter().flat_map(|o| {
+                (0..shards).map(|s| CounterShard::empty(o.slug.clone(), s).to_item())
+            }),
+        );
+        items.extend(self.users.iter().map(Record::to_item));
+        items.extend(self.emails.iter().map(Record::to_item));
+        items.extend(self.tickets.iter().map(Record::to_item));
+        items.extend(self.orders.iter().map(Record::to_item));
+        items.extend(self.lines.iter().map(Record::to_item));
+        items
+    }
+}
+
 /// The records and the driver's targets.
 pub struct Dataset {
-    pub data: DemoData,
+    pub data: Records,
     pub orgs: Vec<OrgRef>,
     /// `(org index, username)` of users whose newest page of tickets holds a ticket
     /// assigned to someone else, so "user + newest tickets with assignee references" always costs the
@@ -124,7 +154,7 @@ impl Dataset {
     /// Builds the data set: the same records for the same spec, on every machine.
     pub fn generate(spec: DatasetSpec) -> anyhow::Result<Self> {
         let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
-        let mut data = DemoData::default();
+        let mut data = Records::default();
         let mut orgs = Vec::with_capacity(spec.orgs);
         let mut users_with_assigned = Vec::new();
         anyhow::ensure!(spec.users_per_org >= 3, "an organization needs 3 users");
@@ -135,7 +165,7 @@ impl Dataset {
         }
         let ticket_ids = data.tickets.iter().map(|t| t.ticket_id).collect();
         let order_ids = data.orders.iter().map(|o| o.order_id).collect();
-        use itemgraph::graphql::ids::GlobalId;
+        use crate::records::GlobalId;
         let mut node_keys: Vec<NodeRef> = Vec::new();
         node_keys.extend(data.organizations.iter().map(|o| NodeRef {
             global_id: GlobalId::Organization(o.slug.clone()).encode(),
@@ -165,13 +195,13 @@ impl Dataset {
 
     /// Items the data set writes.
     pub fn item_count(&self) -> usize {
-        self.data.len()
+        self.data.items().len()
     }
 
     /// Creates the table (if missing) and writes every item. Returns the seconds it took.
     ///
     /// `Seeding::Transactions`: TransactWriteItems of 100 items through
-    /// `collections::put_entities`, one at a time (the embedded engine has one writer, and
+    /// `itemgraph::chart::data::put_new`, one at a time (the embedded engine has one writer, and
     /// one commit per 100 items beats one per item). `Seeding::Puts(n)`: one PutItem per
     /// item, `n` in flight (DynamoDB Local takes far longer over a transaction of 100 items
     /// than over 100 concurrent puts). Either way every item is written as generated, so
@@ -182,11 +212,10 @@ impl Dataset {
         let items = self.data.items();
         match how {
             Seeding::Transactions => {
-                for chunk in items.chunks(SEED_CHUNK) {
-                    collections::put_entities(store.as_ref(), chunk.to_vec())
-                        .await
-                        .context("seeding the benchmark data set")?;
-                }
+                // In transactions of at most 100 items, each Put on a free key.
+                itemgraph::chart::data::put_new(store.as_ref(), items)
+                    .await
+                    .context("seeding the benchmark data set")?;
             }
             Seeding::Puts(parallel) => {
                 futures::stream::iter(items)
@@ -205,7 +234,7 @@ impl Dataset {
 }
 
 fn build_org(
-    data: &mut DemoData,
+    data: &mut Records,
     rng: &mut ChaCha8Rng,
     spec: &DatasetSpec,
     o: usize,
@@ -344,7 +373,7 @@ fn build_org(
     let deep_start = heavy_tickets
         .len()
         .checked_sub(PAGE + 1)
-        .map(|ix| heavy_tickets[ix].keys().page_key(Some(GSI1)));
+        .map(|ix| heavy_tickets[ix].page_key(Some("GSI1")));
 
     org.user_count = users.len() as u32;
     data.emails.extend(users.iter().map(|u| UserEmail {

@@ -1,8 +1,10 @@
-//! The floor: the read mix executed in-process straight on the repository layer
-//! (`itemgraph::collections` on the store port), with no HTTP, no GraphQL and no JSON.
-//! Each shape makes the same store calls the server makes for it (the parent with its
-//! page, then one BatchGetItem of the references), so served throughput over floor
-//! throughput is what the HTTP and GraphQL layers cost.
+//! The floor: the read mix executed in-process straight on the store port, with no HTTP,
+//! no GraphQL and no JSON. Each shape sends the requests the server sends for it, built by
+//! the built-in chart as the server builds them (`itemgraph::graphql::charted::pattern_query`
+//! for its Queries, the chart's keys for GetItem and BatchGetItem: the parent with its
+//! page, then one BatchGetItem of the references), and decodes what comes back into the
+//! built-in design's records, so served throughput over floor throughput is what the HTTP
+//! and GraphQL layers cost.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -13,69 +15,138 @@ use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use itemgraph::collections::{self, Page};
-use itemgraph::keys::{OrgKey, UserKey};
-use itemgraph::store::{PrimaryKey, Store};
+use itemgraph::store::{BatchGet, GetItem, Item, PageKey, PrimaryKey, Store};
 
 use crate::dataset::{Dataset, PAGE};
 use crate::driver::Window;
+use crate::records::{key, Entity, Ticket};
 use crate::shapes::{Mix, Shape};
 use crate::stats::{Latencies, RunStats};
 
-/// One read of `shape` on the repository layer, with targets drawn from `rng` as the
-/// HTTP workers draw them.
+/// The items of Query pattern `pattern` for a page of `size` from `start`, decoded.
+async fn page(
+    store: &dyn Store,
+    pattern: u32,
+    vars: &[(&str, &str)],
+    size: u32,
+    start: Option<PageKey>,
+) -> anyhow::Result<Vec<Entity>> {
+    let query = itemgraph::graphql::charted::pattern_query(
+        &itemgraph::chart::builtin(),
+        pattern,
+        vars,
+        size,
+        start,
+    )
+    .with_context(|| format!("pattern {pattern} for {vars:?}"))?;
+    decoded(store.query(query).await?.items)
+}
+
+fn decoded(items: Vec<Item>) -> anyhow::Result<Vec<Entity>> {
+    items
+        .into_iter()
+        .filter(|i| {
+            // The counter shards read beside an organization are summed, not decoded.
+            i.get("Type") != Some(&itemgraph::store::AttributeValue::S("CounterShard".into()))
+        })
+        .map(|i| Entity::from_item(i).context("an item decodes"))
+        .collect()
+}
+
+/// One BatchGetItem of `keys` (asked once each), decoded.
+async fn batch(store: &dyn Store, keys: Vec<PrimaryKey>) -> anyhow::Result<Vec<Entity>> {
+    let mut seen = HashSet::new();
+    let keys: Vec<PrimaryKey> = keys
+        .into_iter()
+        .filter(|k| seen.insert(k.clone()))
+        .collect();
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    decoded(
+        store
+            .batch_get_item(BatchGet {
+                keys,
+                consistent_read: false,
+            })
+            .await?,
+    )
+}
+
+async fn get(store: &dyn Store, key: PrimaryKey) -> anyhow::Result<Option<Entity>> {
+    let item = store
+        .get_item(GetItem {
+            key,
+            consistent_read: false,
+        })
+        .await?;
+    Ok(decoded(item.into_iter().collect())?.pop())
+}
+
+fn user_key(org: &str, username: &str) -> PrimaryKey {
+    key("User", &[("org", org), ("username", username)])
+}
+
+/// One read of `shape` on the store, with targets drawn from `rng` as the HTTP workers
+/// draw them.
 async fn read_once(
     store: &dyn Store,
     ds: &Dataset,
     shape: Shape,
     rng: &mut ChaCha8Rng,
 ) -> anyhow::Result<()> {
-    let page = PAGE as u32;
+    let size = PAGE as u32;
+    let is = |e: &Entity, ty: &str| e.type_name() == ty;
     match shape {
-        Shape::OrgUsers => {
+        Shape::OrgUsers | Shape::OrgOrders => {
             let org = ds.orgs.choose(rng).context("organizations")?;
-            let r = collections::get_org_with_users(store, &org.slug, Page::first(page)).await?;
-            anyhow::ensure!(r.org.is_some(), "organization {} missing", org.slug);
-        }
-        Shape::OrgOrders => {
-            let org = ds.orgs.choose(rng).context("organizations")?;
-            let r = collections::get_org_with_orders(store, &org.slug, Page::first(page)).await?;
-            anyhow::ensure!(r.org.is_some(), "organization {} missing", org.slug);
+            let pattern = if shape == Shape::OrgUsers { 2 } else { 3 };
+            let read = page(store, pattern, &[("slug", org.slug.as_str())], size, None).await?;
+            anyhow::ensure!(
+                read.iter().any(|e| is(e, "Organization")),
+                "organization {} missing",
+                org.slug
+            );
         }
         Shape::UserTickets => {
             let (o, user) = ds.users_with_assigned.choose(rng).context("users")?;
-            let slug = &ds.orgs[*o].slug;
-            let r =
-                collections::get_user_with_tickets(store, slug, user, Page::first(page)).await?;
-            anyhow::ensure!(r.user.is_some(), "user {slug}/{user} missing");
-            let keys: Vec<PrimaryKey> = r
-                .tickets
+            let slug = ds.orgs[*o].slug.as_str();
+            let vars = [("org", slug), ("username", user.as_str())];
+            let read = page(store, 4, &vars, size, None).await?;
+            anyhow::ensure!(
+                read.iter().any(|e| is(e, "User")),
+                "user {slug}/{user} missing"
+            );
+            let keys = read
                 .iter()
-                .filter_map(|t| t.assignee.as_ref())
-                .map(|a| UserKey::new(slug, a).primary_key())
-                .collect::<HashSet<_>>()
-                .into_iter()
+                .filter_map(|e| match e {
+                    Entity::Ticket(t) => t.assignee.as_ref(),
+                    _ => None,
+                })
+                .map(|a| user_key(slug, a.as_str()))
                 .collect();
-            collections::batch_get_entities(store, &keys).await?;
+            batch(store, keys).await?;
         }
         Shape::TicketById => {
             let id = *ds.ticket_ids.choose(rng).context("tickets")?;
-            let t = collections::get_ticket(store, id)
-                .await?
-                .with_context(|| format!("ticket {id} missing"))?;
+            let t: Ticket =
+                match get(store, key("Ticket", &[("ticketId", &id.to_string())])).await? {
+                    Some(Entity::Ticket(t)) => t,
+                    _ => anyhow::bail!("ticket {id} missing"),
+                };
             let mut keys = vec![
-                UserKey::new(&t.org, &t.requester).primary_key(),
-                OrgKey::new(&t.org).primary_key(),
+                user_key(t.org.as_str(), t.requester.as_str()),
+                key("Organization", &[("slug", t.org.as_str())]),
             ];
             if let Some(a) = &t.assignee {
-                keys.push(UserKey::new(&t.org, a).primary_key());
+                keys.push(user_key(t.org.as_str(), a.as_str()));
             }
-            collections::batch_get_entities(store, &keys).await?;
+            batch(store, keys).await?;
         }
         Shape::OrderLines => {
             let id = *ds.order_ids.choose(rng).context("orders")?;
-            let r = collections::get_order_with_lines(store, id, Page::first(100)).await?;
-            anyhow::ensure!(r.order.is_some(), "order {id} missing");
+            let read = page(store, 7, &[("orderId", &id.to_string())], 100, None).await?;
+            anyhow::ensure!(read.iter().any(|e| is(e, "Order")), "order {id} missing");
         }
         Shape::Nodes50 => {
             let keys: Vec<PrimaryKey> = ds
@@ -83,7 +154,7 @@ async fn read_once(
                 .choose_multiple(rng, 50)
                 .map(|n| n.key.clone())
                 .collect();
-            collections::batch_get_entities(store, &keys).await?;
+            batch(store, keys).await?;
         }
         Shape::DeepPage => {
             let deep: Vec<usize> = (0..ds.orgs.len())
@@ -91,18 +162,14 @@ async fn read_once(
                 .collect();
             let org = &ds.orgs[*deep.choose(rng).context("a deep page")?];
             let start = org.deep_start.clone().context("a deep page")?;
+            let vars = [("org", org.slug.as_str()), ("username", org.heavy.as_str())];
             // The server reads the parent with one GetItem beside the later page.
             let (user, tickets) = futures::join!(
-                collections::get_user(store, &org.slug, &org.heavy),
-                collections::get_user_with_tickets(
-                    store,
-                    &org.slug,
-                    &org.heavy,
-                    Page::after(page, start)
-                ),
+                get(store, user_key(org.slug.as_str(), org.heavy.as_str())),
+                page(store, 4, &vars, size, Some(start)),
             );
             anyhow::ensure!(user?.is_some(), "heavy user missing");
-            anyhow::ensure!(!tickets?.tickets.is_empty(), "deep page empty");
+            anyhow::ensure!(!tickets?.is_empty(), "deep page empty");
         }
         Shape::CreateTicket | Shape::UpdateTicket | Shape::PlaceOrder => {
             anyhow::bail!("the floor runs reads only")

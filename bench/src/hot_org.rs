@@ -73,7 +73,7 @@ pub async fn run(
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(
         &data,
         "itemgraph",
-        itemgraph::keys::table_schema(),
+        itemgraph::chart::builtin().table_schema(),
     )?);
     let seeded = ds.seed(store.clone(), Seeding::Transactions).await?;
     drop(store);

@@ -74,9 +74,18 @@ pub async fn run(
     let file = work.join("live.redb");
     let _ = std::fs::remove_file(&file);
     {
-        let store = EmbeddedStore::open(&file, "itemgraph", itemgraph::keys::table_schema())?;
+        let store = EmbeddedStore::open(
+            &file,
+            "itemgraph",
+            itemgraph::chart::builtin().table_schema(),
+        )?;
         store.create_table().await?;
-        itemgraph::demo::seed_demo(&store).await?;
+        itemgraph::chart::data::load(
+            &store,
+            &itemgraph::chart::builtin(),
+            itemgraph::chart::data::builtin_demo(),
+        )
+        .await?;
     }
     let server = Server::start_with(
         server_exe,

@@ -20,6 +20,9 @@ mod driver;
 mod floor;
 mod hot_org;
 mod live;
+// The built-in design's records, shared with the tests: rendered by the chart.
+#[path = "../../tests/common/records.rs"]
+mod records;
 mod replicas;
 mod report;
 mod scaling;
@@ -435,7 +438,7 @@ async fn main() -> anyhow::Result<()> {
             tickets: d.tickets.len(),
             orders: d.orders.len(),
             order_lines: d.lines.len(),
-            items: d.len(),
+            items: ds.item_count(),
         },
         duration_secs: plan.duration.as_secs_f64(),
         warmup_secs: plan.warmup.as_secs_f64(),
@@ -492,7 +495,7 @@ async fn bench_engine(
             Arc::new(EmbeddedStore::open(
                 &data_file,
                 "itemgraph",
-                itemgraph::keys::table_schema(),
+                itemgraph::chart::builtin().table_schema(),
             )?)
         }
         Engine::DynamoDb => Arc::new(
@@ -511,7 +514,7 @@ async fn bench_engine(
                     stream: false,
                     ..DynamoOptions::default()
                 },
-                itemgraph::keys::table_schema(),
+                itemgraph::chart::builtin().table_schema(),
             )
             .await,
         ),
@@ -711,7 +714,7 @@ async fn bench_engine(
                 region: Some("us-east-1".into()),
                 ..DynamoOptions::default()
             },
-            itemgraph::keys::table_schema(),
+            itemgraph::chart::builtin().table_schema(),
         )
         .await;
         let _ = store.delete_table().await;

@@ -121,11 +121,16 @@ pub async fn run(
                 stream: false,
                 ..DynamoOptions::default()
             },
-            itemgraph::keys::table_schema(),
+            itemgraph::chart::builtin().table_schema(),
         )
         .await;
         store.create_table().await?;
-        itemgraph::demo::seed_demo(&store).await?;
+        itemgraph::chart::data::load(
+            &store,
+            &itemgraph::chart::builtin(),
+            itemgraph::chart::data::builtin_demo(),
+        )
+        .await?;
         store.enable_stream().await?;
         let relay = if replicas > 1 {
             Some(start_redis().await?)

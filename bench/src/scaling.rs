@@ -60,7 +60,7 @@ pub async fn run(
             let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(
                 &file,
                 "itemgraph",
-                itemgraph::keys::table_schema(),
+                itemgraph::chart::builtin().table_schema(),
             )?);
             ds.seed(store, Seeding::Transactions).await?
         };

@@ -364,7 +364,13 @@ pub fn deep_cursors(ds: &Dataset, secret: &str) -> Vec<String> {
         .iter()
         .map(|o| match &o.deep_start {
             Some(key) => codec.encode(
-                &itemgraph::graphql::user_tickets_connection(&o.slug, &o.heavy),
+                &itemgraph::graphql::charted::connection_of(
+                    &itemgraph::chart::builtin(),
+                    "User",
+                    "tickets",
+                    &[("org", o.slug.as_str()), ("username", o.heavy.as_str())],
+                )
+                .expect("the built-in chart pages a user's tickets"),
                 key,
             ),
             None => String::new(),

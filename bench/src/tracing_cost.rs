@@ -119,7 +119,7 @@ pub async fn run(
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(
         data,
         "itemgraph",
-        itemgraph::keys::table_schema(),
+        itemgraph::chart::builtin().table_schema(),
     )?);
     target
         .dataset

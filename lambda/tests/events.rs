@@ -289,7 +289,13 @@ impl Stack {
 
     async fn with(extra: &[&str]) -> Option<Stack> {
         let store = dynamo_local::store("lambda").await?;
-        itemgraph::demo::seed_demo(&store).await.expect("seeding");
+        itemgraph::chart::data::load(
+            &store,
+            &itemgraph::chart::builtin(),
+            itemgraph::chart::data::builtin_demo(),
+        )
+        .await
+        .expect("seeding");
         let endpoint = dynamo_local::endpoint().await?;
         let mut settings_args: Vec<String> = [
             "--store",

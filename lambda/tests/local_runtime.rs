@@ -86,7 +86,13 @@ async fn the_built_function_answers_on_the_local_runtime_as_serve_does() {
     let Some(endpoint) = dynamo_local::endpoint().await else {
         return;
     };
-    itemgraph::demo::seed_demo(&store).await.expect("seeding");
+    itemgraph::chart::data::load(
+        &store,
+        &itemgraph::chart::builtin(),
+        itemgraph::chart::data::builtin_demo(),
+    )
+    .await
+    .expect("seeding");
     let table = itemgraph::store::Store::table_name(&store).to_owned();
 
     // The emulator, on loopback, without building or starting the function itself.

@@ -178,17 +178,16 @@ fn violation(kind: ViolationKind, entity: &str, key: &PrimaryKey, message: Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collections::put_entities;
-    use crate::demo;
-    use crate::keys::{GSI2PK, GSI2SK, PK, SK};
-    use crate::model::Record as _;
+    use crate::chart::data::builtin_demo;
     use crate::store::embedded::EmbeddedStore;
-    use crate::store::AttributeValue;
+    use crate::store::{AttributeValue, Put};
 
     async fn seeded() -> EmbeddedStore {
-        let store = EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap();
+        let store = EmbeddedStore::in_memory("t", crate::chart::builtin().table_schema()).unwrap();
         store.create_table().await.unwrap();
-        demo::seed_demo(&store).await.unwrap();
+        crate::chart::data::load(&store, &crate::chart::builtin(), builtin_demo())
+            .await
+            .unwrap();
         store
     }
 
@@ -197,7 +196,7 @@ mod tests {
         let store = seeded().await;
         let report = check(&store).await.unwrap();
         assert_eq!(report.violations, []);
-        assert_eq!(report.items, demo::demo_data().len());
+        assert_eq!(report.items, builtin_demo().len());
         assert_eq!(
             report.to_string(),
             format!("checked {} items: no violations", report.items)
@@ -208,12 +207,17 @@ mod tests {
     async fn undecodable_items_and_stray_index_keys_are_reported() {
         let store = seeded().await;
         let mut junk = Item::new();
-        junk.insert(PK.into(), AttributeValue::S("JUNK".into()));
-        junk.insert(SK.into(), AttributeValue::S("JUNK".into()));
-        let mut order = demo::demo_data().orders[0].to_item();
-        order.insert(GSI2PK.into(), AttributeValue::S("X".into()));
-        order.insert(GSI2SK.into(), AttributeValue::S("Y".into()));
-        put_entities(&store, vec![junk, order]).await.unwrap();
+        junk.insert("PK".into(), AttributeValue::S("JUNK".into()));
+        junk.insert("SK".into(), AttributeValue::S("JUNK".into()));
+        let mut order = builtin_demo()
+            .into_iter()
+            .find(|i| i.get("Type") == Some(&AttributeValue::S("Order".into())))
+            .unwrap();
+        order.insert("GSI2PK".into(), AttributeValue::S("X".into()));
+        order.insert("GSI2SK".into(), AttributeValue::S("Y".into()));
+        for item in [junk, order] {
+            store.put_item(Put::new(item)).await.unwrap();
+        }
         let report = check(&store).await.unwrap();
         let lines: Vec<String> = report.violations.iter().map(|v| v.to_string()).collect();
         assert_eq!(lines.len(), 3, "{lines:#?}");

@@ -750,7 +750,7 @@ mod tests {
         for ok in ["ig1", "My_Table.v2-x", &"x".repeat(255)] {
             Cli::try_parse_from(["itemgraph", "serve", "--table", ok]).expect(ok);
         }
-        for index in crate::keys::table_schema().indexes {
+        for index in crate::chart::builtin().table_schema().indexes {
             crate::store::validate::table_or_index_name(&index.name).expect("an index name");
         }
         for endpoint in ["localhost:8000", "ftp://x", "http://", "not a url"] {

@@ -281,19 +281,6 @@ impl CursorCodec {
     }
 }
 
-/// What the built-in chart signs a user's tickets' cursors for: the connection's name and
-/// its partition (as [`super::charted`] names every connection from its pattern). The
-/// benchmark signs its deep-page cursors with it.
-pub fn user_tickets_connection(
-    org: &crate::chart::kinds::Slug,
-    username: &crate::chart::kinds::Username,
-) -> String {
-    format!(
-        "user-tickets:{}",
-        crate::keys::UserKey::new(org, username).tickets_partition()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,6 @@ use std::borrow::Cow;
 use super::cursor::InvalidCursor;
 use crate::auth::Forbidden;
 use crate::chart::kinds::KeyError;
-use crate::collections::RepoError;
 use crate::store::{is_conflict, only_conflicts, CancelReason, StoreError};
 
 /// What went wrong, as a GraphQL error. Each variant names its `extensions.code`.
@@ -293,45 +292,6 @@ impl From<StoreError> for ApiError {
     }
 }
 
-impl From<RepoError> for ApiError {
-    fn from(e: RepoError) -> Self {
-        match e {
-            RepoError::Key(k) => k.into(),
-            RepoError::InvalidPage(_) => {
-                ApiError::InvalidCursor("the cursor does not belong to this connection")
-            }
-            RepoError::Invalid(message) => ApiError::BadUserInput {
-                message,
-                field: None,
-            },
-            RepoError::NotFound(what) => ApiError::Missing { field: what.into() },
-            RepoError::AlreadyExists(what) => ApiError::Conflict {
-                message: format!("this {what} is already taken"),
-                field: what.into(),
-            },
-            RepoError::InUse(what) => ApiError::Conflict {
-                message: format!("cannot delete: still referenced by {what}"),
-                field: what.into(),
-            },
-            RepoError::VersionMismatch {
-                entity,
-                expected,
-                current,
-            } => ApiError::VersionMismatch {
-                entity: entity.into(),
-                expected,
-                current,
-            },
-            RepoError::InvalidTransition { from, to } => ApiError::InvalidTransition { from, to },
-            RepoError::Store(s) => s.into(),
-            other => {
-                tracing::error!(error = %other, "repository error");
-                ApiError::Internal
-            }
-        }
-    }
-}
-
 /// The message of async-graphql's automatic persisted queries when it does not know a
 /// hash: the client sends the query again with its hash (Apollo's protocol).
 pub(super) const PERSISTED_QUERY_NOT_FOUND: &str = "PersistedQueryNotFound";
@@ -383,23 +343,25 @@ mod tests {
     }
 
     #[test]
-    fn repository_errors_reach_clients_with_their_code_and_details() {
+    fn refusals_reach_clients_with_their_code_and_details() {
+        let conflict = |field: &'static str| ApiError::Conflict {
+            message: format!("this {field} is already taken"),
+            field: field.into(),
+        };
         let cases = [
             (
-                RepoError::AlreadyExists("email"),
+                conflict("email"),
                 serde_json::json!({ "code": "CONFLICT", "field": "email" }),
             ),
             (
-                RepoError::InUse("tickets"),
-                serde_json::json!({ "code": "CONFLICT", "field": "tickets" }),
-            ),
-            (
-                RepoError::NotFound("requester"),
+                ApiError::Missing {
+                    field: "requester".into(),
+                },
                 serde_json::json!({ "code": "NOT_FOUND", "field": "requester" }),
             ),
             (
-                RepoError::VersionMismatch {
-                    entity: "ticket",
+                ApiError::VersionMismatch {
+                    entity: "ticket".into(),
                     expected: 2,
                     current: Some(3),
                 },
@@ -408,8 +370,8 @@ mod tests {
                 }),
             ),
             (
-                RepoError::VersionMismatch {
-                    entity: "order",
+                ApiError::VersionMismatch {
+                    entity: "order".into(),
                     expected: 2,
                     current: None,
                 },
@@ -418,19 +380,22 @@ mod tests {
                 }),
             ),
             (
-                RepoError::InvalidTransition {
+                ApiError::InvalidTransition {
                     from: "DELIVERED".into(),
                     to: "PAID".into(),
                 },
                 serde_json::json!({ "code": "INVALID_TRANSITION", "from": "DELIVERED", "to": "PAID" }),
             ),
             (
-                RepoError::Invalid("no".into()),
+                ApiError::BadUserInput {
+                    message: "no".into(),
+                    field: None,
+                },
                 serde_json::json!({ "code": "BAD_USER_INPUT" }),
             ),
         ];
-        for (repo, expected) in cases {
-            assert_eq!(extensions(repo.into()), expected);
+        for (error, expected) in cases {
+            assert_eq!(extensions(error), expected);
         }
     }
 
@@ -451,7 +416,7 @@ mod tests {
             (StoreError::Unavailable("x".into()), "UNAVAILABLE"),
         ] {
             assert_eq!(
-                extensions(RepoError::Store(err).into()),
+                extensions(err.into()),
                 serde_json::json!({ "code": code, "retryable": true })
             );
         }

@@ -24,7 +24,6 @@ mod context;
 mod cursor;
 mod document_cache;
 mod errors;
-pub mod ids;
 mod input;
 mod limits;
 mod loader_wait;
@@ -52,7 +51,6 @@ use crate::store::Store;
 use crate::telemetry;
 
 pub use context::RequestContext;
-pub use cursor::user_tickets_connection;
 pub use cursor::{CursorCodec, InvalidCursor};
 pub use errors::ApiError;
 pub(crate) use limits::check_text;

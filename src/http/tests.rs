@@ -31,7 +31,8 @@ fn state(store: Arc<EmbeddedStore>) -> AppState {
 /// Health, readiness before and after the table exists, and a clean shutdown.
 #[tokio::test]
 async fn health_and_readiness_follow_the_table() {
-    let store = Arc::new(EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap());
+    let store =
+        Arc::new(EmbeddedStore::in_memory("t", crate::chart::builtin().table_schema()).unwrap());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -67,7 +68,8 @@ async fn boom() -> &'static str {
 /// origin, the CORS headers, so a browser page can read it and quote the id.
 #[tokio::test]
 async fn a_panic_becomes_a_500_internal_error() {
-    let store = Arc::new(EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap());
+    let store =
+        Arc::new(EmbeddedStore::in_memory("t", crate::chart::builtin().table_schema()).unwrap());
     let cors = Cors {
         origins: CorsOrigins::List(vec![HeaderValue::from_static("https://app.example")]),
         max_age: None,

@@ -256,7 +256,7 @@ mod tests {
     use crate::store::embedded::EmbeddedStore;
 
     async fn store() -> EmbeddedStore {
-        let store = EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap();
+        let store = EmbeddedStore::in_memory("t", crate::chart::builtin().table_schema()).unwrap();
         store.create_table().await.unwrap();
         store
     }

@@ -575,31 +575,51 @@ fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::{UserEmailKey, PK};
-    use crate::model::{item_type, Record, UserEmail};
     use crate::store::embedded::EmbeddedStore;
-    use crate::store::{AttributeValue, PrimaryKey, Put};
+    use crate::store::{AttributeValue, GetItem, PrimaryKey, Put};
     use std::time::Duration;
+
+    fn text<'a>(item: &'a Item, attribute: &str) -> &'a str {
+        match item.get(attribute) {
+            Some(AttributeValue::S(s)) => s,
+            other => panic!("{attribute} is {other:?}"),
+        }
+    }
+
+    fn is_a(item: &Item, ty: &str) -> bool {
+        item.get("Type") == Some(&AttributeValue::S(ty.to_owned()))
+    }
+
+    /// `item` with the keys the built-in chart renders from its values.
+    fn rekeyed(mut item: Item) -> Item {
+        let chart = crate::chart::builtin();
+        let e = &chart.entities[text(&item, "Type")];
+        let vars = crate::chart::samples::key_values(e, &item);
+        crate::chart::samples::set_keys(&chart.table, &chart.indexes, e, &mut item, &vars).unwrap();
+        item
+    }
+
+    fn key_of(item: &Item) -> PrimaryKey {
+        crate::chart::builtin().table_schema().key_of(item).unwrap()
+    }
 
     /// A demo table whose markers all sit at the old global key, as an earlier version
     /// wrote them: `check` names each one, `migrate` moves them all, and a second run
     /// finds nothing.
     #[tokio::test]
     async fn old_email_markers_move_to_their_organization() {
-        let store = EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap();
-        crate::demo::seed_if_absent(&store, false).await.unwrap();
-        let markers: Vec<UserEmail> = crate::demo::demo_items()
-            .into_iter()
-            .filter(|i| item_type(i).ok() == Some(UserEmail::TYPE))
-            .map(|i| UserEmail::from_item(i).unwrap())
-            .collect();
+        let store = EmbeddedStore::in_memory("t", crate::chart::builtin().table_schema()).unwrap();
+        let demo = crate::chart::data::builtin_demo();
+        crate::chart::data::load_if_absent(&store, &crate::chart::builtin(), demo.clone(), false)
+            .await
+            .unwrap();
+        let markers: Vec<Item> = demo.into_iter().filter(|i| is_a(i, "UserEmail")).collect();
         assert!(markers.len() > 2);
         for m in &markers {
-            let new = UserEmailKey::new(&m.org, &m.email).primary_key();
-            store.delete_item(Delete::new(new)).await.unwrap();
-            let old = format!("EMAIL#{}", m.email);
-            let mut item = m.to_item();
-            item.insert(PK.into(), AttributeValue::S(old.clone()));
+            store.delete_item(Delete::new(key_of(m))).await.unwrap();
+            let old = format!("EMAIL#{}", text(m, "email"));
+            let mut item = m.clone();
+            item.insert("PK".into(), AttributeValue::S(old.clone()));
             item.insert("SK".into(), AttributeValue::S(old));
             store.put_item(Put::new(item)).await.unwrap();
         }
@@ -612,20 +632,28 @@ mod tests {
 
         // One old marker whose new key already holds it: only the old copy goes.
         let first = &markers[0];
-        store.put_item(Put::new(first.to_item())).await.unwrap();
+        store.put_item(Put::new(first.clone())).await.unwrap();
         // One old marker whose user has another email by now: removed, not moved.
         let stale = &markers[1];
-        let mut user = crate::collections::get_user(&store, &stale.org, &stale.username)
+        let mut who = Item::new();
+        who.insert("Type".into(), AttributeValue::S("User".into()));
+        for a in ["org", "username"] {
+            who.insert(a.into(), stale[a].clone());
+        }
+        let mut user = store
+            .get_item(GetItem {
+                key: key_of(&rekeyed(who)),
+                consistent_read: true,
+            })
             .await
             .unwrap()
             .unwrap();
-        user.email = crate::chart::kinds::Email::parse("moved-on@elsewhere.example").unwrap();
-        store.put_item(Put::new(user.to_item())).await.unwrap();
-        let moved_on = UserEmail {
-            email: user.email.clone(),
-            ..stale.clone()
-        };
-        store.put_item(Put::new(moved_on.to_item())).await.unwrap();
+        let moved_to = AttributeValue::S("moved-on@elsewhere.example".into());
+        user.insert("email".into(), moved_to.clone());
+        store.put_item(Put::new(user)).await.unwrap();
+        let mut moved_on = stale.clone();
+        moved_on.insert("email".into(), moved_to);
+        store.put_item(Put::new(rekeyed(moved_on))).await.unwrap();
         let report = migrate(&store, false).await.unwrap();
         assert_eq!(
             (
@@ -637,10 +665,9 @@ mod tests {
             (markers.len() - 2, 1, 1, 0),
             "{report}"
         );
-        let stale_new = UserEmailKey::new(&stale.org, &stale.email).primary_key();
         let gone = store
-            .get_item(crate::store::GetItem {
-                key: stale_new,
+            .get_item(GetItem {
+                key: key_of(stale),
                 consistent_read: true,
             })
             .await
@@ -648,9 +675,9 @@ mod tests {
         assert!(gone.is_none(), "a stale marker is not moved");
         let after = crate::check::check(&store).await.unwrap();
         assert!(after.is_clean(), "{after}");
-        let old_key = format!("EMAIL#{}", first.email);
+        let old_key = format!("EMAIL#{}", text(first, "email"));
         let gone = store
-            .get_item(crate::store::GetItem {
+            .get_item(GetItem {
                 key: PrimaryKey::new(old_key.clone(), old_key),
                 consistent_read: true,
             })
@@ -663,22 +690,37 @@ mod tests {
 
     /// The previous layout's demo data and 60 more organizations of that layout.
     async fn previous_layout() -> (EmbeddedStore, usize) {
-        let store = EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap();
+        let store = EmbeddedStore::in_memory("t", crate::chart::builtin().table_schema()).unwrap();
         store.create_table().await.unwrap();
-        let data = crate::demo::demo_data().unsharded();
-        let mut orgs = data.organizations.len();
-        let mut items = data.items();
+        // The demo items without counter shards, their organizations without the
+        // schema version that says they have them.
+        let mut items: Vec<Item> = crate::chart::data::builtin_demo()
+            .into_iter()
+            .filter(|i| !is_a(i, "CounterShard"))
+            .map(|mut i| {
+                if is_a(&i, "Organization") {
+                    i.remove("schemaVersion");
+                }
+                i
+            })
+            .collect();
+        let first = items[0].clone();
+        let mut orgs = items.iter().filter(|i| is_a(i, "Organization")).count();
         for i in 0..60 {
-            let mut org = data.organizations[0].clone();
-            org.slug = crate::chart::kinds::Slug::parse(&format!("old-{i}")).unwrap();
-            org.user_count = 0;
-            org.order_count = 0;
-            org.ticket_count = 0;
-            org.ticket_count_open = 0;
-            org.ticket_count_pending = 0;
-            org.ticket_count_solved = 0;
-            org.ticket_count_closed = 0;
-            items.push(org.to_item());
+            let mut org = first.clone();
+            org.insert("slug".into(), AttributeValue::S(format!("old-{i}")));
+            for counter in [
+                "userCount",
+                "orderCount",
+                "ticketCount",
+                "ticketCountOpen",
+                "ticketCountPending",
+                "ticketCountSolved",
+                "ticketCountClosed",
+            ] {
+                org.insert(counter.into(), AttributeValue::N("0".into()));
+            }
+            items.push(rekeyed(org));
             orgs += 1;
         }
         for item in items {
@@ -822,7 +864,7 @@ mod tests {
             let (clean, _) = previous_layout().await;
             let store = EmbeddedStore::in_memory_with_faults(
                 "t",
-                crate::keys::table_schema(),
+                crate::chart::builtin().table_schema(),
                 crate::store::faults::Faults {
                     conflict,
                     seed: 7,

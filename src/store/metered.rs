@@ -386,7 +386,9 @@ mod tests {
     /// The decorator is transparent: what the engine answers, it answers.
     #[tokio::test]
     async fn calls_pass_through_unchanged() {
-        let inner = Arc::new(EmbeddedStore::in_memory("t", crate::keys::table_schema()).unwrap());
+        let inner = Arc::new(
+            EmbeddedStore::in_memory("t", crate::chart::builtin().table_schema()).unwrap(),
+        );
         let store = MeteredStore::new(inner);
         assert!(store.create_table().await.unwrap());
         assert_eq!(store.table_name(), "t");

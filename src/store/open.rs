@@ -32,7 +32,7 @@ pub enum Engine {
 
 /// Opens the engine on itemgraph's table schema.
 pub async fn open(engine: &Engine) -> anyhow::Result<Arc<dyn Store>> {
-    open_with(engine, crate::keys::table_schema()).await
+    open_with(engine, crate::chart::builtin().table_schema()).await
 }
 
 /// Opens the store for a table of `schema` (a chart's).

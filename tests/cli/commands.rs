@@ -110,7 +110,7 @@ impl Server {
 
 /// Reads every demo item's key back from a store, in chunks of 100.
 async fn read_back(store: &dyn Store, wanted: &[Item]) -> Vec<Item> {
-    let schema = itemgraph::keys::table_schema();
+    let schema = itemgraph::chart::builtin().table_schema();
     let mut out = Vec::new();
     for chunk in wanted.chunks(100) {
         let keys = chunk.iter().map(|i| schema.key_of(i).unwrap()).collect();
@@ -139,7 +139,7 @@ fn sorted(items: Vec<Item>) -> Vec<Item> {
 #[tokio::test]
 async fn serve_keeps_its_embedded_data_across_restarts() {
     let dir = tempfile::tempdir().unwrap();
-    let demo = sorted(itemgraph::demo::demo_items());
+    let demo = sorted(crate::common::demo::demo_items());
 
     let (server, log) = start_server(dir.path(), &[]).await;
     assert!(
@@ -153,7 +153,7 @@ async fn serve_keeps_its_embedded_data_across_restarts() {
     let store = EmbeddedStore::open(
         &dir.path().join("itemgraph.redb"),
         "itemgraph",
-        itemgraph::keys::table_schema(),
+        itemgraph::chart::builtin().table_schema(),
     )
     .unwrap();
     assert_eq!(
@@ -183,7 +183,7 @@ async fn serve_keeps_its_embedded_data_across_restarts() {
     let store = EmbeddedStore::open(
         &dir.path().join("itemgraph.redb"),
         "itemgraph",
-        itemgraph::keys::table_schema(),
+        itemgraph::chart::builtin().table_schema(),
     )
     .unwrap();
     assert_eq!(
@@ -252,7 +252,7 @@ async fn create_table_and_seed_load_the_demo_data_into_dynamodb_local() {
         );
     }
     let store = common::dynamo_local::connect(&endpoint, &table).await;
-    let demo = sorted(itemgraph::demo::demo_items());
+    let demo = sorted(crate::common::demo::demo_items());
     assert_eq!(read_back(&store, &demo).await, demo);
     common::dynamo_local::drop_table(&store).await;
 }

@@ -166,7 +166,9 @@ async fn the_image_command_serves_passes_its_health_check_and_stops_on_sigterm()
     let Some(endpoint) = common::dynamo_local::endpoint().await else {
         return;
     };
-    itemgraph::demo::seed_demo(&store).await.expect("seeding");
+    crate::common::demo::seed_demo(&store)
+        .await
+        .expect("seeding");
     let image = read_image();
     let installed = &image.copies[0].1;
 

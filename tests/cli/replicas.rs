@@ -223,7 +223,7 @@ async fn eight_replicas_share_one_stream_reader_through_the_relay() {
     let table = common::dynamo_local::unique_table_name("replicas");
     let store = common::dynamo_local::connect(&endpoint, &table).await;
     store.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&store).await.unwrap();
+    crate::common::demo::seed_demo(&store).await.unwrap();
     store.enable_stream().await.unwrap();
     let mut replicas = Vec::new();
     for _ in 0..8 {

@@ -5,9 +5,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::records::Entity;
 use futures::{Stream, StreamExt};
 use itemgraph::live::{Change, Delivered, EventKind, Hub, LiveError, LiveOptions};
-use itemgraph::model::Entity;
 use itemgraph::store::Store;
 
 type Changes = Pin<Box<dyn Stream<Item = Result<Delivered, LiveError>> + Send>>;

@@ -114,7 +114,7 @@ pub async fn store(table_prefix: &str) -> Option<DynamoStore> {
 /// A store for `table` on `endpoint`, without creating the table. Timeouts are generous:
 /// a loaded two-core machine running tests in parallel must not turn into flaky failures.
 pub async fn connect(endpoint: &str, table: &str) -> DynamoStore {
-    connect_with(endpoint, table, itemgraph::keys::table_schema()).await
+    connect_with(endpoint, table, itemgraph::chart::builtin().table_schema()).await
 }
 
 /// [`connect`] for a table of `schema` (a chart's).

@@ -7,8 +7,8 @@ use itemgraph::store::Store;
 
 /// A new in-memory embedded store with the table created.
 pub async fn embedded() -> EmbeddedStore {
-    let store =
-        EmbeddedStore::in_memory("itemgraph", itemgraph::keys::table_schema()).expect("open");
+    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::chart::builtin().table_schema())
+        .expect("open");
     assert!(store.create_table().await.expect("create table"));
     store
 }
@@ -16,7 +16,7 @@ pub async fn embedded() -> EmbeddedStore {
 /// A new in-memory embedded store holding the demo data: what the HTTP-level suites serve.
 pub async fn embedded_demo() -> EmbeddedStore {
     let store = embedded().await;
-    itemgraph::demo::seed_demo(&store)
+    crate::common::demo::seed_demo(&store)
         .await
         .expect("seed the demo data");
     store
@@ -53,6 +53,6 @@ pub fn dynamodb_at(endpoint: &str) -> DynamoStore {
     DynamoStore::from_client(
         aws_sdk_dynamodb::Client::from_conf(config),
         "itemgraph".into(),
-        itemgraph::keys::table_schema(),
+        itemgraph::chart::builtin().table_schema(),
     )
 }

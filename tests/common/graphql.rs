@@ -135,7 +135,7 @@ impl Api {
     }
 
     async fn seeded(store: Arc<dyn Store>, drop_table: bool) -> Api {
-        itemgraph::demo::seed_demo(store.as_ref())
+        crate::common::demo::seed_demo(store.as_ref())
             .await
             .unwrap_or_else(|e| panic!("seeding {}: {e}", store.table_name()));
         Api {

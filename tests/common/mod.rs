@@ -2,16 +2,19 @@
 #![allow(dead_code)]
 
 pub mod changes;
+pub mod demo;
 pub mod dynamo_local;
 pub mod engines;
 pub mod graphql;
 pub mod hooked_stream;
 pub mod jwks;
 pub mod otlp;
+pub mod records;
 pub mod redis;
 pub mod server;
 pub mod sse;
 pub mod stalled;
+pub mod writes;
 
 /// Runs every case of a chart's suite once per engine, as `embedded::case` and
 /// `dynamodb::case`, each on a fresh API of the chart `$chart()` returns holding its

@@ -141,7 +141,7 @@ async fn the_relay_example_validates_builds_and_works_in_a_browser() {
         let table = common::dynamo_local::unique_table_name("web-example");
         let store = common::dynamo_local::connect(&endpoint, &table).await;
         store.create_table().await.unwrap();
-        itemgraph::demo::seed_demo(&store).await.unwrap();
+        crate::common::demo::seed_demo(&store).await.unwrap();
         store.enable_stream().await.unwrap();
         walk(Arc::new(store.clone()), "dynamodb", &chromium).await;
         let _ = store.delete_table().await;

@@ -8,8 +8,8 @@
 //! held, answer by answer and request by request, to the hand-written ones they replaced
 //! before those went.)
 
+use crate::common::records::{Organization, Plan, Record};
 use itemgraph::auth::{Access, Role};
-use itemgraph::model::{Organization, Plan, Record};
 use itemgraph::store::{AttributeValue, GetItem, Item, PrimaryKey, Put};
 use serde_json::{json, Value};
 
@@ -48,7 +48,7 @@ async fn suites(api: &Api) {
 async fn the_playground_write_tabs_run_within_their_budgets(api: &Api) {
     let tabs = itemgraph::graphql::charted::write_examples(
         &itemgraph::chart::builtin(),
-        &itemgraph::demo::demo_items(),
+        &crate::common::demo::demo_items(),
     );
     let numbers: Vec<&str> = tabs
         .iter()

@@ -82,7 +82,7 @@ pattern = 20
 
 async fn api(dynamodb: Option<&str>) -> Option<Api> {
     let api = Api::chart(chart_with_comments(), dynamodb).await?;
-    itemgraph::demo::seed_demo(api.store.as_ref())
+    crate::common::demo::seed_demo(api.store.as_ref())
         .await
         .expect("the demo data");
     Some(api)

@@ -12,11 +12,11 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crate::common::demo::demo_data;
+use crate::common::records::{Ticket, TicketStatus};
 use common::graphql::{error_codes, Api};
 use futures::future::join_all;
 use itemgraph::chart::kinds::Slug;
-use itemgraph::demo::demo_data;
-use itemgraph::model::{Ticket, TicketStatus};
 use serde_json::{json, Value};
 
 /// Runs `n` requests at once, request `i` with `variables(i)`; the responses in order.
@@ -270,11 +270,14 @@ async fn one_busy_requester_meets_the_item_limit_and_another_organization_does_n
     use std::time::{Duration, Instant};
 
     let faults: Faults = "item-wcu=10".parse().unwrap();
-    let store =
-        EmbeddedStore::in_memory_with_faults("itemgraph", itemgraph::keys::table_schema(), faults)
-            .unwrap();
+    let store = EmbeddedStore::in_memory_with_faults(
+        "itemgraph",
+        itemgraph::chart::builtin().table_schema(),
+        faults,
+    )
+    .unwrap();
     assert!(store.create_table().await.unwrap());
-    itemgraph::demo::seed_demo(&store).await.unwrap();
+    crate::common::demo::seed_demo(&store).await.unwrap();
     // The seeding's own writes used the items' units: a second for them to come back.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let api = Arc::new(Api::over(Arc::new(store)));
@@ -367,24 +370,27 @@ async fn one_busy_organization_is_counted_exactly_past_one_items_limit() {
     /// Transactional writes one item takes a second under that limit (two units each).
     const ONE_ITEM: f64 = 100.0;
     let faults: Faults = "item-wcu=200".parse().unwrap();
-    let store =
-        EmbeddedStore::in_memory_with_faults("itemgraph", itemgraph::keys::table_schema(), faults)
-            .unwrap();
+    let store = EmbeddedStore::in_memory_with_faults(
+        "itemgraph",
+        itemgraph::chart::builtin().table_schema(),
+        faults,
+    )
+    .unwrap();
     assert!(store.create_table().await.unwrap());
-    itemgraph::demo::seed_demo(&store).await.unwrap();
+    crate::common::demo::seed_demo(&store).await.unwrap();
     let acme = Slug::parse("acme").unwrap();
     let base = demo_data().users[0].clone();
     let mut requesters = Vec::new();
     for i in 0..WRITERS {
         let username = format!("busy-{i}");
-        let user = itemgraph::model::User {
+        let user = crate::common::records::User {
             username: itemgraph::chart::kinds::Username::parse(&username).unwrap(),
             email: itemgraph::chart::kinds::Email::parse(&format!("{username}@acme.example"))
                 .unwrap(),
             org: acme.clone(),
             ..base.clone()
         };
-        itemgraph::collections::create_user(&store, &user)
+        crate::common::writes::create_user(crate::common::writes::shared(&store), &user)
             .await
             .unwrap();
         requesters.push(username);

@@ -225,7 +225,7 @@ async fn a_fan_out_through_nodes_is_too_complex() {
     let api = Limited::demo(Limits::default()).await;
     let ids: Vec<String> = (0..100)
         .map(|i| {
-            itemgraph::graphql::ids::GlobalId::Organization(
+            crate::common::records::GlobalId::Organization(
                 itemgraph::chart::kinds::Slug::parse(&format!("org-{i}")).unwrap(),
             )
             .encode()

@@ -19,6 +19,7 @@ mod chart_tenants;
 mod chart_transactions;
 mod chart_writes;
 mod charts;
+mod checked_writes;
 mod concurrency;
 mod generative;
 mod limits;

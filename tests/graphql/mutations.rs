@@ -21,16 +21,18 @@ use crate::common::changes::Decoded as _;
 
 use std::collections::HashMap;
 
+use crate::common::demo::demo_data;
+use crate::common::records::Entity;
+use crate::common::records::GlobalId;
+use crate::common::records::{
+    timestamp_from_ms, Order, OrderStatus, Role, Ticket, TicketStatus, User,
+};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use common::changes::{after, one_of, summary, Watch};
 use common::graphql::{normalized, requests, Api};
 use itemgraph::chart::kinds::{Id, Slug, Username};
-use itemgraph::demo::demo_data;
-use itemgraph::graphql::ids::GlobalId;
 use itemgraph::live::EventKind;
-use itemgraph::model::Entity;
-use itemgraph::model::{timestamp_from_ms, Order, OrderStatus, Role, Ticket, TicketStatus, User};
 use serde_json::{json, Value};
 
 /// A ULID that no demo item has.
@@ -106,7 +108,7 @@ impl Stable {
             .decode(s)
             .ok()
             .and_then(|b| String::from_utf8(b).ok())
-            .filter(|t| GlobalId::decode("id", s).is_ok() && t.contains(':'))
+            .filter(|t| GlobalId::is_one(s) && t.contains(':'))
         {
             let replaced = self.ids_in(&text);
             if replaced != text {
@@ -389,7 +391,7 @@ async fn create_organization(api: &Api) {
     let changes = w.changes().await;
     assert_eq!(summary(&changes), ["Created Organization"]);
     assert!(
-        matches!(after(one_of(&changes, "Organization"), EventKind::Created), Entity::Organization(o) if o.slug == "looney" && o.schema_version == Some(itemgraph::model::Organization::SHARDED)),
+        matches!(after(one_of(&changes, "Organization"), EventKind::Created), Entity::Organization(o) if o.slug == "looney" && o.schema_version == Some(crate::common::records::Organization::SHARDED)),
         "created with its counter shards, in their layout"
     );
     let read = api
@@ -1071,9 +1073,10 @@ async fn place_order_bad_input(api: &Api) {
         assert_refused(&r, Some(field));
     }
     // One line more than a transaction holds; not snapshot (the request is long).
-    let lines: Vec<Value> = (0..=itemgraph::collections::MAX_ORDER_LINES)
-        .map(|_| line(1, 1))
-        .collect();
+    let most = itemgraph::chart::builtin().entities["Order"].lists["lines"]
+        .max
+        .expect("an order's lines are bounded");
+    let lines: Vec<Value> = (0..=most).map(|_| line(1, 1)).collect();
     let r = api
         .run_with(&place_order_q(), new_order(Value::Array(lines)))
         .await;

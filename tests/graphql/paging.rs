@@ -8,9 +8,9 @@
 
 use crate::common;
 
+use crate::common::demo::{demo_data, DemoData};
+use crate::common::records::TicketStatus;
 use common::graphql::Api;
-use itemgraph::demo::{demo_data, DemoData};
-use itemgraph::model::TicketStatus;
 use serde_json::{json, Value};
 
 /// Page size of the walk: small enough that every long connection has several pages;

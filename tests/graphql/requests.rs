@@ -16,12 +16,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::demo::demo_data;
+use crate::common::records::GlobalId;
 use async_trait::async_trait;
 use common::graphql::{error_codes, request_count, requests, Api};
 use futures::future::BoxFuture;
 use itemgraph::chart::kinds::{Slug, Username};
-use itemgraph::demo::demo_data;
-use itemgraph::graphql::ids::GlobalId;
 use itemgraph::store::{
     BatchGet, BatchGetPage, Delete, GetItem, Item, PrimaryKey, Put, Query, QueryOutput, Store,
     StoreResult, TableDescription, TableSchema, TransactAction, Update,

@@ -12,11 +12,11 @@
 
 use crate::common;
 
+use crate::common::demo::demo_data;
+use crate::common::records::GlobalId;
+use crate::common::records::{Order, Ticket};
 use common::graphql::{normalized, Api};
 use itemgraph::chart::kinds::{Slug, Username};
-use itemgraph::demo::demo_data;
-use itemgraph::graphql::ids::GlobalId;
-use itemgraph::model::{Order, Ticket};
 use serde_json::{json, Value};
 
 /// Runs the request and asserts its normalized response against the snapshot `name`.

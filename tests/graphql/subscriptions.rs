@@ -5,12 +5,12 @@ use crate::common;
 
 use std::time::Duration;
 
+use crate::common::records::Record;
 use common::graphql::{cursors, error_codes, Api};
 use futures::{Stream, StreamExt};
 use itemgraph::auth::Access;
 use itemgraph::auth::Role;
 use itemgraph::live::LiveOptions;
-use itemgraph::model::Record;
 use itemgraph::store::{Put, Store};
 use serde_json::{json, Value};
 
@@ -263,7 +263,7 @@ async fn a_write_not_made_by_itemgraph_reaches_subscribers(api: &Api) {
     );
     ready(api, &mut [&mut tickets], 1).await;
     // A batch job writing a ticket in the table's design, straight through the store.
-    let mut t = itemgraph::demo::demo_data()
+    let mut t = crate::common::demo::demo_data()
         .tickets
         .into_iter()
         .find(|t| t.org == "acme")
@@ -441,14 +441,14 @@ on_every_engine!(threads = 2:
 #[tokio::test]
 async fn a_position_past_the_log_is_expired() {
     use itemgraph::store::embedded::{ChangeLog, EmbeddedStore};
-    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::keys::table_schema())
+    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::chart::builtin().table_schema())
         .unwrap()
         .with_change_log(ChangeLog {
             capacity: 3,
             ..ChangeLog::DEFAULT
         });
     store.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&store).await.unwrap();
+    crate::common::demo::seed_demo(&store).await.unwrap();
     let api = Api::over(std::sync::Arc::new(store));
     let mut first = sub(
         &api,
@@ -597,14 +597,14 @@ async fn an_expired_token_ends_the_subscription() {
 async fn events_follow_the_log_into_child_shards_live_and_on_resume() {
     use itemgraph::store::embedded::{ChangeLog, EmbeddedStore};
     // Two records a shard: each ticket (three changes) closes one shard and opens another.
-    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::keys::table_schema())
+    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::chart::builtin().table_schema())
         .unwrap()
         .with_change_log(ChangeLog {
             shard_span: 2,
             ..ChangeLog::DEFAULT
         });
     store.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&store).await.unwrap();
+    crate::common::demo::seed_demo(&store).await.unwrap();
     let api = Api::over(std::sync::Arc::new(store)).with_live(common::changes::test_options());
     let all = Access::Unrestricted;
     let mut live = sub(&api, &all, TICKETS, json!({ "org": "acme" }));

@@ -11,11 +11,11 @@
 
 use crate::common;
 
+use crate::common::records::GlobalId;
 use common::graphql::{error_codes, Api};
 use common::jwks::{cognito, sign, Provider};
 use itemgraph::auth::{Access, Authenticator, Role};
 use itemgraph::chart::kinds::{Id, Slug, Username};
-use itemgraph::graphql::ids::GlobalId;
 use itemgraph::store::{Item, Scan, Store};
 use serde_json::{json, Value};
 

@@ -38,19 +38,23 @@ async fn faulty_demo(seed: u64) -> (Arc<Api>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("faulty.redb");
     {
-        let plain =
-            EmbeddedStore::open(&path, "itemgraph", itemgraph::keys::table_schema()).unwrap();
+        let plain = EmbeddedStore::open(
+            &path,
+            "itemgraph",
+            itemgraph::chart::builtin().table_schema(),
+        )
+        .unwrap();
         assert!(matches!(
-            itemgraph::demo::seed_if_absent(&plain, false)
+            crate::common::demo::seed_if_absent(&plain, false)
                 .await
                 .unwrap(),
-            itemgraph::demo::Seeded::Now(_)
+            crate::common::demo::Seeded::Now(_)
         ));
     }
     let store = EmbeddedStore::open_with_faults(
         &path,
         "itemgraph",
-        itemgraph::keys::table_schema(),
+        itemgraph::chart::builtin().table_schema(),
         faults(seed),
     )
     .unwrap();

@@ -58,7 +58,7 @@ struct Probe {
 }
 
 fn probes() -> Vec<Probe> {
-    let demo = itemgraph::demo::demo_data();
+    let demo = crate::common::demo::demo_data();
     let ticket = &demo.tickets[0];
     let probe = |name, query: &str, store_free| Probe {
         name,
@@ -247,11 +247,11 @@ async fn the_server_rides_out_a_frozen_then_killed_dynamodb_under_load() {
     // Table and demo data through a store with the harness's generous timeouts.
     let setup = dynamo_local::connect(&endpoint, &table).await;
     assert!(setup.create_table().await.unwrap());
-    itemgraph::demo::seed_demo(&setup).await.unwrap();
+    crate::common::demo::seed_demo(&setup).await.unwrap();
 
     let store = DynamoStore::connect(
         serving_options(&endpoint, &table),
-        itemgraph::keys::table_schema(),
+        itemgraph::chart::builtin().table_schema(),
     )
     .await;
     let server = TestServer::start(AppState::new(

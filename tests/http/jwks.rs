@@ -278,10 +278,10 @@ async fn a_request_is_served_with_a_jwks_token_and_refused_with_its_mapping_name
     let auth = provider.authenticator(&[]).await.unwrap();
     let store = itemgraph::store::embedded::EmbeddedStore::in_memory(
         "jwks",
-        itemgraph::keys::table_schema(),
+        itemgraph::chart::builtin().table_schema(),
     )
     .unwrap();
-    itemgraph::demo::seed_if_absent(&store, false)
+    crate::common::demo::seed_if_absent(&store, false)
         .await
         .unwrap();
     let state = itemgraph::http::AppState::new(

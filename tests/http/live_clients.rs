@@ -107,7 +107,7 @@ async fn two_replicas_share_one_stream() {
     let table = common::dynamo_local::unique_table_name("replicas");
     let seeder = common::dynamo_local::connect(&endpoint, &table).await;
     seeder.create_table().await.unwrap();
-    itemgraph::demo::seed_demo(&seeder).await.unwrap();
+    crate::common::demo::seed_demo(&seeder).await.unwrap();
     seeder.enable_stream().await.unwrap();
     let a = TestServer::start(state(
         Arc::new(common::dynamo_local::connect(&endpoint, &table).await),
@@ -182,14 +182,14 @@ async fn two_replicas_share_one_stream() {
     );
 
     // A write made with the AWS SDK, not through itemgraph.
-    let mut t = itemgraph::demo::demo_data()
+    let mut t = crate::common::demo::demo_data()
         .tickets
         .into_iter()
         .find(|t| t.org == "acme")
         .unwrap();
     t.title = "Written with the AWS SDK".into();
     t.version += 1;
-    let item = itemgraph::model::Record::to_item(&t);
+    let item = crate::common::records::Record::to_item(&t);
     let sdk_item: std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
         serde_dynamo::Item::from(item).into();
     seeder

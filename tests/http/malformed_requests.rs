@@ -361,7 +361,7 @@ async fn deep_nesting_is_refused_without_overflowing_the_stack() {
 #[tokio::test]
 async fn integers_out_of_range_are_refused() {
     let server = start_server().await;
-    let ticket = itemgraph::demo::demo_data().tickets[0]
+    let ticket = crate::common::demo::demo_data().tickets[0]
         .ticket_id
         .to_string();
     let users = |first: &str| {

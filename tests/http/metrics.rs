@@ -577,7 +577,7 @@ async fn dynamodb_store_calls_and_consumed_capacity_are_recorded() {
     let Some(dynamo) = common::engines::dynamodb("metrics").await else {
         return;
     };
-    itemgraph::demo::seed_demo(&dynamo).await.unwrap();
+    crate::common::demo::seed_demo(&dynamo).await.unwrap();
     let table = dynamo.table_name().to_owned();
     let server = start(Arc::new(dynamo.clone()), http::Options::default()).await;
     let before = Scrape::take(&server).await;

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::records::{Entity, Ticket};
 use futures::StreamExt;
 use itemgraph::chart::kinds::Id;
 use itemgraph::live::{Hub, LiveOptions};
-use itemgraph::model::{Entity, Ticket};
 use itemgraph::store::embedded::{ChangeLog, EmbeddedStore};
 use itemgraph::store::stream::{
     seq_cmp, ChangeKind, ChangeRecord, ChangeStream, StartAt, StreamError,
@@ -193,7 +193,7 @@ on_every_engine!(streaming store:
 // --- The embedded engine's log: shards, trimming, expiry ---------------------------------
 
 async fn small_log(log: ChangeLog) -> EmbeddedStore {
-    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::keys::table_schema())
+    let store = EmbeddedStore::in_memory("itemgraph", itemgraph::chart::builtin().table_schema())
         .unwrap()
         .with_change_log(log);
     assert!(store.create_table().await.unwrap());
@@ -366,13 +366,14 @@ async fn an_iterator_that_expires_before_its_shards_first_record_loses_nothing()
     tokio::time::timeout(Duration::from_secs(10), reached.notified())
         .await
         .expect("the reader reads the stream");
-    let data = itemgraph::demo::demo_data();
+    let data = crate::common::demo::demo_data();
     let ticket = Ticket {
         ticket_id: Id::generate(),
         title: "written meanwhile".into(),
+        status: crate::common::records::TicketStatus::Open,
         ..data.tickets[0].clone()
     };
-    itemgraph::collections::tickets::create_ticket(&store, &ticket)
+    crate::common::writes::create_ticket(crate::common::writes::shared(&store), &ticket)
         .await
         .unwrap();
     // ...and its iterator has expired.

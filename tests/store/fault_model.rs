@@ -25,8 +25,12 @@ fn item(pk: &str, sk: &str, extra: &[(&str, AttributeValue)]) -> Item {
 }
 
 async fn store(faults: Faults) -> EmbeddedStore {
-    let store = EmbeddedStore::in_memory_with_faults("t", itemgraph::keys::table_schema(), faults)
-        .expect("open");
+    let store = EmbeddedStore::in_memory_with_faults(
+        "t",
+        itemgraph::chart::builtin().table_schema(),
+        faults,
+    )
+    .expect("open");
     assert!(store.create_table().await.expect("create"));
     store
 }
@@ -101,9 +105,13 @@ async fn changes_waiting_for_the_indexes_reach_them_when_the_file_is_opened_agai
         ..Faults::default()
     };
     {
-        let store =
-            EmbeddedStore::open_with_faults(&path, "t", itemgraph::keys::table_schema(), faults)
-                .unwrap();
+        let store = EmbeddedStore::open_with_faults(
+            &path,
+            "t",
+            itemgraph::chart::builtin().table_schema(),
+            faults,
+        )
+        .unwrap();
         store.create_table().await.unwrap();
         store
             .put_item(Put::new(item(
@@ -115,7 +123,8 @@ async fn changes_waiting_for_the_indexes_reach_them_when_the_file_is_opened_agai
             .unwrap();
         assert!(store.query(on_index("G")).await.unwrap().items.is_empty());
     }
-    let store = EmbeddedStore::open(&path, "t", itemgraph::keys::table_schema()).unwrap();
+    let store =
+        EmbeddedStore::open(&path, "t", itemgraph::chart::builtin().table_schema()).unwrap();
     assert_eq!(store.query(on_index("G")).await.unwrap().items.len(), 1);
 
     // Without a lag, the index follows every write at once, rows written under the lag
@@ -136,7 +145,7 @@ async fn changes_waiting_for_the_indexes_reach_them_when_the_file_is_opened_agai
     let store = EmbeddedStore::open_with_faults(
         &path,
         "t",
-        itemgraph::keys::table_schema(),
+        itemgraph::chart::builtin().table_schema(),
         Faults {
             gsi_lag: Duration::from_millis(300),
             ..Faults::default()
@@ -363,7 +372,7 @@ async fn seeding_goes_through_throttling_and_lost_replies() {
     for seed in 1..=3 {
         let store = EmbeddedStore::in_memory_with_faults(
             "itemgraph",
-            itemgraph::keys::table_schema(),
+            itemgraph::chart::builtin().table_schema(),
             Faults {
                 throttle: 0.5,
                 lost_reply: 0.2,
@@ -372,12 +381,16 @@ async fn seeding_goes_through_throttling_and_lost_replies() {
             },
         )
         .unwrap();
-        let seeded = itemgraph::demo::seed_if_absent(&store, false)
+        let seeded = crate::common::demo::seed_if_absent(&store, false)
             .await
             .expect("seeding goes through the faults");
-        assert!(matches!(seeded, itemgraph::demo::Seeded::Now(_)));
+        assert!(matches!(seeded, crate::common::demo::Seeded::Now(_)));
         let report = itemgraph::check::check(&store).await.unwrap();
         assert!(report.is_clean(), "{report}");
-        assert_eq!(report.items, itemgraph::demo::demo_data().len(), "{report}");
+        assert_eq!(
+            report.items,
+            crate::common::demo::demo_data().len(),
+            "{report}"
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::common::records::{Entity, Ticket};
 use base64::Engine as _;
 use futures::StreamExt;
 use itemgraph::chart::kinds::Slug;
@@ -10,18 +11,17 @@ use itemgraph::live::lease::{Lease, Look};
 use itemgraph::live::position::{Pos, Position};
 use itemgraph::live::relay::{RelayError, RelayLog, Relayed};
 use itemgraph::live::{Change, EventKind, Hub, LiveError, LiveOptions};
-use itemgraph::model::{Entity, Ticket};
 
 use crate::common;
 
 fn change(n: u64) -> (Relayed, Position) {
-    let data = itemgraph::demo::demo_data();
+    let data = crate::common::demo::demo_data();
     ticket_change(data.tickets[(n as usize) % data.tickets.len()].clone(), n)
 }
 
 /// A change of a ticket of `org`.
 fn change_in(org: &Slug, n: u64) -> (Relayed, Position) {
-    let data = itemgraph::demo::demo_data();
+    let data = crate::common::demo::demo_data();
     let ticket = data
         .tickets
         .iter()
@@ -239,7 +239,7 @@ async fn an_entry_this_version_cannot_read_is_skipped_for_its_organization_only(
         return;
     };
     let log = begun(&redis, 10_000).await;
-    let data = itemgraph::demo::demo_data();
+    let data = crate::common::demo::demo_data();
     let (acme, globex) = (
         data.organizations[0].slug.clone(),
         data.organizations[1].slug.clone(),

@@ -1,4 +1,4 @@
-//! The built-in chart holds every rule and spells the keys `src/keys/` spells (here); a chart
+//! The built-in chart holds every rule and spells the server's own keys (here); a chart
 //! that breaks each rule is refused, naming the rule, the entity and the pattern
 //! ([`refusals`] the design's rules, [`writes`] the write and time-to-live rules); [`advice`]
 //! holds `chart check`'s advice to each of its rules.
@@ -12,11 +12,7 @@ use proptest::prelude::*;
 
 use super::template::{Template, Unrendered, Value};
 use super::*;
-use crate::chart::kinds::{ClientToken, Email, Id, LineNo, Slug, Username};
-use crate::keys::{
-    self, OrderKey, OrderLineKey, OrderTokenKey, OrgKey, TicketKey, UserEmailKey, UserKey,
-};
-use crate::model::TicketStatus;
+use crate::chart::kinds::Slug;
 use crate::store::{IndexKey, PrimaryKey};
 
 fn render(t: &Template, vars: &[(&str, Value)]) -> String {
@@ -52,21 +48,6 @@ fn keys_of(
     (primary, indexes)
 }
 
-fn item_keys(chart: &Chart, entity: &str, vars: &[(&str, Value)]) -> keys::ItemKeys {
-    let (primary, indexes) = keys_of(chart, entity, vars);
-    let find = |name: &str| {
-        indexes
-            .iter()
-            .find(|(i, _)| i == name)
-            .map(|(_, k)| k.clone())
-    };
-    keys::ItemKeys {
-        primary,
-        gsi1: find(keys::GSI1),
-        gsi2: find(keys::GSI2),
-    }
-}
-
 #[test]
 fn the_builtin_charts_currency_is_three_uppercase_letters() {
     let chart = parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{e}"));
@@ -88,10 +69,11 @@ fn the_builtin_chart_states_the_line_limit_it_keeps() {
     let chart = parse(BUILTIN_SOURCE).unwrap_or_else(|e| panic!("{e}"));
     let lines = &chart.entities["Order"].lists["lines"];
     let max = lines.max.expect("an order's lines are bounded");
+    // What one transaction holds beside the order, the organization's and the buyer's
+    // counts and the client token's marker.
     assert_eq!(
         max as usize,
-        crate::collections::MAX_ORDER_LINES,
-        "what one transaction holds beside the order, its counts and its token"
+        crate::store::validate::MAX_TRANSACT_ACTIONS - 4
     );
     assert_eq!(
         chart.mutations["placeOrder"].input["lines"],
@@ -130,142 +112,43 @@ fn the_builtin_chart_holds_every_rule() {
 
 #[test]
 fn the_builtin_chart_is_the_table_the_server_creates() {
-    assert_eq!(builtin().table_schema(), keys::table_schema());
+    let schema = builtin().table_schema();
+    assert_eq!((schema.pk.as_str(), schema.sk.as_str()), ("PK", "SK"));
+    let indexes: Vec<_> = schema
+        .indexes
+        .iter()
+        .map(|i| (&*i.name, &*i.pk, &*i.sk))
+        .collect();
+    assert_eq!(
+        indexes,
+        [("GSI1", "GSI1PK", "GSI1SK"), ("GSI2", "GSI2PK", "GSI2SK")]
+    );
     assert_eq!(builtin().table.name, "itemgraph");
 }
 
-fn statuses() -> impl Strategy<Value = TicketStatus> {
-    prop_oneof![
-        Just(TicketStatus::Open),
-        Just(TicketStatus::Pending),
-        Just(TicketStatus::Solved),
-        Just(TicketStatus::Closed),
-    ]
-}
-
 proptest! {
-    /// Every entity's keys, rendered from the chart, are the keys `src/keys/` builds.
+    /// The server's own items (migration records, checkpoints, leases) are where the
+    /// chart's system entities put them.
     #[test]
-    fn the_builtin_chart_spells_the_keys_of_src_keys(
-        org in "[a-z0-9][a-z0-9-]{0,39}",
-        username in "[a-z0-9][a-z0-9-]{0,39}",
-        email in "[a-z0-9.]{1,20}@[a-z0-9.]{1,20}",
-        ticket in any::<u128>(),
-        order in any::<u128>(),
-        line in 1u16..=999,
-        shard in 0u32..32,
-        token in "[A-Za-z0-9_-]{1,64}",
-        status in statuses(),
+    fn the_builtin_chart_spells_the_servers_own_keys(
+        name in "[a-z0-9][a-z0-9-]{0,39}",
+        version in 0u32..1000,
+        segment in 0u32..1000,
     ) {
         let chart = builtin();
-        let slug = Slug::parse(&org).unwrap();
-        let user = Username::parse(&username).unwrap();
-        let email = Email::parse(&email).unwrap();
-        let ticket_id = Id::parse(&ulid::Ulid(ticket).to_string()).unwrap();
-        let order_id = Id::parse(&ulid::Ulid(order).to_string()).unwrap();
-        let line_no = LineNo::new(line).unwrap();
-        let token = ClientToken::parse(&token).unwrap();
-
-        prop_assert_eq!(item_keys(&chart, "Organization", &[("slug", text(&slug))]), OrgKey::new(&slug).item_keys());
+        let slug = Slug::parse(&name).unwrap();
         prop_assert_eq!(
-            keys_of(&chart, "CounterShard", &[("org", text(&slug)), ("shard", Value::Int(shard.into()))]).0,
-            OrgKey::new(&slug).counter_shard(shard)
+            keys_of(&chart, "MigrationSegment", &[("version", Value::Int(version.into())), ("segment", Value::Int(segment.into()))]).0,
+            crate::store::own::segment_key(version, segment)
         );
         prop_assert_eq!(
-            item_keys(&chart, "User", &[("org", text(&slug)), ("username", text(&user))]),
-            UserKey::new(&slug, &user).item_keys()
-        );
-        prop_assert_eq!(
-            item_keys(&chart, "UserEmail", &[("org", text(&slug)), ("email", text(&email))]),
-            UserEmailKey::new(&slug, &email).item_keys()
-        );
-        prop_assert_eq!(
-            item_keys(&chart, "Ticket", &[
-                ("ticketId", text(ticket_id)), ("org", text(&slug)),
-                ("requester", text(&user)), ("status", text(keys::StatusName::status_name(status))),
-            ]),
-            TicketKey::new(ticket_id).item_keys(&slug, &user, status)
-        );
-        prop_assert_eq!(
-            item_keys(&chart, "Order", &[("org", text(&slug)), ("orderId", text(order_id))]),
-            OrderKey::new(&slug, order_id).item_keys()
-        );
-        prop_assert_eq!(
-            item_keys(&chart, "OrderLine", &[("orderId", text(order_id)), ("lineNo", Value::Int(line.into()))]),
-            OrderLineKey::new(order_id, line_no).item_keys()
-        );
-        prop_assert_eq!(
-            item_keys(&chart, "OrderToken", &[("org", text(&slug)), ("token", text(&token))]),
-            OrderTokenKey::new(&slug, &token).item_keys()
-        );
-        prop_assert_eq!(
-            keys_of(&chart, "MigrationSegment", &[("version", Value::Int(shard.into())), ("segment", Value::Int(line.into()))]).0,
-            crate::store::own::segment_key(shard, line.into())
-        );
-        prop_assert_eq!(
-            keys_of(&chart, "Migration", &[("version", Value::Int(shard.into()))]).0,
-            crate::store::own::migration_key(shard)
+            keys_of(&chart, "Migration", &[("version", Value::Int(version.into()))]).0,
+            crate::store::own::migration_key(version)
         );
         prop_assert_eq!(
             keys_of(&chart, "Lease", &[("name", text(&slug))]).0,
             crate::store::own::lease_key(slug.as_str())
         );
-    }
-
-    /// Each pattern's key condition, rendered, is the one `src/collections/` queries.
-    #[test]
-    fn the_builtin_patterns_query_what_src_collections_queries(
-        org in "[a-z0-9][a-z0-9-]{0,39}",
-        username in "[a-z0-9][a-z0-9-]{0,39}",
-        order in any::<u128>(),
-        status in statuses(),
-    ) {
-        let chart = builtin();
-        let slug = Slug::parse(&org).unwrap();
-        let user = Username::parse(&username).unwrap();
-        let order_id = Id::parse(&ulid::Ulid(order).to_string()).unwrap();
-        let o = OrgKey::new(&slug);
-        let u = UserKey::new(&slug, &user);
-        let vars = [
-            ("slug", text(&slug)), ("org", text(&slug)), ("username", text(&user)),
-            ("orderId", text(order_id)), ("status", text(keys::StatusName::status_name(status))),
-        ];
-        let query = |n: u32| match &chart.patterns[&n].request {
-            Request::Query { condition, children_prefix, .. } => (condition.clone(), children_prefix.clone()),
-            other => panic!("pattern {n} is {other:?}"),
-        };
-        let sort = |c: &KeyCondition| match c.sort.as_ref().unwrap() {
-            SortCondition::Ge(t) => (">=", render(t, &vars)),
-            SortCondition::Le(t) => ("<=", render(t, &vars)),
-            SortCondition::BeginsWith(t) => ("begins_with", render(t, &vars)),
-            other => panic!("{other:?}"),
-        };
-        let (c, later) = query(2);
-        prop_assert_eq!(render(&c.partition, &vars), o.partition());
-        prop_assert_eq!(sort(&c), (">=", o.boundary()));
-        prop_assert_eq!(later.source(), o.users_prefix());
-        let (c, later) = query(3);
-        prop_assert_eq!(sort(&c), ("<=", o.counters_top()));
-        prop_assert_eq!(later.source(), o.orders_prefix());
-        let (c, later) = query(4);
-        prop_assert_eq!(c.index.as_deref(), Some(keys::GSI1));
-        prop_assert_eq!(render(&c.partition, &vars), u.tickets_partition());
-        prop_assert_eq!(sort(&c), ("<=", u.tickets_boundary()));
-        prop_assert_eq!(later.source(), u.tickets_prefix());
-        let (c, later) = query(6);
-        prop_assert_eq!(c.index.as_deref(), Some(keys::GSI2));
-        prop_assert_eq!(render(&c.partition, &vars), o.status_queue(status));
-        prop_assert_eq!(sort(&c), ("begins_with", TicketKey::prefix().to_owned()));
-        prop_assert_eq!(later.source(), TicketKey::prefix());
-        let (c, later) = query(7);
-        prop_assert_eq!(render(&c.partition, &vars), OrderKey::lines_partition_of(order_id));
-        prop_assert_eq!(sort(&c), (">=", OrderKey::lines_boundary_of(order_id)));
-        prop_assert_eq!(later.source(), OrderKey::lines_prefix());
-        let Request::GetItem { with_shards: Some(c), .. } = &chart.patterns[&1].request else {
-            panic!("pattern 1 reads the organization with its shards")
-        };
-        let Some(SortCondition::Between(a, b)) = &c.sort else { panic!("{c:?}") };
-        prop_assert_eq!((render(a, &vars), render(b, &vars)), (o.boundary(), o.counters_top()));
     }
 }
 

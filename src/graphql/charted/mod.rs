@@ -38,7 +38,7 @@ use crate::chart::{Chart, Entity, Request};
 
 pub use examples::{examples, write_examples};
 pub(crate) use mutate::shard_items;
-pub use read::{item_loader, ItemLoader};
+pub use read::{connection_of, item_loader, pattern_query, ItemLoader};
 pub use resolve::{Conn, Obj};
 
 /// The schema's builder for `chart`: its types, the Query root, and the Mutation and

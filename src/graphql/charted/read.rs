@@ -15,8 +15,9 @@ use super::super::errors::ApiError;
 use super::super::loader_wait;
 use super::super::loaders::answer_batch;
 use super::record::{render, Record, Vars};
+use crate::chart::format::Connection;
 use crate::chart::MAX_PAGE_SIZE;
-use crate::chart::{Chart, KeyCondition, Pattern, Request, SortCondition as ChartSort};
+use crate::chart::{Chart, Entity, KeyCondition, Pattern, Request, SortCondition as ChartSort};
 use crate::store::validate::MAX_BATCH_GET_KEYS;
 use crate::store::{BatchGet, GetItem, Item, PageKey, PrimaryKey, Query, SortCondition, Store};
 use crate::telemetry;
@@ -28,6 +29,29 @@ pub struct Fetched {
     pub parent: Option<Arc<Record>>,
     pub children: Vec<Arc<Record>>,
     pub more: bool,
+}
+
+/// The Query that Query pattern `pattern` of `chart` sends for a page of `size` items from
+/// `start` (the first page, which carries the parent, when none), with the key values
+/// `vars`: what the server sends for it ([`query`]), for a reader of the store port that
+/// reads as the server does (the benchmark's floor). `None` when the chart has no such
+/// Query pattern, the values do not render its key or `start` is not on its partition.
+pub fn pattern_query(
+    chart: &Chart,
+    pattern: u32,
+    vars: &[(&str, &str)],
+    size: u32,
+    start: Option<PageKey>,
+) -> Option<Query> {
+    let vars = texts(vars);
+    let page = Resolved {
+        size,
+        start,
+        forward: true,
+    };
+    query(chart, chart.patterns.get(&pattern)?, &vars, &page)
+        .ok()
+        .map(|(q, _)| q)
 }
 
 /// The Query that serves `page` of a Query pattern, and whether it carries the parent.
@@ -88,6 +112,46 @@ pub fn query(
         },
         carries_parent,
     ))
+}
+
+/// What a connection's cursors are signed for: the chart's `cursor`, else `Owner.field`.
+pub fn cursor_name(owner: &Entity, field: &str, c: &Connection) -> String {
+    c.cursor
+        .clone()
+        .unwrap_or_else(|| format!("{}.{field}", owner.name))
+}
+
+/// The connection a cursor of `owner`'s connection `field` is signed for, on the
+/// partition its key values `vars` pick ([`connection_name`]): for a client that signs
+/// its own cursors with the server's secret (the benchmark's deep pages). `None` when
+/// the chart has no such connection or the values do not render its partition.
+pub fn connection_of(
+    chart: &Chart,
+    owner: &str,
+    field: &str,
+    vars: &[(&str, &str)],
+) -> Option<String> {
+    let e = chart.entities.get(owner)?;
+    let c = e.connections.get(field)?;
+    let vars = texts(vars);
+    connection_name(
+        chart.patterns.get(&c.pattern)?,
+        &cursor_name(e, field, c),
+        &vars,
+    )
+    .ok()
+}
+
+/// Key values given as text, as templates render them.
+fn texts(vars: &[(&str, &str)]) -> Vars {
+    vars.iter()
+        .map(|(k, v)| {
+            (
+                (*k).to_owned(),
+                crate::chart::template::Value::Text((*v).to_owned()),
+            )
+        })
+        .collect()
 }
 
 /// The connection a cursor is bound to: its name (`cursor` in the chart, else

@@ -44,12 +44,16 @@ async fn a_format_1_file_is_migrated_and_a_newer_one_refused() {
     ]);
     let key = table_key(&PrimaryKey::new("A", "1"));
     {
-        let store = EmbeddedStore::open(&path, "t", crate::keys::table_schema()).expect("open");
+        let store =
+            EmbeddedStore::open(&path, "t", crate::chart::builtin().table_schema()).expect("open");
         store.create_table().await.expect("create");
         store.put_item(Put::new(item.clone())).await.expect("put");
     }
     // Make it what format 1 wrote: JSON, and no format recorded.
-    let index = format!("index/t/{}", crate::keys::table_schema().indexes[0].name);
+    let index = format!(
+        "index/t/{}",
+        crate::chart::builtin().table_schema().indexes[0].name
+    );
     {
         let db = Database::create(&path).expect("the file");
         let tx = db.begin_write().expect("write");
@@ -72,7 +76,8 @@ async fn a_format_1_file_is_migrated_and_a_newer_one_refused() {
     }
     assert_eq!(stored_row(&path, "items/t", &key).first(), Some(&b'{'));
     {
-        let store = EmbeddedStore::open(&path, "t", crate::keys::table_schema()).expect("migrate");
+        let store = EmbeddedStore::open(&path, "t", crate::chart::builtin().table_schema())
+            .expect("migrate");
         let got = store
             .get_item(GetItem {
                 key: PrimaryKey::new("A", "1"),
@@ -107,7 +112,7 @@ async fn a_format_1_file_is_migrated_and_a_newer_one_refused() {
         }
         tx.commit().expect("commit");
     }
-    let err = EmbeddedStore::open(&path, "t", crate::keys::table_schema())
+    let err = EmbeddedStore::open(&path, "t", crate::chart::builtin().table_schema())
         .err()
         .expect("refused");
     assert!(
@@ -124,7 +129,7 @@ async fn a_store_dropped_once_its_write_is_answered_opens_again_at_once() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("t.redb");
     for i in 0..100 {
-        let store = EmbeddedStore::open(&path, "t", crate::keys::table_schema())
+        let store = EmbeddedStore::open(&path, "t", crate::chart::builtin().table_schema())
             .unwrap_or_else(|e| panic!("open {i}: {e}"));
         if i == 0 {
             store.create_table().await.expect("create");
@@ -145,8 +150,12 @@ async fn a_store_dropped_once_its_write_is_answered_opens_again_at_once() {
 #[test]
 fn a_committer_the_runtime_refuses_answers_its_writes_and_the_next_write_commits() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let store = EmbeddedStore::open(&dir.path().join("t.redb"), "t", crate::keys::table_schema())
-        .expect("open");
+    let store = EmbeddedStore::open(
+        &dir.path().join("t.redb"),
+        "t",
+        crate::chart::builtin().table_schema(),
+    )
+    .expect("open");
     let item = |sk: &str| {
         Item::from([
             ("PK".to_owned(), AttributeValue::S("A".into())),
@@ -241,7 +250,8 @@ async fn group_committed_writes_survive_the_file_being_opened_again() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("group.redb");
     {
-        let store = EmbeddedStore::open(&path, "t", crate::keys::table_schema()).expect("open");
+        let store =
+            EmbeddedStore::open(&path, "t", crate::chart::builtin().table_schema()).expect("open");
         store.create_table().await.expect("create");
         let writes = (0..200).map(|i| {
             let item = Item::from([
@@ -254,7 +264,8 @@ async fn group_committed_writes_survive_the_file_being_opened_again() {
             r.expect("a put");
         }
     }
-    let store = EmbeddedStore::open(&path, "t", crate::keys::table_schema()).expect("reopen");
+    let store =
+        EmbeddedStore::open(&path, "t", crate::chart::builtin().table_schema()).expect("reopen");
     let page = store
         .query(Query {
             limit: Some(1000),

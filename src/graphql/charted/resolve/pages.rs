@@ -9,7 +9,7 @@ use async_graphql::dynamic::{
 };
 use async_graphql::{ErrorExtensions, Value};
 
-use super::super::read::{self, Fetched};
+use super::super::read::{self, cursor_name, Fetched};
 use super::super::record::{key_value, Vars};
 use super::super::{argument, connection_arguments};
 use super::*;
@@ -198,13 +198,6 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
         f = f.description(d);
     }
     f
-}
-
-/// What a connection's cursors are signed for: the chart's `cursor`, else `Owner.field`.
-pub(super) fn cursor_name(owner: &Entity, field: &str, c: &Connection) -> String {
-    c.cursor
-        .clone()
-        .unwrap_or_else(|| format!("{}.{field}", owner.name))
 }
 
 /// Builds a connection from the children a Query returned: cuts the extra item, restores

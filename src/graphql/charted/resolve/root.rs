@@ -10,10 +10,11 @@ use async_graphql::dynamic::{
 use async_graphql::{ErrorExtensions, Value};
 use futures::future::join_all;
 
+use super::super::read::cursor_name;
 use super::super::read::{self};
 use super::super::record::{decode_global_id, id_vars, key_value, key_var_names, Record, Vars};
 use super::super::{argument, connection_arguments, lower_first};
-use super::pages::{connection_vars, cursor_name, whole_list};
+use super::pages::{connection_vars, whole_list};
 use super::*;
 use crate::auth::Access;
 use crate::chart::template::Value as KeyValue;

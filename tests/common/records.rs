@@ -1,23 +1,20 @@
-//! Plain domain records, one per entity of the chart (the order client-token marker is
-//! `collections::OrderToken`, beside the one write that uses it), and how each becomes a
-//! table item.
-//!
-//! A record serializes to its plain attributes (camelCase) with `serde_dynamo`;
-//! [`Record::to_item`] adds the `Type` attribute and the key attributes from [`crate::keys`].
-//! Reading goes the other way and never looks at key attributes: they exist for indexing
-//! only, and unknown attributes are ignored so that adding an attribute is never a breaking
-//! change. No GraphQL or AWS types here.
+//! The built-in design's records as its tests and the benchmark write and read them:
+//! one plain struct per entity of `charts/itemgraph.toml`, serialized to its attributes
+//! (camelCase) with `serde_dynamo`, its keys and type attribute rendered by the chart
+//! (`itemgraph::chart::samples::set_keys`), as any writer of a charted table renders them.
+//! Reading never looks at key attributes, and unknown attributes are ignored.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-pub use crate::clock::{now, now_ms, timestamp_from_ms, Timestamp};
+#[allow(unused_imports)]
+pub use itemgraph::clock::{now, now_ms, timestamp_from_ms, Timestamp};
 
-use crate::keys::{
-    Email, Id, ItemKeys, LineNo, OrderKey, OrderLineKey, OrgKey, Slug, TicketKey, UserEmailKey,
-    UserKey, Username,
-};
-use crate::store::{AttributeValue, Item, PrimaryKey};
+use itemgraph::chart::kinds::{Email, Id, LineNo, Slug, Username};
+use itemgraph::store::{AttributeValue, IndexKey, Item, PageKey, PrimaryKey};
 
 /// The attribute every item carries, naming its entity.
 pub const TYPE: &str = "Type";
@@ -108,11 +105,6 @@ string_enum!(
     TicketPriority { Low = "LOW", Normal = "NORMAL", High = "HIGH", Urgent = "URGENT" }
 );
 
-impl crate::keys::StatusName for TicketStatus {
-    fn status_name(self) -> &'static str {
-        self.as_str()
-    }
-}
 string_enum!(
     /// Where an order is in fulfilment.
     OrderStatus {
@@ -271,9 +263,6 @@ impl CounterShard {
 
 impl Record for CounterShard {
     const TYPE: &'static str = "CounterShard";
-    fn keys(&self) -> ItemKeys {
-        ItemKeys::primary(OrgKey::new(&self.org).counter_shard(self.shard))
-    }
 }
 
 /// A member of one organization.
@@ -369,30 +358,31 @@ pub struct OrderLine {
     pub amount_cents: i64,
 }
 
-/// A record stored as one item: its entity name and its keys.
+/// A record stored as one item of the built-in chart's entity [`Record::TYPE`].
 pub trait Record: Serialize + DeserializeOwned {
-    /// The `Type` attribute value.
+    /// The entity's name, its items' `Type`.
     const TYPE: &'static str;
 
-    /// Every key attribute of the item.
-    fn keys(&self) -> ItemKeys;
-
-    fn primary_key(&self) -> PrimaryKey {
-        self.keys().primary
-    }
-
-    /// The item as stored: plain attributes, `Type`, key attributes.
+    /// The item as stored: plain attributes, `Type`, and the keys the chart's templates
+    /// render from them.
     fn to_item(&self) -> Item {
-        // Through `AttributeValue::M`, which holds the map itself: `serde_dynamo::to_item`
-        // (and `from_item` below) builds the map once more to convert between its `Item`
-        // and a `HashMap`.
+        // Through `AttributeValue::M`, which holds the map itself.
         let mut item: Item = match serde_dynamo::to_attribute_value(self) {
             Ok(AttributeValue::M(item)) => item,
             _ => unreachable!("records are structs of strings and numbers"),
         };
-        item.insert(TYPE.to_owned(), AttributeValue::S(Self::TYPE.to_owned()));
-        self.keys().write_to(&mut item);
+        render_keys(Self::TYPE, &mut item);
         item
+    }
+
+    /// The primary key the chart renders for the record.
+    fn primary_key(&self) -> PrimaryKey {
+        key_of(&self.to_item())
+    }
+
+    /// Where a page that ends at this record resumes, on the table or on `index`.
+    fn page_key(&self, index: Option<&str>) -> PageKey {
+        page_key(&self.to_item(), index)
     }
 
     /// The record an item holds; fails when the item is of another type or malformed.
@@ -413,6 +403,96 @@ pub trait Record: Serialize + DeserializeOwned {
     }
 }
 
+/// Gives `item`, an item of the built-in chart's `entity`, its type attribute and the
+/// keys the chart renders from its values.
+pub fn render_keys(entity: &str, item: &mut Item) {
+    let chart = itemgraph::chart::builtin();
+    let e = &chart.entities[entity];
+    let vars: HashMap<_, _> = itemgraph::chart::samples::key_values(e, item);
+    itemgraph::chart::samples::set_keys(&chart.table, &chart.indexes, e, item, &vars)
+        .unwrap_or_else(|why| panic!("a {entity} renders its keys: {why}"));
+}
+
+/// The primary key the chart gives the item of `entity` whose key attributes are
+/// `values` (identifiers and enum values, as stored).
+pub fn key(entity: &str, values: &[(&str, &str)]) -> PrimaryKey {
+    let mut item: Item = values
+        .iter()
+        .map(|(a, v)| ((*a).to_owned(), AttributeValue::S((*v).to_owned())))
+        .collect();
+    render_keys(entity, &mut item);
+    key_of(&item)
+}
+
+/// The primary key an item is stored under.
+pub fn key_of(item: &Item) -> PrimaryKey {
+    itemgraph::chart::builtin()
+        .table_schema()
+        .key_of(item)
+        .expect("an item of the built-in chart has its keys")
+}
+
+/// Where a page ending at `item` resumes, on the table or on `index` (none when the
+/// item is not in it).
+pub fn page_key(item: &Item, index: Option<&str>) -> PageKey {
+    let chart = itemgraph::chart::builtin();
+    let index = index.and_then(|name| {
+        let i = &chart.indexes[name];
+        match (item.get(&i.partition_key), item.get(&i.sort_key)) {
+            (Some(AttributeValue::S(pk)), Some(AttributeValue::S(sk))) => Some(IndexKey {
+                pk: pk.clone(),
+                sk: sk.clone(),
+            }),
+            _ => None,
+        }
+    });
+    PageKey {
+        table: key_of(item),
+        index,
+    }
+}
+
+/// What a node id of the built-in chart's API names: an entity and the key values its
+/// id is made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GlobalId {
+    Organization(Slug),
+    User(Slug, Username),
+    Ticket(Id),
+    Order(Slug, Id),
+}
+
+impl GlobalId {
+    /// The id as the API gives it: `Entity:key:values`, base64url.
+    pub fn encode(&self) -> String {
+        use base64::Engine as _;
+        let raw = match self {
+            GlobalId::Organization(o) => format!("Organization:{o}"),
+            GlobalId::User(o, u) => format!("User:{o}:{u}"),
+            GlobalId::Ticket(t) => format!("Ticket:{t}"),
+            GlobalId::Order(o, id) => format!("Order:{o}:{id}"),
+        };
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    /// Whether `id` is base64url of `Entity:values` for one of the chart's node entities.
+    pub fn is_one(id: &str) -> bool {
+        use base64::Engine as _;
+        let Some(text) = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(id)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+        else {
+            return false;
+        };
+        let parts: Vec<&str> = text.split(':').collect();
+        matches!(
+            parts.as_slice(),
+            ["Organization", _] | ["User", _, _] | ["Ticket", _] | ["Order", _, _]
+        )
+    }
+}
+
 /// The `Type` attribute of an item.
 pub fn item_type(item: &Item) -> Result<&str, ModelError> {
     match item.get(TYPE) {
@@ -423,44 +503,26 @@ pub fn item_type(item: &Item) -> Result<&str, ModelError> {
 
 impl Record for Organization {
     const TYPE: &'static str = "Organization";
-    fn keys(&self) -> ItemKeys {
-        OrgKey::new(&self.slug).item_keys()
-    }
 }
 
 impl Record for User {
     const TYPE: &'static str = "User";
-    fn keys(&self) -> ItemKeys {
-        UserKey::new(&self.org, &self.username).item_keys()
-    }
 }
 
 impl Record for UserEmail {
     const TYPE: &'static str = "UserEmail";
-    fn keys(&self) -> ItemKeys {
-        UserEmailKey::new(&self.org, &self.email).item_keys()
-    }
 }
 
 impl Record for Ticket {
     const TYPE: &'static str = "Ticket";
-    fn keys(&self) -> ItemKeys {
-        TicketKey::new(self.ticket_id).item_keys(&self.org, &self.requester, self.status)
-    }
 }
 
 impl Record for Order {
     const TYPE: &'static str = "Order";
-    fn keys(&self) -> ItemKeys {
-        OrderKey::new(&self.org, self.order_id).item_keys()
-    }
 }
 
 impl Record for OrderLine {
     const TYPE: &'static str = "OrderLine";
-    fn keys(&self) -> ItemKeys {
-        OrderLineKey::new(self.order_id, self.line_no).item_keys()
-    }
 }
 
 /// Any record, as read by a batch of keys of mixed types (`node`, `nodes`, references).
@@ -506,10 +568,6 @@ impl Entity {
         for_each_entity!(self, r => r.to_item())
     }
 
-    pub fn keys(&self) -> ItemKeys {
-        for_each_entity!(self, r => r.keys())
-    }
-
     pub fn primary_key(&self) -> PrimaryKey {
         for_each_entity!(self, r => r.primary_key())
     }
@@ -537,230 +595,3 @@ macro_rules! entity_from {
     )+};
 }
 entity_from!(Organization, User, UserEmail, Ticket, Order, OrderLine);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::keys::{GSI1PK, GSI2PK, PK, SK};
-
-    fn s(v: &str) -> AttributeValue {
-        AttributeValue::S(v.into())
-    }
-    fn n(v: &str) -> AttributeValue {
-        AttributeValue::N(v.into())
-    }
-
-    fn org() -> Organization {
-        Organization {
-            slug: Slug::parse("acme").unwrap(),
-            name: "Acme".into(),
-            plan: Plan::Enterprise,
-            created_at: timestamp_from_ms(0),
-            user_count: 1,
-            order_count: 2,
-            ticket_count: 3,
-            ticket_count_open: 1,
-            ticket_count_pending: 1,
-            ticket_count_solved: 1,
-            ticket_count_closed: 0,
-            schema_version: None,
-        }
-    }
-
-    fn ticket() -> Ticket {
-        Ticket {
-            ticket_id: Id::from_parts(1_700_000_000_000, 42),
-            org: Slug::parse("acme").unwrap(),
-            title: "Anvil".into(),
-            body: "It fell.".into(),
-            status: TicketStatus::Pending,
-            priority: TicketPriority::Urgent,
-            requester: Username::parse("wile").unwrap(),
-            assignee: None,
-            created_at: timestamp_from_ms(1_700_000_000_000),
-            updated_at: timestamp_from_ms(1_700_000_000_000),
-            version: 1,
-        }
-    }
-
-    #[test]
-    fn timestamps_are_fixed_width_rfc3339() {
-        assert_eq!(timestamp_from_ms(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            timestamp_from_ms(1_704_067_200_123),
-            "2024-01-01T00:00:00.123Z"
-        );
-        assert_eq!(now().len(), 24);
-    }
-
-    #[test]
-    fn organization_item_has_camel_case_attributes_type_and_keys() {
-        let item = org().to_item();
-        assert_eq!(item[TYPE], s("Organization"));
-        assert_eq!(item[PK], s("ORG#acme"));
-        assert_eq!(item[SK], s("ORG#acme"));
-        assert_eq!(item["plan"], s("ENTERPRISE"));
-        assert_eq!(item["createdAt"], s("1970-01-01T00:00:00.000Z"));
-        assert_eq!(item[Organization::USER_COUNT], n("1"));
-        assert_eq!(item[Organization::ORDER_COUNT], n("2"));
-        assert_eq!(item[Organization::TICKET_COUNT], n("3"));
-        for status in TicketStatus::ALL {
-            assert!(item.contains_key(Organization::status_counter(*status)));
-        }
-        assert_eq!(item.len(), 14);
-    }
-
-    #[test]
-    fn records_round_trip_and_ignore_key_attributes() {
-        let t = ticket();
-        let item = t.to_item();
-        assert_eq!(item[GSI2PK], s("ORG#acme#STATUS#PENDING"));
-        assert_eq!(item[GSI1PK], s("ORG#acme#USER#wile"));
-        assert_eq!(item[Ticket::VERSION], n("1"));
-        assert!(!item.contains_key("assignee"), "None is omitted, not NULL");
-        assert_eq!(Ticket::from_item(item.clone()).unwrap(), t);
-        assert_eq!(Entity::from_item(item).unwrap(), Entity::Ticket(t));
-    }
-
-    #[test]
-    fn unknown_attributes_are_ignored_and_missing_counters_are_zero() {
-        let mut item = org().to_item();
-        item.insert("somethingNew".into(), s("x"));
-        item.remove(Organization::status_counter(TicketStatus::Solved));
-        let o = Organization::from_item(item).unwrap();
-        assert_eq!(o.ticket_count_solved, 0);
-    }
-
-    #[test]
-    fn user_counters_are_stored_and_default_to_zero() {
-        let user = User {
-            org: Slug::parse("acme").unwrap(),
-            username: Username::parse("wile").unwrap(),
-            email: Email::parse("wile@acme.example").unwrap(),
-            name: "Wile E. Coyote".into(),
-            role: Role::Member,
-            created_at: timestamp_from_ms(0),
-            ticket_count: 3,
-            assigned_ticket_count: 2,
-            order_count: 1,
-        };
-        let mut item = user.to_item();
-        assert_eq!(item[User::TICKET_COUNT], n("3"));
-        assert_eq!(item[User::ASSIGNED_TICKET_COUNT], n("2"));
-        assert_eq!(item[User::ORDER_COUNT], n("1"));
-        // Users written before these counters existed read as zero.
-        item.remove(User::ASSIGNED_TICKET_COUNT);
-        item.remove(User::ORDER_COUNT);
-        let read = User::from_item(item).unwrap();
-        assert_eq!((read.assigned_ticket_count, read.order_count), (0, 0));
-        assert_eq!(read.ticket_count, 3);
-    }
-
-    #[test]
-    fn entity_dispatches_on_type() {
-        let mut item = org().to_item();
-        item.insert(TYPE.into(), s("Spaceship"));
-        assert!(
-            matches!(Entity::from_item(item.clone()), Err(ModelError::UnknownType(t)) if t == "Spaceship")
-        );
-        item.remove(TYPE);
-        assert!(matches!(
-            Entity::from_item(item),
-            Err(ModelError::MissingType)
-        ));
-        assert!(matches!(
-            User::from_item(org().to_item()),
-            Err(ModelError::WrongType {
-                expected: "User",
-                ..
-            })
-        ));
-    }
-
-    #[test]
-    fn a_forged_identifier_in_an_item_is_refused() {
-        let mut item = ticket().to_item();
-        item.insert("requester".into(), s("wile#x"));
-        assert!(matches!(
-            Ticket::from_item(item),
-            Err(ModelError::Malformed { ty: "Ticket", .. })
-        ));
-    }
-
-    #[test]
-    fn enums_are_screaming_case() {
-        assert_eq!(
-            serde_json::to_string(&OrderStatus::Cancelled).unwrap(),
-            "\"CANCELLED\""
-        );
-        assert_eq!("SOLVED".parse::<TicketStatus>(), Ok(TicketStatus::Solved));
-        assert_eq!(Role::ALL, &[Role::Admin, Role::Member]);
-        assert_eq!(Plan::Team.to_string(), "TEAM");
-        assert_eq!(TicketPriority::ALL.len(), 4);
-    }
-
-    #[test]
-    fn every_entity_round_trips() {
-        let acme = Slug::parse("acme").unwrap();
-        let wile = Username::parse("wile").unwrap();
-        let email = Email::parse("wile@acme.example").unwrap();
-        let oid = Id::from_parts(1, 2);
-        let entities: Vec<Entity> = vec![
-            org().into(),
-            User {
-                org: acme.clone(),
-                username: wile.clone(),
-                email: email.clone(),
-                name: "Wile E. Coyote".into(),
-                role: Role::Member,
-                created_at: now(),
-                ticket_count: 0,
-                assigned_ticket_count: 2,
-                order_count: 1,
-            }
-            .into(),
-            UserEmail {
-                email,
-                org: acme.clone(),
-                username: wile.clone(),
-            }
-            .into(),
-            Ticket {
-                assignee: Some(wile.clone()),
-                ..ticket()
-            }
-            .into(),
-            Order {
-                order_id: oid,
-                org: acme,
-                buyer: wile,
-                status: OrderStatus::Paid,
-                placed_at: now(),
-                currency: "USD".into(),
-                total_cents: 1999,
-                line_count: 1,
-                version: 1,
-            }
-            .into(),
-            OrderLine {
-                order_id: oid,
-                line_no: LineNo::new(1).unwrap(),
-                sku: "ANVIL".into(),
-                description: "Anvil".into(),
-                quantity: 1,
-                unit_price_cents: 1999,
-                amount_cents: 1999,
-            }
-            .into(),
-        ];
-        for e in entities {
-            let item = e.to_item();
-            assert_eq!(item[TYPE], s(e.type_name()));
-            assert_eq!(
-                crate::keys::table_schema().key_of(&item),
-                Some(e.primary_key())
-            );
-            assert_eq!(Entity::from_item(item).unwrap(), e);
-        }
-    }
-}
