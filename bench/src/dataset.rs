@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::records::{
     timestamp_from_ms, CounterShard, Order, OrderLine, OrderStatus, Organization, Plan, Record,
-    Role, Ticket, TicketPriority, TicketStatus, User, UserEmail,
+    Records, Role, Ticket, TicketPriority, TicketStatus, User, UserEmail,
 };
 use itemgraph::chart::kinds::{Email, Id, LineNo, Slug, Username};
 use itemgraph::store::{Item, PageKey, PrimaryKey, Put, Store};
@@ -91,38 +91,18 @@ pub enum Seeding {
     Puts(usize),
 }
 
-/// The data set as the built-in design's records.
-#[derive(Debug, Clone, Default)]
-pub struct Records {
-    pub organizations: Vec<Organization>,
-    pub users: Vec<User>,
-    pub emails: Vec<UserEmail>,
-    pub tickets: Vec<Ticket>,
-    pub orders: Vec<Order>,
-    pub lines: Vec<OrderLine>,
-}
-
-impl Records {
-    /// Every record as an item, parents first, each organization with its counter shards
-    /// (as many as the built-in chart gives it, all at 0: its counts are on its own item).
-    pub fn items(&self) -> Vec<Item> {
-        let shards = itemgraph::chart::builtin()
-            .shards_of("Organization")
-            .map_or(0, |(_, n)| n);
-        let mut items = Vec::new();
-        items.extend(self.organizations.iter().map(Record::to_item));
-        items.extend(
-            self.organizations.iter().flat_map(|o| {
-                (0..shards).map(|s| CounterShard::empty(o.slug.clone(), s).to_item())
-            }),
-        );
-        items.extend(self.users.iter().map(Record::to_item));
-        items.extend(self.emails.iter().map(Record::to_item));
-        items.extend(self.tickets.iter().map(Record::to_item));
-        items.extend(self.orders.iter().map(Record::to_item));
-        items.extend(self.lines.iter().map(Record::to_item));
-        items
-    }
+/// Every record of the data set as an item, parents first, each organization with its
+/// counter shards (as many as the built-in chart gives it, all at 0: its counts are on its
+/// own item).
+fn items_of(records: &Records) -> Vec<Item> {
+    let shards = itemgraph::chart::builtin()
+        .shards_of("Organization")
+        .map_or(0, |(_, n)| n);
+    records.items_with(|o| {
+        (0..shards)
+            .map(|s| CounterShard::empty(o.slug.clone(), s).to_item())
+            .collect()
+    })
 }
 
 /// The records and the driver's targets.
@@ -195,7 +175,7 @@ impl Dataset {
 
     /// Items the data set writes.
     pub fn item_count(&self) -> usize {
-        self.data.items().len()
+        items_of(&self.data).len()
     }
 
     /// Creates the table (if missing) and writes every item. Returns the seconds it took.
@@ -209,7 +189,7 @@ impl Dataset {
     pub async fn seed(&self, store: Arc<dyn Store>, how: Seeding) -> anyhow::Result<f64> {
         let started = Instant::now();
         store.create_table().await.context("creating the table")?;
-        let items = self.data.items();
+        let items = items_of(&self.data);
         match how {
             Seeding::Transactions => {
                 // In transactions of at most 100 items, each Put on a free key.

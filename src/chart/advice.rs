@@ -356,10 +356,10 @@ fn largest(chart: &Chart, e: &Entity) -> String {
 /// A mutation whose transaction can total more than 4 MB: each item it writes at its most.
 fn transaction_sizes(chart: &Chart, out: &mut Vec<Advice>) {
     for m in chart.mutations.values() {
-        let written = super::explain::written_most(chart, m);
+        let written = &chart.plans[&m.name].steps;
         let mut total = 0u64;
         let mut biggest: Option<(&str, u64, u64)> = None;
-        for w in &written {
+        for w in written {
             let Some(e) = chart.entities.get(&w.entity) else {
                 continue;
             };

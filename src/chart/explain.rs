@@ -16,6 +16,7 @@
 
 use serde::Serialize;
 
+use super::plan::Role;
 use super::template::{Part, Template};
 use super::{Action, Chart, Entity, KeyCondition, Request, SortCondition};
 
@@ -367,50 +368,29 @@ fn counted(n: u64, what: &str) -> String {
 }
 
 /// The items a write pattern's mutation writes, least and most, whether the least is a
-/// transaction too, and what they are: as the write path writes them.
+/// transaction too, and what they are: its resolved plan ([`super::plan`]), which the
+/// write path runs.
 fn write_actions(chart: &Chart, pattern: u32, entity: &str) -> (u64, u64, bool, String) {
     let e: &Entity = &chart.entities[entity];
     let Some(m) = chart.mutations.values().find(|m| m.pattern == pattern) else {
         return (1, 1, false, "the item".into());
     };
-    let optional_ref =
-        |r: &super::format::Reference| r.key.values().any(|a| e.attributes[a].optional);
-    let optional = |c: &&super::Count| optional_ref(&e.references[&c.reference]);
-    let markers = e.writes.unique.len() as u64;
-    // A marker of an optional value is written only when it is given.
-    let optional_markers = e
-        .writes
-        .unique
-        .keys()
-        .filter(|a| e.attributes[*a].optional)
-        .count() as u64;
-    let counts = e.writes.counts.len() as u64;
-    let optional_counts = e.writes.counts.iter().filter(optional).count() as u64;
-    // The references no count verifies: a ConditionCheck each, when given.
-    let checks = e.checked_references().count() as u64;
-    let optional_checks = e
-        .checked_references()
-        .filter(|(_, r)| optional_ref(r))
-        .count() as u64;
-    // The most it writes, in all or of one part: what [`written_most`] says it writes.
-    let written = written_most(chart, m);
-    let most = |role: Option<Role>| -> u64 {
-        written
-            .iter()
-            .filter(|w| role.is_none_or(|r| w.role == r))
-            .map(|w| w.most)
-            .sum()
-    };
+    let plan = &chart.plans[&m.name];
+    let count = |role: Role| plan.of(role).count() as u64;
+    let optional = |role: Role| plan.of(role).filter(|s| s.least == 0).count() as u64;
+    let (markers, counts, checks) = (
+        count(Role::Marker),
+        count(Role::Counter),
+        count(Role::Check),
+    );
     match m.action {
         Action::Create => {
-            let shards = u64::from(shards_of(chart, entity));
-            let mut least = 1 + markers - optional_markers + counts - optional_counts + shards;
             let mut parts = vec!["the item".to_owned()];
             if markers > 0 {
                 parts.push(counted(markers, "unique marker"));
             }
             if counts > 0 {
-                parts.push(match optional_counts {
+                parts.push(match optional(Role::Counter) {
                     0 => counted(counts, "counter update"),
                     o => format!(
                         "{}, {o} more with an optional reference given",
@@ -419,31 +399,28 @@ fn write_actions(chart: &Chart, pattern: u32, entity: &str) -> (u64, u64, bool, 
                 });
             }
             if checks > 0 {
-                least += checks - optional_checks;
                 parts.push(counted(checks, "reference's existence check"));
             }
-            if shards > 0 {
-                parts.push(format!("its {shards} counter shards"));
+            if let Some(shards) = plan.of(Role::Shards).next() {
+                parts.push(format!("its {} counter shards", shards.most));
             }
-            for list in m.with.keys() {
-                let l = &e.lists[list];
-                let (lo, hi) = (l.min.unwrap_or(0), l.max.unwrap_or(100));
-                least += u64::from(lo);
-                parts.push(format!("{lo} to {hi} {list}"));
+            for list in plan.of(Role::Children) {
+                let name = list.of.as_deref().unwrap_or_default();
+                parts.push(format!("{} to {} {name}", list.least, list.most));
             }
-            if m.token.is_some() {
+            if plan.of(Role::Token).next().is_some() {
                 parts.push("a client token's marker when one is given".into());
             }
-            (least, most(None), true, parts.join(", "))
+            (plan.least(), plan.most(None), true, parts.join(", "))
         }
         Action::Update => {
-            let moved_markers = most(Some(Role::Marker));
-            let moved_counts = most(Some(Role::Counter));
-            let rechecks = most(Some(Role::Check));
+            let moved_markers = plan.most(Some(Role::Marker));
+            let moved_counts = plan.most(Some(Role::Counter));
+            let rechecks = plan.most(Some(Role::Check));
             let versioned = e.writes.version.is_some();
             (
-                1,
-                most(None),
+                plan.least(),
+                plan.most(None),
                 versioned,
                 format!(
                     "the item{}{}{}",
@@ -466,121 +443,12 @@ fn write_actions(chart: &Chart, pattern: u32, entity: &str) -> (u64, u64, bool, 
             )
         }
         Action::Delete => (
-            1 + markers - optional_markers + counts - optional_counts,
-            most(None),
+            plan.least(),
+            plan.most(None),
             markers + counts > 0,
             "the item, its markers and the counters it is counted on".into(),
         ),
     }
-}
-
-/// What an item a mutation writes is to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    /// The item itself.
-    Item,
-    /// A unique marker (a change of the value: the old one deleted, the new one put).
-    Marker,
-    /// An update of a counter on the item a reference names.
-    Counter,
-    /// A ConditionCheck that a reference no count verifies names an item.
-    Check,
-    /// The counter shards a create starts the item with.
-    Shards,
-    /// Children written with the item (a list's).
-    Children,
-    /// A client token's marker.
-    Token,
-}
-
-/// Some of the items a mutation writes: their role in it, the entity they are items
-/// of, and how many at most.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Written {
-    pub role: Role,
-    pub entity: String,
-    pub most: u64,
-}
-
-/// The items a mutation writes at most, each with the entity it is an item of, as the
-/// write path writes them: [`write_actions`]' figures, and the items whose sizes `chart
-/// check`'s `transaction-size` adds up. A counter update is named by the item counted
-/// on: where that has counter shards the update goes to one of them, which holds no more
-/// than it (and an item from before its shards is counted on itself).
-pub(crate) fn written_most(chart: &Chart, m: &super::Mutation) -> Vec<Written> {
-    let e: &Entity = &chart.entities[&m.entity];
-    let w = |role: Role, entity: &str, most: u64| Written {
-        role,
-        entity: entity.to_owned(),
-        most,
-    };
-    let referenced = |r: &str| e.references[r].entity.as_str();
-    let mut out = vec![w(Role::Item, &e.name, 1)];
-    // What a create and a delete both write: each marker, each counter kept.
-    let kept = || {
-        e.writes
-            .unique
-            .values()
-            .map(|marker| w(Role::Marker, marker, 1))
-            .chain(
-                e.writes
-                    .counts
-                    .iter()
-                    .map(|c| w(Role::Counter, referenced(&c.reference), 1)),
-            )
-    };
-    match m.action {
-        Action::Create => {
-            out.extend(kept());
-            out.extend(
-                e.checked_references()
-                    .map(|(_, r)| w(Role::Check, &r.entity, 1)),
-            );
-            if let Some((shard, n)) = chart.shards_of(&e.name) {
-                out.push(w(Role::Shards, &shard.name, u64::from(n)));
-            }
-            for list in m.with.keys() {
-                let l = &e.lists[list];
-                let child = super::list_child(&chart.entities, &chart.patterns, e, list)
-                    .map_or(e.name.as_str(), |c| c.name.as_str());
-                out.push(w(Role::Children, child, u64::from(l.max.unwrap_or(100))));
-            }
-            out.extend(m.token.iter().map(|t| w(Role::Token, t, 1)));
-        }
-        Action::Update => {
-            let changes = |a: &String| m.fields.contains(a);
-            // A unique value changed: its old marker deleted, its new one put.
-            out.extend(
-                e.writes
-                    .unique
-                    .iter()
-                    .filter(|(a, _)| changes(a))
-                    .map(|(_, marker)| w(Role::Marker, marker, 2)),
-            );
-            // A reference changed: the old item uncounted, the new one counted; a value
-            // that picks a counter changed: one update of the same item.
-            for c in &e.writes.counts {
-                let n = if e.references[&c.reference].key.values().any(changes) {
-                    2
-                } else if c.by_attributes().any(|a| m.fields.iter().any(|f| f == a)) {
-                    1
-                } else {
-                    0
-                };
-                if n > 0 {
-                    out.push(w(Role::Counter, referenced(&c.reference), n));
-                }
-            }
-            // A changed reference no count verifies: checked to exist again.
-            out.extend(
-                e.checked_references()
-                    .filter(|(_, r)| r.key.values().any(changes))
-                    .map(|(_, r)| w(Role::Check, &r.entity, 1)),
-            );
-        }
-        Action::Delete => out.extend(kept()),
-    }
-    out
 }
 
 /// `0.5`, `3`, `0.5–50`: a figure of units as a table shows it.
@@ -719,9 +587,10 @@ mod tests {
     fn the_items_written_are_named_by_their_entity() {
         let chart = super::super::builtin();
         let of = |mutation: &str| -> Vec<(Role, String, u64)> {
-            written_most(&chart, &chart.mutations[mutation])
-                .into_iter()
-                .map(|w| (w.role, w.entity, w.most))
+            chart.plans[mutation]
+                .steps
+                .iter()
+                .map(|w| (w.role, w.entity.clone(), w.most))
                 .collect()
         };
         let s = |x: &str| x.to_owned();

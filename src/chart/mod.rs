@@ -16,6 +16,7 @@ pub mod data;
 pub mod explain;
 pub mod format;
 pub mod kinds;
+pub mod plan;
 mod reach;
 mod rules;
 pub mod samples;
@@ -75,6 +76,7 @@ pub fn parse(text: &str) -> Result<Chart, Refused> {
         .map_err(|e| Refused(vec![Refusal::new("format", e.to_string().trim_end())]))?;
     let mut chart = rules::check(file)?;
     chart.source = text.to_owned();
+    chart.plans = plan::resolve(&chart);
     Ok(chart)
 }
 
@@ -160,6 +162,9 @@ pub struct Chart {
     pub subscriptions: IndexMap<String, format::Subscription>,
     /// The sample items, as stored.
     pub samples: Vec<crate::store::Item>,
+    /// Each mutation resolved ([`plan`]), by name: what `chart explain` prints and the
+    /// write path sends.
+    pub plans: IndexMap<String, plan::MutationPlan>,
 }
 
 #[derive(Debug, Clone)]

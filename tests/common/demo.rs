@@ -3,9 +3,7 @@
 //! as any data set is (`itemgraph::chart::data`: never overwriting, its first item last).
 #![allow(dead_code)]
 
-use crate::common::records::{
-    Entity, Order, OrderLine, Organization, Record, Ticket, User, UserEmail,
-};
+use super::records::{Entity, Organization, Records};
 pub use itemgraph::chart::data::Seeded;
 use itemgraph::chart::data::{self, LoadError, Loaded};
 use itemgraph::store::{AttributeValue, Item, Store};
@@ -17,15 +15,23 @@ pub const HEAVY_USER: &str = "wile-e-coyote";
 /// The demo set as records, in the file's order.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DemoData {
-    pub organizations: Vec<Organization>,
-    pub users: Vec<User>,
-    pub emails: Vec<UserEmail>,
-    pub tickets: Vec<Ticket>,
-    pub orders: Vec<Order>,
-    pub lines: Vec<OrderLine>,
+    pub records: Records,
     /// The counter shards of the organizations of the sharded layout, as the file has
     /// them (all at 0: the counts are on the organizations' own items).
     shards: Vec<Item>,
+}
+
+impl std::ops::Deref for DemoData {
+    type Target = Records;
+    fn deref(&self) -> &Records {
+        &self.records
+    }
+}
+
+impl std::ops::DerefMut for DemoData {
+    fn deref_mut(&mut self) -> &mut Records {
+        &mut self.records
+    }
 }
 
 /// The demo set's items decoded: every item of the file is one record (or a counter
@@ -37,45 +43,42 @@ pub fn demo_data() -> DemoData {
             data.shards.push(item);
             continue;
         }
+        let r = &mut data.records;
         match Entity::from_item(item.clone())
             .unwrap_or_else(|e| panic!("a demo item decodes: {e}: {item:?}"))
         {
-            Entity::Organization(o) => data.organizations.push(o),
-            Entity::User(u) => data.users.push(u),
-            Entity::UserEmail(m) => data.emails.push(m),
-            Entity::Ticket(t) => data.tickets.push(t),
-            Entity::Order(o) => data.orders.push(o),
-            Entity::OrderLine(l) => data.lines.push(l),
+            Entity::Organization(o) => r.organizations.push(o),
+            Entity::User(u) => r.users.push(u),
+            Entity::UserEmail(m) => r.emails.push(m),
+            Entity::Ticket(t) => r.tickets.push(t),
+            Entity::Order(o) => r.orders.push(o),
+            Entity::OrderLine(l) => r.lines.push(l),
         }
     }
     data
 }
 
 impl DemoData {
-    /// Every record as an item, parents first: the organizations, the counter shards of
-    /// the sharded ones, then users, email markers, tickets, orders and their lines.
+    /// Every record as an item, parents first, each organization of the sharded layout
+    /// with its counter shards.
     pub fn items(&self) -> Vec<Item> {
-        let sharded = |item: &Item| {
-            self.organizations.iter().any(|o| {
-                o.schema_version == Some(Organization::SHARDED)
-                    && item.get("org") == Some(&AttributeValue::S(o.slug.to_string()))
-            })
-        };
-        let mut items = Vec::new();
-        items.extend(self.organizations.iter().map(Record::to_item));
-        items.extend(self.shards.iter().filter(|s| sharded(s)).cloned());
-        items.extend(self.users.iter().map(Record::to_item));
-        items.extend(self.emails.iter().map(Record::to_item));
-        items.extend(self.tickets.iter().map(Record::to_item));
-        items.extend(self.orders.iter().map(Record::to_item));
-        items.extend(self.lines.iter().map(Record::to_item));
-        items
+        self.records.items_with(|o| {
+            if o.schema_version != Some(Organization::SHARDED) {
+                return Vec::new();
+            }
+            let org = AttributeValue::S(o.slug.to_string());
+            self.shards
+                .iter()
+                .filter(|s| s.get("org") == Some(&org))
+                .cloned()
+                .collect()
+        })
     }
 
     /// The same data in the layout before counter shards (schema version 1): what a table
     /// written by an earlier release holds, for the `counter-shards` migration's tests.
     pub fn unsharded(mut self) -> Self {
-        for org in &mut self.organizations {
+        for org in &mut self.records.organizations {
             org.schema_version = None;
         }
         self

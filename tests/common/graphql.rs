@@ -119,8 +119,17 @@ impl Api {
             .await
             .expect("seed the samples");
         assert_eq!(written, chart.samples.len());
-        let design = itemgraph::live::Design::of(chart.clone());
         Some(Api {
+            drop_table,
+            ..Api::chart_over(chart, store)
+        })
+    }
+
+    /// `chart`'s API over `store` as it is (e.g. a wrapper around a seeded table); the
+    /// table is left to whoever owns it.
+    pub fn chart_over(chart: Arc<itemgraph::chart::Chart>, store: Arc<dyn Store>) -> Api {
+        let design = itemgraph::live::Design::of(chart.clone());
+        Api {
             hub: Hub::for_design(
                 store.change_stream(),
                 None,
@@ -130,8 +139,8 @@ impl Api {
             design,
             schema: graphql::chart_schema(chart, &limits()).expect("the schema"),
             store,
-            drop_table,
-        })
+            drop_table: false,
+        }
     }
 
     async fn seeded(store: Arc<dyn Store>, drop_table: bool) -> Api {

@@ -525,6 +525,33 @@ impl Record for OrderLine {
     const TYPE: &'static str = "OrderLine";
 }
 
+/// A set of the design's records (a data set's, the demo data's).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Records {
+    pub organizations: Vec<Organization>,
+    pub users: Vec<User>,
+    pub emails: Vec<UserEmail>,
+    pub tickets: Vec<Ticket>,
+    pub orders: Vec<Order>,
+    pub lines: Vec<OrderLine>,
+}
+
+impl Records {
+    /// Every record as an item, parents first: the organizations, the counter shards
+    /// `shards` gives each, then users, email markers, tickets, orders and their lines.
+    pub fn items_with(&self, shards: impl Fn(&Organization) -> Vec<Item>) -> Vec<Item> {
+        let mut items = Vec::new();
+        items.extend(self.organizations.iter().map(Record::to_item));
+        items.extend(self.organizations.iter().flat_map(shards));
+        items.extend(self.users.iter().map(Record::to_item));
+        items.extend(self.emails.iter().map(Record::to_item));
+        items.extend(self.tickets.iter().map(Record::to_item));
+        items.extend(self.orders.iter().map(Record::to_item));
+        items.extend(self.lines.iter().map(Record::to_item));
+        items
+    }
+}
+
 /// Any record, as read by a batch of keys of mixed types (`node`, `nodes`, references).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Entity {

@@ -145,6 +145,7 @@ async fn walk_tickets(api: &Api) -> Vec<String> {
 /// 100 new ones besides the old.
 async fn hundred_tickets_all_counted(api: Arc<Api>) {
     let before: Vec<Ticket> = demo_data()
+        .records
         .tickets
         .into_iter()
         .filter(|t| t.org == Slug::parse("acme").unwrap() && t.requester == REQUESTER)
@@ -209,6 +210,7 @@ const WRITERS: usize = 20;
 /// change, and the status counters moved once.
 async fn one_version_one_winner(api: Arc<Api>) {
     let t = demo_data()
+        .records
         .tickets
         .into_iter()
         .filter(|t| t.org == Slug::parse("acme").unwrap() && t.status == TicketStatus::Open)

@@ -25,6 +25,7 @@ mod generative;
 mod limits;
 mod mutations;
 mod paging;
+mod plans;
 mod requests;
 mod sdl;
 mod snapshots;

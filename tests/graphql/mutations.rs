@@ -235,6 +235,7 @@ fn n(v: &Value, pointer: &str) -> i64 {
 /// The newest acme ticket in `status` that matches `also`.
 fn acme_ticket(status: TicketStatus, also: impl Fn(&Ticket) -> bool) -> Ticket {
     demo_data()
+        .records
         .tickets
         .into_iter()
         .filter(|t| t.org == slug("acme") && t.status == status && also(t))
@@ -245,6 +246,7 @@ fn acme_ticket(status: TicketStatus, also: impl Fn(&Ticket) -> bool) -> Ticket {
 /// The newest acme order in `status`.
 fn acme_order(status: OrderStatus) -> Order {
     demo_data()
+        .records
         .orders
         .into_iter()
         .filter(|o| o.org == slug("acme") && o.status == status)

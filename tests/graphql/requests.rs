@@ -239,6 +239,7 @@ async fn user_with_first_tickets_is_one_gsi1_query(api: &Api) {
 /// Access pattern 7: an order and its lines are one Query on GSI1, forward.
 async fn order_with_lines_is_one_forward_gsi1_query(api: &Api) {
     let order = demo_data()
+        .records
         .orders
         .into_iter()
         .find(|o| o.line_count > 2)
@@ -329,6 +330,7 @@ async fn users_and_orders_are_two_overlapping_queries(api: &Api) {
 async fn ticket_references_are_one_batch_get(api: &Api) {
     let acme = Slug::parse("acme").unwrap();
     let ticket = demo_data()
+        .records
         .tickets
         .into_iter()
         .find(|t| t.org == acme && t.assignee.as_ref().is_some_and(|a| *a != t.requester))

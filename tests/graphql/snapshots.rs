@@ -49,6 +49,7 @@ fn slug(s: &str) -> Slug {
 /// three distinct keys.
 fn ticket_with_assignee() -> Ticket {
     demo_data()
+        .records
         .tickets
         .into_iter()
         .filter(|t| t.org == slug("acme"))
@@ -60,6 +61,7 @@ fn ticket_with_assignee() -> Ticket {
 /// The newest acme order with more than one line.
 fn order_with_lines() -> Order {
     demo_data()
+        .records
         .orders
         .into_iter()
         .filter(|o| o.org == slug("acme") && o.line_count > 1)

@@ -264,6 +264,7 @@ async fn a_write_not_made_by_itemgraph_reaches_subscribers(api: &Api) {
     ready(api, &mut [&mut tickets], 1).await;
     // A batch job writing a ticket in the table's design, straight through the store.
     let mut t = crate::common::demo::demo_data()
+        .records
         .tickets
         .into_iter()
         .find(|t| t.org == "acme")

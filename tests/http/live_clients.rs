@@ -183,6 +183,7 @@ async fn two_replicas_share_one_stream() {
 
     // A write made with the AWS SDK, not through itemgraph.
     let mut t = crate::common::demo::demo_data()
+        .records
         .tickets
         .into_iter()
         .find(|t| t.org == "acme")

@@ -223,6 +223,7 @@ impl Checker {
             mutations,
             subscriptions: file.subscriptions,
             samples,
+            plans: IndexMap::new(),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! client token replays the item it made.
 
 use super::*;
+use crate::chart::plan::Role;
 
 pub(super) async fn create(
     rc: &RequestContext,
@@ -40,74 +41,84 @@ pub(super) async fn create(
     let pk = chart.table.partition_key.clone();
     let mut actions = Vec::new();
     let mut meanings = Vec::new();
-    let token = match (&m.token, input.get("clientToken")) {
-        (Some(marker), Some(Value::String(t))) => {
-            let marker = &chart.entities[marker];
-            let token_attr = marker
-                .attributes
-                .iter()
-                .find(|(_, a)| matches!(a.ty, Type::Kind(crate::chart::types::Kind::Token)))
-                .map(|(n, _)| n.clone())
-                .ok_or(ApiError::Internal)?;
-            let t = stored(
-                chart,
-                "clientToken",
-                &marker.attributes[&token_attr].ty,
-                &Value::String(t.clone()),
-            )?;
-            let mut put = Put::new(marker_item(
-                chart,
-                marker,
-                &item,
-                &[(token_attr.as_str(), t)],
-            )?)
-            .when(free(chart, marker));
-            put.return_old_on_condition_failure = true;
-            actions.push(TransactAction::Put(put));
-            meanings.push(Meaning::Taken("clientToken".into()));
-            Some(marker)
-        }
-        _ => None,
-    };
-    let own = key_field(e);
-    actions.push(TransactAction::Put(
-        Put::new(item.clone()).when(free(chart, e)),
-    ));
-    meanings.push(Meaning::Taken(own));
-    for (list, items) in &lists {
-        let child = crate::chart::list_child(&chart.entities, &chart.patterns, e, list)
-            .ok_or(ApiError::Internal)?;
-        let named_by = key_field(child);
-        for (i, item) in items.iter().enumerate() {
-            actions.push(TransactAction::Put(
-                Put::new(item.clone()).when(Condition::not_exists(pk.clone())),
-            ));
-            meanings.push(Meaning::Child(format!("{list}[{i}].{named_by}")));
-        }
-    }
-    for (attr, marker) in &e.writes.unique {
-        if !item.contains_key(attr) {
-            continue;
-        }
-        let marker = &chart.entities[marker];
-        actions.push(TransactAction::Put(
-            Put::new(marker_item(chart, marker, &item, &[])?).when(free(chart, marker)),
-        ));
-        meanings.push(Meaning::Taken(attr.clone()));
-    }
+    let mut token = None;
+    // The counts and checks on what the item's references name, merged by item: sent
+    // where the plan puts them, once its steps of them are done.
     let mut touches = Touches::default();
-    for c in &e.writes.counts {
-        touches.count(chart, e, &item, c, 1).await;
+    let mut touched = false;
+    let mut sharded = Sharded::default();
+    // The mutation's resolved plan, step by step: each fills its actions from the item
+    // and the input, in the plan's order.
+    for step in &chart.plans[&m.name].steps {
+        let of = step.of.as_deref().unwrap_or_default();
+        if touched && !matches!(step.role, Role::Counter | Role::Check) {
+            sharded = std::mem::take(&mut touches).into_actions(&mut actions, &mut meanings);
+            touched = false;
+        }
+        match step.role {
+            Role::Token => {
+                token = client_token(chart, &step.entity, &item, input, &mut actions)?;
+                if token.is_some() {
+                    meanings.push(Meaning::Taken("clientToken".into()));
+                }
+            }
+            Role::Item => {
+                actions.push(TransactAction::Put(
+                    Put::new(item.clone()).when(free(chart, e)),
+                ));
+                meanings.push(Meaning::Taken(key_field(e)));
+            }
+            Role::Children => {
+                let child = crate::chart::list_child(&chart.entities, &chart.patterns, e, of)
+                    .ok_or(ApiError::Internal)?;
+                let named_by = key_field(child);
+                let (_, items) = lists
+                    .iter()
+                    .find(|(list, _)| list == of)
+                    .ok_or(ApiError::Internal)?;
+                for (i, item) in items.iter().enumerate() {
+                    actions.push(TransactAction::Put(
+                        Put::new(item.clone()).when(Condition::not_exists(pk.clone())),
+                    ));
+                    meanings.push(Meaning::Child(format!("{of}[{i}].{named_by}")));
+                }
+            }
+            Role::Marker => {
+                if !item.contains_key(of) {
+                    continue;
+                }
+                let marker = &chart.entities[&step.entity];
+                actions.push(TransactAction::Put(
+                    Put::new(marker_item(chart, marker, &item, &[])?).when(free(chart, marker)),
+                ));
+                meanings.push(Meaning::Taken(of.to_owned()));
+            }
+            Role::Counter => {
+                let c = e
+                    .writes
+                    .counts
+                    .iter()
+                    .find(|c| c.reference == of)
+                    .ok_or(ApiError::Internal)?;
+                touches.count(chart, e, &item, c, 1).await;
+                touched = true;
+            }
+            Role::Check => {
+                touches.check(chart, e, &item, of);
+                touched = true;
+            }
+            Role::Shards => {
+                for shard in new_shards(chart, e, &item)? {
+                    actions.push(TransactAction::Put(
+                        Put::new(shard).when(Condition::not_exists(pk.clone())),
+                    ));
+                    meanings.push(Meaning::Corrupt("a counter shard of a new item exists"));
+                }
+            }
+        }
     }
-    for r in unchecked(e) {
-        touches.check(chart, e, &item, r);
-    }
-    let sharded = touches.into_actions(&mut actions, &mut meanings);
-    for shard in new_shards(chart, e, &item)? {
-        actions.push(TransactAction::Put(
-            Put::new(shard).when(Condition::not_exists(pk.clone())),
-        ));
-        meanings.push(Meaning::Corrupt("a counter shard of a new item exists"));
+    if touched {
+        sharded = touches.into_actions(&mut actions, &mut meanings);
     }
     within_transaction_limits(chart, e, &actions, &meanings)?;
     match send(rc, actions, sharded).await {
@@ -127,6 +138,44 @@ pub(super) async fn create(
             Err(explain(err, &meanings))
         }
     }
+}
+
+/// A client token's marker put first, when the input gives one: conditioned on the token
+/// being free, returning what holds it when it is not (the replay reads the item it
+/// names). The marker entity, or none when no token is given.
+fn client_token<'c>(
+    chart: &'c Chart,
+    marker: &str,
+    item: &Item,
+    input: &IndexMap<Name, Value>,
+    actions: &mut Vec<TransactAction>,
+) -> Result<Option<&'c Entity>> {
+    let Some(Value::String(t)) = input.get("clientToken") else {
+        return Ok(None);
+    };
+    let marker = &chart.entities[marker];
+    let token_attr = marker
+        .attributes
+        .iter()
+        .find(|(_, a)| matches!(a.ty, Type::Kind(crate::chart::types::Kind::Token)))
+        .map(|(n, _)| n.clone())
+        .ok_or(ApiError::Internal)?;
+    let t = stored(
+        chart,
+        "clientToken",
+        &marker.attributes[&token_attr].ty,
+        &Value::String(t.clone()),
+    )?;
+    let mut put = Put::new(marker_item(
+        chart,
+        marker,
+        item,
+        &[(token_attr.as_str(), t)],
+    )?)
+    .when(free(chart, marker));
+    put.return_old_on_condition_failure = true;
+    actions.push(TransactAction::Put(put));
+    Ok(Some(marker))
 }
 
 /// The value a create writes for attribute `name` (`None`: none, an optional attribute

@@ -1,0 +1,247 @@
+//! What the write path sends is what the chart's resolved plans say, which is what `chart
+//! explain` prints (`itemgraph::chart::plan`): every mutation of every example chart, run
+//! as its playground tab (in order, on the embedded engine, over its seeded data), sends
+//! only actions its plan names: each action writes or checks an item of the entity one of
+//! the plan's steps names (a counter shard for a counter of a sharded item), no step gets
+//! more actions than its most, and the actions of one mutation number no more than the
+//! plan's most, the figure `chart explain` prints.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use itemgraph::chart::plan::{MutationPlan, Role};
+use itemgraph::chart::Chart;
+use itemgraph::store::{
+    AttributeValue, BatchGet, BatchGetPage, Delete, GetItem, Item, PrimaryKey, Put, Query,
+    QueryOutput, Store, StoreResult, TableDescription, TableSchema, TransactAction, Update,
+};
+
+use crate::common::graphql::Api;
+
+/// One write call: the type of each item it wrote or checked (read before the write for
+/// the actions that name only a key; `None`: no item there).
+type Call = Vec<Option<String>>;
+
+/// A store that records, for each write call, the type of each item it touches.
+struct Recording {
+    inner: Arc<dyn Store>,
+    type_attribute: String,
+    calls: Mutex<Vec<Call>>,
+}
+
+impl Recording {
+    async fn type_at(&self, key: &PrimaryKey) -> Option<String> {
+        let item = self
+            .inner
+            .get_item(GetItem {
+                key: key.clone(),
+                consistent_read: true,
+            })
+            .await
+            .ok()??;
+        self.type_of(&item)
+    }
+
+    fn type_of(&self, item: &Item) -> Option<String> {
+        match item.get(&self.type_attribute) {
+            Some(AttributeValue::S(t)) => Some(t.clone()),
+            _ => None,
+        }
+    }
+
+    fn record(&self, call: Call) {
+        self.calls.lock().unwrap().push(call);
+    }
+}
+
+#[async_trait]
+impl Store for Recording {
+    fn table_name(&self) -> &str {
+        self.inner.table_name()
+    }
+    fn schema(&self) -> &TableSchema {
+        self.inner.schema()
+    }
+    fn engine_name(&self) -> &'static str {
+        self.inner.engine_name()
+    }
+    async fn create_table(&self) -> StoreResult<bool> {
+        self.inner.create_table().await
+    }
+    async fn delete_table(&self) -> StoreResult<bool> {
+        self.inner.delete_table().await
+    }
+    async fn describe_table(&self) -> StoreResult<Option<TableDescription>> {
+        self.inner.describe_table().await
+    }
+    async fn get_item(&self, req: GetItem) -> StoreResult<Option<Item>> {
+        self.inner.get_item(req).await
+    }
+    async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
+        self.inner.batch_get_page(req).await
+    }
+    async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
+        self.inner.query(req).await
+    }
+    async fn scan(&self, req: itemgraph::store::Scan) -> StoreResult<QueryOutput> {
+        self.inner.scan(req).await
+    }
+    async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
+        self.record(vec![self.type_of(&req.item)]);
+        self.inner.put_item(req).await
+    }
+    async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
+        self.record(vec![self.type_at(&req.key).await]);
+        self.inner.update_item(req).await
+    }
+    async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
+        self.record(vec![self.type_at(&req.key).await]);
+        self.inner.delete_item(req).await
+    }
+    async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
+        let mut call = Vec::with_capacity(actions.len());
+        for a in &actions {
+            call.push(match a {
+                TransactAction::Put(p) => self.type_of(&p.item),
+                TransactAction::Update(u) => self.type_at(&u.key).await,
+                TransactAction::Delete(d) => self.type_at(&d.key).await,
+                TransactAction::ConditionCheck(c) => self.type_at(&c.key).await,
+            });
+        }
+        self.record(call);
+        self.inner.transact_write(actions).await
+    }
+}
+
+/// Whether an item of type `found` is one of the items `step` writes: of its entity, or
+/// one of that entity's counter shards for a counter update.
+fn fits(chart: &Chart, step: &itemgraph::chart::plan::Step, found: &str) -> bool {
+    found == step.entity
+        || (step.role == Role::Counter
+            && chart.entities.get(found).is_some_and(|e| {
+                e.shards_of
+                    .as_ref()
+                    .is_some_and(|(of, _)| *of == step.entity)
+            }))
+}
+
+/// Each action of `call` assigned to a step of `plan` that names its entity and has room;
+/// a refusal names the action that has none.
+fn within(chart: &Chart, plan: &MutationPlan, call: &Call) -> Result<(), String> {
+    let mut room: Vec<u64> = plan.steps.iter().map(|s| s.most).collect();
+    for found in call {
+        let Some(found) = found else {
+            return Err(format!("{}: an action on no item: {call:?}", plan.mutation));
+        };
+        let Some(i) =
+            (0..plan.steps.len()).find(|&i| room[i] > 0 && fits(chart, &plan.steps[i], found))
+        else {
+            return Err(format!(
+                "{}: an action on a {found} that no step of its plan has room for: {call:?} against {:?}",
+                plan.mutation, plan.steps
+            ));
+        };
+        room[i] -= 1;
+    }
+    if call.len() as u64 > plan.most(None) {
+        return Err(format!(
+            "{}: {} actions, the plan's most is {}",
+            plan.mutation,
+            call.len(),
+            plan.most(None)
+        ));
+    }
+    Ok(())
+}
+
+/// Runs every write tab of `chart` on `api` (whose store is `recording`), in order, and
+/// holds each one's write calls to its mutation's plan.
+async fn holds(chart: &Chart, api: &Api, recording: &Recording, tabs: Vec<String>) {
+    let mut ran = 0;
+    for tab in tabs {
+        let name = tab
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("mutation Pattern"))
+            .expect("a mutation tab");
+        let number: u32 = name
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect::<String>()
+            .parse()
+            .unwrap();
+        let m = chart
+            .mutations
+            .values()
+            .find(|m| m.pattern == number)
+            .expect("the tab's mutation");
+        recording.calls.lock().unwrap().clear();
+        let response = api.run(&tab).await;
+        assert!(
+            response.get("errors").is_none(),
+            "{}: {response:#}\n{tab}",
+            m.name
+        );
+        let calls = std::mem::take(&mut *recording.calls.lock().unwrap());
+        assert_eq!(calls.len(), 1, "{}: one write request: {calls:?}", m.name);
+        let plan = &chart.plans[&m.name];
+        if let Err(why) = within(chart, plan, &calls[0]) {
+            panic!("{why}");
+        }
+        ran += 1;
+    }
+    assert_eq!(ran, chart.mutations.len(), "every mutation has its tab");
+}
+
+fn recording(store: Arc<dyn Store>, chart: &Chart) -> Arc<Recording> {
+    Arc::new(Recording {
+        inner: store,
+        type_attribute: chart.table.type_attribute.clone(),
+        calls: Mutex::new(Vec::new()),
+    })
+}
+
+#[tokio::test]
+async fn the_builtin_charts_writes_send_what_their_plans_say() {
+    let chart = itemgraph::chart::builtin();
+    let seeded = crate::common::engines::embedded_demo().await;
+    let recording = recording(Arc::new(seeded), &chart);
+    let api = Api::over(recording.clone());
+    let tabs = itemgraph::graphql::charted::write_examples(
+        &chart,
+        &itemgraph::chart::data::builtin_demo(),
+    );
+    holds(&chart, &api, &recording, tabs).await;
+}
+
+#[tokio::test]
+async fn the_example_charts_writes_send_what_their_plans_say() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts");
+    let mut charts = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let chart = Arc::new(
+            itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+        );
+        let store: Arc<dyn Store> = Arc::new(
+            itemgraph::store::embedded::EmbeddedStore::in_memory(
+                &chart.table.name,
+                chart.table_schema(),
+            )
+            .unwrap(),
+        );
+        store.create_table().await.unwrap();
+        itemgraph::chart::samples::seed(store.as_ref(), &chart)
+            .await
+            .unwrap();
+        let recording = recording(store, &chart);
+        let api = Api::chart_over(chart.clone(), recording.clone());
+        let tabs = itemgraph::graphql::charted::write_examples(&chart, &chart.samples);
+        holds(&chart, &api, &recording, tabs).await;
+        charts += 1;
+    }
+    assert!(charts > 0);
+}
