@@ -1,4 +1,4 @@
-//! Key conditions as the access-pattern table writes them: `PK = ORG#{slug} AND SK >= …`.
+//! Key conditions as the access-pattern table writes them: `PK = CHAIN#{chain} AND SK >= …`.
 
 use indexmap::IndexMap;
 

@@ -57,7 +57,7 @@ pub struct EntityShown {
     pub description: Option<String>,
     /// One of the server's own items.
     pub system: bool,
-    /// Each key attribute the entity's item carries, with its template (`ORG#<slug>`).
+    /// Each key attribute the entity's item carries, with its template (`CHAIN#<chain>`).
     pub keys: Vec<(String, String)>,
 }
 
@@ -85,7 +85,7 @@ pub struct Cost {
     pub how: String,
 }
 
-/// A key template as a person reads it: `ORG#<slug>`, `ORG#<org>#COUNT#<shard:02>`.
+/// A key template as a person reads it: `CHAIN#<chain>`, `CHAIN#<chain>#COUNT#<shard:02>`.
 pub fn shown(t: &Template) -> String {
     t.parts
         .iter()
@@ -172,7 +172,7 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
     }
 }
 
-/// A key condition as text (`PK = ORG#<slug> AND SK >= ORG#<slug>`), each template
+/// A key condition as text (`PK = CHAIN#<chain> AND SK >= CHAIN#<chain>`), each template
 /// written by `render` (the chart's own form, or [`shown`]'s).
 pub fn condition_text(
     chart: &Chart,

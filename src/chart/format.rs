@@ -171,7 +171,7 @@ pub struct Entity {
     #[serde(default)]
     pub version: Option<String>,
     /// Attributes unique within the scope their marker's key says, each with the marker
-    /// entity written beside the item in the same transaction (`{ email = "UserEmail" }`).
+    /// entity written beside the item in the same transaction (`{ phone = "StorePhone" }`).
     #[serde(default)]
     pub unique: IndexMap<String, String>,
     /// Counters this entity's items keep on the items they reference, by reference
@@ -459,7 +459,7 @@ pub struct Pattern {
     /// GetItem of an entity with counter shards: the Query that reads it with them.
     #[serde(default)]
     pub with_shards: Option<String>,
-    /// Query: the key condition (`PK = ORG#{slug} AND SK >= ORG#{slug}`).
+    /// Query: the key condition (`PK = CHAIN#{chain} AND SK >= CHAIN#{chain}`).
     #[serde(default)]
     pub key: Option<String>,
     #[serde(default)]

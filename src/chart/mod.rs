@@ -2,7 +2,7 @@
 //! file and checked before anything is served. `docs/CHART.md` is the format and every rule.
 //!
 //! - [`format`]: the file as written (TOML through serde).
-//! - [`template`]: key templates (`ORG#{org}`, `LINE#{lineNo:03}`), rendered and compared
+//! - [`template`]: key templates (`CHAIN#{chain}`, `STORE#{number:04}`), rendered and compared
 //!   in DynamoDB's UTF-8 byte order.
 //! - [`types`]: attribute types and what each allows in a key.
 //! - [`rules`]: the checks that turn a file into a [`Chart`] or refuse it, each refusal

@@ -2,7 +2,9 @@
 //! as steps in the order a create sends them (its client token's marker, the item, the
 //! children written with it, its unique markers, the counters its references keep and the
 //! references checked to exist, its counter shards), each with the entity its items are
-//! items of and how many it writes at least and at most.
+//! items of and how many it writes at least and at most. A change's plan holds what any
+//! change of its fields may write (a marker moved, or renewed when the item's expiry
+//! moves; a count moved): which of them a given change writes depends on its values.
 //!
 //! `chart explain` prints these plans (its actions and write units), `chart check`'s
 //! `transaction-size` adds up their items, the write path sends a create's actions in
@@ -170,8 +172,17 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
             steps.push(step(Role::Item, &e.name, None, 1, 1));
             let changes = |a: &String| m.fields.contains(a);
             // A unique value changed: its old marker deleted, its new one put.
-            for (attr, marker) in e.writes.unique.iter().filter(|(a, _)| changes(a)) {
-                steps.push(step(Role::Marker, marker, Some(attr), 0, 2));
+            // A change that moves the item's expiry: each marker of a value it keeps
+            // takes the new expiry too.
+            let renews = e.expiry(&chart.table).is_some_and(|t| {
+                changes(&t.to_owned()) || e.attributes[t].auto == Some(super::Auto::Updated)
+            });
+            for (attr, marker) in &e.writes.unique {
+                if changes(attr) {
+                    steps.push(step(Role::Marker, marker, Some(attr), 0, 2));
+                } else if renews {
+                    steps.push(step(Role::Marker, marker, Some(attr), 0, 1));
+                }
             }
             // A reference changed: the old item uncounted, the new one counted; a value
             // that picks a counter changed: one update of the same item.

@@ -1,5 +1,5 @@
-//! Key templates: `ORG#{org}`, `#ORDER#{orderId}`, `LINE#{lineNo:03}`, and in key
-//! conditions `ORG#{slug}#COUNT#~` or `STORE#{country}#{state?}#`.
+//! Key templates: `CHAIN#{chain}`, `#STORE#{storeId}`, `STORE#{number:04}`, and in key
+//! conditions `CHAIN#{chain}#COUNT#~` or `STORE#{country}#{state?}#`.
 //!
 //! A template is literal text and variables. A variable names an attribute (or, in a key
 //! condition, a value the pattern is given); `:0N` pads an integer to N digits, so numbers

@@ -121,7 +121,7 @@ impl CursorCodec {
         tag
     }
 
-    /// The cursor of `key` in `connection` (e.g. `users:ORG#acme`).
+    /// The cursor of `key` in `connection` (e.g. `stores:CHAIN#bean-there`).
     pub fn encode(&self, connection: &str, key: &PageKey) -> String {
         let mut parts = vec![key.table.pk.as_str(), key.table.sk.as_str()];
         if let Some(ik) = &key.index {

@@ -23,7 +23,7 @@ pub struct TraceEntry {
     pub table: String,
     /// The secondary index a Query used; `null` for the base table.
     pub index: Option<String>,
-    /// The key condition with its values, e.g. `PK = "ORG#acme" AND SK >= "ORG#acme"`;
+    /// The key condition with its values, e.g. `PK = "CHAIN#bean-there" AND SK >= "CHAIN#bean-there"`;
     /// for BatchGetItem the number of keys asked for.
     pub key_condition: Option<String>,
     /// `ScanIndexForward` of a Query.

@@ -142,7 +142,7 @@ impl<'c> Writes<'c> {
                     }
                     super::mutate::reads_first(chart, e, &|a| names.iter().any(|n| n == a))
                 } else {
-                    super::mutate::delete_reads_first(e)
+                    super::mutate::delete_reads_first(&chart.plans[&m.name])
                 };
                 // Without the read, the write is the item's own conditional one.
                 let head_line = match (reads, m.action) {

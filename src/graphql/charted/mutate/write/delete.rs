@@ -2,6 +2,7 @@
 //! a read.
 
 use super::*;
+use crate::chart::plan::{MutationPlan, Role};
 
 pub(super) async fn delete(
     rc: &RequestContext,
@@ -57,7 +58,8 @@ pub(super) async fn delete(
             )
         }
     };
-    if !delete_reads_first(e) {
+    let plan = &chart.plans[&m.name];
+    if !delete_reads_first(plan) {
         let mut when = vec![present(chart, e)];
         when.extend(tenant_condition(rc, e));
         version_condition(&mut when);
@@ -102,20 +104,41 @@ pub(super) async fn delete(
         guard_conditions(&mut when);
         when.extend(held(e, &current));
         when.extend(as_read(e, &current));
-        let mut own = Delete::new(key.clone()).when(Condition::And(when));
-        own.return_old_on_condition_failure = true;
-        let mut actions = vec![TransactAction::Delete(own)];
-        let mut meanings = vec![Meaning::Own];
-        for (attr, marker) in &e.writes.unique {
-            if !current.contains_key(attr) {
-                continue;
-            }
-            actions.push(drop_marker(chart, e, &chart.entities[marker], &current)?);
-            meanings.push(Meaning::Corrupt("a unique marker names another item"));
-        }
+        let mut actions = Vec::new();
+        let mut meanings = Vec::new();
         let mut touches = Touches::default();
-        for c in &e.writes.counts {
-            touches.count(chart, e, &current, c, -1).await;
+        // The mutation's resolved plan, step by step: the item, its markers, the counts
+        // on what its references name (merged by item, after the rest).
+        for step in &plan.steps {
+            let of = step.of.as_deref().unwrap_or_default();
+            match step.role {
+                Role::Item => {
+                    let mut own =
+                        Delete::new(key.clone()).when(Condition::And(std::mem::take(&mut when)));
+                    own.return_old_on_condition_failure = true;
+                    actions.push(TransactAction::Delete(own));
+                    meanings.push(Meaning::Own);
+                }
+                Role::Marker => {
+                    if !current.contains_key(of) {
+                        continue;
+                    }
+                    let marker = &chart.entities[&step.entity];
+                    actions.push(drop_marker(chart, e, marker, &current)?);
+                    meanings.push(Meaning::Corrupt("a unique marker names another item"));
+                }
+                Role::Counter => {
+                    let c = e
+                        .writes
+                        .counts
+                        .iter()
+                        .find(|c| c.reference == of)
+                        .ok_or(ApiError::Internal)?;
+                    touches.count(chart, e, &current, c, -1).await;
+                }
+                // A delete's plan has no other step.
+                _ => return Err(ApiError::Internal),
+            }
         }
         let sharded = touches.into_actions(&mut actions, &mut meanings);
         within_transaction_limits(chart, e, &actions, &meanings)?;
@@ -148,9 +171,9 @@ pub(super) async fn delete(
     Err(ApiError::Contention)
 }
 
-/// Whether a delete of `e` named by its key reads the item first (a strongly consistent
-/// GetItem before its transaction): to free its markers and uncount it. What the
-/// playground's tabs count too.
-pub(in crate::graphql::charted) fn delete_reads_first(e: &Entity) -> bool {
-    !(e.writes.unique.is_empty() && e.writes.counts.is_empty())
+/// Whether a delete named by its key reads the item first (a strongly consistent GetItem
+/// before its transaction): when its plan writes more than the item, to free its markers
+/// and uncount it. What the playground's tabs count too.
+pub(in crate::graphql::charted) fn delete_reads_first(plan: &MutationPlan) -> bool {
+    plan.steps.iter().any(|s| s.role != Role::Item)
 }

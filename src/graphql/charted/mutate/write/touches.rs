@@ -345,11 +345,6 @@ fn at(
     Some((key, Condition::And(when)))
 }
 
-/// The references of `e` no count of it verifies ([`Entity::checked_references`]).
-pub(super) fn unchecked(e: &Entity) -> impl Iterator<Item = &String> {
-    e.checked_references().map(|(name, _)| name)
-}
-
 /// The conditions that what a write was built from (its unique values, the references it
 /// counts on, its state) is still as `current` holds it.
 pub(super) fn as_read(e: &Entity, current: &Item) -> Vec<Condition> {

@@ -3,6 +3,7 @@
 //! changed in between.
 
 use super::*;
+use crate::chart::plan::{MutationPlan, Role};
 
 pub(super) async fn update(
     rc: &RequestContext,
@@ -47,7 +48,7 @@ pub(super) async fn update(
     }
     for _ in 0..ATTEMPTS {
         let (actions, meanings, sharded, next) =
-            changed_item(chart, e, &current, expected, &change).await?;
+            changed_item(chart, &chart.plans[&m.name], e, &current, expected, &change).await?;
         within_transaction_limits(chart, e, &actions, &meanings)?;
         let sent = if versioned {
             send_transaction(rc, actions, sharded).await
@@ -183,6 +184,7 @@ pub(super) async fn update_in_place(
 /// what was read), then its markers moved and its counts moved.
 pub(super) async fn changed_item(
     chart: &Chart,
+    plan: &MutationPlan,
     e: &Entity,
     current: &Item,
     expected: Option<i64>,
@@ -264,47 +266,68 @@ pub(super) async fn changed_item(
     let key = primary_key(chart, current).ok_or(ApiError::Internal)?;
     let mut own = Update::new(key, u).when(Condition::And(when));
     own.return_old_on_condition_failure = true;
-    let mut actions = vec![TransactAction::Update(own)];
-    let mut meanings = vec![Meaning::Own];
-
+    let mut own = Some(own);
+    let mut actions = Vec::new();
+    let mut meanings = Vec::new();
     let expiry = e.expiry(&chart.table);
-    for (attr, marker) in &e.writes.unique {
-        let marker = &chart.entities[marker];
-        if current.get(attr) == next.get(attr) {
-            // The same value: its marker takes the item's new expiry, if it has one.
-            if let Some(t) = expiry.filter(|t| current.get(*t) != next.get(*t)) {
-                if next.contains_key(attr) {
-                    actions.push(renew_marker(chart, e, marker, &next, t)?);
+    let mut touches = Touches::default();
+    // The mutation's resolved plan, step by step: the item, then what any change of its
+    // fields may move, each written when this change's values move it.
+    for step in &plan.steps {
+        let of = step.of.as_deref().unwrap_or_default();
+        match step.role {
+            Role::Item => {
+                actions.push(TransactAction::Update(
+                    own.take().ok_or(ApiError::Internal)?,
+                ));
+                meanings.push(Meaning::Own);
+            }
+            Role::Marker => {
+                let marker = &chart.entities[&step.entity];
+                if current.get(of) == next.get(of) {
+                    // The same value: its marker takes the item's new expiry, if it has one.
+                    if let Some(t) = expiry.filter(|t| current.get(*t) != next.get(*t)) {
+                        if next.contains_key(of) {
+                            actions.push(renew_marker(chart, e, marker, &next, t)?);
+                            meanings.push(Meaning::Corrupt("a unique marker names another item"));
+                        }
+                    }
+                    continue;
+                }
+                if current.contains_key(of) {
+                    actions.push(drop_marker(chart, e, marker, current)?);
                     meanings.push(Meaning::Corrupt("a unique marker names another item"));
                 }
+                if next.contains_key(of) {
+                    actions.push(TransactAction::Put(
+                        Put::new(marker_item(chart, marker, &next, &[])?).when(free(chart, marker)),
+                    ));
+                    meanings.push(Meaning::Taken(of.to_owned()));
+                }
             }
-            continue;
-        }
-        if current.contains_key(attr) {
-            actions.push(drop_marker(chart, e, marker, current)?);
-            meanings.push(Meaning::Corrupt("a unique marker names another item"));
-        }
-        if next.contains_key(attr) {
-            actions.push(TransactAction::Put(
-                Put::new(marker_item(chart, marker, &next, &[])?).when(free(chart, marker)),
-            ));
-            meanings.push(Meaning::Taken(attr.clone()));
-        }
-    }
-    let mut touches = Touches::default();
-    for c in &e.writes.counts {
-        let r = &e.references[&c.reference];
-        let same = |f: &str| current.get(f) == next.get(f);
-        if r.key.values().all(|f| same(f)) && c.by_attributes().all(same) {
-            continue;
-        }
-        touches.count(chart, e, current, c, -1).await;
-        touches.count(chart, e, &next, c, 1).await;
-    }
-    for r in unchecked(e) {
-        let from = e.references[r].key.values();
-        if from.clone().any(|f| current.get(f) != next.get(f)) {
-            touches.check(chart, e, &next, r);
+            Role::Counter => {
+                let c = e
+                    .writes
+                    .counts
+                    .iter()
+                    .find(|c| c.reference == of)
+                    .ok_or(ApiError::Internal)?;
+                let r = &e.references[&c.reference];
+                let same = |f: &str| current.get(f) == next.get(f);
+                if r.key.values().all(|f| same(f)) && c.by_attributes().all(same) {
+                    continue;
+                }
+                touches.count(chart, e, current, c, -1).await;
+                touches.count(chart, e, &next, c, 1).await;
+            }
+            Role::Check => {
+                let from = e.references[of].key.values();
+                if from.clone().any(|f| current.get(f) != next.get(f)) {
+                    touches.check(chart, e, &next, of);
+                }
+            }
+            // A change's plan has no other step.
+            _ => return Err(ApiError::Internal),
         }
     }
     let sharded = touches.into_actions(&mut actions, &mut meanings);
@@ -413,7 +436,21 @@ mod tests {
             .iter()
             .map(|(f, v)| ((*f).to_owned(), Some(s(v))))
             .collect();
-        let (actions, ..) = changed_item(chart, e, current, expected, &change)
+        // The item's own update is all these tests look at: the plan of a change that
+        // writes only it.
+        let plan = MutationPlan {
+            mutation: format!("update{entity}"),
+            entity: entity.to_owned(),
+            action: crate::chart::Action::Update,
+            steps: vec![crate::chart::plan::Step {
+                role: Role::Item,
+                entity: entity.to_owned(),
+                of: None,
+                least: 1,
+                most: 1,
+            }],
+        };
+        let (actions, ..) = changed_item(chart, &plan, e, current, expected, &change)
             .await
             .unwrap_or_else(|e| panic!("{e:?}"));
         match actions.into_iter().next() {
