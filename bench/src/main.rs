@@ -1,7 +1,7 @@
 //! `itemgraph-bench`: the benchmark of issue 6. See `docs/BENCHMARKS.md`.
 //!
 //! For each engine (embedded, DynamoDB Local) it seeds a deterministic data set through
-//! the lib, runs the read mix in-process on the repository layer (the floor), starts
+//! the lib, runs the read mix in-process on the store port with the chart's requests (the floor), starts
 //! `itemgraph serve` on a free loopback port, reads what each operation shape costs in
 //! store requests (the trace extension), then drives the full mix over HTTP at each
 //! concurrency and the read mix at the highest one, reading the server's peak RSS after

@@ -129,7 +129,8 @@ pub struct EngineReport {
     pub runs: Vec<RunReport>,
     /// The read mix served over HTTP at the highest concurrency.
     pub served_reads: RunReport,
-    /// The same read mix in-process on the repository layer at the same concurrency.
+    /// The same read mix in-process on the store port, with the requests the chart
+    /// builds, at the same concurrency.
     pub floor: RunStats,
     pub served_over_floor: f64,
     /// The full mix at the highest concurrency again, with hostile clients alongside.
@@ -397,7 +398,7 @@ impl Report {
         let _ = writeln!(md, "\n## Overhead against the floor (read mix)\n");
         let _ = writeln!(
             md,
-            "| engine | concurrency | served ops/s | floor ops/s (in-process, repository layer) | served / floor | served p50 / p99 ms | floor p50 / p99 ms | floor errors |\n\
+            "| engine | concurrency | served ops/s | floor ops/s (in-process, the chart's requests on the store port) | served / floor | served p50 / p99 ms | floor p50 / p99 ms | floor errors |\n\
              |---|---:|---:|---:|---:|---:|---:|---:|"
         );
         for e in &self.engines {
