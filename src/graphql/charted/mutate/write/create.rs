@@ -94,12 +94,7 @@ pub(super) async fn create(
                 meanings.push(Meaning::Taken(of.to_owned()));
             }
             Role::Counter => {
-                let c = e
-                    .writes
-                    .counts
-                    .iter()
-                    .find(|c| c.reference == of)
-                    .ok_or(ApiError::Internal)?;
+                let c = count_of(e, of)?;
                 touches.count(chart, e, &item, c, 1).await;
                 touched = true;
             }

@@ -128,12 +128,7 @@ pub(super) async fn delete(
                     meanings.push(Meaning::Corrupt("a unique marker names another item"));
                 }
                 Role::Counter => {
-                    let c = e
-                        .writes
-                        .counts
-                        .iter()
-                        .find(|c| c.reference == of)
-                        .ok_or(ApiError::Internal)?;
+                    let c = count_of(e, of)?;
                     touches.count(chart, e, &current, c, -1).await;
                 }
                 // A delete's plan has no other step.

@@ -345,6 +345,15 @@ fn at(
     Some((key, Condition::And(when)))
 }
 
+/// The count of `e` on its reference `reference`: what a plan's counter step names.
+pub(super) fn count_of<'e>(e: &'e Entity, reference: &str) -> Result<&'e Count> {
+    e.writes
+        .counts
+        .iter()
+        .find(|c| c.reference == reference)
+        .ok_or(ApiError::Internal)
+}
+
 /// The conditions that what a write was built from (its unique values, the references it
 /// counts on, its state) is still as `current` holds it.
 pub(super) fn as_read(e: &Entity, current: &Item) -> Vec<Condition> {

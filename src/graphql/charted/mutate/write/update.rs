@@ -306,12 +306,7 @@ pub(super) async fn changed_item(
                 }
             }
             Role::Counter => {
-                let c = e
-                    .writes
-                    .counts
-                    .iter()
-                    .find(|c| c.reference == of)
-                    .ok_or(ApiError::Internal)?;
+                let c = count_of(e, of)?;
                 let r = &e.references[&c.reference];
                 let same = |f: &str| current.get(f) == next.get(f);
                 if r.key.values().all(|f| same(f)) && c.by_attributes().all(same) {
