@@ -262,24 +262,16 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
                 }
             }
         }
-        Request::Query {
-            condition,
-            forward,
-            parent,
-            beside,
-            children,
-            ..
-        } => {
-            // What the Query reads beside the parent: its counter shards, all of them.
-            let beside_n: u64 = beside
-                .iter()
-                .map(|b| u64::from(chart.entities[b].items_beside()))
-                .sum();
-            let carried = u64::from(parent.is_some()) + beside_n;
+        Request::Query { beside, .. } => {
+            // The pattern's resolved plan: what its pages send.
+            let plan = &chart.pages[&p.number];
+            // What the Query reads beside the children: the parent, its counter shards.
+            let carried = u64::from(plan.carried);
+            let beside_n = carried - u64::from(plan.parent.is_some());
             let first = carried + u64::from(page);
             let most = carried + 100;
             let mut returns = String::new();
-            if let Some(pa) = parent {
+            if let Some(pa) = &plan.parent {
                 returns.push_str(&format!("the {}", super::words(pa)));
                 if beside_n > 0 {
                     returns.push_str(&format!(
@@ -295,13 +287,13 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
             }
             returns.push_str(&format!(
                 "a page of {} ({page} by default, 100 at most)",
-                super::plural(children)
+                super::plural(&plan.children)
             ));
             (
                 "Query".to_owned(),
-                condition.index.clone(),
-                Some(condition_text(chart, condition, &shown)),
-                Some(*forward),
+                plan.condition.index.clone(),
+                Some(condition_text(chart, &plan.condition, &shown)),
+                Some(plan.forward),
                 returns,
                 Cost {
                     unit: "RCU",

@@ -77,6 +77,8 @@ pub fn parse(text: &str) -> Result<Chart, Refused> {
     let mut chart = rules::check(file)?;
     chart.source = text.to_owned();
     chart.plans = plan::resolve(&chart);
+    chart.pages = plan::resolve_pages(&chart);
+    chart.live = plan::resolve_subscriptions(&chart);
     Ok(chart)
 }
 
@@ -165,6 +167,12 @@ pub struct Chart {
     /// Each mutation resolved ([`plan`]), by name: what `chart explain` prints and the
     /// write path sends.
     pub plans: IndexMap<String, plan::MutationPlan>,
+    /// Each Query pattern resolved ([`plan::PagePlan`]), by number: what its pages send
+    /// and `chart explain` prints.
+    pub pages: IndexMap<u32, plan::PagePlan>,
+    /// Each subscription resolved ([`plan::SubscriptionPlan`]), by GraphQL field name:
+    /// the arguments its events are picked by.
+    pub live: IndexMap<String, plan::SubscriptionPlan>,
 }
 
 #[derive(Debug, Clone)]

@@ -1,19 +1,29 @@
-//! Each mutation of a chart resolved once, when the chart is read: the items it writes,
-//! as steps in the order a create sends them (its client token's marker, the item, the
-//! children written with it, its unique markers, the counters its references keep and the
-//! references checked to exist, its counter shards), each with the entity its items are
-//! items of and how many it writes at least and at most. A change's plan holds what any
-//! change of its fields may write (a marker moved, or renewed when the item's expiry
-//! moves; a count moved): which of them a given change writes depends on its values.
+//! The chart resolved once, when it is read: what each request runs, with only its values
+//! left to fill in.
 //!
-//! `chart explain` prints these plans (its actions and write units), `chart check`'s
-//! `transaction-size` adds up their items, the write path sends a create's actions in
-//! their order, and `tests/graphql/plans.rs` holds every action the write path sends, for
-//! every mutation of every example chart, to its mutation's plan.
+//! - **Mutations** ([`MutationPlan`]): the items each writes, as steps in the order a create
+//!   sends them (its client token's marker, the item, the children written with it, its
+//!   unique markers, the counters its references keep and the references checked to
+//!   exist, its counter shards), each with the entity its items are items of and how many
+//!   it writes at least and at most. A change's plan holds what any change of its fields
+//!   may write (a marker moved, or renewed when the item's expiry moves; a count moved):
+//!   which of them a given change writes depends on its values.
+//! - **Query patterns** ([`PagePlan`]): the key condition a page sends, on which index and
+//!   in which direction, the Limit for a page of a size, and what each item read decodes as
+//!   (the parent, a child, a counter shard).
+//! - **Subscriptions** ([`SubscriptionPlan`]): the argument naming the subscriber's tenant
+//!   and the arguments that narrow the events.
+//!
+//! `chart explain` prints these plans (a mutation's actions and write units, a pattern's
+//! request), `chart check`'s `transaction-size` adds up their items, the write path sends
+//! a create's actions in their order, pages send their plan filled in, and
+//! `tests/graphql/plans.rs` holds every action the write path sends and every Query the
+//! read path sends, for every example chart, to its plan.
 
 use indexmap::IndexMap;
 
-use super::{list_child, Action, Chart, Entity, Mutation};
+use super::template::Template;
+use super::{list_child, Action, Chart, Entity, KeyCondition, Mutation, Request};
 
 /// What an item a mutation writes is to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -218,4 +228,165 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
         action: m.action,
         steps,
     }
+}
+
+/// What an item a Query pattern's page reads is to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// The pattern's parent, read with the first page.
+    Parent,
+    /// One of its children: the page.
+    Child,
+    /// A counter shard of the parent, read with it and summed into its counts.
+    Shard,
+}
+
+/// A Query pattern as its reads run it: the key condition each page sends, in which
+/// direction, how many items a page reads beyond its children, and what each item read
+/// is to it. A request fills the key values and the page in ([`PagePlan::limit`]);
+/// `chart explain` prints the same plan.
+#[derive(Debug, Clone)]
+pub struct PagePlan {
+    pub pattern: u32,
+    /// The key condition of a first page (of every page, when the pattern reads no
+    /// parent): the index (`None`, the base table), the partition and the condition on the
+    /// sort key, as templates of the pattern's key values.
+    pub condition: KeyCondition,
+    /// The children's sort-key prefix: what later pages of a pattern that reads a parent
+    /// query (`begins_with`), so they leave the parent and its shards behind, and what
+    /// every cursor's key starts with.
+    pub children_prefix: Template,
+    /// The pattern's own direction (a backward page reverses it).
+    pub forward: bool,
+    /// What each entity read decodes as, by entity name.
+    pub reads: IndexMap<String, Read>,
+    /// Items a first page reads beside its children at most: the parent and its counter
+    /// shards.
+    pub carried: u32,
+    /// The children's entity.
+    pub children: String,
+    /// The parent's entity, if it is read with the first page.
+    pub parent: Option<String>,
+}
+
+impl PagePlan {
+    /// The Query's limit for a page of `size` children: one more, to tell whether more
+    /// follow, and on a page that carries the parent, what it carries too.
+    pub fn limit(&self, size: u32, carries_parent: bool) -> u32 {
+        if carries_parent {
+            size + 1 + self.carried
+        } else {
+            size + 1
+        }
+    }
+
+    /// Whether a page read from `start` (none: the first) in the pattern's direction
+    /// (`forward`) or against it carries the parent.
+    pub fn carries_parent(&self, forward: bool, first: bool) -> bool {
+        self.parent.is_some() && forward && first
+    }
+}
+
+/// Every Query pattern of `chart` resolved, by number.
+pub fn resolve_pages(chart: &Chart) -> IndexMap<u32, PagePlan> {
+    chart
+        .patterns
+        .values()
+        .filter_map(|p| {
+            let Request::Query {
+                condition,
+                forward,
+                parent,
+                beside,
+                children,
+                children_prefix,
+            } = &p.request
+            else {
+                return None;
+            };
+            let mut reads = IndexMap::new();
+            if let Some(pa) = parent {
+                reads.insert(pa.clone(), Read::Parent);
+            }
+            let mut shards = 0;
+            for b in beside {
+                let e = &chart.entities[b];
+                if let Some((_, n)) = &e.shards_of {
+                    shards += *n;
+                    reads.insert(b.clone(), Read::Shard);
+                }
+            }
+            // A child of the parent's own entity (a hierarchy) is a child.
+            reads.insert(children.clone(), Read::Child);
+            Some((
+                p.number,
+                PagePlan {
+                    pattern: p.number,
+                    condition: condition.clone(),
+                    children_prefix: children_prefix.clone(),
+                    forward: *forward,
+                    reads,
+                    carried: u32::from(parent.is_some()) + shards,
+                    children: children.clone(),
+                    parent: parent.clone(),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// A subscription as its events are picked: the argument that names the subscriber's
+/// tenant and each argument that narrows the events to items holding its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionPlan {
+    pub subscription: String,
+    /// The entity whose items' changes it streams.
+    pub entity: String,
+    /// The argument naming the subscriber's tenant: the tenant's attribute.
+    pub tenant: String,
+    pub filters: Vec<Filter>,
+}
+
+/// One argument of a subscription that narrows its events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Filter {
+    pub argument: String,
+    /// The attribute an item must hold the argument's value in (before or after the
+    /// change); `id`: the item's id, plain or global.
+    pub attribute: String,
+}
+
+/// Every subscription of `chart` resolved, by GraphQL field name. A chart with
+/// subscriptions has a tenant (rule `tenant`).
+pub fn resolve_subscriptions(chart: &Chart) -> IndexMap<String, SubscriptionPlan> {
+    let Some(tenant) = &chart.tenant else {
+        return IndexMap::new();
+    };
+    chart
+        .subscriptions
+        .iter()
+        .map(|(name, sub)| {
+            let filters = sub
+                .filters
+                .iter()
+                .map(|f| Filter {
+                    argument: f.clone(),
+                    attribute: f.clone(),
+                })
+                .chain(sub.arguments.iter().map(|(arg, a)| Filter {
+                    argument: arg.clone(),
+                    attribute: a.attribute.clone(),
+                }))
+                .collect();
+            (
+                name.clone(),
+                SubscriptionPlan {
+                    subscription: name.clone(),
+                    entity: sub.entity.clone(),
+                    tenant: tenant.attribute.clone(),
+                    filters,
+                },
+            )
+        })
+        .collect()
 }

@@ -5,6 +5,12 @@
 //! the plan's steps names (a counter shard for a counter of a sharded item), no step gets
 //! more actions than its most, and the actions of one mutation number no more than the
 //! plan's most, the figure `chart explain` prints.
+//!
+//! And what the read path sends is what the Query patterns' resolved plans say: every Query
+//! a read tab of every example chart sends is one of its page plans filled in (its index
+//! and direction, a partition its template admits, the Limit it gives for a page of at
+//! most 100) and reads only the entities that plan decodes (or is an item read with its
+//! counter shards, one Query of the item and its shards).
 
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +33,8 @@ struct Recording {
     inner: Arc<dyn Store>,
     type_attribute: String,
     calls: Mutex<Vec<Call>>,
+    /// Each Query sent, with the type of each item it read.
+    queries: Mutex<Vec<(Query, Call)>>,
 }
 
 impl Recording {
@@ -81,7 +89,10 @@ impl Store for Recording {
         self.inner.batch_get_page(req).await
     }
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
-        self.inner.query(req).await
+        let out = self.inner.query(req.clone()).await?;
+        let read = out.items.iter().map(|i| self.type_of(i)).collect();
+        self.queries.lock().unwrap().push((req, read));
+        Ok(out)
     }
     async fn scan(&self, req: itemgraph::store::Scan) -> StoreResult<QueryOutput> {
         self.inner.scan(req).await
@@ -197,6 +208,7 @@ fn recording(store: Arc<dyn Store>, chart: &Chart) -> Arc<Recording> {
         inner: store,
         type_attribute: chart.table.type_attribute.clone(),
         calls: Mutex::new(Vec::new()),
+        queries: Mutex::new(Vec::new()),
     })
 }
 
@@ -241,6 +253,111 @@ async fn the_example_charts_writes_send_what_their_plans_say() {
         let api = Api::chart_over(chart.clone(), recording.clone());
         let tabs = itemgraph::graphql::charted::write_examples(&chart, &chart.samples);
         holds(&chart, &api, &recording, tabs).await;
+        charts += 1;
+    }
+    assert!(charts > 0);
+}
+
+/// A Query sent that no page plan of `chart` (nor a read of an item with its counter
+/// shards) accounts for, named.
+fn unplanned(chart: &Chart, q: &Query, read: &Call) -> Option<String> {
+    let types = || read.iter().flatten();
+    let paged = chart.pages.values().any(|plan| {
+        plan.condition.index == q.index
+            && q.partition
+                .starts_with(plan.condition.partition.literal_prefix())
+            && [true, false].iter().any(|&first| {
+                (1..=100)
+                    .any(|size| Some(plan.limit(size, plan.parent.is_some() && first)) == q.limit)
+            })
+            && types().all(|t| plan.reads.contains_key(t))
+    });
+    let with_counts = chart.patterns.values().any(|p| match &p.request {
+        itemgraph::chart::Request::GetItem {
+            entity,
+            with_shards: Some(c),
+        } => {
+            c.index == q.index
+                && q.partition.starts_with(c.partition.literal_prefix())
+                && Some(1 + chart.shards_of(entity).map_or(0, |(_, n)| n)) == q.limit
+                && types().all(|t| {
+                    t == entity || chart.shards_of(entity).is_some_and(|(s, _)| s.name == *t)
+                })
+        }
+        _ => false,
+    });
+    (!paged && !with_counts).then(|| format!("{q:?} read {read:?}"))
+}
+
+/// Runs every read tab of `chart` on `api` and holds each Query it sends to a page plan.
+async fn reads_hold(chart: &Chart, api: &Api, recording: &Recording, tabs: Vec<String>) {
+    let mut sent = 0;
+    for tab in tabs {
+        if ["mutation", "subscription"]
+            .iter()
+            .any(|k| tab.trim_start().starts_with(k) || tab.contains(&format!("\n{k} ")))
+        {
+            continue;
+        }
+        recording.queries.lock().unwrap().clear();
+        let response = api.run(&tab).await;
+        assert!(response.get("errors").is_none(), "{response:#}\n{tab}");
+        for (q, read) in std::mem::take(&mut *recording.queries.lock().unwrap()) {
+            if let Some(why) = unplanned(chart, &q, &read) {
+                panic!("a Query no plan of the chart sends: {why}\n{tab}");
+            }
+            sent += 1;
+        }
+    }
+    assert!(
+        sent > 0 || chart.pages.is_empty(),
+        "the read tabs sent no Query"
+    );
+}
+
+#[tokio::test]
+async fn the_builtin_charts_reads_send_what_their_plans_say() {
+    let chart = itemgraph::chart::builtin();
+    let seeded = crate::common::engines::embedded_demo().await;
+    let recording = recording(Arc::new(seeded), &chart);
+    let api = Api::over(recording.clone());
+    reads_hold(
+        &chart,
+        &api,
+        &recording,
+        itemgraph::http::playground::builtin_examples(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_example_charts_reads_send_what_their_plans_say() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts");
+    let mut charts = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let chart = Arc::new(
+            itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+        );
+        let store: Arc<dyn Store> = Arc::new(
+            itemgraph::store::embedded::EmbeddedStore::in_memory(
+                &chart.table.name,
+                chart.table_schema(),
+            )
+            .unwrap(),
+        );
+        store.create_table().await.unwrap();
+        itemgraph::chart::samples::seed(store.as_ref(), &chart)
+            .await
+            .unwrap();
+        let recording = recording(store, &chart);
+        let api = Api::chart_over(chart.clone(), recording.clone());
+        let tabs = itemgraph::graphql::charted::examples(&chart);
+        reads_hold(&chart, &api, &recording, tabs).await;
         charts += 1;
     }
     assert!(charts > 0);

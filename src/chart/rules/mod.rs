@@ -224,6 +224,8 @@ impl Checker {
             subscriptions: file.subscriptions,
             samples,
             plans: IndexMap::new(),
+            pages: IndexMap::new(),
+            live: IndexMap::new(),
         }
     }
 }

@@ -167,10 +167,7 @@ fn held(item: &Option<crate::store::Item>, attr: &str) -> Option<String> {
 fn field(chart: &Arc<Chart>, name: &str) -> SubscriptionField {
     let sub = &chart.subscriptions[name];
     let entity = &chart.entities[&sub.entity];
-    let tenant = chart
-        .tenant
-        .as_ref()
-        .map_or_else(|| "org".to_owned(), |t| t.attribute.clone());
+    let tenant = chart.live[name].tenant.clone();
     let c = chart.clone();
     let (sub_name, arg) = (name.to_owned(), tenant.clone());
     let mut f = SubscriptionField::new(
@@ -180,19 +177,18 @@ fn field(chart: &Arc<Chart>, name: &str) -> SubscriptionField {
             let chart = c.clone();
             let (name, arg) = (sub_name.clone(), arg.clone());
             SubscriptionFieldFuture::new(async move {
-                let sub = &chart.subscriptions[&name];
+                let plan = &chart.live[&name];
                 let tenant = ctx.args.try_get(&arg)?.string()?.to_owned();
                 let after = match ctx.args.get("after") {
                     Some(v) if !v.is_null() => Some(v.string()?.to_owned()),
                     _ => None,
                 };
                 let mut filters: Vec<(String, String)> = Vec::new();
-                let given = sub
-                    .filters
-                    .iter()
-                    .map(|f| (f, f))
-                    .chain(sub.arguments.iter().map(|(name, a)| (name, &a.attribute)));
-                for (arg, attr) in given {
+                for crate::chart::plan::Filter {
+                    argument: arg,
+                    attribute: attr,
+                } in &plan.filters
+                {
                     let Some(v) = ctx.args.get(arg).filter(|v| !v.is_null()) else {
                         continue;
                     };
@@ -200,12 +196,12 @@ fn field(chart: &Arc<Chart>, name: &str) -> SubscriptionField {
                         continue;
                     };
                     if attr == "id" {
-                        filters.extend(by_id(&chart, &sub.entity, arg, &t, &tenant)?);
+                        filters.extend(by_id(&chart, &plan.entity, arg, &t, &tenant)?);
                     } else {
-                        filters.push((attr.clone(), checked(&chart, &sub.entity, arg, attr, &t)?));
+                        filters.push((attr.clone(), checked(&chart, &plan.entity, arg, attr, &t)?));
                     }
                 }
-                let entity = sub.entity.clone();
+                let entity = plan.entity.clone();
                 let type_attr = chart.table.type_attribute.clone();
                 let wanted = move |c: &Change| {
                     let is = |i: &Option<crate::store::Item>| {
@@ -226,7 +222,7 @@ fn field(chart: &Arc<Chart>, name: &str) -> SubscriptionField {
                     .await?;
                 let rc = ctx.ctx.data_unchecked::<RequestContext>();
                 let look = ctx.ctx.clone();
-                let field = lower_first(&sub.entity);
+                let field = lower_first(&plan.entity);
                 Ok(events.then(move |e| {
                     let (chart, look, field) = (chart.clone(), look.clone(), field.clone());
                     async move {

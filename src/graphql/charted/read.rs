@@ -16,8 +16,9 @@ use super::super::loader_wait;
 use super::super::loaders::answer_batch;
 use super::record::{render, Record, Vars};
 use crate::chart::format::Connection;
+use crate::chart::plan::{PagePlan, Read};
 use crate::chart::MAX_PAGE_SIZE;
-use crate::chart::{Chart, Entity, KeyCondition, Pattern, Request, SortCondition as ChartSort};
+use crate::chart::{Chart, Entity, Pattern, Request, SortCondition as ChartSort};
 use crate::store::validate::MAX_BATCH_GET_KEYS;
 use crate::store::{BatchGet, GetItem, Item, PageKey, PrimaryKey, Query, SortCondition, Store};
 use crate::telemetry;
@@ -54,59 +55,35 @@ pub fn pattern_query(
         .map(|(q, _)| q)
 }
 
-/// The Query that serves `page` of a Query pattern, and whether it carries the parent.
+/// The Query that serves `page` of a Query pattern, and whether it carries the parent:
+/// its resolved plan ([`PagePlan`]) with the key values and the page filled in.
 pub fn query(
     chart: &Chart,
     pattern: &Pattern,
     vars: &Vars,
     page: &Resolved,
 ) -> Result<(Query, bool), ApiError> {
-    let Request::Query {
-        condition,
-        forward,
-        parent,
-        beside,
-        children_prefix,
-        ..
-    } = &pattern.request
-    else {
-        return Err(ApiError::Internal);
-    };
-    let partition = render(&condition.partition, vars)?;
+    let plan = chart.pages.get(&pattern.number).ok_or(ApiError::Internal)?;
+    let partition = render(&plan.condition.partition, vars)?;
     let size = page.size.clamp(1, MAX_PAGE_SIZE);
-    let carries_parent = parent.is_some() && page.forward && page.start.is_none();
-    let sort = if carries_parent || parent.is_none() {
-        sort_of(condition, vars)?
-    } else {
+    let carries_parent = plan.carries_parent(page.forward, page.start.is_none());
+    let sort = if plan.parent.is_some() && !carries_parent {
         Some(SortCondition::BeginsWith(
-            children_prefix.source().to_owned(),
+            plan.children_prefix.source().to_owned(),
         ))
-    };
-    let beside: u32 = beside
-        .iter()
-        .filter_map(|b| chart.entities[b].shards_of.as_ref().map(|(_, n)| *n))
-        .sum();
-    let limit = if carries_parent {
-        size + 2 + beside
     } else {
-        size + 1
+        sort_of(&plan.condition.sort, vars)?
     };
     if let Some(start) = &page.start {
-        check_cursor(
-            condition,
-            &partition,
-            &sort,
-            children_prefix.source(),
-            start,
-        )?;
+        check_cursor(plan, &partition, &sort, start)?;
     }
     Ok((
         Query {
-            index: condition.index.clone(),
+            index: plan.condition.index.clone(),
             partition,
             sort,
-            forward: page.forward == *forward,
-            limit: Some(limit),
+            forward: page.forward == plan.forward,
+            limit: Some(plan.limit(size, carries_parent)),
             start: page.start.clone(),
             consistent_read: false,
         },
@@ -171,9 +148,9 @@ pub fn connection_name(pattern: &Pattern, name: &str, vars: &Vars) -> Result<Str
     Ok(out)
 }
 
-fn sort_of(cond: &KeyCondition, vars: &Vars) -> Result<Option<SortCondition>, ApiError> {
+fn sort_of(sort: &Option<ChartSort>, vars: &Vars) -> Result<Option<SortCondition>, ApiError> {
     let r = |t: &crate::chart::template::Template| render(t, vars);
-    Ok(Some(match &cond.sort {
+    Ok(Some(match sort {
         None => return Ok(None),
         Some(ChartSort::Eq(t)) => SortCondition::Eq(r(t)?),
         Some(ChartSort::Lt(t)) => SortCondition::Lt(r(t)?),
@@ -199,20 +176,19 @@ fn field_of(e: &crate::chart::template::Unrendered) -> String {
 /// A cursor must be a child of this very connection: anything else would make the store
 /// reject the request, or read another collection.
 fn check_cursor(
-    cond: &KeyCondition,
+    plan: &PagePlan,
     partition: &str,
     sort: &Option<SortCondition>,
-    children: &str,
     start: &PageKey,
 ) -> Result<(), ApiError> {
-    let key = match (&cond.index, &start.index) {
+    let key = match (&plan.condition.index, &start.index) {
         (None, None) => Some((&start.table.pk, &start.table.sk)),
         (Some(_), Some(ik)) => Some((&ik.pk, &ik.sk)),
         _ => None,
     };
     let prefix = match sort {
         Some(SortCondition::BeginsWith(p)) => p.as_str(),
-        _ => children,
+        _ => plan.children_prefix.source(),
     };
     match key {
         Some((pk, sk)) if pk == partition && sk.starts_with(prefix) => Ok(()),
@@ -231,12 +207,8 @@ pub async fn page(
     page: &Resolved,
 ) -> Result<Fetched, ApiError> {
     let (query, carries_parent) = query(chart, pattern, vars, page)?;
-    let Request::Query {
-        parent, children, ..
-    } = &pattern.request
-    else {
-        return Err(ApiError::Internal);
-    };
+    let plan = chart.pages.get(&pattern.number).ok_or(ApiError::Internal)?;
+    let children = &plan.children;
     let limit = query.limit.unwrap_or(0) as usize;
     let otel = telemetry::child("connection page", SpanKind::Internal, || {
         vec![
@@ -279,15 +251,14 @@ pub async fn page(
             expired += 1;
             continue;
         }
-        if *rec.entity == **children {
-            fetched.children.push(Arc::new(rec));
-        } else if carries_parent && parent.as_deref() == Some(&*rec.entity) {
-            fetched.parent = Some(Arc::new(rec));
-        } else if carries_parent && entity.shards_of.is_some() {
-            shards.push(rec);
-        } else {
-            tracing::error!(entity = %rec.entity, pattern = pattern.number, "a page read an item its pattern does not declare");
-            return Err(ApiError::Internal);
+        match plan.reads.get(&*rec.entity) {
+            Some(Read::Child) => fetched.children.push(Arc::new(rec)),
+            Some(Read::Parent) if carries_parent => fetched.parent = Some(Arc::new(rec)),
+            Some(Read::Shard) if carries_parent => shards.push(rec),
+            _ => {
+                tracing::error!(entity = %rec.entity, pattern = pattern.number, "a page read an item its pattern does not declare");
+                return Err(ApiError::Internal);
+            }
         }
     }
     if let Some(parent) = &mut fetched.parent {
@@ -322,22 +293,15 @@ pub async fn with_counts(
     store: &dyn Store,
     chart: &Chart,
     entity: &str,
-    cond: &KeyCondition,
+    cond: &crate::chart::KeyCondition,
     vars: &Vars,
 ) -> Result<Option<Arc<Record>>, ApiError> {
     // The entity and every shard: the Limit says how many items that is.
-    let shards: u32 = chart
-        .entities
-        .values()
-        .filter_map(|e| match &e.shards_of {
-            Some((of, n)) if of == entity => Some(*n),
-            _ => None,
-        })
-        .sum();
+    let shards = chart.shards_of(entity).map_or(0, |(_, n)| n);
     let query = Query {
         index: cond.index.clone(),
         partition: render(&cond.partition, vars)?,
-        sort: sort_of(cond, vars)?,
+        sort: sort_of(&cond.sort, vars)?,
         forward: true,
         limit: Some(1 + shards),
         start: None,
