@@ -9,9 +9,9 @@
 //! - [`http`]: the axum router ([`http::app`]) and `serve(listener, state, shutdown)`;
 //!   GraphQL over HTTP, the live transports (WebSocket, Server-Sent Events), the
 //!   listener's limits, the playground.
-//! - [`graphql`]: the schema, built at start from a chart (`graphql/charted/`, the built-in
-//!   chart unless `--chart` names another): its reads, mutations and subscriptions, all
-//!   served from the chart's declarations; knows nothing of HTTP.
+//! - [`graphql`]: the schema, built at start from a chart (the built-in chart unless
+//!   `--chart` names another): its reads, mutations and subscriptions, each running the
+//!   plan the chart was resolved into ([`chart::plan`]); knows nothing of HTTP.
 //! - [`live`]: subscriptions' source: the one change-stream reader per process, fan-out
 //!   to subscribers, resume positions.
 //! - [`chart`]: a table design read from a file and checked at start: the entity chart

@@ -224,7 +224,7 @@ async fn run() -> anyhow::Result<()> {
                 }
             }
             if let Some(each) = args.generate {
-                let generated = itemgraph::graphql::charted::generate::seed(store, chart, each)
+                let generated = itemgraph::graphql::generate::seed(store, chart, each)
                     .await
                     .context("generating the chart's data")?;
                 for g in &generated {

@@ -1,6 +1,6 @@
 //! The floor: the read mix executed in-process straight on the store port, with no HTTP,
 //! no GraphQL and no JSON. Each shape sends the requests the server sends for it, built by
-//! the built-in chart as the server builds them (`itemgraph::graphql::charted::pattern_query`
+//! the built-in chart as the server builds them (`itemgraph::graphql::pattern_query`
 //! for its Queries, the chart's keys for GetItem and BatchGetItem: the parent with its
 //! page, then one BatchGetItem of the references), and decodes what comes back into the
 //! built-in design's records, so served throughput over floor throughput is what the HTTP
@@ -31,14 +31,9 @@ async fn page(
     size: u32,
     start: Option<PageKey>,
 ) -> anyhow::Result<Vec<Entity>> {
-    let query = itemgraph::graphql::charted::pattern_query(
-        &itemgraph::chart::builtin(),
-        pattern,
-        vars,
-        size,
-        start,
-    )
-    .with_context(|| format!("pattern {pattern} for {vars:?}"))?;
+    let query =
+        itemgraph::graphql::pattern_query(&itemgraph::chart::builtin(), pattern, vars, size, start)
+            .with_context(|| format!("pattern {pattern} for {vars:?}"))?;
     decoded(store.query(query).await?.items)
 }
 

@@ -364,7 +364,7 @@ pub fn deep_cursors(ds: &Dataset, secret: &str) -> Vec<String> {
         .iter()
         .map(|o| match &o.deep_start {
             Some(key) => codec.encode(
-                &itemgraph::graphql::charted::connection_of(
+                &itemgraph::graphql::connection_of(
                     &itemgraph::chart::builtin(),
                     "User",
                     "tickets",

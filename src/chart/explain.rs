@@ -9,7 +9,7 @@
 //! - a write: 1 write unit per KB of each item written, twice that inside a
 //!   TransactWriteItems.
 //!
-//! What it says of the writes is what the write path does ([`crate::graphql::charted`]):
+//! What it says of the writes is what the write path does ([`crate::graphql`], running the plans of [`super::plan`]):
 //! the actions of a create (the item, its markers, the counters its references keep, the
 //! children written with it, the counter shards it starts with, a client token's
 //! marker) and the read a change or delete needs first.

@@ -29,7 +29,7 @@ use super::{report, scan_all, violation, CheckReport, Violation, ViolationKind};
 use crate::chart::samples::{key_of, key_values, marker, reference_key, reference_vars, set_keys};
 use crate::chart::template::Value;
 use crate::chart::{list_child, plural, words, Action, Chart, Computed, Entity, Request};
-use crate::graphql::charted::record::Record;
+use crate::graphql::record::Record;
 use crate::store::{AttributeValue, Item, PrimaryKey, Store, StoreError};
 
 /// Scans the whole table and verifies what `chart` implies; fails only when the store

@@ -21,21 +21,21 @@ pub struct RequestContext {
     pub access: Access,
     /// What the chart's fields read through, made when one first asks
     /// ([`RequestContext::items`]).
-    charted: std::sync::OnceLock<Charted>,
+    reads: std::sync::OnceLock<Reads>,
 }
 
 /// The request's own DataLoader of the chart's items (its cache lives and dies with the
 /// request, and its reads run inside the request's futures, so a request cancelled at its
 /// deadline leaves no read behind), and its items read with their counter shards (at most
 /// once each per request).
-struct Charted {
+struct Reads {
     chart: Arc<crate::chart::Chart>,
-    items: super::charted::read::ItemLoader,
+    items: super::read::ItemLoader,
     counted: Mutex<HashMap<PrimaryKey, Arc<OnceCell<CountedItem>>>>,
 }
 
 /// An item of a chart as read with its counter shards; `None` when it does not exist.
-pub type CountedItem = Result<Option<Arc<super::charted::record::Record>>, Arc<ApiError>>;
+pub type CountedItem = Result<Option<Arc<super::record::Record>>, Arc<ApiError>>;
 
 impl RequestContext {
     /// A fresh context (its own DataLoader cache) for one request.
@@ -44,21 +44,21 @@ impl RequestContext {
             store,
             cursors,
             access,
-            charted: std::sync::OnceLock::new(),
+            reads: std::sync::OnceLock::new(),
         }
     }
 
-    fn charted(&self, chart: &Arc<crate::chart::Chart>) -> &Charted {
-        self.charted.get_or_init(|| Charted {
+    fn reads(&self, chart: &Arc<crate::chart::Chart>) -> &Reads {
+        self.reads.get_or_init(|| Reads {
             chart: chart.clone(),
-            items: super::charted::read::item_loader(self.store.clone(), chart.clone()),
+            items: super::read::item_loader(self.store.clone(), chart.clone()),
             counted: Mutex::default(),
         })
     }
 
     /// The request's loader of `chart`'s items (one per request, made on first use).
-    pub fn items(&self, chart: &Arc<crate::chart::Chart>) -> &super::charted::read::ItemLoader {
-        &self.charted(chart).items
+    pub fn items(&self, chart: &Arc<crate::chart::Chart>) -> &super::read::ItemLoader {
+        &self.reads(chart).items
     }
 
     /// An item of `chart` with its counter shards, read by `read` at most once per
@@ -70,7 +70,7 @@ impl RequestContext {
         read: impl std::future::Future<Output = CountedItem>,
     ) -> CountedItem {
         let cell = self
-            .charted(chart)
+            .reads(chart)
             .counted
             .lock()
             .await
@@ -86,7 +86,7 @@ impl RequestContext {
     /// it are read again rather than served stale. An item the chart does not serve (a
     /// uniqueness marker) is not remembered.
     pub async fn after_write_items(&self, written: Vec<crate::store::Item>) {
-        let Some(c) = self.charted.get() else {
+        let Some(c) = self.reads.get() else {
             return;
         };
         c.items.clear_all().await;
@@ -94,7 +94,7 @@ impl RequestContext {
         let primed: Vec<_> = written
             .into_iter()
             .filter_map(|item| {
-                let rec = super::charted::record::Record::decode(&c.chart, item).ok()?;
+                let rec = super::record::Record::decode(&c.chart, item).ok()?;
                 Some((rec.primary_key(&c.chart)?, Ok(Some(Arc::new(rec)))))
             })
             .collect();

@@ -172,7 +172,7 @@ impl Documents {
 
     /// The dynamic schema has no per-field cost for its runner to enforce: a cached document
     /// whose arguments take variables is costed again with this request's
-    /// ([`super::charted::cost`]), as the checker costed it the first time.
+    /// ([`super::cost`]), as the checker costed it the first time.
     fn check_cost(
         &self,
         registry: &Registry,
@@ -186,12 +186,9 @@ impl Documents {
         if !prepared.arguments.iter().any(|a| costed_by(&a.ty)) {
             return Ok(());
         }
-        let costed = super::charted::cost::document_cost(registry, &prepared.doc, variables, lists);
+        let costed = super::cost::document_cost(registry, &prepared.doc, variables, lists);
         if let Some(pos) = costed.wide_int {
-            return Err(vec![ServerError::new(
-                super::charted::cost::WIDE_INT,
-                Some(pos),
-            )]);
+            return Err(vec![ServerError::new(super::cost::WIDE_INT, Some(pos))]);
         }
         if costed.cost > self.limits.max_complexity {
             return Err(vec![ApiError::QueryTooComplex {
@@ -695,7 +692,7 @@ pub(super) struct Check {
     pub(super) limits: Limits,
     pub(super) env: Arc<std::sync::OnceLock<SchemaEnv>>,
     /// The chart's lists, by (type, field), for the cost the checker computes itself
-    /// ([`super::charted::cost`]): the dynamic schema has no per-field cost.
+    /// ([`super::cost`]): the dynamic schema has no per-field cost.
     pub(super) cost: Arc<Vec<(String, String)>>,
 }
 
@@ -716,7 +713,7 @@ impl ExtensionFactory for Check {
 /// computes it.
 struct CheckOne {
     check: Check,
-    cost: std::sync::Mutex<Option<super::charted::cost::Costed>>,
+    cost: std::sync::Mutex<Option<super::cost::Costed>>,
 }
 
 #[async_trait::async_trait]
@@ -730,8 +727,7 @@ impl Extension for CheckOne {
     ) -> async_graphql::ServerResult<ExecutableDocument> {
         let doc = next.run(ctx, query, variables).await?;
         let lists = &self.check.cost;
-        let cost =
-            super::charted::cost::document_cost(&ctx.schema_env.registry, &doc, variables, lists);
+        let cost = super::cost::document_cost(&ctx.schema_env.registry, &doc, variables, lists);
         *self.cost.lock().unwrap_or_else(|p| p.into_inner()) = Some(cost);
         Ok(doc)
     }
@@ -746,10 +742,7 @@ impl Extension for CheckOne {
         let mut result = next.run(ctx).await?;
         if let Some(costed) = &*self.cost.lock().unwrap_or_else(|p| p.into_inner()) {
             if let Some(pos) = costed.wide_int {
-                return Err(vec![ServerError::new(
-                    super::charted::cost::WIDE_INT,
-                    Some(pos),
-                )]);
+                return Err(vec![ServerError::new(super::cost::WIDE_INT, Some(pos))]);
             }
             result.complexity = costed.cost;
         }

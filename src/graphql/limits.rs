@@ -13,7 +13,7 @@ use crate::chart::MAX_PAGE_SIZE;
 
 /// What one request may cost. Every limit but the deadline is checked on the document,
 /// before any store request; a request over one fails whole, with `data` null and the
-/// code its [`errors::ApiError`] variant names.
+/// code its [`super::ApiError`] variant names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Deepest field nesting (`{ a { b } }` is 2). A client's introspection query reaches

@@ -1,4 +1,4 @@
-//! What every per-request DataLoader shares (the chart's, [`super::charted::ItemLoader`]):
+//! What every per-request DataLoader shares (the chart's, [`super::ItemLoader`]):
 //! the answer of one batch. A loader gathers the keys asked while the request waits once
 //! ([`super::loader_wait`]), drops repeats, and makes one GetItem (one key) or one
 //! BatchGetItem (up to 100 keys; more are cut into batches of 100, and the store retries

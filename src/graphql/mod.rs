@@ -5,33 +5,47 @@
 //! The schema is built at start from a chart (`charts/itemgraph.toml` unless `--chart`
 //! names another):
 //!
-//! - [`charted`]: every type, read, mutation and subscription of the chart, on
-//!   async-graphql's dynamic schema; the subscriptions' streams in [`subscription`], over
-//!   [`crate::live`];
+//! - [`schema`]: the chart's types and roots on async-graphql's dynamic schema, built once
+//!   at start; [`resolve`] its fields' resolvers (root fields reading ahead, connections,
+//!   references, `node`); [`read`] the reads, each its pattern's resolved plan filled in;
+//!   [`record`] items decoded and named by global id; [`mutate`] the mutations, each
+//!   running its resolved plan; [`live`] the subscriptions, their streams in
+//!   [`subscription`], over [`crate::live`]; [`cost`] what a document may read;
+//!   [`examples`] the playground's tabs; [`generate`] the inputs of `seed --generate`;
 //! - [`connection`]: Relay paging from last-seen keys, names no entity;
 //! - [`context`]: what a request carries; [`loaders`]: the DataLoader batches;
 //! - [`input`]: the check every mutation makes on a text;
-//! - [`cursor`], [`ids`], [`errors`]: opaque cursors, global ids, error codes;
+//! - [`cursor`], [`errors`]: opaque cursors, error codes (global ids: [`record`]);
 //!   [`scalars`]: money as exact `Cents`;
 //! - [`limits`] and [`operation`]: what one request may cost, enforced on the document;
 //!   [`document_cache`]: the cache of parsed and validated documents;
 //!   [`request_metrics`]: each request's outcome handed to [`crate::metrics`];
 //!   [`null_propagation`]: the spec's null propagation for fields that fail.
 
-pub mod charted;
 pub(crate) mod connection;
 mod context;
+pub mod cost;
 mod cursor;
 mod document_cache;
 mod errors;
+mod examples;
+pub mod generate;
 mod input;
 mod limits;
+mod live;
 mod loader_wait;
 mod loaders;
+pub(crate) mod mutate;
 mod null_propagation;
 mod operation;
+pub(crate) mod read;
+pub mod record;
 mod request_metrics;
+mod resolve;
 pub(crate) mod scalars;
+mod schema;
+#[cfg(test)]
+pub(crate) mod served;
 mod subscription;
 
 use std::sync::Arc;
@@ -58,6 +72,14 @@ pub use limits::{page_cost, Limits, MAX_PERSISTED_QUERY_BYTES};
 pub use operation::selected_operation;
 pub use subscription::TokenExpiry;
 
+pub use examples::{examples, write_examples};
+pub(crate) use mutate::shard_items;
+pub use read::{connection_of, item_loader, pattern_query, ItemLoader};
+pub use resolve::{Conn, Obj};
+use schema::{argument, connection_arguments, inner_name, map_elements, type_ref};
+pub use schema::{build, types, ErrorPaths, SchemaType};
+pub(crate) use schema::{lower_first, upper_first};
+
 /// What runs requests: async-graphql's dynamic schema, built from a chart.
 pub(crate) type Runner = async_graphql::dynamic::Schema;
 
@@ -74,7 +96,7 @@ struct Parts {
     env: SchemaEnv,
     documents: document_cache::Documents,
     limits: Limits,
-    /// The chart's lists, by (type, field), for the cost of a document ([`charted::cost`]).
+    /// The chart's lists, by (type, field), for the cost of a document ([`cost`]).
     lists: Arc<Vec<(String, String)>>,
 }
 
@@ -107,23 +129,23 @@ pub fn schema() -> ItemgraphSchema {
     schema_with(&Limits::default())
 }
 
-/// Builds the schema enforcing `limits`: the built-in chart's ([`chart_schema`]), with the
-/// design's mutations and subscriptions ([`builtin`]).
+/// Builds the schema enforcing `limits`: the built-in chart's ([`chart_schema`]), its
+/// reads, mutations and subscriptions.
 pub fn schema_with(limits: &Limits) -> ItemgraphSchema {
     chart_schema(crate::chart::builtin(), limits)
         .unwrap_or_else(|e| panic!("the built-in chart's schema: {e}"))
 }
 
-/// The schema built from `chart` at start, enforcing `limits`: its read API
-/// ([`charted`]).
+/// The schema built from `chart` at start, enforcing `limits`: its types and roots
+/// ([`schema`]).
 pub fn chart_schema(
     chart: Arc<crate::chart::Chart>,
     limits: &Limits,
 ) -> Result<ItemgraphSchema, async_graphql::dynamic::SchemaError> {
     // The chart's schema has no per-field cost of its own: the checker computes it
-    // ([`charted::cost`]), so async-graphql's uniform count stays off.
-    let mut runner = charted::build(chart.clone())
-        .extension(charted::ErrorPaths)
+    // ([`cost`]), so async-graphql's uniform count stays off.
+    let mut runner = schema::build(chart.clone())
+        .extension(schema::ErrorPaths)
         .validation_mode(ValidationMode::Fast)
         .limit_depth(limits.max_depth);
     let env = Arc::new(std::sync::OnceLock::new());
@@ -133,7 +155,7 @@ pub fn chart_schema(
         .flat_map(|e| e.lists.keys().map(|l| (e.name.clone(), l.clone())))
         .collect();
     let lists = Arc::new(lists);
-    let mut checker = charted::build(chart).extension(document_cache::Check {
+    let mut checker = schema::build(chart).extension(document_cache::Check {
         limits: *limits,
         env: env.clone(),
         cost: lists.clone(),

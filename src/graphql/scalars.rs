@@ -2,7 +2,7 @@
 //! (the spec has a larger value raise an error, not be returned), and JavaScript clients
 //! round anything past 2^53; money goes past 2^31 cents with a $21M order. So amounts of
 //! money are [`Cents`], a decimal string, and every `Int` the schema returns is within
-//! 32 bits (a chart's records clamp theirs, `charted::record`).
+//! 32 bits (a chart's records clamp theirs, `graphql::record`).
 
 use async_graphql::{InputValueError, InputValueResult, Scalar, ScalarType, Value};
 

@@ -1,5 +1,5 @@
 //! The subscriptions' streams: live updates of a chart's items, from the table's change
-//! stream ([`crate::live`]); [`super::charted`] makes them the schema's subscription fields
+//! stream ([`crate::live`]); [`super::live`] makes them the schema's subscription fields
 //! as the chart declares them.
 //!
 //! Each field subscribes to one tenant's changes (the caller must see it), picks the

@@ -164,7 +164,7 @@ pub const EXAMPLES: [&str; 8] = [
 /// input made from the demo data.
 pub fn builtin_examples() -> Vec<String> {
     let mut tabs: Vec<String> = EXAMPLES.iter().map(|t| (*t).to_owned()).collect();
-    tabs.extend(crate::graphql::charted::write_examples(
+    tabs.extend(crate::graphql::write_examples(
         &crate::chart::builtin(),
         &crate::chart::data::builtin_demo(),
     ));

@@ -162,7 +162,7 @@ impl AppState {
             return Ok(self);
         }
         let mut inner = Arc::unwrap_or_clone(self.0);
-        let examples = graphql::charted::examples(&chart);
+        let examples = graphql::examples(&chart);
         let tabs: Vec<&str> = examples.iter().map(String::as_str).collect();
         inner.playground = Some(Arc::new(super::playground_pages(&tabs, &chart)));
         inner.design = crate::live::Design::of(chart.clone());

@@ -563,7 +563,7 @@ async fn shard(
     if !layout.is_empty() && layout.iter().all(|(n, v)| item.get(*n) == Some(*v)) {
         return Ok(());
     }
-    let Some(shards) = crate::graphql::charted::shard_items(chart, owner, item) else {
+    let Some(shards) = crate::graphql::shard_items(chart, owner, item) else {
         return Ok(());
     };
     let pk = chart.table.partition_key.clone();

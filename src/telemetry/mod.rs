@@ -8,7 +8,7 @@
 //!   document's hash, never the variables): [`crate::graphql::execute`], and one per event
 //!   of a subscription;
 //! - each DataLoader batch ([`crate::graphql::loaders`]) and each connection page
-//!   (`crate::graphql::charted`);
+//!   (`crate::graphql`);
 //! - each DynamoDB call, with the database and AWS SDK conventions' attributes
 //!   ([`crate::store::metered`]).
 //!

@@ -1,5 +1,5 @@
 //! The built-in design served from its chart (`charts/itemgraph.toml`, through
-//! `src/graphql/charted` and the design's writes of `src/graphql/builtin.rs`): what the
+//! `src/graphql`, as any chart is): what the
 //! hand-written schema it replaced answered is held by the snapshot, pagination, mutation
 //! and subscription suites; this file holds what the chart's schema does beyond it.
 

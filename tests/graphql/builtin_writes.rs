@@ -46,7 +46,7 @@ async fn suites(api: &Api) {
 /// made from the demo data: run in order, each answers without an error in exactly the
 /// requests its header states.
 async fn the_playground_write_tabs_run_within_their_budgets(api: &Api) {
-    let tabs = itemgraph::graphql::charted::write_examples(
+    let tabs = itemgraph::graphql::write_examples(
         &itemgraph::chart::builtin(),
         &crate::common::demo::demo_items(),
     );

@@ -375,7 +375,7 @@ async fn a_cursor_serves_only_its_own_connection(api: &Api) {
 /// its header states, run in order (a change and a delete name the item a create tab
 /// before them made); the table as the chart implies after them.
 async fn the_playground_examples_run_within_their_budgets(api: &Api) {
-    let examples = itemgraph::graphql::charted::examples(&chart());
+    let examples = itemgraph::graphql::examples(&chart());
     assert_eq!(examples.len(), 10, "{examples:#?}");
     // The delete of the store the create tab makes names the change tab too (it moved
     // the version the delete sends).

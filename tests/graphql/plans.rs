@@ -218,10 +218,7 @@ async fn the_builtin_charts_writes_send_what_their_plans_say() {
     let seeded = crate::common::engines::embedded_demo().await;
     let recording = recording(Arc::new(seeded), &chart);
     let api = Api::over(recording.clone());
-    let tabs = itemgraph::graphql::charted::write_examples(
-        &chart,
-        &itemgraph::chart::data::builtin_demo(),
-    );
+    let tabs = itemgraph::graphql::write_examples(&chart, &itemgraph::chart::data::builtin_demo());
     holds(&chart, &api, &recording, tabs).await;
 }
 
@@ -251,7 +248,7 @@ async fn the_example_charts_writes_send_what_their_plans_say() {
             .unwrap();
         let recording = recording(store, &chart);
         let api = Api::chart_over(chart.clone(), recording.clone());
-        let tabs = itemgraph::graphql::charted::write_examples(&chart, &chart.samples);
+        let tabs = itemgraph::graphql::write_examples(&chart, &chart.samples);
         holds(&chart, &api, &recording, tabs).await;
         charts += 1;
     }
@@ -356,7 +353,7 @@ async fn the_example_charts_reads_send_what_their_plans_say() {
             .unwrap();
         let recording = recording(store, &chart);
         let api = Api::chart_over(chart.clone(), recording.clone());
-        let tabs = itemgraph::graphql::charted::examples(&chart);
+        let tabs = itemgraph::graphql::examples(&chart);
         reads_hold(&chart, &api, &recording, tabs).await;
         charts += 1;
     }

@@ -228,11 +228,11 @@ fn broken(from: &str, to: &str) -> Refused {
 }
 
 /// A chart the rules accept, served as `serve` starts on it
-/// ([`crate::graphql::charted::served::served`]): what a test of the rules accepts is a
+/// ([`crate::graphql::served::served`]): what a test of the rules accepts is a
 /// chart the server serves.
 fn accepted(text: &str) -> std::sync::Arc<Chart> {
     let chart = parse(text).unwrap_or_else(|r| panic!("{r}"));
-    crate::graphql::charted::served::served(std::sync::Arc::new(chart))
+    crate::graphql::served::served(std::sync::Arc::new(chart))
 }
 
 /// The refusal names `rule`, with `entity` and `pattern` where given.

@@ -10,10 +10,10 @@ use dataloader::BatchFn;
 use opentelemetry::trace::SpanKind;
 use opentelemetry::KeyValue;
 
-use super::super::connection::Resolved;
-use super::super::errors::ApiError;
-use super::super::loader_wait;
-use super::super::loaders::answer_batch;
+use super::connection::Resolved;
+use super::errors::ApiError;
+use super::loader_wait;
+use super::loaders::answer_batch;
 use super::record::{render, Record, Vars};
 use crate::chart::format::Connection;
 use crate::chart::plan::{PagePlan, Read};

@@ -1,7 +1,7 @@
-//! The read API of a chart, built at start ([`build`]): an object type per entity, a
+//! The schema of a chart, built once at start ([`build`]): an object type per entity, a
 //! Relay connection per paged relationship, `node`/`nodes`, the chart's root fields and
-//! `viewer`, on async-graphql's dynamic schema. Every field resolves through the chart's
-//! access patterns, one store request each:
+//! `viewer`, its mutations and subscriptions, on async-graphql's dynamic schema. Every
+//! field resolves through the chart's access patterns, one store request each:
 //!
 //! - a root field reads its entity by key (through the DataLoader), or, when a first page
 //!   of a connection whose pattern carries it is selected, takes it from that page's one
@@ -10,20 +10,9 @@
 //!   cursors signed for their connection;
 //! - references and `node`/`nodes` are batched by the DataLoader into BatchGetItem.
 //!
-//! [`record`] decodes items and names them by global id; [`read`] makes the store
-//! requests. Writes and subscriptions are a design's own ([`Writes`]): the built-in
-//! design's are [`super::builtin`]'s; another chart's API is its reads.
-
-pub mod cost;
-mod examples;
-pub mod generate;
-mod live;
-pub(super) mod mutate;
-pub(crate) mod read;
-pub mod record;
-mod resolve;
-#[cfg(test)]
-pub(crate) mod served;
+//! [`super::record`] decodes items and names them by global id; [`super::read`] makes the
+//! store requests, each its pattern's resolved plan filled in; [`super::mutate`] registers
+//! the mutations and [`super::live`] the subscriptions.
 
 use std::sync::Arc;
 
@@ -33,13 +22,9 @@ use async_graphql::dynamic::{
 };
 use async_graphql::Value;
 
+use super::{live, mutate, resolve};
 use crate::chart::types::Type;
 use crate::chart::{Chart, Entity, Request};
-
-pub use examples::{examples, write_examples};
-pub(crate) use mutate::shard_items;
-pub use read::{connection_of, item_loader, pattern_query, ItemLoader};
-pub use resolve::{Conn, Obj};
 
 /// The schema's builder for `chart`: its types, the Query root, and the Mutation and
 /// Subscription roots of what it declares (the caller adds the limits and extensions and
@@ -279,7 +264,7 @@ pub fn types(chart: &Chart) -> Vec<SchemaType> {
 }
 
 /// The GraphQL type of an attribute.
-fn type_ref(ty: &Type, optional: bool) -> TypeRef {
+pub(super) fn type_ref(ty: &Type, optional: bool) -> TypeRef {
     let name = |ty: &Type| -> String {
         match ty {
             Type::Int { .. } | Type::Counter => TypeRef::INT.into(),
@@ -300,7 +285,7 @@ fn type_ref(ty: &Type, optional: bool) -> TypeRef {
     }
 }
 
-fn inner_name(ty: &Type) -> String {
+pub(super) fn inner_name(ty: &Type) -> String {
     match ty {
         Type::Int { .. } | Type::Counter => "Int".into(),
         Type::Boolean => "Boolean".into(),
@@ -314,7 +299,7 @@ fn inner_name(ty: &Type) -> String {
 /// The element type of each map the chart's entities and shapes hold, once each (by the
 /// name its entries take), with the first entity holding one (a shape's has none): what
 /// the `{T}Entry` outputs and `{T}EntryInput` inputs are made for.
-fn map_elements(chart: &Chart) -> Vec<(Option<&str>, &Type)> {
+pub(super) fn map_elements(chart: &Chart) -> Vec<(Option<&str>, &Type)> {
     let attributes = chart
         .entities
         .values()
@@ -388,7 +373,11 @@ fn entity_type(chart: &Arc<Chart>, e: &Entity) -> Object {
 
 /// A connection's arguments beyond paging: the variables of its pattern its owner does
 /// not give, each with its GraphQL type (`?` levels optional).
-fn connection_arguments(chart: &Chart, owner: &Entity, pattern: u32) -> Vec<(String, Type, bool)> {
+pub(super) fn connection_arguments(
+    chart: &Chart,
+    owner: &Entity,
+    pattern: u32,
+) -> Vec<(String, Type, bool)> {
     let Some(Request::Query { condition, .. }) = chart.patterns.get(&pattern).map(|p| &p.request)
     else {
         return Vec::new();
@@ -408,7 +397,7 @@ fn connection_arguments(chart: &Chart, owner: &Entity, pattern: u32) -> Vec<(Str
     out
 }
 
-fn argument(name: &str, ty: &Type, optional: bool) -> InputValue {
+pub(super) fn argument(name: &str, ty: &Type, optional: bool) -> InputValue {
     let tr = match ty {
         Type::Enum { name, .. } => name.clone(),
         Type::Int { .. } => TypeRef::INT.into(),

@@ -169,6 +169,6 @@ pub(super) async fn delete(
 /// Whether a delete named by its key reads the item first (a strongly consistent GetItem
 /// before its transaction): when its plan writes more than the item, to free its markers
 /// and uncount it. What the playground's tabs count too.
-pub(in crate::graphql::charted) fn delete_reads_first(plan: &MutationPlan) -> bool {
+pub(in crate::graphql) fn delete_reads_first(plan: &MutationPlan) -> bool {
     plan.steps.iter().any(|s| s.role != Role::Item)
 }

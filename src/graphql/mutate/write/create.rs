@@ -294,10 +294,7 @@ fn children(
 /// The attributes a child takes from its parent: those named as the parent's key values,
 /// and its tenant (rule `writes` makes a child's tenant attribute its parent's), so no
 /// child is written into another tenant than its parent's.
-pub(in crate::graphql::charted) fn inherited<'a>(
-    parent: &Entity,
-    child: &'a Entity,
-) -> Vec<&'a str> {
+pub(in crate::graphql) fn inherited<'a>(parent: &Entity, child: &'a Entity) -> Vec<&'a str> {
     let tenant = |e: &Entity| match &e.binding {
         crate::chart::Binding::Key(a) | crate::chart::Binding::Condition(a) => Some(a.clone()),
         _ => None,

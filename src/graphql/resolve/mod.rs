@@ -281,10 +281,7 @@ pub fn attribute_field(chart: &Arc<Chart>, e: &Entity, name: &str, a: &Attribute
 /// A value as a field answers it: a null of an optional one as no value at all, which
 /// every type takes (async-graphql's dynamic schema refuses a null value where a list, an
 /// enum or an object is expected: "expects an array").
-pub(in crate::graphql::charted) fn answered<'a>(
-    v: Value,
-    optional: bool,
-) -> Option<FieldValue<'a>> {
+pub(in crate::graphql) fn answered<'a>(v: Value, optional: bool) -> Option<FieldValue<'a>> {
     match v {
         Value::Null if optional => None,
         v => Some(FieldValue::value(v)),

@@ -8,7 +8,7 @@ use async_graphql::{Name, Value};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 
-use super::super::errors::ApiError;
+use super::errors::ApiError;
 use crate::chart::template::{Template, Value as KeyValue};
 use crate::chart::types::Type;
 use crate::chart::{Attribute, Chart, Entity};
@@ -386,7 +386,7 @@ mod tests {
     /// The second chart with a city kind that takes `:` (`ST:PAUL`): a store's city is the
     /// fourth of its five key values.
     fn chart() -> Chart {
-        const LOCATOR: &str = include_str!("../../../examples/charts/store-locator.toml");
+        const LOCATOR: &str = include_str!("../../examples/charts/store-locator.toml");
         let from = "pattern = \"[A-Z0-9]+(-[A-Z0-9]+)*\"";
         assert!(LOCATOR.contains(from), "{from}");
         crate::chart::parse(&LOCATOR.replace(from, "pattern = \"[A-Z0-9:]+(-[A-Z0-9:]+)*\""))

@@ -552,7 +552,7 @@ mod tests {
     /// itself): `viewer` holds one field for it, the tenant the token names.
     #[test]
     fn a_viewer_that_is_the_tenant_is_one_field() {
-        const LOCATOR: &str = include_str!("../../../../examples/charts/store-locator.toml");
+        const LOCATOR: &str = include_str!("../../../examples/charts/store-locator.toml");
         let tenant = "[tenant]\nentity = \"Chain\"\nattribute = \"chain\"\n";
         assert!(LOCATOR.contains(tenant), "{tenant}");
         let text = LOCATOR.replace(
@@ -560,8 +560,8 @@ mod tests {
             &format!("{tenant}\n[viewer]\nentity = \"Chain\"\nsubject = \"slug\"\n"),
         );
         let chart = Arc::new(crate::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")));
-        let chart = crate::graphql::charted::served::served(chart);
-        let schema = crate::graphql::charted::build(chart)
+        let chart = crate::graphql::served::served(chart);
+        let schema = crate::graphql::build(chart)
             .finish()
             .unwrap_or_else(|e| panic!("{e}"));
         let sdl = schema.sdl();

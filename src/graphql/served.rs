@@ -321,7 +321,7 @@ fn the_generated_charts_are_accepted_and_refused_both() {
 /// values' fields (a tab of a bare `value` would not validate).
 #[test]
 fn a_tab_selects_into_maps_of_shapes() {
-    const LOCATOR: &str = include_str!("../../../examples/charts/store-locator.toml");
+    const LOCATOR: &str = include_str!("../../examples/charts/store-locator.toml");
     let from = "status = { type = \"StoreStatus\", description";
     assert!(LOCATOR.contains(from));
     let text = LOCATOR.replace(

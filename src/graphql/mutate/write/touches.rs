@@ -471,7 +471,7 @@ pub(super) fn new_shards(chart: &Chart, e: &Entity, item: &Item) -> Result<Vec<I
 /// The counters of `e` that other entities keep: each guards a delete while not 0. Each
 /// with what the refusal calls the items it counts: the counter's `referrers`, else the
 /// connection it totals, else the counter itself.
-pub(in crate::graphql::charted) fn guards(chart: &Chart, e: &Entity) -> Vec<(String, String)> {
+pub(in crate::graphql) fn guards(chart: &Chart, e: &Entity) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for other in chart.declared() {
         for c in &other.writes.counts {

@@ -47,12 +47,12 @@ mod touches;
 mod update;
 
 use create::create;
-pub(in crate::graphql::charted) use create::inherited;
+pub(in crate::graphql) use create::inherited;
 use delete::delete;
-pub(in crate::graphql::charted) use delete::delete_reads_first;
-pub(in crate::graphql::charted) use touches::guards;
+pub(in crate::graphql) use delete::delete_reads_first;
+pub(in crate::graphql) use touches::guards;
 use touches::*;
-pub(in crate::graphql::charted) use update::reads_first;
+pub(in crate::graphql) use update::reads_first;
 use update::update;
 
 /// How many times a write built from a read is built again when the item changed between.

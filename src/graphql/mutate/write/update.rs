@@ -367,7 +367,7 @@ fn either(names: &[String]) -> String {
 
 /// Whether a change of the attributes `changed` reads the item first (a strongly
 /// consistent GetItem before its write): what the playground's tabs count too.
-pub(in crate::graphql::charted) fn reads_first(
+pub(in crate::graphql) fn reads_first(
     chart: &Chart,
     e: &Entity,
     changed: &dyn Fn(&str) -> bool,
@@ -468,7 +468,7 @@ mod tests {
     /// both land from the same read: each is conditioned on every part as it read it.
     #[tokio::test]
     async fn a_change_without_a_version_holds_what_each_rewritten_index_key_is_made_of() {
-        let text = include_str!("../../../../../examples/charts/store-locator.toml")
+        let text = include_str!("../../../../examples/charts/store-locator.toml")
             .replace(
                 "version = \"version\"\nunique = { phone = \"StorePhone\" }",
                 "indexes.GSI1 = [\"CHAIN#{chain}#ZONE#{zone}\", \"STATUS#{status}#{country}#{state}#{city}#{number}\"]\nunique = { phone = \"StorePhone\" }",
@@ -483,7 +483,7 @@ mod tests {
             )
             .replace("version = 1\n", "zone = \"N\"\n");
         let chart = crate::chart::parse(&text).unwrap_or_else(|e| panic!("{e}"));
-        let chart = crate::graphql::charted::served::served(Arc::new(chart));
+        let chart = crate::graphql::served::served(Arc::new(chart));
         let current = item(&[
             ("PK", s("CHAIN#bean-there")),
             ("SK", s("STORE#US#WA#SEATTLE#1001")),
@@ -516,7 +516,7 @@ mod tests {
     /// has not expired: the read found it alive, DynamoDB may not have deleted it yet.
     #[tokio::test]
     async fn a_change_read_first_is_conditioned_on_the_item_not_having_expired() {
-        let text = include_str!("../../../../../examples/charts/store-locator.toml")
+        let text = include_str!("../../../../examples/charts/store-locator.toml")
             .replace(
                 "type_attribute = \"Type\"",
                 "type_attribute = \"Type\"\ntime_to_live = \"expiresAt\"",
