@@ -7,7 +7,8 @@
 //!   exist, its counter shards), each with the entity its items are items of and how many
 //!   it writes at least and at most. A change's plan holds what any change of its fields
 //!   may write (a marker moved, or renewed when the item's expiry moves; a count moved):
-//!   which of them a given change writes depends on its values.
+//!   which of them a given change writes depends on its values; and when it reads the
+//!   item first ([`ReadFirst`]).
 //! - **Query patterns** ([`PagePlan`]): the key condition a page sends, on which index and
 //!   in which direction, the Limit for a page of a size, and what each item read decodes as
 //!   (the parent, a child, a counter shard).
@@ -68,6 +69,39 @@ pub struct MutationPlan {
     pub entity: String,
     pub action: Action,
     pub steps: Vec<Step>,
+    /// When it reads the item first (a strongly consistent GetItem before its write).
+    pub read_first: ReadFirst,
+}
+
+/// When a mutation named by its key reads the item before it writes: a create never; a
+/// delete when its plan writes more than the item (its markers freed, its counts
+/// uncounted: what it holds must be known); a change by what it changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadFirst {
+    /// Whatever it changes: a delete that writes more than the item, a change of a
+    /// versioned item (read, then written as a TransactWriteItems, so the SDK's retry of an
+    /// attempt whose reply was lost is idempotent, and answered with the item read and the
+    /// change applied).
+    pub always: bool,
+    /// A change of any of these: a unique value (its marker moves), the expiry of an item
+    /// with markers (they expire with it), a reference's key (its counts and checks move),
+    /// a value that picks a counter, a life cycle's state.
+    pub any_of: Vec<String>,
+    /// An index key a change rewrites in part: each index's key attributes, and those of
+    /// them not in the item's own key. A change of one of the first whose others of the
+    /// second it does not give must read them to render the key.
+    pub partly: Vec<(Vec<String>, Vec<String>)>,
+}
+
+impl ReadFirst {
+    /// Whether a change of the attributes `changed` reads first.
+    pub fn when(&self, changed: &dyn Fn(&str) -> bool) -> bool {
+        self.always
+            || self.any_of.iter().any(|a| changed(a))
+            || self.partly.iter().any(|(all, kept)| {
+                all.iter().any(|a| changed(a)) && kept.iter().any(|a| !changed(a))
+            })
+    }
 }
 
 impl MutationPlan {
@@ -222,11 +256,80 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
             kept(&mut steps);
         }
     }
+    let read_first = match m.action {
+        Action::Create => ReadFirst::default(),
+        Action::Delete => ReadFirst {
+            always: steps.iter().any(|s| s.role != Role::Item),
+            ..ReadFirst::default()
+        },
+        Action::Update => change_reads_first(chart, e),
+    };
     MutationPlan {
         mutation: m.name.clone(),
         entity: e.name.clone(),
         action: m.action,
         steps,
+        read_first,
+    }
+}
+
+/// What a change of `e` reads first for ([`ReadFirst`]).
+fn change_reads_first(chart: &Chart, e: &Entity) -> ReadFirst {
+    let key_vars: Vec<&str> = e
+        .key
+        .pk
+        .vars()
+        .chain(e.key.sk.vars())
+        .map(|v| v.name.as_str())
+        .collect();
+    let mut any_of: Vec<String> = Vec::new();
+    let mut add = |a: &str| {
+        if !any_of.iter().any(|x| x == a) {
+            any_of.push(a.to_owned());
+        }
+    };
+    if let Some(t) = e.expiry(&chart.table) {
+        if !e.writes.unique.is_empty() {
+            add(t);
+        }
+    }
+    for a in e.writes.unique.keys() {
+        add(a);
+    }
+    for r in e.references.values() {
+        for f in r.key.values() {
+            add(f);
+        }
+    }
+    for c in &e.writes.counts {
+        for a in c.by_attributes() {
+            add(a);
+        }
+    }
+    if let Some(l) = &e.writes.lifecycle {
+        add(&l.attribute);
+    }
+    let partly = e
+        .indexes
+        .values()
+        .map(|k| {
+            let all: Vec<String> =
+                k.pk.vars()
+                    .chain(k.sk.vars())
+                    .map(|v| v.name.clone())
+                    .collect();
+            let kept = all
+                .iter()
+                .filter(|v| !key_vars.contains(&v.as_str()))
+                .cloned()
+                .collect();
+            (all, kept)
+        })
+        .collect();
+    ReadFirst {
+        always: e.writes.version.is_some(),
+        any_of,
+        partly,
     }
 }
 
@@ -389,4 +492,25 @@ pub fn resolve_subscriptions(chart: &Chart) -> IndexMap<String, SubscriptionPlan
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The built-in chart's reads before a write: a user's change reads first for a new
+    /// email (its marker moves) and not for a new name; a ticket's, versioned, always; a
+    /// delete that frees a marker always; a create never.
+    #[test]
+    fn the_plans_say_which_writes_read_first() {
+        let chart = crate::chart::builtin();
+        let user = &chart.plans["updateUser"].read_first;
+        assert!(user.when(&|a| a == "email"));
+        assert!(!user.when(&|a| a == "name"));
+        assert!(chart.plans["updateTicket"]
+            .read_first
+            .when(&|a| a == "title"));
+        assert!(chart.plans["deleteUser"].read_first.always);
+        assert_eq!(chart.plans["createTicket"].read_first, ReadFirst::default());
+    }
 }

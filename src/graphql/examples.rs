@@ -140,9 +140,11 @@ impl<'c> Writes<'c> {
                     for (name, v) in changed {
                         fields.insert(Name::new(name), v);
                     }
-                    super::mutate::reads_first(chart, e, &|a| names.iter().any(|n| n == a))
+                    chart.plans[&m.name]
+                        .read_first
+                        .when(&|a| names.iter().any(|n| n == a))
                 } else {
-                    super::mutate::delete_reads_first(&chart.plans[&m.name])
+                    chart.plans[&m.name].read_first.always
                 };
                 // Without the read, the write is the item's own conditional one.
                 let head_line = match (reads, m.action) {

@@ -16,7 +16,7 @@ mod input;
 mod write;
 
 pub(super) use input::{map_entry_input, shape_input, stored};
-pub(super) use write::{delete_reads_first, guards, inherited, reads_first};
+pub(super) use write::{guards, inherited};
 
 /// The counter shards a new item of `e` is created with (none where `e` has none):
 /// what `itemgraph migrate` gives an item from before its shards.

@@ -2,7 +2,7 @@
 //! a read.
 
 use super::*;
-use crate::chart::plan::{MutationPlan, Role};
+use crate::chart::plan::Role;
 
 pub(super) async fn delete(
     rc: &RequestContext,
@@ -59,7 +59,7 @@ pub(super) async fn delete(
         }
     };
     let plan = &chart.plans[&m.name];
-    if !delete_reads_first(plan) {
+    if !plan.read_first.always {
         let mut when = vec![present(chart, e)];
         when.extend(tenant_condition(rc, e));
         version_condition(&mut when);
@@ -164,11 +164,4 @@ pub(super) async fn delete(
         }
     }
     Err(ApiError::Contention)
-}
-
-/// Whether a delete named by its key reads the item first (a strongly consistent GetItem
-/// before its transaction): when its plan writes more than the item, to free its markers
-/// and uncount it. What the playground's tabs count too.
-pub(in crate::graphql) fn delete_reads_first(plan: &MutationPlan) -> bool {
-    plan.steps.iter().any(|s| s.role != Role::Item)
 }

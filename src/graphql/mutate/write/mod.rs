@@ -49,10 +49,8 @@ mod update;
 use create::create;
 pub(in crate::graphql) use create::inherited;
 use delete::delete;
-pub(in crate::graphql) use delete::delete_reads_first;
 pub(in crate::graphql) use touches::guards;
 use touches::*;
-pub(in crate::graphql) use update::reads_first;
 use update::update;
 
 /// How many times a write built from a read is built again when the item changed between.

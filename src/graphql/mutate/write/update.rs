@@ -31,7 +31,7 @@ pub(super) async fn update(
         });
     }
     let changed = |a: &str| change.iter().any(|(f, _)| f == a);
-    let needs_read = reads_first(chart, e, &changed);
+    let needs_read = chart.plans[&m.name].read_first.when(&changed);
     let versioned = e.writes.version.is_some();
     let place = match place {
         Place::Key(key) if !needs_read => {
@@ -365,55 +365,6 @@ fn either(names: &[String]) -> String {
     }
 }
 
-/// Whether a change of the attributes `changed` reads the item first (a strongly
-/// consistent GetItem before its write): what the playground's tabs count too.
-pub(in crate::graphql) fn reads_first(
-    chart: &Chart,
-    e: &Entity,
-    changed: &dyn Fn(&str) -> bool,
-) -> bool {
-    let key_vars: Vec<&str> = e
-        .key
-        .pk
-        .vars()
-        .chain(e.key.sk.vars())
-        .map(|v| v.name.as_str())
-        .collect();
-    // A versioned change is read first, then written as a TransactWriteItems (of one
-    // action, when that is all it is): the transaction's client request token makes the
-    // SDK's retry of an attempt whose reply was lost idempotent, where a conditional
-    // UpdateItem sent again would meet the version its first attempt wrote and answer
-    // `VERSION_MISMATCH` for a change it made; and a transaction returns no item, so the
-    // answer is the item read with the change applied.
-    let versioned = e.writes.version.is_some();
-    // A new expiry of an item with markers: they expire with it, so they change with it.
-    let expiry_of_marked = e
-        .expiry(&chart.table)
-        .is_some_and(|t| changed(t) && !e.writes.unique.is_empty());
-    versioned
-        || expiry_of_marked
-        || e.writes.unique.keys().any(|a| changed(a))
-        || e.references
-            .values()
-            .any(|r| r.key.values().any(|f| changed(f)))
-        || e.writes
-            .counts
-            .iter()
-            .any(|c| c.by_attributes().any(&changed))
-        || e.writes
-            .lifecycle
-            .as_ref()
-            .is_some_and(|l| changed(&l.attribute))
-        || e.indexes.values().any(|k| {
-            let vs: Vec<&str> =
-                k.pk.vars()
-                    .chain(k.sk.vars())
-                    .map(|v| v.name.as_str())
-                    .collect();
-            vs.iter().any(|v| changed(v)) && vs.iter().any(|v| !changed(v) && !key_vars.contains(v))
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,6 +395,7 @@ mod tests {
                 least: 1,
                 most: 1,
             }],
+            read_first: Default::default(),
         };
         let (actions, ..) = changed_item(chart, &plan, e, current, expected, &change)
             .await
