@@ -9,7 +9,7 @@
 //! - a write: 1 write unit per KB of each item written, twice that inside a
 //!   TransactWriteItems.
 //!
-//! What it says of the writes is what the write path does ([`crate::graphql`], running the plans of [`super::plan`]):
+//! What it says of the writes is the plans of [`super::plan`], which the write path runs:
 //! the actions of a create (the item, its markers, the counters its references keep, the
 //! children written with it, the counter shards it starts with, a client token's
 //! marker) and the read a change or delete needs first.
@@ -72,6 +72,95 @@ pub struct PatternShown {
     pub forward: Option<bool>,
     pub returns: String,
     pub cost: Cost,
+    /// A write pattern's resolved plan, as the write path runs it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanShown>,
+}
+
+/// A mutation's resolved plan ([`super::plan::MutationPlan`]): its steps in the order they
+/// are sent, each action with its condition.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanShown {
+    pub mutation: String,
+    pub steps: Vec<StepShown>,
+    /// Attributes whose change makes a change read its item first (`always`: any change;
+    /// none: never).
+    pub reads_first: Option<String>,
+    /// The one write a change or a delete sends when it does not read first.
+    pub in_place: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepShown {
+    /// What the items are to the mutation: `item`, `token`, `children`, `marker`,
+    /// `counter`, `check`, `shards`.
+    pub role: String,
+    pub entity: String,
+    pub of: Option<String>,
+    pub least: u64,
+    pub most: u64,
+    /// Each action it may send: its request and its condition.
+    pub actions: Vec<String>,
+    /// The condition of a counter update sent to one of the item's counter shards.
+    pub on_shard: Option<String>,
+    /// How its items are held to the caller's tenant.
+    pub tenant: String,
+}
+
+/// The resolved plan of mutation `m`, as shown.
+pub fn plan_shown(chart: &Chart, m: &super::Mutation) -> PlanShown {
+    use super::plan::Guard;
+    let plan = &chart.plans[&m.name];
+    let conditions = |when: &[Guard]| {
+        when.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    };
+    let steps = plan
+        .steps
+        .iter()
+        .map(|s| StepShown {
+            role: format!("{:?}", s.role).to_lowercase(),
+            entity: s.entity.clone(),
+            of: s.of.clone(),
+            least: s.least,
+            most: s.most,
+            actions: s.acts.iter().map(ToString::to_string).collect(),
+            on_shard: s.on_shard.as_deref().map(conditions),
+            tenant: match &s.binding {
+                super::Binding::Open => "none".into(),
+                super::Binding::Key(a) => format!("in its key ({a})"),
+                super::Binding::Condition(a) => format!("by condition ({a})"),
+                super::Binding::Global => "global".into(),
+                super::Binding::Parent => "its parent's".into(),
+            },
+        })
+        .collect();
+    let r = &plan.read_first;
+    let reads_first = if r.always {
+        Some("always".to_owned())
+    } else {
+        let mut any: Vec<String> = r.any_of.clone();
+        for (all, kept) in &r.partly {
+            if !kept.is_empty() {
+                for a in all {
+                    if !any.contains(a) {
+                        any.push(a.clone());
+                    }
+                }
+            }
+        }
+        (!any.is_empty()).then(|| any.join(", "))
+    };
+    PlanShown {
+        mutation: plan.mutation.clone(),
+        steps,
+        reads_first,
+        in_place: plan.in_place.as_ref().map(ToString::to_string),
+    }
 }
 
 /// What a pattern costs, in read or write units, from the least to the most it can.
@@ -111,7 +200,7 @@ fn write_units(bytes: u64) -> u64 {
 /// Explains `chart` for items of `item_bytes`.
 pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
     let item_bytes = item_bytes.max(1);
-    let page_size = crate::graphql::connection::DEFAULT_PAGE_SIZE;
+    let page_size = super::DEFAULT_PAGE_SIZE;
     let mut key_attributes = vec![
         chart.table.partition_key.clone(),
         chart.table.sort_key.clone(),
@@ -338,6 +427,11 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
             )
         }
     };
+    let plan = chart
+        .mutations
+        .values()
+        .find(|m| m.pattern == p.number)
+        .map(|m| plan_shown(chart, m));
     PatternShown {
         number: p.number,
         name: p.name.clone(),
@@ -347,6 +441,7 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
         forward,
         returns,
         cost,
+        plan,
     }
 }
 
@@ -462,10 +557,52 @@ fn units_text(c: &Cost) -> String {
 /// The entity chart and the access-pattern table, as Markdown.
 pub fn markdown(x: &Explained) -> String {
     format!(
-        "### Entity chart\n\n{}\n### Access patterns\n\n{}",
+        "### Entity chart\n\n{}\n### Access patterns\n\n{}\n### Write plans\n\n{}",
         entity_table(x),
-        pattern_table(x)
+        pattern_table(x),
+        plans_text(x)
     )
+}
+
+/// Each write pattern's resolved plan: its steps in the order they are sent, each action
+/// with its condition (values a request fills in are `:named`).
+pub fn plans_text(x: &Explained) -> String {
+    let mut out = String::new();
+    for p in &x.patterns {
+        let Some(plan) = &p.plan else { continue };
+        out += &format!("**{}. {}** (`{}`)", p.number, p.name, plan.mutation);
+        match &plan.reads_first {
+            Some(r) if r == "always" => out += ", read first\n\n",
+            Some(r) => out += &format!(", read first for a change of {r}\n\n"),
+            None => out += "\n\n",
+        }
+        if let Some(i) = &plan.in_place {
+            out += &format!("- without a read: {i}\n");
+        }
+        for s in &plan.steps {
+            let items = if s.least == s.most {
+                s.most.to_string()
+            } else {
+                format!("{}–{}", s.least, s.most)
+            };
+            let of =
+                s.of.as_deref()
+                    .map(|o| format!(" ({o})"))
+                    .unwrap_or_default();
+            out += &format!(
+                "- {} {}{of}, {items}, tenant {}: {}\n",
+                s.role,
+                s.entity,
+                s.tenant,
+                s.actions.join("; ")
+            );
+            if let Some(c) = &s.on_shard {
+                out += &format!("  - on a counter shard: UpdateItem if {c}\n");
+            }
+        }
+        out += "\n";
+    }
+    out
 }
 
 /// The entity chart: a line naming the table and its indexes, then each entity's key

@@ -20,6 +20,7 @@ pub mod plan;
 mod reach;
 mod rules;
 pub mod samples;
+pub mod schema_names;
 pub mod size;
 pub mod template;
 pub mod types;
@@ -44,6 +45,8 @@ pub const BUILTIN_SOURCE: &str = include_str!("../../charts/itemgraph.toml");
 /// Where the built-in chart lives in the repository.
 pub const BUILTIN_PATH: &str = "charts/itemgraph.toml";
 
+/// The page a connection reads when the client names no size.
+pub const DEFAULT_PAGE_SIZE: u32 = 20;
 /// Largest page a connection serves, and the most items a list read whole holds.
 pub const MAX_PAGE_SIZE: u32 = 100;
 

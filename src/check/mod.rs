@@ -16,10 +16,10 @@ pub use charted::check_chart;
 
 use std::fmt;
 
-use crate::store::{Item, PrimaryKey, Scan, Store, StoreError};
+use crate::store::{PrimaryKey, Store, StoreError};
 
-/// Items per Scan page.
-pub const SCAN_PAGE_SIZE: u32 = 500;
+pub(crate) use crate::store::scan_all;
+pub use crate::store::SCAN_PAGE_SIZE;
 
 /// What kind of invariant a [`Violation`] breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -131,28 +131,6 @@ pub async fn check(store: &dyn Store) -> Result<CheckReport, StoreError> {
     check_chart(store, &crate::chart::builtin()).await
 }
 
-/// Every item of the table: a strongly consistent Scan, [`SCAN_PAGE_SIZE`] items a page.
-pub(crate) async fn scan_all(store: &dyn Store) -> Result<Vec<Item>, StoreError> {
-    let mut items = Vec::new();
-    let mut start = None;
-    loop {
-        let page = store
-            .scan(Scan {
-                limit: Some(SCAN_PAGE_SIZE),
-                start,
-                consistent_read: true,
-                segment: None,
-            })
-            .await?;
-        items.extend(page.items);
-        match page.last_evaluated_key {
-            Some(next) => start = Some(next),
-            None => break,
-        }
-    }
-    Ok(items)
-}
-
 /// The report of `items` checked: its violations in key order of the item concerned.
 fn report(items: usize, mut violations: Vec<Violation>) -> CheckReport {
     violations.sort_by(|a, b| {
@@ -180,7 +158,7 @@ mod tests {
     use super::*;
     use crate::chart::data::builtin_demo;
     use crate::store::embedded::EmbeddedStore;
-    use crate::store::{AttributeValue, Put};
+    use crate::store::{AttributeValue, Item, Put};
 
     async fn seeded() -> EmbeddedStore {
         let store = EmbeddedStore::in_memory("t", crate::chart::builtin().table_schema()).unwrap();

@@ -155,7 +155,7 @@ impl StoreArgs {
     /// `create-table`. Flags that do not apply to the chosen engine are refused or, when
     /// harmless, ignored with a warning.
     pub async fn open(&self) -> anyhow::Result<Arc<dyn Store>> {
-        store::open_with(&self.engine()?, self.load_chart()?.table_schema()).await
+        store::open(&self.engine()?, self.load_chart()?.table_schema()).await
     }
 
     /// The chart `--chart` names, read and checked (refused with every rule it breaks), or

@@ -11,8 +11,7 @@ use super::errors::ApiError;
 use crate::chart::MAX_PAGE_SIZE;
 use crate::store::PageKey;
 
-/// Page size when neither `first` nor `last` is given.
-pub const DEFAULT_PAGE_SIZE: u32 = 20;
+pub use crate::chart::DEFAULT_PAGE_SIZE;
 
 /// The Relay paging arguments of one connection field, as the client sent them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]

@@ -214,7 +214,7 @@ impl<'c> Writes<'c> {
         }
         let lifecycle = e.writes.lifecycle.as_ref();
         // What guards a delete: the counters others keep on the item.
-        let guards = super::mutate::guards(self.chart, e);
+        let guards = crate::chart::plan::counted_on(self.chart, e);
         let fits = |item: &&Item| {
             match m.action {
             Action::Delete => guards.iter().all(|(g, _)| {

@@ -615,7 +615,7 @@ pub async fn seed(
         .cloned()
         .collect();
     for m in order {
-        let items = crate::check::scan_all(store.as_ref()).await?;
+        let items = crate::store::scan_all(store.as_ref()).await?;
         let mut generator = Generator::new(&chart, items);
         let mut documents = Vec::new();
         let mut unmade = None;

@@ -9,6 +9,7 @@
 //! (its value before an update that changed it), `changed` (the attributes an update
 //! changed; unless every subscription of the entity leaves it out) and `cursor`.
 
+pub(super) use crate::chart::schema_names::event_type_name;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -38,10 +39,6 @@ struct Event {
     /// Each declared `previous` attribute's value before an update that changed it.
     previous: Vec<(String, Value)>,
     cursor: String,
-}
-
-pub(super) fn event_type_name(entity: &str) -> String {
-    format!("{entity}Event")
 }
 
 /// Registers the chart's subscriptions: `ChangeKind`, an event type per entity streamed,

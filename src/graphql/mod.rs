@@ -76,7 +76,7 @@ pub use examples::{examples, write_examples};
 pub(crate) use mutate::shard_items;
 pub use read::{connection_of, item_loader, pattern_query, ItemLoader};
 pub use resolve::{Conn, Obj};
-use schema::{argument, connection_arguments, inner_name, map_elements, type_ref};
+use schema::{argument, connection_arguments, map_elements, type_ref};
 pub use schema::{build, types, ErrorPaths, SchemaType};
 pub(crate) use schema::{lower_first, upper_first};
 

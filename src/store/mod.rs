@@ -551,6 +551,31 @@ pub fn is_conflict(err: &StoreError) -> bool {
 /// ([`retry_conflicts`]).
 pub const CONFLICT_MAX_ATTEMPTS: u32 = 10;
 
+/// Items per Scan page of a whole table read.
+pub const SCAN_PAGE_SIZE: u32 = 500;
+
+/// Every item of the table: a strongly consistent Scan, [`SCAN_PAGE_SIZE`] items a page.
+pub async fn scan_all(store: &dyn Store) -> StoreResult<Vec<Item>> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = store
+            .scan(Scan {
+                limit: Some(SCAN_PAGE_SIZE),
+                start,
+                consistent_read: true,
+                segment: None,
+            })
+            .await?;
+        items.extend(page.items);
+        match page.last_evaluated_key {
+            Some(next) => start = Some(next),
+            None => break,
+        }
+    }
+    Ok(items)
+}
+
 /// Deletes expired items every `period` ([`Store::expire_items`]), for as long as the
 /// process runs: what `serve` does for a chart with a time to live.
 pub async fn expire_every(store: Arc<dyn Store>, period: Duration) {

@@ -30,13 +30,8 @@ pub enum Engine {
     DynamoDb(DynamoOptions),
 }
 
-/// Opens the engine on itemgraph's table schema.
-pub async fn open(engine: &Engine) -> anyhow::Result<Arc<dyn Store>> {
-    open_with(engine, crate::chart::builtin().table_schema()).await
-}
-
-/// Opens the store for a table of `schema` (a chart's).
-pub async fn open_with(
+/// Opens the engine for a table of `schema` (the served chart's).
+pub async fn open(
     engine: &Engine,
     schema: crate::store::TableSchema,
 ) -> anyhow::Result<Arc<dyn Store>> {

@@ -4,7 +4,9 @@
 //! only actions its plan names: each action writes or checks an item of the entity one of
 //! the plan's steps names (a counter shard for a counter of a sharded item), no step gets
 //! more actions than its most, and the actions of one mutation number no more than the
-//! plan's most, the figure `chart explain` prints.
+//! plan's most, the figure `chart explain` prints. And each action is sent as its step's
+//! act says (`chart explain`'s write plans print them): its request one of the step's, its
+//! condition on the key the act guards and on no attribute the act's guards do not name.
 //!
 //! And what the read path sends is what the Query patterns' resolved plans say: every Query
 //! a read tab of every example chart sends is one of its page plans filled in (its index
@@ -15,24 +17,72 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use itemgraph::chart::plan::{MutationPlan, Role};
+use itemgraph::chart::plan::{Act, Guard, MutationPlan, Role, Verb};
 use itemgraph::chart::Chart;
 use itemgraph::store::{
-    AttributeValue, BatchGet, BatchGetPage, Delete, GetItem, Item, PrimaryKey, Put, Query,
-    QueryOutput, Store, StoreResult, TableDescription, TableSchema, TransactAction, Update,
+    AttributeValue, BatchGet, BatchGetPage, Condition, Delete, GetItem, Item, PrimaryKey, Put,
+    Query, QueryOutput, Store, StoreResult, TableDescription, TableSchema, TransactAction, Update,
 };
 
 use crate::common::graphql::Api;
 
-/// One write call: the type of each item it wrote or checked (read before the write for
-/// the actions that name only a key; `None`: no item there).
+/// The type of each item a Query read.
 type Call = Vec<Option<String>>;
+
+/// One action of a write call.
+#[derive(Debug)]
+struct Sent {
+    /// The type of the item it wrote or checked (read before the write for the actions
+    /// that name only a key; `None`: no item there).
+    found: Option<String>,
+    verb: Verb,
+    /// The attributes its condition compares.
+    compared: Vec<String>,
+    /// The counters an update adds to.
+    adds: Vec<String>,
+}
+
+/// Every attribute `c` compares.
+fn compared(c: Option<&Condition>, out: &mut Vec<String>) {
+    let Some(c) = c else { return };
+    let mut push = |a: &str| {
+        if !out.iter().any(|x| x == a) {
+            out.push(a.to_owned());
+        }
+    };
+    match c {
+        Condition::Exists(a)
+        | Condition::NotExists(a)
+        | Condition::Cmp(a, ..)
+        | Condition::Between(a, ..)
+        | Condition::BeginsWith(a, _) => push(a),
+        Condition::And(all) | Condition::Or(all) => {
+            for x in all {
+                compared(Some(x), out);
+            }
+        }
+        Condition::Not(x) => compared(Some(x), out),
+    }
+}
+
+fn sent(found: Option<String>, verb: Verb, c: Option<&Condition>, update: Option<&Update>) -> Sent {
+    let mut attrs = Vec::new();
+    compared(c, &mut attrs);
+    Sent {
+        found,
+        verb,
+        compared: attrs,
+        adds: update.map_or_else(Vec::new, |u| {
+            u.update.add.iter().map(|(a, _)| a.clone()).collect()
+        }),
+    }
+}
 
 /// A store that records, for each write call, the type of each item it touches.
 struct Recording {
     inner: Arc<dyn Store>,
     type_attribute: String,
-    calls: Mutex<Vec<Call>>,
+    calls: Mutex<Vec<Vec<Sent>>>,
     /// Each Query sent, with the type of each item it read.
     queries: Mutex<Vec<(Query, Call)>>,
 }
@@ -57,7 +107,7 @@ impl Recording {
         }
     }
 
-    fn record(&self, call: Call) {
+    fn record(&self, call: Vec<Sent>) {
         self.calls.lock().unwrap().push(call);
     }
 }
@@ -98,25 +148,55 @@ impl Store for Recording {
         self.inner.scan(req).await
     }
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
-        self.record(vec![self.type_of(&req.item)]);
+        let found = self.type_of(&req.item);
+        self.record(vec![sent(found, Verb::Put, req.condition.as_ref(), None)]);
         self.inner.put_item(req).await
     }
     async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
-        self.record(vec![self.type_at(&req.key).await]);
+        let found = self.type_at(&req.key).await;
+        self.record(vec![sent(
+            found,
+            Verb::Update,
+            req.condition.as_ref(),
+            Some(&req),
+        )]);
         self.inner.update_item(req).await
     }
     async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
-        self.record(vec![self.type_at(&req.key).await]);
+        let found = self.type_at(&req.key).await;
+        self.record(vec![sent(
+            found,
+            Verb::Delete,
+            req.condition.as_ref(),
+            None,
+        )]);
         self.inner.delete_item(req).await
     }
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         let mut call = Vec::with_capacity(actions.len());
         for a in &actions {
             call.push(match a {
-                TransactAction::Put(p) => self.type_of(&p.item),
-                TransactAction::Update(u) => self.type_at(&u.key).await,
-                TransactAction::Delete(d) => self.type_at(&d.key).await,
-                TransactAction::ConditionCheck(c) => self.type_at(&c.key).await,
+                TransactAction::Put(p) => {
+                    sent(self.type_of(&p.item), Verb::Put, p.condition.as_ref(), None)
+                }
+                TransactAction::Update(u) => sent(
+                    self.type_at(&u.key).await,
+                    Verb::Update,
+                    u.condition.as_ref(),
+                    Some(u),
+                ),
+                TransactAction::Delete(d) => sent(
+                    self.type_at(&d.key).await,
+                    Verb::Delete,
+                    d.condition.as_ref(),
+                    None,
+                ),
+                TransactAction::ConditionCheck(c) => sent(
+                    self.type_at(&c.key).await,
+                    Verb::Check,
+                    Some(&c.condition),
+                    None,
+                ),
             });
         }
         self.record(call);
@@ -136,19 +216,66 @@ fn fits(chart: &Chart, step: &itemgraph::chart::plan::Step, found: &str) -> bool
             }))
 }
 
-/// Each action of `call` assigned to a step of `plan` that names its entity and has room;
-/// a refusal names the action that has none.
-fn within(chart: &Chart, plan: &MutationPlan, call: &Call) -> Result<(), String> {
+/// Whether `a` was sent as act `act` says: its request the act's (a check merged into a
+/// count on the same item is the count's update), its condition on the key the act guards
+/// and on nothing the act's guards do not name (with `others`, the acts of the plan's other
+/// steps on that item: a count and a check on one item are one action on the conditions of
+/// both), and for an act that takes from counters, on those it takes from.
+fn as_act(a: &Sent, act: &Act, others: &[&Act]) -> bool {
+    let verb = a.verb == act.verb || (act.verb == Verb::Check && a.verb == Verb::Update);
+    let named = |x: &str| {
+        std::iter::once(act)
+            .chain(others.iter().copied())
+            .any(|act| {
+                act.when.iter().any(|g| g.attributes().contains(&x))
+                    || (act.when.contains(&Guard::Positive) && a.adds.iter().any(|c| c == x))
+            })
+    };
+    let key = act
+        .when
+        .first()
+        .and_then(|g| g.attributes().first().copied());
+    verb && key.is_none_or(|k| a.compared.iter().any(|x| x == k))
+        && a.compared.iter().all(|x| named(x))
+}
+
+/// Each action of `call` assigned to a step of `plan` that names its entity, has room and
+/// has an act it was sent as; a refusal names the action that has none.
+fn within(chart: &Chart, plan: &MutationPlan, call: &[Sent]) -> Result<(), String> {
     let mut room: Vec<u64> = plan.steps.iter().map(|s| s.most).collect();
-    for found in call {
-        let Some(found) = found else {
+    let alone = call.len() == 1;
+    for a in call {
+        let Some(found) = &a.found else {
             return Err(format!("{}: an action on no item: {call:?}", plan.mutation));
         };
-        let Some(i) =
-            (0..plan.steps.len()).find(|&i| room[i] > 0 && fits(chart, &plan.steps[i], found))
+        let sent_as = |i: usize| {
+            let step = &plan.steps[i];
+            let others: Vec<&Act> = plan
+                .steps
+                .iter()
+                .filter(|s| fits(chart, s, found))
+                .flat_map(|s| s.acts.iter())
+                .collect();
+            let on_shard = step.on_shard.as_ref().map(|when| Act {
+                verb: Verb::Update,
+                when: when.clone(),
+            });
+            step.acts
+                .iter()
+                .chain(on_shard.as_ref())
+                // A change or a delete sent without reading first is its one write.
+                .chain(
+                    plan.in_place
+                        .as_ref()
+                        .filter(|_| alone && step.role == Role::Item),
+                )
+                .any(|act| as_act(a, act, &others))
+        };
+        let Some(i) = (0..plan.steps.len())
+            .find(|&i| room[i] > 0 && fits(chart, &plan.steps[i], found) && sent_as(i))
         else {
             return Err(format!(
-                "{}: an action on a {found} that no step of its plan has room for: {call:?} against {:?}",
+                "{}: an action on a {found} that no step of its plan has room for or sends so: {a:?} of {call:?} against {:#?}",
                 plan.mutation, plan.steps
             ));
         };
@@ -197,6 +324,18 @@ async fn holds(chart: &Chart, api: &Api, recording: &Recording, tabs: Vec<String
         let plan = &chart.plans[&m.name];
         if let Err(why) = within(chart, plan, &calls[0]) {
             panic!("{why}");
+        }
+        // What `chart explain` prints of it is this plan: its steps, each act as sent.
+        let shown = itemgraph::chart::explain::plan_shown(chart, m);
+        assert_eq!(shown.steps.len(), plan.steps.len(), "{}", m.name);
+        for (shown, step) in shown.steps.iter().zip(&plan.steps) {
+            let acts: Vec<String> = step.acts.iter().map(ToString::to_string).collect();
+            assert_eq!(
+                (&shown.entity, shown.most, &shown.actions),
+                (&step.entity, step.most, &acts),
+                "{}",
+                m.name
+            );
         }
         ran += 1;
     }

@@ -1,5 +1,5 @@
 //! The names the GraphQL schema gives what a chart declares (rule `names`): no two of its
-//! types share one ([`crate::graphql::types`] lists them), nor two fields of a
+//! types share one ([`crate::chart::schema_names::types`] lists them), nor two fields of a
 //! type the schema makes of its own: the Query root, a mutation's input and payload, an
 //! entity's events. async-graphql keeps only the later of two types of a name, and will
 //! not build an object with two fields of one. An entity's own fields are checked with
@@ -8,14 +8,14 @@
 
 use super::super::{Action, Chart};
 use super::*;
-use crate::graphql::{lower_first, upper_first};
+use crate::chart::schema_names::{lower_first, upper_first};
 
 /// The Query root's fields the schema gives it whatever the chart.
 const ROOT_FIELDS: [&str; 3] = ["node", "nodes", "viewer"];
 
 impl Checker {
     pub(super) fn schema_names(&mut self, chart: &Chart) {
-        let types = crate::graphql::types(chart);
+        let types = crate::chart::schema_names::types(chart);
         for (i, t) in types.iter().enumerate() {
             let Some(first) = types[..i].iter().find(|o| o.name == t.name) else {
                 continue;

@@ -1,6 +1,7 @@
 //! A mutation's input, as the chart types it: each attribute's GraphQL input type, and a
 //! value a client sent checked against its declared type and stored as the item holds it.
 
+pub use crate::chart::schema_names::{map_entry_input, shape_input};
 use async_graphql::dynamic::{InputObject, InputValue, TypeRef};
 use async_graphql::Value;
 
@@ -22,17 +23,6 @@ const MAP_KEY_CHARS: usize = 16 * 1024;
 /// a refusal of a number names.
 fn attribute(field: &str) -> &str {
     field.rsplit('.').next().unwrap_or(field)
-}
-
-/// The name of a shape's input object (`Hours` → `HoursInput`).
-pub fn shape_input(shape: &str) -> String {
-    format!("{shape}Input")
-}
-
-/// The name of the input object of one entry of a map of `of` (`StringEntryInput`), as
-/// its output is `StringEntry`.
-pub fn map_entry_input(of: &Type) -> String {
-    format!("{}EntryInput", super::super::inner_name(of))
 }
 
 /// The input object of one entry of a map of `of`: its key, and its value typed as the

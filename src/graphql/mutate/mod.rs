@@ -15,8 +15,8 @@
 mod input;
 mod write;
 
-pub(super) use input::{map_entry_input, shape_input, stored};
-pub(super) use write::{guards, inherited};
+pub(super) use input::stored;
+pub(super) use write::inherited;
 
 /// The counter shards a new item of `e` is created with (none where `e` has none):
 /// what `itemgraph migrate` gives an item from before its shards.
@@ -28,6 +28,7 @@ pub(crate) fn shard_items(
     write::shard_items(chart, e, item)
 }
 
+pub(super) use crate::chart::schema_names::{child_input_name, input_name, payload_name};
 use std::sync::Arc;
 
 use async_graphql::dynamic::{
@@ -36,7 +37,7 @@ use async_graphql::dynamic::{
 use async_graphql::{ErrorExtensions, Value};
 
 use super::record::Record;
-use super::{lower_first, upper_first, Obj};
+use super::{lower_first, Obj};
 use crate::chart::types::Type;
 use crate::chart::{Action, Chart, Entity, Mutation};
 use crate::graphql::context::RequestContext;
@@ -128,10 +129,6 @@ fn child_input(
     obj
 }
 
-pub(super) fn child_input_name(child: &Entity) -> String {
-    format!("{}Input", child.name)
-}
-
 /// Input fields in the declared order, with the declared descriptions (`""`: none), then
 /// the rest.
 fn ordered(
@@ -152,14 +149,6 @@ fn ordered(
 /// The Mutation root's field of `m`.
 pub fn field(chart: &Arc<Chart>, m: &Mutation) -> Field {
     mutation_field(chart, m, &chart.entities[&m.entity])
-}
-
-pub(super) fn input_name(m: &Mutation) -> String {
-    format!("{}Input", upper_first(&m.name))
-}
-
-pub(super) fn payload_name(m: &Mutation) -> String {
-    format!("{}Payload", upper_first(&m.name))
 }
 
 /// The input field that names the item by id: `id`, or the entity's plain id

@@ -2,7 +2,7 @@
 //! client token replays the item it made.
 
 use super::*;
-use crate::chart::plan::Role;
+use crate::chart::plan::{Role, Verb};
 
 pub(super) async fn create(
     rc: &RequestContext,
@@ -38,7 +38,6 @@ pub(super) async fn create(
         ApiError::bad_input(&m.name, "the item would be larger than DynamoDB's 400 KB")
     })?;
 
-    let pk = chart.table.partition_key.clone();
     let mut actions = Vec::new();
     let mut meanings = Vec::new();
     let mut token = None;
@@ -55,17 +54,21 @@ pub(super) async fn create(
             sharded = std::mem::take(&mut touches).into_actions(&mut actions, &mut meanings);
             touched = false;
         }
+        // A new item's actions are conditioned on no values of a read.
+        let put = |item: Item| -> Result<TransactAction> {
+            let mut p = Put::new(item);
+            p.condition = of_step(step, Verb::Put, &Values::default())?;
+            Ok(TransactAction::Put(p))
+        };
         match step.role {
             Role::Token => {
-                token = client_token(chart, &step.entity, &item, input, &mut actions)?;
+                token = client_token(chart, step, &item, input, &mut actions)?;
                 if token.is_some() {
                     meanings.push(Meaning::Taken("clientToken".into()));
                 }
             }
             Role::Item => {
-                actions.push(TransactAction::Put(
-                    Put::new(item.clone()).when(free(chart, e)),
-                ));
+                actions.push(put(item.clone())?);
                 meanings.push(Meaning::Taken(key_field(e)));
             }
             Role::Children => {
@@ -77,9 +80,7 @@ pub(super) async fn create(
                     .find(|(list, _)| list == of)
                     .ok_or(ApiError::Internal)?;
                 for (i, item) in items.iter().enumerate() {
-                    actions.push(TransactAction::Put(
-                        Put::new(item.clone()).when(Condition::not_exists(pk.clone())),
-                    ));
+                    actions.push(put(item.clone())?);
                     meanings.push(Meaning::Child(format!("{of}[{i}].{named_by}")));
                 }
             }
@@ -88,25 +89,21 @@ pub(super) async fn create(
                     continue;
                 }
                 let marker = &chart.entities[&step.entity];
-                actions.push(TransactAction::Put(
-                    Put::new(marker_item(chart, marker, &item, &[])?).when(free(chart, marker)),
-                ));
+                actions.push(put(marker_item(chart, marker, &item, &[])?)?);
                 meanings.push(Meaning::Taken(of.to_owned()));
             }
             Role::Counter => {
                 let c = count_of(e, of)?;
-                touches.count(chart, e, &item, c, 1).await;
+                touches.count(chart, e, &item, c, 1, step).await?;
                 touched = true;
             }
             Role::Check => {
-                touches.check(chart, e, &item, of);
+                touches.check(chart, e, &item, of, step)?;
                 touched = true;
             }
             Role::Shards => {
                 for shard in new_shards(chart, e, &item)? {
-                    actions.push(TransactAction::Put(
-                        Put::new(shard).when(Condition::not_exists(pk.clone())),
-                    ));
+                    actions.push(put(shard)?);
                     meanings.push(Meaning::Corrupt("a counter shard of a new item exists"));
                 }
             }
@@ -140,7 +137,7 @@ pub(super) async fn create(
 /// names). The marker entity, or none when no token is given.
 fn client_token<'c>(
     chart: &'c Chart,
-    marker: &str,
+    step: &crate::chart::plan::Step,
     item: &Item,
     input: &IndexMap<Name, Value>,
     actions: &mut Vec<TransactAction>,
@@ -148,7 +145,7 @@ fn client_token<'c>(
     let Some(Value::String(t)) = input.get("clientToken") else {
         return Ok(None);
     };
-    let marker = &chart.entities[marker];
+    let marker = &chart.entities[&step.entity];
     let token_attr = marker
         .attributes
         .iter()
@@ -166,8 +163,8 @@ fn client_token<'c>(
         marker,
         item,
         &[(token_attr.as_str(), t)],
-    )?)
-    .when(free(chart, marker));
+    )?);
+    put.condition = of_step(step, Verb::Put, &Values::default())?;
     put.return_old_on_condition_failure = true;
     actions.push(TransactAction::Put(put));
     Ok(Some(marker))

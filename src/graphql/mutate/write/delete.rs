@@ -2,7 +2,7 @@
 //! a read.
 
 use super::*;
-use crate::chart::plan::Role;
+use crate::chart::plan::{counted_on, Role, Verb};
 
 pub(super) async fn delete(
     rc: &RequestContext,
@@ -13,15 +13,7 @@ pub(super) async fn delete(
 ) -> Result<Written> {
     let (_, place) = target(rc, chart, m, e, input)?;
     let expected = expected_version(input, false)?;
-    let guarded = guards(chart, e);
-    let guard_conditions = |when: &mut Vec<Condition>| {
-        for (g, _) in &guarded {
-            when.push(Condition::Or(vec![
-                Condition::not_exists(g.clone()),
-                Condition::eq(g.clone(), n(0)),
-            ]));
-        }
-    };
+    let guarded = counted_on(chart, e);
     let in_use = |item: &Item| {
         guarded
             .iter()
@@ -42,11 +34,6 @@ pub(super) async fn delete(
             None => Ok(()),
         }
     };
-    let version_condition = |when: &mut Vec<Condition>| {
-        if let (Some(v), Some(attr)) = (expected, &e.writes.version) {
-            when.push(Condition::eq(attr.clone(), n(v)));
-        }
-    };
     let (key, found) = match place {
         Place::Key(key) => (key, None),
         // Found through an index: read first, which the delete's condition holds to.
@@ -59,12 +46,15 @@ pub(super) async fn delete(
         }
     };
     let plan = &chart.plans[&m.name];
-    if !plan.read_first.always {
-        let mut when = vec![present(chart, e)];
-        when.extend(tenant_condition(rc, e));
-        version_condition(&mut when);
-        guard_conditions(&mut when);
-        let mut d = Delete::new(key).when(Condition::And(when));
+    if let Some(act) = plan.in_place.as_ref().filter(|_| !plan.read_first.always) {
+        let mut d = Delete::new(key);
+        d.condition = conditions::condition(
+            &act.when,
+            &Values {
+                expected,
+                ..Values::of_caller(rc)
+            },
+        );
         d.returns = ReturnValues::AllOld;
         d.return_old_on_condition_failure = true;
         return match rc.store.delete_item(d).await {
@@ -99,11 +89,6 @@ pub(super) async fn delete(
     }
     for _ in 0..ATTEMPTS {
         check(&current)?;
-        let mut when = vec![present(chart, e)];
-        version_condition(&mut when);
-        guard_conditions(&mut when);
-        when.extend(held(e, &current));
-        when.extend(as_read(e, &current));
         let mut actions = Vec::new();
         let mut meanings = Vec::new();
         let mut touches = Touches::default();
@@ -113,8 +98,15 @@ pub(super) async fn delete(
             let of = step.of.as_deref().unwrap_or_default();
             match step.role {
                 Role::Item => {
-                    let mut own =
-                        Delete::new(key.clone()).when(Condition::And(std::mem::take(&mut when)));
+                    // There and not expired, as read (its version, its tenant, what the
+                    // other actions are built from), counted on by nothing.
+                    let as_read = Values {
+                        read: Some(&current),
+                        expected,
+                        ..Values::default()
+                    };
+                    let mut own = Delete::new(key.clone());
+                    own.condition = of_step(step, Verb::Delete, &as_read)?;
                     own.return_old_on_condition_failure = true;
                     actions.push(TransactAction::Delete(own));
                     meanings.push(Meaning::Own);
@@ -124,12 +116,12 @@ pub(super) async fn delete(
                         continue;
                     }
                     let marker = &chart.entities[&step.entity];
-                    actions.push(drop_marker(chart, e, marker, &current)?);
+                    actions.push(drop_marker(chart, step, marker, &current)?);
                     meanings.push(Meaning::Corrupt("a unique marker names another item"));
                 }
                 Role::Counter => {
                     let c = count_of(e, of)?;
-                    touches.count(chart, e, &current, c, -1).await;
+                    touches.count(chart, e, &current, c, -1, step).await?;
                 }
                 // A delete's plan has no other step.
                 _ => return Err(ApiError::Internal),

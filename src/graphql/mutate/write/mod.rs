@@ -41,15 +41,16 @@ use crate::store::{
     PrimaryKey, Put, ReturnValues, StoreError, TransactAction, Update, UpdateExpr,
 };
 
+mod conditions;
 mod create;
 mod delete;
 mod touches;
 mod update;
 
+use conditions::{of_step, Values};
 use create::create;
 pub(in crate::graphql) use create::inherited;
 use delete::delete;
-pub(in crate::graphql) use touches::guards;
 use touches::*;
 use update::update;
 
@@ -367,27 +368,6 @@ fn named(chart: &Chart, m: &Mutation, e: &Entity, input: &IndexMap<Name, Value>)
     Ok(vars)
 }
 
-/// The condition that the item a write names is the caller's tenant's, when its key does
-/// not say (a ticket's id names no organization): the tenant attribute equals the
-/// caller's. `None` when the key says, or the caller sees every tenant.
-fn tenant_condition(rc: &RequestContext, e: &Entity) -> Option<Condition> {
-    let attr = e.binding.condition()?;
-    rc.access
-        .org()
-        .map(|org| Condition::eq(attr.to_owned(), s(org.as_str())))
-}
-
-/// The condition that an item read is still the tenant's it was read as, where its key
-/// does not say ([`crate::chart::Binding::Condition`]): a write built from the read lands
-/// only on that tenant's item, whatever was deleted and made again at its key between.
-fn held(e: &Entity, item: &Item) -> Option<Condition> {
-    let attr = e.binding.condition()?;
-    Some(match item.get(attr) {
-        Some(v) => Condition::eq(attr.to_owned(), v.clone()),
-        None => Condition::not_exists(attr.to_owned()),
-    })
-}
-
 /// Where the item an update or a delete names is found.
 enum Place {
     /// At its primary key.
@@ -416,7 +396,7 @@ const INDEX_READ_ATTEMPTS: u32 = 9;
 
 /// The item an update or a delete names: its key values and where it is, once the caller
 /// may see its tenant (when its key does not name the tenant, the write's read or
-/// condition holds it to the caller's: [`tenant_condition`]). A key part the values given
+/// condition holds it to the caller's: the plan's [`crate::chart::plan::TenantIs::Caller`]). A key part the values given
 /// do not hold is the caller's tenant, when the caller has one; else the item is found
 /// through an index they render.
 fn target(
@@ -606,43 +586,6 @@ fn visible_item(rc: &RequestContext, chart: &Chart, e: &Entity, item: &Item) -> 
         _ => visible(rc, chart, e, &vars_of(e, item)).is_ok(),
     };
     theirs && !e.expired(&chart.table, item, crate::chart::epoch_now())
-}
-
-/// The condition that the item of `e` a write names is there: it exists and, where `e`
-/// expires, its expiry has not passed (DynamoDB has not deleted it yet, and reads hide it).
-fn present(chart: &Chart, e: &Entity) -> Condition {
-    let exists = Condition::exists(chart.table.partition_key.clone());
-    match e.expiry(&chart.table) {
-        None => exists,
-        Some(ttl) => Condition::And(vec![
-            exists,
-            Condition::Or(vec![
-                Condition::not_exists(ttl.to_owned()),
-                Condition::Cmp(
-                    ttl.to_owned(),
-                    crate::store::CmpOp::Gt,
-                    n(crate::chart::epoch_now()),
-                ),
-            ]),
-        ]),
-    }
-}
-
-/// The condition that the key a create puts an item of `e` at is free: nothing there, or,
-/// where `e` expires, an item whose expiry has passed.
-fn free(chart: &Chart, e: &Entity) -> Condition {
-    let absent = Condition::not_exists(chart.table.partition_key.clone());
-    match e.expiry(&chart.table) {
-        None => absent,
-        Some(ttl) => Condition::Or(vec![
-            absent,
-            Condition::Cmp(
-                ttl.to_owned(),
-                crate::store::CmpOp::Le,
-                n(crate::chart::epoch_now()),
-            ),
-        ]),
-    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! and the counters and existence checks on the items its references name (one action
 //! per item, merged), with the conditions that what it was built from still holds.
 
+use super::conditions::{condition, positive};
 use super::*;
+use crate::chart::plan::{Guard, Step, Verb};
 
 /// A marker's item (a unique value's, a client token's): the owner's values of the
 /// marker's attributes, `extra` besides (a time the owner lacks is now), keys rendered.
@@ -30,23 +32,6 @@ pub(super) fn marker_item(
     )
 }
 
-/// The condition a marker may be removed on: gone, or naming this owner.
-pub(super) fn names_owner(chart: &Chart, owner: &Entity, item: &Item) -> Condition {
-    let mut names = Vec::new();
-    for v in owner.key.pk.vars().chain(owner.key.sk.vars()) {
-        if let Some(value) = item.get(&v.name) {
-            let c = Condition::eq(v.name.clone(), value.clone());
-            if !names.contains(&c) {
-                names.push(c);
-            }
-        }
-    }
-    Condition::Or(vec![
-        Condition::not_exists(chart.table.partition_key.clone()),
-        Condition::And(names),
-    ])
-}
-
 /// What one write does to the items its references name, merged by item (an item
 /// appears at most once in a transaction: a ticket's requester who is also its
 /// assignee): counter updates, and checks that a referenced item exists. Each is
@@ -61,16 +46,19 @@ pub(super) struct Touches(Vec<Touch>);
 pub(super) struct Touch {
     key: PrimaryKey,
     update: UpdateExpr,
-    when: Condition,
+    when: Option<Condition>,
     meaning: Meaning,
     sharded: Option<OnShard>,
+    /// Whether a plan's act merged into it names [`Guard::Positive`]: each counter taken
+    /// from the item itself is above 0.
+    positive: bool,
 }
 
 /// A touch made on one of an item's counter shards.
 struct OnShard {
     /// The item the shard counts for, and the condition on it for a write made there.
     owner: PrimaryKey,
-    owner_when: Condition,
+    owner_when: Option<Condition>,
     lease: ShardLease,
 }
 
@@ -83,7 +71,13 @@ pub(super) struct Sharded {
 }
 
 impl Touches {
-    fn touch(&mut self, key: PrimaryKey, when: Condition, meaning: Meaning) -> &mut Touch {
+    fn touch(
+        &mut self,
+        key: PrimaryKey,
+        when: Option<Condition>,
+        meaning: Meaning,
+        positive: bool,
+    ) -> &mut Touch {
         let i = match self.0.iter().position(|t| t.key == key) {
             Some(i) => i,
             None => {
@@ -93,16 +87,19 @@ impl Touches {
                     when,
                     meaning,
                     sharded: None,
+                    positive: false,
                 });
                 self.0.len() - 1
             }
         };
+        self.0[i].positive |= positive;
         &mut self.0[i]
     }
 
     /// `by` on every counter the reference of `c` keeps, on the item `item` names (none
-    /// when the reference is absent): an increment needs the item (`NOT_FOUND`, the
-    /// reference named), a decrement finds it or the table holds what no writer made.
+    /// when the reference is absent), as `step` of the plan says: an increment needs the
+    /// item (`NOT_FOUND`, the reference named), a decrement finds it or the table holds
+    /// what no writer made.
     pub(super) async fn count(
         &mut self,
         chart: &Chart,
@@ -110,10 +107,14 @@ impl Touches {
         item: &Item,
         c: &Count,
         by: i64,
-    ) {
+        step: &Step,
+    ) -> Result<()> {
         let Some((target, vars)) = referenced(chart, e, item, &c.reference) else {
-            return;
+            return Ok(());
         };
+        let act = step.act(Verb::Update).ok_or(ApiError::Internal)?;
+        let when = &act.when;
+        let positive = when.contains(&Guard::Positive);
         let meaning = if by > 0 {
             Meaning::Missing(c.reference.clone())
         } else {
@@ -122,19 +123,20 @@ impl Touches {
         let counters = c.of_item(item);
         let i = match shards_of(chart, target) {
             None => {
-                let Some((key, when)) = at(chart, e, item, target, &vars) else {
-                    return;
+                let Some((key, when)) = at(item, target, &vars, when) else {
+                    return Ok(());
                 };
-                let t = self.touch(key, when, meaning);
+                let t = self.touch(key, when, meaning, positive);
                 for counter in &counters {
                     add(&mut t.update, counter, by);
                 }
-                return;
+                return Ok(());
             }
             Some((shard, count)) => {
-                let Some((owner, owner_when)) = at(chart, e, item, target, &vars) else {
-                    return;
+                let Some((owner, owner_when)) = at(item, target, &vars, when) else {
+                    return Ok(());
                 };
+                let on_shard = step.on_shard.as_deref().ok_or(ApiError::Internal)?;
                 match self
                     .0
                     .iter()
@@ -145,9 +147,9 @@ impl Touches {
                         let lease = ShardLease::take(&owner, count).await;
                         let Some((key, when)) =
                             shard_vars(chart, target, shard, &vars, lease.shard)
-                                .and_then(|v| at(chart, e, item, shard, &v))
+                                .and_then(|v| at(item, shard, &v, on_shard))
                         else {
-                            return;
+                            return Ok(());
                         };
                         self.0.push(Touch {
                             key,
@@ -159,6 +161,7 @@ impl Touches {
                                 owner_when,
                                 lease,
                             }),
+                            positive,
                         });
                         self.0.len() - 1
                     }
@@ -168,16 +171,27 @@ impl Touches {
         for counter in &counters {
             add(&mut self.0[i].update, counter, by);
         }
+        Ok(())
     }
 
-    /// A check that the item `reference` names exists (and is the writer's tenant's).
-    pub(super) fn check(&mut self, chart: &Chart, e: &Entity, item: &Item, reference: &str) {
+    /// A check that the item `reference` names exists (and is the writer's tenant's), as
+    /// `step` of the plan says.
+    pub(super) fn check(
+        &mut self,
+        chart: &Chart,
+        e: &Entity,
+        item: &Item,
+        reference: &str,
+        step: &Step,
+    ) -> Result<()> {
         let Some((target, vars)) = referenced(chart, e, item, reference) else {
-            return;
+            return Ok(());
         };
-        if let Some((key, when)) = at(chart, e, item, target, &vars) {
-            self.touch(key, when, Meaning::Missing(reference.to_owned()));
+        let act = step.act(Verb::Check).ok_or(ApiError::Internal)?;
+        if let Some((key, when)) = at(item, target, &vars, &act.when) {
+            self.touch(key, when, Meaning::Missing(reference.to_owned()), false);
         }
+        Ok(())
     }
 
     /// The touches as actions after `actions` (their meanings after `meanings`), with
@@ -194,49 +208,50 @@ impl Touches {
             t.update.add.retain(|(_, v)| number(Some(v)) != 0);
             // A count taken off an item (not a shard, whose part may go below 0) must be
             // there to take: else the table holds what no writer made.
-            let taken = taken_off(&t.update);
+            let taken = if t.positive {
+                positive(&t.update)
+            } else {
+                Vec::new()
+            };
+            let and = |when: Option<Condition>, taken: Vec<Condition>| {
+                let mut all: Vec<Condition> = when.into_iter().collect();
+                all.extend(taken);
+                match all.len() {
+                    0 => None,
+                    1 => all.pop(),
+                    _ => Some(Condition::And(all)),
+                }
+            };
             match t.sharded {
                 Some(on) => {
-                    let mut when = vec![on.owner_when];
-                    when.extend(taken);
-                    sharded.fallbacks.push((
-                        actions.len(),
-                        TransactAction::Update(
-                            Update::new(on.owner, t.update.clone()).when(Condition::And(when)),
-                        ),
-                    ));
+                    let mut fallback = Update::new(on.owner, t.update.clone());
+                    fallback.condition = and(on.owner_when, taken);
+                    sharded
+                        .fallbacks
+                        .push((actions.len(), TransactAction::Update(fallback)));
                     sharded.leases.push(on.lease);
                 }
-                None if !taken.is_empty() => {
-                    let mut when = vec![t.when];
-                    when.extend(taken);
-                    t.when = Condition::And(when);
-                }
-                None => {}
+                None => t.when = and(t.when, taken),
             }
-            actions.push(if t.update.is_empty() {
-                TransactAction::ConditionCheck(ConditionCheck {
+            actions.push(match (t.update.is_empty(), t.when) {
+                (true, Some(condition)) => TransactAction::ConditionCheck(ConditionCheck {
                     key: t.key,
-                    condition: t.when,
+                    condition,
                     return_old_on_condition_failure: false,
-                })
-            } else {
-                TransactAction::Update(Update::new(t.key, t.update).when(t.when))
+                }),
+                // A check on no condition checks nothing (its plan always names the item
+                // there).
+                (true, None) => continue,
+                (false, when) => {
+                    let mut u = Update::new(t.key, t.update);
+                    u.condition = when;
+                    TransactAction::Update(u)
+                }
             });
             meanings.push(t.meaning);
         }
         sharded
     }
-}
-
-/// `counter > 0` for each counter `update` takes from.
-fn taken_off(update: &UpdateExpr) -> Vec<Condition> {
-    update
-        .add
-        .iter()
-        .filter(|(_, v)| number(Some(v)) < 0)
-        .map(|(counter, _)| Condition::Cmp(counter.clone(), CmpOp::Gt, n(0)))
-        .collect()
 }
 
 fn add(update: &mut UpdateExpr, counter: &str, by: i64) {
@@ -320,29 +335,19 @@ fn shards_of<'c>(chart: &'c Chart, target: &Entity) -> Option<(&'c Entity, u32)>
     })
 }
 
-/// The key of the `at` item `vars` name, and the condition a write of `item`'s must meet
-/// there: it exists, and names `item`'s tenant when its key does not.
+/// The key of the `at` item `vars` name, and the condition `when` (its plan's: it exists,
+/// and holds `item`'s tenant where its key does not say) filled for a write of `item`'s.
 fn at(
-    chart: &Chart,
-    e: &Entity,
     item: &Item,
     at: &Entity,
     vars: &Vars,
-) -> Option<(PrimaryKey, Condition)> {
+    when: &[Guard],
+) -> Option<(PrimaryKey, Option<Condition>)> {
     let key = PrimaryKey::new(
         render(&at.key.pk, vars).ok()?,
         render(&at.key.sk, vars).ok()?,
     );
-    // There and not expired; the writer's tenant's where its key does not say (rule
-    // `tenant` makes a key that says it say the writer's own).
-    let mut when = vec![present(chart, at)];
-    if let (Some(attr), Some(mine)) = (at.binding.condition(), chart.tenant_attribute(e)) {
-        when.push(match item.get(&mine) {
-            Some(v) => Condition::eq(attr.to_owned(), v.clone()),
-            None => Condition::not_exists(attr.to_owned()),
-        });
-    }
-    Some((key, Condition::And(when)))
+    Some((key, condition(when, &owned_by(item))))
 }
 
 /// The count of `e` on its reference `reference`: what a plan's counter step names.
@@ -354,43 +359,25 @@ pub(super) fn count_of<'e>(e: &'e Entity, reference: &str) -> Result<&'e Count> 
         .ok_or(ApiError::Internal)
 }
 
-/// The conditions that what a write was built from (its unique values, the references it
-/// counts on, its state) is still as `current` holds it.
-pub(super) fn as_read(e: &Entity, current: &Item) -> Vec<Condition> {
-    let mut depends: Vec<&str> = e.writes.unique.keys().map(String::as_str).collect();
-    for c in &e.writes.counts {
-        depends.extend(e.references[&c.reference].key.values().map(String::as_str));
-        depends.extend(c.by_attributes());
-    }
-    depends.extend(e.writes.lifecycle.iter().map(|l| l.attribute.as_str()));
-    depends
-        .into_iter()
-        .map(|a| match current.get(a) {
-            Some(v) => Condition::eq(a.to_owned(), v.clone()),
-            None => Condition::not_exists(a.to_owned()),
-        })
-        .collect()
-}
-
-/// The delete of `owner`'s marker under `marker`, only where it names this owner.
+/// The delete of `item`'s marker under `marker`, on its plan's condition (only where it
+/// names the item).
 pub(super) fn drop_marker(
     chart: &Chart,
-    owner: &Entity,
+    step: &Step,
     marker: &Entity,
     item: &Item,
 ) -> Result<TransactAction> {
     let old = marker_item(chart, marker, item, &[])?;
-    Ok(TransactAction::Delete(
-        Delete::new(primary_key(chart, &old).ok_or(ApiError::Internal)?)
-            .when(names_owner(chart, owner, item)),
-    ))
+    let mut d = Delete::new(primary_key(chart, &old).ok_or(ApiError::Internal)?);
+    d.condition = of_step(step, Verb::Delete, &owned_by(item))?;
+    Ok(TransactAction::Delete(d))
 }
 
 /// The marker of `item`'s value under `marker` given the item's expiry `ttl` (removed when
-/// the item has none), conditioned on naming the item.
+/// the item has none), on its plan's condition (only where it names the item).
 pub(super) fn renew_marker(
     chart: &Chart,
-    owner: &Entity,
+    step: &Step,
     marker: &Entity,
     item: &Item,
     ttl: &str,
@@ -400,10 +387,18 @@ pub(super) fn renew_marker(
         Some(v) => crate::store::UpdateExpr::default().set(ttl.to_owned(), v.clone()),
         None => crate::store::UpdateExpr::default().remove(ttl.to_owned()),
     };
-    Ok(TransactAction::Update(
-        crate::store::Update::new(primary_key(chart, &at).ok_or(ApiError::Internal)?, set)
-            .when(names_owner(chart, owner, item)),
-    ))
+    let mut u = Update::new(primary_key(chart, &at).ok_or(ApiError::Internal)?, set);
+    u.condition = of_step(step, Verb::Update, &owned_by(item))?;
+    Ok(TransactAction::Update(u))
+}
+
+/// The values of an action made for `item`: a marker that names it, a count or check held
+/// to its tenant.
+pub(super) fn owned_by(item: &Item) -> Values<'_> {
+    Values {
+        owner: Some(item),
+        ..Values::default()
+    }
 }
 
 /// A counter shard's key values: its number, and the owner's values (by name, or the
@@ -466,40 +461,4 @@ pub(super) fn new_shards(chart: &Chart, e: &Entity, item: &Item) -> Result<Vec<I
         out.push(with_keys(chart, shard, shard_item)?);
     }
     Ok(out)
-}
-
-/// The counters of `e` that other entities keep: each guards a delete while not 0. Each
-/// with what the refusal calls the items it counts: the counter's `referrers`, else the
-/// connection it totals, else the counter itself.
-pub(in crate::graphql) fn guards(chart: &Chart, e: &Entity) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for other in chart.declared() {
-        for c in &other.writes.counts {
-            if other
-                .references
-                .get(&c.reference)
-                .is_none_or(|r| r.entity != e.name)
-            {
-                continue;
-            }
-            for counter in c.all() {
-                if out.iter().any(|(g, _)| *g == counter) {
-                    continue;
-                }
-                let named = e
-                    .attributes
-                    .get(&counter)
-                    .and_then(|a| a.referrers.clone())
-                    .or_else(|| {
-                        e.connections.iter().find_map(|(name, spec)| {
-                            matches!(&spec.total, Some(crate::chart::format::Total::Counter(t)) if *t == counter)
-                                .then(|| name.clone())
-                        })
-                    })
-                    .unwrap_or_else(|| counter.clone());
-                out.push((counter, named));
-            }
-        }
-    }
-    out
 }

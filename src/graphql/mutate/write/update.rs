@@ -3,7 +3,7 @@
 //! changed in between.
 
 use super::*;
-use crate::chart::plan::{MutationPlan, Role};
+use crate::chart::plan::{MutationPlan, Role, Verb};
 
 pub(super) async fn update(
     rc: &RequestContext,
@@ -31,14 +31,15 @@ pub(super) async fn update(
         });
     }
     let changed = |a: &str| change.iter().any(|(f, _)| f == a);
-    let needs_read = chart.plans[&m.name].read_first.when(&changed);
+    let plan = &chart.plans[&m.name];
+    let needs_read = plan.read_first.when(&changed);
     let versioned = e.writes.version.is_some();
-    let place = match place {
-        Place::Key(key) if !needs_read => {
-            let tenant = tenant_condition(rc, e);
-            return update_in_place(rc, chart, e, &vars, key, tenant, &change).await;
+    let place = match (place, &plan.in_place) {
+        (Place::Key(key), Some(act)) if !needs_read => {
+            let when = conditions::condition(&act.when, &Values::of_caller(rc));
+            return update_in_place(rc, chart, e, &vars, key, when, &change).await;
         }
-        place => place,
+        (place, _) => place,
     };
     let mut current = locate(rc, chart, e, &place, expected).await?;
     if !visible_item(rc, chart, e, &current) {
@@ -48,7 +49,7 @@ pub(super) async fn update(
     }
     for _ in 0..ATTEMPTS {
         let (actions, meanings, sharded, next) =
-            changed_item(chart, &chart.plans[&m.name], e, &current, expected, &change).await?;
+            changed_item(chart, plan, e, &current, expected, &change).await?;
         within_transaction_limits(chart, e, &actions, &meanings)?;
         let sent = if versioned {
             send_transaction(rc, actions, sharded).await
@@ -100,17 +101,17 @@ pub(super) async fn update(
     Err(ApiError::Contention)
 }
 
-/// A change that needs nothing read (of an entity without a version): one UpdateItem
-/// conditioned on the item existing (and being the caller's tenant's, when its key does
-/// not say), its index keys rendered from the key and the change. Sent again after a lost
-/// reply, it sets the same values.
+/// A change that needs nothing read (of an entity without a version): one UpdateItem on
+/// its plan's condition `when` (the item there, and the caller's tenant's when its key
+/// does not say), its index keys rendered from the key and the change. Sent again after a
+/// lost reply, it sets the same values.
 pub(super) async fn update_in_place(
     rc: &RequestContext,
     chart: &Chart,
     e: &Entity,
     vars: &Vars,
     key: PrimaryKey,
-    tenant: Option<Condition>,
+    when: Option<Condition>,
     change: &[(String, Option<AttributeValue>)],
 ) -> Result<Written> {
     let mut known = Item::new();
@@ -161,11 +162,8 @@ pub(super) async fn update_in_place(
             _ => u = u.remove(i.partition_key.clone()).remove(i.sort_key.clone()),
         }
     }
-    let mut when = vec![present(chart, e)];
-    when.extend(tenant);
-    let update = Update::new(key, u)
-        .when(Condition::And(when))
-        .returning(ReturnValues::AllNew);
+    let mut update = Update::new(key, u).returning(ReturnValues::AllNew);
+    update.condition = when;
     match rc.store.update_item(update).await {
         Ok(Some(item)) => Ok(Written {
             item,
@@ -237,12 +235,10 @@ pub(super) async fn changed_item(
         )
     })?;
 
-    // The item's own write: what changed, index keys included, on the condition that
-    // what the other actions were built from is still so.
+    // The item's own write: what changed, index keys included, on its plan's condition
+    // (there and not expired, still the tenant's it was read as, what the other actions
+    // were built from still so).
     let mut u = UpdateExpr::default();
-    // There and not expired, still the tenant's it was read as.
-    let mut when = vec![present(chart, e)];
-    when.extend(held(e, current));
     for (name, v) in &next {
         if [&chart.table.partition_key, &chart.table.sort_key].contains(&name) {
             continue;
@@ -256,15 +252,16 @@ pub(super) async fn changed_item(
             u = u.remove(name.clone());
         }
     }
-    match (expected, version) {
-        (Some(v), Some(attr)) => when.push(Condition::eq(attr.to_owned(), n(v))),
-        _ => {
-            when.extend(as_read(e, current));
-            when.extend(index_sources_as_read(chart, e, current, &next));
-        }
-    }
+    let as_read = Values {
+        read: Some(current),
+        next: Some(&next),
+        expected,
+        ..Values::default()
+    };
+    let item_step = plan.of(Role::Item).next().ok_or(ApiError::Internal)?;
     let key = primary_key(chart, current).ok_or(ApiError::Internal)?;
-    let mut own = Update::new(key, u).when(Condition::And(when));
+    let mut own = Update::new(key, u);
+    own.condition = of_step(item_step, Verb::Update, &as_read)?;
     own.return_old_on_condition_failure = true;
     let mut own = Some(own);
     let mut actions = Vec::new();
@@ -288,20 +285,20 @@ pub(super) async fn changed_item(
                     // The same value: its marker takes the item's new expiry, if it has one.
                     if let Some(t) = expiry.filter(|t| current.get(*t) != next.get(*t)) {
                         if next.contains_key(of) {
-                            actions.push(renew_marker(chart, e, marker, &next, t)?);
+                            actions.push(renew_marker(chart, step, marker, &next, t)?);
                             meanings.push(Meaning::Corrupt("a unique marker names another item"));
                         }
                     }
                     continue;
                 }
                 if current.contains_key(of) {
-                    actions.push(drop_marker(chart, e, marker, current)?);
+                    actions.push(drop_marker(chart, step, marker, current)?);
                     meanings.push(Meaning::Corrupt("a unique marker names another item"));
                 }
                 if next.contains_key(of) {
-                    actions.push(TransactAction::Put(
-                        Put::new(marker_item(chart, marker, &next, &[])?).when(free(chart, marker)),
-                    ));
+                    let mut put = Put::new(marker_item(chart, marker, &next, &[])?);
+                    put.condition = of_step(step, Verb::Put, &Values::default())?;
+                    actions.push(TransactAction::Put(put));
                     meanings.push(Meaning::Taken(of.to_owned()));
                 }
             }
@@ -312,13 +309,13 @@ pub(super) async fn changed_item(
                 if r.key.values().all(|f| same(f)) && c.by_attributes().all(same) {
                     continue;
                 }
-                touches.count(chart, e, current, c, -1).await;
-                touches.count(chart, e, &next, c, 1).await;
+                touches.count(chart, e, current, c, -1, step).await?;
+                touches.count(chart, e, &next, c, 1, step).await?;
             }
             Role::Check => {
                 let from = e.references[of].key.values();
                 if from.clone().any(|f| current.get(f) != next.get(f)) {
-                    touches.check(chart, e, &next, of);
+                    touches.check(chart, e, &next, of, step)?;
                 }
             }
             // A change's plan has no other step.
@@ -327,33 +324,6 @@ pub(super) async fn changed_item(
     }
     let sharded = touches.into_actions(&mut actions, &mut meanings);
     Ok((actions, meanings, sharded, next))
-}
-
-/// Without a version: the condition that what each index key the change rewrites is
-/// rendered from is still as read, so two changes of its parts made at once cannot leave
-/// the item in an index partition neither would have put it in (one's stale read beside
-/// the other's write).
-fn index_sources_as_read(chart: &Chart, e: &Entity, current: &Item, next: &Item) -> Vec<Condition> {
-    let mut out: Vec<Condition> = Vec::new();
-    for (index, k) in &e.indexes {
-        let i = &chart.indexes[index];
-        let rewritten = [&i.partition_key, &i.sort_key]
-            .iter()
-            .any(|a| current.get(*a) != next.get(*a));
-        if !rewritten {
-            continue;
-        }
-        for v in k.pk.vars().chain(k.sk.vars()) {
-            let c = match current.get(&v.name) {
-                Some(x) => Condition::eq(v.name.clone(), x.clone()),
-                None => Condition::not_exists(v.name.clone()),
-            };
-            if !out.contains(&c) {
-                out.push(c);
-            }
-        }
-    }
-    out
 }
 
 /// `a`, `a or b`, `a, b or c`.
@@ -394,8 +364,12 @@ mod tests {
                 of: None,
                 least: 1,
                 most: 1,
+                acts: vec![crate::chart::plan::change_of_item(chart, e)],
+                on_shard: None,
+                binding: e.binding.clone(),
             }],
             read_first: Default::default(),
+            in_place: None,
         };
         let (actions, ..) = changed_item(chart, &plan, e, current, expected, &change)
             .await

@@ -24,7 +24,14 @@
 use indexmap::IndexMap;
 
 use super::template::Template;
-use super::{list_child, Action, Chart, Entity, KeyCondition, Mutation, Request};
+use super::{list_child, Action, Binding, Chart, Entity, KeyCondition, Mutation, Request};
+
+mod guard;
+
+use guard::{
+    absent, as_read, free, index_sources, names_owner, present, referenced, tenant, unreferenced,
+};
+pub use guard::{counted_on, Act, Guard, IndexSources, TenantIs, Verb};
 
 /// What an item a mutation writes is to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +67,22 @@ pub struct Step {
     /// and at most.
     pub least: u64,
     pub most: u64,
+    /// The actions it sends, each with its condition: every action on an item of the step
+    /// is one of these (a count and a check on one item are one UpdateItem, on the
+    /// conditions of both).
+    pub acts: Vec<Act>,
+    /// For a counter kept on an item with counter shards: the condition of the update
+    /// sent to one of them (the item's own act, sent when the shard is not there).
+    pub on_shard: Option<Vec<Guard>>,
+    /// How the items it writes are held to the caller's tenant.
+    pub binding: Binding,
+}
+
+impl Step {
+    /// Its act of `verb`.
+    pub fn act(&self, verb: Verb) -> Option<&Act> {
+        self.acts.iter().find(|a| a.verb == verb)
+    }
 }
 
 /// A mutation as the write path runs it.
@@ -71,6 +94,9 @@ pub struct MutationPlan {
     pub steps: Vec<Step>,
     /// When it reads the item first (a strongly consistent GetItem before its write).
     pub read_first: ReadFirst,
+    /// A change's or a delete's one write when it does not read first: on the item at
+    /// the key the input names, held to the caller's tenant where that key does not say.
+    pub in_place: Option<Act>,
 }
 
 /// When a mutation named by its key reads the item before it writes: a create never; a
@@ -142,6 +168,9 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
         of: of.map(str::to_owned),
         least,
         most,
+        acts: Vec::new(),
+        on_shard: None,
+        binding: chart.entities[entity].binding.clone(),
     };
     let referenced = |r: &str| e.references[r].entity.as_str();
     let optional_ref = |r: &str| {
@@ -264,13 +293,122 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
         },
         Action::Update => change_reads_first(chart, e),
     };
+    let renews = m.action == Action::Update
+        && e.expiry(&chart.table).is_some_and(|t| {
+            m.fields.iter().any(|f| f == t) || e.attributes[t].auto == Some(super::Auto::Updated)
+        });
+    for s in &mut steps {
+        acts(chart, m, e, s, renews);
+    }
+    let version = || {
+        e.writes.version.as_ref().map(|a| Guard::Version {
+            attribute: a.clone(),
+        })
+    };
+    let in_place = match m.action {
+        Action::Create => None,
+        _ if read_first.always => None,
+        Action::Update => Some(Act::new(
+            Verb::Update,
+            std::iter::once(present(chart, e))
+                .chain(tenant(e, TenantIs::Caller))
+                .collect(),
+        )),
+        Action::Delete => Some(Act::new(
+            Verb::Delete,
+            std::iter::once(present(chart, e))
+                .chain(tenant(e, TenantIs::Caller))
+                .chain(version())
+                .chain(unreferenced(chart, e))
+                .collect(),
+        )),
+    };
     MutationPlan {
         mutation: m.name.clone(),
         entity: e.name.clone(),
         action: m.action,
         steps,
         read_first,
+        in_place,
     }
+}
+
+/// The actions of `s`, a step of `m` (a mutation of `e`), each with its condition; and,
+/// for a counter on an item with counter shards, the condition of its update on a shard.
+/// `renews`: a change that moves the item's expiry, which its markers take too.
+fn acts(chart: &Chart, m: &Mutation, e: &Entity, s: &mut Step, renews: bool) {
+    let target = &chart.entities[&s.entity];
+    let version = e.writes.version.as_ref().map(|a| Guard::Version {
+        attribute: a.clone(),
+    });
+    s.acts = match (m.action, s.role) {
+        (Action::Create, Role::Token | Role::Marker) => {
+            vec![Act::new(Verb::Put, vec![free(chart, target)])]
+        }
+        (Action::Create, Role::Item) => {
+            vec![Act::new(Verb::Put, vec![free(chart, e)])]
+        }
+        (_, Role::Children | Role::Shards) => vec![Act::new(Verb::Put, vec![absent(chart)])],
+        (_, Role::Check) => vec![Act::new(Verb::Check, referenced(chart, e, target))],
+        (Action::Create, Role::Counter) => {
+            vec![Act::new(Verb::Update, referenced(chart, e, target))]
+        }
+        // Taken from the item a reference named before (a change, a delete).
+        (_, Role::Counter) => {
+            let mut when = referenced(chart, e, target);
+            when.push(Guard::Positive);
+            vec![Act::new(Verb::Update, when)]
+        }
+        (Action::Update, Role::Item) => vec![change_of_item(chart, e)],
+        (Action::Update, Role::Marker) => {
+            let moves = m.fields.iter().any(|f| Some(f.as_str()) == s.of.as_deref());
+            let mut acts = Vec::new();
+            if moves {
+                acts.push(Act::new(Verb::Delete, vec![names_owner(chart, e)]));
+                acts.push(Act::new(Verb::Put, vec![free(chart, target)]));
+            }
+            if renews {
+                acts.push(Act::new(Verb::Update, vec![names_owner(chart, e)]));
+            }
+            acts
+        }
+        (Action::Delete, Role::Item) => {
+            let mut when = vec![present(chart, e)];
+            when.extend(version);
+            when.extend(unreferenced(chart, e));
+            when.extend(tenant(e, TenantIs::AsRead));
+            when.push(as_read(e));
+            vec![Act::new(Verb::Delete, when)]
+        }
+        (Action::Delete, Role::Marker) => {
+            vec![Act::new(Verb::Delete, vec![names_owner(chart, e)])]
+        }
+        // A change and a delete send no client token.
+        (_, Role::Token) => Vec::new(),
+    };
+    if s.role == Role::Counter {
+        s.on_shard = chart
+            .shards_of(&s.entity)
+            .map(|(shard, _)| referenced(chart, e, shard));
+    }
+}
+
+/// A change's write of its item of `e` after reading it: there and not expired, still the
+/// tenant's it was read as, and what the other actions were built from still so (its
+/// version, else each value read and what each index key it rewrites is made of).
+pub fn change_of_item(chart: &Chart, e: &Entity) -> Act {
+    let mut when = vec![present(chart, e)];
+    when.extend(tenant(e, TenantIs::AsRead));
+    match &e.writes.version {
+        Some(v) => when.push(Guard::Version {
+            attribute: v.clone(),
+        }),
+        None => {
+            when.push(as_read(e));
+            when.extend(index_sources(chart, e));
+        }
+    }
+    Act::new(Verb::Update, when)
 }
 
 /// What a change of `e` reads first for ([`ReadFirst`]).
