@@ -43,6 +43,19 @@ pub(super) fn condition_vars(cond: &KeyCondition) -> Vec<Var> {
     out
 }
 
+/// The templates of a sort condition.
+pub(super) fn sort_templates(s: &SortCondition) -> Vec<&Template> {
+    match s {
+        SortCondition::Between(a, b) => vec![a, b],
+        SortCondition::Eq(t)
+        | SortCondition::Lt(t)
+        | SortCondition::Le(t)
+        | SortCondition::Gt(t)
+        | SortCondition::Ge(t)
+        | SortCondition::BeginsWith(t) => vec![t],
+    }
+}
+
 /// Which attribute of which entity a condition's variable meets, segment by segment: in
 /// the partition, or in a sort template of an entity in that partition.
 fn alignments(cond: &KeyCondition, e: &Entity) -> Vec<(String, String)> {
@@ -69,16 +82,7 @@ fn alignments(cond: &KeyCondition, e: &Entity) -> Vec<(String, String)> {
     };
     align(&cond.partition, &keys.pk, true);
     if let Some(s) = &cond.sort {
-        let ts: Vec<&Template> = match s {
-            SortCondition::Between(a, b) => vec![a, b],
-            SortCondition::Eq(t)
-            | SortCondition::Lt(t)
-            | SortCondition::Le(t)
-            | SortCondition::Gt(t)
-            | SortCondition::Ge(t)
-            | SortCondition::BeginsWith(t) => vec![t],
-        };
-        for t in ts {
+        for t in sort_templates(s) {
             align(t, &keys.sk, false);
         }
     }
@@ -213,6 +217,24 @@ pub(super) fn reachable(
                 },
             ),
         };
+        // An end of a range a caller leaves open reads, beside what any value of it
+        // would, every key that starts with the text before it.
+        let may = may
+            || cond.sort.as_ref().is_some_and(|s| {
+                !matches!(s, SortCondition::BeginsWith(_))
+                    && sort_templates(s)
+                        .into_iter()
+                        .filter(|t| t.has_open())
+                        .any(|t| {
+                            template::may_begin_with(
+                                &sk,
+                                &Laid {
+                                    template: &t.shortest(),
+                                    bind: &bind_cond,
+                                },
+                            )
+                        })
+            });
         out.insert(
             e.name.clone(),
             if may { Included::Maybe } else { Included::No },

@@ -4,7 +4,9 @@
 //! A template is literal text and variables. A variable names an attribute (or, in a key
 //! condition, a value the pattern is given); `:0N` pads an integer to N digits, so numbers
 //! sort as text in their numeric order; `?` (key conditions only) marks a level a
-//! `begins_with` may stop before. Every variable is followed by the separator `#` or ends
+//! `begins_with` may stop before, or an end of a range a caller may leave open (`SK BETWEEN
+//! INV#{from?} AND INV#{to?}#~`: the range then starts at, or runs to the end of, the
+//! literal text before it). Every variable is followed by the separator `#` or ends
 //! the template, and no value may hold `#`: so a rendered key splits back into its
 //! template's segments, and two templates are compared segment by segment.
 
@@ -13,6 +15,11 @@ use std::fmt;
 
 /// What separates a key's segments; no key value may contain it.
 pub const SEPARATOR: char = '#';
+
+/// What an upper end left open is rendered with after the text before it: the highest code
+/// point, so the range runs past every key that starts with that text (a key holding this
+/// noncharacter itself aside).
+pub const HIGHEST: char = '\u{10FFFF}';
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
@@ -110,6 +117,17 @@ impl Template {
             parts: self.parts[..cut].to_vec(),
             source: self.source.clone(),
         }
+    }
+
+    /// Whether rendering it with the values `given` stops at an open level or end: an
+    /// optional variable has no value.
+    pub fn left_open(&self, given: impl Fn(&str) -> bool) -> bool {
+        self.vars().any(|v| v.optional && !given(&v.name))
+    }
+
+    /// Whether a variable of it is optional.
+    pub fn has_open(&self) -> bool {
+        self.vars().any(|v| v.optional)
     }
 
     /// The literal text before the first variable.

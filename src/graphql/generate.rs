@@ -530,12 +530,19 @@ impl<'c> Generator<'c> {
 fn candidates(ty: &Type, attribute: &str, base: Option<&str>, k: u64) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(base) = base {
-        let digits = base.chars().rev().take_while(char::is_ascii_digit).count();
-        if digits > 0 {
-            let head = &base[..base.len() - digits];
+        // Its last number renumbered at its width: `store-7` → `store-12`, and a value of
+        // a fixed form keeps it (`…T08:00:00Z` → `…T08:00:12Z`).
+        let end = base.rfind(|c: char| c.is_ascii_digit()).map(|i| i + 1);
+        if let Some(end) = end {
+            let digits = base[..end]
+                .chars()
+                .rev()
+                .take_while(char::is_ascii_digit)
+                .count();
+            let (head, tail) = (&base[..end - digits], &base[end..]);
             let width = u32::try_from(digits).unwrap_or(u32::MAX);
             let wrapped = 10u64.checked_pow(width).map_or(k, |m| k % m);
-            out.push(format!("{head}{wrapped:0digits$}"));
+            out.push(format!("{head}{wrapped:0digits$}{tail}"));
         }
         if let Some((local, domain)) = base.split_once('@') {
             out.push(format!("{local}{k}@{domain}"));

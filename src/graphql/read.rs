@@ -149,20 +149,51 @@ pub fn connection_name(pattern: &Pattern, name: &str, vars: &Vars) -> Result<Str
 }
 
 fn sort_of(sort: &Option<ChartSort>, vars: &Vars) -> Result<Option<SortCondition>, ApiError> {
-    let r = |t: &crate::chart::template::Template| render(t, vars);
+    use crate::chart::template::{Template, HIGHEST};
+    // A variable left out ends the rendering there: a level of a hierarchy, or an open
+    // end of a range, which starts at the text before it, or runs past every key that
+    // starts with it.
+    let r = |t: &Template| {
+        t.render(|n| vars.get(n).cloned())
+            .map_err(|e| ApiError::bad_input(&field_of(&e), e.to_string()))
+    };
+    let open = |t: &Template| t.left_open(|n| vars.contains_key(n));
+    let upper = |t: &Template| -> Result<String, ApiError> {
+        let mut s = r(t)?;
+        if open(t) {
+            s.push(HIGHEST);
+        }
+        Ok(s)
+    };
     Ok(Some(match sort {
         None => return Ok(None),
         Some(ChartSort::Eq(t)) => SortCondition::Eq(r(t)?),
+        Some(ChartSort::Lt(t)) if open(t) => SortCondition::Le(upper(t)?),
         Some(ChartSort::Lt(t)) => SortCondition::Lt(r(t)?),
-        Some(ChartSort::Le(t)) => SortCondition::Le(r(t)?),
+        Some(ChartSort::Le(t)) => SortCondition::Le(upper(t)?),
+        Some(ChartSort::Gt(t)) if open(t) => SortCondition::Ge(r(t)?),
         Some(ChartSort::Gt(t)) => SortCondition::Gt(r(t)?),
         Some(ChartSort::Ge(t)) => SortCondition::Ge(r(t)?),
-        Some(ChartSort::Between(a, b)) => SortCondition::Between(r(a)?, r(b)?),
-        // A level left out ends the prefix there: the hierarchy read at that level.
-        Some(ChartSort::BeginsWith(t)) => SortCondition::BeginsWith(
-            t.render(|n| vars.get(n).cloned())
-                .map_err(|e| ApiError::bad_input(&field_of(&e), e.to_string()))?,
-        ),
+        Some(ChartSort::Between(a, b)) => {
+            let (lo, hi) = (r(a)?, upper(b)?);
+            if open(a) && open(b) && hi.strip_suffix(HIGHEST) == Some(lo.as_str()) {
+                SortCondition::BeginsWith(lo)
+            } else if lo.as_bytes() > hi.as_bytes() {
+                let name = |t: &Template| {
+                    t.vars()
+                        .find(|v| vars.contains_key(&v.name))
+                        .map_or_else(String::new, |v| v.name.clone())
+                };
+                let (from, to) = (name(a), name(b));
+                return Err(ApiError::bad_input(
+                    &from,
+                    format!("`{from}` comes after `{to}`: the range is empty"),
+                ));
+            } else {
+                SortCondition::Between(lo, hi)
+            }
+        }
+        Some(ChartSort::BeginsWith(t)) => SortCondition::BeginsWith(r(t)?),
     }))
 }
 
@@ -190,8 +221,14 @@ fn check_cursor(
         Some(SortCondition::BeginsWith(p)) => p.as_str(),
         _ => plan.children_prefix.source(),
     };
+    // A page of a range starts within it: a cursor of another range (its connection's
+    // arguments are not what it is signed for) reads nothing of this one.
+    let within = |sk: &str| {
+        sort.as_ref()
+            .is_none_or(|s| crate::store::validate::sort_matches(s, sk))
+    };
     match key {
-        Some((pk, sk)) if pk == partition && sk.starts_with(prefix) => Ok(()),
+        Some((pk, sk)) if pk == partition && sk.starts_with(prefix) && within(sk) => Ok(()),
         _ => Err(ApiError::InvalidCursor(
             "the cursor does not belong to this connection",
         )),

@@ -131,6 +131,7 @@ impl Checker {
                 let children_prefix = self.later_pages(&condition, entities, &children);
                 if let Some(parent) = &parent {
                     self.parent_at_edge(&condition, entities, parent, &beside, &children, forward);
+                    self.sorted_by_parent(&condition, entities, parent);
                 }
                 Request::Query {
                     condition,
@@ -165,6 +166,8 @@ impl Checker {
     }
 
     /// Parses `PK = … [AND <sort condition>]`, naming the index by its key attributes.
+    /// `?` marks a level of a `begins_with` or an end of a range a caller may leave open:
+    /// never a part of the partition, nor of an `=`.
     pub(super) fn condition(
         &mut self,
         text: &str,
@@ -172,10 +175,42 @@ impl Checker {
         indexes: &IndexMap<String, Index>,
     ) -> Option<KeyCondition> {
         match parse_condition(text, table, indexes) {
-            Ok(c) => Some(c),
+            Ok(c) => {
+                let eq = matches!(&c.sort, Some(SortCondition::Eq(t)) if t.has_open());
+                if c.partition.has_open() || eq {
+                    self.refuse(
+                        "format",
+                        format!("`{text}`: `?` marks a level of a `begins_with` or an end of a range a caller may leave open, not a part of a partition or of an `=`"),
+                    );
+                }
+                Some(c)
+            }
             Err(e) => {
                 self.refuse("indexes", format!("`{text}`: {e}"));
                 None
+            }
+        }
+    }
+
+    /// A pattern that reads its parent with its first page reads later pages on the
+    /// children's prefix alone: its sort condition takes nothing but the parent's values,
+    /// or a later page would not keep what a caller gave.
+    pub(super) fn sorted_by_parent(
+        &mut self,
+        cond: &KeyCondition,
+        entities: &IndexMap<String, Entity>,
+        parent: &str,
+    ) {
+        let Some(sort) = &cond.sort else { return };
+        let e = &entities[parent];
+        for t in crate::chart::reach::sort_templates(sort) {
+            for v in t.vars() {
+                if !e.attributes.contains_key(&v.name) || v.optional {
+                    self.refuse(
+                        "one-request",
+                        format!("its sort condition takes `{}`, which is not {parent}'s: a pattern that reads its parent reads later pages on the children's prefix alone, which would not keep it", v.name),
+                    );
+                }
             }
         }
     }

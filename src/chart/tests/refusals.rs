@@ -217,6 +217,49 @@ fn a_parent_that_is_not_at_the_edge_of_its_children_is_refused() {
 }
 
 #[test]
+fn a_range_a_caller_cannot_be_given_is_refused() {
+    // `?` leaves an end of a range open, never part of a partition or an `=`.
+    let r = broken("SK >= ORG#{slug}\"", "SK = ORG#{slug?}\"");
+    refuses(
+        &r,
+        "format",
+        None,
+        Some(2),
+        "not a part of a partition or of an `=`",
+    );
+    let r = broken_locator(
+        "PK = CHAIN#{slug} AND begins_with",
+        "PK = CHAIN#{slug?} AND begins_with",
+    );
+    refuses(&r, "format", None, Some(3), "not a part of a partition");
+    // A pattern that reads its parent pages its children on their prefix: a range given
+    // by the caller would be lost after the first page.
+    let r = broken(
+        "SK >= ORG#{slug}\"",
+        "SK BETWEEN ORG#{slug} AND USER#{until}\"",
+    );
+    refuses(
+        &r,
+        "one-request",
+        None,
+        Some(2),
+        "takes `until`, which is not Organization's",
+    );
+    // An open end reads every key that starts with the text before it: a note filed
+    // among a device's readings is read by a window open at either end.
+    const LOG: &str = include_str!("../../../examples/charts/sensor-log.toml");
+    let noted = LOG.replace(
+        "[query.site]",
+        "[entities.Note]\nkey = [\"READINGS#{site}#{device}\", \"READING#-NOTE#{noteId}\"]\n\
+         [entities.Note.attributes]\nsite = \"slug\"\ndevice = \"device\"\nnoteId = \"ulid\"\n\n[query.site]",
+    );
+    match parse(&noted) {
+        Ok(_) => panic!("a window open at its start over the notes is served"),
+        Err(r) => refuses(&r, "one-request", None, Some(4), "also return Note"),
+    }
+}
+
+#[test]
 fn an_entity_that_does_not_name_its_tenant_is_refused() {
     // A node of no tenant: any token could read it by its id.
     let r = broken(
