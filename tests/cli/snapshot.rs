@@ -72,25 +72,43 @@ async fn the_examples_match_their_committed_snapshots_on_both_engines() {
 /// and request budgets on both engines, served from the chart with no code of its own.
 #[tokio::test]
 async fn the_second_charts_operations_match_their_snapshots_on_both_engines() {
+    charts_operations_match("store-locator", 4).await;
+}
+
+/// The sensor log's operations (`examples/charts/sensor-log/`: ranges of a sort key with
+/// either end open) hold their snapshots and request budgets on both engines.
+#[tokio::test]
+async fn the_sensor_logs_operations_match_their_snapshots_on_both_engines() {
+    charts_operations_match("sensor-log", 3).await;
+}
+
+/// `examples/charts/{name}/`'s `operations` operations, served from
+/// `examples/charts/{name}.toml` and its samples, match their snapshots and budgets on the
+/// embedded engine and on DynamoDB Local.
+async fn charts_operations_match(name: &str, operations: usize) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let chart = ["--chart", "examples/charts/store-locator.toml"];
-    let out = snapshot(
-        root,
-        &[&chart[..], &["examples/charts/store-locator/"]].concat(),
-    )
-    .await;
+    let (file, dir) = (
+        format!("examples/charts/{name}.toml"),
+        format!("examples/charts/{name}/"),
+    );
+    let chart = ["--chart", file.as_str()];
+    let out = snapshot(root, &[&chart[..], &[dir.as_str()]].concat()).await;
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("4 operations"), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{operations} operations")),
+        "{}",
+        text(&out)
+    );
     assert!(!text(&out).contains("new "), "{}", text(&out));
 
     let Some(endpoint) = common::dynamo_local::endpoint().await else {
         return;
     };
-    let table = common::dynamo_local::unique_table_name("snapshot-chart");
+    let table = common::dynamo_local::unique_table_name(&format!("snapshot-{name}"));
     let out = tokio::process::Command::new(BIN)
         .arg("snapshot")
         .args(chart)
-        .args(["examples/charts/store-locator/", "--store", "dynamodb"])
+        .args([dir.as_str(), "--store", "dynamodb"])
         .args(["--endpoint", &endpoint, "--table", &table])
         .current_dir(root)
         .env("AWS_REGION", "us-east-1")

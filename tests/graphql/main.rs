@@ -13,6 +13,7 @@ mod builtin_writes;
 mod chart_added_entity;
 mod chart_expiry;
 mod chart_maps;
+mod chart_ranges;
 mod chart_tenant_kinds;
 mod chart_tenant_reads;
 mod chart_tenants;

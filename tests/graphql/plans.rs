@@ -351,20 +351,11 @@ fn recording(store: Arc<dyn Store>, chart: &Chart) -> Arc<Recording> {
     })
 }
 
-#[tokio::test]
-async fn the_builtin_charts_writes_send_what_their_plans_say() {
-    let chart = itemgraph::chart::builtin();
-    let seeded = crate::common::engines::embedded_demo().await;
-    let recording = recording(Arc::new(seeded), &chart);
-    let api = Api::over(recording.clone());
-    let tabs = itemgraph::graphql::write_examples(&chart, &itemgraph::chart::data::builtin_demo());
-    holds(&chart, &api, &recording, tabs).await;
-}
-
-#[tokio::test]
-async fn the_example_charts_writes_send_what_their_plans_say() {
+/// Every chart under `examples/charts/`, each over an embedded table of its own seeded
+/// with its samples.
+async fn example_charts() -> Vec<(Arc<Chart>, Arc<dyn Store>)> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts");
-    let mut charts = 0;
+    let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|x| x != "toml") {
@@ -385,13 +376,31 @@ async fn the_example_charts_writes_send_what_their_plans_say() {
         itemgraph::chart::samples::seed(store.as_ref(), &chart)
             .await
             .unwrap();
+        out.push((chart, store));
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_builtin_charts_writes_send_what_their_plans_say() {
+    let chart = itemgraph::chart::builtin();
+    let seeded = crate::common::engines::embedded_demo().await;
+    let recording = recording(Arc::new(seeded), &chart);
+    let api = Api::over(recording.clone());
+    let tabs = itemgraph::graphql::write_examples(&chart, &itemgraph::chart::data::builtin_demo());
+    holds(&chart, &api, &recording, tabs).await;
+}
+
+#[tokio::test]
+async fn the_example_charts_writes_send_what_their_plans_say() {
+    let charts = example_charts().await;
+    assert!(!charts.is_empty());
+    for (chart, store) in charts {
         let recording = recording(store, &chart);
         let api = Api::chart_over(chart.clone(), recording.clone());
         let tabs = itemgraph::graphql::write_examples(&chart, &chart.samples);
         holds(&chart, &api, &recording, tabs).await;
-        charts += 1;
     }
-    assert!(charts > 0);
 }
 
 /// A Query sent that no page plan of `chart` (nor a read of an item with its counter
@@ -468,33 +477,12 @@ async fn the_builtin_charts_reads_send_what_their_plans_say() {
 
 #[tokio::test]
 async fn the_example_charts_reads_send_what_their_plans_say() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts");
-    let mut charts = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|x| x != "toml") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).unwrap();
-        let chart = Arc::new(
-            itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
-        );
-        let store: Arc<dyn Store> = Arc::new(
-            itemgraph::store::embedded::EmbeddedStore::in_memory(
-                &chart.table.name,
-                chart.table_schema(),
-            )
-            .unwrap(),
-        );
-        store.create_table().await.unwrap();
-        itemgraph::chart::samples::seed(store.as_ref(), &chart)
-            .await
-            .unwrap();
+    let charts = example_charts().await;
+    assert!(!charts.is_empty());
+    for (chart, store) in charts {
         let recording = recording(store, &chart);
         let api = Api::chart_over(chart.clone(), recording.clone());
         let tabs = itemgraph::graphql::examples(&chart);
         reads_hold(&chart, &api, &recording, tabs).await;
-        charts += 1;
     }
-    assert!(charts > 0);
 }
