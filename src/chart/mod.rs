@@ -522,6 +522,9 @@ pub enum Request {
         children: String,
         /// What later pages query: `begins_with` of the children's sort-key prefix.
         children_prefix: Template,
+        /// Whether the children are read by a BatchGetItem of the keys the Query finds
+        /// (`then = "BatchGetItem"`): an index that does not project what they need.
+        then_get: bool,
     },
     BatchGetItem,
     /// A mutation's write: the entity it writes.
@@ -598,6 +601,11 @@ impl Chart {
                     name: i.name.clone(),
                     pk: i.partition_key.clone(),
                     sk: i.sort_key.clone(),
+                    projection: match &i.projection {
+                        Projection::All => crate::store::IndexProjection::All,
+                        Projection::KeysOnly => crate::store::IndexProjection::KeysOnly,
+                        Projection::Include(a) => crate::store::IndexProjection::Include(a.clone()),
+                    },
                 })
                 .collect(),
             time_to_live: self.table.time_to_live.clone(),

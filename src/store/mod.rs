@@ -43,7 +43,7 @@ pub struct TableSchema {
     pub pk: String,
     /// Sort key attribute of the base table.
     pub sk: String,
-    /// Global secondary indexes, each with a string partition and sort key, projection ALL.
+    /// Global secondary indexes, each with a string partition and sort key.
     pub indexes: Vec<IndexSchema>,
     /// The attribute Time to Live reads (epoch seconds), turned on when the table is
     /// created: items whose value of it has passed are deleted by the service.
@@ -56,6 +56,17 @@ pub struct IndexSchema {
     pub name: String,
     pub pk: String,
     pub sk: String,
+    /// The attributes a Query of the index answers with.
+    pub projection: IndexProjection,
+}
+
+/// What an index copies of each item, as CreateTable is told: every attribute, the keys
+/// (the table's and the index's) only, or the keys and the attributes named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexProjection {
+    All,
+    KeysOnly,
+    Include(Vec<String>),
 }
 
 impl TableSchema {
@@ -77,6 +88,24 @@ impl TableSchema {
             pk: as_s(item.get(&self.pk)?)?.to_owned(),
             sk: as_s(item.get(&self.sk)?)?.to_owned(),
         })
+    }
+
+    /// What a Query of `index` answers with for `item`: the item, or (an index that does
+    /// not copy every attribute) its keys and the attributes the index includes.
+    pub fn projected(&self, index: &IndexSchema, mut item: Item) -> Item {
+        let keep: &[String] = match &index.projection {
+            IndexProjection::All => return item,
+            IndexProjection::KeysOnly => &[],
+            IndexProjection::Include(a) => a,
+        };
+        item.retain(|name, _| {
+            *name == self.pk
+                || *name == self.sk
+                || *name == index.pk
+                || *name == index.sk
+                || keep.contains(name)
+        });
+        item
     }
 
     /// The index key of an item for one index, if the item appears in it.

@@ -155,11 +155,7 @@ impl DynamoEngine {
                 GlobalSecondaryIndex::builder()
                     .index_name(&index.name)
                     .set_key_schema(Some(key_schema(&index.pk, &index.sk)?))
-                    .projection(
-                        Projection::builder()
-                            .projection_type(ProjectionType::All)
-                            .build(),
-                    )
+                    .projection(projection(index))
                     .build()
                     .map_err(build_error)
             })
@@ -187,7 +183,7 @@ impl DynamoEngine {
         Ok(true)
     }
 
-    /// UpdateTable creating the schema's index `name` (its keys strings, projection ALL),
+    /// UpdateTable creating the schema's index `name` (its keys strings, its projection),
     /// unless the table has it; then the wait for it to be ACTIVE (the service fills it
     /// from the items that carry its keys).
     pub(super) async fn add_index(&self, name: &str, dry_run: bool) -> StoreResult<bool> {
@@ -210,11 +206,7 @@ impl DynamoEngine {
         let create = sdk::CreateGlobalSecondaryIndexAction::builder()
             .index_name(name)
             .set_key_schema(Some(key_schema(&index.pk, &index.sk)?))
-            .projection(
-                Projection::builder()
-                    .projection_type(ProjectionType::All)
-                    .build(),
-            )
+            .projection(projection(index))
             .build()
             .map_err(build_error)?;
         self.client
@@ -329,4 +321,18 @@ impl DynamoEngine {
             item_count: t.item_count().and_then(|n| u64::try_from(n).ok()),
         }))
     }
+}
+
+/// An index's projection as CreateTable and UpdateTable are told of it.
+fn projection(index: &crate::store::IndexSchema) -> Projection {
+    use crate::store::IndexProjection;
+    let b = Projection::builder();
+    match &index.projection {
+        IndexProjection::All => b.projection_type(ProjectionType::All),
+        IndexProjection::KeysOnly => b.projection_type(ProjectionType::KeysOnly),
+        IndexProjection::Include(a) => b
+            .projection_type(ProjectionType::Include)
+            .set_non_key_attributes(Some(a.clone())),
+    }
+    .build()
 }

@@ -80,7 +80,7 @@ pub(super) fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
                     },
                 )
             }
-            Some(_) => {
+            Some(i) => {
                 let parts = decode_key(row_key)?;
                 let [ipk, isk, pk, sk]: [String; 4] =
                     parts.try_into().map_err(|_| internal("bad index key"))?;
@@ -94,6 +94,9 @@ pub(super) fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
                         decode_item(base.value())?
                     }
                 };
+                // The index answers with what it projects, as DynamoDB's does (and counts
+                // that toward the 1 MB a page reads).
+                let item = inner.schema.projected(&inner.schema.indexes[i], item);
                 (
                     item,
                     PageKey {
