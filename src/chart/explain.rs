@@ -23,6 +23,9 @@ use super::{Action, Chart, Entity, KeyCondition, Request, SortCondition};
 /// Capacity units of reads and writes, as DynamoDB rounds them.
 const READ_UNIT_BYTES: u64 = 4096;
 const WRITE_UNIT_BYTES: u64 = 1024;
+/// What an index item holding keys only is taken to weigh: its key attributes, and the
+/// 100 bytes DynamoDB counts for each index item.
+const KEY_BYTES: u64 = 200;
 
 /// The chart explained.
 #[derive(Debug, Serialize)]
@@ -378,18 +381,36 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
                 "a page of {} ({page} by default, 100 at most)",
                 super::plural(&plan.children)
             ));
-            (
-                "Query".to_owned(),
-                plan.condition.index.clone(),
-                Some(condition_text(chart, &plan.condition, &shown)),
-                Some(plan.forward),
-                returns,
+            let cost = if plan.then_get {
+                // The Query reads the keys (about KEY_BYTES an item), the BatchGetItem each
+                // item of the page, rounded up on its own.
+                let page = u64::from(page);
+                Cost {
+                    unit: "RCU",
+                    least: read_units(KEY_BYTES * (page + 1)) + page as f64 * read_units(item),
+                    most: read_units(KEY_BYTES * 101) + 100.0 * read_units(item),
+                    how: format!("{} keys in one Query and {page} items in one BatchGetItem for a first page of {page}, 101 keys and 100 items for one of 100", page + 1),
+                }
+            } else {
                 Cost {
                     unit: "RCU",
                     least: read_units(item * first),
                     most: read_units(item * most),
                     how: format!("{first} items in one Query for a first page of {page}, {most} for one of 100"),
-                },
+                }
+            };
+            (
+                if plan.then_get {
+                    "Query + BatchGetItem"
+                } else {
+                    "Query"
+                }
+                .to_owned(),
+                plan.condition.index.clone(),
+                Some(condition_text(chart, &plan.condition, &shown)),
+                Some(plan.forward),
+                returns,
+                cost,
             )
         }
         Request::BatchGetItem => (

@@ -470,6 +470,10 @@ pub struct Pattern {
     pub beside: Vec<String>,
     #[serde(default)]
     pub children: Option<String>,
+    /// Query: `"BatchGetItem"` when the index holds less of the children than they need
+    /// (KEYS_ONLY, INCLUDE): the items are then read by the keys the Query finds.
+    #[serde(default)]
+    pub then: Option<String>,
     /// The GraphQL field that uses it (`Organization.users`).
     pub field: String,
 }

@@ -278,6 +278,12 @@ pub async fn page(
         read_past_expired(store, chart, children, again, &mut out).await?;
     }
     let read = out.items.len();
+    if plan.then_get {
+        // The index found the children's keys: the first `size` of them are read whole,
+        // the one after only tells that more follow.
+        out.items.truncate(page.size as usize);
+        out.items = whole(store, chart, &out.items).await?;
+    }
     let mut fetched = Fetched::default();
     let mut shards = Vec::new();
     let (now, mut expired) = (crate::chart::epoch_now(), 0);
@@ -304,9 +310,46 @@ pub async fn page(
     // Expired items DynamoDB has not deleted yet are read and left out: a page cut short
     // by them still has more after it, unless it shows nothing to continue from.
     fetched.more = fetched.children.len() > page.size as usize
+        || (plan.then_get && read > page.size as usize)
         || (out.last_evaluated_key.is_some()
             && (read < limit || (expired > 0 && !fetched.children.is_empty())));
     Ok(fetched)
+}
+
+/// The items whose keys a Query of an index that does not project what they need found,
+/// read whole by one BatchGetItem (a page is at most [`MAX_BATCH_GET_KEYS`] keys), in the
+/// order found; one deleted since is left out, as it would be from a later page.
+async fn whole(store: &dyn Store, chart: &Chart, found: &[Item]) -> Result<Vec<Item>, ApiError> {
+    let t = &chart.table;
+    let key = |i: &Item| {
+        let text = |a: &str| match i.get(a) {
+            Some(crate::store::AttributeValue::S(s)) => Some(s.clone()),
+            _ => None,
+        };
+        Some(PrimaryKey::new(text(&t.partition_key)?, text(&t.sort_key)?))
+    };
+    let keys: Vec<PrimaryKey> = found
+        .iter()
+        .map(key)
+        .collect::<Option<_>>()
+        .ok_or_else(|| {
+            tracing::error!("an index answered with an item without the table's keys");
+            ApiError::Internal
+        })?;
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let got = store
+        .batch_get_item(BatchGet {
+            keys: keys.clone(),
+            consistent_read: false,
+        })
+        .await?;
+    let mut by_key: HashMap<PrimaryKey, Item> = got
+        .into_iter()
+        .filter_map(|i| Some((key(&i)?, i)))
+        .collect();
+    Ok(keys.iter().filter_map(|k| by_key.remove(k)).collect())
 }
 
 /// The parent with its counter shards' counters added to its own.

@@ -82,6 +82,14 @@ async fn the_sensor_logs_operations_match_their_snapshots_on_both_engines() {
     charts_operations_match("sensor-log", 3).await;
 }
 
+/// The session store's operations (`examples/charts/session-store/`: a keys-only index
+/// read as a Query and a BatchGetItem of the keys) hold their snapshots and request budgets
+/// on both engines.
+#[tokio::test]
+async fn the_session_stores_operations_match_their_snapshots_on_both_engines() {
+    charts_operations_match("session-store", 1).await;
+}
+
 /// `examples/charts/{name}/`'s `operations` operations, served from
 /// `examples/charts/{name}.toml` and its samples, match their snapshots and budgets on the
 /// embedded engine and on DynamoDB Local.

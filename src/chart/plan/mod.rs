@@ -508,6 +508,9 @@ pub struct PagePlan {
     pub children: String,
     /// The parent's entity, if it is read with the first page.
     pub parent: Option<String>,
+    /// Whether the Query finds the children's keys only and a BatchGetItem of them reads
+    /// the children (two requests a page).
+    pub then_get: bool,
 }
 
 impl PagePlan {
@@ -541,6 +544,7 @@ pub fn resolve_pages(chart: &Chart) -> IndexMap<u32, PagePlan> {
                 beside,
                 children,
                 children_prefix,
+                then_get,
             } = &p.request
             else {
                 return None;
@@ -570,6 +574,7 @@ pub fn resolve_pages(chart: &Chart) -> IndexMap<u32, PagePlan> {
                     carried: u32::from(parent.is_some()) + shards,
                     children: children.clone(),
                     parent: parent.clone(),
+                    then_get: *then_get,
                 },
             ))
         })

@@ -121,7 +121,22 @@ impl Checker {
                         );
                         return None;
                     }
-                    self.projected(e, entities, indexes, index);
+                }
+                let then_get = self.then_get(p, indexes, index);
+                if then_get && (parent.is_some() || !beside.is_empty()) {
+                    self.refuse(
+                        "one-request",
+                        "a Query followed by a BatchGetItem pages its children alone: read the parent by its own pattern",
+                    );
+                }
+                if !then_get {
+                    for e in parent
+                        .iter()
+                        .chain(beside.iter())
+                        .chain(std::iter::once(&children))
+                    {
+                        self.projected(e, table, entities, indexes, index);
+                    }
                 }
                 let mut expected: Vec<String> = beside.clone();
                 expected.push(children.clone());
@@ -140,9 +155,13 @@ impl Checker {
                     beside,
                     children,
                     children_prefix,
+                    then_get,
                 }
             }
             other => {
+                if p.then.is_some() {
+                    self.refuse("format", "`then` follows a Query only");
+                }
                 let Some(request) = WriteRequest::parse(other) else {
                     self.refuse(
                         "one-request",
@@ -336,10 +355,12 @@ impl Checker {
         }
     }
 
-    /// An index that does not project everything must carry what the pattern decodes.
+    /// An index that does not project everything must carry what the pattern decodes: the
+    /// type attribute and every attribute the entity always has.
     pub(super) fn projected(
         &mut self,
         e: &str,
+        table: &Table,
         entities: &IndexMap<String, Entity>,
         indexes: &IndexMap<String, Index>,
         index: Option<&str>,
@@ -347,28 +368,73 @@ impl Checker {
         let Some(index) = index.and_then(|i| indexes.get(i)) else {
             return;
         };
-        let carried: Vec<String> = match &index.projection {
-            Projection::All => return,
-            Projection::KeysOnly => Vec::new(),
-            Projection::Include(a) => a.clone(),
-        };
-        let entity = &entities[e];
-        let key_vars: Vec<&str> = entity
-            .key
-            .pk
-            .vars()
-            .chain(entity.key.sk.vars())
-            .map(|v| v.name.as_str())
-            .collect();
-        for (name, a) in &entity.attributes {
-            if !a.optional && !carried.contains(name) && !key_vars.contains(&name.as_str()) {
-                self.refuse(
-                    "indexes",
-                    format!("index {} does not project `{name}`, which {e} needs: project it (INCLUDE) or read {e} by key", index.name),
-                );
-            }
+        for name in unprojected(&entities[e], table, index) {
+            self.refuse(
+                "indexes",
+                format!("index {} does not project `{name}`, which {e} needs: project it (INCLUDE), read {e} by key, or follow the Query with `then = \"BatchGetItem\"`", index.name),
+            );
         }
     }
+
+    /// A Query's `then`: `"BatchGetItem"` reads the children by the keys an index that
+    /// does not project what they need finds; anything else, or on an index that holds
+    /// them whole, is refused.
+    fn then_get(
+        &mut self,
+        p: &format::Pattern,
+        indexes: &IndexMap<String, Index>,
+        index: Option<&str>,
+    ) -> bool {
+        match p.then.as_deref() {
+            None => return false,
+            Some("BatchGetItem") => {}
+            Some(other) => {
+                self.refuse(
+                    "format",
+                    format!("`then = \"{other}\"`: a Query is followed by nothing or by a `BatchGetItem` of the keys it finds"),
+                );
+                return false;
+            }
+        }
+        match index.and_then(|i| indexes.get(i)) {
+            None => self.refuse(
+                "indexes",
+                "`then = \"BatchGetItem\"` on the base table, whose items are whole: leave it out",
+            ),
+            Some(i) if i.projection == Projection::All => self.refuse(
+                "indexes",
+                format!("`then = \"BatchGetItem\"` on index {}, which projects every attribute: the BatchGetItem would read nothing the Query has not; leave it out", i.name),
+            ),
+            Some(_) => {}
+        }
+        true
+    }
+}
+
+/// What `e` needs that `index` does not project: its type attribute and the attributes it
+/// always has (each is an attribute of its item, key parts too).
+pub(crate) fn unprojected(e: &Entity, table: &Table, index: &Index) -> Vec<String> {
+    let carried: &[String] = match &index.projection {
+        Projection::All => return Vec::new(),
+        Projection::KeysOnly => &[],
+        Projection::Include(a) => a,
+    };
+    let keys = [
+        &table.partition_key,
+        &table.sort_key,
+        &index.partition_key,
+        &index.sort_key,
+    ];
+    std::iter::once(&table.type_attribute)
+        .chain(
+            e.attributes
+                .iter()
+                .filter(|(_, a)| !a.optional)
+                .map(|(name, _)| name),
+        )
+        .filter(|n| !carried.contains(n) && !keys.contains(n))
+        .cloned()
+        .collect()
 }
 
 fn sort_attr(cond: &KeyCondition) -> &str {

@@ -260,6 +260,53 @@ fn a_range_a_caller_cannot_be_given_is_refused() {
 }
 
 #[test]
+fn an_index_read_for_more_than_it_projects_is_refused() {
+    const SESSIONS: &str = include_str!("../../../examples/charts/session-store.toml");
+    let changed = |from: &str, to: &str| {
+        assert!(SESSIONS.contains(from), "{from}");
+        parse(&SESSIONS.replace(from, to))
+    };
+    accepted(SESSIONS);
+    // A keys-only index read for the sessions themselves, without the BatchGetItem.
+    let r = changed("then = \"BatchGetItem\"\n", "").expect_err("served");
+    refuses(&r, "indexes", None, Some(4), "does not project `Type`");
+    refuses(&r, "indexes", None, Some(4), "does not project `device`");
+    // An INCLUDE projection must carry the type attribute and every attribute the entity
+    // always has, key parts too (each is an attribute of its item).
+    let include = SESSIONS.replace("then = \"BatchGetItem\"\n", "").replace(
+        "projection = \"KEYS_ONLY\"",
+        "projection = [\"Type\", \"app\", \"token\", \"username\", \"device\", \"startedAt\"]",
+    );
+    let r = parse(&include).expect_err("served");
+    refuses(&r, "indexes", None, Some(4), "does not project `expiresAt`");
+    parse(&include.replace("\"startedAt\"]", "\"startedAt\", \"expiresAt\"]"))
+        .unwrap_or_else(|r| panic!("{r}"));
+    // `then` is a BatchGetItem of what an index that holds less found, after a Query alone.
+    let r = changed("then = \"BatchGetItem\"", "then = \"GetItem\"").expect_err("served");
+    refuses(
+        &r,
+        "format",
+        None,
+        Some(4),
+        "nothing or by a `BatchGetItem`",
+    );
+    let r = changed("projection = \"KEYS_ONLY\"", "projection = \"ALL\"").expect_err("served");
+    refuses(&r, "indexes", None, Some(4), "projects every attribute");
+    let r = changed(
+        "key = \"PK = APP#{slug} AND begins_with(SK, ACCOUNT#)\"",
+        "key = \"PK = APP#{slug} AND begins_with(SK, ACCOUNT#)\"\nthen = \"BatchGetItem\"",
+    )
+    .expect_err("served");
+    refuses(&r, "indexes", None, Some(3), "on the base table");
+    let r = changed(
+        "request = \"PutItem\"\nentity = \"App\"",
+        "request = \"PutItem\"\nthen = \"BatchGetItem\"\nentity = \"App\"",
+    )
+    .expect_err("served");
+    refuses(&r, "format", None, Some(5), "follows a Query only");
+}
+
+#[test]
 fn an_entity_that_does_not_name_its_tenant_is_refused() {
     // A node of no tenant: any token could read it by its id.
     let r = broken(

@@ -490,12 +490,23 @@ async fn locate(
         .retry(crate::store::retry_schedule(INDEX_READ_ATTEMPTS - 1))
         .when(|e| young && matches!(e, ApiError::Missing { .. }))
         .await?;
+    // An index that does not project every attribute found the item's key: it is read
+    // whole at that key.
+    let partial = chart
+        .indexes
+        .get(index)
+        .is_some_and(|i| i.projection != crate::chart::Projection::All);
     // Found by what the caller gave, not by a key holding their tenant: another
-    // tenant's item is as missing as one that is not there.
-    if !visible_item(rc, chart, e, &indexed) {
+    // tenant's item is as missing as one that is not there (checked on the whole item
+    // when the index holds less of it).
+    if !partial && !visible_item(rc, chart, e, &indexed) {
         return Err(missing());
     }
     let current = match (expected, e.writes.version.as_deref()) {
+        _ if partial => {
+            let key = primary_key(chart, &indexed).ok_or(ApiError::Internal)?;
+            read(rc, e, &key).await?
+        }
         (Some(v), Some(attr)) if number(indexed.get(attr)) < v => {
             let key = primary_key(chart, &indexed).ok_or(ApiError::Internal)?;
             read(rc, e, &key).await?
