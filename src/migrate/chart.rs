@@ -15,7 +15,7 @@
 //! | counts declared | a recount, set where no writer has started the counter ([`recount`]) |
 //! | a primary key that changes | every item moved: put at its new key, deleted at the old |
 //!
-//! and refuses, naming it, what it does not do: an index whose keys change, a number of
+//! and refuses, naming it, what it does not do: an index whose keys or projection change, a number of
 //! shards that changes, a new required attribute, a time to live turned off. A refused plan writes nothing. The item steps run as one migration
 //! of the registry's kind (`MIGRATION#1nn`: a parallel Scan, checkpoints, the budget), each
 //! write conditioned on what it read; the chart is recorded once they are done. A table
@@ -195,6 +195,12 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
                 &mut steps,
                 format!("index {name}"),
                 "its key attributes change, and DynamoDB cannot change an index: give the new one another name",
+            );
+        } else if before.is_some_and(|b| b.projection != index.projection) {
+            refuse(
+                &mut steps,
+                format!("index {name}"),
+                "its projection changes, and DynamoDB cannot change an index's projection: give the new one another name",
             );
         } else if !indexes.contains(name) {
             steps.push(Step::Index(name.clone()));

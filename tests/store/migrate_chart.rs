@@ -390,6 +390,23 @@ async fn a_new_index_is_created_and_filled(store: &dyn Store) {
         "{:?}",
         refused.plan
     );
+    // An index whose projection changes: refused too.
+    let changed = parse(&later_chart().replace(
+        "sort_key = \"GSI2SK\"\nprojection = \"ALL\"",
+        "sort_key = \"GSI2SK\"\nprojection = \"KEYS_ONLY\"",
+    ));
+    let refused = run_chart(store, &changed, &Options::default())
+        .await
+        .unwrap();
+    assert!(refused.refused);
+    assert!(
+        refused
+            .plan
+            .iter()
+            .any(|s| s.starts_with("refused index GSI2: its projection changes")),
+        "{:?}",
+        refused.plan
+    );
     let recorded = planned::recorded(store).await.unwrap().expect("recorded");
     assert_eq!(recorded.source, later.source, "nothing recorded");
 
