@@ -40,6 +40,14 @@ fn limits() -> graphql::Limits {
 /// Nothing, before or after a case ([`crate::on_both_engines_of`]).
 pub async fn nothing(_: &Api) {}
 
+/// The example chart `examples/charts/{name}.toml`, checked.
+pub fn example_chart(name: &str) -> Arc<itemgraph::chart::Chart> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("examples/charts/{name}.toml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Arc::new(itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")))
+}
+
 /// The schema and a store holding the demo data.
 pub struct Api {
     pub store: Arc<dyn Store>,

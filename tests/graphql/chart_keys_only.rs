@@ -11,19 +11,16 @@
 //! - a session ended, or expired and not yet deleted, is left out; a new one comes first;
 //! - a session ended through the index's keys is found and deleted by its key.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use itemgraph::store::{AttributeValue, Put};
 
-use crate::common::graphql::{requests, Api};
+use crate::common::graphql::{example_chart, requests, Api};
 
 fn chart() -> Arc<itemgraph::chart::Chart> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts/session-store.toml");
-    let text = std::fs::read_to_string(path).unwrap();
-    Arc::new(itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")))
+    example_chart("session-store")
 }
 
 on_both_engines_of!(chart;

@@ -6,17 +6,14 @@
 //! a value is checked as its attribute's (`instant`); a range whose start comes after its
 //! end, and a cursor of another range, are refused before anything is read.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::common::graphql::{error_codes, requests, Api};
+use crate::common::graphql::{error_codes, example_chart, requests, Api};
 
 fn chart() -> Arc<itemgraph::chart::Chart> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts/sensor-log.toml");
-    let text = std::fs::read_to_string(path).unwrap();
-    Arc::new(itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")))
+    example_chart("sensor-log")
 }
 
 on_both_engines_of!(chart;
