@@ -82,6 +82,10 @@ const PAGE_SIZE_WHY: &str = "One Query reads at most 1 MB before it stops and ha
 LastEvaluatedKey, so a page past it takes another request (AWS, \"Paginating table query \
 results\").";
 
+const BATCH_GET_WHY: &str = "One BatchGetItem returns at most 16 MB; the keys whose items \
+do not fit come back as UnprocessedKeys, read by another request (AWS, the BatchGetItem API \
+reference).";
+
 const CHANGING_SORT_KEY_WHY: &str = "A sort key orders a partition for its readers; a value \
 that changes moves the item within it, so a read paging it by cursor sees the item twice or \
 not at all, and DynamoDB writes the index entry twice (a delete and a put). A primary key \
@@ -105,6 +109,9 @@ marker keyed by the tenant never does.";
 
 /// One Query's most: 1 MB.
 const QUERY_BYTES: u64 = 1024 * 1024;
+
+/// One BatchGetItem's most: 16 MB.
+const BATCH_GET_BYTES: u64 = 16 * 1024 * 1024;
 
 /// One transaction's most: 4 MB.
 const TRANSACTION_BYTES: u64 = 4 * 1024 * 1024;
@@ -430,11 +437,15 @@ fn page_sizes(chart: &Chart, out: &mut Vec<Advice>) {
             parent,
             beside,
             children,
+            then_get,
             ..
         } = &p.request
         else {
             continue;
         };
+        if *then_get {
+            batch_get_sizes(chart, p, children, out);
+        }
         // What the index holds of each item: all of it, or its keys and what it includes.
         let index = condition.index.as_deref();
         let size_of = |e: &str| size::max_item_in(chart, &chart.entities[e], index).stored();
@@ -471,6 +482,35 @@ fn page_sizes(chart: &Chart, out: &mut Vec<Advice>) {
             why: PAGE_SIZE_WHY,
         });
     }
+}
+
+/// A Query followed by a BatchGetItem of its page's keys whose largest page of whole
+/// items can pass the 16 MB one BatchGetItem returns: the rest comes back unprocessed and
+/// is read by another request, past the pattern's two.
+fn batch_get_sizes(chart: &Chart, p: &super::Pattern, children: &str, out: &mut Vec<Advice>) {
+    let e = &chart.entities[children];
+    let n = children_read(chart, p.number);
+    let each = size::max_item_in(chart, e, None).stored();
+    let total = n * each;
+    if total <= BATCH_GET_BYTES {
+        return;
+    }
+    out.push(Advice {
+        rule: "page-size",
+        entity: children.to_owned(),
+        pattern: Some(p.number),
+        message: format!(
+            "{} reads up to {n} {} whole by one BatchGetItem, up to {} each ({}): {} in all, \
+             past the 16 MB one BatchGetItem returns, so the rest comes back unprocessed and \
+             takes another request. Bound what makes them large, or page smaller",
+            p.name,
+            super::plural(children),
+            bytes_text(each),
+            largest(chart, e),
+            bytes_text(total),
+        ),
+        why: BATCH_GET_WHY,
+    });
 }
 
 /// The attributes of `e` a mutation changes, each with what changes it: the first

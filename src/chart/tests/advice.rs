@@ -227,6 +227,34 @@ fn a_first_page_past_1_mb_is_advised_against() {
 }
 
 #[test]
+fn a_batch_get_page_past_16_mb_is_advised_against() {
+    const SESSIONS: &str = include_str!("../../../examples/charts/session-store.toml");
+    // The session store as written: its keys-only page, and the sessions read whole, fit.
+    let advice = advise(&parse(SESSIONS).unwrap());
+    assert!(!advice.iter().any(|a| a.rule == "page-size"), "{advice:#?}");
+    // Devices described in up to 90 000 characters: 100 sessions, up to 35 MB.
+    let chart = changed(
+        SESSIONS,
+        &[(
+            "device = { type = \"string\", max_length = 100,",
+            "device = { type = \"string\", max_length = 90000,",
+        )],
+    );
+    let advice = advise(&chart);
+    let a = warned(
+        &advice,
+        "page-size",
+        "Session",
+        &[
+            "reads up to 100 sessions whole by one BatchGetItem",
+            "past the 16 MB one BatchGetItem returns",
+        ],
+    );
+    assert_eq!(a.pattern, Some(4));
+    assert!(a.why.contains("UnprocessedKeys"), "{a:#?}");
+}
+
+#[test]
 fn index_keys_no_pattern_reads_are_advised_against() {
     let mut edits = BY_STATUS.to_vec();
     edits.push((
