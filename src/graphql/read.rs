@@ -1,7 +1,8 @@
-//! The reads of a chart's access patterns, each one store request: a Query pattern's page
-//! (a parent, what sits beside it and a first page of children; later pages on the
-//! children's prefix from the last-seen key), and items by key through the request's
-//! DataLoader (GetItem for one, BatchGetItem for many).
+//! The reads of a chart's access patterns, each one store request (two where the chart
+//! declares them): a Query pattern's page (a parent, what sits beside it and a first page
+//! of children; later pages on the children's prefix from the last-seen key; the keys an
+//! index that holds less found, then one BatchGetItem of them: `then`), and items by key
+//! through the request's DataLoader (GetItem for one, BatchGetItem for many).
 
 use std::collections::HashMap;
 use std::sync::Arc;
