@@ -381,31 +381,28 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
                 "a page of {} ({page} by default, 100 at most)",
                 super::plural(&plan.children)
             ));
-            let cost = if plan.then_get {
+            let (request, cost) = if plan.then_get {
                 // The Query reads the keys (about KEY_BYTES an item), the BatchGetItem each
                 // item of the page, rounded up on its own.
                 let page = u64::from(page);
-                Cost {
+                let cost = Cost {
                     unit: "RCU",
                     least: read_units(KEY_BYTES * (page + 1)) + page as f64 * read_units(item),
                     most: read_units(KEY_BYTES * 101) + 100.0 * read_units(item),
                     how: format!("{} keys in one Query and {page} items in one BatchGetItem for a first page of {page}, 101 keys and 100 items for one of 100", page + 1),
-                }
+                };
+                ("Query + BatchGetItem", cost)
             } else {
-                Cost {
+                let cost = Cost {
                     unit: "RCU",
                     least: read_units(item * first),
                     most: read_units(item * most),
                     how: format!("{first} items in one Query for a first page of {page}, {most} for one of 100"),
-                }
+                };
+                ("Query", cost)
             };
             (
-                if plan.then_get {
-                    "Query + BatchGetItem"
-                } else {
-                    "Query"
-                }
-                .to_owned(),
+                request.to_owned(),
                 plan.condition.index.clone(),
                 Some(condition_text(chart, &plan.condition, &shown)),
                 Some(plan.forward),

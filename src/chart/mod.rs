@@ -589,6 +589,19 @@ pub fn list_child<'a>(
 }
 
 impl Chart {
+    /// The primary key of an item of the table, if it carries both key attributes as
+    /// strings.
+    pub fn key_of(&self, item: &crate::store::Item) -> Option<crate::store::PrimaryKey> {
+        let text = |a: &str| match item.get(a) {
+            Some(crate::store::AttributeValue::S(s)) => Some(s.clone()),
+            _ => None,
+        };
+        Some(crate::store::PrimaryKey::new(
+            text(&self.table.partition_key)?,
+            text(&self.table.sort_key)?,
+        ))
+    }
+
     /// The table's schema as CreateTable is told of it and as both engines read items.
     pub fn table_schema(&self) -> crate::store::TableSchema {
         crate::store::TableSchema {

@@ -321,17 +321,9 @@ pub async fn page(
 /// read whole by one BatchGetItem (a page is at most [`MAX_BATCH_GET_KEYS`] keys), in the
 /// order found; one deleted since is left out, as it would be from a later page.
 async fn whole(store: &dyn Store, chart: &Chart, found: &[Item]) -> Result<Vec<Item>, ApiError> {
-    let t = &chart.table;
-    let key = |i: &Item| {
-        let text = |a: &str| match i.get(a) {
-            Some(crate::store::AttributeValue::S(s)) => Some(s.clone()),
-            _ => None,
-        };
-        Some(PrimaryKey::new(text(&t.partition_key)?, text(&t.sort_key)?))
-    };
     let keys: Vec<PrimaryKey> = found
         .iter()
-        .map(key)
+        .map(|i| chart.key_of(i))
         .collect::<Option<_>>()
         .ok_or_else(|| {
             tracing::error!("an index answered with an item without the table's keys");
@@ -348,7 +340,7 @@ async fn whole(store: &dyn Store, chart: &Chart, found: &[Item]) -> Result<Vec<I
         .await?;
     let mut by_key: HashMap<PrimaryKey, Item> = got
         .into_iter()
-        .filter_map(|i| Some((key(&i)?, i)))
+        .filter_map(|i| Some((chart.key_of(&i)?, i)))
         .collect();
     Ok(keys.iter().filter_map(|k| by_key.remove(k)).collect())
 }

@@ -413,7 +413,7 @@ impl Checker {
 
 /// What `e` needs that `index` does not project: its type attribute and the attributes it
 /// always has (each is an attribute of its item, key parts too).
-pub(crate) fn unprojected(e: &Entity, table: &Table, index: &Index) -> Vec<String> {
+fn unprojected(e: &Entity, table: &Table, index: &Index) -> Vec<String> {
     let carried: &[String] = match &index.projection {
         Projection::All => return Vec::new(),
         Projection::KeysOnly => &[],

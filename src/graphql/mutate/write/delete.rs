@@ -39,10 +39,7 @@ pub(super) async fn delete(
         // Found through an index: read first, which the delete's condition holds to.
         place => {
             let found = locate(rc, chart, e, &place, expected).await?;
-            (
-                primary_key(chart, &found).ok_or(ApiError::Internal)?,
-                Some(found),
-            )
+            (chart.key_of(&found).ok_or(ApiError::Internal)?, Some(found))
         }
     };
     let plan = &chart.plans[&m.name];

@@ -124,7 +124,7 @@ fn within_transaction_limits(
         ));
     }
     let key = |a: &TransactAction| match a {
-        TransactAction::Put(p) => primary_key(chart, &p.item),
+        TransactAction::Put(p) => chart.key_of(&p.item),
         TransactAction::Update(u) => Some(u.key.clone()),
         TransactAction::Delete(d) => Some(d.key.clone()),
         TransactAction::ConditionCheck(c) => Some(c.key.clone()),
@@ -236,17 +236,6 @@ fn with_keys_of(chart: &Chart, e: &Entity, mut item: Item, vars: &Vars) -> Resul
         },
     )?;
     Ok(item)
-}
-
-fn primary_key(chart: &Chart, item: &Item) -> Option<PrimaryKey> {
-    let text = |a: &str| match item.get(a) {
-        Some(AttributeValue::S(s)) => Some(s.clone()),
-        _ => None,
-    };
-    Some(PrimaryKey::new(
-        text(&chart.table.partition_key)?,
-        text(&chart.table.sort_key)?,
-    ))
 }
 
 /// `NOT_FOUND` (the tenant named) when the caller may not see the tenant the item names:
@@ -502,16 +491,16 @@ async fn locate(
     if !partial && !visible_item(rc, chart, e, &indexed) {
         return Err(missing());
     }
-    let current = match (expected, e.writes.version.as_deref()) {
-        _ if partial => {
-            let key = primary_key(chart, &indexed).ok_or(ApiError::Internal)?;
-            read(rc, e, &key).await?
-        }
-        (Some(v), Some(attr)) if number(indexed.get(attr)) < v => {
-            let key = primary_key(chart, &indexed).ok_or(ApiError::Internal)?;
-            read(rc, e, &key).await?
-        }
-        _ => indexed,
+    // What the index holds is read again at its key when it is less than the item, or
+    // older than the version the caller expects.
+    let stale = partial
+        || matches!((expected, e.writes.version.as_deref()),
+            (Some(v), Some(attr)) if number(indexed.get(attr)) < v);
+    let current = if stale {
+        let key = chart.key_of(&indexed).ok_or(ApiError::Internal)?;
+        read(rc, e, &key).await?
+    } else {
+        indexed
     };
     if visible_item(rc, chart, e, &current) {
         Ok(current)

@@ -368,7 +368,7 @@ pub(super) fn drop_marker(
     item: &Item,
 ) -> Result<TransactAction> {
     let old = marker_item(chart, marker, item, &[])?;
-    let mut d = Delete::new(primary_key(chart, &old).ok_or(ApiError::Internal)?);
+    let mut d = Delete::new(chart.key_of(&old).ok_or(ApiError::Internal)?);
     d.condition = of_step(step, Verb::Delete, &owned_by(item))?;
     Ok(TransactAction::Delete(d))
 }
@@ -387,7 +387,7 @@ pub(super) fn renew_marker(
         Some(v) => crate::store::UpdateExpr::default().set(ttl.to_owned(), v.clone()),
         None => crate::store::UpdateExpr::default().remove(ttl.to_owned()),
     };
-    let mut u = Update::new(primary_key(chart, &at).ok_or(ApiError::Internal)?, set);
+    let mut u = Update::new(chart.key_of(&at).ok_or(ApiError::Internal)?, set);
     u.condition = of_step(step, Verb::Update, &owned_by(item))?;
     Ok(TransactAction::Update(u))
 }

@@ -259,7 +259,7 @@ pub(super) async fn changed_item(
         ..Values::default()
     };
     let item_step = plan.of(Role::Item).next().ok_or(ApiError::Internal)?;
-    let key = primary_key(chart, current).ok_or(ApiError::Internal)?;
+    let key = chart.key_of(current).ok_or(ApiError::Internal)?;
     let mut own = Update::new(key, u);
     own.condition = of_step(item_step, Verb::Update, &as_read)?;
     own.return_old_on_condition_failure = true;
