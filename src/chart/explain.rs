@@ -131,7 +131,13 @@ pub fn plan_shown(chart: &Chart, m: &super::Mutation) -> PlanShown {
             of: s.of.clone(),
             least: s.least,
             most: s.most,
-            actions: s.acts.iter().map(ToString::to_string).collect(),
+            actions: match &m.every {
+                // A batch's deletes are DeleteRequests, and take no condition.
+                Some(every) if !every.atomic => {
+                    vec!["DeleteRequest in a BatchWriteItem (a batch takes no condition)".into()]
+                }
+                _ => s.acts.iter().map(ToString::to_string).collect(),
+            },
             on_shard: s.on_shard.as_deref().map(conditions),
             tenant: match &s.binding {
                 super::Binding::Open => "none".into(),
@@ -423,6 +429,37 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
                 how: "each item rounded up on its own: one key to 100".to_owned(),
             },
         ),
+        Request::Write { request, entity } if bulk_of(chart, p.number).is_some() => {
+            let every = bulk_of(chart, p.number).map_or_else(Default::default, |(_, e)| e.clone());
+            let query = &chart.pages[&every.pattern];
+            let units = write_units(item);
+            let factor = u64::from(every.atomic) + 1;
+            let max = u64::from(every.max);
+            (
+                format!("Query + {}", request.name()),
+                query.condition.index.clone(),
+                Some(condition_text(chart, &query.condition, &shown)),
+                Some(query.forward),
+                format!(
+                    "deletes the {} pattern {} finds, {max} at most a call",
+                    super::plural(entity),
+                    every.pattern
+                ),
+                Cost {
+                    unit: "WCU",
+                    least: 0.0,
+                    most: (max * units * factor) as f64,
+                    how: if every.atomic {
+                        format!("none when the Query finds none; {max} deletes in one TransactWriteItems at most, after the Query of their keys")
+                    } else {
+                        format!(
+                            "none when the Query finds none; {max} deletes in {} BatchWriteItems of 25 at most, after the Query of their keys",
+                            every.writes()
+                        )
+                    },
+                },
+            )
+        }
         Request::Write { request, entity } => {
             let (least, most, least_in_transaction, how) = write_actions(chart, p.number, entity);
             let units = write_units(item);
@@ -461,6 +498,15 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
         cost,
         plan,
     }
+}
+
+/// The bulk delete that pattern `number` is, with what it deletes.
+fn bulk_of(chart: &Chart, number: u32) -> Option<(&super::Mutation, &super::Every)> {
+    chart
+        .mutations
+        .values()
+        .find(|m| m.pattern == number)
+        .and_then(|m| Some((m, m.every.as_ref()?)))
 }
 
 /// `1 unique marker`, `2 counter updates`.

@@ -315,6 +315,18 @@ pub struct Mutation {
     /// instead of the attribute's (`""`: none).
     #[serde(default)]
     pub input: IndexMap<String, String>,
+    /// A bulk delete: every item the Query pattern of this number finds (its children),
+    /// the pattern's key values its input.
+    #[serde(default)]
+    pub every: Option<u32>,
+    /// With `every`: the most items one call deletes (required); more are left for the
+    /// next call, which `more` says.
+    #[serde(default)]
+    pub max: Option<u32>,
+    /// With `every`: one TransactWriteItems, all or nothing, each delete conditioned on the
+    /// item as found (at most 100 items); default: BatchWriteItem of 25 at a time.
+    #[serde(default)]
+    pub atomic: bool,
 }
 
 /// A constant value in a chart: a number, a string or a boolean.

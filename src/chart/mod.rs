@@ -461,6 +461,36 @@ pub struct Mutation {
     pub input: IndexMap<String, String>,
     /// The one write request it makes.
     pub request: WriteRequest,
+    /// A bulk delete: of every item a Query pattern finds.
+    pub every: Option<Every>,
+}
+
+/// A bulk delete ([`Mutation::every`]): the Query pattern whose children it deletes, how
+/// many at most in one call, and how.
+#[derive(Debug, Clone, Default)]
+pub struct Every {
+    pub pattern: u32,
+    pub max: u32,
+    /// One TransactWriteItems (all or nothing) instead of BatchWriteItems of 25.
+    pub atomic: bool,
+    /// Its input: the pattern's key values, each with its type and whether it may be left
+    /// out (an open end of a range, a level of a `begins_with`).
+    pub inputs: Vec<(String, Type, bool)>,
+    /// The input that names the tenant, which must be the caller's (`None`: the chart has
+    /// no tenant, or the items are the server's own).
+    pub tenant_input: Option<String>,
+}
+
+impl Every {
+    /// The write requests one call sends at most (besides its Queries).
+    pub fn writes(&self) -> u32 {
+        if self.atomic {
+            1
+        } else {
+            self.max
+                .div_ceil(crate::store::validate::MAX_BATCH_WRITE_REQUESTS as u32)
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -477,6 +507,7 @@ pub enum WriteRequest {
     UpdateItem,
     DeleteItem,
     TransactWriteItems,
+    BatchWriteItem,
 }
 
 impl WriteRequest {
@@ -486,6 +517,7 @@ impl WriteRequest {
             "UpdateItem" => WriteRequest::UpdateItem,
             "DeleteItem" => WriteRequest::DeleteItem,
             "TransactWriteItems" => WriteRequest::TransactWriteItems,
+            "BatchWriteItem" => WriteRequest::BatchWriteItem,
             _ => return None,
         })
     }
@@ -496,6 +528,7 @@ impl WriteRequest {
             WriteRequest::UpdateItem => "UpdateItem",
             WriteRequest::DeleteItem => "DeleteItem",
             WriteRequest::TransactWriteItems => "TransactWriteItems",
+            WriteRequest::BatchWriteItem => "BatchWriteItem",
         }
     }
 }

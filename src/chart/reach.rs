@@ -58,7 +58,7 @@ pub(super) fn sort_templates(s: &SortCondition) -> Vec<&Template> {
 
 /// Which attribute of which entity a condition's variable meets, segment by segment: in
 /// the partition, or in a sort template of an entity in that partition.
-fn alignments(cond: &KeyCondition, e: &Entity) -> Vec<(String, String)> {
+pub(super) fn alignments(cond: &KeyCondition, e: &Entity) -> Vec<(String, String)> {
     let Some(keys) = e.keys_in(cond.index.as_deref()) else {
         return Vec::new();
     };

@@ -73,6 +73,9 @@ impl<'c> Writes<'c> {
         };
         let m = chart.mutations.values().find(|m| m.pattern == p.number)?;
         let e = &chart.entities[&m.entity];
+        if let Some(every) = &m.every {
+            return self.bulk(p, m, e, every);
+        }
         let words = crate::chart::words(&e.name);
         let mut head = format!("# Access pattern {}: {}.\n#\n", p.number, p.name);
         let (input, requests) = match m.action {
@@ -202,6 +205,58 @@ impl<'c> Writes<'c> {
             p.number,
             upper_first(&m.name),
             m.name,
+        ))
+    }
+
+    /// A bulk delete's tab: the key values of a seeded item of what it deletes, and the
+    /// requests it makes over the seeded items that share them: the Query, then a
+    /// BatchWriteItem of each 25 (or one TransactWriteItems).
+    fn bulk(
+        &mut self,
+        p: &Pattern,
+        m: &Mutation,
+        e: &Entity,
+        every: &crate::chart::Every,
+    ) -> Option<String> {
+        let known = self.generator.known(&e.name);
+        let item = known.first()?;
+        let mut fields: IndexMap<Name, Value> = IndexMap::new();
+        for (name, ty, optional) in &every.inputs {
+            match item.get(name) {
+                Some(v) => {
+                    fields.insert(Name::new(name), self.generator.input_value(ty, v)?);
+                }
+                None if *optional => {}
+                None => return None,
+            }
+        }
+        let found = known
+            .iter()
+            .filter(|i| every.inputs.iter().all(|(n, ..)| i.get(n) == item.get(n)))
+            .count()
+            .clamp(1, every.max as usize) as u32;
+        let writes = if every.atomic {
+            1
+        } else {
+            found.div_ceil(crate::store::validate::MAX_BATCH_WRITE_REQUESTS as u32)
+        };
+        let requests = 1 + writes;
+        let plural = crate::chart::words(&crate::chart::plural(&e.name));
+        Some(format!(
+            "# Access pattern {}: {}.\n#\n# The Query of pattern {} for the keys of the {plural} it finds ({} at most a call),\n# then {} of them. It removes seeded {plural}.\n#\n# DynamoDB requests: {requests}\n# dynamodb-requests: {requests}\n\nmutation Pattern{}{} {{\n  {}(input: {}) {{\n    deletedCount\n    more\n  }}\n}}\n",
+            p.number,
+            p.name,
+            every.pattern,
+            every.max,
+            if every.atomic {
+                "one TransactWriteItems".to_owned()
+            } else {
+                "a BatchWriteItem of each 25".to_owned()
+            },
+            p.number,
+            upper_first(&m.name),
+            m.name,
+            Value::Object(fields),
         ))
     }
 

@@ -221,6 +221,24 @@ impl ItemWrite {
     }
 }
 
+impl ItemWrite {
+    /// The item one request of a BatchWriteItem writes, as [`ItemWrite::of`] counts it.
+    pub fn of_batch(
+        schema: &super::TableSchema,
+        request: &super::BatchWriteRequest,
+    ) -> Option<ItemWrite> {
+        let action = match request {
+            super::BatchWriteRequest::Put(item) => {
+                super::TransactAction::Put(super::Put::new(item.clone()))
+            }
+            super::BatchWriteRequest::Delete(key) => {
+                super::TransactAction::Delete(super::Delete::new(key.clone()))
+            }
+        };
+        ItemWrite::of(schema, &action)
+    }
+}
+
 /// Holds a transaction's items as in flight until dropped.
 struct InFlight<'a> {
     injector: &'a Injector,
@@ -318,6 +336,26 @@ impl Injector {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .contains_key(&write.key)
+    }
+
+    /// Which requests of one BatchWriteItem DynamoDB leaves unprocessed: each throttled at
+    /// the throttle rate, or past its item's write units (`item-wcu`), or written by a
+    /// transaction in flight. A batch is not retried by the SDK: the caller sends what is
+    /// left again.
+    pub fn unprocessed(&self, writes: &[Option<ItemWrite>]) -> Vec<bool> {
+        writes
+            .iter()
+            .map(|w| {
+                let throttled = {
+                    let mut rng = self.rng.lock().unwrap_or_else(|p| p.into_inner());
+                    self.faults.throttle > 0.0 && rng.random_bool(self.faults.throttle)
+                };
+                throttled
+                    || w.as_ref().is_some_and(|w| {
+                        self.in_flight(w) || self.take_units(std::slice::from_ref(w), 1.0).is_err()
+                    })
+            })
+            .collect()
     }
 
     /// Draws the fate of one attempt: of a read (`actions` 0) or of a write of `actions`

@@ -18,8 +18,9 @@ use tracing::Instrument;
 use super::call_stats::{self, CallStats};
 use super::CancelReason;
 use super::{
-    BatchGet, BatchGetPage, Delete, GetItem, Item, Put, Query, QueryOutput, Scan, Store,
-    StoreError, StoreResult, TableDescription, TableSchema, TransactAction, Update,
+    BatchGet, BatchGetPage, BatchWrite, BatchWritePage, Delete, GetItem, Item, Put, Query,
+    QueryOutput, Scan, Store, StoreError, StoreResult, TableDescription, TableSchema,
+    TransactAction, Update,
 };
 use crate::metrics;
 use crate::telemetry;
@@ -334,6 +335,17 @@ impl Store for MeteredStore {
             Vec::new,
             self.inner.delete_item(req),
             |_| Some(1),
+        )
+        .await
+    }
+    async fn batch_write_page(&self, req: BatchWrite) -> StoreResult<BatchWritePage> {
+        let n = req.requests.len();
+        self.call_described(
+            "BatchWriteItem",
+            None,
+            || vec![KeyValue::new("itemgraph.dynamodb.request_count", n as i64)],
+            self.inner.batch_write_page(req),
+            |page| Some(n - page.unprocessed.len()),
         )
         .await
     }

@@ -458,6 +458,38 @@ impl TransactAction {
     }
 }
 
+/// One request of a BatchWriteItem: a Put of a whole item or a Delete by key, with no
+/// condition (DynamoDB takes none in a batch).
+#[derive(Debug, Clone, PartialEq)]
+pub enum BatchWriteRequest {
+    Put(Item),
+    Delete(PrimaryKey),
+}
+
+impl BatchWriteRequest {
+    /// The primary key of the item it writes.
+    pub fn key(&self, schema: &TableSchema) -> Option<PrimaryKey> {
+        match self {
+            BatchWriteRequest::Put(item) => schema.key_of(item),
+            BatchWriteRequest::Delete(key) => Some(key.clone()),
+        }
+    }
+}
+
+/// One BatchWriteItem call on one table: at most [`validate::MAX_BATCH_WRITE_REQUESTS`]
+/// requests, no two on one item. Each request is applied on its own (not all or none).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BatchWrite {
+    pub requests: Vec<BatchWriteRequest>,
+}
+
+/// What one BatchWriteItem call left unprocessed (DynamoDB's `UnprocessedItems`): to be
+/// sent again; the rest was applied.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BatchWritePage {
+    pub unprocessed: Vec<BatchWriteRequest>,
+}
+
 /// Why one action of a cancelled transaction was cancelled (in action order).
 #[derive(Debug, Clone, PartialEq)]
 pub enum CancelReason {
@@ -680,6 +712,10 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// How long BatchGetItem keeps retrying `UnprocessedKeys` before giving up with an error.
 pub const BATCH_GET_MAX_ATTEMPTS: u32 = 8;
 
+/// How long BatchWriteItem keeps sending `UnprocessedItems` again before giving up with an
+/// error.
+pub const BATCH_WRITE_MAX_ATTEMPTS: u32 = 8;
+
 /// The port. Engines implement the single-call operations; [`Store::batch_get_item`] is
 /// written once here and drives [`Store::batch_get_page`] until every key is answered.
 #[async_trait]
@@ -709,6 +745,8 @@ pub trait Store: Send + Sync + 'static {
     async fn update_item(&self, req: Update) -> StoreResult<Option<Item>>;
     async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>>;
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()>;
+    /// One BatchWriteItem call: may leave requests unprocessed.
+    async fn batch_write_page(&self, req: BatchWrite) -> StoreResult<BatchWritePage>;
 
     /// The table's change stream, when this engine can follow one (see [`stream`]).
     fn change_stream(&self) -> Option<Arc<dyn stream::ChangeStream>> {
@@ -779,6 +817,36 @@ pub trait Store: Send + Sync + 'static {
                 None => {
                     return Err(StoreError::Throttled(format!(
                     "BatchGetItem left {} keys unprocessed after {BATCH_GET_MAX_ATTEMPTS} attempts",
+                    pending.len()
+                )))
+                }
+            }
+        }
+    }
+
+    /// BatchWriteItem of up to 25 requests, sending `UnprocessedItems` again with jittered
+    /// exponential backoff; how many calls it took. Never drops a request: when some are
+    /// still unprocessed after [`BATCH_WRITE_MAX_ATTEMPTS`] calls, the whole call fails
+    /// with `Throttled` (what was processed stays written: a batch is not a transaction).
+    async fn batch_write(&self, req: BatchWrite) -> StoreResult<u32> {
+        validate::batch_write(self.schema(), &req)?;
+        let mut pending = req.requests;
+        let mut waits = retry_schedule(BATCH_WRITE_MAX_ATTEMPTS - 1).build();
+        let mut calls = 0;
+        loop {
+            calls += 1;
+            let page = self
+                .batch_write_page(BatchWrite { requests: pending })
+                .await?;
+            if page.unprocessed.is_empty() {
+                return Ok(calls);
+            }
+            pending = page.unprocessed;
+            match waits.next() {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => {
+                    return Err(StoreError::Throttled(format!(
+                    "BatchWriteItem left {} requests unprocessed after {BATCH_WRITE_MAX_ATTEMPTS} attempts",
                     pending.len()
                 )))
                 }

@@ -10,8 +10,9 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::{
-    BatchGet, BatchGetPage, Delete, GetItem, Item, PrimaryKey, Put, Query, QueryOutput, Scan,
-    SortCondition, Store, StoreResult, TableDescription, TableSchema, TransactAction, Update,
+    BatchGet, BatchGetPage, BatchWrite, BatchWritePage, Delete, GetItem, Item, PrimaryKey, Put,
+    Query, QueryOutput, Scan, SortCondition, Store, StoreResult, TableDescription, TableSchema,
+    TransactAction, Update,
 };
 
 /// One store call as the trace extension shows it.
@@ -270,6 +271,17 @@ impl Store for TracedStore {
         let d = key_equals(self.schema(), &req.key);
         self.record("DeleteItem", d, self.inner.delete_item(req), |_| 1)
             .await
+    }
+    async fn batch_write_page(&self, req: BatchWrite) -> StoreResult<BatchWritePage> {
+        let n = req.requests.len();
+        let d = Described {
+            key_condition: Some(format!("{n} requests")),
+            ..Default::default()
+        };
+        self.record("BatchWriteItem", d, self.inner.batch_write_page(req), |p| {
+            n - p.unprocessed.len()
+        })
+        .await
     }
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         let n = actions.len();

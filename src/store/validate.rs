@@ -10,9 +10,9 @@ use std::collections::HashSet;
 
 use super::value::{check_number, compare, item_size, parse_number, type_name};
 use super::{
-    AttributeValue, BatchGet, CmpOp, Condition, Delete, GetItem, Item, PageKey, Put, Query,
-    ReturnValues, Scan, ScanSegment, SetValue, SortCondition, StoreError, StoreResult, TableSchema,
-    TransactAction, Update,
+    AttributeValue, BatchGet, BatchWrite, BatchWriteRequest, CmpOp, Condition, Delete, GetItem,
+    Item, PageKey, Put, Query, ReturnValues, Scan, ScanSegment, SetValue, SortCondition,
+    StoreError, StoreResult, TableSchema, TransactAction, Update,
 };
 
 /// DynamoDB's item size limit (400 KB).
@@ -23,6 +23,10 @@ pub const MAX_PARTITION_KEY_BYTES: usize = 2048;
 pub const MAX_SORT_KEY_BYTES: usize = 1024;
 /// BatchGetItem takes at most 100 keys.
 pub const MAX_BATCH_GET_KEYS: usize = 100;
+/// BatchWriteItem takes at most 25 requests.
+pub const MAX_BATCH_WRITE_REQUESTS: usize = 25;
+/// BatchWriteItem carries at most 16 MB of items.
+pub const MAX_BATCH_WRITE_BYTES: usize = 16 * 1024 * 1024;
 /// TransactWriteItems takes at most 100 actions.
 pub const MAX_TRANSACT_ACTIONS: usize = 100;
 /// TransactWriteItems carries at most 4 MB of items.
@@ -286,6 +290,45 @@ pub fn batch_get(schema: &TableSchema, req: &BatchGet) -> StoreResult<()> {
         if !seen.insert(k) {
             return Err(invalid("Provided list of item keys contains duplicates"));
         }
+    }
+    Ok(())
+}
+
+/// BatchWriteItem: 1 to 25 requests, each a valid item or key, no two on one item, at
+/// most 16 MB in all.
+pub fn batch_write(schema: &TableSchema, req: &BatchWrite) -> StoreResult<()> {
+    if req.requests.is_empty() {
+        return Err(invalid("1 validation error detected: Value at 'requestItems.1.member' failed to satisfy constraint: Member must have length greater than or equal to 1"));
+    }
+    if req.requests.len() > MAX_BATCH_WRITE_REQUESTS {
+        return Err(invalid(format!(
+            "1 validation error detected: Value at 'requestItems.1.member' failed to satisfy constraint: Member must have length less than or equal to {MAX_BATCH_WRITE_REQUESTS}"
+        )));
+    }
+    let mut seen = HashSet::new();
+    let mut bytes = 0;
+    for r in &req.requests {
+        let key = match r {
+            BatchWriteRequest::Put(i) => {
+                item(schema, i)?;
+                bytes += item_size(i);
+                schema.key_of(i)
+            }
+            BatchWriteRequest::Delete(k) => {
+                primary_key(schema, &k.pk, &k.sk)?;
+                Some(k.clone())
+            }
+        };
+        if let Some(key) = key {
+            if !seen.insert(key) {
+                return Err(invalid("Provided list of item keys contains duplicates"));
+            }
+        }
+    }
+    if bytes > MAX_BATCH_WRITE_BYTES {
+        return Err(invalid(
+            "Item collection size limit exceeded: a BatchWriteItem carries at most 16 MB",
+        ));
     }
     Ok(())
 }

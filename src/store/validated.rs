@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use super::stream::ChangeStream;
 use super::validate;
 use super::{
-    BatchGet, BatchGetPage, Delete, GetItem, Item, Put, Query, QueryOutput, Scan, Store,
-    StoreResult, TableDescription, TableSchema, TransactAction, Update,
+    BatchGet, BatchGetPage, BatchWrite, BatchWritePage, Delete, GetItem, Item, Put, Query,
+    QueryOutput, Scan, Store, StoreResult, TableDescription, TableSchema, TransactAction, Update,
 };
 
 /// Forwards every call to the engine `S` once it holds up against DynamoDB's rules. Derefs
@@ -86,6 +86,10 @@ impl<S: Store> Store for Validated<S> {
     async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
         validate::batch_get(self.schema(), &req)?;
         self.0.batch_get_page(req).await
+    }
+    async fn batch_write_page(&self, req: BatchWrite) -> StoreResult<BatchWritePage> {
+        validate::batch_write(self.schema(), &req)?;
+        self.0.batch_write_page(req).await
     }
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
         validate::query(self.schema(), &req)?;

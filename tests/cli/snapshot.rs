@@ -87,7 +87,7 @@ async fn the_sensor_logs_operations_match_their_snapshots_on_both_engines() {
 /// on both engines.
 #[tokio::test]
 async fn the_session_stores_operations_match_their_snapshots_on_both_engines() {
-    charts_operations_match("session-store", 1).await;
+    charts_operations_match("session-store", 2).await;
 }
 
 /// `examples/charts/{name}/`'s `operations` operations, served from

@@ -11,6 +11,7 @@ mod common;
 mod builtin_chart;
 mod builtin_writes;
 mod chart_added_entity;
+mod chart_bulk;
 mod chart_expiry;
 mod chart_keys_only;
 mod chart_maps;

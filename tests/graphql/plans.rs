@@ -202,6 +202,24 @@ impl Store for Recording {
         self.record(call);
         self.inner.transact_write(actions).await
     }
+    async fn batch_write_page(
+        &self,
+        req: itemgraph::store::BatchWrite,
+    ) -> StoreResult<itemgraph::store::BatchWritePage> {
+        let mut call = Vec::with_capacity(req.requests.len());
+        for r in &req.requests {
+            call.push(match r {
+                itemgraph::store::BatchWriteRequest::Put(item) => {
+                    sent(self.type_of(item), Verb::Put, None, None)
+                }
+                itemgraph::store::BatchWriteRequest::Delete(key) => {
+                    sent(self.type_at(key).await, Verb::Delete, None, None)
+                }
+            });
+        }
+        self.record(call);
+        self.inner.batch_write_page(req).await
+    }
 }
 
 /// Whether an item of type `found` is one of the items `step` writes: of its entity, or

@@ -124,6 +124,12 @@ impl Store for Hooked {
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         self.inner.transact_write(actions).await
     }
+    async fn batch_write_page(
+        &self,
+        req: itemgraph::store::BatchWrite,
+    ) -> StoreResult<itemgraph::store::BatchWritePage> {
+        self.inner.batch_write_page(req).await
+    }
 }
 
 fn no_hook<T>() -> Hook<T> {

@@ -559,6 +559,52 @@ async fn batch_get_hundred_keys(store: &dyn Store) {
     assert_eq!(got, want);
 }
 
+/// BatchWriteItem puts and deletes up to 25 items in one call, each on its own, and the
+/// indexes follow; more than 25, or one item twice, is refused before anything is written.
+async fn batch_write_puts_and_deletes(store: &dyn Store) {
+    use itemgraph::store::{BatchWrite, BatchWriteRequest as W};
+    for i in 0..5 {
+        put(store, item("BW", &format!("old{i}"), &[])).await;
+    }
+    let mut requests: Vec<W> = (0..20)
+        .map(|i| {
+            W::Put(item(
+                "BW",
+                &format!("new{i:02}"),
+                &[("GSI1PK", s("BWI")), ("GSI1SK", s(&format!("{i:02}")))],
+            ))
+        })
+        .collect();
+    requests.extend((0..5).map(|i| W::Delete(key("BW", &format!("old{i}")))));
+    assert_eq!(store.batch_write(BatchWrite { requests }).await.unwrap(), 1);
+    let got: Vec<String> = pages(store, q("BW")).await.concat();
+    let want: Vec<String> = (0..20).map(|i| format!("new{i:02}")).collect();
+    assert_eq!(got, want);
+    let mut by_index = q("BWI");
+    by_index.index = Some("GSI1".into());
+    assert_eq!(pages(store, by_index).await.concat().len(), 20);
+
+    // A delete of an item that is not there is no error.
+    let gone = vec![W::Delete(key("BW", "nothing"))];
+    store
+        .batch_write(BatchWrite { requests: gone })
+        .await
+        .unwrap();
+
+    let too_many = (0..26)
+        .map(|i| W::Delete(key("BW", &format!("new{i:02}"))))
+        .collect();
+    let msg = validation(store.batch_write(BatchWrite { requests: too_many }).await);
+    assert!(msg.contains("less than or equal to 25"), "{msg}");
+    let twice = vec![
+        W::Delete(key("BW", "new00")),
+        W::Put(item("BW", "new00", &[])),
+    ];
+    let msg = validation(store.batch_write(BatchWrite { requests: twice }).await);
+    assert!(msg.contains("duplicates"), "{msg}");
+    assert_eq!(pages(store, q("BW")).await.concat().len(), 20);
+}
+
 /// Requests DynamoDB rejects get the same clear validation error from every engine.
 async fn bad_requests_are_rejected_alike(store: &dyn Store) {
     let mut msgs = BTreeMap::new();
@@ -816,6 +862,7 @@ on_every_engine!(store:
     update_semantics,
     transactions_are_all_or_nothing,
     batch_get_hundred_keys,
+    batch_write_puts_and_deletes,
     bad_requests_are_rejected_alike,
     missing_table_is_reported,
     scan_walks_every_item,

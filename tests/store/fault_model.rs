@@ -394,3 +394,62 @@ async fn seeding_goes_through_throttling_and_lost_replies() {
         );
     }
 }
+
+/// A throttled BatchWriteItem leaves some of its requests unprocessed, as DynamoDB does,
+/// and `batch_write` sends those again until every one is written; throttled past its
+/// attempts, it is `Throttled` and what went through stays written.
+#[tokio::test]
+async fn a_throttled_batch_write_sends_what_was_left_again() {
+    use itemgraph::store::{BatchWrite, BatchWriteRequest};
+    let faulty = store(Faults {
+        throttle: 0.5,
+        seed: 3,
+        ..Faults::default()
+    })
+    .await;
+    let requests: Vec<BatchWriteRequest> = (0..25)
+        .map(|i| BatchWriteRequest::Put(item("B", &format!("{i:02}"), &[])))
+        .collect();
+    let page = faulty
+        .batch_write_page(BatchWrite {
+            requests: requests.clone(),
+        })
+        .await
+        .unwrap();
+    assert!(
+        !page.unprocessed.is_empty() && page.unprocessed.len() < 25,
+        "{}",
+        page.unprocessed.len()
+    );
+    let calls = faulty.batch_write(BatchWrite { requests }).await.unwrap();
+    assert!(calls > 1, "{calls}");
+    let clean = store_items(&faulty, "B").await;
+    assert_eq!(clean, 25);
+
+    let stuck = store(Faults {
+        throttle: 1.0,
+        ..Faults::default()
+    })
+    .await;
+    let one = vec![BatchWriteRequest::Put(item("C", "1", &[]))];
+    let err = stuck
+        .batch_write(BatchWrite { requests: one })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Throttled(_)), "{err:?}");
+}
+
+/// How many items partition `pk` holds, read past any throttling.
+async fn store_items(store: &EmbeddedStore, pk: &str) -> usize {
+    loop {
+        if let Ok(out) = store
+            .query(Query {
+                consistent_read: true,
+                ..Query::partition(pk)
+            })
+            .await
+        {
+            return out.items.len();
+        }
+    }
+}

@@ -44,9 +44,16 @@ impl Act {
 impl fmt::Display for Act {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.verb)?;
-        for (i, g) in self.when.iter().enumerate() {
+        // A guard on nothing (a write built from a read of an item that keeps nothing of
+        // what it read) says nothing.
+        let said = self
+            .when
+            .iter()
+            .map(ToString::to_string)
+            .filter(|g| !g.is_empty());
+        for (i, g) in said.enumerate() {
             f.write_str(if i == 0 { " if " } else { " AND " })?;
-            write!(f, "{g}")?;
+            f.write_str(&g)?;
         }
         Ok(())
     }

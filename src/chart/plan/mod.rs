@@ -162,6 +162,9 @@ pub fn resolve(chart: &Chart) -> IndexMap<String, MutationPlan> {
 
 fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
     let e: &Entity = &chart.entities[&m.entity];
+    if let Some(every) = &m.every {
+        return bulk(chart, m, e, every);
+    }
     let step = |role: Role, entity: &str, of: Option<&str>, least: u64, most: u64| Step {
         role,
         entity: entity.to_owned(),
@@ -330,6 +333,38 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
         steps,
         read_first,
         in_place,
+    }
+}
+
+/// A bulk delete's plan: the items its Query finds, up to its `max`, each deleted by key.
+/// In BatchWriteItems no delete has a condition (a batch takes none: the keys were found
+/// by a Query of the caller's tenant's partition, and hold the tenant); in one
+/// TransactWriteItems (`atomic`) each is held to being there, and to the caller's tenant
+/// where its key does not say.
+fn bulk(chart: &Chart, m: &Mutation, e: &Entity, every: &super::Every) -> MutationPlan {
+    let when = if every.atomic {
+        std::iter::once(present(chart, e))
+            .chain(tenant(e, TenantIs::Caller))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    MutationPlan {
+        mutation: m.name.clone(),
+        entity: e.name.clone(),
+        action: m.action,
+        steps: vec![Step {
+            role: Role::Item,
+            entity: e.name.clone(),
+            of: None,
+            least: 0,
+            most: u64::from(every.max),
+            acts: vec![Act::new(Verb::Delete, when)],
+            on_shard: None,
+            binding: e.binding.clone(),
+        }],
+        read_first: ReadFirst::default(),
+        in_place: None,
     }
 }
 

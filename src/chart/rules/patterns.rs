@@ -165,7 +165,7 @@ impl Checker {
                 let Some(request) = WriteRequest::parse(other) else {
                     self.refuse(
                         "one-request",
-                        format!("request `{other}` is none of GetItem, Query, BatchGetItem, PutItem, UpdateItem, DeleteItem, TransactWriteItems"),
+                        format!("request `{other}` is none of GetItem, Query, BatchGetItem, PutItem, UpdateItem, DeleteItem, TransactWriteItems, BatchWriteItem"),
                     );
                     return None;
                 };

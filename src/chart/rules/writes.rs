@@ -542,6 +542,12 @@ impl Checker {
                     false
                 }
             };
+            if m.every.is_some() || m.max.is_some() || m.atomic {
+                if let Some(every) = self.bulk(name, m, e, action, entities, patterns) {
+                    out.insert(name.clone(), every);
+                }
+                continue;
+            }
             let key = key_vars(e);
             // The tenant an item belongs to is never changed: an update could move it into
             // another tenant's partitions and counts.
@@ -739,24 +745,12 @@ impl Checker {
                 (false, Action::Update) => WriteRequest::UpdateItem,
                 (false, Action::Delete) => WriteRequest::DeleteItem,
             };
-            match patterns.get(&m.pattern).map(|p| (p, &p.request)) {
-                Some((p, Request::Write { request: declared, entity })) => {
-                    if *entity != e.name {
-                        self.refuse("writes", format!("mutation `{name}` writes {}, and its pattern writes {entity}", e.name));
-                    }
-                    if *declared != request {
-                        self.refuse("one-request", format!(
-                            "mutation `{name}` is one {} ({actions} action{}), and its pattern says {}",
-                            request.name(), if actions == 1 { "" } else { "s" }, declared.name()
-                        ));
-                    }
-                    if p.field != format!("Mutation.{name}") {
-                        self.refuse("fields", format!("mutation `{name}` uses pattern {}, whose field is `{}`", m.pattern, p.field));
-                    }
-                }
-                Some(_) => self.refuse("writes", format!("mutation `{name}` uses pattern {}, which is no write", m.pattern)),
-                None => self.refuse("fields", format!("mutation `{name}` uses pattern {}, which the chart does not declare (or refused)", m.pattern)),
-            }
+            let is = format!(
+                "is one {} ({actions} action{})",
+                request.name(),
+                if actions == 1 { "" } else { "s" }
+            );
+            self.write_pattern(name, m.pattern, e, request, &is, patterns);
             let plain = e.plain_id.as_deref().unwrap_or("id");
             for f in m.input.keys() {
                 let known = match action {
@@ -810,13 +804,233 @@ impl Checker {
                     with: m.with.clone(),
                     input: m.input.clone(),
                     request,
+                    every: None,
                 },
             );
         }
         self.at(None, None);
         out
     }
+
+    /// Mutation `name`'s pattern `number`: a write of its entity, by the request it `is`
+    /// (rule `one-request`), serving its field.
+    fn write_pattern(
+        &mut self,
+        name: &str,
+        number: u32,
+        e: &Entity,
+        request: WriteRequest,
+        is: &str,
+        patterns: &IndexMap<u32, Pattern>,
+    ) {
+        match patterns.get(&number).map(|p| (p, &p.request)) {
+            Some((p, Request::Write { request: declared, entity })) => {
+                if *entity != e.name {
+                    self.refuse("writes", format!("mutation `{name}` writes {}, and its pattern writes {entity}", e.name));
+                }
+                if *declared != request {
+                    self.refuse("one-request", format!("mutation `{name}` {is}, and its pattern says {}", declared.name()));
+                }
+                if p.field != format!("Mutation.{name}") {
+                    self.refuse("fields", format!("mutation `{name}` uses pattern {number}, whose field is `{}`", p.field));
+                }
+            }
+            Some(_) => self.refuse("writes", format!("mutation `{name}` uses pattern {number}, which is no write")),
+            None => self.refuse("fields", format!("mutation `{name}` uses pattern {number}, which the chart does not declare (or refused)")),
+        }
+    }
+
+    /// A bulk delete (`every`): of the children a Query pattern finds, at most `max` a
+    /// call, by BatchWriteItems of 25 (each item's key holding its tenant: a batch takes no
+    /// condition) or one TransactWriteItems (`atomic`, at most 100, each delete held to the
+    /// item as found). What a delete of one item keeps (markers, counts, its children) a
+    /// batch cannot: such an entity is refused.
+    fn bulk(
+        &mut self,
+        name: &str,
+        m: &format::Mutation,
+        e: &Entity,
+        action: Action,
+        entities: &IndexMap<String, Entity>,
+        patterns: &IndexMap<u32, Pattern>,
+    ) -> Option<Mutation> {
+        let refused = self.refusals.len();
+        let Some(every) = m.every else {
+            self.refuse("writes", format!("mutation `{name}`: `max` and `atomic` go with `every`, the Query pattern whose items it deletes"));
+            return None;
+        };
+        if action != Action::Delete {
+            self.refuse("writes", format!("mutation `{name}` has `every`: a bulk mutation deletes (a bulk {} is not served)", m.action));
+        }
+        if m.by.is_some() || m.fields.is_some() || m.token.is_some() || !m.with.is_empty() {
+            self.refuse("writes", format!("mutation `{name}` deletes every item pattern {every} finds: its input is that pattern's key values, so `by`, `fields`, `token` and `with` do not apply"));
+        }
+        let limit = if m.atomic {
+            MAX_ACTIONS as u32
+        } else {
+            MAX_BULK
+        };
+        let max = match m.max {
+            Some(n) if (1..=limit).contains(&n) => n,
+            Some(n) => {
+                self.refuse(
+                    "writes",
+                    format!(
+                        "mutation `{name}` deletes at most {n} items a call; {}",
+                        if m.atomic {
+                            format!("one TransactWriteItems takes 1 to {MAX_ACTIONS}")
+                        } else {
+                            format!("a bulk delete takes 1 to {MAX_BULK}")
+                        }
+                    ),
+                );
+                1
+            }
+            None => {
+                self.refuse("writes", format!("mutation `{name}` needs `max`, the most items one call deletes: it bounds the requests the call sends"));
+                1
+            }
+        };
+        let condition = match patterns.get(&every).map(|p| &p.request) {
+            Some(Request::Query {
+                condition,
+                children,
+                ..
+            }) if *children == e.name => condition,
+            Some(Request::Query { children, .. }) => {
+                self.refuse(
+                    "writes",
+                    format!(
+                        "mutation `{name}` deletes {}, and pattern {every} finds {children}",
+                        e.name
+                    ),
+                );
+                return None;
+            }
+            Some(_) => {
+                self.refuse("writes", format!("mutation `{name}` deletes every item pattern {every} finds, and pattern {every} is no Query"));
+                return None;
+            }
+            None => {
+                self.refuse("fields", format!("mutation `{name}` deletes every item pattern {every} finds, which the chart does not declare (or refused)"));
+                return None;
+            }
+        };
+        if !e.lists.is_empty() {
+            self.refuse("writes", format!("mutation `{name}` deletes every {} a Query finds, and each holds lists that would be left behind, orphaned", e.name));
+        }
+        if !e.writes.unique.is_empty() {
+            self.refuse("writes", format!("mutation `{name}` deletes many {} at once, whose unique markers a bulk delete does not free: delete them one at a time", super::super::plural(&e.name)));
+        }
+        if !e.writes.counts.is_empty() {
+            self.refuse("writes", format!("mutation `{name}` deletes many {} at once, whose counts on what they reference a bulk delete does not keep: delete them one at a time", super::super::plural(&e.name)));
+        }
+        let counted = entities.values().any(|o| {
+            o.writes.counts.iter().any(|c| {
+                o.references
+                    .get(&c.reference)
+                    .is_some_and(|r| r.entity == e.name)
+            })
+        });
+        if counted {
+            self.refuse("writes", format!("mutation `{name}` deletes many {} at once, which others count on: a bulk delete cannot hold each to its counts being 0", super::super::plural(&e.name)));
+        }
+        if entities
+            .values()
+            .any(|s| s.shards_of.as_ref().is_some_and(|(of, _)| *of == e.name))
+        {
+            self.refuse("writes", format!("mutation `{name}` deletes many {} at once, whose counter shards it would leave behind", super::super::plural(&e.name)));
+        }
+        match (&e.binding, m.atomic) {
+            (super::super::Binding::Open | super::super::Binding::Key(_), _) => {}
+            (super::super::Binding::Condition(_), true) => {}
+            (super::super::Binding::Condition(a), false) => {
+                self.refuse("tenant", format!("mutation `{name}` deletes {} by BatchWriteItem, which takes no condition, and their keys do not hold the tenant (`{a}` is held by a condition): make it `atomic`, one TransactWriteItems whose deletes are each held to the caller's tenant", super::super::plural(&e.name)));
+            }
+            (_, _) => {
+                self.refuse("tenant", format!("mutation `{name}` deletes many {}, whose items hold no tenant of their own to be held to: a bulk delete is not served for them", super::super::plural(&e.name)));
+            }
+        }
+        let inputs: Vec<(String, Type, bool)> = {
+            let mut out: Vec<(String, Type, bool)> = Vec::new();
+            for t in condition.templates() {
+                for v in t.vars() {
+                    if out.iter().any(|(n, ..)| *n == v.name) {
+                        continue;
+                    }
+                    match super::super::reach::var_type(condition, entities, &v.name) {
+                        Some(ty) => out.push((v.name.clone(), ty, v.optional)),
+                        None => self.refuse("writes", format!("mutation `{name}`: pattern {every}'s key value `{}` meets no attribute of what it reads, so its input has no type", v.name)),
+                    }
+                }
+            }
+            out
+        };
+        // The tenant: the Query's partition holds it, as the caller gives it.
+        let tenant_input = match &e.binding {
+            super::super::Binding::Key(attr) | super::super::Binding::Condition(attr) => {
+                let held = super::super::reach::alignments(condition, e)
+                    .into_iter()
+                    .find(|(cv, a)| a == attr && condition.partition.vars().any(|v| v.name == *cv))
+                    .map(|(cv, _)| cv);
+                if held.is_none() {
+                    self.refuse("tenant", format!("mutation `{name}` deletes what pattern {every} finds, and its partition `{}` holds no `{attr}` of theirs: the Query would cross tenants", condition.partition.source()));
+                }
+                held
+            }
+            _ => None,
+        };
+        let request = if m.atomic {
+            WriteRequest::TransactWriteItems
+        } else {
+            WriteRequest::BatchWriteItem
+        };
+        let is = format!("deletes by {}", request.name());
+        self.write_pattern(name, m.pattern, e, request, &is, patterns);
+        for f in m.input.keys() {
+            if !inputs.iter().any(|(n, ..)| n == f) {
+                self.refuse(
+                    "writes",
+                    format!("mutation `{name}` describes input `{f}`, which it does not take"),
+                );
+            }
+        }
+        if self.refusals.len() > refused {
+            return None;
+        }
+        Some(Mutation {
+            name: name.to_owned(),
+            entity: e.name.clone(),
+            action,
+            pattern: m.pattern,
+            by_id: false,
+            fields: Vec::new(),
+            required: Vec::new(),
+            token: None,
+            role: m.role.clone(),
+            may: m
+                .may
+                .clone()
+                .unwrap_or_else(|| format!("remove {}", super::super::plural(&e.name))),
+            description: m.description.clone(),
+            input_description: m.input_description.clone(),
+            payload: m.payload.clone(),
+            with: IndexMap::new(),
+            input: m.input.clone(),
+            request,
+            every: Some(super::super::Every {
+                pattern: every,
+                max,
+                atomic: m.atomic,
+                inputs,
+                tenant_input,
+            }),
+        })
+    }
 }
+
+/// The most items one call of a bulk delete deletes: 40 BatchWriteItems of 25.
+pub const MAX_BULK: u32 = 1000;
 
 /// The variables of an entity's primary key, in the order its templates spell them.
 fn key_vars(e: &Entity) -> Vec<String> {

@@ -307,6 +307,68 @@ fn an_index_read_for_more_than_it_projects_is_refused() {
 }
 
 #[test]
+fn a_bulk_delete_that_cannot_be_bounded_kept_or_bound_is_refused() {
+    const SESSIONS: &str = include_str!("../../../examples/charts/session-store.toml");
+    let changed = |from: &str, to: &str| {
+        assert!(SESSIONS.contains(from), "{from}");
+        parse(&SESSIONS.replace(from, to)).expect_err("served")
+    };
+    let r = changed("every = 4\nmax = 100\n", "every = 4\n");
+    refuses(&r, "writes", Some("Session"), Some(9), "needs `max`");
+    let r = changed("every = 4\nmax = 100", "every = 4\nmax = 5000");
+    refuses(&r, "writes", Some("Session"), Some(9), "1 to 1000");
+    let r = changed(
+        "every = 4\nmax = 100",
+        "every = 4\nmax = 200\natomic = true",
+    );
+    refuses(&r, "writes", Some("Session"), Some(9), "1 to 100");
+    // The atomic one is a TransactWriteItems, the batched one BatchWriteItems.
+    refuses(
+        &r,
+        "one-request",
+        Some("Session"),
+        Some(9),
+        "and its pattern says BatchWriteItem",
+    );
+    let r = changed("every = 4\n", "every = 3\n");
+    refuses(
+        &r,
+        "writes",
+        Some("Session"),
+        Some(9),
+        "pattern 3 finds Account",
+    );
+    let r = changed("every = 4\n", "every = 1\n");
+    refuses(&r, "writes", Some("Session"), Some(9), "is no Query");
+    let r = changed(
+        "action = \"delete\"\npattern = 9",
+        "action = \"update\"\npattern = 9",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Session"),
+        Some(9),
+        "a bulk mutation deletes",
+    );
+    let r = changed("every = 4\nmax = 100", "max = 100");
+    refuses(&r, "writes", Some("Session"), Some(9), "go with `every`");
+    // A store keeps a unique marker and counts on its chain: a batch would keep neither.
+    let r = broken_locator(
+        "[mutations.createChain]",
+        "[patterns.20]\nname = \"Close a chain's stores\"\nrequest = \"BatchWriteItem\"\nentity = \"Store\"\nfield = \"Mutation.closeStores\"\n\n[mutations.closeStores]\nentity = \"Store\"\naction = \"delete\"\npattern = 20\nevery = 3\nmax = 100\n\n[mutations.createChain]",
+    );
+    refuses(&r, "writes", Some("Store"), Some(20), "unique markers");
+    refuses(
+        &r,
+        "writes",
+        Some("Store"),
+        Some(20),
+        "counts on what they reference",
+    );
+}
+
+#[test]
 fn an_entity_that_does_not_name_its_tenant_is_refused() {
     // A node of no tenant: any token could read it by its id.
     let r = broken(

@@ -39,7 +39,7 @@ use async_graphql::{ErrorExtensions, Value};
 use super::record::Record;
 use super::{lower_first, Obj};
 use crate::chart::types::Type;
-use crate::chart::{Action, Chart, Entity, Mutation};
+use crate::chart::{Action, Chart, Entity, Every, Mutation};
 use crate::graphql::context::RequestContext;
 
 /// Registers the chart's mutations: the input objects of its shapes and mutations, the
@@ -74,6 +74,12 @@ pub fn register_types(mut schema: SchemaBuilder, chart: &Arc<Chart>) -> SchemaBu
     let mut children = std::collections::HashSet::new();
     for m in chart.mutations.values() {
         let e = &chart.entities[&m.entity];
+        if let Some(every) = &m.every {
+            schema = schema
+                .register(bulk_input_type(m, e, every))
+                .register(bulk_payload_type(m, e, every));
+            continue;
+        }
         schema = schema
             .register(input_type(chart, m, e))
             .register(payload_type(m, e));
@@ -148,7 +154,103 @@ fn ordered(
 
 /// The Mutation root's field of `m`.
 pub fn field(chart: &Arc<Chart>, m: &Mutation) -> Field {
+    if let Some(every) = &m.every {
+        return bulk_field(chart, m, &chart.entities[&m.entity], every);
+    }
     mutation_field(chart, m, &chart.entities[&m.entity])
+}
+
+/// A bulk delete's input: the key values of the Query pattern whose items it deletes.
+fn bulk_input_type(m: &Mutation, e: &Entity, every: &Every) -> InputObject {
+    let fields = every
+        .inputs
+        .iter()
+        .map(|(name, ty, optional)| {
+            let description = e.attributes.get(name).and_then(|a| a.description.clone());
+            (name.clone(), input::type_ref(ty, !optional), description)
+        })
+        .collect();
+    input_object(m, fields)
+}
+
+/// A bulk delete's payload: how many it deleted, and whether more are left.
+fn bulk_payload_type(m: &Mutation, e: &Entity, every: &Every) -> Object {
+    let plural = crate::chart::words(&crate::chart::plural(&e.name));
+    let answer = |ctx: &async_graphql::dynamic::ResolverContext<'_>| {
+        ctx.parent_value
+            .downcast_ref::<write::Deleted>()
+            .map(|d| (d.count, d.more))
+    };
+    Object::new(payload_name(m))
+        .field(
+            Field::new(
+                "deletedCount",
+                TypeRef::named_nn(TypeRef::INT),
+                move |ctx| {
+                    FieldFuture::Value(
+                        answer(&ctx).map(|(n, _)| FieldValue::value(Value::from(n as u64))),
+                    )
+                },
+            )
+            .description(m.payload.get("deletedCount").cloned().unwrap_or_else(|| {
+                format!(
+                    "How many {plural} this call deleted: at most {}.",
+                    every.max
+                )
+            })),
+        )
+        .field(
+            Field::new("more", TypeRef::named_nn(TypeRef::BOOLEAN), move |ctx| {
+                FieldFuture::Value(
+                    answer(&ctx).map(|(_, more)| FieldValue::value(Value::Boolean(more))),
+                )
+            })
+            .description(m.payload.get("more").cloned().unwrap_or_else(|| {
+                format!(
+                    "True when more than {} were found: the rest are left, for another call.",
+                    every.max
+                )
+            })),
+        )
+}
+
+fn bulk_field(chart: &Arc<Chart>, m: &Mutation, e: &Entity, every: &Every) -> Field {
+    let plural = crate::chart::plural(&e.name);
+    let description =
+        m.description.clone().unwrap_or_else(|| {
+            format!(
+            "Deletes every {} pattern {} finds, at most {} a call. Requests: the Query, then {}.",
+            e.name,
+            every.pattern,
+            every.max,
+            if every.atomic {
+                "one TransactWriteItems, all or nothing".to_owned()
+            } else {
+                format!("a BatchWriteItem of each 25 {plural}, at most {}", every.writes())
+            }
+        )
+        });
+    let chart = chart.clone();
+    let name = m.name.clone();
+    Field::new(&m.name, TypeRef::named_nn(payload_name(m)), move |ctx| {
+        let chart = chart.clone();
+        let name = name.clone();
+        FieldFuture::new(async move {
+            let m = &chart.mutations[&name];
+            let input = match ctx.args.try_get("input")?.as_value() {
+                Value::Object(o) => o.clone(),
+                _ => Default::default(),
+            };
+            let rc = ctx.ctx.data_unchecked::<RequestContext>();
+            let deleted = write::run_every(rc, &chart, m, &input)
+                .await
+                .map_err(|e| e.extend())?;
+            rc.after_write_items(Vec::new()).await;
+            Ok(Some(FieldValue::owned_any(deleted)))
+        })
+    })
+    .argument(InputValue::new("input", TypeRef::named_nn(input_name(m))))
+    .description(description)
 }
 
 /// The input field that names the item by id: `id`, or the entity's plain id
@@ -282,7 +384,12 @@ fn input_type(chart: &Chart, m: &Mutation, e: &Entity) -> InputObject {
             version(&mut fields, false);
         }
     }
-    // The declared order and descriptions first.
+    input_object(m, fields)
+}
+
+/// A mutation's input object of `fields` (name, type, description): the mutation's
+/// declared order and descriptions first.
+fn input_object(m: &Mutation, fields: Vec<(String, TypeRef, Option<String>)>) -> InputObject {
     let ordered = ordered(fields, m.input.iter().map(|(k, d)| (k.clone(), d.clone())));
     let mut obj = InputObject::new(input_name(m));
     if let Some(d) = &m.input_description {

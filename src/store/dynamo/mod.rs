@@ -45,9 +45,9 @@ use crate::metrics;
 
 use crate::store::validated::Validated;
 use crate::store::{
-    BatchGet, BatchGetPage, Delete, GetItem, IndexSchema, Item, PageKey, PrimaryKey, Put, Query,
-    QueryOutput, Scan, Store, StoreError, StoreResult, TableDescription, TableSchema,
-    TransactAction, Update,
+    BatchGet, BatchGetPage, BatchWrite, BatchWritePage, BatchWriteRequest, Delete, GetItem,
+    IndexSchema, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, Scan, Store, StoreError,
+    StoreResult, TableDescription, TableSchema, TransactAction, Update,
 };
 
 /// Sends one single-item write request (a fluent builder of the SDK) with [`send_write`]:
@@ -391,6 +391,54 @@ impl Store for DynamoEngine {
         let out = send_single!(self, "DeleteItem", request).await?;
         record_capacity("DeleteItem", out.consumed_capacity.as_slice());
         returned(req.returns, out.attributes)
+    }
+
+    async fn batch_write_page(&self, req: BatchWrite) -> StoreResult<BatchWritePage> {
+        let requests = req
+            .requests
+            .iter()
+            .map(|r| {
+                let mut w = sdk::WriteRequest::builder();
+                w = match r {
+                    BatchWriteRequest::Put(item) => w.put_request(
+                        sdk::PutRequest::builder()
+                            .set_item(Some(to_sdk_item(item.clone())))
+                            .build()
+                            .map_err(build_error)?,
+                    ),
+                    BatchWriteRequest::Delete(key) => w.delete_request(
+                        sdk::DeleteRequest::builder()
+                            .set_key(Some(self.key(key)))
+                            .build()
+                            .map_err(build_error)?,
+                    ),
+                };
+                Ok(w.build())
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let out = self
+            .client
+            .batch_write_item()
+            .request_items(&self.table, requests)
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes)
+            .send()
+            .await
+            .map_err(|e| store_error(&self.table, e))?;
+        record_capacity("BatchWriteItem", out.consumed_capacity());
+        let unprocessed = out
+            .unprocessed_items
+            .and_then(|mut u| u.remove(&self.table))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| match (w.put_request, w.delete_request) {
+                (Some(p), _) => from_sdk_item(p.item).map(BatchWriteRequest::Put),
+                (_, Some(d)) => self.primary_key_of(d.key).map(BatchWriteRequest::Delete),
+                _ => Err(StoreError::Internal(
+                    "DynamoDB returned an unprocessed request of no kind".into(),
+                )),
+            })
+            .collect::<StoreResult<_>>()?;
+        Ok(BatchWritePage { unprocessed })
     }
 
     /// TransactWriteItems ([`DynamoEngine::transact`]).

@@ -61,14 +61,14 @@ use codec::{decode_item, meta_indexes, meta_row, meta_time_to_live, meta_with, t
 use group::{Batch, Group, Tokens};
 use query::{query, MAX_BATCH_GET_BYTES};
 use stream::EmbeddedChanges;
-use write::{digest, transact};
+use write::{batch_in_group, digest, transact};
 
 use super::validate::MAX_QUERY_PAGE_BYTES;
 use super::value::item_size;
 use super::{
-    retry_conflicts, BatchGet, BatchGetPage, Delete, GetItem, Item, PageKey, Put, Query,
-    QueryOutput, ReturnValues, Scan, Store, StoreError, StoreResult, TableDescription, TableSchema,
-    TransactAction, Update,
+    retry_conflicts, BatchGet, BatchGetPage, BatchWrite, BatchWritePage, Delete, GetItem, Item,
+    PageKey, Put, Query, QueryOutput, ReturnValues, Scan, Store, StoreError, StoreResult,
+    TableDescription, TableSchema, TransactAction, Update,
 };
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -726,6 +726,40 @@ impl Store for EmbeddedEngine {
         } else {
             None
         })
+    }
+
+    /// Each request applied on its own, in one group commit. With faults, DynamoDB's
+    /// answer to a throttled item: some requests come back unprocessed (each at the
+    /// throttle rate, or past its item's write units), to be sent again.
+    async fn batch_write_page(&self, req: BatchWrite) -> StoreResult<BatchWritePage> {
+        let (send, unprocessed) = match &self.inner.faults {
+            None => (req.requests, Vec::new()),
+            Some(injector) => {
+                let writes: Vec<Option<faults::ItemWrite>> = req
+                    .requests
+                    .iter()
+                    .map(|r| faults::ItemWrite::of_batch(&self.inner.schema, r))
+                    .collect();
+                let left = injector.unprocessed(&writes);
+                let (send, kept): (Vec<_>, Vec<_>) = req
+                    .requests
+                    .into_iter()
+                    .zip(left)
+                    .partition(|(_, left)| !left);
+                (
+                    send.into_iter().map(|(r, _)| r).collect(),
+                    kept.into_iter().map(|(r, _)| r).collect(),
+                )
+            }
+        };
+        if !send.is_empty() {
+            let send = Arc::new(send);
+            self.attempt(Op::Write(Arc::new(move |inner, tx, batch| {
+                batch_in_group(inner, tx, batch, &send)
+            })))
+            .await?;
+        }
+        Ok(BatchWritePage { unprocessed })
     }
 
     /// The change log, followed through its own handle.

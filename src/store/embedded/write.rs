@@ -15,7 +15,8 @@ use crate::store::faults::Call;
 use crate::store::faults::CLIENT_TOKEN_TTL;
 use crate::store::value::{self};
 use crate::store::{
-    retry_conflicts, CancelReason, Item, PrimaryKey, StoreError, StoreResult, TransactAction,
+    retry_conflicts, BatchWriteRequest, CancelReason, Delete, Item, PrimaryKey, Put, StoreError,
+    StoreResult, TransactAction,
 };
 
 use super::codec::{decode_item, encode_item, encode_key, projected, table_key, PROJECTED};
@@ -319,6 +320,29 @@ impl EmbeddedEngine {
         })
         .await
     }
+}
+
+/// One BatchWriteItem's requests in their group's transaction, each applied on its own
+/// (a batch carries no conditions, so none can fail but by the table itself).
+pub(super) fn batch_in_group(
+    inner: &Inner,
+    tx: &redb::WriteTransaction,
+    batch: &mut Batch,
+    requests: &[BatchWriteRequest],
+) -> StoreResult<()> {
+    inner.write_exists(tx)?;
+    for r in requests {
+        let action = match r {
+            BatchWriteRequest::Put(item) => TransactAction::Put(Put::new(item.clone())),
+            BatchWriteRequest::Delete(key) => TransactAction::Delete(Delete::new(key.clone())),
+        };
+        match plan(inner, tx, &action)? {
+            Ok(planned) => apply(inner, tx, &planned).inspect_err(|_| batch.unsound = true)?,
+            Err(Refused::Invalid(msg)) => return Err(StoreError::Validation(msg)),
+            Err(Refused::Condition(_)) => return Err(internal("a batch write has no condition")),
+        }
+    }
+    Ok(())
 }
 
 /// TransactWriteItems in its group's transaction: every action planned against the items

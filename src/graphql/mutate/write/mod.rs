@@ -41,12 +41,14 @@ use crate::store::{
     PrimaryKey, Put, ReturnValues, StoreError, TransactAction, Update, UpdateExpr,
 };
 
+mod bulk;
 mod conditions;
 mod create;
 mod delete;
 mod touches;
 mod update;
 
+pub use bulk::Deleted;
 use conditions::{of_step, Values};
 use create::create;
 pub(in crate::graphql) use create::inherited;
@@ -174,6 +176,21 @@ pub async fn run(
         Action::Update => update(rc, chart, m, e, input).await,
         Action::Delete => delete(rc, chart, m, e, input).await,
     }
+}
+
+/// A bulk delete ([`crate::chart::Every`]): what it deleted.
+pub async fn run_every(
+    rc: &RequestContext,
+    chart: &Arc<Chart>,
+    m: &Mutation,
+    input: &IndexMap<Name, Value>,
+) -> Result<Deleted> {
+    if let Some(role) = &m.role {
+        allowed(chart, &rc.access, role, &m.may)?;
+    }
+    let e = &chart.entities[&m.entity];
+    let every = m.every.as_ref().ok_or(ApiError::Internal)?;
+    bulk::delete_every(rc, chart, m, e, every, input).await
 }
 
 fn allowed(chart: &Chart, access: &Access, role: &str, may: &str) -> Result<()> {
