@@ -294,7 +294,9 @@ pub async fn run_one(
                 "keyCondition",
                 "scanForward",
                 "limit",
+                "filter",
                 "itemCount",
+                "scannedCount",
             ] {
                 if let Some(v) = r.get(field).filter(|v| !v.is_null()) {
                     kept.insert(field.to_owned(), v.clone());

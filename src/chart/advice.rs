@@ -27,7 +27,7 @@ pub struct Advice {
 }
 
 /// The rules advised on, each with what it asks (`docs/CHART.md`, "Advice").
-pub const RULES: [(&str, &str); 8] = [
+pub const RULES: [(&str, &str); 9] = [
     (
         "hot-partition",
         "no counter item or index partition takes every create of one tenant: counters are spread over counter shards, index partitions over more than the tenant",
@@ -51,6 +51,10 @@ pub const RULES: [(&str, &str); 8] = [
     (
         "sparse-index",
         "an entity carries keys only in the indexes a pattern reads it from",
+    ),
+    (
+        "scan-cost",
+        "a Scan pattern reads a sparse few of an entity, of the caller's tenant alone",
     ),
     (
         "consistent-read",
@@ -98,6 +102,11 @@ too; an index only the type a pattern reads \
 carries is sparse, and a filter of one type over it reads that type alone (AWS, \"Take \
 advantage of sparse indexes\").";
 
+const SCAN_COST_WHY: &str = "A Scan reads the items of its table or index in turn and \
+costs every item it reads, whatever its filter keeps; a Scan of a sparse index reads only the \
+few items that carry its keys (AWS, \"Best practices for querying and scanning data\"; \"Take \
+advantage of sparse indexes\").";
+
 const CONSISTENT_READ_WHY: &str = "A global secondary index is only eventually consistent: \
 it takes no ConsistentRead, and a write reaches it after the base table, usually within a \
 second (AWS, \"Using Global Secondary Indexes in DynamoDB\", read consistency).";
@@ -126,6 +135,7 @@ pub fn advise(chart: &Chart) -> Vec<Advice> {
     page_sizes(chart, &mut out);
     changing_sort_keys(chart, &mut out);
     sparse_indexes(chart, &mut out);
+    scan_costs(chart, &mut out);
     consistent_reads(chart, &mut out);
     global_markers(chart, &mut out);
     out.sort_by(|a, b| {
@@ -605,6 +615,7 @@ fn reads(p: &super::Pattern, index: &str, entity: &str) -> bool {
             with_shards: Some(c),
             entity: e,
         } => c.index.as_deref() == Some(index) && e == entity,
+        Request::Scan { index: i, children } => i == index && children == entity,
         _ => false,
     }
 }
@@ -651,6 +662,57 @@ fn sparse_indexes(chart: &Chart, out: &mut Vec<Advice>) {
                     super::plural(&e.name),
                 ),
                 why: SPARSE_INDEX_WHY,
+            });
+        }
+    }
+}
+
+/// A Scan pattern whose index is not sparse for its entity (every item of it carries the
+/// keys: the Scan reads them all), or that reads every tenant's items to keep the
+/// caller's (each page costs what every tenant's share of the index costs).
+fn scan_costs(chart: &Chart, out: &mut Vec<Advice>) {
+    for p in chart.patterns.values() {
+        let Request::Scan { index, children } = &p.request else {
+            continue;
+        };
+        let e = &chart.entities[children];
+        let Some(keys) = e.indexes.get(index) else {
+            continue;
+        };
+        let every = keys
+            .pk
+            .vars()
+            .chain(keys.sk.vars())
+            .all(|v| e.attributes.get(&v.name).is_some_and(|a| !a.optional));
+        let plural = super::plural(children);
+        if every {
+            out.push(Advice {
+                rule: "scan-cost",
+                entity: e.name.clone(),
+                pattern: Some(p.number),
+                message: format!(
+                    "every one of the {plural} carries {index} keys (`{}` / `{}` are made of \
+                     attributes each has): the Scan reads them all, a page at a time, not a sparse \
+                     few. Key {index} by an optional attribute only the {plural} it lists hold",
+                    super::explain::shown(&keys.pk),
+                    super::explain::shown(&keys.sk),
+                ),
+                why: SCAN_COST_WHY,
+            });
+        }
+        if let (Some(t), Some(attr)) = (&chart.tenant, e.binding.condition_or_key()) {
+            out.push(Advice {
+                rule: "scan-cost",
+                entity: e.name.clone(),
+                pattern: Some(p.number),
+                message: format!(
+                    "the Scan of {index} reads every {tenant}'s {plural} and keeps the caller's \
+                     (a filter on `{attr}`): a page costs the items read, which grow with every \
+                     {tenant}, and may hold fewer than asked. Where each {tenant} lists its own, \
+                     an index whose partition holds `{attr}` answers one Query of just those",
+                    tenant = super::words(&t.entity),
+                ),
+                why: SCAN_COST_WHY,
             });
         }
     }

@@ -194,6 +194,7 @@ pub async fn is_empty(store: &dyn Store) -> Result<bool, StoreError> {
             start: None,
             consistent_read: true,
             segment: None,
+            ..Default::default()
         })
         .await?;
     Ok(page.items.is_empty())

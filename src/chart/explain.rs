@@ -131,13 +131,7 @@ pub fn plan_shown(chart: &Chart, m: &super::Mutation) -> PlanShown {
             of: s.of.clone(),
             least: s.least,
             most: s.most,
-            actions: match &m.every {
-                // A batch's deletes are DeleteRequests, and take no condition.
-                Some(every) if !every.atomic => {
-                    vec!["DeleteRequest in a BatchWriteItem (a batch takes no condition)".into()]
-                }
-                _ => s.acts.iter().map(ToString::to_string).collect(),
-            },
+            actions: s.acts.iter().map(ToString::to_string).collect(),
             on_shard: s.on_shard.as_deref().map(conditions),
             tenant: match &s.binding {
                 super::Binding::Open => "none".into(),
@@ -414,6 +408,33 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
                 Some(plan.forward),
                 returns,
                 cost,
+            )
+        }
+        Request::Scan { index, children } => {
+            // What a page reads: Limit items of the index (every tenant's), of which the
+            // filter keeps the caller's.
+            let tenant = chart.entities[children].binding.condition_or_key();
+            let first = u64::from(page) + 1;
+            (
+                "Scan".to_owned(),
+                Some(index.clone()),
+                tenant.map(|a| format!("filter {a} = <caller's tenant>")),
+                None,
+                format!(
+                    "a page of {} in no particular order ({page} by default, 100 at most){}",
+                    super::plural(children),
+                    if tenant.is_some() {
+                        ", read from every tenant's and filtered to the caller's: a page may hold fewer"
+                    } else {
+                        ""
+                    }
+                ),
+                Cost {
+                    unit: "RCU",
+                    least: read_units(item * first),
+                    most: read_units(item * 101),
+                    how: format!("{first} items of the index read for a first page of {page}, 101 for one of 100, whatever the filter keeps"),
+                },
             )
         }
         Request::BatchGetItem => (

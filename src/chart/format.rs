@@ -482,6 +482,9 @@ pub struct Pattern {
     pub beside: Vec<String>,
     #[serde(default)]
     pub children: Option<String>,
+    /// Scan: the index it reads, a sparse one (only its `children` carry its keys).
+    #[serde(default)]
+    pub index: Option<String>,
     /// Query: `"BatchGetItem"` when the index holds less of the children than they need
     /// (KEYS_ONLY, INCLUDE): the items are then read by the keys the Query finds.
     #[serde(default)]

@@ -314,6 +314,15 @@ impl Binding {
             _ => None,
         }
     }
+
+    /// The attribute that names the tenant of an item that holds it (in its key, or held
+    /// by a condition): what a Scan's filter compares with the caller's tenant.
+    pub fn condition_or_key(&self) -> Option<&str> {
+        match self {
+            Binding::Condition(a) | Binding::Key(a) => Some(a),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -560,6 +569,13 @@ pub enum Request {
         then_get: bool,
     },
     BatchGetItem,
+    /// A Scan of a sparse index, page by page from the last-evaluated key: every item of
+    /// `children` that carries the index's keys (no other entity does), held to the
+    /// caller's tenant by a filter on the tenant attribute its binding names.
+    Scan {
+        index: String,
+        children: String,
+    },
     /// A mutation's write: the entity it writes.
     Write {
         request: WriteRequest,

@@ -447,6 +447,28 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
             );
             (body, if carried { 1 } else { 2 })
         }
+        Request::Scan { index, children } => {
+            let (field, _) = chart.query.iter().find(|(_, q)| q.pattern == p.number)?;
+            let e = &chart.entities[children];
+            writeln!(
+                head,
+                "# One Scan of the sparse index {index}, which only {} carry keys in{}.\n# Later pages (`after: <endCursor>`) scan on from the last-read key.",
+                crate::chart::plural(children),
+                if e.binding.condition_or_key().is_some() {
+                    ": it reads every tenant's, and keeps the caller's"
+                } else {
+                    ""
+                }
+            )
+            .ok()?;
+            (
+                format!(
+                    "  {field}(first: 10) {{\n    nodes {{\n{}    }}\n    pageInfo {{\n      hasNextPage\n      endCursor\n    }}\n  }}\n",
+                    fields(chart, e, 6)
+                ),
+                1,
+            )
+        }
         Request::BatchGetItem => {
             let ids: Vec<String> = chart
                 .declared()
@@ -501,7 +523,14 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
 
 /// The root field that reads `entity`, and its arguments from the first sample.
 fn root_of(chart: &Chart, entity: &str) -> Option<(String, String)> {
-    let (name, root) = chart.query.iter().find(|(_, q)| q.entity == entity)?;
+    // A root field by key: not a Scan's listing.
+    let (name, root) = chart.query.iter().find(|(_, q)| {
+        q.entity == entity
+            && !matches!(
+                chart.patterns.get(&q.pattern).map(|p| &p.request),
+                Some(Request::Scan { .. })
+            )
+    })?;
     let e = &chart.entities[entity];
     let item = sample(chart, entity)?;
     let args = if root.by.as_deref() == Some("id") {

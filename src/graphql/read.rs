@@ -21,7 +21,10 @@ use crate::chart::plan::{PagePlan, Read};
 use crate::chart::MAX_PAGE_SIZE;
 use crate::chart::{Chart, Entity, Pattern, Request, SortCondition as ChartSort};
 use crate::store::validate::MAX_BATCH_GET_KEYS;
-use crate::store::{BatchGet, GetItem, Item, PageKey, PrimaryKey, Query, SortCondition, Store};
+use crate::store::{
+    AttributeValue, BatchGet, Condition, GetItem, Item, PageKey, PrimaryKey, Query, Scan,
+    SortCondition, Store,
+};
 use crate::telemetry;
 
 /// One page a Query pattern read: the parent (its shards' counters summed in) when the
@@ -314,6 +317,51 @@ pub async fn page(
         || (plan.then_get && read > page.size as usize)
         || (out.last_evaluated_key.is_some()
             && (read < limit || (expired > 0 && !fetched.children.is_empty())));
+    Ok(fetched)
+}
+
+/// Reads one page of a Scan pattern: one Scan of its sparse index from the last-read key,
+/// `size + 1` items read (to tell whether more follow), filtered to `tenant`'s (none: a
+/// caller who sees every tenant) on the attribute the children's binding names. A filter
+/// keeps what it keeps of what was read: a page may hold fewer, and `more` holds while
+/// the index has more to read.
+pub async fn scan_page(
+    store: &dyn Store,
+    chart: &Chart,
+    pattern: &Pattern,
+    tenant: Option<&str>,
+    page: &Resolved,
+) -> Result<Fetched, ApiError> {
+    let Request::Scan { index, children } = &pattern.request else {
+        return Err(ApiError::Internal);
+    };
+    let e = &chart.entities[children];
+    let filter = match (e.binding.condition_or_key(), tenant) {
+        (Some(attr), Some(t)) => Some(Condition::eq(attr, AttributeValue::S(t.to_owned()))),
+        _ => None,
+    };
+    let size = page.size.clamp(1, MAX_PAGE_SIZE);
+    let out = store
+        .scan(Scan {
+            index: Some(index.clone()),
+            filter,
+            limit: Some(size + 1),
+            start: page.start.clone(),
+            ..Scan::default()
+        })
+        .await?;
+    let (now, mut fetched) = (crate::chart::epoch_now(), Fetched::default());
+    for item in out.items {
+        let rec = Record::decode(chart, item)?;
+        if *rec.entity != *children {
+            tracing::error!(entity = %rec.entity, pattern = pattern.number, "a Scan read an item its pattern does not declare");
+            return Err(ApiError::Internal);
+        }
+        if !e.expired(&chart.table, &rec.item, now) {
+            fetched.children.push(Arc::new(rec));
+        }
+    }
+    fetched.more = fetched.children.len() > page.size as usize || out.last_evaluated_key.is_some();
     Ok(fetched)
 }
 

@@ -106,6 +106,13 @@ pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
             }
         }
     }
+    for p in chart.patterns.values() {
+        if let Request::Scan { children, .. } = &p.request {
+            if !connections.contains(children) {
+                connections.push(children.clone());
+            }
+        }
+    }
     for child in &connections {
         let (conn, edge) = resolve::connection_types(&chart, child);
         schema = schema.register(conn).register(edge);

@@ -659,6 +659,7 @@ pub(super) async fn recount(
                 start,
                 consistent_read: true,
                 segment: None,
+                ..Default::default()
             })
             .await?;
         for item in &page.items {

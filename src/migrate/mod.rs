@@ -543,6 +543,7 @@ async fn scan_segment(
                     index: checkpoint.segment,
                     total: segments,
                 }),
+                ..Default::default()
             })
             .await?;
         part.scanned += page.items.len();

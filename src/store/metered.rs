@@ -303,9 +303,10 @@ impl Store for MeteredStore {
     }
     async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
         let (limit, consistent) = (req.limit, req.consistent_read);
+        let index = req.index.clone();
         self.call_described(
             "Scan",
-            None,
+            index.as_deref(),
             || query_attributes(limit, None, consistent),
             self.inner.scan(req),
             |out| Some(out.items.len()),

@@ -225,12 +225,20 @@ pub struct QueryOutput {
     pub items: Vec<Item>,
     /// Present when there may be more items: pass it back as `start` for the next page.
     pub last_evaluated_key: Option<PageKey>,
+    /// A Scan's `ScannedCount`: the items it read, before its filter.
+    pub scanned: Option<usize>,
 }
 
-/// Scan of the base table, page by page: every item once, in no particular order. Used by
-/// the consistency checker, never by an access pattern.
+/// Scan of the base table or of an index, page by page: every item once, in no
+/// particular order. The base table's is the consistency checker's and the migrations';
+/// an index's is a Scan pattern's (a sparse index).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Scan {
+    /// `None` scans the base table, `Some(name)` a secondary index.
+    pub index: Option<String>,
+    /// DynamoDB's `FilterExpression`: applied to each item read, after `limit` counted it,
+    /// so a page may hold fewer items than it read (`QueryOutput::scanned` says how many).
+    pub filter: Option<Condition>,
     /// At most this many items per page (DynamoDB also cuts the page at 1 MB read).
     pub limit: Option<u32>,
     pub start: Option<PageKey>,
@@ -272,6 +280,20 @@ pub enum CmpOp {
     Ge,
 }
 
+impl CmpOp {
+    /// The operator as DynamoDB's expressions write it.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "<>",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+}
+
 /// A condition expression over top-level attributes of the item being written.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Condition {
@@ -303,6 +325,36 @@ impl Condition {
 }
 
 /// How a SET action computes the new value.
+/// A condition as DynamoDB's expression reads, with its values in place (the trace's
+/// `filter`): `app = "harbor"`.
+impl std::fmt::Display for Condition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn value(v: &AttributeValue) -> String {
+            match v {
+                AttributeValue::S(s) => format!("{s:?}"),
+                AttributeValue::N(n) => n.clone(),
+                other => format!("{other:?}"),
+            }
+        }
+        let all = |f: &mut std::fmt::Formatter<'_>, cs: &[Condition], join: &str| {
+            let parts: Vec<String> = cs.iter().map(|c| format!("({c})")).collect();
+            f.write_str(&parts.join(join))
+        };
+        match self {
+            Condition::Exists(a) => write!(f, "attribute_exists({a})"),
+            Condition::NotExists(a) => write!(f, "attribute_not_exists({a})"),
+            Condition::Cmp(a, op, v) => write!(f, "{a} {} {}", op.symbol(), value(v)),
+            Condition::Between(a, lo, hi) => {
+                write!(f, "{a} BETWEEN {} AND {}", value(lo), value(hi))
+            }
+            Condition::BeginsWith(a, p) => write!(f, "begins_with({a}, {p:?})"),
+            Condition::And(cs) => all(f, cs, " AND "),
+            Condition::Or(cs) => all(f, cs, " OR "),
+            Condition::Not(c) => write!(f, "NOT ({c})"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetValue {
     /// `SET a = :v`
@@ -626,6 +678,7 @@ pub async fn scan_all(store: &dyn Store) -> StoreResult<Vec<Item>> {
                 start,
                 consistent_read: true,
                 segment: None,
+                ..Default::default()
             })
             .await?;
         items.extend(page.items);

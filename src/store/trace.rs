@@ -33,6 +33,13 @@ pub struct TraceEntry {
     pub limit: Option<u32>,
     /// Items returned (read) or written.
     pub item_count: usize,
+    /// A Scan's filter on what it read, with its values (the tenant's: `app = "harbor"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// Items a Scan read, before its filter kept `itemCount` of them (DynamoDB's
+    /// `ScannedCount`): what it cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scanned_count: Option<usize>,
     /// When the call started, from the start of the request.
     pub start_micros: u64,
     pub duration_micros: u64,
@@ -107,10 +114,23 @@ impl TracedStore {
         call: impl std::future::Future<Output = StoreResult<T>>,
         count: impl FnOnce(&T) -> usize,
     ) -> StoreResult<T> {
+        self.record_scanned(operation, describe, call, |t| (count(t), None))
+            .await
+    }
+
+    /// [`TracedStore::record`], with the items a Scan read beside those it returned.
+    async fn record_scanned<T>(
+        &self,
+        operation: &'static str,
+        describe: Described,
+        call: impl std::future::Future<Output = StoreResult<T>>,
+        count: impl FnOnce(&T) -> (usize, Option<usize>),
+    ) -> StoreResult<T> {
         let seq = self.trace.seq.fetch_add(1, Ordering::Relaxed);
         let start = self.trace.started.elapsed();
         let (result, stats) = super::call_stats::measured(call).await;
         let end = self.trace.started.elapsed();
+        let (item_count, scanned_count) = result.as_ref().map_or((0, None), count);
         let entry = TraceEntry {
             operation,
             table: self.inner.table_name().to_owned(),
@@ -118,7 +138,9 @@ impl TracedStore {
             key_condition: describe.key_condition,
             scan_forward: describe.scan_forward,
             limit: describe.limit,
-            item_count: result.as_ref().map_or(0, count),
+            item_count,
+            filter: describe.filter,
+            scanned_count,
             start_micros: start.as_micros() as u64,
             duration_micros: (end - start).as_micros() as u64,
             consumed_capacity: stats.consumed_capacity,
@@ -139,6 +161,7 @@ struct Described {
     key_condition: Option<String>,
     scan_forward: Option<bool>,
     limit: Option<u32>,
+    filter: Option<String>,
 }
 
 fn key_equals(schema: &TableSchema, key: &PrimaryKey) -> Described {
@@ -177,6 +200,7 @@ fn describe_query(schema: &TableSchema, q: &Query) -> Described {
         key_condition: Some(cond),
         scan_forward: Some(q.forward),
         limit: q.limit,
+        filter: None,
     }
 }
 
@@ -251,11 +275,19 @@ impl Store for TracedStore {
     }
     async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
         let d = Described {
+            index: req.index.clone(),
             limit: req.limit,
+            filter: req.filter.as_ref().map(|c| c.to_string()),
+            key_condition: req.start.as_ref().map(|s| {
+                let at = s.index.as_ref().map_or(&s.table.pk, |i| &i.pk);
+                format!("(after {at:?})")
+            }),
             ..Default::default()
         };
-        self.record("Scan", d, self.inner.scan(req), |o| o.items.len())
-            .await
+        self.record_scanned("Scan", d, self.inner.scan(req), |o| {
+            (o.items.len(), o.scanned)
+        })
+        .await
     }
     async fn put_item(&self, req: Put) -> StoreResult<Option<Item>> {
         let d = item_of_key(self.schema(), &req.item);

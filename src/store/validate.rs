@@ -398,12 +398,26 @@ pub fn scan(schema: &TableSchema, s: &Scan) -> StoreResult<()> {
             )));
         }
     }
+    if let Some(name) = &s.index {
+        if schema.index(name).is_none() {
+            return Err(invalid(format!(
+                "The table does not have the specified index: {name}"
+            )));
+        }
+        if s.consistent_read {
+            return Err(invalid(
+                "Consistent reads are not supported on global secondary indexes",
+            ));
+        }
+    }
     if let Some(start) = &s.start {
-        if start.index.is_some() || primary_key(schema, &start.table.pk, &start.table.sk).is_err() {
+        if start.index.is_some() != s.index.is_some()
+            || primary_key(schema, &start.table.pk, &start.table.sk).is_err()
+        {
             return Err(invalid("The provided starting key is invalid: The provided key element does not match the schema"));
         }
     }
-    Ok(())
+    optional_condition(&s.filter)
 }
 
 fn start_key(schema: &TableSchema, q: &Query, start: &PageKey) -> StoreResult<()> {

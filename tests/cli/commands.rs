@@ -284,6 +284,7 @@ async fn a_dynamodb_table_in_use_is_never_seeded_silently_or_overwritten() {
                 start: None,
                 consistent_read: true,
                 segment: None,
+                ..Default::default()
             })
             .await
             .unwrap();

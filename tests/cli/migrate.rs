@@ -78,6 +78,7 @@ async fn everything(store: &DynamoStore) -> Vec<String> {
                 start,
                 consistent_read: true,
                 segment: None,
+                ..Default::default()
             })
             .await
             .unwrap();

@@ -90,6 +90,14 @@ async fn the_session_stores_operations_match_their_snapshots_on_both_engines() {
     charts_operations_match("session-store", 2).await;
 }
 
+/// The award winners' Scan of a sparse index (`examples/charts/arcade-awards/`) holds its
+/// snapshot and request budget on both engines, which answer an index's Scan in its key
+/// order alike.
+#[tokio::test]
+async fn the_arcade_awards_operations_match_their_snapshots_on_both_engines() {
+    charts_operations_match("arcade-awards", 1).await;
+}
+
 /// `examples/charts/{name}/`'s `operations` operations, served from
 /// `examples/charts/{name}.toml` and its samples, match their snapshots and budgets on the
 /// embedded engine and on DynamoDB Local.

@@ -16,6 +16,7 @@ mod chart_expiry;
 mod chart_keys_only;
 mod chart_maps;
 mod chart_ranges;
+mod chart_scan;
 mod chart_tenant_kinds;
 mod chart_tenant_reads;
 mod chart_tenants;

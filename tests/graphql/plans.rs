@@ -213,7 +213,7 @@ impl Store for Recording {
                     sent(self.type_of(item), Verb::Put, None, None)
                 }
                 itemgraph::store::BatchWriteRequest::Delete(key) => {
-                    sent(self.type_at(key).await, Verb::Delete, None, None)
+                    sent(self.type_at(key).await, Verb::BatchDelete, None, None)
                 }
             });
         }

@@ -404,6 +404,7 @@ async fn table(store: &dyn Store) -> Vec<String> {
                 start,
                 consistent_read: true,
                 segment: None,
+                ..Default::default()
             })
             .await
             .expect("scan");

@@ -14,6 +14,9 @@ pub enum Verb {
     Delete,
     /// A ConditionCheck: the item is read, not written.
     Check,
+    /// A DeleteRequest of a BatchWriteItem: by key, and on no condition (a batch takes
+    /// none).
+    BatchDelete,
 }
 
 impl fmt::Display for Verb {
@@ -23,6 +26,7 @@ impl fmt::Display for Verb {
             Verb::Update => "UpdateItem",
             Verb::Delete => "DeleteItem",
             Verb::Check => "ConditionCheck",
+            Verb::BatchDelete => "DeleteRequest in a BatchWriteItem",
         })
     }
 }

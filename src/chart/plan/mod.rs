@@ -342,12 +342,15 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
 /// TransactWriteItems (`atomic`) each is held to being there, and to the caller's tenant
 /// where its key does not say.
 fn bulk(chart: &Chart, m: &Mutation, e: &Entity, every: &super::Every) -> MutationPlan {
-    let when = if every.atomic {
-        std::iter::once(present(chart, e))
-            .chain(tenant(e, TenantIs::Caller))
-            .collect()
+    let act = if every.atomic {
+        Act::new(
+            Verb::Delete,
+            std::iter::once(present(chart, e))
+                .chain(tenant(e, TenantIs::Caller))
+                .collect(),
+        )
     } else {
-        Vec::new()
+        Act::new(Verb::BatchDelete, Vec::new())
     };
     MutationPlan {
         mutation: m.name.clone(),
@@ -359,7 +362,7 @@ fn bulk(chart: &Chart, m: &Mutation, e: &Entity, every: &super::Every) -> Mutati
             of: None,
             least: 0,
             most: u64::from(every.max),
-            acts: vec![Act::new(Verb::Delete, when)],
+            acts: vec![act],
             on_shard: None,
             binding: e.binding.clone(),
         }],

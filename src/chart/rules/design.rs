@@ -293,6 +293,7 @@ impl Checker {
                     parent, children, ..
                 } => *children != e.name || parent.as_deref().is_some_and(holds),
                 Request::BatchGetItem => true,
+                Request::Scan { children, .. } => *children != e.name,
                 // A write names its item's tenant.
                 Request::Write { entity, .. } => *entity != e.name,
             })
@@ -463,6 +464,22 @@ impl Checker {
                 Request::GetItem { entity, .. } => *entity == e.name,
                 Request::Query { parent, .. } => parent.as_deref() == Some(e.name.as_str()),
                 Request::BatchGetItem => true,
+                Request::Scan { children, .. } => {
+                    // Every tenant's items are in the index: a filter on the tenant the
+                    // item holds keeps the caller's.
+                    if matches!(e.binding, Binding::Parent | Binding::Global) {
+                        self.refuse("tenant", format!("root field `{name}` scans {}, whose items hold no tenant of their own for the Scan's filter to hold to the caller's", super::super::plural(&e.name)));
+                    }
+                    if q.by.is_some() {
+                        self.refuse(
+                            "fields",
+                            format!(
+                                "root field `{name}` lists what a Scan finds: it takes no `by`"
+                            ),
+                        );
+                    }
+                    *children == e.name
+                }
                 Request::Write { .. } => false,
             };
             if !serves {

@@ -16,6 +16,64 @@ use super::super::{
 use super::*;
 
 impl Checker {
+    /// A Scan: of a declared index that only its `children` carry keys in (a sparse
+    /// index: a Scan of it lists exactly them), projecting what they need (their tenant
+    /// attribute among it, which the Scan's filter holds to the caller's).
+    fn scan(
+        &mut self,
+        p: &format::Pattern,
+        table: &Table,
+        entities: &IndexMap<String, Entity>,
+        indexes: &IndexMap<String, Index>,
+    ) -> Option<Request> {
+        if p.key.is_some() || p.parent.is_some() || !p.beside.is_empty() || p.then.is_some() {
+            self.refuse(
+                "one-request",
+                "a Scan reads an index whole: it takes no `key`, `parent`, `beside` or `then`",
+            );
+        }
+        let Some(index) = p.index.clone() else {
+            self.refuse("one-request", "a Scan names the sparse `index` it reads (a Scan of the whole table is no access pattern)");
+            return None;
+        };
+        if !indexes.contains_key(&index) {
+            self.refuse(
+                "indexes",
+                format!("the Scan reads index `{index}`, which the chart does not declare"),
+            );
+            return None;
+        }
+        let Some(children) = p.children.clone() else {
+            self.refuse(
+                "one-request",
+                "a Scan names the entity it lists, `children`",
+            );
+            return None;
+        };
+        let Some(e) = entities.get(&children).filter(|e| !e.system) else {
+            self.refuse(
+                "one-request",
+                format!("its children `{children}` is no entity of the chart"),
+            );
+            return None;
+        };
+        if e.keys_in(Some(&index)).is_none() {
+            self.refuse(
+                "indexes",
+                format!("`{children}` has no keys in {index}, which the Scan reads"),
+            );
+            return None;
+        }
+        // Sparse: what else writes keys to the index would be read too.
+        for other in entities.values() {
+            if other.name != children && other.keys_in(Some(&index)).is_some() {
+                self.refuse("one-request", format!("{} carries keys in {index} too: a Scan of it would read them beside the {}; only the entity it lists may (a sparse index)", other.name, super::super::plural(&children)));
+            }
+        }
+        self.projected(&children, table, entities, indexes, Some(&index));
+        Some(Request::Scan { index, children })
+    }
+
     pub(super) fn pattern(
         &mut self,
         n: u32,
@@ -72,6 +130,7 @@ impl Checker {
                 }
             }
             "BatchGetItem" => Request::BatchGetItem,
+            "Scan" => self.scan(p, table, entities, indexes)?,
             "Query" => {
                 let Some(cond) = &p.key else {
                     self.refuse("one-request", "a Query needs its key condition, `key`");
@@ -165,7 +224,7 @@ impl Checker {
                 let Some(request) = WriteRequest::parse(other) else {
                     self.refuse(
                         "one-request",
-                        format!("request `{other}` is none of GetItem, Query, BatchGetItem, PutItem, UpdateItem, DeleteItem, TransactWriteItems, BatchWriteItem"),
+                        format!("request `{other}` is none of GetItem, Query, Scan, BatchGetItem, PutItem, UpdateItem, DeleteItem, TransactWriteItems, BatchWriteItem"),
                     );
                     return None;
                 };

@@ -370,3 +370,51 @@ fn a_marker_global_on_purpose_is_told_of() {
         &["`Store.phone` unique across every tenant"],
     );
 }
+
+#[test]
+fn a_scan_of_every_tenants_items_or_of_an_index_every_item_carries_is_advised_against() {
+    const ARCADE: &str = include_str!("../../../examples/charts/arcade-awards.toml");
+    let advice = advise(&changed(ARCADE, &[]));
+    warned(
+        &advice,
+        "scan-cost",
+        "Score",
+        &["reads every league's scores and keeps the caller's (a filter on `league`)"],
+    );
+    // The award is optional: only winners carry the keys, and the index is sparse.
+    assert!(
+        !advice
+            .iter()
+            .any(|a| a.rule == "scan-cost" && a.message.contains("reads them all")),
+        "{advice:#?}"
+    );
+    // Keyed by the game, which every score has: the Scan reads every score.
+    let every = advise(&changed(
+        ARCADE,
+        &[(
+            "indexes.Awards = [\"AWARD#{award}\", \"SCORE#{league}#{scoreId}\"]",
+            "indexes.Awards = [\"GAME#{game}\", \"SCORE#{league}#{scoreId}\"]",
+        )],
+    ));
+    warned(
+        &every,
+        "scan-cost",
+        "Score",
+        &[
+            "every one of the scores carries Awards keys",
+            "reads them all",
+        ],
+    );
+    // Nothing else may carry the index's keys: the Scan would read it too.
+    let r = parse(&ARCADE.replace(
+        "[entities.Player]\ndescription = \"A player of a league.\"\nkey = [\"LEAGUE#{league}\", \"PLAYER#{handle}\"]",
+        "[entities.Player]\ndescription = \"A player of a league.\"\nkey = [\"LEAGUE#{league}\", \"PLAYER#{handle}\"]\nindexes.Awards = [\"PLAYERS#{league}\", \"PLAYER#{handle}\"]",
+    ))
+    .expect_err("served");
+    assert!(
+        r.0.iter()
+            .any(|x| x.rule == "one-request"
+                && x.message.contains("Player carries keys in Awards too")),
+        "{r}"
+    );
+}

@@ -186,9 +186,15 @@ fn a_pattern_that_is_not_one_request_for_what_it_declares_is_refused() {
     // A request this server does not make.
     let r = broken(
         "request = \"BatchGetItem\"\nfield = \"Query.nodes\"",
+        "request = \"ExecuteStatement\"\nfield = \"Query.nodes\"",
+    );
+    refuses(&r, "one-request", None, Some(8), "`ExecuteStatement`");
+    // A Scan of the whole table is no access pattern: it names its sparse index.
+    let r = broken(
+        "request = \"BatchGetItem\"\nfield = \"Query.nodes\"",
         "request = \"Scan\"\nfield = \"Query.nodes\"",
     );
-    refuses(&r, "one-request", None, Some(8), "`Scan`");
+    refuses(&r, "one-request", None, Some(8), "names the sparse `index`");
 }
 
 #[test]

@@ -171,16 +171,7 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                     index.as_deref(),
                     total,
                 );
-                // The references selected under the page's nodes, asked at once: the
-                // nodes' fields resolve one after the other, each node's at once.
-                preload(
-                    rc,
-                    &chart,
-                    &page.nodes,
-                    &[look.field("nodes"), look.field("edges").field("node")],
-                )
-                .await;
-                Ok(Some(FieldValue::owned_any(Arc::new(page))))
+                Ok(Some(answer(rc, &chart, page, &look).await))
             })
         },
     );
@@ -198,6 +189,81 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
         f = f.description(d);
     }
     f
+}
+
+/// A root field that lists what a Scan pattern finds (`[query.NAME]` on a Scan): a
+/// connection paged forward from the last-read key, each page one Scan of the sparse
+/// index, filtered to the caller's tenant. Cursors are signed for `Query.NAME`.
+pub fn scan_field(chart: &Arc<Chart>, name: &str, pattern: u32, child: &str) -> Field {
+    let chart2 = chart.clone();
+    let field = name.to_owned();
+    let connection = format!("Query.{name}");
+    Field::new(
+        name,
+        TypeRef::named_nn(format!("{child}Connection")),
+        move |ctx| {
+            let chart = chart2.clone();
+            let field = field.clone();
+            let connection = connection.clone();
+            FieldFuture::new(async move {
+                let rc = rc(&ctx);
+                let args = page_args(&ctx);
+                if args.last.is_some() || args.before.is_some() {
+                    let which = if args.before.is_some() { "before" } else { "last" };
+                    return Err(ApiError::bad_input(
+                        which,
+                        format!("`{field}` is a Scan, which reads forward only: page with `first` and `after`"),
+                    )
+                    .extend());
+                }
+                let resolved = args
+                    .resolve(&rc.cursors, &connection)
+                    .map_err(|e| e.extend())?;
+                let p = &chart.patterns[&pattern];
+                let index = match &p.request {
+                    Request::Scan { index, .. } => Some(index.clone()),
+                    _ => None,
+                };
+                let tenant = rc.access.org().map(|t| t.as_str().to_owned());
+                let fetched =
+                    read::scan_page(rc.store.as_ref(), &chart, p, tenant.as_deref(), &resolved)
+                        .await
+                        .map_err(|e| e.extend())?;
+                let page = conn(
+                    rc,
+                    &chart,
+                    &connection,
+                    &resolved,
+                    fetched,
+                    index.as_deref(),
+                    None,
+                );
+                Ok(Some(answer(rc, &chart, page, &ctx.look_ahead()).await))
+            })
+        },
+    )
+    .argument(InputValue::new("first", TypeRef::named(TypeRef::INT)))
+    .argument(InputValue::new("after", TypeRef::named(TypeRef::STRING)))
+    .argument(InputValue::new("last", TypeRef::named(TypeRef::INT)).description("Refused: a Scan reads forward only."))
+    .argument(InputValue::new("before", TypeRef::named(TypeRef::STRING)).description("Refused: a Scan reads forward only."))
+}
+
+/// A connection's page as answered, the references selected under its nodes asked at
+/// once (the nodes' fields resolve one after the other, each node's at once).
+async fn answer(
+    rc: &RequestContext,
+    chart: &Arc<Chart>,
+    page: Conn,
+    look: &async_graphql::Lookahead<'_>,
+) -> FieldValue<'static> {
+    preload(
+        rc,
+        chart,
+        &page.nodes,
+        &[look.field("nodes"), look.field("edges").field("node")],
+    )
+    .await;
+    FieldValue::owned_any(Arc::new(page))
 }
 
 /// Builds a connection from the children a Query returned: cuts the extra item, restores
@@ -334,7 +400,10 @@ pub fn connection_types(chart: &Chart, child: &str) -> (Object, Object) {
             c.total.is_some()
                 || !matches!(chart.patterns.get(&c.pattern).map(|p| &p.request), Some(Request::Query { children, .. }) if children == child)
         })
-    });
+    }) && !chart
+        .patterns
+        .values()
+        .any(|p| matches!(&p.request, Request::Scan { children, .. } if children == child));
     let edges = Field::new(
         "edges",
         TypeRef::named_nn_list_nn(format!("{child}Edge")),

@@ -135,6 +135,16 @@ pub fn query_type(chart: Arc<Chart>) -> Object {
     let mut q = Object::new("Query");
     for (name, root) in &chart.query {
         let e = &chart.entities[&root.entity];
+        if let Some(Request::Scan { children, .. }) =
+            chart.patterns.get(&root.pattern).map(|p| &p.request)
+        {
+            let mut f = super::pages::scan_field(&chart, name, root.pattern, children);
+            if let Some(d) = &root.description {
+                f = f.description(d);
+            }
+            q = q.field(f);
+            continue;
+        }
         let by_id = root.by.as_deref() == Some("id");
         let chart2 = chart.clone();
         let entity = root.entity.clone();

@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::ReturnValue;
 
 use super::{SdkItem, SdkValue};
 use crate::store::{
-    AttributeValue, CmpOp, Condition, Item, ReturnValues, SetValue, SortCondition, StoreError,
+    AttributeValue, Condition, Item, ReturnValues, SetValue, SortCondition, StoreError,
     StoreResult, UpdateExpr,
 };
 
@@ -93,15 +93,7 @@ impl Expressions {
             Condition::Exists(a) => format!("attribute_exists({})", self.name(a)),
             Condition::NotExists(a) => format!("attribute_not_exists({})", self.name(a)),
             Condition::Cmp(a, op, v) => {
-                let op = match op {
-                    CmpOp::Eq => "=",
-                    CmpOp::Ne => "<>",
-                    CmpOp::Lt => "<",
-                    CmpOp::Le => "<=",
-                    CmpOp::Gt => ">",
-                    CmpOp::Ge => ">=",
-                };
-                format!("{} {op} {}", self.name(a), self.value(v))
+                format!("{} {} {}", self.name(a), op.symbol(), self.value(v))
             }
             Condition::Between(a, lo, hi) => {
                 let a = self.name(a);

@@ -134,6 +134,7 @@ impl DynamoEngine {
                 .filter(|k| !k.is_empty())
                 .map(|k| self.page_key(index, k))
                 .transpose()?,
+            scanned: None,
         })
     }
 
@@ -268,12 +269,23 @@ impl Store for DynamoEngine {
     }
 
     async fn scan(&self, req: Scan) -> StoreResult<QueryOutput> {
+        let index = req
+            .index
+            .as_deref()
+            .and_then(|name| self.schema.index(name));
+        let mut ex = Expressions::default();
+        let filter = req.filter.as_ref().map(|c| ex.condition(c));
+        let (names, values) = ex.into_maps();
         let call = self
             .client
             .scan()
             .table_name(&self.table)
+            .set_index_name(req.index.clone())
+            .set_filter_expression(filter)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
             .set_limit(req.limit.map(|l| i32::try_from(l).unwrap_or(i32::MAX)))
-            .set_exclusive_start_key(req.start.as_ref().map(|s| self.start_key(None, s)))
+            .set_exclusive_start_key(req.start.as_ref().map(|s| self.start_key(index, s)))
             .consistent_read(req.consistent_read)
             .set_segment(
                 req.segment
@@ -288,7 +300,10 @@ impl Store for DynamoEngine {
         let (out, tapped) = tapped(Member::Items, call).await;
         let out = out.map_err(|e| store_error(&self.table, e))?;
         record_capacity("Scan", out.consumed_capacity.as_slice());
-        self.query_output(None, tapped, out.items, out.last_evaluated_key)
+        let scanned = usize::try_from(out.scanned_count).ok();
+        let mut page = self.query_output(index, tapped, out.items, out.last_evaluated_key)?;
+        page.scanned = scanned;
+        Ok(page)
     }
 
     async fn query(&self, req: Query) -> StoreResult<QueryOutput> {

@@ -45,7 +45,6 @@ mod write;
 
 pub use stream::ChangeLog;
 
-use std::ops::Bound;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -59,16 +58,15 @@ use super::stream::ChangeStream;
 use super::validated::Validated;
 use codec::{decode_item, meta_indexes, meta_row, meta_time_to_live, meta_with, table_key};
 use group::{Batch, Group, Tokens};
-use query::{query, MAX_BATCH_GET_BYTES};
+use query::{query, scan, MAX_BATCH_GET_BYTES};
 use stream::EmbeddedChanges;
 use write::{batch_in_group, digest, transact};
 
-use super::validate::MAX_QUERY_PAGE_BYTES;
 use super::value::item_size;
 use super::{
     retry_conflicts, BatchGet, BatchGetPage, BatchWrite, BatchWritePage, Delete, GetItem, Item,
-    PageKey, Put, Query, QueryOutput, ReturnValues, Scan, Store, StoreError, StoreResult,
-    TableDescription, TableSchema, TransactAction, Update,
+    Put, Query, QueryOutput, ReturnValues, Scan, Store, StoreError, StoreResult, TableDescription,
+    TableSchema, TransactAction, Update,
 };
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -531,6 +529,7 @@ impl Store for EmbeddedEngine {
                     start,
                     consistent_read: true,
                     segment: None,
+                    ..Default::default()
                 })
                 .await?;
             for item in &page.items {
@@ -665,35 +664,10 @@ impl Store for EmbeddedEngine {
         self.call(
             Call::Read,
             Op::Read(Arc::new(move |inner| {
-                let items = inner.read_items()?;
-                let start = req.start.as_ref().map(|s| table_key(&s.table));
-                let lower = match &start {
-                    Some(k) => Bound::Excluded(k.as_slice()),
-                    None => Bound::Unbounded,
-                };
-                let limit = req.limit.map_or(usize::MAX, |l| l as usize);
-                let mut out = QueryOutput::default();
-                let mut bytes = 0;
-                for row in items
-                    .range::<&[u8]>((lower, Bound::Unbounded))
-                    .map_err(internal)?
-                {
-                    let (_, v) = row.map_err(internal)?;
-                    let item = decode_item(v.value())?;
-                    let key = inner.schema.key_of(&item);
-                    if let (Some(segment), Some(key)) = (req.segment, &key) {
-                        if !segment.holds(&key.pk) {
-                            continue;
-                        }
-                    }
-                    bytes += item_size(&item);
-                    out.items.push(item);
-                    if out.items.len() >= limit || bytes >= MAX_QUERY_PAGE_BYTES {
-                        out.last_evaluated_key = key.map(|table| PageKey { table, index: None });
-                        break;
-                    }
+                if req.index.is_some() && !inner.gsi_lag.is_zero() {
+                    inner.propagate(false)?;
                 }
-                Ok(out)
+                scan(inner, &req)
             })),
         )
         .await

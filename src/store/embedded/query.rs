@@ -5,9 +5,12 @@ use std::ops::Bound;
 
 use crate::store::validate::MAX_QUERY_PAGE_BYTES;
 use crate::store::value::item_size;
-use crate::store::{IndexKey, PageKey, PrimaryKey, Query, QueryOutput, SortCondition, StoreResult};
+use crate::store::{
+    IndexKey, PageKey, PrimaryKey, Query, QueryOutput, Scan, SortCondition, StoreResult,
+};
 
 use super::codec::{decode_item, decode_key, encode_key, key_range, table_key, PROJECTED};
+use super::expr::eval;
 use super::{internal, Inner};
 
 /// BatchGetItem answers at most 16 MB; the rest comes back as unprocessed keys.
@@ -17,17 +20,7 @@ pub(super) fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
     let tx = inner.db.begin_read().map_err(internal)?;
     inner.read_exists(&tx)?;
     let items = tx.open_table(inner.items_def()).map_err(internal)?;
-    let index = match &req.index {
-        None => None,
-        Some(name) => Some(
-            inner
-                .schema
-                .indexes
-                .iter()
-                .position(|i| &i.name == name)
-                .ok_or_else(|| internal("unknown index"))?,
-        ),
-    };
+    let index = index_position(inner, req.index.as_deref())?;
     let (mut lo, mut hi) = key_range(&req.partition, req.sort.as_ref());
     let mut lo_bound_excluded = false;
     let mut hi_bound_excluded = true;
@@ -80,31 +73,7 @@ pub(super) fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
                     },
                 )
             }
-            Some(i) => {
-                let parts = decode_key(row_key)?;
-                let [ipk, isk, pk, sk]: [String; 4] =
-                    parts.try_into().map_err(|_| internal("bad index key"))?;
-                let item = match row_val.strip_prefix(&PROJECTED) {
-                    Some(copy) => decode_item(copy)?,
-                    None => {
-                        let base = items
-                            .get(row_val)
-                            .map_err(internal)?
-                            .ok_or_else(|| internal("index row without item"))?;
-                        decode_item(base.value())?
-                    }
-                };
-                // The index answers with what it projects, as DynamoDB's does (and counts
-                // that toward the 1 MB a page reads).
-                let item = inner.schema.projected(&inner.schema.indexes[i], item);
-                (
-                    item,
-                    PageKey {
-                        table: PrimaryKey { pk, sk },
-                        index: Some(IndexKey { pk: ipk, sk: isk }),
-                    },
-                )
-            }
+            Some(i) => index_row(inner, &items, i, row_key, row_val)?,
         };
         bytes += item_size(&item);
         out.items.push(item);
@@ -154,4 +123,109 @@ pub(super) fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
         }
     }
     Ok(out)
+}
+
+/// Scan: the base table or an index, in the order of its rows (DynamoDB's is its own, by
+/// partition hash: no order is promised), from after `start`; `Limit` and the 1 MB cut
+/// count the items read, the filter keeps some of them, and `LastEvaluatedKey` is the
+/// last one read.
+pub(super) fn scan(inner: &Inner, req: &Scan) -> StoreResult<QueryOutput> {
+    let tx = inner.db.begin_read().map_err(internal)?;
+    inner.read_exists(&tx)?;
+    let items = tx.open_table(inner.items_def()).map_err(internal)?;
+    let index = index_position(inner, req.index.as_deref())?;
+    let start = req.start.as_ref().map(|s| match (&s.index, index) {
+        (Some(ik), Some(_)) => encode_key(&[&ik.pk, &ik.sk, &s.table.pk, &s.table.sk]),
+        _ => table_key(&s.table),
+    });
+    let lower = match &start {
+        Some(k) => Bound::Excluded(k.as_slice()),
+        None => Bound::Unbounded,
+    };
+    let limit = req.limit.map_or(usize::MAX, |l| l as usize);
+    let mut out = QueryOutput::default();
+    let (mut read, mut bytes) = (0usize, 0usize);
+    let index_table = match index {
+        None => None,
+        Some(i) => Some(tx.open_table(inner.index_def(i)).map_err(internal)?),
+    };
+    let rows = index_table
+        .as_ref()
+        .unwrap_or(&items)
+        .range::<&[u8]>((lower, Bound::Unbounded))
+        .map_err(internal)?;
+    for row in rows {
+        let (k, v) = row.map_err(internal)?;
+        let (item, page_key) = match index {
+            None => {
+                let item = decode_item(v.value())?;
+                let Some(table) = inner.schema.key_of(&item) else {
+                    continue;
+                };
+                (item, PageKey { table, index: None })
+            }
+            Some(i) => index_row(inner, &items, i, k.value(), v.value())?,
+        };
+        if let Some(segment) = req.segment {
+            if !segment.holds(&page_key.table.pk) {
+                continue;
+            }
+        }
+        read += 1;
+        bytes += item_size(&item);
+        if req.filter.as_ref().is_none_or(|c| eval(c, Some(&item))) {
+            out.items.push(item);
+        }
+        if read >= limit || bytes >= MAX_QUERY_PAGE_BYTES {
+            out.last_evaluated_key = Some(page_key);
+            break;
+        }
+    }
+    out.scanned = Some(read);
+    Ok(out)
+}
+
+/// The position of index `name` in the table's schema (`None`: the base table).
+fn index_position(inner: &Inner, name: Option<&str>) -> StoreResult<Option<usize>> {
+    name.map(|name| {
+        inner
+            .schema
+            .indexes
+            .iter()
+            .position(|i| i.name == name)
+            .ok_or_else(|| internal("unknown index"))
+    })
+    .transpose()
+}
+
+/// One row of index `i`: the item as the index answers it (what it projects, as DynamoDB's
+/// does, counted so toward the 1 MB a page reads), and its key there.
+fn index_row(
+    inner: &Inner,
+    items: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
+    i: usize,
+    row_key: &[u8],
+    row_val: &[u8],
+) -> StoreResult<(crate::store::Item, PageKey)> {
+    let parts = decode_key(row_key)?;
+    let [ipk, isk, pk, sk]: [String; 4] =
+        parts.try_into().map_err(|_| internal("bad index key"))?;
+    let item = match row_val.strip_prefix(&PROJECTED) {
+        Some(copy) => decode_item(copy)?,
+        None => {
+            let base = items
+                .get(row_val)
+                .map_err(internal)?
+                .ok_or_else(|| internal("index row without item"))?;
+            decode_item(base.value())?
+        }
+    };
+    let item = inner.schema.projected(&inner.schema.indexes[i], item);
+    Ok((
+        item,
+        PageKey {
+            table: PrimaryKey { pk, sk },
+            index: Some(IndexKey { pk: ipk, sk: isk }),
+        },
+    ))
 }
