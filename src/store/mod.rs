@@ -305,6 +305,11 @@ pub enum Condition {
     Cmp(String, CmpOp, AttributeValue),
     /// `a BETWEEN :lo AND :hi`
     Between(String, AttributeValue, AttributeValue),
+    /// `attribute_exists(map.key)`: the map attribute holds an entry of this key.
+    EntryExists(String, String),
+    /// `size(a) <op> :n`: the entries of a map or list, the members of a set, the bytes of
+    /// a string or binary.
+    Size(String, CmpOp, i64),
     /// `begins_with(a, :prefix)` on strings
     BeginsWith(String, String),
     And(Vec<Condition>),
@@ -348,6 +353,8 @@ impl std::fmt::Display for Condition {
                 write!(f, "{a} BETWEEN {} AND {}", value(lo), value(hi))
             }
             Condition::BeginsWith(a, p) => write!(f, "begins_with({a}, {p:?})"),
+            Condition::EntryExists(m, k) => write!(f, "attribute_exists({m}.{k:?})"),
+            Condition::Size(a, op, n) => write!(f, "size({a}) {} {n}", op.symbol()),
             Condition::And(cs) => all(f, cs, " AND "),
             Condition::Or(cs) => all(f, cs, " OR "),
             Condition::Not(c) => write!(f, "NOT ({c})"),
@@ -371,11 +378,19 @@ pub struct UpdateExpr {
     pub remove: Vec<String>,
     /// `ADD a :n`: numbers only; a missing attribute counts as 0. Used for counters.
     pub add: Vec<(String, AttributeValue)>,
+    /// `SET m.k = :v`: one entry of a map attribute, which must be there.
+    pub set_entry: Vec<(String, String, AttributeValue)>,
+    /// `REMOVE m.k`: one entry of a map attribute (none there: nothing to remove).
+    pub remove_entry: Vec<(String, String)>,
 }
 
 impl UpdateExpr {
     pub fn is_empty(&self) -> bool {
-        self.set.is_empty() && self.remove.is_empty() && self.add.is_empty()
+        self.set.is_empty()
+            && self.remove.is_empty()
+            && self.add.is_empty()
+            && self.set_entry.is_empty()
+            && self.remove_entry.is_empty()
     }
     pub fn set(mut self, attr: impl Into<String>, v: AttributeValue) -> Self {
         self.set.push((attr.into(), SetValue::Value(v)));
@@ -386,6 +401,23 @@ impl UpdateExpr {
             .push((attr.into(), AttributeValue::N(n.to_string())));
         self
     }
+    /// `SET map.key = :v`.
+    pub fn set_entry(
+        mut self,
+        map: impl Into<String>,
+        key: impl Into<String>,
+        v: AttributeValue,
+    ) -> Self {
+        self.set_entry.push((map.into(), key.into(), v));
+        self
+    }
+
+    /// `REMOVE map.key`.
+    pub fn remove_entry(mut self, map: impl Into<String>, key: impl Into<String>) -> Self {
+        self.remove_entry.push((map.into(), key.into()));
+        self
+    }
+
     pub fn remove(mut self, attr: impl Into<String>) -> Self {
         self.remove.push(attr.into());
         self

@@ -242,7 +242,16 @@ pub fn condition(c: &Condition) -> StoreResult<()> {
                 Some(_) => Ok(()),
             }
         }
-        Condition::BeginsWith(a, _) => attribute_name(a),
+        Condition::BeginsWith(a, _) | Condition::Size(a, ..) => attribute_name(a),
+        Condition::EntryExists(m, k) => {
+            attribute_name(m)?;
+            if k.is_empty() {
+                return Err(invalid(
+                    "ExpressionAttributeNames contains invalid value: Empty attribute name",
+                ));
+            }
+            Ok(())
+        }
         Condition::And(cs) | Condition::Or(cs) => {
             if cs.is_empty() {
                 return Err(invalid(
@@ -494,6 +503,34 @@ pub fn update(schema: &TableSchema, u: &Update) -> StoreResult<()> {
                 "Invalid UpdateExpression: Two document paths overlap with each other; must remove or rewrite one of these paths; path one: [{name}], path two: [{name}]"
             )));
         }
+    }
+    // An entry's path overlaps its map's, and another on the same entry.
+    let mut entries = HashSet::new();
+    let entry_paths = e
+        .set_entry
+        .iter()
+        .map(|(m, k, _)| (m, k))
+        .chain(e.remove_entry.iter().map(|(m, k)| (m, k)));
+    for (m, k) in entry_paths {
+        attribute_name(m)?;
+        if k.is_empty() {
+            return Err(invalid(
+                "ExpressionAttributeNames contains invalid value: Empty attribute name",
+            ));
+        }
+        if schema.is_key_attribute(m) {
+            return Err(invalid(format!(
+                "One or more parameter values were invalid: Cannot update attribute {m}. This attribute is part of the key"
+            )));
+        }
+        if seen.contains(m) || !entries.insert((m, k)) {
+            return Err(invalid(format!(
+                "Invalid UpdateExpression: Two document paths overlap with each other; must remove or rewrite one of these paths; path one: [{m}], path two: [{m}, {k}]"
+            )));
+        }
+    }
+    for (_, _, v) in &e.set_entry {
+        value(v)?;
     }
     for (attr, set) in &e.set {
         let (SetValue::Value(v) | SetValue::IfNotExists(v)) = set;

@@ -55,7 +55,9 @@ fn compared(c: Option<&Condition>, out: &mut Vec<String>) {
         | Condition::NotExists(a)
         | Condition::Cmp(a, ..)
         | Condition::Between(a, ..)
-        | Condition::BeginsWith(a, _) => push(a),
+        | Condition::BeginsWith(a, _)
+        | Condition::EntryExists(a, _)
+        | Condition::Size(a, ..) => push(a),
         Condition::And(all) | Condition::Or(all) => {
             for x in all {
                 compared(Some(x), out);

@@ -371,6 +371,7 @@ async fn update_semantics(store: &dyn Store) {
             ("count".into(), n("5")),
             ("tags".into(), V::Ss(vec!["a".into()])),
         ],
+        ..Default::default()
     };
     let first = store
         .update_item(Update::new(key("U", "1"), e.clone()).returning(ReturnValues::AllOld))
@@ -413,6 +414,80 @@ async fn update_semantics(store: &dyn Store) {
         ))
         .await;
     assert!(matches!(bad, Err(StoreError::Validation(_))), "{bad:?}");
+}
+
+/// One entry of a map attribute is set or removed by its path (`m.k`), conditioned on it
+/// being there or on the map's size; a path into a map that is not there is refused, and
+/// an entry's path with its map's in one update overlaps.
+async fn map_entries_by_path(store: &dyn Store) {
+    let map = |entries: &[(&str, V)]| {
+        V::M(
+            entries
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        )
+    };
+    put(store, item("ME", "1", &[("m", map(&[("a", s("1"))]))])).await;
+    let room = Condition::Or(vec![
+        Condition::EntryExists("m".into(), "b.c".into()),
+        Condition::Size("m".into(), CmpOp::Lt, 2),
+    ]);
+    let mut u = Update::new(
+        key("ME", "1"),
+        UpdateExpr::default().set_entry("m", "b.c", s("2")),
+    );
+    u.condition = Some(room.clone());
+    store.update_item(u.clone()).await.unwrap();
+    assert_eq!(
+        get(store, "ME", "1").await.unwrap()["m"],
+        map(&[("a", s("1")), ("b.c", s("2"))])
+    );
+    // Full now: a new key is refused, the one there may change.
+    let mut full = Update::new(
+        key("ME", "1"),
+        UpdateExpr::default().set_entry("m", "z", s("3")),
+    );
+    full.condition = Some(Condition::Or(vec![
+        Condition::EntryExists("m".into(), "z".into()),
+        Condition::Size("m".into(), CmpOp::Lt, 2),
+    ]));
+    assert!(matches!(
+        store.update_item(full).await,
+        Err(StoreError::ConditionFailed { .. })
+    ));
+    let mut again = Update::new(
+        key("ME", "1"),
+        UpdateExpr::default().set_entry("m", "b.c", s("4")),
+    );
+    again.condition = Some(room);
+    store.update_item(again).await.unwrap();
+    let removed = Update::new(key("ME", "1"), UpdateExpr::default().remove_entry("m", "a"))
+        .returning(ReturnValues::AllNew);
+    let after = store.update_item(removed).await.unwrap().unwrap();
+    assert_eq!(after["m"], map(&[("b.c", s("4"))]));
+    // Removing an entry that is not there changes nothing.
+    let none = Update::new(key("ME", "1"), UpdateExpr::default().remove_entry("m", "a"));
+    store.update_item(none).await.unwrap();
+
+    put(store, item("ME", "2", &[])).await;
+    let nowhere = Update::new(
+        key("ME", "2"),
+        UpdateExpr::default().set_entry("m", "a", s("1")),
+    );
+    let msg = validation(store.update_item(nowhere).await);
+    assert!(
+        msg.contains("document path provided in the update expression is invalid"),
+        "{msg}"
+    );
+    let both = Update::new(
+        key("ME", "1"),
+        UpdateExpr::default()
+            .set("m", map(&[]))
+            .remove_entry("m", "b.c"),
+    );
+    let msg = validation(store.update_item(both).await);
+    assert!(msg.contains("Two document paths overlap"), "{msg}");
 }
 
 /// A transaction applies all of its actions or none, and says why per action.
@@ -860,6 +935,7 @@ on_every_engine!(store:
     sparse_global_secondary_index,
     conditional_writes,
     update_semantics,
+    map_entries_by_path,
     transactions_are_all_or_nothing,
     batch_get_hundred_keys,
     batch_write_puts_and_deletes,

@@ -102,6 +102,13 @@ impl Expressions {
             Condition::BeginsWith(a, prefix) => {
                 format!("begins_with({}, {})", self.name(a), self.string(prefix))
             }
+            Condition::EntryExists(m, k) => {
+                format!("attribute_exists({}.{})", self.name(m), self.name(k))
+            }
+            Condition::Size(a, op, n) => {
+                let n = self.value(&AttributeValue::N(n.to_string()));
+                format!("size({}) {} {n}", self.name(a), op.symbol())
+            }
             Condition::And(cs) => self.junction(cs, " AND "),
             Condition::Or(cs) => self.junction(cs, " OR "),
             Condition::Not(c) => format!("NOT {}", self.operand(c)),
@@ -126,7 +133,7 @@ impl Expressions {
     /// `None` for an empty update: UpdateItem then only creates the item if it is absent.
     pub(super) fn update(&mut self, u: &UpdateExpr) -> Option<String> {
         let mut clauses = Vec::new();
-        if !u.set.is_empty() {
+        if !u.set.is_empty() || !u.set_entry.is_empty() {
             let mut actions = Vec::new();
             for (attr, set) in &u.set {
                 let n = self.name(attr);
@@ -137,10 +144,17 @@ impl Expressions {
                     }
                 });
             }
+            for (m, k, v) in &u.set_entry {
+                let path = format!("{}.{}", self.name(m), self.name(k));
+                actions.push(format!("{path} = {}", self.value(v)));
+            }
             clauses.push(format!("SET {}", actions.join(", ")));
         }
-        if !u.remove.is_empty() {
-            let names: Vec<String> = u.remove.iter().map(|a| self.name(a)).collect();
+        if !u.remove.is_empty() || !u.remove_entry.is_empty() {
+            let mut names: Vec<String> = u.remove.iter().map(|a| self.name(a)).collect();
+            for (m, k) in &u.remove_entry {
+                names.push(format!("{}.{}", self.name(m), self.name(k)));
+            }
             clauses.push(format!("REMOVE {}", names.join(", ")));
         }
         if !u.add.is_empty() {

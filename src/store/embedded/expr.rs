@@ -38,11 +38,39 @@ pub(crate) fn eval(c: &Condition, item: Option<&Item>) -> bool {
         Condition::BeginsWith(a, p) => {
             matches!(attr(item, a), Some(AttributeValue::S(s)) if s.starts_with(p.as_str()))
         }
+        Condition::EntryExists(m, k) => {
+            matches!(attr(item, m), Some(AttributeValue::M(entries)) if entries.contains_key(k))
+        }
+        Condition::Size(a, op, n) => {
+            let size = match attr(item, a) {
+                Some(AttributeValue::M(m)) => m.len(),
+                Some(AttributeValue::L(l)) => l.len(),
+                Some(AttributeValue::Ss(s) | AttributeValue::Ns(s)) => s.len(),
+                Some(AttributeValue::Bs(s)) => s.len(),
+                Some(AttributeValue::S(s)) => s.len(),
+                Some(AttributeValue::B(b)) => b.len(),
+                // No size: the comparison is false, as any on a missing attribute.
+                _ => return false,
+            };
+            let size = i64::try_from(size).unwrap_or(i64::MAX);
+            match op {
+                CmpOp::Eq => size == *n,
+                CmpOp::Ne => size != *n,
+                CmpOp::Lt => size < *n,
+                CmpOp::Le => size <= *n,
+                CmpOp::Gt => size > *n,
+                CmpOp::Ge => size >= *n,
+            }
+        }
         Condition::And(cs) => cs.iter().all(|c| eval(c, item)),
         Condition::Or(cs) => cs.iter().any(|c| eval(c, item)),
         Condition::Not(c) => !eval(c, item),
     }
 }
+
+/// DynamoDB's refusal of a path into a map that is not there.
+const INVALID_PATH: &str =
+    "The document path provided in the update expression is invalid for update";
 
 /// Applies an update expression to the current item (or to a new item holding only the
 /// key), as UpdateItem does. Errors are those DynamoDB only finds against stored data.
@@ -70,6 +98,23 @@ pub(super) fn apply_update(
     }
     for a in &e.remove {
         item.remove(a);
+    }
+    // An entry's path needs its map: DynamoDB refuses one whose map is not there.
+    for (m, k, v) in &e.set_entry {
+        match item.get_mut(m) {
+            Some(AttributeValue::M(entries)) => {
+                entries.insert(k.clone(), canonicalize(v.clone()));
+            }
+            _ => return Err(INVALID_PATH.into()),
+        }
+    }
+    for (m, k) in &e.remove_entry {
+        match item.get_mut(m) {
+            Some(AttributeValue::M(entries)) => {
+                entries.remove(k);
+            }
+            _ => return Err(INVALID_PATH.into()),
+        }
     }
     for (a, v) in &e.add {
         let merged = match (item.get(a), v) {
