@@ -323,6 +323,13 @@ pub struct Mutation {
     /// next call, which `more` says.
     #[serde(default)]
     pub max: Option<u32>,
+    /// `put-entry`, `remove-entry`: the map attribute one of whose entries it writes.
+    #[serde(default)]
+    pub map: Option<String>,
+    /// `put-entry`, `remove-entry`: the kind every entry key is (`slug`; default: any one
+    /// line of text).
+    #[serde(default)]
+    pub key_kind: Option<String>,
     /// With `every`: one TransactWriteItems, all or nothing, each delete conditioned on the
     /// item as found (at most 100 items); default: BatchWriteItem of 25 at a time.
     #[serde(default)]

@@ -472,6 +472,24 @@ pub struct Mutation {
     pub request: WriteRequest,
     /// A bulk delete: of every item a Query pattern finds.
     pub every: Option<Every>,
+    /// A write of one entry of a map attribute (an update of the item).
+    pub entry: Option<Entry>,
+}
+
+/// A write of one entry of a map attribute ([`Mutation::entry`]): one UpdateItem of its
+/// path, `SET map.key = :value` or `REMOVE map.key`.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The map attribute.
+    pub map: String,
+    /// Whether it removes the entry (else puts it).
+    pub remove: bool,
+    /// The kind every entry key is; `None`: any one line of text.
+    pub key_kind: Option<types::Kind>,
+    /// The map's element type: what a put's `value` is.
+    pub of: Type,
+    /// The map's `max_items`: a put of a new key is conditioned on the map holding fewer.
+    pub max_items: Option<usize>,
 }
 
 /// A bulk delete ([`Mutation::every`]): the Query pattern whose children it deletes, how

@@ -121,7 +121,30 @@ impl<'c> Writes<'c> {
                     };
                     fields.insert(Name::new("expectedVersion"), Value::Number(v.into()));
                 }
-                let reads = if m.action == Action::Update {
+                // A put of an entry on an item without the map writes the map whole after.
+                let mut whole_map = false;
+                let reads = if let Some(entry) = &m.entry {
+                    // An entry of the map: its key made from the key's kind (the first
+                    // entry the item holds, for a remove), the value from its type.
+                    let held = match item.get(&entry.map) {
+                        Some(AttributeValue::M(m)) => m.keys().min().cloned(),
+                        _ => None,
+                    };
+                    let key = match (&held, &entry.key_kind) {
+                        (Some(k), _) => Value::String(k.clone()),
+                        (None, Some(kind)) => {
+                            self.generator.made(&Type::Kind(kind.clone()), "key", 1)?
+                        }
+                        (None, None) => Value::String("key-1".into()),
+                    };
+                    fields.insert(Name::new("key"), key);
+                    whole_map = !entry.remove && held.is_none();
+                    if !entry.remove {
+                        let value = self.generator.made(&entry.of, &entry.map, 1)?;
+                        fields.insert(Name::new("value"), value);
+                    }
+                    false
+                } else if m.action == Action::Update {
                     let changed = self.changes(m, e, &item)?;
                     let names: Vec<String> = changed.iter().map(|(n, _)| n.clone()).collect();
                     if let (Some(_), Some((tabs, made))) = (&from, self.created.get_mut(&e.name)) {
@@ -155,6 +178,13 @@ impl<'c> Writes<'c> {
                         "A strongly consistent GetItem of the {words}, then one {}",
                         request.name()
                     ),
+                    (false, Action::Update) if whole_map => format!(
+                        "A conditional UpdateItem of the entry, refused as the {words} has no `{}` yet,\n# then one of the whole map",
+                        m.entry.as_ref().map_or("", |x| x.map.as_str())
+                    ),
+                    (false, Action::Update) if m.entry.is_some() => {
+                        "One conditional UpdateItem of the entry alone".to_owned()
+                    }
                     (false, Action::Update) => "One conditional UpdateItem".to_owned(),
                     (false, _) => "One conditional DeleteItem".to_owned(),
                 };
@@ -177,7 +207,7 @@ impl<'c> Writes<'c> {
                     None => writeln!(head, "# It {verb} one {words} of the seeded data."),
                 }
                 .ok()?;
-                (Value::Object(fields), 1 + u32::from(reads))
+                (Value::Object(fields), 1 + u32::from(reads || whole_map))
             }
         };
         let payload = lower_first(&e.name);
@@ -264,6 +294,13 @@ impl<'c> Writes<'c> {
     /// seeded one (for a delete, one nothing counts on; for a change of a life cycle, one
     /// that can still move).
     fn target(&self, m: &Mutation, e: &Entity) -> Option<(Item, Option<Vec<u32>>)> {
+        // An entry's write: a seeded item that holds the map, where one does.
+        if let Some(entry) = &m.entry {
+            let holds = |i: &&Item| matches!(i.get(&entry.map), Some(AttributeValue::M(_)));
+            if let Some(item) = self.generator.known(&e.name).iter().find(holds) {
+                return Some((item.clone(), None));
+            }
+        }
         if let Some((tabs, item)) = self.created.get(&e.name) {
             return Some((item.clone(), Some(tabs.clone())));
         }

@@ -95,7 +95,7 @@ async fn the_session_stores_operations_match_their_snapshots_on_both_engines() {
 /// order alike.
 #[tokio::test]
 async fn the_arcade_awards_operations_match_their_snapshots_on_both_engines() {
-    charts_operations_match("arcade-awards", 1).await;
+    charts_operations_match("arcade-awards", 2).await;
 }
 
 /// `examples/charts/{name}/`'s `operations` operations, served from

@@ -107,6 +107,13 @@ pub enum Guard {
     /// Each counter the action takes from is above 0 (a count on the item itself; a
     /// shard's part may go below 0).
     Positive,
+    /// The map attribute is there (an entry's path needs it).
+    HasMap { map: String },
+    /// The map attribute is not there (the first entry is written as the whole map).
+    NoMap { map: String },
+    /// There is room for the entry: its key is there already, or the map holds fewer than
+    /// `max` entries.
+    Room { map: String, max: usize },
     /// No other item counts on it any more: each of `counters` absent or 0.
     Unreferenced { counters: Vec<String> },
 }
@@ -166,6 +173,11 @@ impl fmt::Display for Guard {
                 f.write_str(")")
             }
             Guard::Positive => f.write_str("each counter taken from > 0"),
+            Guard::HasMap { map } => write!(f, "attribute_exists({map})"),
+            Guard::NoMap { map } => write!(f, "attribute_not_exists({map})"),
+            Guard::Room { map, max } => {
+                write!(f, "(attribute_exists({map}.:key) OR size({map}) < {max})")
+            }
             Guard::Unreferenced { counters } => {
                 let parts: Vec<String> = counters
                     .iter()
@@ -199,6 +211,9 @@ impl Guard {
             // Whichever counters the action takes from.
             Guard::Positive => Vec::new(),
             Guard::Unreferenced { counters } => counters.iter().map(String::as_str).collect(),
+            Guard::HasMap { map } | Guard::NoMap { map } | Guard::Room { map, .. } => {
+                vec![map]
+            }
         }
     }
 }

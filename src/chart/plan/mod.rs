@@ -165,6 +165,9 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
     if let Some(every) = &m.every {
         return bulk(chart, m, e, every);
     }
+    if let Some(entry) = &m.entry {
+        return entry_plan(chart, m, e, entry);
+    }
     let step = |role: Role, entity: &str, of: Option<&str>, least: u64, most: u64| Step {
         role,
         entity: entity.to_owned(),
@@ -333,6 +336,52 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
         steps,
         read_first,
         in_place,
+    }
+}
+
+/// A map entry's write: one UpdateItem of the item at its key, there and the caller's, at
+/// the version given; of the entry's path where the map is there (and, for a new key, has
+/// room), else, for a put, of the whole map where it is not (an item made without it).
+fn entry_plan(chart: &Chart, m: &Mutation, e: &Entity, entry: &super::Entry) -> MutationPlan {
+    let base = || -> Vec<Guard> {
+        std::iter::once(present(chart, e))
+            .chain(tenant(e, TenantIs::Caller))
+            .chain(e.writes.version.as_ref().map(|a| Guard::Version {
+                attribute: a.clone(),
+            }))
+            .collect()
+    };
+    let map = entry.map.clone();
+    let mut there = base();
+    there.push(Guard::HasMap { map: map.clone() });
+    if let (false, Some(max)) = (entry.remove, entry.max_items) {
+        there.push(Guard::Room {
+            map: map.clone(),
+            max,
+        });
+    }
+    let mut acts = vec![Act::new(Verb::Update, there)];
+    if !entry.remove {
+        let mut first = base();
+        first.push(Guard::NoMap { map });
+        acts.push(Act::new(Verb::Update, first));
+    }
+    MutationPlan {
+        mutation: m.name.clone(),
+        entity: e.name.clone(),
+        action: m.action,
+        in_place: acts.first().cloned(),
+        steps: vec![Step {
+            role: Role::Item,
+            entity: e.name.clone(),
+            of: Some(entry.map.clone()),
+            least: 1,
+            most: 1,
+            acts,
+            on_shard: None,
+            binding: e.binding.clone(),
+        }],
+        read_first: ReadFirst::default(),
     }
 }
 

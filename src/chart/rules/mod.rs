@@ -171,7 +171,7 @@ impl Checker {
         self.time_to_live(&table, &entities, &patterns);
         self.invariants(&entities, &patterns);
         self.referrers(&entities);
-        let mutations = self.mutations(&file, &entities, &patterns);
+        let mutations = self.mutations(&file, &entities, &patterns, &kinds);
         self.subscriptions(&file, &entities);
         let mut samples = Vec::new();
         for (entity, items) in &file.samples {

@@ -495,6 +495,7 @@ impl Checker {
         file: &File,
         entities: &IndexMap<String, Entity>,
         patterns: &IndexMap<u32, Pattern>,
+        kinds: &std::collections::HashMap<String, Kind>,
     ) -> IndexMap<String, Mutation> {
         let mut out = IndexMap::new();
         for (name, m) in &file.mutations {
@@ -514,12 +515,12 @@ impl Checker {
             };
             let action = match m.action.as_str() {
                 "create" => Action::Create,
-                "update" => Action::Update,
+                "update" | "put-entry" | "remove-entry" => Action::Update,
                 "delete" => Action::Delete,
                 other => {
                     self.refuse(
                         "format",
-                        format!("mutation `{name}`: `action` is create, update or delete, not `{other}`"),
+                        format!("mutation `{name}`: `action` is create, update or delete (or put-entry, remove-entry: one entry of a map), not `{other}`"),
                     );
                     continue;
                 }
@@ -542,6 +543,12 @@ impl Checker {
                     false
                 }
             };
+            if m.action.ends_with("-entry") || m.map.is_some() || m.key_kind.is_some() {
+                if let Some(entry) = self.entry(name, m, e, by_id, patterns, kinds) {
+                    out.insert(name.clone(), entry);
+                }
+                continue;
+            }
             if m.every.is_some() || m.max.is_some() || m.atomic {
                 if let Some(every) = self.bulk(name, m, e, action, entities, patterns) {
                     out.insert(name.clone(), every);
@@ -805,11 +812,112 @@ impl Checker {
                     input: m.input.clone(),
                     request,
                     every: None,
+                    entry: None,
                 },
             );
         }
         self.at(None, None);
         out
+    }
+
+    /// A write of one entry of a map attribute (`put-entry`, `remove-entry`): one
+    /// UpdateItem of the entry's path, on the item its key (or id) names.
+    fn entry(
+        &mut self,
+        name: &str,
+        m: &format::Mutation,
+        e: &Entity,
+        by_id: bool,
+        patterns: &IndexMap<u32, Pattern>,
+        kinds: &std::collections::HashMap<String, Kind>,
+    ) -> Option<Mutation> {
+        let refused = self.refusals.len();
+        let remove = match m.action.as_str() {
+            "put-entry" => false,
+            "remove-entry" => true,
+            _ => {
+                self.refuse("writes", format!("mutation `{name}`: `map` and `key_kind` go with `action = \"put-entry\"` or `\"remove-entry\"`"));
+                return None;
+            }
+        };
+        let Some(map) = m.map.clone() else {
+            self.refuse(
+                "writes",
+                format!("mutation `{name}` writes an entry: it names its `map` attribute"),
+            );
+            return None;
+        };
+        let (of, max_items) = match e.attributes.get(&map).map(|a| &a.ty) {
+            Some(Type::Map { of, max_items }) => ((**of).clone(), *max_items),
+            _ => {
+                self.refuse("writes", format!("mutation `{name}` writes an entry of `{map}`, which is no map attribute of {}", e.name));
+                return None;
+            }
+        };
+        if m.fields.is_some() || m.token.is_some() || !m.with.is_empty() || m.every.is_some() {
+            self.refuse("writes", format!("mutation `{name}` writes one entry of `{map}`: `fields`, `token`, `with` and `every` do not apply"));
+        }
+        let key_kind = match m.key_kind.as_deref() {
+            None => None,
+            Some(k) => match Kind::builtin(k).or_else(|| kinds.get(k).cloned()) {
+                Some(kind) => Some(kind),
+                None => {
+                    self.refuse(
+                        "types",
+                        format!("mutation `{name}`: `key_kind` `{k}` is no kind"),
+                    );
+                    None
+                }
+            },
+        };
+        let key = key_vars(e);
+        for taken in ["key", "value", "expectedVersion"] {
+            if !by_id && key.iter().any(|k| k == taken) {
+                self.refuse("names", format!("mutation `{name}` takes the entry's `{taken}`, and `{taken}` is a key attribute of {} too", e.name));
+            }
+        }
+        // The write sets the attributes `updated` gives; one in an index key would move
+        // the item in the index, which an entry's write does not render.
+        for (a, spec) in &e.attributes {
+            if spec.auto == Some(super::super::Auto::Updated) && in_any_key(e, a) {
+                self.refuse("writes", format!("mutation `{name}` writes an entry, and `{a}`, which every write sets, is part of a key: the entry's write would leave the key behind"));
+            }
+        }
+        let is = format!("is one UpdateItem (of one entry of `{map}`)");
+        self.write_pattern(name, m.pattern, e, WriteRequest::UpdateItem, &is, patterns);
+        for f in m.input.keys() {
+            let known = (by_id && f == e.plain_id.as_deref().unwrap_or("id"))
+                || (!by_id && key.iter().any(|k| k == f))
+                || f == "key"
+                || (f == "value" && !remove)
+                || f == "expectedVersion";
+            if !known {
+                self.refuse(
+                    "writes",
+                    format!("mutation `{name}` describes input `{f}`, which it does not take"),
+                );
+            }
+        }
+        if self.refusals.len() > refused {
+            return None;
+        }
+        let mut out = special(
+            name,
+            m,
+            e,
+            Action::Update,
+            WriteRequest::UpdateItem,
+            "change",
+        );
+        out.by_id = by_id;
+        out.entry = Some(super::super::Entry {
+            map,
+            remove,
+            key_kind,
+            of,
+            max_items,
+        });
+        Some(out)
     }
 
     /// Mutation `name`'s pattern `number`: a write of its entity, by the request it `is`
@@ -998,34 +1106,50 @@ impl Checker {
         if self.refusals.len() > refused {
             return None;
         }
-        Some(Mutation {
-            name: name.to_owned(),
-            entity: e.name.clone(),
-            action,
-            pattern: m.pattern,
-            by_id: false,
-            fields: Vec::new(),
-            required: Vec::new(),
-            token: None,
-            role: m.role.clone(),
-            may: m
-                .may
-                .clone()
-                .unwrap_or_else(|| format!("remove {}", super::super::plural(&e.name))),
-            description: m.description.clone(),
-            input_description: m.input_description.clone(),
-            payload: m.payload.clone(),
-            with: IndexMap::new(),
-            input: m.input.clone(),
-            request,
-            every: Some(super::super::Every {
-                pattern: every,
-                max,
-                atomic: m.atomic,
-                inputs,
-                tenant_input,
-            }),
-        })
+        let mut out = special(name, m, e, action, request, "remove");
+        out.every = Some(super::super::Every {
+            pattern: every,
+            max,
+            atomic: m.atomic,
+            inputs,
+            tenant_input,
+        });
+        Some(out)
+    }
+}
+
+/// A mutation served by a plan of its own (a bulk delete, a map entry's write): what it
+/// shares with every mutation, `verb` what its refusal says only its role may do.
+fn special(
+    name: &str,
+    m: &format::Mutation,
+    e: &Entity,
+    action: Action,
+    request: WriteRequest,
+    verb: &str,
+) -> Mutation {
+    Mutation {
+        name: name.to_owned(),
+        entity: e.name.clone(),
+        action,
+        pattern: m.pattern,
+        by_id: false,
+        fields: Vec::new(),
+        required: Vec::new(),
+        token: None,
+        role: m.role.clone(),
+        may: m
+            .may
+            .clone()
+            .unwrap_or_else(|| format!("{verb} {}", super::super::plural(&e.name))),
+        description: m.description.clone(),
+        input_description: m.input_description.clone(),
+        payload: m.payload.clone(),
+        with: IndexMap::new(),
+        input: m.input.clone(),
+        request,
+        every: None,
+        entry: None,
     }
 }
 

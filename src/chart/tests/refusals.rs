@@ -375,6 +375,70 @@ fn a_bulk_delete_that_cannot_be_bounded_kept_or_bound_is_refused() {
 }
 
 #[test]
+fn an_entry_write_of_what_is_no_map_or_of_no_kind_is_refused() {
+    const ARCADE: &str = include_str!("../../../examples/charts/arcade-awards.toml");
+    let changed = |from: &str, to: &str| {
+        assert!(ARCADE.contains(from), "{from}");
+        parse(&ARCADE.replace(from, to)).expect_err("served")
+    };
+    accepted(ARCADE);
+    let r = changed(
+        "action = \"put-entry\"\nmap = \"controls\"",
+        "action = \"put-entry\"\nmap = \"name\"",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Player"),
+        Some(10),
+        "which is no map attribute of Player",
+    );
+    let r = changed(
+        "action = \"put-entry\"\nmap = \"controls\"\n",
+        "action = \"put-entry\"\n",
+    );
+    refuses(&r, "writes", Some("Player"), Some(10), "names its `map`");
+    let r = changed(
+        "map = \"controls\"\nkey_kind = \"slug\"\npattern = 10",
+        "map = \"controls\"\nkey_kind = \"game\"\npattern = 10",
+    );
+    refuses(
+        &r,
+        "types",
+        Some("Player"),
+        Some(10),
+        "`key_kind` `game` is no kind",
+    );
+    let r = changed(
+        "action = \"put-entry\"\nmap = \"controls\"",
+        "action = \"put-entry\"\nmap = \"controls\"\nfields = [\"name\"]",
+    );
+    refuses(&r, "writes", Some("Player"), Some(10), "do not apply");
+    let r = changed(
+        "name = \"Save a player's controls for one game\"\nrequest = \"UpdateItem\"",
+        "name = \"Save a player's controls for one game\"\nrequest = \"TransactWriteItems\"",
+    );
+    refuses(
+        &r,
+        "one-request",
+        Some("Player"),
+        Some(10),
+        "is one UpdateItem (of one entry of `controls`)",
+    );
+    let r = changed(
+        "action = \"update\"\npattern = 9\nfields = [\"award\"]",
+        "action = \"update\"\npattern = 9\nfields = [\"award\"]\nmap = \"award\"",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Score"),
+        Some(9),
+        "go with `action = \"put-entry\"`",
+    );
+}
+
+#[test]
 fn an_entity_that_does_not_name_its_tenant_is_refused() {
     // A node of no tenant: any token could read it by its id.
     let r = broken(

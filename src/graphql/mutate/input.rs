@@ -17,7 +17,7 @@ const ONE_LINE_CHARS: usize = 200;
 
 /// The longest key of a map's entry, in characters: at 4 UTF-8 bytes each, within
 /// DynamoDB's 64 KB bound on a name (what `chart check` counts a key at).
-const MAP_KEY_CHARS: usize = 16 * 1024;
+pub(super) const MAP_KEY_CHARS: usize = 16 * 1024;
 
 /// The attribute an input field's path ends at (`lines[1].quantity` → `quantity`): what
 /// a refusal of a number names.

@@ -367,6 +367,34 @@ fn input_type(chart: &Chart, m: &Mutation, e: &Entity) -> InputObject {
                 ));
             }
         }
+        Action::Update if m.entry.is_some() => {
+            key(&mut fields);
+            version(&mut fields, true);
+            if let Some(entry) = &m.entry {
+                let map = &entry.map;
+                fields.push((
+                    "key".to_owned(),
+                    TypeRef::named_nn(TypeRef::STRING),
+                    Some(match &entry.key_kind {
+                        Some(k) => format!("The key of the `{map}` entry: a {}.", k.name()),
+                        None => format!("The key of the `{map}` entry: one line of text."),
+                    }),
+                ));
+                if !entry.remove {
+                    fields.push((
+                        "value".to_owned(),
+                        input::type_ref(&entry.of, true),
+                        Some(format!(
+                            "The entry's value: the one at `key` replaced, or a new one{}.",
+                            entry
+                                .max_items
+                                .map(|n| format!(" while `{map}` holds fewer than {n}"))
+                                .unwrap_or_default()
+                        )),
+                    ));
+                }
+            }
+        }
         Action::Update => {
             key(&mut fields);
             version(&mut fields, true);

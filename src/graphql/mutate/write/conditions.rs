@@ -19,6 +19,8 @@ pub(super) struct Values<'a> {
     pub owner: Option<&'a Item>,
     /// The `expectedVersion` given.
     pub expected: Option<i64>,
+    /// The key of the map entry the write puts.
+    pub entry: Option<&'a str>,
 }
 
 impl<'a> Values<'a> {
@@ -140,6 +142,16 @@ fn fill(g: &Guard, v: &Values, all: &mut Vec<Condition>) {
             ]));
         }
         // Filled where the update it conditions is known ([`positive`]).
+        Guard::HasMap { map } => all.push(Condition::exists(map.clone())),
+        Guard::NoMap { map } => all.push(Condition::not_exists(map.clone())),
+        Guard::Room { map, max } => all.push(Condition::Or(vec![
+            Condition::EntryExists(map.clone(), v.entry.unwrap_or_default().to_owned()),
+            Condition::Size(
+                map.clone(),
+                CmpOp::Lt,
+                i64::try_from(*max).unwrap_or(i64::MAX),
+            ),
+        ])),
         Guard::Positive => {}
         Guard::Unreferenced { counters } => {
             for c in counters {

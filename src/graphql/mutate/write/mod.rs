@@ -45,6 +45,7 @@ mod bulk;
 mod conditions;
 mod create;
 mod delete;
+mod entry;
 mod touches;
 mod update;
 
@@ -173,6 +174,7 @@ pub async fn run(
     let e = &chart.entities[&m.entity];
     match m.action {
         Action::Create => create(rc, chart, m, e, input).await,
+        Action::Update if m.entry.is_some() => entry::write(rc, chart, m, e, input).await,
         Action::Update => update(rc, chart, m, e, input).await,
         Action::Delete => delete(rc, chart, m, e, input).await,
     }
