@@ -62,6 +62,9 @@ pub struct EntityShown {
     pub system: bool,
     /// Each key attribute the entity's item carries, with its template (`CHAIN#<chain>`).
     pub keys: Vec<(String, String)>,
+    /// For a link of two entities (many to many), what it links and how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -239,11 +242,27 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
                 keys.push((i.partition_key.clone(), shown(&k.pk)));
                 keys.push((i.sort_key.clone(), shown(&k.sk)));
             }
+            let link = e.link.as_ref().map(|[near, far]| {
+                let (a, b) = (&e.references[near].entity, &e.references[far].entity);
+                // The index the rule `links` proves inverts it: keyed by the far side.
+                let far_vars: Vec<&String> = e.references[far].key.values().collect();
+                let inverted = e
+                    .indexes
+                    .iter()
+                    .find(|(_, k)| far_vars.iter().all(|v| k.pk.vars().any(|x| x.name == **v)))
+                    .map_or("", |(i, _)| i.as_str());
+                format!(
+                    "{} links {a} and {b}, many to many: in each {}'s item collection (`{near}`), inverted by {inverted} (`{far}`)",
+                    e.name,
+                    super::words(a),
+                )
+            });
             EntityShown {
                 name: e.name.clone(),
                 description: e.description.clone(),
                 system: e.system,
                 keys,
+                link,
             }
         })
         .collect();
@@ -727,6 +746,17 @@ pub fn entity_table(x: &Explained) -> String {
             }
         }
         out.push('\n');
+    }
+    let links: Vec<&str> = x
+        .entities
+        .iter()
+        .filter_map(|e| e.link.as_deref())
+        .collect();
+    if !links.is_empty() {
+        out.push('\n');
+        for l in links {
+            out.push_str(&format!("{l}.\n"));
+        }
     }
     out
 }

@@ -151,6 +151,11 @@ pub struct Entity {
     /// Whether it is a `Node` (fetched back by global id); default: when it is a type.
     #[serde(default)]
     pub node: Option<bool>,
+    /// A link of two entities, many to many: its two references, the side whose item
+    /// collection holds it first, then the side an index inverts it for
+    /// (`link = ["repository", "user"]`).
+    #[serde(default)]
+    pub link: Option<[String; 2]>,
     /// The attribute a root field's `id` argument also takes plainly (`ticketId`).
     #[serde(default)]
     pub plain_id: Option<String>,

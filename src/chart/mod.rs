@@ -210,6 +210,17 @@ pub struct Keys {
     pub sk: Template,
 }
 
+impl Keys {
+    /// The variables of both templates, in the order they spell them.
+    pub fn var_names(&self) -> Vec<&str> {
+        self.pk
+            .vars()
+            .chain(self.sk.vars())
+            .map(|v| v.name.as_str())
+            .collect()
+    }
+}
+
 #[derive(Debug)]
 pub struct Entity {
     pub name: String,
@@ -230,6 +241,9 @@ pub struct Entity {
     /// Counter shards: the entity they hold shares of the counters of, and how many.
     pub shards_of: Option<(String, u32)>,
     pub references: IndexMap<String, format::Reference>,
+    /// A link of two entities (many to many): its references to them, the one whose item
+    /// collection holds it first, then the one an index inverts it for.
+    pub link: Option<[String; 2]>,
     pub connections: IndexMap<String, format::Connection>,
     pub lists: IndexMap<String, format::List>,
     /// What every write of the entity keeps: its version, unique attributes, counters on

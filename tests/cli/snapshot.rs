@@ -98,6 +98,13 @@ async fn the_arcade_awards_operations_match_their_snapshots_on_both_engines() {
     charts_operations_match("arcade-awards", 2).await;
 }
 
+/// The stars that link users and repositories (`examples/charts/repo-stars/`: many to
+/// many, read from both sides) hold their snapshots and request budgets on both engines.
+#[tokio::test]
+async fn the_repo_stars_operations_match_their_snapshots_on_both_engines() {
+    charts_operations_match("repo-stars", 3).await;
+}
+
 /// `examples/charts/{name}/`'s `operations` operations, served from
 /// `examples/charts/{name}.toml` and its samples, match their snapshots and budgets on the
 /// embedded engine and on DynamoDB Local.

@@ -15,6 +15,7 @@ mod chart_bulk;
 mod chart_entries;
 mod chart_expiry;
 mod chart_keys_only;
+mod chart_links;
 mod chart_maps;
 mod chart_ranges;
 mod chart_scan;

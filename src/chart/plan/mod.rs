@@ -500,13 +500,7 @@ pub fn change_of_item(chart: &Chart, e: &Entity) -> Act {
 
 /// What a change of `e` reads first for ([`ReadFirst`]).
 fn change_reads_first(chart: &Chart, e: &Entity) -> ReadFirst {
-    let key_vars: Vec<&str> = e
-        .key
-        .pk
-        .vars()
-        .chain(e.key.sk.vars())
-        .map(|v| v.name.as_str())
-        .collect();
+    let key_vars = e.key.var_names();
     let mut any_of: Vec<String> = Vec::new();
     let mut add = |a: &str| {
         if !any_of.iter().any(|x| x == a) {

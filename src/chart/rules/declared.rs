@@ -375,6 +375,7 @@ impl Checker {
             plain_id: e.plain_id.clone(),
             shards_of,
             references: e.references.clone(),
+            link: e.link.clone(),
             connections: e.connections.clone(),
             lists: e.lists.clone(),
             writes: Invariants {
@@ -524,6 +525,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
         plain_id: None,
         shards_of: None,
         references: IndexMap::new(),
+        link: None,
         connections: IndexMap::new(),
         lists: IndexMap::new(),
         writes: Invariants::default(),

@@ -5,7 +5,7 @@ use indexmap::IndexMap;
 
 use super::super::format::{self, File};
 use super::super::reach::{condition_vars, entity_binder, var_type};
-use super::super::template::{self, Laid};
+use super::super::template::{self, Laid, Template};
 use super::super::types::Type;
 use super::super::{Binding, Entity, KeyCondition, Pattern, Request};
 use super::*;
@@ -594,4 +594,110 @@ fn created(file: &File, entity: &str) -> bool {
     file.mutations
         .values()
         .any(|m| m.entity == entity && m.action == "create")
+}
+
+impl Checker {
+    /// Each link (`link = [near, far]`): its two references to two entities; its primary
+    /// key holds both sides' keys (one link a pair) in the near side's partition (its item
+    /// collection); an index of it is keyed by the far side (the link inverted); and each
+    /// side reads it, the near one from the table, the far one from that index.
+    pub(super) fn links(
+        &mut self,
+        entities: &IndexMap<String, Entity>,
+        patterns: &IndexMap<u32, Pattern>,
+    ) {
+        for e in entities.values() {
+            let Some([near, far]) = &e.link else {
+                continue;
+            };
+            self.at(Some(&e.name), None);
+            let side = |r: &str| e.references.get(r);
+            let (Some(a), Some(b)) = (side(near), side(far)) else {
+                for r in [near, far] {
+                    if side(r).is_none() {
+                        self.refuse(
+                            "links",
+                            format!("`link` names `{r}`, which is no reference of {}", e.name),
+                        );
+                    }
+                }
+                continue;
+            };
+            if near == far {
+                self.refuse(
+                    "links",
+                    "`link` names one reference twice: a link joins two",
+                );
+                continue;
+            }
+            let (Some(ea), Some(eb)) = (entities.get(&a.entity), entities.get(&b.entity)) else {
+                continue;
+            };
+            // One link a pair: its key holds both sides' keys.
+            let key_vars = e.key.var_names();
+            for (r, reference) in [(near, a), (far, b)] {
+                let missing: Vec<&str> = reference
+                    .key
+                    .values()
+                    .map(String::as_str)
+                    .filter(|x| !key_vars.contains(x))
+                    .collect();
+                if !missing.is_empty() {
+                    self.refuse("links", format!("its key does not hold `{}` of `{r}`: two links could join the same pair", missing.join("`, `")));
+                }
+            }
+            // In the near side's item collection: its partition is the near side's,
+            // rendered from the link's values for that side's key.
+            let renamed = |t: &Template, key: &IndexMap<String, String>| -> Option<Vec<String>> {
+                t.parts
+                    .iter()
+                    .map(|p| match p {
+                        template::Part::Literal(l) => Some(format!("L{l}")),
+                        template::Part::Var(v) => key.get(&v.name).map(|x| format!("V{x}")),
+                    })
+                    .collect()
+            };
+            let own = |t: &Template| -> Vec<String> {
+                t.parts
+                    .iter()
+                    .map(|p| match p {
+                        template::Part::Literal(l) => format!("L{l}"),
+                        template::Part::Var(v) => format!("V{}", v.name),
+                    })
+                    .collect()
+            };
+            if renamed(&ea.key.pk, &a.key).as_ref() != Some(&own(&e.key.pk)) {
+                self.refuse("links", format!("its partition `{}` is not {}'s (`{}`): the link is read with `{near}` only from that side's item collection", e.key.pk.source(), ea.name, ea.key.pk.source()));
+            }
+            // Inverted for the far side: an index whose partition is made of the far
+            // side's key (and the tenant) alone, and holds all of it.
+            let far_vars: Vec<&str> = b.key.values().map(String::as_str).collect();
+            let tenant = e.binding.condition_or_key();
+            let inverted = e.indexes.iter().find(|(_, k)| {
+                let vars: Vec<&str> = k.pk.vars().map(|v| v.name.as_str()).collect();
+                vars.iter()
+                    .all(|v| far_vars.contains(v) || Some(*v) == tenant)
+                    && far_vars.iter().all(|v| vars.contains(v))
+            });
+            let Some((index, _)) = inverted else {
+                self.refuse("links", format!("no index of {} is keyed by `{far}` ({}'s key): the links of a {} would take a Scan", e.name, eb.name, super::super::words(&eb.name)));
+                continue;
+            };
+            // Read from both sides.
+            let reads = |owner: &Entity, from: Option<&str>| {
+                owner.connections.values().any(|c| {
+                    matches!(patterns.get(&c.pattern).map(|p| &p.request),
+                        Some(Request::Query { children, condition, .. })
+                            if *children == e.name && condition.index.as_deref() == from)
+                })
+            };
+            if !reads(ea, None) {
+                self.refuse("links", format!("{} has no connection of its {} (a Query of its item collection): the link is read from one side only", ea.name, super::super::plural(&e.name)));
+            }
+            if !reads(eb, Some(index)) {
+                self.refuse("links", format!("{} has no connection of its {} (a Query of {index}): the link is read from one side only", eb.name, super::super::plural(&e.name)));
+            }
+        }
+        self.at(None, None);
+    }
 }

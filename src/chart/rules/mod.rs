@@ -39,6 +39,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("parent-at-edge", "a parent read with its children sorts at the edge of their range"),
     ("tenant", "every entity holds the tenant, and every key, marker, token, reference and change a write makes is bound to the caller's, so isolation follows from the chart"),
     ("references", "every reference names an entity and all of its key"),
+    ("links", "a link of two entities (many to many) is keyed by both, in one side's item collection, inverted by an index for the other, and read from both"),
     ("fields", "every field that uses a pattern uses one that returns what it serves"),
     ("samples", "every sample item is an item of its entity"),
     ("time-to-live", "expiring items carry the table's one time-to-live attribute, and nothing counts them, references them or outlives them"),
@@ -168,6 +169,7 @@ impl Checker {
         self.tenant(&file, &entities, &patterns);
         self.bind(&file, &mut entities);
         self.fields(&file, &entities, &patterns);
+        self.links(&entities, &patterns);
         self.time_to_live(&table, &entities, &patterns);
         self.invariants(&entities, &patterns);
         self.referrers(&entities);

@@ -439,6 +439,63 @@ fn an_entry_write_of_what_is_no_map_or_of_no_kind_is_refused() {
 }
 
 #[test]
+fn a_link_not_keyed_by_both_sides_or_not_inverted_is_refused() {
+    const STARS: &str = include_str!("../../../examples/charts/repo-stars.toml");
+    let changed = |from: &str, to: &str| {
+        assert!(STARS.contains(from), "{from}");
+        parse(&STARS.replace(from, to)).expect_err("served")
+    };
+    accepted(STARS);
+    let r = changed(
+        "link = [\"repository\", \"user\"]",
+        "link = [\"repository\", \"owner\"]",
+    );
+    refuses(
+        &r,
+        "links",
+        Some("Star"),
+        None,
+        "`owner`, which is no reference of Star",
+    );
+    let r = changed(
+        "link = [\"repository\", \"user\"]",
+        "link = [\"user\", \"repository\"]",
+    );
+    refuses(&r, "links", Some("Star"), None, "is not User's");
+    refuses(
+        &r,
+        "links",
+        Some("Star"),
+        None,
+        "no index of Star is keyed by `repository`",
+    );
+    // Keyed by the repository alone: a second user's star would take the first's key.
+    let r = changed(
+        "key = [\"REPO#{org}#{repo}\", \"STAR#{username}\"]",
+        "key = [\"REPO#{org}#{repo}\", \"STAR#{repo}\"]",
+    );
+    refuses(
+        &r,
+        "links",
+        Some("Star"),
+        None,
+        "does not hold `username` of `user`",
+    );
+    // Read from one side only.
+    let r = changed(
+        "[entities.User.connections]\nstarred = { pattern = 6,",
+        "[entities.User.connections]\nstarred = { pattern = 3,",
+    );
+    refuses(
+        &r,
+        "links",
+        Some("Star"),
+        None,
+        "User has no connection of its stars (a Query of ByUser)",
+    );
+}
+
+#[test]
 fn an_entity_that_does_not_name_its_tenant_is_refused() {
     // A node of no tenant: any token could read it by its id.
     let r = broken(
