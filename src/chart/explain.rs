@@ -429,6 +429,34 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
                 cost,
             )
         }
+        Request::Collection { kinds, .. } => {
+            let plan = &chart.pages[&p.number];
+            let carried = u64::from(plan.carried);
+            let first = carried + u64::from(page);
+            let most = carried + 100;
+            let names: Vec<String> = kinds.iter().map(|k| super::plural(k)).collect();
+            let returns = format!(
+                "{}a page of {} together, in sort order ({page} by default, 100 at most); a page of one kind on its prefix alone",
+                plan.parent
+                    .as_deref()
+                    .map(|pa| format!("the {} and ", super::words(pa)))
+                    .unwrap_or_default(),
+                and_words(&names),
+            );
+            (
+                "Query".to_owned(),
+                plan.condition.index.clone(),
+                Some(condition_text(chart, &plan.condition, &shown)),
+                Some(plan.forward),
+                returns,
+                Cost {
+                    unit: "RCU",
+                    least: read_units(item * first),
+                    most: read_units(item * most),
+                    how: format!("{first} items in one Query for a first page of {page}, {most} for one of 100"),
+                },
+            )
+        }
         Request::Scan { index, children } => {
             // What a page reads: Limit items of the index (every tenant's), of which the
             // filter keeps the caller's.
@@ -537,6 +565,14 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
         returns,
         cost,
         plan,
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_words(words: &[String]) -> String {
+    match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => words.join(""),
     }
 }
 

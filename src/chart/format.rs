@@ -171,6 +171,10 @@ pub struct Entity {
     pub connections: IndexMap<String, Connection>,
     #[serde(default)]
     pub lists: IndexMap<String, List>,
+    /// Item collections of several kinds, each read as one connection over the mix (a
+    /// Query pattern with `kinds`), a typed list of each kind on its pages.
+    #[serde(default)]
+    pub collections: IndexMap<String, Connection>,
     /// The attribute every change bumps and compares (`expectedVersion`): an optimistic
     /// version, 1 when created.
     #[serde(default)]
@@ -494,6 +498,10 @@ pub struct Pattern {
     pub beside: Vec<String>,
     #[serde(default)]
     pub children: Option<String>,
+    /// Query: the several entities of an item collection it returns together (instead
+    /// of `children`), each in its place in sort order.
+    #[serde(default)]
+    pub kinds: Vec<String>,
     /// Scan: the index it reads, a sparse one (only its `children` carry its keys).
     #[serde(default)]
     pub index: Option<String>,

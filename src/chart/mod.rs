@@ -246,6 +246,8 @@ pub struct Entity {
     pub link: Option<[String; 2]>,
     pub connections: IndexMap<String, format::Connection>,
     pub lists: IndexMap<String, format::List>,
+    /// Item collections of several kinds, each one connection over the mix.
+    pub collections: IndexMap<String, format::Connection>,
     /// What every write of the entity keeps: its version, unique attributes, counters on
     /// what it references, life cycle.
     pub writes: Invariants,
@@ -601,6 +603,16 @@ pub enum Request {
         then_get: bool,
     },
     BatchGetItem,
+    /// A Query of an item collection of several kinds (`kinds`): the parent, where it
+    /// reads one, and a page of every kind, in sort order; a page of one kind queries its
+    /// prefix (`prefixes`) alone.
+    Collection {
+        condition: KeyCondition,
+        forward: bool,
+        parent: Option<String>,
+        kinds: Vec<String>,
+        prefixes: IndexMap<String, Template>,
+    },
     /// A Scan of a sparse index, page by page from the last-evaluated key: every item of
     /// `children` that carries the index's keys (no other entity does), held to the
     /// caller's tenant by a filter on the tenant attribute its binding names.

@@ -77,6 +77,14 @@ pub fn types(chart: &Chart) -> Vec<SchemaType> {
             }
         }
     }
+    // A Scan pattern's children are paged by a root connection.
+    for p in chart.patterns.values() {
+        if let Request::Scan { children, .. } = &p.request {
+            if !paged.contains(&children.as_str()) {
+                paged.push(children.as_str());
+            }
+        }
+    }
     for child in paged.iter().copied() {
         add(
             format!("{child}Connection"),
@@ -88,6 +96,24 @@ pub fn types(chart: &Chart) -> Vec<SchemaType> {
             Some(child),
             format!("the edge type of {child}'s pages"),
         );
+    }
+    // Each collection of several kinds: its union, its kinds, its connection and edge.
+    for e in chart.entities.values().filter(|e| e.graphql) {
+        for field in e.collections.keys() {
+            let name = collection_name(e, field);
+            for (suffix, what) in [
+                ("Item", "the union of the kinds of"),
+                ("Kind", "the kinds of"),
+                ("Connection", "the connection type of"),
+                ("Edge", "the edge type of"),
+            ] {
+                add(
+                    format!("{name}{suffix}"),
+                    Some(&e.name),
+                    format!("{what} `{}.{field}`", e.name),
+                );
+            }
+        }
     }
     add("Viewer".to_owned(), None, own.to_owned());
     if !chart.mutations.is_empty() {
@@ -191,6 +217,17 @@ pub fn map_elements(chart: &Chart) -> Vec<(Option<&str>, &Type)> {
 }
 
 /// `store` → `Store`: a name as a type or a field part spells it.
+/// The GraphQL name of collection `field` of `owner` (`RepoTracker`): its union is
+/// `…Item`, its kinds `…Kind`, its connection `…Connection`, its edge `…Edge`.
+pub fn collection_name(owner: &Entity, field: &str) -> String {
+    format!("{}{}", owner.name, upper_first(field))
+}
+
+/// The typed list of one kind on a collection's page (`issueNodes`).
+pub fn kind_field(kind: &str) -> String {
+    format!("{}Nodes", lower_first(kind))
+}
+
 pub fn upper_first(s: &str) -> String {
     let mut c = s.chars();
     c.next()

@@ -484,6 +484,48 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
             );
             (body, if carried { 1 } else { 2 })
         }
+        Request::Collection {
+            condition,
+            forward,
+            parent,
+            kinds,
+            ..
+        } => {
+            let (owner, field) = chart.entities.values().find_map(|e| {
+                e.collections
+                    .iter()
+                    .find(|(_, c)| c.pattern == p.number)
+                    .map(|(name, _)| (e, name.clone()))
+            })?;
+            let (root, args) = root_of(chart, &owner.name)?;
+            let carried = parent.as_deref() == Some(owner.name.as_str());
+            writeln!(
+                head,
+                "# One Query, {}: {}{}: its {} in sort order, each kind typed on the page.\n# `kind` narrows it to one kind: a Query of that kind's prefix alone.",
+                if *forward { "forward" } else { "backward" },
+                crate::chart::explain::condition_text(chart, condition, &|t| t.to_string()),
+                if carried {
+                    format!(", which reads the {} too", owner.name)
+                } else {
+                    String::new()
+                },
+                kinds.join(", ")
+            )
+            .ok()?;
+            let mut fragments = String::new();
+            for k in kinds {
+                let _ = write!(
+                    fragments,
+                    "        ... on {k} {{\n{}        }}\n",
+                    fields(chart, &chart.entities[k], 10)
+                );
+            }
+            let body = format!(
+                "  {root}({args}) {{\n{}    {field}(first: 10) {{\n      nodes {{\n        __typename\n{fragments}      }}\n      pageInfo {{\n        hasNextPage\n        endCursor\n      }}\n    }}\n  }}\n",
+                fields(chart, owner, 4),
+            );
+            (body, if carried { 1 } else { 2 })
+        }
         Request::Scan { index, children } => {
             let (field, _) = chart.query.iter().find(|(_, q)| q.pattern == p.number)?;
             let e = &chart.entities[children];

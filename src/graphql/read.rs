@@ -18,6 +18,7 @@ use super::loaders::answer_batch;
 use super::record::{render, Record, Vars};
 use crate::chart::format::Connection;
 use crate::chart::plan::{PagePlan, Read};
+use crate::chart::template::Template;
 use crate::chart::MAX_PAGE_SIZE;
 use crate::chart::{Chart, Entity, Pattern, Request, SortCondition as ChartSort};
 use crate::store::validate::MAX_BATCH_GET_KEYS;
@@ -71,7 +72,9 @@ pub fn query(
     let partition = render(&plan.condition.partition, vars)?;
     let size = page.size.clamp(1, MAX_PAGE_SIZE);
     let carries_parent = plan.carries_parent(page.forward, page.start.is_none());
-    let sort = if plan.parent.is_some() && !carries_parent {
+    // A collection's later pages query its whole range from the last-seen key (its kinds
+    // share no prefix); a backward one may reach the parent at its edge, and leaves it.
+    let sort = if plan.parent.is_some() && !carries_parent && plan.kinds.is_empty() {
         Some(SortCondition::BeginsWith(
             plan.children_prefix.source().to_owned(),
         ))
@@ -139,7 +142,9 @@ fn texts(vars: &[(&str, &str)]) -> Vars {
 /// `Owner.field`) and the very partition it pages, and for a hierarchy read at one level,
 /// that level (`storesIn` of one city is not `storesIn` of another).
 pub fn connection_name(pattern: &Pattern, name: &str, vars: &Vars) -> Result<String, ApiError> {
-    let Request::Query { condition, .. } = &pattern.request else {
+    let (Request::Query { condition, .. } | Request::Collection { condition, .. }) =
+        &pattern.request
+    else {
         return Err(ApiError::Internal);
     };
     let mut out = format!("{name}:{}", render(&condition.partition, vars)?);
@@ -223,6 +228,15 @@ fn check_cursor(
     };
     let prefix = match sort {
         Some(SortCondition::BeginsWith(p)) => p.as_str(),
+        // A collection's page of every kind: the key of one of them.
+        _ if !plan.kinds.is_empty() => {
+            let sk = key.map(|(_, sk)| sk.as_str()).unwrap_or_default();
+            plan.kinds
+                .values()
+                .map(Template::source)
+                .find(|p| sk.starts_with(p))
+                .unwrap_or(plan.children_prefix.source())
+        }
         _ => plan.children_prefix.source(),
     };
     // A page of a range starts within it: a cursor of another range (its connection's
@@ -302,6 +316,7 @@ pub async fn page(
             Some(Read::Child) => fetched.children.push(Arc::new(rec)),
             Some(Read::Parent) if carries_parent => fetched.parent = Some(Arc::new(rec)),
             Some(Read::Shard) if carries_parent => shards.push(rec),
+            Some(Read::Parent) if !plan.kinds.is_empty() => {}
             _ => {
                 tracing::error!(entity = %rec.entity, pattern = pattern.number, "a page read an item its pattern does not declare");
                 return Err(ApiError::Internal);
@@ -317,6 +332,54 @@ pub async fn page(
         || (plan.then_get && read > page.size as usize)
         || (out.last_evaluated_key.is_some()
             && (read < limit || (expired > 0 && !fetched.children.is_empty())));
+    Ok(fetched)
+}
+
+/// Reads one page of one kind of a collection pattern: one Query of that kind's sort-key
+/// prefix in the collection's partition, from `page.start`, `size + 1` items.
+pub async fn kind_page(
+    store: &dyn Store,
+    chart: &Chart,
+    pattern: &Pattern,
+    kind: &str,
+    vars: &Vars,
+    page: &Resolved,
+) -> Result<Fetched, ApiError> {
+    let plan = chart.pages.get(&pattern.number).ok_or(ApiError::Internal)?;
+    let prefix = plan.kinds.get(kind).ok_or(ApiError::Internal)?;
+    let partition = render(&plan.condition.partition, vars)?;
+    let sort = Some(SortCondition::BeginsWith(prefix.source().to_owned()));
+    if let Some(start) = &page.start {
+        check_cursor(plan, &partition, &sort, start)?;
+    }
+    let size = page.size.clamp(1, MAX_PAGE_SIZE);
+    let query = Query {
+        index: plan.condition.index.clone(),
+        partition,
+        sort,
+        forward: page.forward == plan.forward,
+        limit: Some(size + 1),
+        start: page.start.clone(),
+        consistent_read: false,
+    };
+    let mut out = store.query(query.clone()).await?;
+    if chart.table.time_to_live.is_some() {
+        read_past_expired(store, chart, kind, query, &mut out).await?;
+    }
+    let (now, mut fetched) = (crate::chart::epoch_now(), Fetched::default());
+    let read = out.items.len();
+    for item in out.items {
+        let rec = Record::decode(chart, item)?;
+        if *rec.entity != *kind {
+            tracing::error!(entity = %rec.entity, pattern = pattern.number, "a page of one kind read another");
+            return Err(ApiError::Internal);
+        }
+        if !rec.entity(chart).expired(&chart.table, &rec.item, now) {
+            fetched.children.push(Arc::new(rec));
+        }
+    }
+    fetched.more = fetched.children.len() > page.size as usize
+        || (out.last_evaluated_key.is_some() && read as u32 > size);
     Ok(fetched)
 }
 

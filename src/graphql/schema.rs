@@ -117,6 +117,23 @@ pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
         let (conn, edge) = resolve::connection_types(&chart, child);
         schema = schema.register(conn).register(edge);
     }
+    // Each collection of several kinds: its union, the kinds to narrow it to, its
+    // connection and edge.
+    for e in chart.entities.values().filter(|e| e.graphql) {
+        for (name, c) in &e.collections {
+            let Some(Request::Collection { kinds, .. }) =
+                chart.patterns.get(&c.pattern).map(|p| &p.request)
+            else {
+                continue;
+            };
+            let (union, kind, conn, edge) = resolve::collection_types(e, name, kinds);
+            schema = schema
+                .register(union)
+                .register(kind)
+                .register(conn)
+                .register(edge);
+        }
+    }
     schema = schema.register(resolve::viewer_type(&chart));
     if declared_writes {
         schema = mutate::register(schema, &chart);
@@ -191,6 +208,9 @@ fn entity_type(chart: &Arc<Chart>, e: &Entity) -> Object {
     }
     for (name, l) in &e.lists {
         obj = obj.field(resolve::list_field(chart, e, name, l));
+    }
+    for (name, c) in &e.collections {
+        obj = obj.field(resolve::collection_field(chart, e, name, c));
     }
     obj
 }

@@ -12,6 +12,7 @@ mod builtin_chart;
 mod builtin_writes;
 mod chart_added_entity;
 mod chart_bulk;
+mod chart_collections;
 mod chart_entries;
 mod chart_expiry;
 mod chart_keys_only;

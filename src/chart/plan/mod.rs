@@ -592,6 +592,11 @@ pub struct PagePlan {
     /// Whether the Query finds the children's keys only and a BatchGetItem of them reads
     /// the children (two requests a page).
     pub then_get: bool,
+    /// An item collection of several kinds (`kinds`): each kind's sort-key prefix, which
+    /// a page of that kind alone queries. Empty for a Query of one kind, whose later
+    /// pages query `children_prefix`; a collection's later pages query its condition
+    /// from the last-seen key.
+    pub kinds: IndexMap<String, Template>,
 }
 
 impl PagePlan {
@@ -618,6 +623,38 @@ pub fn resolve_pages(chart: &Chart) -> IndexMap<u32, PagePlan> {
         .patterns
         .values()
         .filter_map(|p| {
+            if let Request::Collection {
+                condition,
+                forward,
+                parent,
+                kinds,
+                prefixes,
+            } = &p.request
+            {
+                let mut reads = IndexMap::new();
+                if let Some(pa) = parent {
+                    reads.insert(pa.clone(), Read::Parent);
+                }
+                for k in kinds {
+                    reads.insert(k.clone(), Read::Child);
+                }
+                let first = kinds.first()?;
+                return Some((
+                    p.number,
+                    PagePlan {
+                        pattern: p.number,
+                        condition: condition.clone(),
+                        children_prefix: prefixes.get(first)?.clone(),
+                        forward: *forward,
+                        reads,
+                        carried: u32::from(parent.is_some()),
+                        children: first.clone(),
+                        parent: parent.clone(),
+                        then_get: false,
+                        kinds: prefixes.clone(),
+                    },
+                ));
+            }
             let Request::Query {
                 condition,
                 forward,
@@ -656,6 +693,7 @@ pub fn resolve_pages(chart: &Chart) -> IndexMap<u32, PagePlan> {
                     children: children.clone(),
                     parent: parent.clone(),
                     then_get: *then_get,
+                    kinds: IndexMap::new(),
                 },
             ))
         })

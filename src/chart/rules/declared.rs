@@ -378,6 +378,7 @@ impl Checker {
             link: e.link.clone(),
             connections: e.connections.clone(),
             lists: e.lists.clone(),
+            collections: e.collections.clone(),
             writes: Invariants {
                 version: e.version.clone(),
                 unique: e.unique.clone(),
@@ -528,6 +529,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
         link: None,
         connections: IndexMap::new(),
         lists: IndexMap::new(),
+        collections: IndexMap::new(),
         writes: Invariants::default(),
         system: true,
     };

@@ -294,6 +294,9 @@ impl Checker {
                 } => *children != e.name || parent.as_deref().is_some_and(holds),
                 Request::BatchGetItem => true,
                 Request::Scan { children, .. } => *children != e.name,
+                Request::Collection { parent, kinds, .. } => {
+                    !kinds.contains(&e.name) || parent.as_deref().is_some_and(holds)
+                }
                 // A write names its item's tenant.
                 Request::Write { entity, .. } => *entity != e.name,
             })
@@ -377,6 +380,7 @@ impl Checker {
                 .chain(e.references.keys().map(String::as_str))
                 .chain(e.connections.keys().map(String::as_str))
                 .chain(e.lists.keys().map(String::as_str))
+                .chain(e.collections.keys().map(String::as_str))
             {
                 if names.contains(&n) {
                     self.refuse("names", format!("two fields are named `{n}` (hide the attribute with `graphql = false`)"));
@@ -426,6 +430,29 @@ impl Checker {
                     );
                 }
             }
+            for (name, c) in &e.collections {
+                let Some(p) = self.field_pattern(patterns, c.pattern, name) else {
+                    continue;
+                };
+                match &p.request {
+                    Request::Collection {
+                        parent, condition, ..
+                    } if parent.as_ref().is_none_or(|p| *p == e.name) => {
+                        if !self.arguments(e, condition, entities, p).is_empty() {
+                            self.refuse("fields", format!("collection `{name}`: its key condition takes values {} does not give; a collection takes no arguments of its own", e.name));
+                        }
+                    }
+                    _ => self.refuse("fields", format!("collection `{name}` uses pattern {}, which is no Query of several `kinds` (with {} as its parent, where it reads one)", c.pattern, e.name)),
+                }
+                if c.total.is_some() {
+                    self.refuse(
+                        "fields",
+                        format!(
+                            "collection `{name}`: a collection of several kinds keeps no `total`"
+                        ),
+                    );
+                }
+            }
             for (name, l) in &e.lists {
                 if l.max.is_some_and(|m| m > crate::chart::MAX_PAGE_SIZE) {
                     self.refuse("fields", format!("list `{name}` is read whole, as one page, and a page holds at most {} items", crate::chart::MAX_PAGE_SIZE));
@@ -462,7 +489,9 @@ impl Checker {
             };
             let serves = match &p.request {
                 Request::GetItem { entity, .. } => *entity == e.name,
-                Request::Query { parent, .. } => parent.as_deref() == Some(e.name.as_str()),
+                Request::Query { parent, .. } | Request::Collection { parent, .. } => {
+                    parent.as_deref() == Some(e.name.as_str())
+                }
                 Request::BatchGetItem => true,
                 Request::Scan { children, .. } => {
                     // Every tenant's items are in the index: a filter on the tenant the
@@ -546,6 +575,15 @@ impl Checker {
             Request::Query {
                 parent, children, ..
             } => std::iter::once(children)
+                .chain(parent.iter())
+                .filter_map(|n| entities.get(n))
+                .filter_map(|e| match &e.binding {
+                    Binding::Key(a) | Binding::Condition(a) => Some(a.as_str()),
+                    _ => None,
+                })
+                .collect(),
+            Request::Collection { parent, kinds, .. } => kinds
+                .iter()
                 .chain(parent.iter())
                 .filter_map(|n| entities.get(n))
                 .filter_map(|e| match &e.binding {

@@ -16,6 +16,99 @@ use super::super::{
 use super::*;
 
 impl Checker {
+    /// A Query of an item collection of several kinds: each kind an entity with keys where
+    /// the condition reads, projected there, the condition returning only them (and the
+    /// parent, at the edge), and each kind's sort-key prefix returning it alone (the
+    /// prefix a page of one kind queries).
+    fn collection(
+        &mut self,
+        p: &format::Pattern,
+        table: &Table,
+        entities: &IndexMap<String, Entity>,
+        indexes: &IndexMap<String, Index>,
+    ) -> Option<Request> {
+        if p.children.is_some() || p.then.is_some() || !p.beside.is_empty() {
+            self.refuse(
+                "one-request",
+                "a Query of several `kinds` names them alone: no `children`, `then` or `beside`",
+            );
+        }
+        let Some(cond) = &p.key else {
+            self.refuse("one-request", "a Query needs its key condition, `key`");
+            return None;
+        };
+        let condition = self.condition(cond, table, indexes)?;
+        let mut kinds = Vec::new();
+        for k in &p.kinds {
+            match entities.get(k).filter(|e| !e.system && e.graphql) {
+                Some(_) if kinds.contains(k) => {
+                    self.refuse("one-request", format!("`kinds` names {k} twice"));
+                }
+                Some(_) => kinds.push(k.clone()),
+                None => {
+                    self.refuse(
+                        "one-request",
+                        format!("its kind `{k}` is no GraphQL type of the chart"),
+                    );
+                    return None;
+                }
+            }
+        }
+        if kinds.len() < 2 {
+            self.refuse(
+                "one-request",
+                "`kinds` names two entities or more (one is `children`)",
+            );
+        }
+        let parent = match &p.parent {
+            Some(pa) if entities.get(pa).is_some_and(|e| !e.system) => Some(pa.clone()),
+            Some(pa) => {
+                self.refuse(
+                    "one-request",
+                    format!("its parent `{pa}` is no entity of the chart"),
+                );
+                return None;
+            }
+            None => None,
+        };
+        let index = condition.index.as_deref();
+        for e in parent.iter().chain(&kinds) {
+            if entities[e].keys_in(index).is_none() {
+                self.refuse(
+                    "indexes",
+                    format!(
+                        "`{e}` has no keys in {}, which the pattern reads",
+                        index.unwrap_or("the base table")
+                    ),
+                );
+                return None;
+            }
+            self.projected(e, table, entities, indexes, index);
+        }
+        let forward = p.forward.unwrap_or(true);
+        let mut expected = kinds.clone();
+        expected.extend(parent.clone());
+        let edge: Vec<&str> = parent.iter().map(String::as_str).collect();
+        self.reads_only(&condition, entities, &expected, &edge);
+        let mut prefixes = IndexMap::new();
+        for k in &kinds {
+            prefixes.insert(k.clone(), self.later_pages(&condition, entities, k));
+            if let Some(pa) = &parent {
+                self.parent_at_edge(&condition, entities, pa, &[], k, forward);
+            }
+        }
+        if let Some(pa) = &parent {
+            self.sorted_by_parent(&condition, entities, pa);
+        }
+        Some(Request::Collection {
+            condition,
+            forward,
+            parent,
+            kinds,
+            prefixes,
+        })
+    }
+
     /// A Scan: of a declared index that only its `children` carry keys in (a sparse
     /// index: a Scan of it lists exactly them), projecting what they need (their tenant
     /// attribute among it, which the Scan's filter holds to the caller's).
@@ -131,6 +224,7 @@ impl Checker {
             }
             "BatchGetItem" => Request::BatchGetItem,
             "Scan" => self.scan(p, table, entities, indexes)?,
+            "Query" if !p.kinds.is_empty() => self.collection(p, table, entities, indexes)?,
             "Query" => {
                 let Some(cond) = &p.key else {
                     self.refuse("one-request", "a Query needs its key condition, `key`");

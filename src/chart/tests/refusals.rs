@@ -496,6 +496,43 @@ fn a_link_not_keyed_by_both_sides_or_not_inverted_is_refused() {
 }
 
 #[test]
+fn a_collection_that_could_return_what_it_does_not_declare_is_refused() {
+    const STARS: &str = include_str!("../../../examples/charts/repo-stars.toml");
+    let changed = |from: &str, to: &str| {
+        assert!(STARS.contains(from), "{from}");
+        parse(&STARS.replace(from, to)).expect_err("served")
+    };
+    // Read forward past the repository item, the stars would come too.
+    let r = changed(
+        "key = \"PK = REPO#{org}#{repo} AND SK <= REPO#{org}#{repo}\"\nforward = false",
+        "key = \"PK = REPO#{org}#{repo}\"\nforward = false",
+    );
+    refuses(&r, "one-request", None, Some(12), "Star");
+    let r = changed(
+        "kinds = [\"Issue\", \"PullRequest\"]",
+        "kinds = [\"Issue\"]",
+    );
+    refuses(&r, "one-request", None, Some(12), "two entities or more");
+    let r = changed(
+        "kinds = [\"Issue\", \"PullRequest\"]",
+        "kinds = [\"Issue\", \"PullRequest\"]\nchildren = \"Issue\"",
+    );
+    refuses(&r, "one-request", None, Some(12), "no `children`");
+    // Its owner must be its parent.
+    let r = changed(
+        "[entities.Repo.collections]\ntracker = { pattern = 12,",
+        "[entities.Repo.collections]\ntracker = { pattern = 5,",
+    );
+    refuses(
+        &r,
+        "fields",
+        Some("Repo"),
+        None,
+        "no Query of several `kinds`",
+    );
+}
+
+#[test]
 fn an_entity_that_does_not_name_its_tenant_is_refused() {
     // A node of no tenant: any token could read it by its id.
     let r = broken(

@@ -9,7 +9,10 @@
 mod pages;
 mod root;
 
-pub use pages::{connection_field, connection_types, list_field, page_info_type};
+pub use pages::{
+    collection_field, collection_types, connection_field, connection_types, list_field,
+    page_info_type,
+};
 pub use root::{query_type, viewer_type};
 
 use std::collections::HashMap;

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_graphql::dynamic::{
-    Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef,
+    Enum, EnumItem, Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef,
+    Union,
 };
 use async_graphql::{ErrorExtensions, Value};
 
@@ -14,6 +15,7 @@ use super::super::record::{key_value, Vars};
 use super::super::{argument, connection_arguments};
 use super::*;
 use crate::chart::format::{Connection, List, Total};
+use crate::chart::schema_names::{collection_name, kind_field};
 use crate::chart::types::Type;
 use crate::chart::{Chart, Entity, Request};
 use crate::graphql::connection::{PageArgs, PageCursors, Resolved};
@@ -393,6 +395,41 @@ pub fn page_info_type() -> Object {
         .field(cursor("endCursor", true, "The cursor of the last edge, to page forward from."))
 }
 
+/// A connection's `edges`, each an edge of type `edge`.
+fn edges_field(edge: &str) -> Field {
+    Field::new("edges", TypeRef::named_nn_list_nn(edge), |ctx| {
+        let edges = ctx.parent_value.downcast_ref::<Arc<Conn>>().map(|c| {
+            FieldValue::list((0..c.nodes.len()).map(|index| {
+                FieldValue::owned_any(Edge {
+                    conn: c.clone(),
+                    index,
+                })
+            }))
+        });
+        FieldFuture::Value(edges)
+    })
+}
+
+/// A connection's `pageInfo`.
+fn page_info_field() -> Field {
+    Field::new("pageInfo", TypeRef::named_nn("PageInfo"), |ctx| {
+        let c = ctx.parent_value.downcast_ref::<Arc<Conn>>().cloned();
+        FieldFuture::Value(c.map(FieldValue::owned_any))
+    })
+}
+
+/// An edge's `cursor`.
+fn cursor_field(description: &'static str) -> Field {
+    Field::new("cursor", TypeRef::named_nn(TypeRef::STRING), |ctx| {
+        let c = ctx
+            .parent_value
+            .downcast_ref::<Edge>()
+            .map(|e| e.conn.cursors.cursor(e.index).unwrap_or_default());
+        FieldFuture::Value(c.map(|c| FieldValue::value(Value::String(c))))
+    })
+    .description(description)
+}
+
 /// `{Child}Connection` and `{Child}Edge`.
 pub fn connection_types(chart: &Chart, child: &str) -> (Object, Object) {
     let counted = chart.entities.values().all(|e| {
@@ -404,21 +441,7 @@ pub fn connection_types(chart: &Chart, child: &str) -> (Object, Object) {
         .patterns
         .values()
         .any(|p| matches!(&p.request, Request::Scan { children, .. } if children == child));
-    let edges = Field::new(
-        "edges",
-        TypeRef::named_nn_list_nn(format!("{child}Edge")),
-        |ctx| {
-            let edges = ctx.parent_value.downcast_ref::<Arc<Conn>>().map(|c| {
-                FieldValue::list((0..c.nodes.len()).map(|index| {
-                    FieldValue::owned_any(Edge {
-                        conn: c.clone(),
-                        index,
-                    })
-                }))
-            });
-            FieldFuture::Value(edges)
-        },
-    );
+    let edges = edges_field(&format!("{child}Edge"));
     let nodes = Field::new("nodes", TypeRef::named_nn_list_nn(child), |ctx| {
         let nodes = ctx
             .parent_value
@@ -427,10 +450,7 @@ pub fn connection_types(chart: &Chart, child: &str) -> (Object, Object) {
         FieldFuture::Value(nodes)
     })
     .description("The nodes of `edges`, for clients that need no cursors.");
-    let page_info = Field::new("pageInfo", TypeRef::named_nn("PageInfo"), |ctx| {
-        let c = ctx.parent_value.downcast_ref::<Arc<Conn>>().cloned();
-        FieldFuture::Value(c.map(FieldValue::owned_any))
-    });
+    let page_info = page_info_field();
     let total = Field::new(
         "totalCount",
         if counted {
@@ -462,16 +482,9 @@ pub fn connection_types(chart: &Chart, child: &str) -> (Object, Object) {
         .description(format!(
             "An edge: a `{child}` and the cursor that points at it."
         ))
-        .field(
-            Field::new("cursor", TypeRef::named_nn(TypeRef::STRING), |ctx| {
-                let c = ctx
-                    .parent_value
-                    .downcast_ref::<Edge>()
-                    .map(|e| e.conn.cursors.cursor(e.index).unwrap_or_default());
-                FieldFuture::Value(c.map(|c| FieldValue::value(Value::String(c))))
-            })
-            .description("Opaque; pass it as `after` or `before` to page from this node."),
-        )
+        .field(cursor_field(
+            "Opaque; pass it as `after` or `before` to page from this node.",
+        ))
         .field(Field::new("node", TypeRef::named_nn(child), |ctx| {
             let n = ctx
                 .parent_value
@@ -480,4 +493,169 @@ pub fn connection_types(chart: &Chart, child: &str) -> (Object, Object) {
             FieldFuture::Value(n)
         }));
     (conn, edge)
+}
+
+/// A collection's types: the union of its kinds, the enum naming them, its connection
+/// (`edges` and `nodes` over the mix in sort order, and each kind's nodes typed) and its
+/// edge.
+pub fn collection_types(
+    owner: &Entity,
+    field: &str,
+    kinds: &[String],
+) -> (Union, Enum, Object, Object) {
+    let name = collection_name(owner, field);
+    let item = format!("{name}Item");
+    let mut union = Union::new(&item).description(format!(
+        "One item of `{}.{field}`: {}.",
+        owner.name,
+        kinds.join(", ")
+    ));
+    let mut kind = Enum::new(format!("{name}Kind")).description(format!(
+        "A kind of `{}.{field}`'s items, to page it alone.",
+        owner.name
+    ));
+    for k in kinds {
+        union = union.possible_type(k);
+        kind = kind.item(EnumItem::new(k));
+    }
+    let typed = |rec: &Arc<Record>| obj_value(rec.clone(), false).with_type(rec.entity.to_string());
+    let mut conn = Object::new(format!("{name}Connection"))
+        .description(format!(
+            "A page of `{}.{field}`: its items of every kind in sort order, read by one Query; each kind's among them typed.",
+            owner.name
+        ))
+        .field(edges_field(&format!("{name}Edge")))
+        .field(
+            Field::new("nodes", TypeRef::named_nn_list_nn(&item), move |ctx| {
+                let nodes = ctx
+                    .parent_value
+                    .downcast_ref::<Arc<Conn>>()
+                    .map(|c| FieldValue::list(c.nodes.iter().map(typed)));
+                FieldFuture::Value(nodes)
+            })
+            .description("The nodes of `edges`, of every kind, in sort order."),
+        )
+        .field(page_info_field());
+    for k in kinds {
+        let of = k.clone();
+        conn = conn.field(
+            Field::new(kind_field(k), TypeRef::named_nn_list_nn(k), move |ctx| {
+                let of = of.clone();
+                let nodes = ctx.parent_value.downcast_ref::<Arc<Conn>>().map(|c| {
+                    FieldValue::list(
+                        c.nodes
+                            .iter()
+                            .filter(|n| *n.entity == *of)
+                            .map(|n| obj_value(n.clone(), false)),
+                    )
+                });
+                FieldFuture::Value(nodes)
+            })
+            .description(format!(
+                "The page's `{k}` items, in sort order: from the same Query."
+            )),
+        );
+    }
+    let edge = Object::new(format!("{name}Edge"))
+        .field(cursor_field(
+            "Opaque; pass it as `after` or `before` to page from this item.",
+        ))
+        .field(Field::new("node", TypeRef::named_nn(&item), move |ctx| {
+            let n = ctx
+                .parent_value
+                .downcast_ref::<Edge>()
+                .map(|e| typed(&e.conn.nodes[e.index]));
+            FieldFuture::Value(n)
+        }));
+    (union, kind, conn, edge)
+}
+
+/// A collection of several kinds: one page of its items in sort order, from what the
+/// owner's resolver read ahead (with the owner, on a first page) or one Query now; with
+/// `kind`, a page of that kind alone, a Query of its prefix. Cursors are signed for the
+/// collection (and the kind).
+pub fn collection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connection) -> Field {
+    let chart2 = chart.clone();
+    let owner = e.name.clone();
+    let field = name.to_owned();
+    let pattern = c.pattern;
+    let cursor = cursor_name(e, name, c);
+    let union = collection_name(e, name);
+    let mut f = Field::new(
+        name,
+        TypeRef::named_nn(format!("{union}Connection")),
+        move |ctx| {
+            let chart = chart2.clone();
+            let owner = owner.clone();
+            let field = field.clone();
+            let cursor = cursor.clone();
+            FieldFuture::new(async move {
+                let obj = ctx.parent_value.try_downcast_ref::<Obj>()?;
+                let rc = rc(&ctx);
+                let args = page_args(&ctx);
+                let kind = ctx
+                    .args
+                    .get("kind")
+                    .and_then(|v| v.enum_name().ok().map(str::to_owned));
+                let vars = obj.rec.vars(&chart.entities[&owner]);
+                let p = &chart.patterns[&pattern];
+                let mut connection =
+                    read::connection_name(p, &cursor, vars).map_err(|e| e.extend())?;
+                if let Some(k) = &kind {
+                    connection.push_str(&format!("#{k}"));
+                }
+                let resolved = args
+                    .resolve(&rc.cursors, &connection)
+                    .map_err(|e| e.extend())?;
+                let slot = page_slot(&field, &args.key(kind.as_deref().unwrap_or("")));
+                let fetched = match (obj.pages.get(&slot), &kind) {
+                    (Some(Ok(f)), None) => f.clone(),
+                    (Some(Err(e)), None) => return Err(err(e)),
+                    (_, Some(k)) => {
+                        read::kind_page(rc.store.as_ref(), &chart, p, k, vars, &resolved)
+                            .await
+                            .map_err(|e| e.extend())?
+                    }
+                    (None, None) => read::page(rc.store.as_ref(), &chart, p, vars, &resolved)
+                        .await
+                        .map_err(|e| e.extend())?,
+                };
+                let index = match &p.request {
+                    Request::Collection { condition, .. } => condition.index.clone(),
+                    _ => None,
+                };
+                let page = conn(
+                    rc,
+                    &chart,
+                    &connection,
+                    &resolved,
+                    fetched,
+                    index.as_deref(),
+                    None,
+                );
+                let look = ctx.look_ahead();
+                preload(
+                    rc,
+                    &chart,
+                    &page.nodes,
+                    &[look.field("nodes"), look.field("edges").field("node")],
+                )
+                .await;
+                Ok(Some(FieldValue::owned_any(Arc::new(page))))
+            })
+        },
+    )
+    .argument(
+        InputValue::new("kind", TypeRef::named(format!("{union}Kind")))
+            .description("One kind alone: a Query of its items only."),
+    );
+    f = f
+        .argument(InputValue::new("first", TypeRef::named(TypeRef::INT)))
+        .argument(InputValue::new("after", TypeRef::named(TypeRef::STRING)))
+        .argument(InputValue::new("last", TypeRef::named(TypeRef::INT)))
+        .argument(InputValue::new("before", TypeRef::named(TypeRef::STRING)));
+    if let Some(d) = &c.description {
+        f = f.description(d);
+    }
+    f
 }

@@ -390,6 +390,44 @@ async fn root_field(
             });
         }
     }
+    // Each collection of several kinds selected (of every kind: one of a kind reads its
+    // own prefix when it resolves).
+    for (name, c) in &e.collections {
+        let p = &chart.patterns[&c.pattern];
+        let Request::Collection { parent, .. } = &p.request else {
+            continue;
+        };
+        for sel in ctx.look_ahead().field(name).selection_fields() {
+            let Ok(arguments) = sel.arguments() else {
+                continue;
+            };
+            let (args, rest) = PageArgs::from_arguments(arguments);
+            if rest
+                .iter()
+                .any(|(n, v)| n.as_str() == "kind" && *v != Value::Null)
+            {
+                continue;
+            }
+            let connection = read::connection_name(p, &cursor_name(e, name, c), &vars)
+                .map_err(|e| e.extend())?;
+            let resolved = args
+                .resolve(&rc.cursors, &connection)
+                .map_err(|e| e.extend())?;
+            let carries =
+                parent.as_deref() == Some(entity) && resolved.forward && resolved.start.is_none();
+            let slot = page_slot(name, &args.key(""));
+            if jobs.iter().any(|j: &Job| j.slot == slot) {
+                continue;
+            }
+            jobs.push(Job {
+                slot,
+                carries,
+                pattern: c.pattern,
+                vars: vars.clone(),
+                page: resolved,
+            });
+        }
+    }
     for (name, l) in &e.lists {
         if !ctx.look_ahead().field(name).exists() {
             continue;
