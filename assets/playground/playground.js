@@ -195,11 +195,14 @@
     if (typeof r.consumedCapacity === "number") meta.push(r.consumedCapacity + " capacity units");
     if (r.limit !== null && r.limit !== undefined) meta.push("limit " + r.limit);
     if (r.scanForward === false) meta.push("backward");
+    // A Scan: what it read beside what its filter kept (to a caller who sees every tenant).
+    if (typeof r.scannedCount === "number") meta.push(r.scannedCount + " read");
     return h(
       "li",
       { className: "ig-request", "data-operation": r.operation },
       h("div", { className: "ig-op" }, h("strong", null, r.operation), " ", h("span", null, where)),
       r.keyCondition ? h("code", { className: "ig-key" }, r.keyCondition) : null,
+      r.filter ? h("code", { className: "ig-key" }, "filter " + r.filter) : null,
       h("div", { className: "ig-meta" }, meta.join(" · "))
     );
   }
@@ -430,6 +433,16 @@
         )
       ),
       h("p", { className: "ig-meta" }, "* one of the server's own items (migrations, leases, the chart recorded in the table)"),
+      // Links of two entities (many to many), as `chart explain` names them.
+      c.entities.some(function (e) { return e.link; })
+        ? h(
+            "ul",
+            { className: "ig-links" },
+            c.entities
+              .filter(function (e) { return e.link; })
+              .map(function (e) { return h("li", { key: e.name, className: "ig-link" }, e.link); })
+          )
+        : null,
       h("h3", null, "Access patterns"),
       notice[0] ? h("p", { className: "ig-notice", role: "status" }, notice[0]) : null,
       h("ol", { className: "ig-patterns" }, patterns),

@@ -209,6 +209,8 @@ try {
         shownPatterns: chart.querySelectorAll(".ig-pattern").length,
         shownEntities: chart.querySelectorAll(".ig-entity").length,
         links: chart.querySelectorAll(".ig-pattern-link").length,
+        declaredLinks: config.chart.entities.filter((e) => e.link).length,
+        shownLinks: chart.querySelectorAll(".ig-link").length,
         text: chart.innerText,
       };
     });
@@ -216,6 +218,9 @@ try {
       problems.push(`the Chart panel shows ${panel.shownPatterns} patterns and ${panel.shownEntities} entities, the chart has ${panel.patterns} and ${panel.entities}`);
     }
     if (panel.links < 2) problems.push(`the Chart panel links ${panel.links} patterns to tabs`);
+    if (panel.shownLinks !== panel.declaredLinks) {
+      problems.push(`the Chart panel names ${panel.shownLinks} links of two entities, the chart ${panel.declaredLinks}`);
+    }
     if (!panel.text.includes("Entity chart") || !panel.text.includes("Access patterns")) {
       problems.push(`the Chart panel lacks its tables: ${panel.text.slice(0, 300)}`);
     }

@@ -8,7 +8,8 @@
 //! (`target/playground-auth.png`). With introspection off the page still runs a typed
 //! query (`target/playground-no-introspection.png`). Serving a chart of its own (the store
 //! locator of `examples/charts/`), the page holds that chart's tabs and runs its first
-//! (`target/playground-chart.png`). For both charts, the Chart panel shows every entity and
+//! (`target/playground-chart.png`), and the access-pattern charts `repo-stars` and
+//! `arcade-awards` likewise (`target/playground-{name}.png`). For every chart, the Chart panel shows every entity and
 //! access pattern of the chart served, and a pattern's link opens the tab that runs it
 //! (`target/playground-chart-panel.png`, `target/playground-chart-chart-panel.png`).
 //!
@@ -90,52 +91,64 @@ async fn the_playground_works_offline_and_shows_the_dynamodb_requests() {
         server.stop().await;
     }
 
-    // A chart of its own: its tabs, written from its patterns, and the first one run.
-    let chart =
-        itemgraph::config::load_chart(Some(&root.join("examples/charts/store-locator.toml")))
-            .expect("the second chart");
-    let store: Arc<dyn itemgraph::store::Store> = Arc::new(
-        itemgraph::store::embedded::EmbeddedStore::in_memory(
-            &chart.table.name,
-            chart.table_schema(),
+    // A chart of its own: its tabs, written from its patterns, and the first one run; the
+    // access-pattern charts too (a Scan, a bulk delete, map entries, links, a collection
+    // of several kinds in their Chart panels).
+    for name in ["store-locator", "repo-stars", "arcade-awards"] {
+        let chart =
+            itemgraph::config::load_chart(Some(&root.join(format!("examples/charts/{name}.toml"))))
+                .expect("the example chart");
+        let store: Arc<dyn itemgraph::store::Store> = Arc::new(
+            itemgraph::store::embedded::EmbeddedStore::in_memory(
+                &chart.table.name,
+                chart.table_schema(),
+            )
+            .unwrap(),
+        );
+        store.create_table().await.unwrap();
+        itemgraph::chart::samples::seed(store.as_ref(), &chart)
+            .await
+            .unwrap();
+        // A tab per pattern a root field reaches, reads and writes (a write's tab changes
+        // the table only when run); the store locator's reach every pattern.
+        let tabs = itemgraph::graphql::examples(&chart).len();
+        if name == "store-locator" {
+            assert_eq!(tabs, chart.patterns.len());
+        }
+        let state = AppState::with_options(
+            store,
+            CursorCodec::new(b"playground-test-cursor-secret"),
+            itemgraph::http::Options::default(),
         )
-        .unwrap(),
-    );
-    store.create_table().await.unwrap();
-    itemgraph::chart::samples::seed(store.as_ref(), &chart)
-        .await
+        .with_chart(chart)
         .unwrap();
-    // A tab per pattern, reads and writes (a write's tab changes the table only when run).
-    let tabs = chart.patterns.len().to_string();
-    let state = AppState::with_options(
-        store,
-        CursorCodec::new(b"playground-test-cursor-secret"),
-        itemgraph::http::Options::default(),
-    )
-    .with_chart(chart)
-    .unwrap();
-    let server = TestServer::start(state).await;
-    let screenshot = root.join("target/playground-chart.png");
-    let out = tokio::time::timeout(
-        std::time::Duration::from_secs(180),
-        tokio::process::Command::new("node")
-            .arg(root.join("tests/browser/playground.mjs"))
-            .arg(server.url("/"))
-            .arg(&screenshot)
-            .args(["--chart", &tabs])
-            .env("ITEMGRAPH_CHROMIUM", &chromium)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the browser test finishes within 3 minutes")
-    .expect("node runs");
-    assert!(
-        out.status.success(),
-        "the chart's playground: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(screenshot.exists());
-    server.stop().await;
+        let server = TestServer::start(state).await;
+        let screenshot = if name == "store-locator" {
+            root.join("target/playground-chart.png")
+        } else {
+            root.join(format!("target/playground-{name}.png"))
+        };
+        let out = tokio::time::timeout(
+            std::time::Duration::from_secs(180),
+            tokio::process::Command::new("node")
+                .arg(root.join("tests/browser/playground.mjs"))
+                .arg(server.url("/"))
+                .arg(&screenshot)
+                .args(["--chart", &tabs.to_string()])
+                .env("ITEMGRAPH_CHROMIUM", &chromium)
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("the browser test finishes within 3 minutes")
+        .expect("node runs");
+        assert!(
+            out.status.success(),
+            "{name}'s playground: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(screenshot.exists());
+        server.stop().await;
+    }
 }
