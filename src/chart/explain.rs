@@ -498,10 +498,16 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
             },
         ),
         Request::Write { request, entity } if bulk_of(chart, p.number).is_some() => {
+            let action = bulk_of(chart, p.number).map_or(super::Action::Delete, |(m, _)| m.action);
             let every = bulk_of(chart, p.number).map_or_else(Default::default, |(_, e)| e.clone());
+            let (verb, verbs) = if action == super::Action::Update {
+                ("updates", "updates")
+            } else {
+                ("deletes", "deletes")
+            };
             let query = &chart.pages[&every.pattern];
             let units = write_units(item);
-            let factor = u64::from(every.atomic) + 1;
+            let factor = u64::from(request.name() == "TransactWriteItems") + 1;
             let max = u64::from(every.max);
             (
                 format!("Query + {}", request.name()),
@@ -509,7 +515,7 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
                 Some(condition_text(chart, &query.condition, &shown)),
                 Some(query.forward),
                 format!(
-                    "deletes the {} pattern {} finds, {max} at most a call",
+                    "{verb} the {} pattern {} finds, {max} at most a call",
                     super::plural(entity),
                     every.pattern
                 ),
@@ -517,13 +523,16 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
                     unit: "WCU",
                     least: 0.0,
                     most: (max * units * factor) as f64,
-                    how: if every.atomic {
-                        format!("none when the Query finds none; {max} deletes in one TransactWriteItems at most, after the Query of their keys")
-                    } else {
-                        format!(
+                    how: match (every.atomic, action) {
+                        (true, _) => format!("none when the Query finds none; {max} {verbs} in one TransactWriteItems at most, after the Query of their keys"),
+                        (false, super::Action::Update) => format!(
+                            "none when the Query finds none; {max} updates in {} TransactWriteItems of 100 at most, after the Query of their keys",
+                            every.writes(action)
+                        ),
+                        (false, _) => format!(
                             "none when the Query finds none; {max} deletes in {} BatchWriteItems of 25 at most, after the Query of their keys",
-                            every.writes()
-                        )
+                            every.writes(action)
+                        ),
                     },
                 },
             )

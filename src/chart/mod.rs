@@ -526,12 +526,16 @@ pub struct Every {
 
 impl Every {
     /// The write requests one call sends at most (besides its Queries).
-    pub fn writes(&self) -> u32 {
-        if self.atomic {
-            1
-        } else {
-            self.max
-                .div_ceil(crate::store::validate::MAX_BATCH_WRITE_REQUESTS as u32)
+    pub fn writes(&self, action: Action) -> u32 {
+        match (action, self.atomic) {
+            (_, true) => 1,
+            // TransactWriteItems of 100 updates at a time.
+            (Action::Update, false) => self
+                .max
+                .div_ceil(crate::store::validate::MAX_TRANSACT_ACTIONS as u32),
+            (_, false) => self
+                .max
+                .div_ceil(crate::store::validate::MAX_BATCH_WRITE_REQUESTS as u32),
         }
     }
 }

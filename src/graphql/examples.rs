@@ -265,28 +265,37 @@ impl<'c> Writes<'c> {
             .filter(|i| every.inputs.iter().all(|(n, ..)| i.get(n) == item.get(n)))
             .count()
             .clamp(1, every.max as usize) as u32;
-        let writes = if every.atomic {
-            1
-        } else {
-            found.div_ceil(crate::store::validate::MAX_BATCH_WRITE_REQUESTS as u32)
+        let update = m.action == Action::Update;
+        if let Some(f) = m.fields.first() {
+            let value = self.generator.made(&e.attributes[f].ty, f, 1)?;
+            fields.insert(Name::new(f), value);
+        }
+        let writes = match (every.atomic, update) {
+            (true, _) => 1,
+            (false, true) => found.div_ceil(crate::store::validate::MAX_TRANSACT_ACTIONS as u32),
+            (false, false) => {
+                found.div_ceil(crate::store::validate::MAX_BATCH_WRITE_REQUESTS as u32)
+            }
         };
         let requests = 1 + writes;
         let plural = crate::chart::words(&crate::chart::plural(&e.name));
         Some(format!(
-            "# Access pattern {}: {}.\n#\n# The Query of pattern {} for the keys of the {plural} it finds ({} at most a call),\n# then {} of them. It removes seeded {plural}.\n#\n# DynamoDB requests: {requests}\n# dynamodb-requests: {requests}\n\nmutation Pattern{}{} {{\n  {}(input: {}) {{\n    deletedCount\n    more\n  }}\n}}\n",
+            "# Access pattern {}: {}.\n#\n# The Query of pattern {} for the keys of the {plural} it finds ({} at most a call),\n# then {} of them. It {} seeded {plural}.\n#\n# DynamoDB requests: {requests}\n# dynamodb-requests: {requests}\n\nmutation Pattern{}{} {{\n  {}(input: {}) {{\n    {}\n    more\n  }}\n}}\n",
             p.number,
             p.name,
             every.pattern,
             every.max,
-            if every.atomic {
-                "one TransactWriteItems".to_owned()
-            } else {
-                "a BatchWriteItem of each 25".to_owned()
+            match (every.atomic, update) {
+                (true, _) => "one TransactWriteItems".to_owned(),
+                (false, true) => "a TransactWriteItems of each 100".to_owned(),
+                (false, false) => "a BatchWriteItem of each 25".to_owned(),
             },
+            if update { "changes" } else { "removes" },
             p.number,
             upper_first(&m.name),
             m.name,
             Value::Object(fields),
+            if update { "updatedCount" } else { "deletedCount" },
         ))
     }
 

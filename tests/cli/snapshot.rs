@@ -102,7 +102,7 @@ async fn the_arcade_awards_operations_match_their_snapshots_on_both_engines() {
 /// many, read from both sides) hold their snapshots and request budgets on both engines.
 #[tokio::test]
 async fn the_repo_stars_operations_match_their_snapshots_on_both_engines() {
-    charts_operations_match("repo-stars", 4).await;
+    charts_operations_match("repo-stars", 5).await;
 }
 
 /// `examples/charts/{name}/`'s `operations` operations, served from

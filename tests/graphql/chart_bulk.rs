@@ -201,3 +201,68 @@ async fn at_most_max_a_call_in_one_transaction(api: &Api) {
     assert_eq!(tokens(api, "grace-h").await.len(), 1);
     api.assert_clean(&atomic_chart()).await;
 }
+
+/// A bulk update: `examples/charts/repo-stars.toml`'s `closeIssues` sets the state of
+/// every issue of a repository, one Query of its issues and one TransactWriteItems of up to
+/// 100, on both engines; another organization's caller changes nothing.
+mod update {
+    use super::*;
+
+    fn stars() -> Arc<itemgraph::chart::Chart> {
+        example_chart("repo-stars")
+    }
+
+    on_both_engines_of!(stars; every_issue_of_a_repository_is_closed_in_one_transaction);
+
+    const CLOSE: &str = r#"mutation($input: CloseIssuesInput!) {
+        closeIssues(input: $input) { updatedCount more } }"#;
+
+    async fn states(api: &Api) -> Vec<String> {
+        let r = api
+            .run(r#"{ repository(org: "acme", repo: "rocket") { issues(first: 10) { nodes { state } } } }"#)
+            .await;
+        r["data"]["repository"]["issues"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["state"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    async fn every_issue_of_a_repository_is_closed_in_one_transaction(api: &Api) {
+        assert_eq!(states(api).await, ["CLOSED", "OPEN"]);
+        let other = Access::Tenant {
+            org: itemgraph::chart::kinds::Tenant::parse("globex").unwrap(),
+            role: Role::Admin,
+            subject: None,
+        };
+        let input = json!({"input": {"org": "acme", "repo": "rocket", "state": "CLOSED"}});
+        let r = api.run_as(&other, CLOSE, input.clone()).await;
+        assert_eq!(r["errors"][0]["extensions"]["code"], "NOT_FOUND", "{r:#}");
+        assert!(requests(&r).is_empty(), "{r:#}");
+        assert_eq!(states(api).await, ["CLOSED", "OPEN"]);
+
+        let r = api.run_with(CLOSE, input).await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+        assert_eq!(
+            r["data"]["closeIssues"],
+            json!({"updatedCount": 2, "more": false})
+        );
+        let ops: Vec<&str> = requests(&r)
+            .iter()
+            .map(|s| s["operation"].as_str().unwrap())
+            .collect();
+        assert_eq!(ops, ["Query", "TransactWriteItems"], "{r:#}");
+        assert_eq!(states(api).await, ["CLOSED", "CLOSED"]);
+        // Nothing to set: refused, nothing sent.
+        let r = api
+            .run_with(CLOSE, json!({"input": {"org": "acme", "repo": "rocket"}}))
+            .await;
+        assert_eq!(
+            r["errors"][0]["extensions"]["code"], "BAD_USER_INPUT",
+            "{r:#}"
+        );
+        assert!(requests(&r).is_empty(), "{r:#}");
+        api.assert_clean(&stars()).await;
+    }
+}

@@ -389,11 +389,16 @@ fn entry_plan(chart: &Chart, m: &Mutation, e: &Entity, entry: &super::Entry) -> 
 /// In BatchWriteItems no delete has a condition (a batch takes none: the keys were found
 /// by a Query of the caller's tenant's partition, and hold the tenant); in one
 /// TransactWriteItems (`atomic`) each is held to being there, and to the caller's tenant
-/// where its key does not say.
+/// where its key does not say. A bulk update is TransactWriteItems of up to 100 updates,
+/// each held so too.
 fn bulk(chart: &Chart, m: &Mutation, e: &Entity, every: &super::Every) -> MutationPlan {
-    let act = if every.atomic {
+    let act = if every.atomic || m.action == Action::Update {
         Act::new(
-            Verb::Delete,
+            if m.action == Action::Update {
+                Verb::Update
+            } else {
+                Verb::Delete
+            },
             std::iter::once(present(chart, e))
                 .chain(tenant(e, TenantIs::Caller))
                 .collect(),

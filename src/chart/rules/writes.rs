@@ -967,12 +967,61 @@ impl Checker {
             self.refuse("writes", format!("mutation `{name}`: `max` and `atomic` go with `every`, the Query pattern whose items it deletes"));
             return None;
         };
-        if action != Action::Delete {
-            self.refuse("writes", format!("mutation `{name}` has `every`: a bulk mutation deletes (a bulk {} is not served)", m.action));
+        if action == Action::Create {
+            self.refuse("writes", format!("mutation `{name}` has `every`: a bulk mutation updates or deletes what a Query finds"));
         }
-        if m.by.is_some() || m.fields.is_some() || m.token.is_some() || !m.with.is_empty() {
-            self.refuse("writes", format!("mutation `{name}` deletes every item pattern {every} finds: its input is that pattern's key values, so `by`, `fields`, `token` and `with` do not apply"));
+        if m.by.is_some() || m.token.is_some() || !m.with.is_empty() {
+            self.refuse("writes", format!("mutation `{name}` writes every item pattern {every} finds: its input is that pattern's key values, so `by`, `token` and `with` do not apply"));
         }
+        // A bulk update sets `fields` on each item: what no other item, key or count
+        // depends on (a batch renders no key again, moves no marker or count).
+        let fields = match (action, &m.fields) {
+            (Action::Update, Some(fields)) if !fields.is_empty() => {
+                for f in fields {
+                    let Some(a) = e.attributes.get(f) else {
+                        self.refuse(
+                            "writes",
+                            format!(
+                                "mutation `{name}` sets `{f}`, which is no attribute of {}",
+                                e.name
+                            ),
+                        );
+                        continue;
+                    };
+                    let kept = in_any_key(e, f)
+                        || e.writes.unique.contains_key(f)
+                        || e.references
+                            .values()
+                            .any(|r| r.key.values().any(|x| x == f))
+                        || e.writes
+                            .counts
+                            .iter()
+                            .any(|c| c.by_attributes().any(|b| b == f))
+                        || e.writes
+                            .lifecycle
+                            .as_ref()
+                            .is_some_and(|l| l.attribute == *f)
+                        || e.writes.version.as_deref() == Some(f.as_str())
+                        || matches!(a.ty, Type::Counter)
+                        || a.auto.is_some()
+                        || a.on_create.is_some()
+                        || a.computed.is_some();
+                    if kept {
+                        self.refuse("writes", format!("mutation `{name}` sets `{f}` on many {} at once, and `{f}` is part of a key, a reference, a count, a unique value, the life cycle, the version or what the writes give: change it one item at a time", super::super::plural(&e.name)));
+                    }
+                }
+                fields.clone()
+            }
+            (Action::Update, _) => {
+                self.refuse("writes", format!("mutation `{name}` updates every item pattern {every} finds: it names the `fields` it sets"));
+                Vec::new()
+            }
+            (_, Some(_)) => {
+                self.refuse("writes", format!("mutation `{name}` deletes every item pattern {every} finds: `fields` are what a bulk update sets"));
+                Vec::new()
+            }
+            (_, None) => Vec::new(),
+        };
         let limit = if m.atomic {
             MAX_ACTIONS as u32
         } else {
@@ -1088,12 +1137,22 @@ impl Checker {
             }
             _ => None,
         };
-        let request = if m.atomic {
+        // BatchWriteItem takes puts and deletes only: an update is TransactWriteItems of
+        // up to 100 items at a time.
+        let request = if m.atomic || action == Action::Update {
             WriteRequest::TransactWriteItems
         } else {
             WriteRequest::BatchWriteItem
         };
-        let is = format!("deletes by {}", request.name());
+        let is = format!(
+            "{} by {}",
+            if action == Action::Update {
+                "updates"
+            } else {
+                "deletes"
+            },
+            request.name()
+        );
         self.write_pattern(name, m.pattern, e, request, &is, patterns);
         for f in m.input.keys() {
             if !inputs.iter().any(|(n, ..)| n == f) {
@@ -1106,7 +1165,13 @@ impl Checker {
         if self.refusals.len() > refused {
             return None;
         }
-        let mut out = special(name, m, e, action, request, "remove");
+        let verb = if action == Action::Update {
+            "change"
+        } else {
+            "remove"
+        };
+        let mut out = special(name, m, e, action, request, verb);
+        out.fields = fields;
         out.every = Some(super::super::Every {
             pattern: every,
             max,

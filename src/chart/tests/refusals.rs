@@ -346,6 +346,8 @@ fn a_bulk_delete_that_cannot_be_bounded_kept_or_bound_is_refused() {
     );
     let r = changed("every = 4\n", "every = 1\n");
     refuses(&r, "writes", Some("Session"), Some(9), "is no Query");
+    // An update names what it sets, and sets nothing a key, a reference or a count is
+    // made of; it is TransactWriteItems (BatchWriteItem puts and deletes only).
     let r = changed(
         "action = \"delete\"\npattern = 9",
         "action = \"update\"\npattern = 9",
@@ -355,7 +357,25 @@ fn a_bulk_delete_that_cannot_be_bounded_kept_or_bound_is_refused() {
         "writes",
         Some("Session"),
         Some(9),
-        "a bulk mutation deletes",
+        "names the `fields` it sets",
+    );
+    refuses(
+        &r,
+        "one-request",
+        Some("Session"),
+        Some(9),
+        "updates by TransactWriteItems",
+    );
+    let r = changed(
+        "action = \"delete\"\npattern = 9",
+        "action = \"update\"\nfields = [\"username\"]\npattern = 9",
+    );
+    refuses(
+        &r,
+        "writes",
+        Some("Session"),
+        Some(9),
+        "sets `username` on many sessions at once",
     );
     let r = changed("every = 4\nmax = 100", "max = 100");
     refuses(&r, "writes", Some("Session"), Some(9), "go with `every`");

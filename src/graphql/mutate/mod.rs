@@ -160,7 +160,8 @@ pub fn field(chart: &Arc<Chart>, m: &Mutation) -> Field {
     mutation_field(chart, m, &chart.entities[&m.entity])
 }
 
-/// A bulk delete's input: the key values of the Query pattern whose items it deletes.
+/// A bulk mutation's input: the key values of the Query pattern whose items it writes,
+/// and for an update the fields it sets on each (each optional: left out, unchanged).
 fn bulk_input_type(m: &Mutation, e: &Entity, every: &Every) -> InputObject {
     let fields = every
         .inputs
@@ -169,6 +170,14 @@ fn bulk_input_type(m: &Mutation, e: &Entity, every: &Every) -> InputObject {
             let description = e.attributes.get(name).and_then(|a| a.description.clone());
             (name.clone(), input::type_ref(ty, !optional), description)
         })
+        .chain(m.fields.iter().map(|f| {
+            let a = &e.attributes[f];
+            (
+                f.clone(),
+                input::type_ref(&a.ty, false),
+                a.description.clone(),
+            )
+        }))
         .collect();
     input_object(m, fields)
 }
@@ -181,22 +190,20 @@ fn bulk_payload_type(m: &Mutation, e: &Entity, every: &Every) -> Object {
             .downcast_ref::<write::Deleted>()
             .map(|d| (d.count, d.more))
     };
+    let (count, did) = if m.action == Action::Update {
+        ("updatedCount", "updated")
+    } else {
+        ("deletedCount", "deleted")
+    };
     Object::new(payload_name(m))
         .field(
-            Field::new(
-                "deletedCount",
-                TypeRef::named_nn(TypeRef::INT),
-                move |ctx| {
-                    FieldFuture::Value(
-                        answer(&ctx).map(|(n, _)| FieldValue::value(Value::from(n as u64))),
-                    )
-                },
-            )
-            .description(m.payload.get("deletedCount").cloned().unwrap_or_else(|| {
-                format!(
-                    "How many {plural} this call deleted: at most {}.",
-                    every.max
+            Field::new(count, TypeRef::named_nn(TypeRef::INT), move |ctx| {
+                FieldFuture::Value(
+                    answer(&ctx).map(|(n, _)| FieldValue::value(Value::from(n as u64))),
                 )
+            })
+            .description(m.payload.get(count).cloned().unwrap_or_else(|| {
+                format!("How many {plural} this call {did}: at most {}.", every.max)
             })),
         )
         .field(
@@ -216,20 +223,30 @@ fn bulk_payload_type(m: &Mutation, e: &Entity, every: &Every) -> Object {
 
 fn bulk_field(chart: &Arc<Chart>, m: &Mutation, e: &Entity, every: &Every) -> Field {
     let plural = crate::chart::plural(&e.name);
-    let description =
-        m.description.clone().unwrap_or_else(|| {
-            format!(
-            "Deletes every {} pattern {} finds, at most {} a call. Requests: the Query, then {}.",
+    let description = m.description.clone().unwrap_or_else(|| {
+        format!(
+            "{} every {} pattern {} finds, at most {} a call. Requests: the Query, then {}.",
+            if m.action == Action::Update {
+                "Updates"
+            } else {
+                "Deletes"
+            },
             e.name,
             every.pattern,
             every.max,
-            if every.atomic {
-                "one TransactWriteItems, all or nothing".to_owned()
-            } else {
-                format!("a BatchWriteItem of each 25 {plural}, at most {}", every.writes())
+            match (every.atomic, m.action) {
+                (true, _) => "one TransactWriteItems, all or nothing".to_owned(),
+                (false, Action::Update) => format!(
+                    "a TransactWriteItems of each 100 {plural}, at most {}",
+                    every.writes(m.action)
+                ),
+                (false, _) => format!(
+                    "a BatchWriteItem of each 25 {plural}, at most {}",
+                    every.writes(m.action)
+                ),
             }
         )
-        });
+    });
     let chart = chart.clone();
     let name = m.name.clone();
     Field::new(&m.name, TypeRef::named_nn(payload_name(m)), move |ctx| {

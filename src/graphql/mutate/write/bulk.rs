@@ -9,12 +9,12 @@ use crate::chart::plan::Verb;
 use crate::chart::{Every, MAX_PAGE_SIZE};
 use crate::graphql::connection::Resolved;
 use crate::graphql::read;
-use crate::store::validate::MAX_BATCH_WRITE_REQUESTS;
+use crate::store::validate::{MAX_BATCH_WRITE_REQUESTS, MAX_TRANSACT_ACTIONS};
 use crate::store::{BatchWrite, BatchWriteRequest};
 
-/// What a bulk delete did.
+/// What a bulk mutation did.
 pub struct Deleted {
-    /// Items deleted.
+    /// Items deleted (or updated).
     pub count: usize,
     /// Whether the Query found more than `max`: left for the next call.
     pub more: bool,
@@ -47,6 +47,55 @@ pub(super) async fn delete_every(
     }
     let plan = &chart.plans[&m.name];
     let step = plan.steps.first().ok_or(ApiError::Internal)?;
+    if m.action == Action::Update {
+        let expr = change(chart, m, e, input)?;
+        let (keys, more) = find(rc, chart, e, every, &vars).await?;
+        let values = Values::of_caller(rc);
+        let mut count = 0;
+        for chunk in keys.chunks(MAX_TRANSACT_ACTIONS) {
+            let mut pending = chunk.to_vec();
+            for _ in 0..ATTEMPTS {
+                if pending.is_empty() {
+                    break;
+                }
+                let actions = pending
+                    .iter()
+                    .map(|key| {
+                        let mut u = Update::new(key.clone(), expr.clone());
+                        u.condition = of_step(step, Verb::Update, &values)?;
+                        Ok(TransactAction::Update(u))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                match rc.store.transact_write(actions).await {
+                    Ok(()) => {
+                        count += pending.len();
+                        pending.clear();
+                    }
+                    // Some were deleted (or expired) since the Query found them: the rest
+                    // are sent again without them.
+                    Err(StoreError::TransactionCanceled { reasons })
+                        if reasons
+                            .iter()
+                            .any(|r| matches!(r, CancelReason::ConditionalCheckFailed { .. })) =>
+                    {
+                        pending = pending
+                            .into_iter()
+                            .zip(reasons)
+                            .filter(|(_, r)| {
+                                !matches!(r, CancelReason::ConditionalCheckFailed { .. })
+                            })
+                            .map(|(k, _)| k)
+                            .collect();
+                    }
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            if !pending.is_empty() {
+                return Err(ApiError::Contention);
+            }
+        }
+        return Ok(Deleted { count, more });
+    }
     for _ in 0..ATTEMPTS {
         let (keys, more) = find(rc, chart, e, every, &vars).await?;
         if keys.is_empty() {
@@ -81,6 +130,35 @@ pub(super) async fn delete_every(
         }
     }
     Err(ApiError::Contention)
+}
+
+/// What a bulk update sets on each item: the fields given (an optional one given as null
+/// removed), the version bumped, the `updated` times set.
+fn change(
+    chart: &Chart,
+    m: &Mutation,
+    e: &Entity,
+    input: &IndexMap<Name, Value>,
+) -> Result<UpdateExpr> {
+    let mut u = UpdateExpr::default();
+    let mut given = false;
+    for f in &m.fields {
+        let a = &e.attributes[f];
+        match input.get(f.as_str()) {
+            None => continue,
+            Some(Value::Null) if a.optional => u = u.remove(f.clone()),
+            Some(Value::Null) => return Err(ApiError::bad_input(f, format!("{f} cannot be null"))),
+            Some(v) => u = u.set(f.clone(), stored(chart, f, &a.ty, v)?),
+        }
+        given = true;
+    }
+    if !given {
+        return Err(ApiError::BadUserInput {
+            message: format!("nothing to change: give {}", m.fields.join(" or ")),
+            field: None,
+        });
+    }
+    Ok(kept(e, u))
 }
 
 /// The pattern's key values from the input: each required one given, each checked as a

@@ -140,20 +140,6 @@ fn entry_key(entry: &Entry, input: &IndexMap<Name, Value>) -> Result<String> {
     }
 }
 
-/// `u` with what every write of `e` keeps: the version bumped, the `updated` times set.
-fn kept(e: &Entity, mut u: UpdateExpr) -> UpdateExpr {
-    if let Some(v) = &e.writes.version {
-        u = u.add(v.clone(), 1);
-    }
-    let now = crate::clock::now();
-    for (name, a) in &e.attributes {
-        if a.auto == Some(Auto::Updated) {
-            u = u.set(name.clone(), s(&now));
-        }
-    }
-    u
-}
-
 /// Whether `item`'s map holds the entry as this write leaves it: `value` at `key`, or no
 /// `key` for a remove.
 fn holds(entry: &Entry, item: &Item, key: &str, value: Option<&AttributeValue>) -> bool {

@@ -195,6 +195,21 @@ pub async fn run_every(
     bulk::delete_every(rc, chart, m, e, every, input).await
 }
 
+/// `u` with what every write of `e` built without a read keeps: the version bumped, the
+/// `updated` times set.
+fn kept(e: &Entity, mut u: UpdateExpr) -> UpdateExpr {
+    if let Some(v) = &e.writes.version {
+        u = u.add(v.clone(), 1);
+    }
+    let now = crate::clock::now();
+    for (name, a) in &e.attributes {
+        if a.auto == Some(Auto::Updated) {
+            u = u.set(name.clone(), s(&now));
+        }
+    }
+    u
+}
+
 fn allowed(chart: &Chart, access: &Access, role: &str, may: &str) -> Result<()> {
     match access {
         Access::Unrestricted => Ok(()),
