@@ -17,6 +17,7 @@ mod declared;
 mod design;
 mod names;
 mod patterns;
+mod special;
 mod subscriptions;
 mod writes;
 
