@@ -48,8 +48,10 @@ pub struct Table {
     pub name: String,
     pub partition_key: String,
     pub sort_key: String,
+    /// The attribute every item names its entity in (default `Type`), or `false`: the
+    /// items hold none, and each is told by the shape of its keys.
     #[serde(default = "type_attribute")]
-    pub type_attribute: String,
+    pub type_attribute: TypeAttribute,
     /// The attribute DynamoDB's Time to Live reads (one per table): an item whose value of
     /// it, epoch seconds, has passed is expired, then deleted by the service. Entities that
     /// declare it (of type `expiry`) expire.
@@ -57,8 +59,16 @@ pub struct Table {
     pub time_to_live: Option<String>,
 }
 
-fn type_attribute() -> String {
-    "Type".into()
+fn type_attribute() -> TypeAttribute {
+    TypeAttribute::Named("Type".into())
+}
+
+/// `type_attribute`: a name, or `false` for none.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum TypeAttribute {
+    Named(String),
+    Stored(bool),
 }
 
 #[derive(Debug, Deserialize)]
@@ -134,6 +144,10 @@ pub struct Entity {
     pub description: Option<String>,
     /// The primary key's templates: `[PK, SK]`.
     pub key: [String; 2],
+    /// What its items hold in the table's type attribute (default: the entity's name),
+    /// for a table whose items name their entity in words of their own (`customer`).
+    #[serde(default)]
+    pub type_value: Option<String>,
     /// The templates of each index the entity joins: `{ GSI1 = [PK, SK] }`.
     #[serde(default)]
     pub indexes: IndexMap<String, [String; 2]>,
@@ -412,6 +426,18 @@ pub struct AttributeSpec {
     /// them while it is not 0 (`tickets`: "cannot delete: still referenced by tickets").
     #[serde(default)]
     pub referrers: Option<String>,
+    /// The name the table stores it under, where that is not its name here (`Email`,
+    /// `GSI1-PK`'s neighbours in a table the chart did not design).
+    #[serde(default)]
+    pub stored: Option<String>,
+    /// Whether it lives only in the primary key (`c#{customerId}`): parsed from the key
+    /// on read, rendered into it on write, never stored beside it.
+    #[serde(default)]
+    pub key_only: bool,
+    /// How a number is stored, where not as a number: `"string"` (its decimal digits, as
+    /// tables written by other tools often hold prices).
+    #[serde(default)]
+    pub stored_as: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -22,6 +22,7 @@ mod rules;
 pub mod samples;
 pub mod schema_names;
 pub mod size;
+pub mod stored;
 pub mod template;
 pub mod types;
 
@@ -82,6 +83,7 @@ pub fn parse(text: &str) -> Result<Chart, Refused> {
     chart.plans = plan::resolve(&chart);
     chart.pages = plan::resolve_pages(&chart);
     chart.live = plan::resolve_subscriptions(&chart);
+    chart.forms = stored::Forms::of(&chart);
     Ok(chart)
 }
 
@@ -176,6 +178,8 @@ pub struct Chart {
     /// Each subscription resolved ([`plan::SubscriptionPlan`]), by GraphQL field name:
     /// the arguments its events are picked by.
     pub live: IndexMap<String, plan::SubscriptionPlan>,
+    /// How its items are stored where not as it names them ([`stored`]); `None`: as named.
+    pub forms: Option<stored::Forms>,
 }
 
 #[derive(Debug, Clone)]
@@ -183,7 +187,11 @@ pub struct Table {
     pub name: String,
     pub partition_key: String,
     pub sort_key: String,
+    /// The attribute the server's code reads an item's entity from (`Type` where the table
+    /// stores none: [`stored`] tells each item by its keys and names it here).
     pub type_attribute: String,
+    /// Whether the items hold the type attribute (`type_attribute = false`: they do not).
+    pub types_stored: bool,
     /// The attribute DynamoDB's Time to Live reads, where the chart has expiring entities.
     pub time_to_live: Option<String>,
 }
@@ -224,6 +232,8 @@ impl Keys {
 #[derive(Debug)]
 pub struct Entity {
     pub name: String,
+    /// What its items hold in the table's type attribute (its name, unless the chart says).
+    pub type_value: String,
     pub description: Option<String>,
     pub key: Keys,
     pub indexes: IndexMap<String, Keys>,
@@ -358,6 +368,12 @@ pub struct Attribute {
     /// For an expiry: seconds after its create an item expires when the caller gives no
     /// time.
     pub lifetime: Option<i64>,
+    /// The name the table stores it under, where not its own ([`stored`]).
+    pub stored: Option<String>,
+    /// It lives only in the primary key: parsed from it on read, never stored beside it.
+    pub key_only: bool,
+    /// A number stored as its decimal digits (S), where the table keeps it so.
+    pub as_string: bool,
 }
 
 /// A number a create computes from what else it writes.

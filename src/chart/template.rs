@@ -199,6 +199,44 @@ impl Template {
     }
 }
 
+impl Template {
+    /// The variables' values a rendered key was rendered from, when `key` fits this
+    /// template: its literal text where the template has it, each variable's value up to
+    /// the separator that follows it (no value holds one, so the reading is the only one).
+    /// An integer with a width is read back as its number.
+    pub fn read<'t>(&'t self, key: &str) -> Option<Vec<(&'t Var, Value)>> {
+        let segments = self.segments();
+        let pieces: Vec<&str> = key.split(SEPARATOR).collect();
+        if segments.len() != pieces.len() {
+            return None;
+        }
+        let mut out = Vec::new();
+        for (s, piece) in segments.iter().zip(pieces) {
+            match s.var {
+                None if piece == s.literal => {}
+                None => return None,
+                Some(var) => {
+                    let value = piece.strip_prefix(s.literal.as_str())?;
+                    if value.is_empty() {
+                        return None;
+                    }
+                    let v = match var.width {
+                        Some(w)
+                            if value.len() == w && value.bytes().all(|b| b.is_ascii_digit()) =>
+                        {
+                            Value::Int(value.parse().ok()?)
+                        }
+                        Some(_) => return None,
+                        None => Value::Text(value.to_owned()),
+                    };
+                    out.push((var, v));
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
 /// One segment of a template: literal text, then perhaps a variable.
 #[derive(Debug, Default, Clone)]
 pub struct Segment<'a> {

@@ -154,8 +154,13 @@ impl StoreArgs {
     /// Opens the configured store ([`store::open`]). Creates nothing in it: see
     /// `create-table`. Flags that do not apply to the chosen engine are refused or, when
     /// harmless, ignored with a warning.
+    /// The store speaks the chart's form: a table that stores items otherwise (names,
+    /// numbers, values only in keys, its own type values) is turned to it here, below
+    /// everything that meters or traces it ([`crate::store::stored`]).
     pub async fn open(&self) -> anyhow::Result<Arc<dyn Store>> {
-        store::open(&self.engine()?, self.load_chart()?.table_schema()).await
+        let chart = self.load_chart()?;
+        let opened = store::open(&self.engine()?, chart.table_schema()).await?;
+        Ok(crate::store::stored::wrap(opened, &chart))
     }
 
     /// The chart `--chart` names, read and checked (refused with every rule it breaks), or

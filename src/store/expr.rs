@@ -16,6 +16,18 @@ pub enum CmpOp {
 
 impl CmpOp {
     /// The operator as DynamoDB's expressions write it.
+    /// Whether `a <op> b` holds where `a` compares to `b` as `o`.
+    pub fn holds(self, o: std::cmp::Ordering) -> bool {
+        match self {
+            CmpOp::Eq => o.is_eq(),
+            CmpOp::Ne => o.is_ne(),
+            CmpOp::Lt => o.is_lt(),
+            CmpOp::Le => o.is_le(),
+            CmpOp::Gt => o.is_gt(),
+            CmpOp::Ge => o.is_ge(),
+        }
+    }
+
     pub fn symbol(self) -> &'static str {
         match self {
             CmpOp::Eq => "=",

@@ -20,6 +20,7 @@ pub mod metered;
 pub mod open;
 pub mod own;
 pub mod shards;
+pub mod stored;
 pub mod stream;
 pub mod trace;
 pub mod validate;

@@ -51,6 +51,9 @@ pub fn example_chart(name: &str) -> Arc<itemgraph::chart::Chart> {
 /// The schema and a store holding the demo data.
 pub struct Api {
     pub store: Arc<dyn Store>,
+    /// The store below the chart's stored forms: items as the table holds them (the same
+    /// store where the chart stores items as it names them).
+    pub raw: Arc<dyn Store>,
     schema: ItemgraphSchema,
     /// The change stream's reader for [`Api::subscribe`].
     pub hub: Arc<Hub>,
@@ -90,6 +93,7 @@ impl Api {
         Api {
             hub: Hub::new(store.change_stream(), super::changes::test_options()),
             design: itemgraph::live::Design::builtin(),
+            raw: store.clone(),
             store,
             schema: graphql::schema_with(&limits()),
             drop_table: false,
@@ -123,12 +127,15 @@ impl Api {
             }
         };
         assert!(store.create_table().await.expect("create table"));
+        let raw = store.clone();
+        let store = itemgraph::store::stored::wrap(store, &chart);
         let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
             .await
             .expect("seed the samples");
         assert_eq!(written, chart.samples.len());
         Some(Api {
             drop_table,
+            raw,
             ..Api::chart_over(chart, store)
         })
     }
@@ -146,6 +153,7 @@ impl Api {
             ),
             design,
             schema: graphql::chart_schema(chart, &limits()).expect("the schema"),
+            raw: store.clone(),
             store,
             drop_table: false,
         }
@@ -158,6 +166,7 @@ impl Api {
         Api {
             hub: Hub::new(store.change_stream(), super::changes::test_options()),
             design: itemgraph::live::Design::builtin(),
+            raw: store.clone(),
             store,
             schema: graphql::schema_with(&limits()),
             drop_table,

@@ -181,6 +181,9 @@ impl Checker {
                     computed: f.computed.clone(),
                     referrers: f.referrers.clone(),
                     lifetime: f.lifetime.clone(),
+                    stored: f.stored.clone(),
+                    key_only: f.key_only,
+                    stored_as: f.stored_as.clone(),
                 },
                 f.optional,
             ),
@@ -250,6 +253,26 @@ impl Checker {
                 );
             }
         }
+        if let Some(form) = &spec.stored_as {
+            if form != "string" {
+                self.refuse(
+                    "stored",
+                    format!(
+                        "attribute `{name}`: `stored_as = \"{form}\"`: a number is stored as a \
+                         number, or as a `\"string\"` of its digits"
+                    ),
+                );
+            } else if !matches!(ty, Type::Int { .. } | Type::Cents { .. }) {
+                self.refuse(
+                    "stored",
+                    format!(
+                        "attribute `{name}`: `stored_as = \"string\"` is for an int or cents, and \
+                         `{name}` is a {}",
+                        ty.describe()
+                    ),
+                );
+            }
+        }
         Some(Attribute {
             ty,
             optional,
@@ -260,6 +283,9 @@ impl Checker {
             computed,
             referrers: spec.referrers,
             lifetime,
+            stored: spec.stored,
+            key_only: spec.key_only,
+            as_string: spec.stored_as.is_some(),
         })
     }
 
@@ -362,6 +388,7 @@ impl Checker {
         }
         Entity {
             name: name.to_owned(),
+            type_value: e.type_value.clone().unwrap_or_else(|| name.to_owned()),
             description: e.description.clone(),
             key: key.unwrap_or_else(placeholder_keys),
             indexes: entity_indexes,
@@ -479,6 +506,9 @@ pub(super) struct Spec {
     computed: Option<String>,
     referrers: Option<String>,
     lifetime: Option<String>,
+    stored: Option<String>,
+    key_only: bool,
+    stored_as: Option<String>,
 }
 
 fn placeholder_keys() -> Keys {
@@ -493,6 +523,7 @@ fn placeholder_keys() -> Keys {
 pub(super) fn system_entities() -> Vec<Entity> {
     let e = |name: &str, pk: &str, sk: &str, attrs: &[(&str, Type)]| Entity {
         name: name.to_owned(),
+        type_value: name.to_owned(),
         description: None,
         key: Keys {
             pk: Template::parse(pk).expect("system keys parse"),
@@ -514,6 +545,9 @@ pub(super) fn system_entities() -> Vec<Entity> {
                         computed: None,
                         referrers: None,
                         lifetime: None,
+                        stored: None,
+                        key_only: false,
+                        as_string: false,
                     },
                 )
             })

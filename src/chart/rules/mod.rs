@@ -18,6 +18,7 @@ mod design;
 mod names;
 mod patterns;
 mod special;
+mod stored;
 mod subscriptions;
 mod writes;
 
@@ -43,6 +44,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("links", "a link of two entities (many to many) is keyed by both, in one side's item collection, inverted by an index for the other, and read from both"),
     ("fields", "every field that uses a pattern uses one that returns what it serves"),
     ("samples", "every sample item is an item of its entity"),
+    ("stored", "items stored in the table's own names and forms turn to the chart's and back one way only: each entity told apart, no name stored twice, values only in keys read back from the primary key, numbers as strings never added to"),
     ("time-to-live", "expiring items carry the table's one time-to-live attribute, and nothing counts them, references them or outlives them"),
     ("writes", "every mutation is one write request that keeps what its entity declares: versions, unique markers, counters on what it references, its life cycle, at most 100 actions"),
 ];
@@ -99,7 +101,22 @@ impl Checker {
             name: file.table.name.clone(),
             partition_key: file.table.partition_key.clone(),
             sort_key: file.table.sort_key.clone(),
-            type_attribute: file.table.type_attribute.clone(),
+            type_attribute: match &file.table.type_attribute {
+                format::TypeAttribute::Named(name) => name.clone(),
+                format::TypeAttribute::Stored(_) => "Type".to_owned(),
+            },
+            types_stored: match file.table.type_attribute {
+                format::TypeAttribute::Named(_) => true,
+                format::TypeAttribute::Stored(stored) => {
+                    if stored {
+                        self.refuse(
+                            "format",
+                            "`type_attribute` is the attribute's name, or `false` for none",
+                        );
+                    }
+                    false
+                }
+            },
             time_to_live: file.table.time_to_live.clone(),
         };
         let indexes = self.indexes(&file, &table);
@@ -172,6 +189,7 @@ impl Checker {
         self.fields(&file, &entities, &patterns);
         self.links(&entities, &patterns);
         self.time_to_live(&table, &entities, &patterns);
+        self.stored_forms(&table, &indexes, &entities, &patterns);
         self.invariants(&entities, &patterns);
         self.referrers(&entities);
         let mutations = self.mutations(&file, &entities, &patterns, &kinds);
@@ -229,6 +247,7 @@ impl Checker {
             plans: IndexMap::new(),
             pages: IndexMap::new(),
             live: IndexMap::new(),
+            forms: None,
         }
     }
 }

@@ -578,12 +578,17 @@ fn unprojected(e: &Entity, table: &Table, index: &Index) -> Vec<String> {
         &index.partition_key,
         &index.sort_key,
     ];
-    std::iter::once(&table.type_attribute)
+    // As the table stores them: under their stored names; a value only in the key, and
+    // the entity where the items hold no type attribute, read from the keys.
+    table
+        .types_stored
+        .then_some(&table.type_attribute)
+        .into_iter()
         .chain(
             e.attributes
                 .iter()
-                .filter(|(_, a)| !a.optional)
-                .map(|(name, _)| name),
+                .filter(|(_, a)| !a.optional && !a.key_only)
+                .map(|(name, a)| a.stored.as_ref().unwrap_or(name)),
         )
         .filter(|n| !carried.contains(n) && !keys.contains(n))
         .cloned()

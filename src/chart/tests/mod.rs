@@ -5,6 +5,7 @@
 
 mod advice;
 mod refusals;
+mod stored;
 mod tenant;
 mod writes;
 

@@ -1,0 +1,171 @@
+//! Rule `stored`: items as the table stores them ([`crate::chart::stored`]) can be turned
+//! to the chart's form and back, each one way only: every entity told apart by its type
+//! value (or, with no type attribute, by its keys: rule `keys-distinct`), no two
+//! attributes under one stored name nor under a key's, every value that lives only in a
+//! key read back from the primary key, every number stored as a string one that no write
+//! adds to or orders by.
+
+use std::collections::HashMap;
+
+use indexmap::IndexMap;
+
+use super::Checker;
+use crate::chart::{Entity, Index, Pattern, Request, Table};
+
+/// The longest attribute name DynamoDB takes, in bytes.
+const MAX_NAME_BYTES: usize = 255;
+
+impl Checker {
+    pub(super) fn stored_forms(
+        &mut self,
+        table: &Table,
+        indexes: &IndexMap<String, Index>,
+        entities: &IndexMap<String, Entity>,
+        patterns: &IndexMap<u32, Pattern>,
+    ) {
+        let mut values: HashMap<&str, &str> = HashMap::new();
+        for e in entities.values() {
+            self.at(Some(&e.name), None);
+            if !table.types_stored && e.type_value != e.name {
+                self.refuse(
+                    "stored",
+                    format!(
+                        "`type_value = \"{}\"`: the table's items hold no type attribute \
+                         (`type_attribute = false`)",
+                        e.type_value
+                    ),
+                );
+            }
+            if let Some(other) = values.insert(&e.type_value, &e.name) {
+                self.refuse(
+                    "stored",
+                    format!(
+                        "its type value `{}` is {other}'s too: an item could not be told apart",
+                        e.type_value
+                    ),
+                );
+            }
+            let mut keys: Vec<&str> = vec![&table.partition_key, &table.sort_key];
+            for i in indexes.values() {
+                keys.extend([i.partition_key.as_str(), i.sort_key.as_str()]);
+            }
+            if table.types_stored {
+                keys.push(&table.type_attribute);
+            }
+            let mut names: HashMap<&str, &str> = HashMap::new();
+            let key_vars: Vec<&str> = e.key.var_names();
+            for (a, attr) in &e.attributes {
+                let stored = attr.stored.as_deref().unwrap_or(a);
+                if attr.key_only {
+                    if attr.stored.is_some() || attr.as_string {
+                        self.refuse(
+                            "stored",
+                            format!(
+                                "attribute `{a}` lives only in the key: it has no stored name or form"
+                            ),
+                        );
+                    }
+                    if !key_vars.contains(&a.as_str()) {
+                        self.refuse(
+                            "stored",
+                            format!(
+                                "attribute `{a}`: `key_only`, but the primary key's templates \
+                                 do not hold it, so it could not be read back"
+                            ),
+                        );
+                    }
+                    if attr.optional {
+                        self.refuse(
+                            "stored",
+                            format!("attribute `{a}`: a value only in the key is never missing"),
+                        );
+                    }
+                    continue;
+                }
+                if attr.stored.is_some() {
+                    if stored.is_empty() || stored.len() > MAX_NAME_BYTES {
+                        self.refuse(
+                            "stored",
+                            format!(
+                                "attribute `{a}`: a stored name is 1 to {MAX_NAME_BYTES} bytes"
+                            ),
+                        );
+                    }
+                    if keys.contains(&stored) {
+                        self.refuse(
+                            "stored",
+                            format!(
+                                "attribute `{a}` is stored as `{stored}`, a key attribute or the \
+                                 type attribute"
+                            ),
+                        );
+                    }
+                }
+                if let Some(other) = names.insert(stored, a) {
+                    self.refuse(
+                        "stored",
+                        format!("attributes `{other}` and `{a}` are both stored as `{stored}`"),
+                    );
+                }
+                if attr.as_string && e.writes.version.as_deref() == Some(a.as_str()) {
+                    self.refuse(
+                        "stored",
+                        format!(
+                            "attribute `{a}`: a version is added to by every change, which a \
+                             string cannot take"
+                        ),
+                    );
+                }
+            }
+            // A counter kept on this entity by others is added to: it must be a number.
+            for other in entities.values() {
+                for c in &other.writes.counts {
+                    let Some(r) = other.references.get(&c.reference) else {
+                        continue;
+                    };
+                    if r.entity != e.name {
+                        continue;
+                    }
+                    for counter in c
+                        .counters
+                        .iter()
+                        .chain(c.by.iter().flat_map(|b| b.counters.values()))
+                    {
+                        if e.attributes.get(counter).is_some_and(|a| a.as_string) {
+                            self.refuse(
+                                "stored",
+                                format!(
+                                    "attribute `{counter}`: {} counts on it, which a string \
+                                     cannot take",
+                                    other.name
+                                ),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // A Scan's filter holds a tenant attribute that must be stored to be compared.
+        for p in patterns.values() {
+            if let Request::Scan { children, .. } = &p.request {
+                let Some(e) = entities.get(children) else {
+                    continue;
+                };
+                let Some(t) = e.binding.condition_or_key() else {
+                    continue;
+                };
+                if e.attributes.get(t).is_some_and(|a| a.key_only) {
+                    self.at(Some(&e.name), Some(p.number));
+                    self.refuse(
+                        "stored",
+                        format!(
+                            "a Scan is held to the caller's tenant by a filter on `{t}`, which \
+                             lives only in the key"
+                        ),
+                    );
+                }
+            }
+        }
+        self.at(None, None);
+    }
+}

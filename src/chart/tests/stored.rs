@@ -1,0 +1,190 @@
+//! Rule `stored` and the forms it admits: `examples/charts/corner-shop.toml` (items in the
+//! table's own names, numbers as strings, ids only in keys, type values of its own) turned
+//! to the chart's form and back, and every way of saying a form that could not be turned
+//! one way only refused.
+
+use super::*;
+use crate::store::{AttributeValue, CmpOp, Condition, Item, SetValue, UpdateExpr};
+
+const SHOP: &str = include_str!("../../../examples/charts/corner-shop.toml");
+
+fn shop(from: &str, to: &str) -> Result<Chart, Refused> {
+    assert!(SHOP.contains(from), "{from}");
+    parse(&SHOP.replace(from, to))
+}
+
+#[track_caller]
+fn refused(from: &str, to: &str) -> Refused {
+    match shop(from, to) {
+        Ok(_) => panic!("a chart with `{to}` for `{from}` is served"),
+        Err(r) => r,
+    }
+}
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: &str) -> AttributeValue {
+    AttributeValue::N(v.into())
+}
+
+fn item(pairs: &[(&str, AttributeValue)]) -> Item {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+#[test]
+fn an_item_turns_to_the_tables_form_and_back() {
+    let chart = accepted(SHOP);
+    let forms = chart
+        .forms
+        .as_ref()
+        .expect("the shop stores items its own way");
+    let charted = item(&[
+        ("PK", s("c#10001")),
+        ("SK", s("o#200001")),
+        ("GSI1-PK", s("p#BK-100")),
+        ("GSI1-SK", s("o#200001")),
+        ("EntityType", s("Order")),
+        ("customerId", s("10001")),
+        ("orderId", s("200001")),
+        ("sku", s("BK-100")),
+        ("quantity", n("2")),
+        ("total", n("2500")),
+        ("status", s("PLACED")),
+        ("placedAt", s("2026-11-02T10:00:00Z")),
+    ]);
+    let stored = forms.stored(&chart, charted.clone());
+    assert_eq!(
+        stored,
+        item(&[
+            ("PK", s("c#10001")),
+            ("SK", s("o#200001")),
+            ("GSI1-PK", s("p#BK-100")),
+            ("GSI1-SK", s("o#200001")),
+            ("EntityType", s("order")),
+            ("ProductSku", s("BK-100")),
+            ("Qty", s("2")),
+            ("Total", s("2500")),
+            ("Status", s("PLACED")),
+            ("PlacedAt", s("2026-11-02T10:00:00Z")),
+        ])
+    );
+    assert_eq!(forms.charted(&chart, stored), charted);
+}
+
+#[test]
+fn a_condition_on_a_value_only_in_the_key_is_decided_by_the_key() {
+    let chart = accepted(SHOP);
+    let forms = chart.forms.as_ref().unwrap();
+    let key = crate::store::PrimaryKey::new("c#10001", "o#200001");
+    let c = Condition::And(vec![
+        Condition::exists("orderId"),
+        Condition::eq("customerId", s("10001")),
+        Condition::eq("quantity", n("2")),
+        Condition::Cmp("status".into(), CmpOp::Ne, s("DELIVERED")),
+    ]);
+    assert_eq!(
+        forms.condition(&chart, Some(&key), c),
+        Condition::And(vec![
+            Condition::exists("PK"),
+            Condition::exists("PK"),
+            Condition::eq("Qty", s("2")),
+            Condition::Cmp("Status".into(), CmpOp::Ne, s("DELIVERED")),
+        ])
+    );
+    // Another customer's number at this key can never hold.
+    assert_eq!(
+        forms.condition(&chart, Some(&key), Condition::eq("customerId", s("10002"))),
+        Condition::And(vec![Condition::exists("PK"), Condition::not_exists("PK")])
+    );
+    let u = UpdateExpr::default()
+        .set("quantity", n("3"))
+        .set("orderId", s("200001"));
+    let turned = forms.update(&chart, &key, u);
+    assert_eq!(turned.set, [("Qty".to_owned(), SetValue::Value(s("3")))]);
+}
+
+#[test]
+fn with_no_type_attribute_items_are_told_by_their_keys() {
+    let text = SHOP
+        .replace("type_attribute = \"EntityType\"", "type_attribute = false")
+        .replace("type_value = \"customer\"\n", "")
+        .replace("type_value = \"order\"\n", "")
+        .replace("type_value = \"product\"\n", "");
+    let chart = accepted(&text);
+    let forms = chart.forms.as_ref().unwrap();
+    let stored = item(&[
+        ("PK", s("p#BK-100")),
+        ("SK", s("p#BK-100")),
+        ("Title", s("A bell")),
+        ("Price", s("1250")),
+    ]);
+    let charted = forms.charted(&chart, stored.clone());
+    assert_eq!(charted["Type"], s("Product"));
+    assert_eq!(charted["sku"], s("BK-100"));
+    assert_eq!(charted["price"], n("1250"));
+    assert_eq!(forms.stored(&chart, charted), stored);
+    // Keys no entity renders: of none.
+    let odd = item(&[("PK", s("c#10001")), ("SK", s("cart#1"))]);
+    assert!(!forms.charted(&chart, odd).contains_key("Type"));
+}
+
+#[test]
+fn a_chart_stored_as_it_names_has_no_forms() {
+    assert!(builtin().forms.is_none());
+}
+
+#[test]
+fn forms_that_cannot_be_turned_one_way_only_are_refused() {
+    let r = refused("type_value = \"order\"", "type_value = \"customer\"");
+    refuses(&r, "stored", Some("Order"), None, "Customer's too");
+    let r = refused("type_attribute = \"EntityType\"", "type_attribute = false");
+    refuses(
+        &r,
+        "stored",
+        Some("Customer"),
+        None,
+        "hold no type attribute",
+    );
+    let r = refused("stored = \"Qty\"", "stored = \"Total\"");
+    refuses(&r, "stored", Some("Order"), None, "both stored as `Total`");
+    let r = refused("stored = \"Qty\"", "stored = \"GSI1-PK\"");
+    refuses(&r, "stored", Some("Order"), None, "a key attribute");
+    let r = refused("stored = \"Title\"", "stored = \"EntityType\"");
+    refuses(&r, "stored", Some("Product"), None, "the type attribute");
+    let r = refused(
+        "sku = { type = \"sku\", stored = \"ProductSku\"",
+        "sku = { type = \"sku\", key_only = true",
+    );
+    refuses(&r, "stored", Some("Order"), None, "could not be read back");
+    let r = refused(
+        "customerId = { type = \"customerId\", key_only = true, description",
+        "customerId = { type = \"customerId\", key_only = true, optional = true, description",
+    );
+    refuses(&r, "stored", Some("Customer"), None, "never missing");
+    let r = refused(
+        "stored = \"Status\" }",
+        "stored = \"Status\", stored_as = \"string\" }",
+    );
+    refuses(&r, "stored", Some("Order"), None, "for an int or cents");
+    let r = refused(
+        "stored_as = \"string\", description = \"The price",
+        "stored_as = \"text\", description = \"The price",
+    );
+    refuses(
+        &r,
+        "stored",
+        Some("Product"),
+        None,
+        "`stored_as = \"text\"`",
+    );
+    let r = refused(
+        "orderId = { type = \"orderId\", key_only = true }",
+        "orderId = { type = \"orderId\", key_only = true, stored = \"Id\" }",
+    );
+    refuses(&r, "stored", Some("Order"), None, "no stored name or form");
+}
