@@ -20,9 +20,25 @@ pub(super) fn parse_condition(
         .split_once(" = ")
         .ok_or("a key condition starts `<partition key> = <template>`")?;
     let pk_attr = pk_attr.trim();
-    let (index, sk_attr) = if pk_attr == table.partition_key {
+    // The sort key the condition names, if any: it tells a local index (the table's
+    // partition key, a sort key of its own) from the table.
+    let named_sort = rest.map(|r| {
+        let r = r.strip_prefix("begins_with(").unwrap_or(r);
+        r.split([' ', ',']).next().unwrap_or("").trim().to_owned()
+    });
+    let local = named_sort.as_deref().and_then(|sk| {
+        indexes
+            .values()
+            .find(|i| i.local && i.partition_key == pk_attr && i.sort_key.as_deref() == Some(sk))
+    });
+    let (index, sk_attr) = if let Some(i) = local {
+        (Some(i.name.clone()), i.sort_key.clone())
+    } else if pk_attr == table.partition_key {
         (None, table.sort_key.clone())
-    } else if let Some(i) = indexes.values().find(|i| i.partition_key == pk_attr) {
+    } else if let Some(i) = indexes
+        .values()
+        .find(|i| !i.local && i.partition_key == pk_attr)
+    {
         (Some(i.name.clone()), i.sort_key.clone())
     } else {
         return Err(format!(
@@ -32,7 +48,12 @@ pub(super) fn parse_condition(
     let partition = Template::parse(pk_value.trim())?;
     let sort = match rest {
         None => None,
-        Some(r) => Some(parse_sort(r, &sk_attr)?),
+        Some(r) => {
+            let sk_attr = sk_attr.ok_or_else(|| {
+                format!("`{r}`: the table or index `{pk_attr}` names has no sort key")
+            })?;
+            Some(parse_sort(r, &sk_attr)?)
+        }
     };
     Ok(KeyCondition {
         index,

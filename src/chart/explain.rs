@@ -35,6 +35,9 @@ pub struct Explained {
     pub table: String,
     /// The key attributes, base table first: `PK`, `SK`, then each index's.
     pub key_attributes: Vec<String>,
+    /// The table's sort key (`None`: a simple primary key), for the entity chart's line.
+    #[serde(skip)]
+    pub sort_key: Option<String>,
     pub indexes: Vec<IndexShown>,
     pub entities: Vec<EntityShown>,
     pub patterns: Vec<PatternShown>,
@@ -49,7 +52,8 @@ pub struct Explained {
 pub struct IndexShown {
     pub name: String,
     pub partition_key: String,
-    pub sort_key: String,
+    /// `null`: keyed by its partition key alone.
+    pub sort_key: Option<String>,
     pub projection: String,
 }
 
@@ -207,13 +211,17 @@ fn write_units(bytes: u64) -> u64 {
 pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
     let item_bytes = item_bytes.max(1);
     let page_size = super::DEFAULT_PAGE_SIZE;
-    let mut key_attributes = vec![
-        chart.table.partition_key.clone(),
-        chart.table.sort_key.clone(),
-    ];
-    for i in chart.indexes.values() {
-        key_attributes.push(i.partition_key.clone());
-        key_attributes.push(i.sort_key.clone());
+    let mut key_attributes: Vec<String> = Vec::new();
+    for a in chart
+        .table
+        .key_names()
+        .into_iter()
+        .chain(chart.indexes.values().flat_map(|i| i.key_names()))
+    {
+        // A local index shares the table's partition key: named once.
+        if !key_attributes.iter().any(|k| k == a) {
+            key_attributes.push(a.to_owned());
+        }
     }
     let indexes = chart
         .indexes
@@ -233,14 +241,18 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
         .entities
         .values()
         .map(|e| {
-            let mut keys = vec![
-                (chart.table.partition_key.clone(), shown(&e.key.pk)),
-                (chart.table.sort_key.clone(), shown(&e.key.sk)),
-            ];
+            let mut keys = vec![(chart.table.partition_key.clone(), shown(&e.key.pk))];
+            if let Some(sk) = &chart.table.sort_key {
+                keys.push((sk.clone(), shown(&e.key.sk)));
+            }
             for (index, k) in &e.indexes {
                 let i = &chart.indexes[index];
-                keys.push((i.partition_key.clone(), shown(&k.pk)));
-                keys.push((i.sort_key.clone(), shown(&k.sk)));
+                if !i.local {
+                    keys.push((i.partition_key.clone(), shown(&k.pk)));
+                }
+                if let Some(sk) = &i.sort_key {
+                    keys.push((sk.clone(), shown(&k.sk)));
+                }
             }
             let link = e.link.as_ref().map(|[near, far]| {
                 let (a, b) = (&e.references[near].entity, &e.references[far].entity);
@@ -275,6 +287,7 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
         chart: chart.name.clone(),
         table: chart.table.name.clone(),
         key_attributes,
+        sort_key: chart.table.sort_key.clone(),
         indexes,
         entities,
         patterns,
@@ -294,6 +307,7 @@ pub fn condition_text(
         None => (&chart.table.partition_key, &chart.table.sort_key),
         Some(i) => (&chart.indexes[i].partition_key, &chart.indexes[i].sort_key),
     };
+    let sk = sk.as_deref().unwrap_or("");
     let mut out = format!("{pk} = {}", render(&c.partition));
     match &c.sort {
         None => {}
@@ -326,13 +340,15 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
             with_shards,
         } => {
             let e = &chart.entities[entity];
-            let key = format!(
-                "{} = {}, {} = {}",
-                chart.table.partition_key,
-                shown(&e.key.pk),
-                chart.table.sort_key,
-                shown(&e.key.sk)
-            );
+            let key = match &chart.table.sort_key {
+                Some(sk) => format!(
+                    "{} = {}, {sk} = {}",
+                    chart.table.partition_key,
+                    shown(&e.key.pk),
+                    shown(&e.key.sk)
+                ),
+                None => format!("{} = {}", chart.table.partition_key, shown(&e.key.pk)),
+            };
             let one = read_units(item);
             match with_shards {
                 None => (
@@ -759,14 +775,23 @@ pub fn plans_text(x: &Explained) -> String {
 /// chart.
 pub fn entity_table(x: &Explained) -> String {
     let mut out = format!(
-        "Chart `{}`, table `{}`: partition key `{}`, sort key `{}`",
-        x.chart, x.table, x.key_attributes[0], x.key_attributes[1]
+        "Chart `{}`, table `{}`: partition key `{}`",
+        x.chart, x.table, x.key_attributes[0]
     );
+    if let Some(sk) = &x.sort_key {
+        out.push_str(&format!(", sort key `{sk}`"));
+    }
     for i in &x.indexes {
-        out.push_str(&format!(
-            "; {} (`{}`, `{}`, {})",
-            i.name, i.partition_key, i.sort_key, i.projection
-        ));
+        match &i.sort_key {
+            Some(sk) => out.push_str(&format!(
+                "; {} (`{}`, `{sk}`, {})",
+                i.name, i.partition_key, i.projection
+            )),
+            None => out.push_str(&format!(
+                "; {} (`{}`, {})",
+                i.name, i.partition_key, i.projection
+            )),
+        }
     }
     out.push_str(".\n\n| Entity |");
     for a in &x.key_attributes {

@@ -46,8 +46,10 @@ pub struct File {
 #[serde(deny_unknown_fields)]
 pub struct Table {
     pub name: String,
-    pub partition_key: String,
-    pub sort_key: String,
+    pub partition_key: KeyAttribute,
+    /// None: a simple primary key, the partition key alone.
+    #[serde(default)]
+    pub sort_key: Option<KeyAttribute>,
     /// The attribute every item names its entity in (default `Type`), or `false`: the
     /// items hold none, and each is told by the shape of its keys.
     #[serde(default = "type_attribute")]
@@ -74,9 +76,41 @@ pub enum TypeAttribute {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Index {
-    pub partition_key: String,
-    pub sort_key: String,
+    pub partition_key: KeyAttribute,
+    /// None: keyed by its partition key alone.
+    #[serde(default)]
+    pub sort_key: Option<KeyAttribute>,
     pub projection: Projection,
+    /// A local secondary index: the table's partition key and a sort key of its own.
+    #[serde(default)]
+    pub local: bool,
+}
+
+/// A key attribute: its name (a string key), or its name and type (`{ name = "OrderId",
+/// type = "N" }`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum KeyAttribute {
+    Named(String),
+    Typed(TypedKey),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TypedKey {
+    pub name: String,
+    /// `S` (a string) or `N` (a number).
+    #[serde(rename = "type")]
+    pub ty: String,
+}
+
+impl KeyAttribute {
+    pub fn name(&self) -> &str {
+        match self {
+            KeyAttribute::Named(n) => n,
+            KeyAttribute::Typed(t) => &t.name,
+        }
+    }
 }
 
 /// `"ALL"`, `"KEYS_ONLY"`, or the list of attributes an INCLUDE projection carries.
@@ -142,15 +176,16 @@ pub struct Shape {
 pub struct Entity {
     #[serde(default)]
     pub description: Option<String>,
-    /// The primary key's templates: `[PK, SK]`.
-    pub key: [String; 2],
+    /// The primary key's templates: `[PK, SK]`, or `[PK]` in a table with a simple key.
+    pub key: Vec<String>,
     /// What its items hold in the table's type attribute (default: the entity's name),
     /// for a table whose items name their entity in words of their own (`customer`).
     #[serde(default)]
     pub type_value: Option<String>,
-    /// The templates of each index the entity joins: `{ GSI1 = [PK, SK] }`.
+    /// The templates of each index the entity joins: `{ GSI1 = [PK, SK] }`, `[PK]` for an
+    /// index keyed by its partition key alone.
     #[serde(default)]
-    pub indexes: IndexMap<String, [String; 2]>,
+    pub indexes: IndexMap<String, Vec<String>>,
     /// The attribute naming the tenant, where it is not the chart's `tenant.attribute`.
     #[serde(default)]
     pub tenant: Option<String>,

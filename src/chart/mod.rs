@@ -186,7 +186,10 @@ pub struct Chart {
 pub struct Table {
     pub name: String,
     pub partition_key: String,
-    pub sort_key: String,
+    pub pk_type: crate::store::KeyType,
+    /// `None`: a simple primary key; every entity's sort-key template is then empty.
+    pub sort_key: Option<String>,
+    pub sk_type: crate::store::KeyType,
     /// The attribute the server's code reads an item's entity from (`Type` where the table
     /// stores none: [`stored`] tells each item by its keys and names it here).
     pub type_attribute: String,
@@ -200,8 +203,85 @@ pub struct Table {
 pub struct Index {
     pub name: String,
     pub partition_key: String,
-    pub sort_key: String,
+    pub pk_type: crate::store::KeyType,
+    /// `None`: keyed by its partition key alone; its entities' sort-key templates are empty.
+    pub sort_key: Option<String>,
+    pub sk_type: crate::store::KeyType,
     pub projection: Projection,
+    /// A local secondary index (the table's partition key, a sort key of its own).
+    pub local: bool,
+}
+
+impl Table {
+    /// Its key attributes' names: the partition key, and the sort key where it has one.
+    pub fn key_names(&self) -> Vec<&str> {
+        std::iter::once(self.partition_key.as_str())
+            .chain(self.sort_key.as_deref())
+            .collect()
+    }
+
+    /// A rendered primary key as the item's key attributes, each of its type (no sort key
+    /// where the table has none).
+    pub fn key_attributes(
+        &self,
+        pk: &str,
+        sk: &str,
+    ) -> Vec<(String, crate::store::AttributeValue)> {
+        key_attributes(
+            (&self.partition_key, self.pk_type),
+            self.sort_key.as_deref().map(|n| (n, self.sk_type)),
+            pk,
+            sk,
+        )
+    }
+}
+
+impl Index {
+    /// The index key of an item, if it carries the index's key attributes of their types.
+    pub fn key_of(&self, item: &crate::store::Item) -> Option<crate::store::IndexKey> {
+        Some(crate::store::IndexKey {
+            pk: self
+                .pk_type
+                .text(item.get(&self.partition_key)?)?
+                .to_owned(),
+            sk: match &self.sort_key {
+                Some(sk) => self.sk_type.text(item.get(sk)?)?.to_owned(),
+                None => String::new(),
+            },
+        })
+    }
+
+    /// Its key attributes' names.
+    pub fn key_names(&self) -> Vec<&str> {
+        std::iter::once(self.partition_key.as_str())
+            .chain(self.sort_key.as_deref())
+            .collect()
+    }
+
+    /// A rendered index key as the item's key attributes, each of its type.
+    pub fn key_attributes(
+        &self,
+        pk: &str,
+        sk: &str,
+    ) -> Vec<(String, crate::store::AttributeValue)> {
+        key_attributes(
+            (&self.partition_key, self.pk_type),
+            self.sort_key.as_deref().map(|n| (n, self.sk_type)),
+            pk,
+            sk,
+        )
+    }
+}
+
+fn key_attributes(
+    pk: (&str, crate::store::KeyType),
+    sk: Option<(&str, crate::store::KeyType)>,
+    pk_value: &str,
+    sk_value: &str,
+) -> Vec<(String, crate::store::AttributeValue)> {
+    std::iter::once((pk.0.to_owned(), pk.1.value(pk_value)))
+        .chain(sk.map(|(n, t)| (n.to_owned(), t.value(sk_value))))
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -705,13 +785,13 @@ impl Chart {
     /// The primary key of an item of the table, if it carries both key attributes as
     /// strings.
     pub fn key_of(&self, item: &crate::store::Item) -> Option<crate::store::PrimaryKey> {
-        let text = |a: &str| match item.get(a) {
-            Some(crate::store::AttributeValue::S(s)) => Some(s.clone()),
-            _ => None,
-        };
+        let t = &self.table;
         Some(crate::store::PrimaryKey::new(
-            text(&self.table.partition_key)?,
-            text(&self.table.sort_key)?,
+            t.pk_type.text(item.get(&t.partition_key)?)?,
+            match &t.sort_key {
+                Some(sk) => t.sk_type.text(item.get(sk)?)?,
+                None => "",
+            },
         ))
     }
 
@@ -719,14 +799,19 @@ impl Chart {
     pub fn table_schema(&self) -> crate::store::TableSchema {
         crate::store::TableSchema {
             pk: self.table.partition_key.clone(),
+            pk_type: self.table.pk_type,
             sk: self.table.sort_key.clone(),
+            sk_type: self.table.sk_type,
             indexes: self
                 .indexes
                 .values()
                 .map(|i| crate::store::IndexSchema {
                     name: i.name.clone(),
                     pk: i.partition_key.clone(),
+                    pk_type: i.pk_type,
                     sk: i.sort_key.clone(),
+                    sk_type: i.sk_type,
+                    local: i.local,
                     projection: match &i.projection {
                         Projection::All => crate::store::IndexProjection::All,
                         Projection::KeysOnly => crate::store::IndexProjection::KeysOnly,

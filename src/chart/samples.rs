@@ -66,22 +66,25 @@ pub fn set_keys(
         t.render(|n| vars.get(n).cloned())
             .map_err(|why| format!("its key `{t}`: {why}"))
     };
-    let put = |item: &mut Item, attr: &str, value: String| {
-        item.insert(attr.to_owned(), AttributeValue::S(value));
-    };
-    put(item, &table.partition_key, render(&e.key.pk)?);
-    put(item, &table.sort_key, render(&e.key.sk)?);
+    for (name, v) in table.key_attributes(&render(&e.key.pk)?, &render(&e.key.sk)?) {
+        item.insert(name, v);
+    }
     for (index, keys) in &e.indexes {
         let i = &indexes[index];
         if let (Ok(pk), Ok(sk)) = (render(&keys.pk), render(&keys.sk)) {
-            put(item, &i.partition_key, pk);
-            put(item, &i.sort_key, sk);
+            for (name, v) in i.key_attributes(&pk, &sk) {
+                item.insert(name, v);
+            }
         } else {
-            item.remove(&i.partition_key);
-            item.remove(&i.sort_key);
+            for name in i.key_names() {
+                item.remove(name);
+            }
         }
     }
-    put(item, &table.type_attribute, e.name.clone());
+    item.insert(
+        table.type_attribute.clone(),
+        AttributeValue::S(e.name.clone()),
+    );
     Ok(())
 }
 

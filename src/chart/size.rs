@@ -70,13 +70,19 @@ pub fn max_item_in(chart: &Chart, e: &Entity, index: Option<&str>) -> Size {
         bytes += (t.type_attribute.len() + e.name.len()) as u64;
     }
     let key = |name: &str, template: &Template| name.len() as u64 + rendered(e, template);
-    bytes += key(&t.partition_key, &e.key.pk) + key(&t.sort_key, &e.key.sk);
+    bytes += key(&t.partition_key, &e.key.pk);
+    if let Some(sk) = &t.sort_key {
+        bytes += key(sk, &e.key.sk);
+    }
     for (name, keys) in &e.indexes {
         let Some(i) = chart.indexes.get(name) else {
             continue;
         };
         if projected.is_none() || index == Some(name.as_str()) {
-            bytes += key(&i.partition_key, &keys.pk) + key(&i.sort_key, &keys.sk);
+            bytes += key(&i.partition_key, &keys.pk);
+            if let Some(sk) = &i.sort_key {
+                bytes += key(sk, &keys.sk);
+            }
         }
     }
     for (name, a) in e.attributes.iter().filter(|(name, _)| holds(name)) {

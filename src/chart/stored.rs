@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use super::template::Value;
 use super::types::Type;
-use super::{Chart, Entity, Table};
+use super::{Chart, Entity};
 use crate::store::{AttributeValue, Condition, Item, PrimaryKey, SetValue, UpdateExpr};
 
 /// How one entity's attributes are stored, where not as named.
@@ -87,8 +87,7 @@ impl Forms {
             };
             return chart.entities.get(self.by_type_value.get(v)?);
         }
-        let key = PrimaryKey::new(text(item, &t.partition_key)?, text(item, &t.sort_key)?);
-        self.entity_of_key(chart, &key)
+        self.entity_of_key(chart, &chart.key_of(item)?)
     }
 
     /// The entity whose key templates `key` fits.
@@ -164,7 +163,7 @@ impl Forms {
                 }
             }
             if !form.key_only.is_empty() {
-                if let Some(values) = key_of(t, &item).and_then(|k| read_key(e, &k)) {
+                if let Some(values) = chart.key_of(&item).and_then(|k| read_key(e, &k)) {
                     for a in &form.key_only {
                         if let Some(v) = values.get(a.as_str()) {
                             item.insert(a.clone(), v.clone());
@@ -312,20 +311,6 @@ impl Forms {
         }
         u
     }
-}
-
-fn text<'a>(item: &'a Item, attr: &str) -> Option<&'a str> {
-    match item.get(attr)? {
-        AttributeValue::S(s) => Some(s),
-        _ => None,
-    }
-}
-
-fn key_of(t: &Table, item: &Item) -> Option<PrimaryKey> {
-    Some(PrimaryKey::new(
-        text(item, &t.partition_key)?,
-        text(item, &t.sort_key)?,
-    ))
 }
 
 /// The values `e`'s key templates were rendered from, when `key` fits them: each as its

@@ -94,6 +94,20 @@ impl Template {
         })
     }
 
+    /// The sort-key template of a key that has no sort key: no parts, rendering the empty
+    /// text every key of such a table or index has there.
+    pub fn none() -> Template {
+        Template {
+            parts: Vec::new(),
+            source: String::new(),
+        }
+    }
+
+    /// Whether it is [`Template::none`].
+    pub fn is_none(&self) -> bool {
+        self.parts.is_empty()
+    }
+
     pub fn source(&self) -> &str {
         &self.source
     }

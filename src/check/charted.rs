@@ -112,10 +112,9 @@ impl<'c> Checker<'c> {
         let mut keyed: Vec<(PrimaryKey, Item)> = items
             .into_iter()
             .map(|item| {
-                let key = PrimaryKey::new(
-                    text(&item, &t.partition_key).unwrap_or_else(|| "?".into()),
-                    text(&item, &t.sort_key).unwrap_or_else(|| "?".into()),
-                );
+                let key = chart
+                    .key_of(&item)
+                    .unwrap_or_else(|| PrimaryKey::new("?", "?"));
                 (key, item)
             })
             .collect();
@@ -168,9 +167,9 @@ impl<'c> Checker<'c> {
     /// that differs is reported. Answers the primary key its templates render.
     fn keys_match(&mut self, e: &Entity, key: &PrimaryKey, item: &Item) -> Option<PrimaryKey> {
         let chart = self.chart;
-        let mut attrs = vec![&chart.table.partition_key, &chart.table.sort_key];
+        let mut attrs = chart.table.key_names();
         for i in chart.indexes.values() {
-            attrs.extend([&i.partition_key, &i.sort_key]);
+            attrs.extend(i.key_names());
         }
         let mut expected = item.clone();
         for a in &attrs {
@@ -187,24 +186,34 @@ impl<'c> Checker<'c> {
             return None;
         }
         for a in attrs {
-            let message = match (item.get(a), text(&expected, a)) {
+            let key_text = |v: &AttributeValue| match v {
+                AttributeValue::S(s) | AttributeValue::N(s) => Some(s.clone()),
+                _ => None,
+            };
+            let message = match (item.get(a), expected.get(a)) {
                 (None, None) => continue,
-                (Some(AttributeValue::S(have)), Some(want)) if *have == want => continue,
-                (Some(AttributeValue::S(have)), Some(want)) => {
-                    format!("{a} is {have:?}, but its record's key is {want:?}")
-                }
-                (Some(AttributeValue::S(have)), None) => {
-                    format!("{a} is {have:?}, but its record has no such key")
-                }
-                (None, Some(want)) => format!("{a} is missing; its record's key is {want:?}"),
-                (Some(_), _) => format!("{a} is not a string"),
+                (Some(have), Some(want)) if have == want => continue,
+                (Some(have), Some(want)) => match (key_text(have), key_text(want)) {
+                    (Some(h), Some(w))
+                        if std::mem::discriminant(have) == std::mem::discriminant(want) =>
+                    {
+                        format!("{a} is {h:?}, but its record's key is {w:?}")
+                    }
+                    _ if matches!(want, AttributeValue::N(_)) => format!("{a} is not a number"),
+                    _ => format!("{a} is not a string"),
+                },
+                (Some(have), None) => match key_text(have) {
+                    Some(have) => format!("{a} is {have:?}, but its record has no such key"),
+                    None => format!("{a} is not a string"),
+                },
+                (None, Some(want)) => format!(
+                    "{a} is missing; its record's key is {:?}",
+                    key_text(want).unwrap_or_default()
+                ),
             };
             self.report(ViolationKind::KeyMismatch, &e.name, key, message);
         }
-        Some(PrimaryKey::new(
-            text(&expected, &chart.table.partition_key)?,
-            text(&expected, &chart.table.sort_key)?,
-        ))
+        chart.key_of(&expected)
     }
 
     fn references(&mut self, found: &HashMap<PrimaryKey, Found<'c>>) {
@@ -618,12 +627,7 @@ impl<'c> Checker<'c> {
                 let vars = key_values(marker_entity, &f.item);
                 let key = marker(&chart.table, &chart.indexes, marker_entity, &f.item, &vars)
                     .ok()
-                    .and_then(|i| {
-                        Some(PrimaryKey::new(
-                            text(&i, &chart.table.partition_key)?,
-                            text(&i, &chart.table.sort_key)?,
-                        ))
-                    });
+                    .and_then(|i| chart.key_of(&i));
                 let message = match key.as_ref().and_then(|k| found.get(k)) {
                     None => format!("its {} {value} has no marker item", words(attr)),
                     Some(mk) => {

@@ -12,7 +12,7 @@ use super::errors::ApiError;
 use crate::chart::template::{Template, Value as KeyValue};
 use crate::chart::types::Type;
 use crate::chart::{Attribute, Chart, Entity};
-use crate::store::{AttributeValue, IndexKey, Item, PageKey, PrimaryKey};
+use crate::store::{AttributeValue, Item, PageKey, PrimaryKey};
 
 /// One item of an entity, as read.
 #[derive(Debug, Clone)]
@@ -117,10 +117,7 @@ impl Record {
 
     /// Its primary key, from its key attributes as stored.
     pub fn primary_key(&self, chart: &Chart) -> Option<PrimaryKey> {
-        Some(PrimaryKey::new(
-            self.text(&chart.table.partition_key)?,
-            self.text(&chart.table.sort_key)?,
-        ))
+        chart.key_of(&self.item)
     }
 
     /// Where a page that ended on this item resumes, for a query on `index`.
@@ -128,13 +125,7 @@ impl Record {
         let table = self.primary_key(chart)?;
         let index = match index {
             None => None,
-            Some(i) => {
-                let i = chart.indexes.get(i)?;
-                Some(IndexKey {
-                    pk: self.text(&i.partition_key)?.to_owned(),
-                    sk: self.text(&i.sort_key)?.to_owned(),
-                })
-            }
+            Some(i) => Some(chart.indexes.get(i)?.key_of(&self.item)?),
         };
         Some(PageKey { table, index })
     }

@@ -408,7 +408,7 @@ async fn index_keys(
     let Some(i) = chart.indexes.get(index) else {
         return Ok(());
     };
-    let attrs = [i.partition_key.clone(), i.sort_key.clone()];
+    let attrs: Vec<String> = i.key_names().into_iter().map(str::to_owned).collect();
     let mut expected = item.clone();
     for a in &attrs {
         expected.remove(a);
@@ -764,9 +764,9 @@ async fn rekey(
     report: &mut MigrateReport,
 ) -> StoreResult<Option<(PrimaryKey, Item)>> {
     let t = &chart.table;
-    let mut key_attrs = vec![t.partition_key.clone(), t.sort_key.clone()];
+    let mut key_attrs: Vec<String> = t.key_names().into_iter().map(str::to_owned).collect();
     for i in chart.indexes.values() {
-        key_attrs.extend([i.partition_key.clone(), i.sort_key.clone()]);
+        key_attrs.extend(i.key_names().into_iter().map(str::to_owned));
     }
     let mut next = item.clone();
     for a in &key_attrs {
@@ -788,11 +788,9 @@ async fn rekey(
         ));
         return Ok(None);
     }
-    let text = |a: &str| match next.get(a) {
-        Some(AttributeValue::S(s)) => s.clone(),
-        _ => String::new(),
+    let Some(to) = chart.key_of(&next) else {
+        return Ok(None);
     };
-    let to = PrimaryKey::new(text(&t.partition_key), text(&t.sort_key));
     if to == *key {
         return Ok(None);
     }

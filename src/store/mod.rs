@@ -40,26 +40,127 @@ pub use serde_dynamo::AttributeValue;
 /// One item: attribute name to value, exactly as DynamoDB stores it.
 pub type Item = HashMap<String, AttributeValue>;
 
-/// The table's key attributes and secondary indexes. Every key attribute is a string (S).
+/// The type of a key attribute, as CreateTable declares it: a string (`S`) or a number
+/// (`N`). A key's value travels through the port as its text either way: the string, or the
+/// number's decimal digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyType {
+    #[default]
+    S,
+    N,
+}
+
+impl KeyType {
+    /// `S` or `N`, as DynamoDB spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyType::S => "S",
+            KeyType::N => "N",
+        }
+    }
+
+    /// A key value of this type as the item stores it.
+    pub fn value(self, text: &str) -> AttributeValue {
+        match self {
+            KeyType::S => AttributeValue::S(text.to_owned()),
+            KeyType::N => AttributeValue::N(text.to_owned()),
+        }
+    }
+
+    /// A key value of this type as text whose byte order is DynamoDB's order of such
+    /// values: a string as itself, a number by value ([`sortable_number`]). `None`: not a
+    /// number.
+    pub fn sortable(self, text: &str) -> Option<std::borrow::Cow<'_, str>> {
+        match self {
+            KeyType::S => Some(std::borrow::Cow::Borrowed(text)),
+            KeyType::N => sortable_number(text).map(std::borrow::Cow::Owned),
+        }
+    }
+
+    /// The text of a key value of this type, if `v` is one.
+    pub fn text(self, v: &AttributeValue) -> Option<&str> {
+        match (self, v) {
+            (KeyType::S, AttributeValue::S(s)) | (KeyType::N, AttributeValue::N(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// A decimal number (DynamoDB's: digits, a fraction, an exponent, a sign) as ASCII text
+/// whose byte order is the numbers' order, equal numbers alike (`7`, `7.0`, `0.7e1`):
+/// negative numbers first, then zero, then positive ones; each by its exponent, then its
+/// digits, a negative number's complemented (and closed by `~`, so that a shorter one,
+/// nearer zero, sorts after those it begins). Written here: no crate orders decimal text.
+pub fn sortable_number(text: &str) -> Option<String> {
+    let t = text.trim();
+    let (negative, t) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let (mantissa, exponent) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], t[i + 1..].parse::<i32>().ok()?),
+        None => (t, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if (int.is_empty() && frac.is_empty())
+        || !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let digits: String = int.chars().chain(frac.chars()).collect();
+    let lead = digits.bytes().take_while(|b| *b == b'0').count();
+    let significant = digits[lead..].trim_end_matches('0');
+    if significant.is_empty() {
+        return Some("1".into());
+    }
+    // value = 0.significant × 10^e
+    let e = exponent + int.len() as i32 - lead as i32;
+    if !(-200..=799).contains(&e) {
+        return None;
+    }
+    let mut out = String::with_capacity(significant.len() + 6);
+    if negative {
+        out.push('0');
+        out.push_str(&format!("{:03}", 999 - (e + 200)));
+        out.extend(significant.bytes().map(|b| char::from(b'9' - (b - b'0'))));
+        out.push('~');
+    } else {
+        out.push('2');
+        out.push_str(&format!("{:03}", e + 200));
+        out.push_str(significant);
+    }
+    Some(out)
+}
+
+/// The table's key attributes and secondary indexes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableSchema {
     /// Partition key attribute of the base table.
     pub pk: String,
-    /// Sort key attribute of the base table.
-    pub sk: String,
-    /// Global secondary indexes, each with a string partition and sort key.
+    pub pk_type: KeyType,
+    /// Sort key attribute of the base table; `None`: a simple primary key, the partition
+    /// key alone (its items' [`PrimaryKey::sk`] is empty).
+    pub sk: Option<String>,
+    pub sk_type: KeyType,
+    /// Secondary indexes, global and local.
     pub indexes: Vec<IndexSchema>,
     /// The attribute Time to Live reads (epoch seconds), turned on when the table is
     /// created: items whose value of it has passed are deleted by the service.
     pub time_to_live: Option<String>,
 }
 
-/// A global secondary index: sparse, so only items carrying both its key attributes appear.
+/// A secondary index: sparse, so only items carrying all its key attributes appear.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexSchema {
     pub name: String,
     pub pk: String,
-    pub sk: String,
+    pub pk_type: KeyType,
+    /// `None`: keyed by its partition key alone (its keys' [`IndexKey::sk`] is empty).
+    pub sk: Option<String>,
+    pub sk_type: KeyType,
+    /// A local secondary index: the table's partition key and a sort key of its own,
+    /// created with the table only.
+    pub local: bool,
     /// The attributes a Query of the index answers with.
     pub projection: IndexProjection,
 }
@@ -74,6 +175,18 @@ pub enum IndexProjection {
 }
 
 impl TableSchema {
+    /// A table keyed by the string attributes `pk` and `sk`, with no index.
+    pub fn composite(pk: &str, sk: &str) -> TableSchema {
+        TableSchema {
+            pk: pk.to_owned(),
+            pk_type: KeyType::S,
+            sk: Some(sk.to_owned()),
+            sk_type: KeyType::S,
+            indexes: Vec::new(),
+            time_to_live: None,
+        }
+    }
+
     /// The index of that name, if the table has it.
     pub fn index(&self, name: &str) -> Option<&IndexSchema> {
         self.indexes.iter().find(|i| i.name == name)
@@ -82,16 +195,32 @@ impl TableSchema {
     /// Whether `attr` is a key attribute of the table or of any index.
     pub fn is_key_attribute(&self, attr: &str) -> bool {
         attr == self.pk
-            || attr == self.sk
-            || self.indexes.iter().any(|i| i.pk == attr || i.sk == attr)
+            || self.sk.as_deref() == Some(attr)
+            || self
+                .indexes
+                .iter()
+                .any(|i| i.pk == attr || i.sk.as_deref() == Some(attr))
     }
 
-    /// The primary key of an item, if it carries both key attributes as strings.
+    /// The primary key of an item, if it carries its key attributes of their types.
     pub fn key_of(&self, item: &Item) -> Option<PrimaryKey> {
         Some(PrimaryKey {
-            pk: as_s(item.get(&self.pk)?)?.to_owned(),
-            sk: as_s(item.get(&self.sk)?)?.to_owned(),
+            pk: self.pk_type.text(item.get(&self.pk)?)?.to_owned(),
+            sk: match &self.sk {
+                Some(sk) => self.sk_type.text(item.get(sk)?)?.to_owned(),
+                None => String::new(),
+            },
         })
+    }
+
+    /// A primary key as the item's key attributes: each of its type, none for the sort key
+    /// of a simple key.
+    pub fn key_attributes(&self, key: &PrimaryKey) -> Vec<(&str, AttributeValue)> {
+        let mut out = vec![(self.pk.as_str(), self.pk_type.value(&key.pk))];
+        if let Some(sk) = &self.sk {
+            out.push((sk.as_str(), self.sk_type.value(&key.sk)));
+        }
+        out
     }
 
     /// What a Query of `index` answers with for `item`: the item, or (an index that does
@@ -104,9 +233,9 @@ impl TableSchema {
         };
         item.retain(|name, _| {
             *name == self.pk
-                || *name == self.sk
+                || self.sk.as_ref() == Some(name)
                 || *name == index.pk
-                || *name == index.sk
+                || index.sk.as_ref() == Some(name)
                 || keep.contains(name)
         });
         item
@@ -115,16 +244,23 @@ impl TableSchema {
     /// The index key of an item for one index, if the item appears in it.
     pub fn index_key_of(&self, index: &IndexSchema, item: &Item) -> Option<IndexKey> {
         Some(IndexKey {
-            pk: as_s(item.get(&index.pk)?)?.to_owned(),
-            sk: as_s(item.get(&index.sk)?)?.to_owned(),
+            pk: index.pk_type.text(item.get(&index.pk)?)?.to_owned(),
+            sk: match &index.sk {
+                Some(sk) => index.sk_type.text(item.get(sk)?)?.to_owned(),
+                None => String::new(),
+            },
         })
     }
 }
 
-fn as_s(v: &AttributeValue) -> Option<&str> {
-    match v {
-        AttributeValue::S(s) => Some(s),
-        _ => None,
+impl IndexSchema {
+    /// An index key as the item's key attributes.
+    pub fn key_attributes(&self, key: &IndexKey) -> Vec<(&str, AttributeValue)> {
+        let mut out = vec![(self.pk.as_str(), self.pk_type.value(&key.pk))];
+        if let Some(sk) = &self.sk {
+            out.push((sk.as_str(), self.sk_type.value(&key.sk)));
+        }
+        out
     }
 }
 

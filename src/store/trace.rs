@@ -166,18 +166,18 @@ struct Described {
 
 fn key_equals(schema: &TableSchema, key: &PrimaryKey) -> Described {
     Described {
-        key_condition: Some(format!(
-            "{} = {:?} AND {} = {:?}",
-            schema.pk, key.pk, schema.sk, key.sk
-        )),
+        key_condition: Some(match &schema.sk {
+            Some(sk) => format!("{} = {:?} AND {sk} = {:?}", schema.pk, key.pk, key.sk),
+            None => format!("{} = {:?}", schema.pk, key.pk),
+        }),
         ..Default::default()
     }
 }
 
 fn describe_query(schema: &TableSchema, q: &Query) -> Described {
     let (pk, sk) = match q.index.as_deref().and_then(|i| schema.index(i)) {
-        Some(index) => (index.pk.as_str(), index.sk.as_str()),
-        None => (schema.pk.as_str(), schema.sk.as_str()),
+        Some(index) => (index.pk.as_str(), index.sk.as_deref().unwrap_or("")),
+        None => (schema.pk.as_str(), schema.sk.as_deref().unwrap_or("")),
     };
     let mut cond = format!("{pk} = {:?}", q.partition);
     if let Some(sort) = &q.sort {

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use super::value::{check_number, compare, item_size, parse_number, type_name};
 use super::{
     AttributeValue, BatchGet, BatchWrite, BatchWriteRequest, CmpOp, Condition, Delete, GetItem,
-    Item, PageKey, Put, Query, ReturnValues, Scan, ScanSegment, SetValue, SortCondition,
+    Item, KeyType, PageKey, Put, Query, ReturnValues, Scan, ScanSegment, SetValue, SortCondition,
     StoreError, StoreResult, TableSchema, TransactAction, Update,
 };
 
@@ -62,7 +62,15 @@ fn invalid(msg: impl Into<String>) -> StoreError {
     StoreError::Validation(msg.into())
 }
 
-fn key_value(attr: &str, value: &str, max: usize) -> StoreResult<()> {
+/// A key value of type `ty`: a string within the limits, or a number.
+fn typed_key_value(attr: &str, ty: KeyType, value: &str, max: usize) -> StoreResult<()> {
+    if ty == KeyType::N {
+        return check_number(value).map_err(|_| {
+            invalid(format!(
+                "One or more parameter values were invalid: Type mismatch for key {attr} expected: N actual: S"
+            ))
+        });
+    }
     if value.is_empty() {
         return Err(invalid(format!(
             "One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: {attr}"
@@ -80,8 +88,15 @@ fn key_value(attr: &str, value: &str, max: usize) -> StoreResult<()> {
 
 /// A base-table key: both parts non-empty and within DynamoDB's key length limits.
 pub fn primary_key(schema: &TableSchema, pk: &str, sk: &str) -> StoreResult<()> {
-    key_value(&schema.pk, pk, MAX_PARTITION_KEY_BYTES)?;
-    key_value(&schema.sk, sk, MAX_SORT_KEY_BYTES)
+    typed_key_value(&schema.pk, schema.pk_type, pk, MAX_PARTITION_KEY_BYTES)?;
+    match &schema.sk {
+        Some(attr) => typed_key_value(attr, schema.sk_type, sk, MAX_SORT_KEY_BYTES),
+        // A simple primary key: a sort key given is one the table does not have.
+        None if sk.is_empty() => Ok(()),
+        None => Err(invalid(
+            "The provided key element does not match the schema",
+        )),
+    }
 }
 
 /// One attribute value: numbers parse, sets are non-empty and free of duplicates.
@@ -146,17 +161,20 @@ fn attribute_name(name: &str) -> StoreResult<()> {
 
 /// A whole item as PutItem would store it, or as an update leaves it.
 pub fn item(schema: &TableSchema, item: &Item) -> StoreResult<()> {
-    for attr in [&schema.pk, &schema.sk] {
+    let keys = std::iter::once((&schema.pk, schema.pk_type))
+        .chain(schema.sk.as_ref().map(|sk| (sk, schema.sk_type)));
+    for (attr, ty) in keys {
         match item.get(attr) {
             None => {
                 return Err(invalid(format!(
                     "One or more parameter values were invalid: Missing the key {attr} in the item"
                 )))
             }
-            Some(AttributeValue::S(_)) => {}
+            Some(v) if ty.text(v).is_some() => {}
             Some(other) => {
                 return Err(invalid(format!(
-                    "One or more parameter values were invalid: Type mismatch for key {attr} expected: S actual: {}",
+                    "One or more parameter values were invalid: Type mismatch for key {attr} expected: {} actual: {}",
+                    ty.as_str(),
                     type_name(other)
                 )))
             }
@@ -175,22 +193,28 @@ pub fn item(schema: &TableSchema, item: &Item) -> StoreResult<()> {
 /// Index key attributes, where present, are non-empty strings within the key limits.
 pub fn index_keys(schema: &TableSchema, item: &Item) -> StoreResult<()> {
     for index in &schema.indexes {
-        for (attr, max) in [
-            (&index.pk, MAX_PARTITION_KEY_BYTES),
-            (&index.sk, MAX_SORT_KEY_BYTES),
-        ] {
+        let keys = std::iter::once((&index.pk, index.pk_type, MAX_PARTITION_KEY_BYTES)).chain(
+            index
+                .sk
+                .as_ref()
+                .map(|sk| (sk, index.sk_type, MAX_SORT_KEY_BYTES)),
+        );
+        for (attr, ty, max) in keys {
             match item.get(attr) {
                 None => {}
-                Some(AttributeValue::S(s)) if s.is_empty() => {
+                Some(AttributeValue::S(s)) if ty == KeyType::S && s.is_empty() => {
                     return Err(invalid(format!(
                         "One or more parameter values are not valid. A value specified for a secondary index key is not supported. The AttributeValue for a key attribute cannot contain an empty string value. IndexName: {}, IndexKey: {attr}",
                         index.name
                     )))
                 }
-                Some(AttributeValue::S(s)) => key_value(attr, s, max)?,
+                Some(v) if ty.text(v).is_some() => {
+                    typed_key_value(attr, ty, ty.text(v).unwrap_or_default(), max)?
+                }
                 Some(other) => {
                     return Err(invalid(format!(
-                        "One or more parameter values were invalid: Type mismatch for Index Key {attr} Expected: S Actual: {} IndexName: {}",
+                        "One or more parameter values were invalid: Type mismatch for Index Key {attr} Expected: {} Actual: {} IndexName: {}",
+                        ty.as_str(),
                         type_name(other),
                         index.name
                     )))
@@ -344,7 +368,10 @@ pub fn batch_write(schema: &TableSchema, req: &BatchWrite) -> StoreResult<()> {
 
 pub fn query(schema: &TableSchema, q: &Query) -> StoreResult<()> {
     let (pk_attr, sk_attr) = match &q.index {
-        None => (schema.pk.as_str(), schema.sk.as_str()),
+        None => (
+            (schema.pk.as_str(), schema.pk_type),
+            schema.sk.as_deref().map(|sk| (sk, schema.sk_type)),
+        ),
         Some(name) => {
             let Some(index) = schema.index(name) else {
                 return Err(invalid(format!(
@@ -356,14 +383,25 @@ pub fn query(schema: &TableSchema, q: &Query) -> StoreResult<()> {
                     "Consistent reads are not supported on global secondary indexes",
                 ));
             }
-            (index.pk.as_str(), index.sk.as_str())
+            (
+                (index.pk.as_str(), index.pk_type),
+                index.sk.as_deref().map(|sk| (sk, index.sk_type)),
+            )
         }
     };
     if q.limit == Some(0) {
         return Err(invalid("1 validation error detected: Value '0' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1"));
     }
-    key_value(pk_attr, &q.partition, MAX_PARTITION_KEY_BYTES)?;
+    typed_key_value(pk_attr.0, pk_attr.1, &q.partition, MAX_PARTITION_KEY_BYTES)?;
     if let Some(sort) = &q.sort {
+        let Some((sk_attr, sk_type)) = sk_attr else {
+            return Err(invalid(
+                "Query condition missed key schema element: the table or index has no sort key",
+            ));
+        };
+        if sk_type == KeyType::N && matches!(sort, SortCondition::BeginsWith(_)) {
+            return Err(invalid("Invalid KeyConditionExpression: Incorrect operand type for operator or function; operator or function: begins_with, operand type: N"));
+        }
         let values: Vec<&String> = match sort {
             SortCondition::Eq(v)
             | SortCondition::Lt(v)
@@ -374,10 +412,10 @@ pub fn query(schema: &TableSchema, q: &Query) -> StoreResult<()> {
             SortCondition::Between(lo, hi) => vec![lo, hi],
         };
         for v in &values {
-            key_value(sk_attr, v, MAX_SORT_KEY_BYTES)?;
+            typed_key_value(sk_attr, sk_type, v, MAX_SORT_KEY_BYTES)?;
         }
         if let SortCondition::Between(lo, hi) = sort {
-            if lo.as_bytes() > hi.as_bytes() {
+            if sk_type.sortable(lo) > sk_type.sortable(hi) {
                 return Err(invalid(format!(
                     "Invalid KeyConditionExpression: The BETWEEN operator requires upper bound to be greater than or equal to lower bound; lower bound operand: AttributeValue: {{S:{lo}}}, upper bound operand: AttributeValue: {{S:{hi}}}"
                 )));
@@ -434,13 +472,16 @@ fn start_key(schema: &TableSchema, q: &Query, start: &PageKey) -> StoreResult<()
         invalid("The provided starting key is invalid: The provided key element does not match the schema")
     };
     primary_key(schema, &start.table.pk, &start.table.sk).map_err(|_| bad())?;
-    let (partition, sort) = match (&q.index, &start.index) {
-        (None, None) => (&start.table.pk, &start.table.sk),
-        (Some(_), Some(ik)) => {
-            if ik.pk.is_empty() || ik.sk.is_empty() {
+    let (partition, sort, sk_type) = match (&q.index, &start.index) {
+        (None, None) => (&start.table.pk, &start.table.sk, schema.sk_type),
+        (Some(name), Some(ik)) => {
+            let Some(index) = schema.index(name) else {
+                return Err(bad());
+            };
+            if ik.pk.is_empty() || (index.sk.is_some() == ik.sk.is_empty()) {
                 return Err(bad());
             }
-            (&ik.pk, &ik.sk)
+            (&ik.pk, &ik.sk, index.sk_type)
         }
         _ => return Err(bad()),
     };
@@ -450,7 +491,20 @@ fn start_key(schema: &TableSchema, q: &Query, start: &PageKey) -> StoreResult<()
         ));
     }
     if let Some(cond) = &q.sort {
-        if !sort_matches(cond, sort) {
+        let typed = |v: &str| sk_type.sortable(v).map(|t| t.into_owned());
+        let cond = match cond {
+            SortCondition::Eq(v) => typed(v).map(SortCondition::Eq),
+            SortCondition::Lt(v) => typed(v).map(SortCondition::Lt),
+            SortCondition::Le(v) => typed(v).map(SortCondition::Le),
+            SortCondition::Gt(v) => typed(v).map(SortCondition::Gt),
+            SortCondition::Ge(v) => typed(v).map(SortCondition::Ge),
+            SortCondition::Between(a, b) => typed(a)
+                .zip(typed(b))
+                .map(|(a, b)| SortCondition::Between(a, b)),
+            SortCondition::BeginsWith(v) => Some(SortCondition::BeginsWith(v.clone())),
+        };
+        let sort = typed(sort);
+        if !cond.zip(sort).is_some_and(|(c, s)| sort_matches(&c, &s)) {
             return Err(invalid(
                 "The provided starting key does not match the range key predicate",
             ));
@@ -493,7 +547,7 @@ pub fn update(schema: &TableSchema, u: &Update) -> StoreResult<()> {
     let mut seen = HashSet::new();
     for name in names {
         attribute_name(name)?;
-        if *name == schema.pk || *name == schema.sk {
+        if *name == schema.pk || schema.sk.as_ref() == Some(name) {
             return Err(invalid(format!(
                 "One or more parameter values were invalid: Cannot update attribute {name}. This attribute is part of the key"
             )));

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub use itemgraph::clock::{now, now_ms, timestamp_from_ms, Timestamp};
 
 use itemgraph::chart::kinds::{Email, Id, LineNo, Slug, Username};
-use itemgraph::store::{AttributeValue, IndexKey, Item, PageKey, PrimaryKey};
+use itemgraph::store::{AttributeValue, Item, PageKey, PrimaryKey};
 
 /// The attribute every item carries, naming its entity.
 pub const TYPE: &str = "Type";
@@ -436,16 +436,7 @@ pub fn key_of(item: &Item) -> PrimaryKey {
 /// item is not in it).
 pub fn page_key(item: &Item, index: Option<&str>) -> PageKey {
     let chart = itemgraph::chart::builtin();
-    let index = index.and_then(|name| {
-        let i = &chart.indexes[name];
-        match (item.get(&i.partition_key), item.get(&i.sort_key)) {
-            (Some(AttributeValue::S(pk)), Some(AttributeValue::S(sk))) => Some(IndexKey {
-                pk: pk.clone(),
-                sk: sk.clone(),
-            }),
-            _ => None,
-        }
-    });
+    let index = index.and_then(|name| chart.indexes[name].key_of(item));
     PageKey {
         table: key_of(item),
         index,

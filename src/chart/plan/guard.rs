@@ -121,8 +121,8 @@ pub enum Guard {
 /// An index key a change may rewrite, and the attributes it is rendered from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexSources {
-    /// The index's key attributes (partition, sort).
-    pub keys: [String; 2],
+    /// The index's key attributes (partition, and sort where it has one).
+    pub keys: Vec<String>,
     pub sources: Vec<String>,
 }
 
@@ -303,7 +303,7 @@ pub(super) fn index_sources(chart: &Chart, e: &Entity) -> Option<Guard> {
                 }
             }
             IndexSources {
-                keys: [i.partition_key.clone(), i.sort_key.clone()],
+                keys: i.key_names().into_iter().map(str::to_owned).collect(),
                 sources,
             }
         })

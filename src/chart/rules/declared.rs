@@ -12,11 +12,14 @@ use super::super::template::Template;
 use super::super::types::{Kind, Type};
 use super::super::{Attribute, Auto, Count, Entity, Index, Invariants, Keys, Projection, Table};
 use super::*;
+use crate::store::KeyType;
 
 impl Checker {
     pub(super) fn indexes(&mut self, file: &File, table: &Table) -> IndexMap<String, Index> {
         let mut out = IndexMap::new();
-        let mut key_attrs = vec![table.partition_key.clone(), table.sort_key.clone()];
+        let mut key_attrs: Vec<String> = std::iter::once(table.partition_key.clone())
+            .chain(table.sort_key.clone())
+            .collect();
         for (name, i) in &file.indexes {
             let projection = match &i.projection {
                 format::Projection::Named(p) if p == "ALL" => Projection::All,
@@ -30,7 +33,35 @@ impl Checker {
                 }
                 format::Projection::Include(a) => Projection::Include(a.clone()),
             };
-            for k in [&i.partition_key, &i.sort_key] {
+            let pk = i.partition_key.name().to_owned();
+            let sk = i.sort_key.as_ref().map(|k| k.name().to_owned());
+            if i.local {
+                // A local index keeps the table's partition key and sorts it otherwise.
+                if pk != table.partition_key {
+                    self.refuse(
+                        "indexes",
+                        format!(
+                            "index {name}: a local index's partition key is the table's, `{}`",
+                            table.partition_key
+                        ),
+                    );
+                }
+                if sk.is_none() || table.sort_key.is_none() {
+                    self.refuse(
+                        "indexes",
+                        format!(
+                            "index {name}: a local index has a sort key of its own, in a table \
+                             with a sort key"
+                        ),
+                    );
+                }
+            }
+            let own: Vec<&String> = if i.local {
+                sk.iter().collect()
+            } else {
+                std::iter::once(&pk).chain(sk.iter()).collect()
+            };
+            for k in own {
                 if key_attrs.contains(k) {
                     self.refuse(
                         "indexes",
@@ -43,13 +74,41 @@ impl Checker {
                 name.clone(),
                 Index {
                     name: name.clone(),
-                    partition_key: i.partition_key.clone(),
-                    sort_key: i.sort_key.clone(),
+                    pk_type: self.key_type(name, &i.partition_key),
+                    sk_type: i
+                        .sort_key
+                        .as_ref()
+                        .map_or(KeyType::S, |k| self.key_type(name, k)),
+                    partition_key: pk,
+                    sort_key: sk,
                     projection,
+                    local: i.local,
                 },
             );
         }
         out
+    }
+
+    /// A key attribute's type: `S` unless it says `N`.
+    pub(super) fn key_type(&mut self, owner: &str, k: &format::KeyAttribute) -> KeyType {
+        match k {
+            format::KeyAttribute::Named(_) => KeyType::S,
+            format::KeyAttribute::Typed(t) => match t.ty.as_str() {
+                "S" => KeyType::S,
+                "N" => KeyType::N,
+                other => {
+                    self.refuse(
+                        "format",
+                        format!(
+                            "{owner}: key attribute `{}` of type `{other}`: a key is `S` (a \
+                             string) or `N` (a number)",
+                            t.name
+                        ),
+                    );
+                    KeyType::S
+                }
+            },
+        }
     }
 
     pub(super) fn kinds(&mut self, file: &File) -> HashMap<String, Kind> {
@@ -338,10 +397,11 @@ impl Checker {
         self.graphql_name("names", name);
         let mut attributes = IndexMap::new();
         for (a, spec) in &e.attributes {
-            if [&table.partition_key, &table.sort_key, &table.type_attribute].contains(&a)
+            if [&table.partition_key, &table.type_attribute].contains(&a)
+                || table.sort_key.as_ref() == Some(a)
                 || indexes
                     .values()
-                    .any(|i| &i.partition_key == a || &i.sort_key == a)
+                    .any(|i| &i.partition_key == a || i.sort_key.as_ref() == Some(a))
             {
                 self.refuse(
                     "names",
@@ -355,7 +415,7 @@ impl Checker {
                 attributes.insert(a.clone(), attr);
             }
         }
-        let key = self.keys(&e.key, &attributes, true);
+        let key = self.keys(&e.key, KeyShape::of_table(table), &attributes, true);
         let mut entity_indexes = IndexMap::new();
         for (index, pair) in &e.indexes {
             if !indexes.contains_key(index) {
@@ -365,7 +425,12 @@ impl Checker {
                 );
                 continue;
             }
-            if let Some(k) = self.keys(pair, &attributes, false) {
+            if let Some(k) = self.keys(
+                pair,
+                KeyShape::of_index(&indexes[index]),
+                &attributes,
+                false,
+            ) {
                 entity_indexes.insert(index.clone(), k);
             }
         }
@@ -440,16 +505,51 @@ impl Checker {
     }
 
     /// Parses a key pair and checks each variable is a key-safe attribute.
+    /// An entity's templates of one key: the table's (`shape` its key attributes' types,
+    /// and whether it has a sort key) or an index's.
     pub(super) fn keys(
         &mut self,
-        pair: &[String; 2],
+        sources: &[String],
+        shape: KeyShape,
         attributes: &IndexMap<String, Attribute>,
         primary: bool,
     ) -> Option<Keys> {
+        let want = if shape.sorted { 2 } else { 1 };
+        if sources.len() != want {
+            self.refuse(
+                "format",
+                if shape.sorted {
+                    format!(
+                        "`{sources:?}`: a key is two templates, `[partition, sort]`, where the \
+                         table or index has a sort key"
+                    )
+                } else {
+                    format!(
+                        "`{sources:?}`: a key is one template, `[partition]`, where the table \
+                         or index is keyed by its partition key alone"
+                    )
+                },
+            );
+            return None;
+        }
         let mut parsed = Vec::new();
-        for (i, source) in pair.iter().enumerate() {
+        for (i, source) in sources.iter().enumerate() {
+            let number = [shape.pk_type, shape.sk_type][i] == KeyType::N;
             match Template::parse(source) {
                 Ok(t) => {
+                    if number
+                        && !matches!(t.parts.as_slice(), [super::super::template::Part::Var(v)]
+                            if v.width.is_none()
+                                && attributes.get(&v.name).is_some_and(|a| matches!(a.ty, Type::Int { .. })))
+                    {
+                        self.refuse(
+                            "key-values",
+                            format!(
+                                "`{source}`: a number key (`N`) is one int attribute, `{{id}}`, \
+                                 with no width: it sorts by value"
+                            ),
+                        );
+                    }
                     for v in t.vars() {
                         if v.optional {
                             self.refuse("format", format!("`{source}`: `?` marks a level of a key condition, not of an entity's key"));
@@ -463,15 +563,17 @@ impl Checker {
                                 ),
                             ),
                             Some(a) => {
-                                if let Err(why) = a.ty.key_domain(v.width, i == 1) {
-                                    self.refuse(
-                                        "key-values",
-                                        format!(
-                                            "`{source}`: `{{{}}}` is a {}: {why}",
-                                            v.name,
-                                            a.ty.describe()
-                                        ),
-                                    );
+                                if !number {
+                                    if let Err(why) = a.ty.key_domain(v.width, i == 1) {
+                                        self.refuse(
+                                            "key-values",
+                                            format!(
+                                                "`{source}`: `{{{}}}` is a {}: {why}",
+                                                v.name,
+                                                a.ty.describe()
+                                            ),
+                                        );
+                                    }
                                 }
                                 if primary && a.optional {
                                     self.refuse("key-values", format!("`{source}`: `{{{}}}` is optional, and a primary key needs every part", v.name));
@@ -484,9 +586,42 @@ impl Checker {
                 Err(e) => self.refuse("format", e),
             }
         }
-        let sk = parsed.pop()?;
+        if parsed.len() != want {
+            return None;
+        }
+        let sk = if shape.sorted {
+            parsed.pop()?
+        } else {
+            Template::none()
+        };
         let pk = parsed.pop()?;
         Some(Keys { pk, sk })
+    }
+}
+
+/// What a key is made of: its attributes' types, and whether it has a sort key.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct KeyShape {
+    pub sorted: bool,
+    pub pk_type: KeyType,
+    pub sk_type: KeyType,
+}
+
+impl KeyShape {
+    pub fn of_table(t: &Table) -> KeyShape {
+        KeyShape {
+            sorted: t.sort_key.is_some(),
+            pk_type: t.pk_type,
+            sk_type: t.sk_type,
+        }
+    }
+
+    pub fn of_index(i: &Index) -> KeyShape {
+        KeyShape {
+            sorted: i.sort_key.is_some(),
+            pk_type: i.pk_type,
+            sk_type: i.sk_type,
+        }
     }
 }
 

@@ -99,8 +99,14 @@ impl Checker {
         }
         let table = Table {
             name: file.table.name.clone(),
-            partition_key: file.table.partition_key.clone(),
-            sort_key: file.table.sort_key.clone(),
+            partition_key: file.table.partition_key.name().to_owned(),
+            pk_type: self.key_type("table", &file.table.partition_key),
+            sort_key: file.table.sort_key.as_ref().map(|k| k.name().to_owned()),
+            sk_type: file
+                .table
+                .sort_key
+                .as_ref()
+                .map_or(crate::store::KeyType::S, |k| self.key_type("table", k)),
             type_attribute: match &file.table.type_attribute {
                 format::TypeAttribute::Named(name) => name.clone(),
                 format::TypeAttribute::Stored(_) => "Type".to_owned(),

@@ -572,12 +572,11 @@ fn unprojected(e: &Entity, table: &Table, index: &Index) -> Vec<String> {
         Projection::KeysOnly => &[],
         Projection::Include(a) => a,
     };
-    let keys = [
-        &table.partition_key,
-        &table.sort_key,
-        &index.partition_key,
-        &index.sort_key,
-    ];
+    let keys: Vec<&str> = table
+        .key_names()
+        .into_iter()
+        .chain(index.key_names())
+        .collect();
     // As the table stores them: under their stored names; a value only in the key, and
     // the entity where the items hold no type attribute, read from the keys.
     table
@@ -590,7 +589,7 @@ fn unprojected(e: &Entity, table: &Table, index: &Index) -> Vec<String> {
                 .filter(|(_, a)| !a.optional && !a.key_only)
                 .map(|(name, a)| a.stored.as_ref().unwrap_or(name)),
         )
-        .filter(|n| !carried.contains(n) && !keys.contains(n))
+        .filter(|n| !carried.contains(n) && !keys.contains(&n.as_str()))
         .cloned()
         .collect()
 }

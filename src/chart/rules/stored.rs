@@ -3,7 +3,7 @@
 //! value (or, with no type attribute, by its keys: rule `keys-distinct`), no two
 //! attributes under one stored name nor under a key's, every value that lives only in a
 //! key read back from the primary key, every number stored as a string one that no write
-//! adds to or orders by.
+//! adds to (a version; counters are numbers by type).
 
 use std::collections::HashMap;
 
@@ -45,9 +45,9 @@ impl Checker {
                     ),
                 );
             }
-            let mut keys: Vec<&str> = vec![&table.partition_key, &table.sort_key];
+            let mut keys: Vec<&str> = table.key_names();
             for i in indexes.values() {
-                keys.extend([i.partition_key.as_str(), i.sort_key.as_str()]);
+                keys.extend(i.key_names());
             }
             if table.types_stored {
                 keys.push(&table.type_attribute);
@@ -115,33 +115,6 @@ impl Checker {
                              string cannot take"
                         ),
                     );
-                }
-            }
-            // A counter kept on this entity by others is added to: it must be a number.
-            for other in entities.values() {
-                for c in &other.writes.counts {
-                    let Some(r) = other.references.get(&c.reference) else {
-                        continue;
-                    };
-                    if r.entity != e.name {
-                        continue;
-                    }
-                    for counter in c
-                        .counters
-                        .iter()
-                        .chain(c.by.iter().flat_map(|b| b.counters.values()))
-                    {
-                        if e.attributes.get(counter).is_some_and(|a| a.as_string) {
-                            self.refuse(
-                                "stored",
-                                format!(
-                                    "attribute `{counter}`: {} counts on it, which a string \
-                                     cannot take",
-                                    other.name
-                                ),
-                            );
-                        }
-                    }
                 }
             }
         }

@@ -114,11 +114,14 @@ fn the_builtin_chart_holds_every_rule() {
 #[test]
 fn the_builtin_chart_is_the_table_the_server_creates() {
     let schema = builtin().table_schema();
-    assert_eq!((schema.pk.as_str(), schema.sk.as_str()), ("PK", "SK"));
+    assert_eq!(
+        (schema.pk.as_str(), schema.sk.as_deref()),
+        ("PK", Some("SK"))
+    );
     let indexes: Vec<_> = schema
         .indexes
         .iter()
-        .map(|i| (&*i.name, &*i.pk, &*i.sk))
+        .map(|i| (&*i.name, &*i.pk, i.sk.as_deref().unwrap_or("")))
         .collect();
     assert_eq!(
         indexes,

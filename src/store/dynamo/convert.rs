@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::ReturnValue;
 
 use super::{SdkItem, SdkValue};
 use crate::store::{
-    AttributeValue, Condition, Item, ReturnValues, SetValue, SortCondition, StoreError,
+    AttributeValue, Condition, Item, KeyType, ReturnValues, SetValue, SortCondition, StoreError,
     StoreResult, UpdateExpr,
 };
 
@@ -168,28 +168,37 @@ impl Expressions {
         (!clauses.is_empty()).then(|| clauses.join(" "))
     }
 
+    /// A key condition on a partition key of type `pk_type` and a sort key (where the
+    /// table or index has one) of type `sk_type`.
     pub(super) fn key_condition(
         &mut self,
-        pk_attr: &str,
+        pk: (&str, KeyType),
         partition: &str,
-        sk_attr: &str,
+        sk: Option<(&str, KeyType)>,
         sort: Option<&SortCondition>,
     ) -> String {
-        let partition = format!("{} = {}", self.name(pk_attr), self.string(partition));
-        let Some(sort) = sort else {
+        let (pk_attr, pk_type) = pk;
+        let partition = format!(
+            "{} = {}",
+            self.name(pk_attr),
+            self.value(&pk_type.value(partition))
+        );
+        let (Some(sort), Some((sk_attr, sk_type))) = (sort, sk) else {
             return partition;
         };
         let sk = self.name(sk_attr);
+        let mut v = |x: &str| self.value(&sk_type.value(x));
         let sort = match sort {
-            SortCondition::Eq(v) => format!("{sk} = {}", self.string(v)),
-            SortCondition::Lt(v) => format!("{sk} < {}", self.string(v)),
-            SortCondition::Le(v) => format!("{sk} <= {}", self.string(v)),
-            SortCondition::Gt(v) => format!("{sk} > {}", self.string(v)),
-            SortCondition::Ge(v) => format!("{sk} >= {}", self.string(v)),
+            SortCondition::Eq(x) => format!("{sk} = {}", v(x)),
+            SortCondition::Lt(x) => format!("{sk} < {}", v(x)),
+            SortCondition::Le(x) => format!("{sk} <= {}", v(x)),
+            SortCondition::Gt(x) => format!("{sk} > {}", v(x)),
+            SortCondition::Ge(x) => format!("{sk} >= {}", v(x)),
             SortCondition::Between(lo, hi) => {
-                format!("{sk} BETWEEN {} AND {}", self.string(lo), self.string(hi))
+                let lo = v(lo);
+                format!("{sk} BETWEEN {lo} AND {}", v(hi))
             }
-            SortCondition::BeginsWith(p) => format!("begins_with({sk}, {})", self.string(p)),
+            SortCondition::BeginsWith(p) => format!("begins_with({sk}, {})", v(p)),
         };
         format!("{partition} AND {sort}")
     }

@@ -88,10 +88,11 @@ pub struct DynamoEngine {
 
 impl DynamoEngine {
     fn key(&self, key: &PrimaryKey) -> SdkItem {
-        HashMap::from([
-            (self.schema.pk.clone(), SdkValue::S(key.pk.clone())),
-            (self.schema.sk.clone(), SdkValue::S(key.sk.clone())),
-        ])
+        self.schema
+            .key_attributes(key)
+            .into_iter()
+            .map(|(name, v)| (name.to_owned(), v.into()))
+            .collect()
     }
 
     fn primary_key_of(&self, key: SdkItem) -> StoreResult<PrimaryKey> {
@@ -105,8 +106,9 @@ impl DynamoEngine {
     fn start_key(&self, index: Option<&IndexSchema>, start: &PageKey) -> SdkItem {
         let mut key = self.key(&start.table);
         if let (Some(index), Some(ik)) = (index, &start.index) {
-            key.insert(index.pk.clone(), SdkValue::S(ik.pk.clone()));
-            key.insert(index.sk.clone(), SdkValue::S(ik.sk.clone()));
+            for (name, v) in index.key_attributes(ik) {
+                key.insert(name.to_owned(), v.into());
+            }
         }
         key
     }
@@ -311,12 +313,19 @@ impl Store for DynamoEngine {
             .index
             .as_deref()
             .and_then(|name| self.schema.index(name));
-        let (pk_attr, sk_attr) = match index {
-            Some(i) => (&i.pk, &i.sk),
-            None => (&self.schema.pk, &self.schema.sk),
+        let s = &self.schema;
+        let (pk, sk) = match index {
+            Some(i) => (
+                (i.pk.as_str(), i.pk_type),
+                i.sk.as_deref().map(|sk| (sk, i.sk_type)),
+            ),
+            None => (
+                (s.pk.as_str(), s.pk_type),
+                s.sk.as_deref().map(|sk| (sk, s.sk_type)),
+            ),
         };
         let mut ex = Expressions::default();
-        let key_condition = ex.key_condition(pk_attr, &req.partition, sk_attr, req.sort.as_ref());
+        let key_condition = ex.key_condition(pk, &req.partition, sk, req.sort.as_ref());
         let (names, values) = ex.into_maps();
         let call = self
             .client

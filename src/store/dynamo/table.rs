@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::{
     KeySchemaElement, KeyType, Projection, ProjectionType, ScalarAttributeType, TableStatus,
 };
 
-use crate::store::{StoreError, StoreResult, TableDescription};
+use crate::store::{IndexSchema, StoreError, StoreResult, TableDescription};
 
 use super::errors::{build_error, store_error};
 use super::DynamoEngine;
@@ -30,9 +30,9 @@ pub(super) fn stream_specification() -> StoreResult<sdk::StreamSpecification> {
 }
 
 /// A key of a partition key `pk` and a sort key `sk`.
-fn key_schema(pk: &str, sk: &str) -> StoreResult<Vec<KeySchemaElement>> {
-    [(pk, KeyType::Hash), (sk, KeyType::Range)]
-        .into_iter()
+fn key_schema(pk: &str, sk: Option<&str>) -> StoreResult<Vec<KeySchemaElement>> {
+    std::iter::once((pk, KeyType::Hash))
+        .chain(sk.map(|sk| (sk, KeyType::Range)))
         .map(|(attr, kind)| {
             KeySchemaElement::builder()
                 .attribute_name(attr)
@@ -43,19 +43,42 @@ fn key_schema(pk: &str, sk: &str) -> StoreResult<Vec<KeySchemaElement>> {
         .collect()
 }
 
-/// Attribute definitions of key attributes, every one a string.
-fn string_attributes<'a>(
-    attrs: impl IntoIterator<Item = &'a str>,
+/// Attribute definitions of key attributes, each of its type, each once.
+fn key_attributes<'a>(
+    attrs: impl IntoIterator<Item = (&'a str, crate::store::KeyType)>,
 ) -> StoreResult<Vec<AttributeDefinition>> {
+    let mut seen: Vec<&str> = Vec::new();
     attrs
         .into_iter()
-        .map(|attr| {
+        .filter(|(attr, _)| {
+            let new = !seen.contains(attr);
+            seen.push(attr);
+            new
+        })
+        .map(|(attr, ty)| {
             AttributeDefinition::builder()
                 .attribute_name(attr)
-                .attribute_type(ScalarAttributeType::S)
+                .attribute_type(match ty {
+                    crate::store::KeyType::S => ScalarAttributeType::S,
+                    crate::store::KeyType::N => ScalarAttributeType::N,
+                })
                 .build()
                 .map_err(build_error)
         })
+        .collect()
+}
+
+/// The key attributes of the table (`None`) or of an index, with their types.
+fn keys_of<'a>(
+    s: &'a crate::store::TableSchema,
+    index: Option<&'a IndexSchema>,
+) -> Vec<(&'a str, crate::store::KeyType)> {
+    let (pk, pk_type, sk, sk_type) = match index {
+        None => (&s.pk, s.pk_type, &s.sk, s.sk_type),
+        Some(i) => (&i.pk, i.pk_type, &i.sk, i.sk_type),
+    };
+    std::iter::once((pk.as_str(), pk_type))
+        .chain(sk.as_deref().map(|sk| (sk, sk_type)))
         .collect()
 }
 
@@ -139,22 +162,32 @@ impl DynamoEngine {
     /// the options turned it off), then waits for it to be ACTIVE.
     pub(super) async fn create(&self) -> StoreResult<bool> {
         let s = &self.schema;
-        let mut key_attrs: Vec<&str> = vec![&s.pk, &s.sk];
+        let mut key_attrs = keys_of(s, None);
         for index in &s.indexes {
-            for attr in [&index.pk, &index.sk] {
-                if !key_attrs.contains(&attr.as_str()) {
-                    key_attrs.push(attr);
-                }
-            }
+            key_attrs.extend(keys_of(s, Some(index)));
         }
-        let definitions = string_attributes(key_attrs)?;
+        let definitions = key_attributes(key_attrs)?;
         let indexes = s
             .indexes
             .iter()
+            .filter(|i| !i.local)
             .map(|index| {
                 GlobalSecondaryIndex::builder()
                     .index_name(&index.name)
-                    .set_key_schema(Some(key_schema(&index.pk, &index.sk)?))
+                    .set_key_schema(Some(key_schema(&index.pk, index.sk.as_deref())?))
+                    .projection(projection(index))
+                    .build()
+                    .map_err(build_error)
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let local = s
+            .indexes
+            .iter()
+            .filter(|i| i.local)
+            .map(|index| {
+                sdk::LocalSecondaryIndex::builder()
+                    .index_name(&index.name)
+                    .set_key_schema(Some(key_schema(&index.pk, index.sk.as_deref())?))
                     .projection(projection(index))
                     .build()
                     .map_err(build_error)
@@ -165,8 +198,9 @@ impl DynamoEngine {
             .create_table()
             .table_name(&self.table)
             .set_attribute_definitions(Some(definitions))
-            .set_key_schema(Some(key_schema(&s.pk, &s.sk)?))
+            .set_key_schema(Some(key_schema(&s.pk, s.sk.as_deref())?))
             .set_global_secondary_indexes((!indexes.is_empty()).then_some(indexes))
+            .set_local_secondary_indexes((!local.is_empty()).then_some(local))
             .billing_mode(BillingMode::PayPerRequest)
             .set_stream_specification(self.create_stream.then(stream_specification).transpose()?)
             .send()
@@ -202,10 +236,15 @@ impl DynamoEngine {
         if dry_run {
             return Ok(true);
         }
-        let definitions = string_attributes([index.pk.as_str(), index.sk.as_str()])?;
+        if index.local {
+            return Err(StoreError::Validation(format!(
+                "{name} is a local secondary index: DynamoDB makes one only with its table"
+            )));
+        }
+        let definitions = key_attributes(keys_of(&self.schema, Some(index)))?;
         let create = sdk::CreateGlobalSecondaryIndexAction::builder()
             .index_name(name)
-            .set_key_schema(Some(key_schema(&index.pk, &index.sk)?))
+            .set_key_schema(Some(key_schema(&index.pk, index.sk.as_deref())?))
             .projection(projection(index))
             .build()
             .map_err(build_error)?;

@@ -183,7 +183,12 @@ fn key_conditions_render_partition_equality_and_each_sort_condition() {
     for (sort, want) in cases {
         let mut ex = Expressions::default();
         assert_eq!(
-            ex.key_condition("GSI1PK", "ORG#o", "GSI1SK", sort.as_ref()),
+            ex.key_condition(
+                ("GSI1PK", crate::store::KeyType::S),
+                "ORG#o",
+                Some(("GSI1SK", crate::store::KeyType::S)),
+                sort.as_ref()
+            ),
             want
         );
         assert_eq!(ex.names["#n0"], "GSI1PK");

@@ -3,7 +3,10 @@
 //! sorts before its extensions, and every key condition becomes one contiguous range), items
 //! in a compact binary encoding, and the change log's and pending index changes' records.
 
-use crate::store::{AttributeValue, Item, PrimaryKey, SortCondition, StoreResult};
+use crate::store::{
+    AttributeValue, IndexKey, IndexSchema, Item, KeyType, PrimaryKey, SortCondition, StoreResult,
+    TableSchema,
+};
 
 use super::internal;
 
@@ -44,11 +47,63 @@ pub(super) fn encode_key(parts: &[&str]) -> Vec<u8> {
     out
 }
 
+#[cfg(test)]
 pub(super) fn table_key(k: &PrimaryKey) -> Vec<u8> {
     encode_key(&[&k.pk, &k.sk])
 }
 
+/// A key component of type `ty` as it sorts (a value that is no number, refused before it
+/// gets here by validation, as itself).
+fn sorted(ty: KeyType, text: &str) -> std::borrow::Cow<'_, str> {
+    ty.sortable(text)
+        .unwrap_or(std::borrow::Cow::Borrowed(text))
+}
+
+/// The row key of the item at `k` in a table of `schema`: its keys as their types sort.
+pub(super) fn row_key(schema: &TableSchema, k: &PrimaryKey) -> Vec<u8> {
+    encode_key(&[
+        &sorted(schema.pk_type, &k.pk),
+        &sorted(schema.sk_type, &k.sk),
+    ])
+}
+
+/// The row key of an index row: the index key, then the table key, as their types sort.
+pub(super) fn index_row_key(
+    schema: &TableSchema,
+    index: &IndexSchema,
+    ik: &IndexKey,
+    k: &PrimaryKey,
+) -> Vec<u8> {
+    encode_key(&[
+        &sorted(index.pk_type, &ik.pk),
+        &sorted(index.sk_type, &ik.sk),
+        &sorted(schema.pk_type, &k.pk),
+        &sorted(schema.sk_type, &k.sk),
+    ])
+}
+
+/// [`key_range`] of a partition and sort condition whose values are of these types.
+pub(super) fn typed_key_range(
+    pk_type: KeyType,
+    sk_type: KeyType,
+    partition: &str,
+    sort: Option<&SortCondition>,
+) -> (Vec<u8>, Vec<u8>) {
+    let s = |v: &str| sorted(sk_type, v).into_owned();
+    let sort = sort.map(|c| match c {
+        SortCondition::Eq(x) => SortCondition::Eq(s(x)),
+        SortCondition::Lt(x) => SortCondition::Lt(s(x)),
+        SortCondition::Le(x) => SortCondition::Le(s(x)),
+        SortCondition::Gt(x) => SortCondition::Gt(s(x)),
+        SortCondition::Ge(x) => SortCondition::Ge(s(x)),
+        SortCondition::Between(a, b) => SortCondition::Between(s(a), s(b)),
+        SortCondition::BeginsWith(x) => SortCondition::BeginsWith(x.clone()),
+    });
+    key_range(&sorted(pk_type, partition), sort.as_ref())
+}
+
 /// Decodes the components of an encoded key.
+#[cfg(test)]
 pub(super) fn decode_key(mut bytes: &[u8]) -> StoreResult<Vec<String>> {
     let mut parts = Vec::new();
     while !bytes.is_empty() {

@@ -81,10 +81,11 @@ pub(super) fn apply_update(
     e: &UpdateExpr,
 ) -> Result<Item, String> {
     let mut item = old.cloned().unwrap_or_else(|| {
-        Item::from([
-            (schema.pk.clone(), AttributeValue::S(key.pk.clone())),
-            (schema.sk.clone(), AttributeValue::S(key.sk.clone())),
-        ])
+        schema
+            .key_attributes(key)
+            .into_iter()
+            .map(|(n, v)| (n.to_owned(), v))
+            .collect()
     });
     for (a, set) in &e.set {
         let v = match set {

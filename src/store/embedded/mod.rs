@@ -56,7 +56,7 @@ use super::faults::{self, Call};
 use super::faults::{Faults, Injector};
 use super::stream::ChangeStream;
 use super::validated::Validated;
-use codec::{decode_item, meta_indexes, meta_row, meta_time_to_live, meta_with, table_key};
+use codec::{decode_item, meta_indexes, meta_row, meta_time_to_live, meta_with, row_key};
 use group::{Batch, Group, Tokens};
 use query::{query, scan, MAX_BATCH_GET_BYTES};
 use stream::EmbeddedChanges;
@@ -615,7 +615,7 @@ impl Store for EmbeddedEngine {
             Op::Read(Arc::new(move |inner| {
                 let items = inner.read_items()?;
                 let got = items
-                    .get(table_key(&req.key).as_slice())
+                    .get(row_key(&inner.schema, &req.key).as_slice())
                     .map_err(internal)?;
                 got.map(|v| decode_item(v.value())).transpose()
             })),
@@ -635,7 +635,10 @@ impl Store for EmbeddedEngine {
                         page.unprocessed.push(key.clone());
                         continue;
                     }
-                    if let Some(v) = items.get(table_key(key).as_slice()).map_err(internal)? {
+                    if let Some(v) = items
+                        .get(row_key(&inner.schema, key).as_slice())
+                        .map_err(internal)?
+                    {
                         let item = decode_item(v.value())?;
                         bytes += item_size(&item);
                         page.items.push(item);

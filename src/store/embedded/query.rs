@@ -5,11 +5,9 @@ use std::ops::Bound;
 
 use crate::store::validate::MAX_QUERY_PAGE_BYTES;
 use crate::store::value::item_size;
-use crate::store::{
-    IndexKey, PageKey, PrimaryKey, Query, QueryOutput, Scan, SortCondition, StoreResult,
-};
+use crate::store::{PageKey, Query, QueryOutput, Scan, SortCondition, StoreResult};
 
-use super::codec::{decode_item, decode_key, encode_key, key_range, table_key, PROJECTED};
+use super::codec::{decode_item, index_row_key, row_key, typed_key_range, PROJECTED};
 use super::expr::eval;
 use super::{internal, Inner};
 
@@ -21,13 +19,18 @@ pub(super) fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
     inner.read_exists(&tx)?;
     let items = tx.open_table(inner.items_def()).map_err(internal)?;
     let index = index_position(inner, req.index.as_deref())?;
-    let (mut lo, mut hi) = key_range(&req.partition, req.sort.as_ref());
+    let schema = &inner.schema;
+    let (pk_type, sk_type) = match index {
+        Some(i) => (schema.indexes[i].pk_type, schema.indexes[i].sk_type),
+        None => (schema.pk_type, schema.sk_type),
+    };
+    let (mut lo, mut hi) = typed_key_range(pk_type, sk_type, &req.partition, req.sort.as_ref());
     let mut lo_bound_excluded = false;
     let mut hi_bound_excluded = true;
     if let Some(start) = &req.start {
         let sk = match (&start.index, index) {
-            (Some(ik), Some(_)) => encode_key(&[&ik.pk, &ik.sk, &start.table.pk, &start.table.sk]),
-            _ => table_key(&start.table),
+            (Some(ik), Some(i)) => index_row_key(schema, &schema.indexes[i], ik, &start.table),
+            _ => row_key(schema, &start.table),
         };
         if req.forward {
             if sk >= lo {
@@ -59,21 +62,14 @@ pub(super) fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
     let mut last: Option<PageKey> = None;
     let mut stopped = false;
 
-    let mut visit = |row_key: &[u8], row_val: &[u8]| -> StoreResult<bool> {
+    let mut visit = |row_val: &[u8]| -> StoreResult<bool> {
         let (item, page_key) = match index {
             None => {
                 let item = decode_item(row_val)?;
-                let parts = decode_key(row_key)?;
-                let [pk, sk]: [String; 2] = parts.try_into().map_err(|_| internal("bad key"))?;
-                (
-                    item,
-                    PageKey {
-                        table: PrimaryKey { pk, sk },
-                        index: None,
-                    },
-                )
+                let table = schema.key_of(&item).ok_or_else(|| internal("bad key"))?;
+                (item, PageKey { table, index: None })
             }
-            Some(i) => index_row(inner, &items, i, row_key, row_val)?,
+            Some(i) => index_row(inner, &items, i, row_val)?,
         };
         bytes += item_size(&item);
         out.items.push(item);
@@ -98,8 +94,8 @@ pub(super) fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
         Box::new(range.rev())
     };
     for row in rows {
-        let (k, v) = row.map_err(internal)?;
-        if visit(k.value(), v.value())? {
+        let (_, v) = row.map_err(internal)?;
+        if visit(v.value())? {
             stopped = true;
             break;
         }
@@ -134,9 +130,10 @@ pub(super) fn scan(inner: &Inner, req: &Scan) -> StoreResult<QueryOutput> {
     inner.read_exists(&tx)?;
     let items = tx.open_table(inner.items_def()).map_err(internal)?;
     let index = index_position(inner, req.index.as_deref())?;
+    let schema = &inner.schema;
     let start = req.start.as_ref().map(|s| match (&s.index, index) {
-        (Some(ik), Some(_)) => encode_key(&[&ik.pk, &ik.sk, &s.table.pk, &s.table.sk]),
-        _ => table_key(&s.table),
+        (Some(ik), Some(i)) => index_row_key(schema, &schema.indexes[i], ik, &s.table),
+        _ => row_key(schema, &s.table),
     });
     let lower = match &start {
         Some(k) => Bound::Excluded(k.as_slice()),
@@ -155,7 +152,7 @@ pub(super) fn scan(inner: &Inner, req: &Scan) -> StoreResult<QueryOutput> {
         .range::<&[u8]>((lower, Bound::Unbounded))
         .map_err(internal)?;
     for row in rows {
-        let (k, v) = row.map_err(internal)?;
+        let (_, v) = row.map_err(internal)?;
         let (item, page_key) = match index {
             None => {
                 let item = decode_item(v.value())?;
@@ -164,7 +161,7 @@ pub(super) fn scan(inner: &Inner, req: &Scan) -> StoreResult<QueryOutput> {
                 };
                 (item, PageKey { table, index: None })
             }
-            Some(i) => index_row(inner, &items, i, k.value(), v.value())?,
+            Some(i) => index_row(inner, &items, i, v.value())?,
         };
         if let Some(segment) = req.segment {
             if !segment.holds(&page_key.table.pk) {
@@ -204,12 +201,8 @@ fn index_row(
     inner: &Inner,
     items: &redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
     i: usize,
-    row_key: &[u8],
     row_val: &[u8],
 ) -> StoreResult<(crate::store::Item, PageKey)> {
-    let parts = decode_key(row_key)?;
-    let [ipk, isk, pk, sk]: [String; 4] =
-        parts.try_into().map_err(|_| internal("bad index key"))?;
     let item = match row_val.strip_prefix(&PROJECTED) {
         Some(copy) => decode_item(copy)?,
         None => {
@@ -220,12 +213,18 @@ fn index_row(
             decode_item(base.value())?
         }
     };
-    let item = inner.schema.projected(&inner.schema.indexes[i], item);
+    // Its keys as the item holds them, of their types (the row key holds them as they sort).
+    let schema = &inner.schema;
+    let index = &schema.indexes[i];
+    let (Some(table), Some(ik)) = (schema.key_of(&item), schema.index_key_of(index, &item)) else {
+        return Err(internal("bad index key"));
+    };
+    let item = schema.projected(index, item);
     Ok((
         item,
         PageKey {
-            table: PrimaryKey { pk, sk },
-            index: Some(IndexKey { pk: ipk, sk: isk }),
+            table,
+            index: Some(ik),
         },
     ))
 }

@@ -19,7 +19,7 @@ use crate::store::{
     StoreResult, TransactAction,
 };
 
-use super::codec::{decode_item, encode_item, encode_key, projected, table_key, PROJECTED};
+use super::codec::{decode_item, encode_item, index_row_key, projected, row_key, PROJECTED};
 use super::expr::{apply_update, eval};
 use super::group::Batch;
 use super::{internal, now_ms, EmbeddedEngine, Inner, Op};
@@ -89,7 +89,7 @@ impl Inner {
             .enumerate()
             .filter_map(|(i, index)| {
                 let ik = self.schema.index_key_of(index, item)?;
-                Some((i, encode_key(&[&ik.pk, &ik.sk, &key.pk, &key.sk])))
+                Some((i, index_row_key(&self.schema, index, &ik, &key)))
             })
             .collect()
     }
@@ -100,7 +100,9 @@ impl Inner {
         key: &PrimaryKey,
     ) -> StoreResult<Option<Item>> {
         let items = tx.open_table(self.items_def()).map_err(internal)?;
-        let got = items.get(table_key(key).as_slice()).map_err(internal)?;
+        let got = items
+            .get(row_key(&self.schema, key).as_slice())
+            .map_err(internal)?;
         got.map(|v| decode_item(v.value())).transpose()
     }
 
@@ -112,7 +114,7 @@ impl Inner {
         old: Option<&Item>,
         new: Option<&Item>,
     ) -> StoreResult<()> {
-        let tk = table_key(key);
+        let tk = row_key(&self.schema, key);
         self.log_change(tx, key, old, new)?;
         {
             let mut items = tx.open_table(self.items_def()).map_err(internal)?;

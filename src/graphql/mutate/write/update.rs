@@ -155,11 +155,15 @@ pub(super) async fn update_in_place(
             k.sk.render(|n| known_vars.get(n).cloned()),
         ) {
             (Ok(pk), Ok(sk)) => {
-                u = u
-                    .set(i.partition_key.clone(), s(&pk))
-                    .set(i.sort_key.clone(), s(&sk))
+                for (name, v) in i.key_attributes(&pk, &sk) {
+                    u = u.set(name, v);
+                }
             }
-            _ => u = u.remove(i.partition_key.clone()).remove(i.sort_key.clone()),
+            _ => {
+                for name in i.key_names() {
+                    u = u.remove(name);
+                }
+            }
         }
     }
     let mut update = Update::new(key, u).returning(ReturnValues::AllNew);
@@ -240,7 +244,7 @@ pub(super) async fn changed_item(
     // were built from still so).
     let mut u = UpdateExpr::default();
     for (name, v) in &next {
-        if [&chart.table.partition_key, &chart.table.sort_key].contains(&name) {
+        if chart.table.key_names().contains(&name.as_str()) {
             continue;
         }
         if current.get(name) != Some(v) {
