@@ -299,7 +299,12 @@ async fn create_table(
     chart: &itemgraph::chart::Chart,
 ) -> anyhow::Result<bool> {
     let created = store.create_table().await.context("creating the table")?;
-    if created && !std::ptr::eq(chart, &*itemgraph::chart::builtin()) {
+    if created && !itemgraph::store::own::holds_own_items(store.schema()) {
+        tracing::info!(
+            "the table's keys cannot hold the server's own items: the chart is not recorded \
+             in it (`itemgraph migrate` needs a table keyed by two strings)"
+        );
+    } else if created && !std::ptr::eq(chart, &*itemgraph::chart::builtin()) {
         itemgraph::migrate::chart::record(store, chart, 0)
             .await
             .context("recording the chart in the table")?;

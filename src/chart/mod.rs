@@ -819,7 +819,13 @@ impl Chart {
                     },
                 })
                 .collect(),
-            time_to_live: self.table.time_to_live.clone(),
+            // As the items store it: under its stored name, where it has one.
+            time_to_live: self.table.time_to_live.as_ref().map(|a| {
+                self.entities
+                    .values()
+                    .find_map(|e| e.attributes.get(a)?.stored.clone())
+                    .unwrap_or_else(|| a.clone())
+            }),
         }
     }
 

@@ -29,6 +29,10 @@ struct Form {
     strings: Vec<String>,
     /// Attributes stored only in the primary key.
     key_only: Vec<String>,
+    /// Attributes that are a key attribute themselves (an index keyed by `Username`, whose
+    /// template for this entity is `{username}`): chart name to the key attribute, and
+    /// whether the value is an int.
+    in_keys: HashMap<String, (String, bool)>,
 }
 
 /// A chart's stored forms: what [`Forms::stored`] and [`Forms::charted`] turn.
@@ -47,14 +51,27 @@ impl Forms {
         let mut any = !chart.table.types_stored;
         let mut forms = HashMap::new();
         let mut by_type_value = HashMap::new();
+        let key_attributes: Vec<&str> = chart
+            .table
+            .key_names()
+            .into_iter()
+            .chain(chart.indexes.values().flat_map(|i| i.key_names()))
+            .collect();
         for (name, e) in &chart.entities {
             any |= e.type_value != e.name;
             by_type_value.insert(e.type_value.clone(), name.clone());
             let mut form = Form::default();
             for (a, attr) in &e.attributes {
-                if let Some(s) = attr.stored.as_ref().filter(|s| *s != a) {
-                    form.names.insert(a.clone(), s.clone());
-                    form.chart_names.insert(s.clone(), a.clone());
+                match attr.stored.as_ref().filter(|s| *s != a) {
+                    Some(s) if key_attributes.contains(&s.as_str()) => {
+                        let int = matches!(attr.ty, Type::Int { .. });
+                        form.in_keys.insert(a.clone(), (s.clone(), int));
+                    }
+                    Some(s) => {
+                        form.names.insert(a.clone(), s.clone());
+                        form.chart_names.insert(s.clone(), a.clone());
+                    }
+                    None => {}
                 }
                 if attr.as_string {
                     form.strings.push(a.clone());
@@ -63,7 +80,10 @@ impl Forms {
                     form.key_only.push(a.clone());
                 }
             }
-            any |= !(form.names.is_empty() && form.strings.is_empty() && form.key_only.is_empty());
+            any |= !(form.names.is_empty()
+                && form.strings.is_empty()
+                && form.key_only.is_empty()
+                && form.in_keys.is_empty());
             forms.insert(name.clone(), form);
         }
         any.then(|| Forms {
@@ -118,7 +138,7 @@ impl Forms {
         let Some(form) = self.form(&e.name) else {
             return item;
         };
-        for a in &form.key_only {
+        for a in form.key_only.iter().chain(form.in_keys.keys()) {
             item.remove(a);
         }
         for a in &form.strings {
@@ -154,6 +174,20 @@ impl Forms {
         if let Some(form) = form {
             for (s, a) in &form.chart_names {
                 if let Some(v) = item.remove(s) {
+                    item.insert(a.clone(), v);
+                }
+            }
+            for (a, (key, int)) in &form.in_keys {
+                let value = match item.get(key) {
+                    Some(AttributeValue::S(t) | AttributeValue::N(t)) => Some(t.clone()),
+                    _ => None,
+                };
+                if let Some(t) = value {
+                    let v = if *int {
+                        AttributeValue::N(t)
+                    } else {
+                        AttributeValue::S(t)
+                    };
                     item.insert(a.clone(), v);
                 }
             }
@@ -199,8 +233,15 @@ impl Forms {
             }
             read_key(entity?, key?)?.remove(a)
         };
-        let name =
-            |a: String| -> String { form.and_then(|f| f.names.get(&a).cloned()).unwrap_or(a) };
+        let name = |a: String| -> String {
+            form.and_then(|f| {
+                f.names
+                    .get(&a)
+                    .or_else(|| f.in_keys.get(&a).map(|(k, _)| k))
+                    .cloned()
+            })
+            .unwrap_or(a)
+        };
         let value = |a: &str, v: AttributeValue| -> AttributeValue {
             if form.is_some_and(|f| f.strings.iter().any(|s| s == a)) {
                 to_string(v)
@@ -286,8 +327,10 @@ impl Forms {
             }
         };
         let is_string = |a: &str| form.strings.iter().any(|s| s == a);
-        u.set.retain(|(a, _)| !form.key_only.contains(a));
-        u.remove.retain(|a| !form.key_only.contains(a));
+        // A value that is a key attribute itself is written by the key's own action.
+        let in_key = |a: &String| form.key_only.contains(a) || form.in_keys.contains_key(a);
+        u.set.retain(|(a, _)| !in_key(a));
+        u.remove.retain(|a| !in_key(a));
         for (a, v) in &mut u.set {
             if is_string(a) {
                 *v = match std::mem::replace(v, SetValue::Value(AttributeValue::Null(true))) {

@@ -433,8 +433,11 @@ async fn relay_health(state: &AppState, log: &crate::live::relay::RelayLog) -> S
             consistent_read: true,
         })
         .await
-        .map(|i| i.and_then(|i| crate::live::lease::LeaseRecord::from_item(i).ok()))
-    {
+        .map(|i| {
+            i.and_then(|i| {
+                crate::live::lease::LeaseRecord::from_item(i, state.store().schema()).ok()
+            })
+        }) {
         Ok(Some(l)) if !l.released => format!("held by {} (epoch {})", l.holder, l.epoch),
         Ok(_) => "free".to_owned(),
         Err(e) => format!("unknown ({e})"),

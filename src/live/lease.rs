@@ -112,7 +112,7 @@ impl Lease {
                 consistent_read: true,
             })
             .await?
-            .and_then(|item| LeaseRecord::from_item(item).ok());
+            .and_then(|item| LeaseRecord::from_item(item, store.schema()).ok());
         let free = match &current {
             None => true,
             Some(r) if r.released => true,
@@ -141,10 +141,10 @@ impl Lease {
             released: false,
         };
         let condition = match &current {
-            None => Condition::not_exists(crate::store::own::PK),
+            None => Condition::not_exists(store.schema().pk.clone()),
             Some(r) => Condition::eq(TOKEN, AttributeValue::S(r.token.clone())),
         };
-        let mut put = Put::new(record.to_item()).when(condition);
+        let mut put = Put::new(record.to_item(store.schema())).when(condition);
         put.return_old_on_condition_failure = true;
         match store.put_item(put).await {
             Ok(_) => {
@@ -157,7 +157,7 @@ impl Lease {
             }
             // Another replica took it first.
             Err(StoreError::ConditionFailed { item }) => {
-                let r = item.and_then(|i| LeaseRecord::from_item(*i).ok());
+                let r = item.and_then(|i| LeaseRecord::from_item(*i, store.schema()).ok());
                 self.seen = r.as_ref().map(|r| (r.token.clone(), Instant::now()));
                 Ok(Look::HeldBy {
                     holder: r.as_ref().map_or_else(String::new, |r| r.holder.clone()),

@@ -170,8 +170,10 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
             why: why.to_owned(),
         })
     };
-    let old_ttl = old.and_then(|o| o.table.time_to_live.as_deref());
-    match (old_ttl, new.table.time_to_live.as_deref()) {
+    // As the table names it: the attribute's stored name.
+    let old_ttl = old.and_then(|o| o.table_schema().time_to_live);
+    let new_ttl = new.table_schema().time_to_live;
+    match (old_ttl.as_deref(), new_ttl.as_deref()) {
         (Some(a), Some(b)) if a != b => refuse(
             &mut steps,
             format!("time to live `{a}` to `{b}`"),

@@ -835,7 +835,7 @@ mod tests {
             .items;
         assert!(!checkpoints.is_empty());
         for item in checkpoints {
-            let checkpoint = SegmentCheckpoint::from_item(item).unwrap();
+            let checkpoint = SegmentCheckpoint::from_item(item, store.schema()).unwrap();
             assert!(
                 checkpoint.segment < record.segments && checkpoint.of(record.segments),
                 "{checkpoint:?} does not belong to the record's {} segments",

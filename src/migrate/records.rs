@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::own::{migration_key, segment_key, OwnRecord as Record, PK};
+use crate::store::own::{migration_key, segment_key, OwnRecord as Record};
 use crate::store::{Condition, GetItem, PageKey, PrimaryKey, Put, Store, StoreError, StoreResult};
 
 /// Where a migration stands.
@@ -118,14 +118,16 @@ pub async fn read<R: Record>(store: &dyn Store, key: PrimaryKey) -> StoreResult<
             consistent_read: true,
         })
         .await?;
-    Ok(item.and_then(|i| R::from_item(i).ok()))
+    Ok(item.and_then(|i| R::from_item(i, store.schema()).ok()))
 }
 
 /// Writes a record only where none is (`attribute_not_exists`): false when another run
 /// wrote one first.
 pub async fn create<R: Record>(store: &dyn Store, record: &R) -> StoreResult<bool> {
     match store
-        .put_item(Put::new(record.to_item()).when(Condition::not_exists(PK)))
+        .put_item(
+            Put::new(record.to_item(own(store)?)).when(Condition::not_exists(&store.schema().pk)),
+        )
         .await
     {
         Ok(_) => Ok(true),
@@ -136,5 +138,26 @@ pub async fn create<R: Record>(store: &dyn Store, record: &R) -> StoreResult<boo
 
 /// Writes a record over whatever was at its key: these items are the runner's own.
 pub async fn write<R: Record>(store: &dyn Store, record: &R) -> StoreResult<()> {
-    store.put_item(Put::new(record.to_item())).await.map(|_| ())
+    store
+        .put_item(Put::new(record.to_item(own(store)?)))
+        .await
+        .map(|_| ())
+}
+
+/// The table's schema, where it can hold the server's own records.
+fn own(store: &dyn Store) -> StoreResult<&crate::store::TableSchema> {
+    let schema = store.schema();
+    if !crate::store::own::holds_own_items(schema) {
+        return Err(StoreError::Validation(format!(
+            "the table's primary key ({}{}) cannot hold the server's own records, whose keys \
+             are two strings: `itemgraph migrate` and the relay's lease need a table keyed so",
+            schema.pk,
+            schema
+                .sk
+                .as_deref()
+                .map(|s| format!(", {s}"))
+                .unwrap_or_default()
+        )));
+    }
+    Ok(schema)
 }

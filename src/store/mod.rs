@@ -937,3 +937,54 @@ pub fn retry_schedule(retries: u32) -> ExponentialBuilder {
         .with_max_times(retries as usize)
         .with_jitter()
 }
+
+#[cfg(test)]
+mod number_order {
+    use proptest::prelude::*;
+
+    use super::sortable_number;
+
+    /// `m × 10^-scale` as DynamoDB takes it, written several ways.
+    fn written(m: i64, scale: u32, how: u8) -> String {
+        let neg = m < 0;
+        let digits = m.unsigned_abs().to_string();
+        let text = if scale == 0 {
+            digits
+        } else {
+            let padded = format!("{digits:0>width$}", width = scale as usize + 1);
+            let (int, frac) = padded.split_at(padded.len() - scale as usize);
+            format!("{int}.{frac}")
+        };
+        let text = match how % 3 {
+            1 if scale > 0 => format!("{text}0"),
+            2 => format!("{}e-{scale}", m.unsigned_abs()),
+            _ => text,
+        };
+        if neg {
+            format!("-{text}")
+        } else {
+            text
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn numbers_sort_by_value(a in -1_000_000i64..1_000_000, b in -1_000_000i64..1_000_000,
+                                 sa in 0u32..4, sb in 0u32..4, ha in 0u8..3, hb in 0u8..3) {
+            let (x, y) = (written(a, sa, ha), written(b, sb, hb));
+            let value = |m: i64, s: u32| (m as i128) * 10i128.pow(6 - s);
+            let want = value(a, sa).cmp(&value(b, sb));
+            let (ex, ey) = (sortable_number(&x).unwrap(), sortable_number(&y).unwrap());
+            prop_assert_eq!(ex.as_bytes().cmp(ey.as_bytes()), want, "{} vs {}: {} vs {}", x, y, ex, ey);
+        }
+    }
+
+    #[test]
+    fn what_is_no_number_has_no_order() {
+        for bad in ["", "-", "1.2.3", "abc", "1e", "0x10", "--1"] {
+            assert_eq!(sortable_number(bad), None, "{bad}");
+        }
+        assert_eq!(sortable_number("007"), sortable_number("7.000"));
+        assert_eq!(sortable_number("0"), sortable_number("-0.0"));
+    }
+}

@@ -6,7 +6,13 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{AttributeValue, Item, PrimaryKey};
+use super::{AttributeValue, Item, KeyType, PrimaryKey, TableSchema};
+
+/// Whether a table of `schema` can hold the server's own items: their keys are two strings
+/// (`MIGRATION#003` / `SEGMENT#0007`), so the table's must be.
+pub fn holds_own_items(schema: &TableSchema) -> bool {
+    schema.pk_type == KeyType::S && schema.sk.is_some() && schema.sk_type == KeyType::S
+}
 
 /// The partition key attribute of the tables the server makes.
 pub const PK: &str = "PK";
@@ -35,27 +41,32 @@ pub trait OwnRecord: Serialize + DeserializeOwned {
     /// Where it is stored.
     fn key(&self) -> PrimaryKey;
 
-    /// The item: its fields, its key and its type.
-    fn to_item(&self) -> Item {
+    /// The item in a table of `schema`: its fields, its key under the table's key
+    /// attributes, and its type.
+    fn to_item(&self, schema: &TableSchema) -> Item {
         let mut item = match serde_dynamo::to_attribute_value(self) {
             Ok(AttributeValue::M(m)) => m,
             _ => unreachable!("a record serializes to a map"),
         };
         let key = self.key();
-        item.insert(PK.into(), AttributeValue::S(key.pk));
-        item.insert(SK.into(), AttributeValue::S(key.sk));
+        for (name, v) in schema.key_attributes(&key) {
+            item.insert(name.to_owned(), v);
+        }
         item.insert(TYPE.into(), AttributeValue::S(Self::TYPE.into()));
         item
     }
 
-    /// The record an item holds; fails when the item is of another type or malformed.
-    fn from_item(mut item: Item) -> Result<Self, OwnError> {
+    /// The record an item of a table of `schema` holds; fails when the item is of another
+    /// type or malformed.
+    fn from_item(mut item: Item, schema: &TableSchema) -> Result<Self, OwnError> {
         if !matches!(item.get(TYPE), Some(AttributeValue::S(t)) if t == Self::TYPE) {
             return Err(OwnError::WrongType(Self::TYPE));
         }
-        for attr in [PK, SK, TYPE] {
-            item.remove(attr);
+        item.remove(&schema.pk);
+        if let Some(sk) = &schema.sk {
+            item.remove(sk);
         }
+        item.remove(TYPE);
         serde_dynamo::from_attribute_value(AttributeValue::M(item)).map_err(|source| {
             OwnError::Malformed {
                 ty: Self::TYPE,

@@ -202,7 +202,7 @@ async fn holder_pid(store: &dyn Store) -> Option<u32> {
         })
         .await
         .unwrap()?;
-    let lease = LeaseRecord::from_item(item).ok()?;
+    let lease = LeaseRecord::from_item(item, store.schema()).ok()?;
     // `<host>-<pid>-<random>`
     lease.holder.rsplit('-').nth(1)?.parse().ok()
 }

@@ -20,6 +20,7 @@ mod chart_links;
 mod chart_maps;
 mod chart_ranges;
 mod chart_scan;
+mod chart_simple_keys;
 mod chart_stored;
 mod chart_tenant_kinds;
 mod chart_tenant_reads;

@@ -393,6 +393,7 @@ async fn example_charts() -> Vec<(Arc<Chart>, Arc<dyn Store>)> {
             .unwrap(),
         );
         store.create_table().await.unwrap();
+        let store = itemgraph::store::stored::wrap(store, &chart);
         itemgraph::chart::samples::seed(store.as_ref(), &chart)
             .await
             .unwrap();
@@ -475,7 +476,12 @@ async fn reads_hold(chart: &Chart, api: &Api, recording: &Recording, tabs: Vec<S
         }
     }
     assert!(
-        sent > 0 || chart.pages.is_empty(),
+        // A chart whose Query patterns only find what a bulk mutation writes has none to read.
+        sent > 0
+            || chart
+                .pages
+                .keys()
+                .all(|n| chart.patterns[n].field.starts_with("Mutation.")),
         "the read tabs sent no Query"
     );
 }

@@ -643,7 +643,7 @@ async fn a_fence_ahead_of_the_lease_is_passed_at_once() {
         })
         .await
         .unwrap()
-        .map(|item| LeaseRecord::from_item(item).unwrap())
+        .map(|item| LeaseRecord::from_item(item, r.seeder.schema()).unwrap())
         .expect("a lease");
     assert!(lease.epoch > 1000, "{lease:?}");
     r.finish(second).await;

@@ -15,6 +15,7 @@ mod contract;
 mod differential;
 mod dynamo_local;
 mod fault_model;
+mod key_shapes;
 mod migrate_chart;
 mod relay;
 mod validation_fidelity;

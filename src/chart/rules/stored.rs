@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use indexmap::IndexMap;
 
 use super::Checker;
+use crate::chart::template::{Part, Template};
 use crate::chart::{Entity, Index, Pattern, Request, Table};
 
 /// The longest attribute name DynamoDB takes, in bytes.
@@ -91,12 +92,16 @@ impl Checker {
                             ),
                         );
                     }
-                    if keys.contains(&stored) {
+                    let whole = template_of(table, indexes, e, stored).is_some_and(|t| {
+                        matches!(t.parts.as_slice(), [Part::Var(v)] if v.name == *a && v.width.is_none())
+                    });
+                    if keys.contains(&stored) && (!whole || attr.as_string) {
                         self.refuse(
                             "stored",
                             format!(
                                 "attribute `{a}` is stored as `{stored}`, a key attribute or the \
-                                 type attribute"
+                                 type attribute (a key attribute holds an attribute only where \
+                                 the entity's template for it is `{{{a}}}` alone)"
                             ),
                         );
                     }
@@ -141,4 +146,29 @@ impl Checker {
         }
         self.at(None, None);
     }
+}
+
+/// The entity's template for the key attribute `name`, where it has one.
+fn template_of<'e>(
+    table: &Table,
+    indexes: &IndexMap<String, Index>,
+    e: &'e Entity,
+    name: &str,
+) -> Option<&'e Template> {
+    if name == table.partition_key {
+        return Some(&e.key.pk);
+    }
+    if table.sort_key.as_deref() == Some(name) {
+        return Some(&e.key.sk);
+    }
+    e.indexes.iter().find_map(|(i, k)| {
+        let index = indexes.get(i)?;
+        if index.partition_key == name && !index.local {
+            Some(&k.pk)
+        } else if index.sort_key.as_deref() == Some(name) {
+            Some(&k.sk)
+        } else {
+            None
+        }
+    })
 }

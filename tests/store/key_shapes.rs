@@ -1,0 +1,285 @@
+//! Keys as tables have them, on both engines alike: a number (`N`) partition and sort key,
+//! sorted by value (not by text: `9` before `10`, `-1` before `0.5`), queried by range; a
+//! simple primary key (the partition key alone); an index keyed by its partition key alone;
+//! a local secondary index (the table's partition key, a sort key of its own). Each case
+//! runs on the embedded engine and on DynamoDB Local.
+
+use std::sync::Arc;
+
+use itemgraph::store::embedded::EmbeddedStore;
+use itemgraph::store::{
+    AttributeValue as V, Delete, GetItem, IndexProjection, IndexSchema, Item, KeyType, PrimaryKey,
+    Put, Query, SortCondition, Store, StoreError, TableSchema,
+};
+
+/// A fresh table of `schema` on each engine: the embedded one, then DynamoDB Local where it
+/// is available.
+async fn engines(schema: TableSchema, prefix: &str) -> Vec<Arc<dyn Store>> {
+    let embedded = EmbeddedStore::in_memory("shapes", schema.clone()).unwrap();
+    assert!(embedded.create_table().await.unwrap());
+    let mut out: Vec<Arc<dyn Store>> = vec![Arc::new(embedded)];
+    if let Some(endpoint) = crate::common::dynamo_local::endpoint().await {
+        let table = crate::common::dynamo_local::unique_table_name(prefix);
+        let store = crate::common::dynamo_local::connect_with(&endpoint, &table, schema).await;
+        assert!(store.create_table().await.unwrap());
+        out.push(Arc::new(store));
+    }
+    out
+}
+
+async fn finish(store: Arc<dyn Store>) {
+    if store.engine_name() == "dynamodb" {
+        store.delete_table().await.unwrap();
+    }
+}
+
+/// The item at `pk` / `sk`, read strongly consistent.
+async fn get(store: &dyn Store, pk: &str, sk: &str) -> Result<Option<Item>, StoreError> {
+    store
+        .get_item(GetItem {
+            key: PrimaryKey::new(pk, sk),
+            consistent_read: true,
+        })
+        .await
+}
+
+/// Refused before it is sent, as DynamoDB refuses it.
+#[track_caller]
+fn refused<T: std::fmt::Debug>(r: Result<T, StoreError>, engine: &str) {
+    assert!(
+        matches!(r, Err(StoreError::Validation(_))),
+        "{engine}: {r:?}"
+    );
+}
+
+fn item(pairs: &[(&str, V)]) -> Item {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+fn n(x: &str) -> V {
+    V::N(x.into())
+}
+
+fn s(x: &str) -> V {
+    V::S(x.into())
+}
+
+fn numbered() -> TableSchema {
+    TableSchema {
+        pk: "AccountId".into(),
+        pk_type: KeyType::N,
+        sk: Some("Seq".into()),
+        sk_type: KeyType::N,
+        indexes: Vec::new(),
+        time_to_live: None,
+    }
+}
+
+async fn query(
+    store: &dyn Store,
+    partition: &str,
+    sort: Option<SortCondition>,
+    forward: bool,
+) -> Vec<String> {
+    let out = store
+        .query(Query {
+            sort,
+            forward,
+            consistent_read: true,
+            ..Query::partition(partition)
+        })
+        .await
+        .unwrap();
+    out.items
+        .iter()
+        .map(|i| match &i["Seq"] {
+            V::N(x) => x.clone(),
+            other => panic!("Seq is no number: {other:?}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn number_keys_sort_by_value_on_both_engines() {
+    for store in engines(numbered(), "number-keys").await {
+        for seq in ["10", "9", "-1", "0.5", "100", "-20", "0"] {
+            let it = item(&[("AccountId", n("7")), ("Seq", n(seq)), ("Note", s(seq))]);
+            store.put_item(Put::new(it)).await.unwrap();
+        }
+        // Another account's items stay in their own partition.
+        let other = item(&[("AccountId", n("70")), ("Seq", n("1"))]);
+        store.put_item(Put::new(other)).await.unwrap();
+        let engine = store.engine_name();
+        assert_eq!(
+            query(store.as_ref(), "7", None, true).await,
+            ["-20", "-1", "0", "0.5", "9", "10", "100"],
+            "{engine}"
+        );
+        assert_eq!(
+            query(store.as_ref(), "7", None, false).await,
+            ["100", "10", "9", "0.5", "0", "-1", "-20"],
+            "{engine}"
+        );
+        assert_eq!(
+            query(
+                store.as_ref(),
+                "7",
+                Some(SortCondition::Between("0".into(), "10".into())),
+                true
+            )
+            .await,
+            ["0", "0.5", "9", "10"],
+            "{engine}"
+        );
+        assert_eq!(
+            query(
+                store.as_ref(),
+                "7",
+                Some(SortCondition::Gt("9".into())),
+                true
+            )
+            .await,
+            ["10", "100"],
+            "{engine}"
+        );
+        let got = get(store.as_ref(), "7", "10")
+            .await
+            .unwrap()
+            .expect("the item at 7 / 10");
+        assert_eq!(got["Note"], s("10"), "{engine}");
+        // A key that is no number is refused before it is sent, as DynamoDB refuses it.
+        refused(get(store.as_ref(), "seven", "1").await, engine);
+        // begins_with takes no number.
+        refused(
+            store
+                .query(Query {
+                    sort: Some(SortCondition::BeginsWith("1".into())),
+                    ..Query::partition("7")
+                })
+                .await,
+            engine,
+        );
+        finish(store).await;
+    }
+}
+
+fn sessions() -> TableSchema {
+    TableSchema {
+        pk: "SessionToken".into(),
+        pk_type: KeyType::S,
+        sk: None,
+        sk_type: KeyType::S,
+        indexes: vec![IndexSchema {
+            name: "UserIndex".into(),
+            pk: "Username".into(),
+            pk_type: KeyType::S,
+            sk: None,
+            sk_type: KeyType::S,
+            local: false,
+            projection: IndexProjection::KeysOnly,
+        }],
+        time_to_live: None,
+    }
+}
+
+#[tokio::test]
+async fn a_simple_key_and_an_index_keyed_by_its_partition_alone_on_both_engines() {
+    for store in engines(sessions(), "simple-keys").await {
+        let engine = store.engine_name();
+        for (token, user) in [("t1", "ada"), ("t2", "ada"), ("t3", "grace")] {
+            let it = item(&[
+                ("SessionToken", s(token)),
+                ("Username", s(user)),
+                ("Device", s("x")),
+            ]);
+            store.put_item(Put::new(it)).await.unwrap();
+        }
+        let got = get(store.as_ref(), "t2", "").await.unwrap().expect("t2");
+        assert_eq!(got["Username"], s("ada"), "{engine}");
+        // A sort key the table does not have is refused.
+        refused(get(store.as_ref(), "t2", "x").await, engine);
+        let out = store
+            .query(Query {
+                index: Some("UserIndex".into()),
+                ..Query::partition("ada")
+            })
+            .await
+            .unwrap();
+        let mut tokens: Vec<&V> = out.items.iter().map(|i| &i["SessionToken"]).collect();
+        tokens.sort_by_key(|v| format!("{v:?}"));
+        assert_eq!(tokens, [&s("t1"), &s("t2")], "{engine}");
+        for i in &out.items {
+            let mut names: Vec<&str> = i.keys().map(String::as_str).collect();
+            names.sort_unstable();
+            assert_eq!(names, ["SessionToken", "Username"], "{engine}: keys only");
+        }
+        store
+            .delete_item(Delete::new(PrimaryKey::new("t1", "")))
+            .await
+            .unwrap();
+        let out = store
+            .query(Query {
+                index: Some("UserIndex".into()),
+                ..Query::partition("ada")
+            })
+            .await
+            .unwrap();
+        assert_eq!(out.items.len(), 1, "{engine}");
+        // An item without the key is refused.
+        refused(
+            store
+                .put_item(Put::new(item(&[("Username", s("ada"))])))
+                .await,
+            engine,
+        );
+        finish(store).await;
+    }
+}
+
+fn with_local_index() -> TableSchema {
+    TableSchema {
+        pk: "PK".into(),
+        pk_type: KeyType::S,
+        sk: Some("SK".into()),
+        sk_type: KeyType::S,
+        indexes: vec![IndexSchema {
+            name: "ByScore".into(),
+            pk: "PK".into(),
+            pk_type: KeyType::S,
+            sk: Some("Score".into()),
+            sk_type: KeyType::N,
+            local: true,
+            projection: IndexProjection::All,
+        }],
+        time_to_live: None,
+    }
+}
+
+#[tokio::test]
+async fn a_local_index_sorts_a_partition_otherwise_on_both_engines() {
+    for store in engines(with_local_index(), "local-index").await {
+        let engine = store.engine_name();
+        for (sk, score) in [("GAME#a", "30"), ("GAME#b", "4"), ("GAME#c", "200")] {
+            let it = item(&[("PK", s("PLAYER#1")), ("SK", s(sk)), ("Score", n(score))]);
+            store.put_item(Put::new(it)).await.unwrap();
+        }
+        let out = store
+            .query(Query {
+                index: Some("ByScore".into()),
+                forward: false,
+                ..Query::partition("PLAYER#1")
+            })
+            .await
+            .unwrap();
+        let games: Vec<&V> = out.items.iter().map(|i| &i["SK"]).collect();
+        assert_eq!(
+            games,
+            [&s("GAME#c"), &s("GAME#a"), &s("GAME#b")],
+            "{engine}"
+        );
+        finish(store).await;
+    }
+}
