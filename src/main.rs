@@ -67,6 +67,13 @@ async fn run() -> anyhow::Result<()> {
         // No log: stdout carries the tables, stderr a refusal.
         return explain_chart(file.as_deref(), *item_bytes, *format);
     }
+    if let Command::Chart(ChartCommand::Import { model, output }) = &command {
+        // No log: the chart goes to stdout (or the file), the TODOs to stderr.
+        return import_model(model, output.as_deref());
+    }
+    if let Command::Chart(ChartCommand::Export { file, output }) = &command {
+        return export_chart(file.as_deref(), output.as_deref());
+    }
     if let Command::Token(args) = &command {
         // Before logging starts too: stdout carries the token and nothing else.
         println!("{}", args.token()?);
@@ -196,10 +203,19 @@ async fn run() -> anyhow::Result<()> {
             tracing::info!(store = %args.describe(), created, "table ready");
         }
         Command::Seed(args) => {
-            let store = args.store.open().await?;
-            let describe = args.store.describe();
             let chart = args.store.load_chart()?;
-            if !builtin_chart(&args.store)? {
+            // The table as it stores items, and in the chart's form (one engine: an embedded
+            // file opens once).
+            let raw = args.store.open_as_stored().await?;
+            let store = itemgraph::store::stored::wrap(raw.clone(), &chart);
+            let describe = args.store.describe();
+            if let Some(path) = &args.workbench {
+                // The model's items are as the table stores them: written below the chart's
+                // forms.
+                create_table(store.as_ref(), &chart).await?;
+                let (written, of) = seed_workbench(raw.as_ref(), &chart, path).await?;
+                tracing::info!(store = %describe, written, of, "the model's items loaded (none overwritten)");
+            } else if !builtin_chart(&args.store)? {
                 // Another chart's demo data is its samples.
                 create_table(store.as_ref(), &chart).await?;
                 let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
@@ -587,7 +603,13 @@ fn print_advice(advice: &[itemgraph::chart::advice::Advice]) {
     let mut last: Option<&str> = None;
     for a in advice {
         if last != Some(a.entity.as_str()) {
-            anstream::println!("{entity}{}{entity:#}:", a.entity);
+            // Advice on the chart as a whole names no entity.
+            let name = if a.entity.is_empty() {
+                "The chart"
+            } else {
+                &a.entity
+            };
+            anstream::println!("{entity}{name}{entity:#}:");
             last = Some(a.entity.as_str());
         }
         let pattern = a
@@ -663,4 +685,105 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
         }
         tracing::info!("shutdown requested; finishing in-flight requests");
     }
+}
+
+/// `chart import`: the chart drafted from the model, on stdout or in `output`; its TODOs on
+/// stderr.
+fn import_model(model: &std::path::Path, output: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(model).with_context(|| format!("reading {}", model.display()))?;
+    let model_data = itemgraph::chart::workbench::Model::parse(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", model.display()))?;
+    let drafted = itemgraph::chart::workbench::import::import(&model_data)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", model.display()))?;
+    match output {
+        Some(path) => std::fs::write(path, &drafted.text)
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => print!("{}", drafted.text),
+    }
+    for todo in &drafted.todos {
+        eprintln!("TODO: {todo}");
+    }
+    eprintln!(
+        "{}: a chart drafted{}; `itemgraph chart check` it",
+        model.display(),
+        match drafted.todos.len() {
+            0 => String::new(),
+            1 => " with 1 TODO".into(),
+            n => format!(" with {n} TODOs"),
+        }
+    );
+    Ok(())
+}
+
+/// `chart export`: the chart as a NoSQL Workbench model, on stdout or in `output`.
+fn export_chart(
+    file: Option<&std::path::Path>,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let (shown, checked) = chart_file(file);
+    let chart = match checked {
+        Ok(chart) => chart,
+        Err(refused) => {
+            print_refused(&shown, &refused);
+            std::process::exit(1);
+        }
+    };
+    let exported = itemgraph::chart::workbench::export::export(&chart);
+    let json = serde_json::to_string_pretty(&exported.model)? + "\n";
+    match output {
+        Some(path) => {
+            std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?
+        }
+        None => print!("{json}"),
+    }
+    for note in &exported.notes {
+        eprintln!("note: {note}");
+    }
+    Ok(())
+}
+
+/// `seed --workbench`: the model's sample items of the chart's table, each put where its key
+/// is free; how many were written, of how many.
+async fn seed_workbench(
+    store: &dyn itemgraph::store::Store,
+    chart: &itemgraph::chart::Chart,
+    path: &std::path::Path,
+) -> anyhow::Result<(usize, usize)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let model = itemgraph::chart::workbench::Model::parse(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let table = model
+        .data_model
+        .iter()
+        .find(|t| t.table_name == chart.table.name)
+        .or_else(|| (model.data_model.len() == 1).then(|| &model.data_model[0]))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no table `{}` in the model (it has {})",
+                path.display(),
+                chart.table.name,
+                model
+                    .data_model
+                    .iter()
+                    .map(|t| format!("`{}`", t.table_name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+    let items = table.items();
+    let of = items.len();
+    let mut written = 0;
+    for (_, item) in items {
+        let put = itemgraph::store::Put::new(item).when(itemgraph::store::Condition::not_exists(
+            store.schema().pk.clone(),
+        ));
+        match store.put_item(put).await {
+            Ok(_) => written += 1,
+            Err(itemgraph::store::StoreError::ConditionFailed { .. }) => {}
+            Err(e) => return Err(e).context("writing the model's items"),
+        }
+    }
+    Ok((written, of))
 }

@@ -27,7 +27,7 @@ pub struct Advice {
 }
 
 /// The rules advised on, each with what it asks (`docs/CHART.md`, "Advice").
-pub const RULES: [(&str, &str); 9] = [
+pub const RULES: [(&str, &str); 10] = [
     (
         "hot-partition",
         "no counter item or index partition takes every create of one tenant: counters are spread over counter shards, index partitions over more than the tenant",
@@ -59,6 +59,10 @@ pub const RULES: [(&str, &str); 9] = [
     (
         "consistent-read",
         "a root field that reads one item after its create or change reads the base table, not an index",
+    ),
+    (
+        "import-todo",
+        "nothing `chart import` could not infer from a NoSQL Workbench model is left undecided: each `# TODO:` it wrote is done and removed",
     ),
     (
         "global-marker",
@@ -138,6 +142,7 @@ pub fn advise(chart: &Chart) -> Vec<Advice> {
     scan_costs(chart, &mut out);
     consistent_reads(chart, &mut out);
     global_markers(chart, &mut out);
+    import_todos(chart, &mut out);
     out.sort_by(|a, b| {
         a.entity
             .cmp(&b.entity)
@@ -788,5 +793,25 @@ fn global_markers(chart: &Chart, out: &mut Vec<Advice>) {
             ),
             why: GLOBAL_MARKER_WHY,
         });
+    }
+}
+
+const IMPORT_TODO_WHY: &str = "`itemgraph chart import` drafts a chart from what a NoSQL \
+Workbench model shows (its facets, key aliases and sample items) and writes `# TODO:` where \
+the model does not tell: a chart served with one left serves what the samples suggested, \
+not what the design is.";
+
+/// Each `# TODO:` comment `chart import` left in the chart's text.
+fn import_todos(chart: &Chart, out: &mut Vec<Advice>) {
+    for (n, line) in chart.source.lines().enumerate() {
+        if let Some(what) = line.trim_start().strip_prefix("# TODO:") {
+            out.push(Advice {
+                rule: "import-todo",
+                entity: String::new(),
+                pattern: None,
+                message: format!("line {}: {}", n + 1, what.trim()),
+                why: IMPORT_TODO_WHY,
+            });
+        }
     }
 }

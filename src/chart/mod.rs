@@ -25,6 +25,7 @@ pub mod size;
 pub mod stored;
 pub mod template;
 pub mod types;
+pub mod workbench;
 
 #[cfg(test)]
 mod tests;

@@ -77,10 +77,23 @@ pub fn types(chart: &Chart) -> Vec<SchemaType> {
             }
         }
     }
-    // A Scan pattern's children are paged by a root connection.
+    // A Scan pattern's children are paged by a root connection, as a root field's Query
+    // of no parent's are.
     for p in chart.patterns.values() {
         if let Request::Scan { children, .. } = &p.request {
             if !paged.contains(&children.as_str()) {
+                paged.push(children.as_str());
+            }
+        }
+    }
+    for root in chart.query.values() {
+        if let Some(Request::Query {
+            parent: None,
+            children,
+            ..
+        }) = chart.patterns.get(&root.pattern).map(|p| &p.request)
+        {
+            if *children == root.entity && !paged.contains(&children.as_str()) {
                 paged.push(children.as_str());
             }
         }

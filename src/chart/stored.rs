@@ -33,6 +33,9 @@ struct Form {
     /// template for this entity is `{username}`): chart name to the key attribute, and
     /// whether the value is an int.
     in_keys: HashMap<String, (String, bool)>,
+    /// Values only in an index key, the one variable of its template there (`p#{sku}`):
+    /// the key attribute, and the template.
+    from_index: HashMap<String, (String, super::template::Template)>,
 }
 
 /// A chart's stored forms: what [`Forms::stored`] and [`Forms::charted`] turn.
@@ -48,7 +51,10 @@ pub struct Forms {
 impl Forms {
     /// The forms of `chart`; `None` when its items are stored as it names them.
     pub fn of(chart: &Chart) -> Option<Forms> {
-        let mut any = !chart.table.types_stored;
+        // The server's own items name their type in `Type`: a table whose items name theirs
+        // elsewhere has them told apart here too.
+        let mut any =
+            !chart.table.types_stored || chart.table.type_attribute != crate::store::own::TYPE;
         let mut forms = HashMap::new();
         let mut by_type_value = HashMap::new();
         let key_attributes: Vec<&str> = chart
@@ -78,6 +84,11 @@ impl Forms {
                 }
                 if attr.key_only {
                     form.key_only.push(a.clone());
+                    if !e.key.var_names().contains(&a.as_str()) {
+                        if let Some(found) = index_template(chart, e, a) {
+                            form.from_index.insert(a.clone(), found);
+                        }
+                    }
                 }
             }
             any |= !(form.names.is_empty()
@@ -158,7 +169,10 @@ impl Forms {
     /// as it is, without the chart's type attribute (it then decodes as of none).
     pub fn charted(&self, chart: &Chart, mut item: Item) -> Item {
         let t = &chart.table;
-        let Some(e) = self.entity_of(chart, &item) else {
+        let Some(e) = self
+            .entity_of(chart, &item)
+            .or_else(|| own_item(chart, &item))
+        else {
             if !t.types_stored {
                 item.remove(&t.type_attribute);
             } else if let Some(AttributeValue::S(v)) = item.get(&t.type_attribute) {
@@ -194,6 +208,23 @@ impl Forms {
             for a in &form.strings {
                 if let Some(v) = item.get_mut(a) {
                     *v = to_number(std::mem::replace(v, AttributeValue::Null(true)));
+                }
+            }
+            for (a, (key, template)) in &form.from_index {
+                let Some(AttributeValue::S(text)) = item.get(key) else {
+                    continue;
+                };
+                let Some(read) = template.read(text) else {
+                    continue;
+                };
+                if let Some((_, v)) = read.into_iter().next() {
+                    let int = matches!(e.attributes.get(a).map(|x| &x.ty), Some(Type::Int { .. }));
+                    let v = match v {
+                        Value::Int(n) => AttributeValue::N(n.to_string()),
+                        Value::Text(t) if int => AttributeValue::N(t),
+                        Value::Text(t) => AttributeValue::S(t),
+                    };
+                    item.insert(a.clone(), v);
                 }
             }
             if !form.key_only.is_empty() {
@@ -260,6 +291,33 @@ impl Forms {
                 ])
             }
         };
+        // A value only in an index key: compared as the key renders it.
+        let in_index = |a: &str| form.and_then(|f| f.from_index.get(a));
+        let rendered = |t: &super::template::Template, a: &str, v: &AttributeValue| match v {
+            AttributeValue::S(s) => t
+                .render(|n| (n == a).then(|| Value::Text(s.clone())))
+                .ok()
+                .map(AttributeValue::S),
+            AttributeValue::N(n) => t
+                .render(|x| {
+                    (x == a).then(|| n.parse().map(Value::Int).unwrap_or(Value::Text(n.clone())))
+                })
+                .ok()
+                .map(AttributeValue::S),
+            _ => None,
+        };
+        if let Some((key, t)) = in_index(c.attribute().unwrap_or_default()) {
+            match &c {
+                Condition::Exists(_) => return Condition::Exists(key.clone()),
+                Condition::NotExists(_) => return Condition::NotExists(key.clone()),
+                Condition::Cmp(a, op, v) => {
+                    if let Some(r) = rendered(t, a, v) {
+                        return Condition::Cmp(key.clone(), *op, r);
+                    }
+                }
+                _ => {}
+            }
+        }
         match c {
             Condition::Exists(a) if key_value(&a).is_some() => Condition::Exists(pk.clone()),
             Condition::NotExists(a) if key_value(&a).is_some() => Condition::NotExists(pk.clone()),
@@ -405,4 +463,35 @@ fn compare(a: &AttributeValue, b: &AttributeValue) -> Option<std::cmp::Ordering>
         }
         _ => None,
     }
+}
+
+/// The index key of `e` whose template holds `attr` as its one variable: the key attribute
+/// and the template.
+fn index_template(
+    chart: &Chart,
+    e: &Entity,
+    attr: &str,
+) -> Option<(String, super::template::Template)> {
+    e.indexes.iter().find_map(|(i, keys)| {
+        let index = chart.indexes.get(i)?;
+        [
+            (Some(&index.partition_key), &keys.pk),
+            (index.sort_key.as_ref(), &keys.sk),
+        ]
+        .into_iter()
+        .find_map(|(name, t)| {
+            let vars: Vec<&str> = t.vars().map(|v| v.name.as_str()).collect();
+            (vars == [attr]).then(|| Some((name?.clone(), t.clone())))?
+        })
+    })
+}
+
+/// The server's own item `item` is (its key reserved, its type in `Type`), where it is one.
+fn own_item<'c>(chart: &'c Chart, item: &Item) -> Option<&'c Entity> {
+    let AttributeValue::S(ty) = item.get(crate::store::own::TYPE)? else {
+        return None;
+    };
+    let e = chart.entities.get(ty).filter(|e| e.system)?;
+    let key = chart.key_of(item)?;
+    read_key(e, &key).map(|_| e)
 }

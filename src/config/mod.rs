@@ -139,6 +139,30 @@ pub enum ChartCommand {
         #[arg(long, env = "ITEMGRAPH_EXPLAIN_FORMAT", value_enum, default_value_t = ExplainFormat::Markdown)]
         format: ExplainFormat,
     },
+    /// Draft a chart from a NoSQL Workbench data model (its JSON export): an entity per
+    /// facet, key templates inferred from the sample items' keys and checked against every
+    /// one, the other attributes with their types and stored names, the indexes, a GetItem
+    /// pattern per entity and a Query for each item collection the samples show. What could
+    /// not be inferred is left as a `# TODO:` comment, which `chart check` names.
+    Import {
+        /// The data model (JSON, as NoSQL Workbench exports it).
+        model: std::path::PathBuf,
+        /// Where to write the chart; standard output when not given.
+        #[arg(long, short)]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Write a chart as a NoSQL Workbench data model: its table, a facet per entity with
+    /// its key templates as aliases and its samples as the table stores them, its global
+    /// secondary indexes; open it in NoSQL Workbench with "Import data model". Without
+    /// FILE, the built-in chart.
+    Export {
+        /// The chart file (TOML); the one `ITEMGRAPH_CHART` names when not given.
+        #[arg(env = "ITEMGRAPH_CHART")]
+        file: Option<std::path::PathBuf>,
+        /// Where to write the model; standard output when not given.
+        #[arg(long, short)]
+        output: Option<std::path::PathBuf>,
+    },
 }
 
 /// What `chart check` writes.
@@ -626,6 +650,11 @@ pub struct SeedArgs {
     #[arg(long, value_name = "N", env = "ITEMGRAPH_SEED_GENERATE",
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub generate: Option<u64>,
+    /// Load the sample items of this NoSQL Workbench data model (its table of the chart's
+    /// name, or its only one) as they are, instead of the chart's samples: each written
+    /// only where its key is free, never overwriting an item.
+    #[arg(long, value_name = "MODEL", env = "ITEMGRAPH_SEED_WORKBENCH")]
+    pub workbench: Option<std::path::PathBuf>,
 }
 
 #[cfg(test)]

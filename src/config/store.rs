@@ -163,6 +163,12 @@ impl StoreArgs {
         Ok(crate::store::stored::wrap(opened, &chart))
     }
 
+    /// The store as the table stores items, the chart's forms not applied: for items that
+    /// are already in the table's form (a NoSQL Workbench model's).
+    pub async fn open_as_stored(&self) -> anyhow::Result<Arc<dyn Store>> {
+        store::open(&self.engine()?, self.load_chart()?.table_schema()).await
+    }
+
     /// The chart `--chart` names, read and checked (refused with every rule it breaks), or
     /// the built-in one. A file holding exactly the built-in chart is the built-in chart.
     pub fn load_chart(&self) -> anyhow::Result<Arc<crate::chart::Chart>> {

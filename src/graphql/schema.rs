@@ -113,6 +113,18 @@ pub fn build(chart: Arc<Chart>) -> SchemaBuilder {
             }
         }
     }
+    for root in chart.query.values() {
+        if let Some(Request::Query {
+            parent: None,
+            children,
+            ..
+        }) = chart.patterns.get(&root.pattern).map(|p| &p.request)
+        {
+            if *children == root.entity && !connections.contains(children) {
+                connections.push(children.clone());
+            }
+        }
+    }
     for child in &connections {
         let (conn, edge) = resolve::connection_types(&chart, child);
         schema = schema.register(conn).register(edge);
@@ -222,6 +234,16 @@ pub(super) fn connection_arguments(
     owner: &Entity,
     pattern: u32,
 ) -> Vec<(String, Type, bool)> {
+    pattern_arguments(chart, Some(owner), pattern)
+}
+
+/// The variables of a Query pattern's key condition a caller gives: those its owner's
+/// item does not (every one, for a root connection, which has no owner).
+pub(super) fn pattern_arguments(
+    chart: &Chart,
+    owner: Option<&Entity>,
+    pattern: u32,
+) -> Vec<(String, Type, bool)> {
     let Some(Request::Query { condition, .. }) = chart.patterns.get(&pattern).map(|p| &p.request)
     else {
         return Vec::new();
@@ -230,7 +252,9 @@ pub(super) fn connection_arguments(
     let templates = condition.templates();
     for t in templates {
         for v in t.vars() {
-            if owner.attributes.contains_key(&v.name) || out.iter().any(|(n, ..)| *n == v.name) {
+            if owner.is_some_and(|o| o.attributes.contains_key(&v.name))
+                || out.iter().any(|(n, ..)| *n == v.name)
+            {
                 continue;
             }
             if let Some(ty) = chart.var_type(condition, &v.name) {

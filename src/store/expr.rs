@@ -64,6 +64,20 @@ pub enum Condition {
 }
 
 impl Condition {
+    /// The attribute a condition that compares one compares.
+    pub fn attribute(&self) -> Option<&str> {
+        match self {
+            Condition::Exists(a)
+            | Condition::NotExists(a)
+            | Condition::Cmp(a, _, _)
+            | Condition::Between(a, _, _)
+            | Condition::EntryExists(a, _)
+            | Condition::Size(a, _, _)
+            | Condition::BeginsWith(a, _) => Some(a),
+            Condition::And(_) | Condition::Or(_) | Condition::Not(_) => None,
+        }
+    }
+
     pub fn eq(attr: impl Into<String>, v: AttributeValue) -> Self {
         Condition::Cmp(attr.into(), CmpOp::Eq, v)
     }

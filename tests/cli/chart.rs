@@ -602,3 +602,144 @@ fn check_advises_on_hot_partitions_and_unbounded_items() {
     assert_eq!(x["holds"], false);
     assert!(!x["refusals"].as_array().unwrap().is_empty(), "{out}");
 }
+
+/// `chart import` drafts a chart from a NoSQL Workbench model that `chart check` passes;
+/// `chart export` writes a chart as a model `chart import` reads back; a model's TODOs are
+/// named by `chart check` as warnings, which `--deny-warnings` fails on; `seed
+/// --workbench` loads a model's items as they are, none overwritten, and `check --chart`
+/// finds the table clean.
+#[test]
+fn workbench_models_go_in_and_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("shop.toml");
+    let chart_arg = chart.to_str().unwrap();
+    let (code, out, err) = chart_command(
+        "import",
+        &["examples/models/shop.json", "--output", chart_arg],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(
+        err.contains("a chart drafted; `itemgraph chart check` it"),
+        "{err}"
+    );
+    let (code, out, err) = chart_check(&[chart_arg]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("chart `garden-shop`: 3 entities"), "{out}");
+
+    // Without --output, the chart on stdout.
+    let (code, drafted, _) = chart_command("import", &["examples/models/device-log.json"]);
+    assert_eq!(code, 0);
+    assert!(
+        drafted.contains("partition_key = \"DeviceID\""),
+        "{drafted}"
+    );
+
+    // A model with what a chart cannot say: a TODO, named by the check.
+    let model = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/models/shop.json"),
+    )
+    .unwrap()
+    .replace(
+        r#""Quantity": { "N": "2" }"#,
+        r#""Quantity": { "N": "2.5" }"#,
+    );
+    let odd = dir.path().join("odd.json");
+    std::fs::write(&odd, model).unwrap();
+    let (code, drafted, err) = chart_command("import", &[odd.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(err.contains("with 1 TODO"), "{err}");
+    let odd_chart = dir.path().join("odd.toml");
+    std::fs::write(&odd_chart, drafted).unwrap();
+    let (code, out, _) = chart_check(&[odd_chart.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(out.contains("warning [import-todo]"), "{out}");
+    assert!(out.contains("numbers with a fraction"), "{out}");
+    let (code, ..) = chart_check(&[odd_chart.to_str().unwrap(), "--deny-warnings"]);
+    assert_eq!(code, 1);
+
+    // A chart out as a model, and back.
+    let model = dir.path().join("corner-shop.json");
+    let (code, _, err) = chart_command(
+        "export",
+        &[
+            "examples/charts/corner-shop.toml",
+            "--output",
+            model.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    assert_eq!(json["ModelMetadata"]["Version"], "3.0");
+    assert_eq!(json["DataModel"][0]["TableName"], "shop");
+    let facets: Vec<&str> = json["DataModel"][0]["TableFacets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["FacetName"].as_str().unwrap())
+        .collect();
+    assert_eq!(facets, ["Customer", "Product", "Order"]);
+    assert_eq!(
+        json["DataModel"][0]["TableFacets"][1]["TableData"][0]["Price"],
+        serde_json::json!({ "S": "1250" })
+    );
+    let (code, back, err) = chart_command("import", &[model.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let back_chart = dir.path().join("back.toml");
+    std::fs::write(&back_chart, back).unwrap();
+    let (code, _, err) = chart_check(&[back_chart.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+
+    // The model's items into a table, as they are, then checked against the chart.
+    let data = dir.path().join("shop.redb");
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        // The log, wherever it goes, without its colours.
+        let log = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        let mut plain = String::new();
+        let mut chars = log.chars();
+        while let Some(c) = chars.next() {
+            if c == '\u{1b}' {
+                for c in chars.by_ref() {
+                    if c == 'm' {
+                        break;
+                    }
+                }
+            } else {
+                plain.push(c);
+            }
+        }
+        (out.status.code().unwrap_or(-1), plain.clone(), plain)
+    };
+    let seed = [
+        "seed",
+        "--chart",
+        chart_arg,
+        "--workbench",
+        "examples/models/shop.json",
+        "--data",
+        data.to_str().unwrap(),
+    ];
+    let (code, _, err) = run(&seed);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("written=7 of=7"), "{err}");
+    let (code, _, err) = run(&seed);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("written=0 of=7"), "{err}");
+    let (code, out, err) = run(&[
+        "check",
+        "--chart",
+        chart_arg,
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The 7 and the chart recorded in the table `seed` created.
+    assert!(out.contains("checked 8 items: no violations"), "{out}");
+}

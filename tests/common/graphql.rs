@@ -103,6 +103,24 @@ impl Api {
     /// `chart`'s API over a fresh table holding its samples: in memory on the embedded
     /// engine, or on DynamoDB Local (`None` when it is unavailable outside CI).
     pub async fn chart(chart: Arc<itemgraph::chart::Chart>, dynamodb: Option<&str>) -> Option<Api> {
+        Api::chart_holding(chart, None, dynamodb).await
+    }
+
+    /// `chart`'s API over a fresh table holding `items` as the table stores them (a NoSQL
+    /// Workbench model's sample items), not the chart's samples.
+    pub async fn chart_with_stored(
+        chart: Arc<itemgraph::chart::Chart>,
+        items: Vec<itemgraph::store::Item>,
+        dynamodb: Option<&str>,
+    ) -> Option<Api> {
+        Api::chart_holding(chart, Some(items), dynamodb).await
+    }
+
+    async fn chart_holding(
+        chart: Arc<itemgraph::chart::Chart>,
+        stored: Option<Vec<itemgraph::store::Item>>,
+        dynamodb: Option<&str>,
+    ) -> Option<Api> {
         let (store, drop_table): (Arc<dyn Store>, bool) = match dynamodb {
             None => (
                 Arc::new(
@@ -129,10 +147,21 @@ impl Api {
         assert!(store.create_table().await.expect("create table"));
         let raw = store.clone();
         let store = itemgraph::store::stored::wrap(store, &chart);
-        let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
-            .await
-            .expect("seed the samples");
-        assert_eq!(written, chart.samples.len());
+        match stored {
+            Some(items) => {
+                for item in items {
+                    raw.put_item(itemgraph::store::Put::new(item))
+                        .await
+                        .expect("put an item as stored");
+                }
+            }
+            None => {
+                let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
+                    .await
+                    .expect("seed the samples");
+                assert_eq!(written, chart.samples.len());
+            }
+        }
         Some(Api {
             drop_table,
             raw,

@@ -26,6 +26,7 @@ mod chart_tenant_kinds;
 mod chart_tenant_reads;
 mod chart_tenants;
 mod chart_transactions;
+mod chart_workbench;
 mod chart_workloads;
 mod chart_writes;
 mod charts;

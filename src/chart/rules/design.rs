@@ -489,6 +489,24 @@ impl Checker {
             };
             let serves = match &p.request {
                 Request::GetItem { entity, .. } => *entity == e.name,
+                // A root connection of what a Query of no parent finds: its key condition's
+                // values are the caller's arguments, which cannot be bound to a tenant.
+                Request::Query {
+                    parent: None,
+                    children,
+                    ..
+                } if *children == e.name => {
+                    if file.tenant.is_some() {
+                        self.refuse(
+                            "tenant",
+                            format!(
+                                "root field `{name}` lists what pattern {} finds by the caller's arguments, which no tenant binds: list them under their owner instead",
+                                q.pattern
+                            ),
+                        );
+                    }
+                    true
+                }
                 Request::Query { parent, .. } | Request::Collection { parent, .. } => {
                     parent.as_deref() == Some(e.name.as_str())
                 }

@@ -66,12 +66,20 @@ impl Checker {
                             ),
                         );
                     }
-                    if !key_vars.contains(&a.as_str()) {
+                    // Read back from the primary key, or from an index key whose one
+                    // variable it is.
+                    let in_index = e.indexes.values().any(|k| {
+                        [&k.pk, &k.sk].iter().any(|t| {
+                            t.vars().map(|v| v.name.as_str()).collect::<Vec<_>>() == [a.as_str()]
+                        })
+                    });
+                    if !key_vars.contains(&a.as_str()) && !in_index {
                         self.refuse(
                             "stored",
                             format!(
-                                "attribute `{a}`: `key_only`, but the primary key's templates \
-                                 do not hold it, so it could not be read back"
+                                "attribute `{a}`: `key_only`, but neither the primary key's \
+                                 templates nor an index key whose one variable it is hold it, so \
+                                 it could not be read back"
                             ),
                         );
                     }

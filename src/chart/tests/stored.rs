@@ -157,10 +157,30 @@ fn forms_that_cannot_be_turned_one_way_only_are_refused() {
     let r = refused("stored = \"Title\"", "stored = \"EntityType\"");
     refuses(&r, "stored", Some("Product"), None, "the type attribute");
     let r = refused(
-        "sku = { type = \"sku\", stored = \"ProductSku\"",
-        "sku = { type = \"sku\", key_only = true",
+        "status = { type = \"OrderStatus\", stored = \"Status\" }",
+        "status = { type = \"OrderStatus\", key_only = true }",
     );
     refuses(&r, "stored", Some("Order"), None, "could not be read back");
+    // A value only in an index key, its one variable there, is read back from it.
+    let chart = shop(
+        "sku = { type = \"sku\", stored = \"ProductSku\"",
+        "sku = { type = \"sku\", key_only = true",
+    )
+    .unwrap_or_else(|r| panic!("{r}"));
+    let forms = chart.forms.as_ref().unwrap();
+    let stored = item(&[
+        ("PK", s("c#10001")),
+        ("SK", s("o#200001")),
+        ("GSI1-PK", s("p#BK-100")),
+        ("GSI1-SK", s("o#200001")),
+        ("EntityType", s("order")),
+    ]);
+    assert_eq!(forms.charted(&chart, stored)["sku"], s("BK-100"));
+    let key = crate::store::PrimaryKey::new("c#10001", "o#200001");
+    assert_eq!(
+        forms.condition(&chart, Some(&key), Condition::eq("sku", s("LT-200"))),
+        Condition::eq("GSI1-PK", s("p#LT-200"))
+    );
     let r = refused(
         "customerId = { type = \"customerId\", key_only = true, description",
         "customerId = { type = \"customerId\", key_only = true, optional = true, description",

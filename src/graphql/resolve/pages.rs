@@ -160,19 +160,8 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                         }
                     }
                 };
-                let index = match &p.request {
-                    Request::Query { condition, .. } => condition.index.clone(),
-                    _ => None,
-                };
-                let page = conn(
-                    rc,
-                    &chart,
-                    &connection,
-                    &resolved,
-                    fetched,
-                    index.as_deref(),
-                    total,
-                );
+                let index = index_of(p);
+                let page = conn(rc, &chart, &connection, &resolved, fetched, index, total);
                 Ok(Some(answer(rc, &chart, page, &look).await))
             })
         },
@@ -248,6 +237,62 @@ pub fn scan_field(chart: &Arc<Chart>, name: &str, pattern: u32, child: &str) -> 
     .argument(InputValue::new("after", TypeRef::named(TypeRef::STRING)))
     .argument(InputValue::new("last", TypeRef::named(TypeRef::INT)).description("Refused: a Scan reads forward only."))
     .argument(InputValue::new("before", TypeRef::named(TypeRef::STRING)).description("Refused: a Scan reads forward only."))
+}
+
+/// A root field that lists what a Query pattern of no parent finds (`[query.NAME]` on a
+/// Query whose children are its entity: a user's sessions by an index keyed by the user):
+/// a connection whose arguments are the key condition's variables, each page one Query,
+/// later pages from the last-seen key. Cursors are signed for `Query.NAME` and the
+/// partition they page.
+pub fn query_field(chart: &Arc<Chart>, name: &str, pattern: u32, child: &str) -> Field {
+    let extra = crate::graphql::schema::pattern_arguments(chart, None, pattern);
+    let chart2 = chart.clone();
+    let cursor = format!("Query.{name}");
+    let extra2 = extra.clone();
+    let mut f = Field::new(
+        name,
+        TypeRef::named_nn(format!("{child}Connection")),
+        move |ctx| {
+            let chart = chart2.clone();
+            let cursor = cursor.clone();
+            let extra = extra2.clone();
+            FieldFuture::new(async move {
+                let rc = rc(&ctx);
+                let args = page_args(&ctx);
+                let given = given_args(&ctx, &extra);
+                let (vars, _) = connection_vars(&extra, &given).map_err(|e| e.extend())?;
+                let p = &chart.patterns[&pattern];
+                let connection =
+                    read::connection_name(p, &cursor, &vars).map_err(|e| e.extend())?;
+                let resolved = args
+                    .resolve(&rc.cursors, &connection)
+                    .map_err(|e| e.extend())?;
+                let fetched = read::page(rc.store.as_ref(), &chart, p, &vars, &resolved)
+                    .await
+                    .map_err(|e| e.extend())?;
+                let index = index_of(p);
+                let page = conn(rc, &chart, &connection, &resolved, fetched, index, None);
+                Ok(Some(answer(rc, &chart, page, &ctx.look_ahead()).await))
+            })
+        },
+    );
+    for (name, ty, optional) in &extra {
+        f = f.argument(argument(name, ty, *optional));
+    }
+    f.argument(InputValue::new("first", TypeRef::named(TypeRef::INT)))
+        .argument(InputValue::new("after", TypeRef::named(TypeRef::STRING)))
+        .argument(InputValue::new("last", TypeRef::named(TypeRef::INT)))
+        .argument(InputValue::new("before", TypeRef::named(TypeRef::STRING)))
+}
+
+/// The index a Query pattern reads (`None`: the table, or no Query).
+fn index_of(p: &crate::chart::Pattern) -> Option<&str> {
+    match &p.request {
+        Request::Query { condition, .. } | Request::Collection { condition, .. } => {
+            condition.index.as_deref()
+        }
+        _ => None,
+    }
 }
 
 /// A connection's page as answered, the references selected under its nodes asked at
@@ -620,19 +665,8 @@ pub fn collection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                         .await
                         .map_err(|e| e.extend())?,
                 };
-                let index = match &p.request {
-                    Request::Collection { condition, .. } => condition.index.clone(),
-                    _ => None,
-                };
-                let page = conn(
-                    rc,
-                    &chart,
-                    &connection,
-                    &resolved,
-                    fetched,
-                    index.as_deref(),
-                    None,
-                );
+                let index = index_of(p);
+                let page = conn(rc, &chart, &connection, &resolved, fetched, index, None);
                 let look = ctx.look_ahead();
                 preload(
                     rc,

@@ -135,10 +135,26 @@ pub fn query_type(chart: Arc<Chart>) -> Object {
     let mut q = Object::new("Query");
     for (name, root) in &chart.query {
         let e = &chart.entities[&root.entity];
-        if let Some(Request::Scan { children, .. }) =
-            chart.patterns.get(&root.pattern).map(|p| &p.request)
-        {
-            let mut f = super::pages::scan_field(&chart, name, root.pattern, children);
+        let mut connection = match chart.patterns.get(&root.pattern).map(|p| &p.request) {
+            Some(Request::Scan { children, .. }) => Some(super::pages::scan_field(
+                &chart,
+                name,
+                root.pattern,
+                children,
+            )),
+            Some(Request::Query {
+                parent: None,
+                children,
+                ..
+            }) if *children == root.entity => Some(super::pages::query_field(
+                &chart,
+                name,
+                root.pattern,
+                children,
+            )),
+            _ => None,
+        };
+        if let Some(mut f) = connection.take() {
             if let Some(d) = &root.description {
                 f = f.description(d);
             }

@@ -1,0 +1,202 @@
+//! NoSQL Workbench models in and out, served: each model of `examples/models/` (written
+//! for these tests, of designs described in them) drafted into a chart by `chart import`
+//! that `chart check` passes with no TODO left, served over the model's own sample items as
+//! the model stores them, on both engines, every access pattern one request (an index's
+//! keys-only Query and the BatchGetItem of what it found, two); and a chart written out by
+//! `chart export` drafted back into one that serves its samples the same.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use itemgraph::chart::workbench::{export, import, Model};
+use itemgraph::store::Item;
+
+use crate::common::graphql::{requests, Api};
+
+fn model(name: &str) -> Model {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("examples/models/{name}.json"));
+    Model::parse(&std::fs::read_to_string(&path).unwrap()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The chart `chart import` drafts from `model`, checked, with no advice of its TODOs.
+fn drafted(model: &Model) -> Arc<itemgraph::chart::Chart> {
+    let d = import::import(model).unwrap();
+    assert_eq!(d.todos, Vec::<String>::new(), "{}", d.text);
+    let chart = itemgraph::chart::parse(&d.text).unwrap_or_else(|e| panic!("{e}\n{}", d.text));
+    let todos: Vec<_> = itemgraph::chart::advice::advise(&chart)
+        .into_iter()
+        .filter(|a| a.rule == "import-todo")
+        .collect();
+    assert!(todos.is_empty(), "{todos:?}");
+    Arc::new(chart)
+}
+
+fn items(model: &Model) -> Vec<Item> {
+    model.data_model[0]
+        .items()
+        .into_iter()
+        .map(|(_, i)| i)
+        .collect()
+}
+
+/// `query` answered over `model`'s items on each engine: its data and its requests' operations.
+async fn served(
+    model: &Model,
+    chart: &Arc<itemgraph::chart::Chart>,
+    query: &str,
+    prefix: &str,
+) -> Vec<(Value, Vec<String>)> {
+    let mut out = Vec::new();
+    for dynamodb in [None, Some(prefix)] {
+        let Some(api) = Api::chart_with_stored(chart.clone(), items(model), dynamodb).await else {
+            continue;
+        };
+        let r = api.run(query).await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+        // Sorted: some are sent at once.
+        let mut ops: Vec<String> = requests(&r)
+            .iter()
+            .map(|q| q["operation"].as_str().unwrap().to_owned())
+            .collect();
+        ops.sort();
+        out.push((r["data"].clone(), ops));
+        api.assert_clean(chart).await;
+        api.finish().await;
+    }
+    assert!(!out.is_empty());
+    // Both engines alike.
+    assert!(out.windows(2).all(|w| w[0] == w[1]), "{out:#?}");
+    out
+}
+
+#[tokio::test]
+async fn a_shop_model_is_served_as_its_app_stored_it() {
+    let m = model("shop");
+    let chart = drafted(&m);
+    assert_eq!(chart.table.type_attribute, "EntityType");
+    assert_eq!(chart.entities["Product"].type_value, "product");
+    let out = served(
+        &m,
+        &chart,
+        r#"{ customer(customerId: "48211") { name email orders { nodes { orderId sku quantity placedAt } } } }"#,
+        "wb-shop",
+    )
+    .await;
+    let (data, ops) = &out[0];
+    assert_eq!(
+        data["customer"],
+        json!({ "name": "Lena", "email": "lena@example.com", "orders": { "nodes": [
+            { "orderId": "900017", "sku": "TROWEL", "quantity": 2, "placedAt": "2026-11-28T14:02:00Z" },
+            { "orderId": "900020", "sku": "SHEARS", "quantity": 1, "placedAt": "2026-12-01T09:40:00Z" }
+        ] } })
+    );
+    assert_eq!(ops, &["GetItem", "Query"]);
+    // A product's orders through the index, the price stored as a string read as a number.
+    let out = served(
+        &m,
+        &chart,
+        r#"{ product(sku: "TROWEL") { name price orders { nodes { orderId quantity } } } }"#,
+        "wb-shop-2",
+    )
+    .await;
+    let (data, _) = &out[0];
+    assert_eq!(data["product"]["price"], 1450);
+    assert_eq!(
+        data["product"]["orders"]["nodes"],
+        json!([{ "orderId": "900017", "quantity": 2 }, { "orderId": "900018", "quantity": 5 }])
+    );
+}
+
+#[tokio::test]
+async fn a_simple_key_sessions_model_is_served_by_its_index_keyed_by_user() {
+    let m = model("sessions");
+    let chart = drafted(&m);
+    assert!(chart.table.sort_key.is_none());
+    assert_eq!(chart.table.time_to_live.as_deref(), Some("ttl"));
+    let out = served(
+        &m,
+        &chart,
+        r#"{ sessionsByUsername(username: "jordan") { nodes { sessionToken username createdAt } } }"#,
+        "wb-sessions",
+    )
+    .await;
+    let (data, ops) = &out[0];
+    let tokens: Vec<&str> = data["sessionsByUsername"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["sessionToken"].as_str().unwrap())
+        .collect();
+    assert_eq!(tokens.len(), 2, "{data}");
+    assert_eq!(ops, &["BatchGetItem", "Query"]);
+}
+
+#[tokio::test]
+async fn a_device_log_model_is_served_by_its_attribute_named_keys() {
+    let m = model("device-log");
+    let chart = drafted(&m);
+    let out = served(
+        &m,
+        &chart,
+        r#"{ stateChangesByOperator(operator: "Mira") { nodes { deviceID state date } }
+             stateChange(deviceID: "10044", state: "WARNING2", date: "2026-11-30T09:30:00") { notes operator } }"#,
+        "wb-device-log",
+    )
+    .await;
+    let (data, ops) = &out[0];
+    assert_eq!(
+        data["stateChangesByOperator"]["nodes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        data["stateChange"],
+        json!({ "notes": "Pressure high", "operator": "Tomas" })
+    );
+    assert_eq!(ops.len(), 2, "{ops:?}");
+}
+
+#[tokio::test]
+async fn an_exported_chart_is_drafted_back_and_serves_its_samples_alike() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts/corner-shop.toml");
+    let original = Arc::new(itemgraph::chart::load(&path).unwrap());
+    let exported = export::export(&original);
+    assert!(exported.notes.is_empty(), "{:?}", exported.notes);
+    // Through its JSON, as NoSQL Workbench would read it.
+    let json = serde_json::to_string_pretty(&exported.model).unwrap();
+    let m = Model::parse(&json).unwrap();
+    assert_eq!(m.data_model[0].table_facets.len(), 3);
+    let chart = drafted(&m);
+    // The model knows the attributes by their stored names (`Qty`), and so does the draft.
+    let back = served(
+        &m,
+        &chart,
+        r#"{ customer(customerId: "10001") { name orders { nodes { orderId qty total status } } } }"#,
+        "wb-export",
+    )
+    .await;
+    let query = r#"{ customer(customerId: "10001") { name orders { nodes { orderId quantity total status } } } }"#;
+    let Some(api) = Api::chart(original.clone(), None).await else {
+        unreachable!("the embedded engine");
+    };
+    let r = api.run(query).await;
+    assert!(r.get("errors").is_none(), "{r:#}");
+    // The same customer and orders, the total read back as the number it is.
+    let orders = &back[0].0["customer"]["orders"]["nodes"];
+    assert_eq!(back[0].0["customer"]["name"], r["data"]["customer"]["name"]);
+    assert_eq!(orders.as_array().unwrap().len(), 2);
+    assert_eq!(
+        orders[0]["orderId"],
+        r["data"]["customer"]["orders"]["nodes"][0]["orderId"]
+    );
+    assert_eq!(orders[0]["qty"], 2);
+    assert_eq!(
+        orders[0]["status"],
+        r["data"]["customer"]["orders"]["nodes"][0]["status"]
+    );
+}
