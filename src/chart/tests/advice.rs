@@ -418,3 +418,30 @@ fn a_scan_of_every_tenants_items_or_of_an_index_every_item_carries_is_advised_ag
         "{r}"
     );
 }
+
+/// A `# TODO:` that `chart import` left is named, with its line, until it is done.
+#[test]
+fn a_todo_chart_import_left_is_advised_on() {
+    let text = include_str!("../../../examples/charts/corner-shop.toml").replace(
+        "[entities.Customer]\n",
+        "# TODO: entity Customer: `email`: is it unique?\n[entities.Customer]\n",
+    );
+    let chart = accepted(&text);
+    let todos: Vec<String> = crate::chart::advice::advise(&chart)
+        .into_iter()
+        .filter(|a| a.rule == "import-todo")
+        .map(|a| a.message)
+        .collect();
+    let line = text.lines().position(|l| l.starts_with("# TODO:")).unwrap() + 1;
+    assert_eq!(
+        todos,
+        [format!(
+            "line {line}: entity Customer: `email`: is it unique?"
+        )]
+    );
+    assert!(crate::chart::advice::advise(&accepted(include_str!(
+        "../../../examples/charts/corner-shop.toml"
+    )))
+    .iter()
+    .all(|a| a.rule != "import-todo"));
+}

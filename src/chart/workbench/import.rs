@@ -772,6 +772,27 @@ impl Draft {
             let _ = write!(template, "{prefix}{{{name}}}");
             vars.push((name, vals));
         }
+        // Checked against every sample: the template reads each key back, and renders it.
+        let parsed = crate::chart::template::Template::parse(&template).ok();
+        let renders_all = parsed.as_ref().is_some_and(|t| {
+            values.iter().all(|v| {
+                t.read(v).is_some_and(|read| {
+                    t.render(|n| {
+                        read.iter()
+                            .find(|(var, _)| var.name == n)
+                            .map(|(_, x)| x.clone())
+                    })
+                    .is_ok_and(|back| back == **v)
+                })
+            })
+        });
+        if !renders_all {
+            let line = self.todo(format!(
+                "entity {entity}: `{template}` does not render every sample's key back: declare its key by hand"
+            ));
+            self.pending.push_str(&line);
+            return None;
+        }
         Some(Inferred { template, vars })
     }
 
