@@ -146,9 +146,10 @@ pub enum ChartCommand {
     /// not be inferred is left as a `# TODO:` comment, which `chart check` names.
     Import {
         /// The data model (JSON, as NoSQL Workbench exports it).
+        #[arg(env = "ITEMGRAPH_WORKBENCH_MODEL")]
         model: std::path::PathBuf,
         /// Where to write the chart; standard output when not given.
-        #[arg(long, short)]
+        #[arg(long, short, env = "ITEMGRAPH_CHART_IMPORT_OUTPUT")]
         output: Option<std::path::PathBuf>,
     },
     /// Write a chart as a NoSQL Workbench data model: its table, a facet per entity with
@@ -160,7 +161,7 @@ pub enum ChartCommand {
         #[arg(env = "ITEMGRAPH_CHART")]
         file: Option<std::path::PathBuf>,
         /// Where to write the model; standard output when not given.
-        #[arg(long, short)]
+        #[arg(long, short, env = "ITEMGRAPH_CHART_EXPORT_OUTPUT")]
         output: Option<std::path::PathBuf>,
     },
 }
