@@ -469,6 +469,10 @@ pub struct AttributeSpec {
     /// on read, rendered into it on write, never stored beside it.
     #[serde(default)]
     pub key_only: bool,
+    /// For a `timestamp`: the form it is stored in (`seconds`, `millis`, `local-seconds`,
+    /// `date`, `epoch-seconds`, `epoch-millis`; default: RFC 3339 as given).
+    #[serde(default)]
+    pub form: Option<String>,
     /// How a number is stored, where not as a number: `"string"` (its decimal digits, as
     /// tables written by other tools often hold prices).
     #[serde(default)]

@@ -457,6 +457,18 @@ pub struct Attribute {
     pub as_string: bool,
 }
 
+impl Attribute {
+    /// `now` (RFC 3339) as this attribute stores a time: in its timestamp's form.
+    pub fn time(&self, now: &str) -> crate::store::AttributeValue {
+        match self.ty {
+            Type::Timestamp(form) => form
+                .store(now)
+                .unwrap_or_else(|| crate::store::AttributeValue::S(now.to_owned())),
+            _ => crate::store::AttributeValue::S(now.to_owned()),
+        }
+    }
+}
+
 /// A number a create computes from what else it writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Computed {

@@ -39,6 +39,9 @@ pub(super) fn item(
             (Type::Int { .. }, AttributeValue::N(n)) => {
                 vars.insert(name.clone(), Value::Int(n.parse().unwrap_or(0)));
             }
+            (Type::Timestamp(f), AttributeValue::S(s)) if f.width().is_some() => {
+                vars.insert(name.clone(), Value::Text(s.clone()));
+            }
             _ => {}
         }
         item.insert(name.clone(), v);
@@ -102,6 +105,10 @@ pub fn key_values(e: &Entity, item: &Item) -> HashMap<String, Value> {
             (Some(AttributeValue::S(s)), Type::Kind(_) | Type::Enum { .. }) => {
                 out.insert(name.clone(), Value::Text(s.clone()));
             }
+            // A time of one width, as it goes into a key.
+            (Some(AttributeValue::S(s)), Type::Timestamp(f)) if f.width().is_some() => {
+                out.insert(name.clone(), Value::Text(s.clone()));
+            }
             _ => {}
         }
     }
@@ -135,7 +142,12 @@ fn stored(ty: &Type, v: &toml::Value) -> Option<AttributeValue> {
         (Type::String { max_length, .. }, toml::Value::String(s)) => (max_length
             .is_none_or(|m| s.chars().count() <= m))
         .then(|| AttributeValue::S(s.clone()))?,
-        (Type::Timestamp | Type::Kind(_), toml::Value::String(s)) => AttributeValue::S(s.clone()),
+        (
+            Type::Timestamp(super::types::TimeForm::Rfc3339) | Type::Kind(_),
+            toml::Value::String(s),
+        ) => AttributeValue::S(s.clone()),
+        // A time in another form: given as RFC 3339 (or the form's own text), stored so.
+        (Type::Timestamp(form), toml::Value::String(s)) => form.store(s)?,
         (Type::Expiry, toml::Value::String(s)) => {
             AttributeValue::N(super::types::rfc3339_to_epoch(s)?.to_string())
         }

@@ -193,7 +193,7 @@ fn value(chart: &Chart, ty: &Type, depth: usize) -> Option<u64> {
                 most.div_ceil(2) + 1
             }
             Type::Boolean => 1,
-            Type::Timestamp => TIMESTAMP_BYTES,
+            Type::Timestamp(_) => TIMESTAMP_BYTES,
             Type::Expiry | Type::Cents { .. } | Type::Counter => MAX_NUMBER_BYTES,
             Type::Kind(k) => kind(k),
             Type::Enum { values, .. } => values.iter().map(|v| v.len() as u64).max().unwrap_or(0),

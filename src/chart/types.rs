@@ -13,6 +13,7 @@ use regex::Regex;
 
 use super::kinds;
 use super::template::Domain;
+use crate::store::AttributeValue;
 
 /// An identifier kind: the built-in ones reuse the rules of [`super::kinds`].
 #[derive(Debug, Clone)]
@@ -157,7 +158,8 @@ pub enum Type {
         max: Option<i64>,
     },
     Boolean,
-    Timestamp,
+    /// A moment, stored in its declared form ([`TimeForm`]); RFC 3339 to GraphQL.
+    Timestamp(TimeForm),
     /// When an item expires: epoch seconds, as DynamoDB's Time to Live reads them; an
     /// RFC 3339 time to GraphQL.
     Expiry,
@@ -204,7 +206,8 @@ impl Type {
             Type::String { .. } => "string".into(),
             Type::Int { .. } => "int".into(),
             Type::Boolean => "boolean".into(),
-            Type::Timestamp => "timestamp".into(),
+            Type::Timestamp(TimeForm::Rfc3339) => "timestamp".into(),
+            Type::Timestamp(f) => format!("timestamp ({})", f.name()),
             Type::Expiry => "expiry".into(),
             Type::Cents { .. } => "cents".into(),
             Type::Counter => "counter".into(),
@@ -275,6 +278,27 @@ impl Type {
                     }),
                 })
             }
+            Type::Timestamp(form) => {
+                if width.is_some() {
+                    return Err("only an integer takes a width".into());
+                }
+                let form = *form;
+                if form.width().is_none() {
+                    return Err(format!(
+                        "a timestamp in a key needs a form of one width, so that byte order is \
+                         time order: `form = \"seconds\"`, `\"millis\"`, `\"local-seconds\"` or \
+                         `\"date\"` (it is `{}`)",
+                        form.name()
+                    ));
+                }
+                Ok(Domain {
+                    bytes: (b'-', b'Z'),
+                    accepts: Arc::new(move |t| {
+                        form.store(t)
+                            .is_some_and(|v| matches!(v, AttributeValue::S(s) if s == t))
+                    }),
+                })
+            }
             Type::String { .. } => Err(
                 "a free string could hold `#` and forge another key: declare an identifier kind \
                  (`[kinds.NAME]` with a pattern) or an enum"
@@ -283,4 +307,154 @@ impl Type {
             other => Err(format!("a {} cannot be part of a key", other.describe())),
         }
     }
+}
+
+/// How a timestamp is stored: RFC 3339 as given (the default), or a form of its own that
+/// other tools' tables keep: to the second or millisecond (`Z`), to the second without a
+/// zone (UTC), a date, or epoch seconds or milliseconds (numbers). GraphQL reads and gives
+/// RFC 3339 whatever the form (a date as a date).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimeForm {
+    #[default]
+    Rfc3339,
+    /// `2026-01-31T12:00:00Z`
+    Seconds,
+    /// `2026-01-31T12:00:00.000Z`
+    Millis,
+    /// `2026-01-31T12:00:00`, UTC.
+    LocalSeconds,
+    /// `2026-01-31`
+    Date,
+    /// Seconds since the Unix epoch, a number.
+    EpochSeconds,
+    /// Milliseconds since the Unix epoch, a number.
+    EpochMillis,
+}
+
+impl TimeForm {
+    pub const NAMES: [&'static str; 7] = [
+        "rfc3339",
+        "seconds",
+        "millis",
+        "local-seconds",
+        "date",
+        "epoch-seconds",
+        "epoch-millis",
+    ];
+
+    pub fn parse(name: &str) -> Option<TimeForm> {
+        Some(match name {
+            "rfc3339" => TimeForm::Rfc3339,
+            "seconds" => TimeForm::Seconds,
+            "millis" => TimeForm::Millis,
+            "local-seconds" => TimeForm::LocalSeconds,
+            "date" => TimeForm::Date,
+            "epoch-seconds" => TimeForm::EpochSeconds,
+            "epoch-millis" => TimeForm::EpochMillis,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// Whether it is stored as a number.
+    pub fn is_number(self) -> bool {
+        matches!(self, TimeForm::EpochSeconds | TimeForm::EpochMillis)
+    }
+
+    /// Its one width, where it has one (so byte order is time order, from year 0 to 9999).
+    pub fn width(self) -> Option<usize> {
+        match self {
+            TimeForm::Seconds => Some(20),
+            TimeForm::Millis => Some(24),
+            TimeForm::LocalSeconds => Some(19),
+            TimeForm::Date => Some(10),
+            _ => None,
+        }
+    }
+
+    /// A time as given (RFC 3339, or this form's own text) as this form stores it; `None`
+    /// when it is no time.
+    pub fn store(self, text: &str) -> Option<AttributeValue> {
+        self.of(read_time(text)?)
+    }
+
+    /// A moment as this form stores it.
+    pub fn of(self, t: time::OffsetDateTime) -> Option<AttributeValue> {
+        use time::macros::format_description as fd;
+        let t = t.to_offset(time::UtcOffset::UTC);
+        let s = |f: &[time::format_description::FormatItem<'_>]| {
+            t.format(f).ok().map(AttributeValue::S)
+        };
+        match self {
+            TimeForm::Rfc3339 => t
+                .format(&time::format_description::well_known::Rfc3339)
+                .ok()
+                .map(AttributeValue::S),
+            TimeForm::Seconds => s(fd!("[year]-[month]-[day]T[hour]:[minute]:[second]Z")),
+            TimeForm::Millis => s(fd!(
+                "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+            )),
+            TimeForm::LocalSeconds => s(fd!("[year]-[month]-[day]T[hour]:[minute]:[second]")),
+            TimeForm::Date => s(fd!("[year]-[month]-[day]")),
+            TimeForm::EpochSeconds => Some(AttributeValue::N(t.unix_timestamp().to_string())),
+            TimeForm::EpochMillis => Some(AttributeValue::N(
+                (t.unix_timestamp_nanos() / 1_000_000).to_string(),
+            )),
+        }
+    }
+
+    /// What GraphQL answers for a value stored in this form: RFC 3339 (a date as it is).
+    pub fn answer(self, v: &AttributeValue) -> Option<String> {
+        match (self, v) {
+            (TimeForm::Date, AttributeValue::S(s)) => Some(s.clone()),
+            (TimeForm::EpochSeconds, AttributeValue::N(n)) => epoch_to_rfc3339(n.parse().ok()?),
+            (TimeForm::EpochMillis, AttributeValue::N(n)) => {
+                let ms: i128 = n.parse().ok()?;
+                time::OffsetDateTime::from_unix_timestamp_nanos(ms * 1_000_000)
+                    .ok()?
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            }
+            (_, AttributeValue::S(s)) if !self.is_number() => {
+                let t = read_time(s)?;
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `v` is a value stored in this form.
+    pub fn fits(self, v: &AttributeValue) -> bool {
+        match (self, v) {
+            (TimeForm::Rfc3339, AttributeValue::S(_)) => true,
+            (f, AttributeValue::N(n)) if f.is_number() => n.parse::<i64>().is_ok(),
+            (f, AttributeValue::S(s)) if !f.is_number() => f
+                .store(s)
+                .is_some_and(|x| matches!(x, AttributeValue::S(y) if y == *s)),
+            _ => false,
+        }
+    }
+}
+
+/// A moment from text: RFC 3339, or ISO 8601 without a zone (UTC), to the second or a
+/// fraction of it, or a date (its midnight, UTC).
+pub fn read_time(text: &str) -> Option<time::OffsetDateTime> {
+    use time::macros::format_description as fd;
+    if let Ok(t) = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+    {
+        return Some(t);
+    }
+    if let Ok(t) = time::PrimitiveDateTime::parse(
+        text,
+        fd!("[year]-[month]-[day]T[hour]:[minute]:[second][optional [.[subsecond]]]"),
+    ) {
+        return Some(t.assume_utc());
+    }
+    time::Date::parse(text, fd!("[year]-[month]-[day]"))
+        .ok()
+        .map(|d| d.midnight().assume_utc())
 }

@@ -435,9 +435,8 @@ impl<'c> Generator<'c> {
                         .collect::<Option<_>>()?,
                 )
             }
-            (Type::String { .. } | Type::Timestamp | Type::Kind(_), AttributeValue::S(s)) => {
-                Value::String(s.clone())
-            }
+            (Type::Timestamp(f), v) => Value::String(f.answer(v)?),
+            (Type::String { .. } | Type::Kind(_), AttributeValue::S(s)) => Value::String(s.clone()),
             _ => return None,
         })
     }
@@ -463,7 +462,10 @@ impl<'c> Generator<'c> {
                 Value::Number(i64::try_from(low + turn % span).ok()?.into())
             }
             Type::Boolean => Value::Boolean(n % 2 == 0),
-            Type::Timestamp => Value::String(crate::chart::types::epoch_to_rfc3339(now)?),
+            // A second apart each (a time in a key is then unique).
+            Type::Timestamp(_) => Value::String(crate::chart::types::epoch_to_rfc3339(
+                now - i64::try_from(n).ok()?,
+            )?),
             Type::Expiry => {
                 Value::String(crate::chart::types::epoch_to_rfc3339(now + 30 * 86_400)?)
             }

@@ -74,7 +74,11 @@ pub fn query(
     let carries_parent = plan.carries_parent(page.forward, page.start.is_none());
     // A collection's later pages query its whole range from the last-seen key (its kinds
     // share no prefix); a backward one may reach the parent at its edge, and leaves it.
-    let sort = if plan.parent.is_some() && !carries_parent && plan.kinds.is_empty() {
+    let sort = if plan.parent.is_some()
+        && !carries_parent
+        && plan.kinds.is_empty()
+        && !plan.children_prefix.is_none()
+    {
         Some(SortCondition::BeginsWith(
             plan.children_prefix.source().to_owned(),
         ))
@@ -174,8 +178,20 @@ fn sort_of(sort: &Option<ChartSort>, vars: &Vars) -> Result<Option<SortCondition
         }
         Ok(s)
     };
+    // An open lower end with no text before it (`BETWEEN {from?} AND {to?}`) starts at the
+    // partition's start: no bound there (DynamoDB takes no empty key value).
+    let lowest = |s: &str| s.is_empty();
     Ok(Some(match sort {
         None => return Ok(None),
+        Some(ChartSort::Gt(t) | ChartSort::Ge(t)) if open(t) && lowest(&r(t)?) => return Ok(None),
+        Some(ChartSort::BeginsWith(t)) if lowest(&r(t)?) => return Ok(None),
+        Some(ChartSort::Between(a, b)) if open(a) && lowest(&r(a)?) => {
+            let hi = upper(b)?;
+            if open(b) && hi.strip_suffix(HIGHEST) == Some("") {
+                return Ok(None);
+            }
+            SortCondition::Le(hi)
+        }
         Some(ChartSort::Eq(t)) => SortCondition::Eq(r(t)?),
         Some(ChartSort::Lt(t)) if open(t) => SortCondition::Le(upper(t)?),
         Some(ChartSort::Lt(t)) => SortCondition::Lt(r(t)?),

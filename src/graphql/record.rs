@@ -274,6 +274,13 @@ pub fn key_value(ty: &Type, field: &str, value: &str) -> Result<KeyValue, String
         Type::Enum { values, .. } if values.iter().any(|v| v == value) => {
             Ok(KeyValue::Text(value.to_owned()))
         }
+        // A time in a key: given as RFC 3339 or the form's text, as the key holds it.
+        Type::Timestamp(f) if f.width().is_some() => match f.store(value) {
+            Some(AttributeValue::S(t)) => Ok(KeyValue::Text(t)),
+            _ => Err(format!(
+                "{field} must be an RFC 3339 time (`2026-01-31T12:00:00Z`)"
+            )),
+        },
         Type::Int { min, max } => value
             .parse::<i64>()
             .ok()
@@ -299,10 +306,8 @@ fn undecodable(what: String) -> ApiError {
 
 fn fits(ty: &Type, v: &AttributeValue) -> bool {
     match (ty, v) {
-        (
-            Type::String { .. } | Type::Timestamp | Type::Kind(_) | Type::Enum { .. },
-            AttributeValue::S(_),
-        ) => true,
+        (Type::String { .. } | Type::Kind(_) | Type::Enum { .. }, AttributeValue::S(_)) => true,
+        (Type::Timestamp(f), v) => f.fits(v),
         (
             Type::Int { .. } | Type::Counter | Type::Cents { .. } | Type::Expiry,
             AttributeValue::N(n),
@@ -317,6 +322,10 @@ fn fits(ty: &Type, v: &AttributeValue) -> bool {
 
 fn to_value(chart: &Chart, ty: &Type, v: &AttributeValue) -> Value {
     match (ty, v) {
+        (Type::Timestamp(crate::chart::types::TimeForm::Rfc3339), AttributeValue::S(s)) => {
+            Value::String(s.clone())
+        }
+        (Type::Timestamp(f), v) => f.answer(v).map_or(Value::Null, Value::String),
         (Type::Enum { .. }, AttributeValue::S(s)) => Value::Enum(Name::new(s)),
         (Type::Cents { .. }, AttributeValue::N(n)) => Value::String(n.clone()),
         (Type::Expiry, AttributeValue::N(n)) => n

@@ -92,12 +92,14 @@ async fn the_session_stores_operations_match_their_snapshots_on_both_engines() {
 
 /// A table served as another app stored it (`examples/charts/corner-shop/`: its own names,
 /// type values, numbers as strings, ids only in keys) and one with a simple primary key and
-/// an index keyed by a partition key alone (`examples/charts/auth-sessions/`) hold their
+/// an index keyed by a partition key alone (`examples/charts/auth-sessions/`) and a log whose
+/// sort key holds a time of its own form (`examples/charts/device-log/`) hold their
 /// snapshots and request budgets on both engines.
 #[tokio::test]
 async fn the_stored_tables_operations_match_their_snapshots_on_both_engines() {
     charts_operations_match("corner-shop", 3).await;
     charts_operations_match("auth-sessions", 2).await;
+    charts_operations_match("device-log", 3).await;
 }
 
 /// The award winners' Scan of a sparse index (`examples/charts/arcade-awards/`) holds its

@@ -25,6 +25,7 @@ mod chart_stored;
 mod chart_tenant_kinds;
 mod chart_tenant_reads;
 mod chart_tenants;
+mod chart_time_forms;
 mod chart_transactions;
 mod chart_workbench;
 mod chart_workloads;

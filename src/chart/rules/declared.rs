@@ -154,7 +154,22 @@ impl Checker {
                 max: a.max,
             },
             "boolean" => Type::Boolean,
-            "timestamp" => Type::Timestamp,
+            "timestamp" => match a.form.as_deref() {
+                None => Type::Timestamp(super::super::types::TimeForm::Rfc3339),
+                Some(f) => match super::super::types::TimeForm::parse(f) {
+                    Some(form) => Type::Timestamp(form),
+                    None => {
+                        self.refuse(
+                            "types",
+                            format!(
+                                "timestamp form `{f}` is none of {}",
+                                super::super::types::TimeForm::NAMES.join(", ")
+                            ),
+                        );
+                        return None;
+                    }
+                },
+            },
             "expiry" => Type::Expiry,
             "cents" => Type::Cents { min: a.min },
             "counter" => Type::Counter,
@@ -243,6 +258,7 @@ impl Checker {
                     stored: f.stored.clone(),
                     key_only: f.key_only,
                     stored_as: f.stored_as.clone(),
+                    form: f.form.clone(),
                 },
                 f.optional,
             ),
@@ -254,8 +270,8 @@ impl Checker {
         let auto = match spec.auto.as_deref() {
             None => None,
             Some("ulid") if matches!(ty, Type::Kind(Kind::Ulid)) => Some(Auto::Ulid),
-            Some("created") if matches!(ty, Type::Timestamp) => Some(Auto::Created),
-            Some("updated") if matches!(ty, Type::Timestamp) => Some(Auto::Updated),
+            Some("created") if matches!(ty, Type::Timestamp(_)) => Some(Auto::Created),
+            Some("updated") if matches!(ty, Type::Timestamp(_)) => Some(Auto::Updated),
             Some("position") if matches!(ty, Type::Int { .. }) => Some(Auto::Position),
             Some(other) => {
                 self.refuse(
@@ -644,6 +660,7 @@ pub(super) struct Spec {
     stored: Option<String>,
     key_only: bool,
     stored_as: Option<String>,
+    form: Option<String>,
 }
 
 fn placeholder_keys() -> Keys {

@@ -452,6 +452,10 @@ impl Checker {
                 );
             }
         }
+        // No prefix: later pages read the partition, which holds the children alone.
+        if prefix.is_empty() {
+            return Template::none();
+        }
         prefix_t
     }
 

@@ -208,3 +208,85 @@ fn forms_that_cannot_be_turned_one_way_only_are_refused() {
     );
     refuses(&r, "stored", Some("Order"), None, "no stored name or form");
 }
+
+#[test]
+fn a_time_is_stored_in_its_form_and_answered_as_rfc3339() {
+    use crate::chart::types::TimeForm;
+    let t = "2026-11-30T07:15:09.250+01:00";
+    let cases = [
+        (
+            TimeForm::Rfc3339,
+            s("2026-11-30T06:15:09.25Z"),
+            "2026-11-30T06:15:09.25Z",
+        ),
+        (
+            TimeForm::Seconds,
+            s("2026-11-30T06:15:09Z"),
+            "2026-11-30T06:15:09Z",
+        ),
+        (
+            TimeForm::Millis,
+            s("2026-11-30T06:15:09.250Z"),
+            "2026-11-30T06:15:09.25Z",
+        ),
+        (
+            TimeForm::LocalSeconds,
+            s("2026-11-30T06:15:09"),
+            "2026-11-30T06:15:09Z",
+        ),
+        (TimeForm::Date, s("2026-11-30"), "2026-11-30"),
+        (
+            TimeForm::EpochSeconds,
+            n("1796019309"),
+            "2026-11-30T06:15:09Z",
+        ),
+        (
+            TimeForm::EpochMillis,
+            n("1796019309250"),
+            "2026-11-30T06:15:09.25Z",
+        ),
+    ];
+    for (form, stored, answered) in cases {
+        assert_eq!(form.store(t), Some(stored.clone()), "{}", form.name());
+        assert!(form.fits(&stored), "{}", form.name());
+        assert_eq!(
+            form.answer(&stored).as_deref(),
+            Some(answered),
+            "{}",
+            form.name()
+        );
+        assert_eq!(TimeForm::parse(form.name()), Some(form));
+    }
+    // A form's own text is taken as given; no time is none.
+    assert_eq!(
+        TimeForm::LocalSeconds.store("2026-11-30T06:15:09"),
+        Some(s("2026-11-30T06:15:09"))
+    );
+    assert_eq!(TimeForm::Seconds.store("yesterday"), None);
+    assert!(!TimeForm::LocalSeconds.fits(&s("2026-11-30T06:15:09Z")));
+}
+
+#[test]
+fn a_time_in_a_key_has_a_form_of_one_width() {
+    let log = include_str!("../../../examples/charts/device-log.toml");
+    let broken = |from: &str, to: &str| match parse(&log.replace(from, to)) {
+        Ok(_) => panic!("a chart with `{to}` for `{from}` is served"),
+        Err(r) => r,
+    };
+    // RFC 3339 as given, of any width; a number time in a string key.
+    for form in ["", "form = \"epoch-seconds\", "] {
+        let r = broken(
+            "form = \"local-seconds\", key_only",
+            &format!("{form}key_only"),
+        );
+        refuses(
+            &r,
+            "key-values",
+            Some("StateChange"),
+            None,
+            "needs a form of one width",
+        );
+    }
+    let r = broken("form = \"local-seconds\"", "form = \"fortnightly\"");
+    refuses(&r, "types", Some("StateChange"), None, "none of rfc3339");
+}

@@ -187,7 +187,8 @@ fn descriptor(ty: &Type) -> &'static str {
         Type::Boolean => "BOOL",
         Type::List { .. } => "L",
         Type::Map { .. } | Type::Shape(_) => "M",
-        Type::String { .. } | Type::Timestamp | Type::Kind(_) | Type::Enum { .. } => "S",
+        Type::Timestamp(f) if f.is_number() => "N",
+        Type::String { .. } | Type::Timestamp(_) | Type::Kind(_) | Type::Enum { .. } => "S",
     }
 }
 

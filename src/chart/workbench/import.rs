@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::{Model, TableModel};
+use crate::chart::types::TimeForm;
 use crate::store::{AttributeValue, Item};
 
 /// The drafted chart's text, and the TODOs it holds.
@@ -395,6 +396,8 @@ impl Draft {
                 });
                 let ty = if kind == "int" {
                     "type = \"int\", min = 0, max = 999999999".to_owned()
+                } else if let Some(form) = time_form(vals.iter().map(String::as_str)) {
+                    format!("type = \"timestamp\", form = {}", quote(form.name()))
                 } else {
                     format!("type = {}", quote(&kind))
                 };
@@ -999,6 +1002,17 @@ fn attribute_type(declared: Option<&str>, values: &[&AttributeValue]) -> (String
         ),
         "BOOL" => ("type = \"boolean\"".into(), None),
         "S" if !strings.is_empty()
+            && time_form(strings.iter().copied()).is_some_and(|f| f != TimeForm::Rfc3339) =>
+        {
+            (
+                format!(
+                    "type = \"timestamp\", form = {}",
+                    quote(time_form(strings.iter().copied()).map_or("", |f| f.name()))
+                ),
+                None,
+            )
+        }
+        "S" if !strings.is_empty()
             && strings
                 .iter()
                 .all(|s| crate::chart::types::rfc3339_to_epoch(s).is_some()) =>
@@ -1212,4 +1226,26 @@ fn singular(s: &str) -> String {
         .map(|x| format!("{x}y"))
         .or_else(|| s.strip_suffix('s').map(str::to_owned))
         .unwrap_or_else(|| s.to_owned())
+}
+
+/// The one form of time every value is written in, where they all are times: a form of one
+/// width first (it can be part of a key), RFC 3339 as given last.
+fn time_form<'a>(mut values: impl Iterator<Item = &'a str> + Clone) -> Option<TimeForm> {
+    let forms = [
+        TimeForm::Seconds,
+        TimeForm::Millis,
+        TimeForm::LocalSeconds,
+        TimeForm::Date,
+    ];
+    for f in forms {
+        if values
+            .clone()
+            .all(|v| f.fits(&AttributeValue::S(v.to_owned())))
+        {
+            return Some(f);
+        }
+    }
+    values
+        .all(|v| crate::chart::types::rfc3339_to_epoch(v).is_some())
+        .then_some(TimeForm::Rfc3339)
 }

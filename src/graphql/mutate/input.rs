@@ -115,18 +115,22 @@ pub fn stored(
             AttributeValue::N(n.to_string())
         }
         (Type::Boolean, Value::Boolean(b)) => AttributeValue::Bool(*b),
-        (Type::Timestamp, Value::String(s)) => {
+        (Type::Timestamp(form), Value::String(s)) => {
             let t = time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
-                .map_err(|_| {
+                .ok()
+                // A form of the table's own is taken as its own text too (`2026-01-31`).
+                .or_else(|| {
+                    (*form != crate::chart::types::TimeForm::Rfc3339)
+                        .then(|| crate::chart::types::read_time(s))
+                        .flatten()
+                })
+                .ok_or_else(|| {
                     bad(format!(
                         "{field} must be an RFC 3339 time (`2026-01-31T12:00:00Z`)"
                     ))
                 })?;
-            let utc = t.to_offset(time::UtcOffset::UTC);
-            AttributeValue::S(
-                utc.format(&time::format_description::well_known::Rfc3339)
-                    .map_err(|_| bad(format!("{field} is out of range")))?,
-            )
+            form.of(t)
+                .ok_or_else(|| bad(format!("{field} is out of range")))?
         }
         (Type::Expiry, Value::String(s)) => {
             let t = crate::chart::types::rfc3339_to_epoch(s).ok_or_else(|| {

@@ -188,7 +188,7 @@ fn initial(
     Ok(Some(if let Some(auto) = a.auto {
         match auto {
             Auto::Ulid => s(&Id::generate().to_string()),
-            Auto::Created | Auto::Updated => s(now),
+            Auto::Created | Auto::Updated => a.time(now),
             Auto::Position => n(position as i64),
         }
     } else if let Some(constant) = &a.on_create {

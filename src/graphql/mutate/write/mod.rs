@@ -204,7 +204,7 @@ fn kept(e: &Entity, mut u: UpdateExpr) -> UpdateExpr {
     let now = crate::clock::now();
     for (name, a) in &e.attributes {
         if a.auto == Some(Auto::Updated) {
-            u = u.set(name.clone(), s(&now));
+            u = u.set(name.clone(), a.time(&now));
         }
     }
     u

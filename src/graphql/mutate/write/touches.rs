@@ -19,8 +19,12 @@ pub(super) fn marker_item(
         source.insert((*name).to_owned(), v.clone());
     }
     for (name, a) in &marker.attributes {
-        if matches!(a.ty, Type::Timestamp) && !source.contains_key(name) {
-            source.insert(name.clone(), s(&crate::clock::now()));
+        if let Type::Timestamp(form) = a.ty {
+            if !source.contains_key(name) {
+                let now = crate::clock::now();
+                let v = form.store(&now).unwrap_or_else(|| s(&now));
+                source.insert(name.clone(), v);
+            }
         }
     }
     let vars = vars_of(marker, &source);

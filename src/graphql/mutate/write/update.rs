@@ -137,7 +137,7 @@ pub(super) async fn update_in_place(
     let now = crate::clock::now();
     for (name, a) in &e.attributes {
         if a.auto == Some(Auto::Updated) {
-            u = u.set(name.clone(), s(&now));
+            u = u.set(name.clone(), a.time(&now));
         }
     }
     let known_vars = vars_of(e, &known);
@@ -225,7 +225,7 @@ pub(super) async fn changed_item(
     let now = crate::clock::now();
     for (name, a) in &e.attributes {
         if a.auto == Some(Auto::Updated) {
-            next.insert(name.clone(), s(&now));
+            next.insert(name.clone(), a.time(&now));
         }
     }
     if let (Some(v), Some(attr)) = (expected, version) {
