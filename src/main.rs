@@ -102,18 +102,26 @@ async fn run() -> anyhow::Result<()> {
             let builtin =
                 std::sync::Arc::ptr_eq(&args.store.load_chart()?, &itemgraph::chart::builtin());
             if args.seed_mode() == SeedMode::Demo && !builtin {
-                // Another chart's demo data is its samples.
+                // Another chart's demo data is its samples, into a table of its own: a
+                // table that already holds items (one being adopted) is left as it is.
                 let chart = args.store.load_chart()?;
                 let store = state.store();
-                create_table(store.as_ref(), &chart).await?;
-                let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
-                    .await
-                    .context("seeding the chart's samples")?;
-                tracing::info!(
-                    written,
-                    of = chart.samples.len(),
-                    "the chart's samples loaded"
-                );
+                let created = create_table(store.as_ref(), &chart).await?;
+                if !created && holds_items(store.as_ref(), &chart).await? {
+                    tracing::warn!(
+                        "the table holds items: not seeding the chart's samples into it \
+                         (`itemgraph seed` does, where their keys are free)"
+                    );
+                } else {
+                    let written = itemgraph::chart::samples::seed(store.as_ref(), &chart)
+                        .await
+                        .context("seeding the chart's samples")?;
+                    tracing::info!(
+                        written,
+                        of = chart.samples.len(),
+                        "the chart's samples loaded"
+                    );
+                }
             } else if args.seed_mode() == SeedMode::Demo {
                 let chart = args.store.load_chart()?;
                 match data::load_if_absent(
@@ -786,4 +794,24 @@ async fn seed_workbench(
         }
     }
     Ok((written, of))
+}
+
+/// Whether the table holds an item that is not one of the server's own: a look at its
+/// first page (one Scan of at most 100 items).
+async fn holds_items(
+    store: &dyn itemgraph::store::Store,
+    chart: &itemgraph::chart::Chart,
+) -> anyhow::Result<bool> {
+    let page = store
+        .scan(itemgraph::store::Scan {
+            limit: Some(100),
+            ..Default::default()
+        })
+        .await
+        .context("looking into the table")?;
+    let own = |item: &itemgraph::store::Item| {
+        matches!(item.get(&chart.table.type_attribute), Some(itemgraph::store::AttributeValue::S(t))
+            if chart.entities.get(t).is_some_and(|e| e.system))
+    };
+    Ok(page.items.iter().any(|i| !own(i)) || page.last_evaluated_key.is_some())
 }

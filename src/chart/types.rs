@@ -378,7 +378,15 @@ impl TimeForm {
     /// A time as given (RFC 3339, or this form's own text) as this form stores it; `None`
     /// when it is no time.
     pub fn store(self, text: &str) -> Option<AttributeValue> {
-        self.of(read_time(text)?)
+        let t = read_time(text)?;
+        // RFC 3339 is kept as given (as a sample or the clock wrote it).
+        if self == TimeForm::Rfc3339
+            && time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+                .is_ok()
+        {
+            return Some(AttributeValue::S(text.to_owned()));
+        }
+        self.of(t)
     }
 
     /// A moment as this form stores it.

@@ -445,6 +445,47 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
         Request::Query {
             condition,
             forward,
+            children,
+            then_get,
+            parent: None,
+            ..
+        } if chart.query.values().any(|q| q.pattern == p.number) => {
+            // A root field's connection: its key values the field's arguments.
+            let (field, _) = chart.query.iter().find(|(_, q)| q.pattern == p.number)?;
+            let child = &chart.entities[children];
+            let item = sample(chart, children);
+            let mut args = String::new();
+            for v in condition.templates().into_iter().flat_map(|t| t.vars()) {
+                if v.optional || args.contains(&format!(", {}:", v.name)) {
+                    continue;
+                }
+                let ty = chart.var_type(condition, &v.name)?;
+                let _ = write!(
+                    args,
+                    ", {}: {}",
+                    v.name,
+                    literal(&ty, item.as_ref()?.get(&v.name))
+                );
+            }
+            writeln!(
+                head,
+                "# One Query, {}: {}{}.\n# Later pages (`after: <endCursor>`) query from the last-seen key.",
+                if *forward { "forward" } else { "backward" },
+                crate::chart::explain::condition_text(chart, condition, &|t| t.to_string()),
+                if *then_get { ", then a BatchGetItem of the keys it finds" } else { "" }
+            )
+            .ok()?;
+            (
+                format!(
+                    "  {field}(first: 10{args}) {{\n    nodes {{\n{}    }}\n    pageInfo {{\n      hasNextPage\n      endCursor\n    }}\n  }}\n",
+                    fields(chart, child, 6)
+                ),
+                if *then_get { 2 } else { 1 },
+            )
+        }
+        Request::Query {
+            condition,
+            forward,
             parent,
             children,
             ..
@@ -611,12 +652,12 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
 
 /// The root field that reads `entity`, and its arguments from the first sample.
 fn root_of(chart: &Chart, entity: &str) -> Option<(String, String)> {
-    // A root field by key: not a Scan's listing.
+    // A root field by key: not a listing (a Scan's, or a Query's of no parent).
     let (name, root) = chart.query.iter().find(|(_, q)| {
         q.entity == entity
             && !matches!(
                 chart.patterns.get(&q.pattern).map(|p| &p.request),
-                Some(Request::Scan { .. })
+                Some(Request::Scan { .. } | Request::Query { parent: None, .. })
             )
     })?;
     let e = &chart.entities[entity];

@@ -508,13 +508,17 @@ impl<'c> Generator<'c> {
         let input = match ty {
             Type::Int { .. } => Value::Number(candidate.parse::<i64>().ok()?.into()),
             Type::Enum { .. } => Value::Enum(Name::new(candidate)),
-            Type::String { .. } | Type::Kind(_) => Value::String(candidate.to_owned()),
+            Type::String { .. } | Type::Kind(_) | Type::Timestamp(_) => {
+                Value::String(candidate.to_owned())
+            }
             _ => return None,
         };
         let stored = super::mutate::stored(self.chart, "value", ty, &input).ok()?;
         Some(match (ty, stored) {
             (Type::Int { .. }, _) => input,
             (Type::Enum { .. }, _) => input,
+            // A time as GraphQL gives it.
+            (Type::Timestamp(f), v) => Value::String(f.answer(&v)?),
             (_, AttributeValue::S(s)) => Value::String(s),
             _ => return None,
         })

@@ -490,3 +490,54 @@ async fn run_seed(args: &[&str]) -> std::process::Output {
         .await
         .unwrap()
 }
+
+/// Serving a table that already holds items (one being adopted) writes nothing to it: the
+/// chart's samples, loaded into a table of its own by default on the embedded engine, are
+/// not put into it.
+#[tokio::test]
+async fn serving_a_table_that_holds_items_writes_no_samples_into_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let chart = root.join("examples/charts/auth-sessions.toml");
+    let model = root.join("examples/models/sessions.json");
+    let seeded = std::process::Command::new(BIN)
+        .args(["seed", "--chart"])
+        .arg(&chart)
+        .arg("--workbench")
+        .arg(&model)
+        .arg("--data")
+        .arg(dir.path().join("itemgraph.redb"))
+        .output()
+        .unwrap();
+    assert!(
+        seeded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&seeded.stderr)
+    );
+    let (server, log) = start_server(
+        dir.path(),
+        &["--auth", "off", "--chart", chart.to_str().unwrap()],
+    )
+    .await;
+    assert!(
+        log.iter()
+            .any(|l| l.contains("the table holds items: not seeding the chart's samples into it")),
+        "{log:#?}"
+    );
+    let ask = |token: &str| serde_json::json!({ "query": format!(r#"{{ session(token: "{token}") {{ username }} }}"#) });
+    let client = reqwest::Client::new();
+    // One of the chart's samples: not written.
+    for (token, want) in [("01JE0000000000000000000001", serde_json::Value::Null)] {
+        let r: serde_json::Value = client
+            .post(format!("http://{}/graphql", server.addr))
+            .json(&ask(token))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(r["data"]["session"], want, "{r:#}");
+    }
+    server.stop().await;
+}
