@@ -417,6 +417,8 @@ impl TimeForm {
     /// What GraphQL answers for a value stored in this form: RFC 3339 (a date as it is).
     pub fn answer(self, v: &AttributeValue) -> Option<String> {
         match (self, v) {
+            // As given.
+            (TimeForm::Rfc3339, AttributeValue::S(s)) => Some(s.clone()),
             (TimeForm::Date, AttributeValue::S(s)) => Some(s.clone()),
             (TimeForm::EpochSeconds, AttributeValue::N(n)) => epoch_to_rfc3339(n.parse().ok()?),
             (TimeForm::EpochMillis, AttributeValue::N(n)) => {

@@ -214,7 +214,7 @@ fn a_time_is_stored_in_its_form_and_answered_as_rfc3339() {
     use crate::chart::types::TimeForm;
     let t = "2026-11-30T07:15:09.250+01:00";
     let cases = [
-        (TimeForm::Rfc3339, s(t), "2026-11-30T06:15:09.25Z"),
+        (TimeForm::Rfc3339, s(t), t),
         (
             TimeForm::Seconds,
             s("2026-11-30T06:15:09Z"),
