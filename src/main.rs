@@ -267,7 +267,7 @@ async fn run() -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Check(args) => run_check(&args).await?,
+        Command::Check(args) => run_check(&args.store, args.max_rcu).await?,
         Command::Snapshot(args) => run_snapshot(&args).await?,
         Command::Migrate(args) => {
             let store = args.store.open().await?;
@@ -346,18 +346,26 @@ fn builtin_chart(args: &StoreArgs) -> anyhow::Result<bool> {
     ))
 }
 
-async fn run_check(args: &StoreArgs) -> anyhow::Result<()> {
+async fn run_check(args: &StoreArgs, max_rcu: Option<u64>) -> anyhow::Result<()> {
     let store = args.open().await?;
     let chart = args.load_chart()?;
-    let report = if std::sync::Arc::ptr_eq(&chart, &itemgraph::chart::builtin()) {
-        check::check(store.as_ref()).await
-    } else {
-        check::check_chart(store.as_ref(), &chart).await
+    let report = match max_rcu {
+        Some(rcu) => check::check_chart_within(store.as_ref(), &chart, rcu).await,
+        None if std::sync::Arc::ptr_eq(&chart, &itemgraph::chart::builtin()) => {
+            check::check(store.as_ref()).await
+        }
+        None => check::check_chart(store.as_ref(), &chart).await,
     }
     .with_context(|| format!("checking {}", args.describe()))?;
     let mut out = std::io::stdout().lock();
     for violation in &report.violations {
         writeln!(out, "{violation}")?;
+    }
+    // Adopting a table: how far it is from the chart, kind by kind.
+    let counts = report.counts();
+    if max_rcu.is_some() && !counts.is_empty() {
+        let parts: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        writeln!(out, "by kind: {}", parts.join(", "))?;
     }
     writeln!(out, "{report}")?;
     out.flush()?;

@@ -12,7 +12,7 @@
 
 mod charted;
 
-pub use charted::check_chart;
+pub use charted::{check_chart, check_chart_within};
 
 use std::fmt;
 
@@ -98,6 +98,9 @@ impl fmt::Display for Violation {
 pub struct CheckReport {
     /// Items scanned.
     pub items: usize,
+    /// Where the scan stopped at a read budget: the read capacity units it read (the rest
+    /// of the table unread, and only what each item is checked).
+    pub within: Option<u64>,
     /// In key order of the item concerned.
     pub violations: Vec<Violation>,
 }
@@ -105,6 +108,18 @@ pub struct CheckReport {
 impl CheckReport {
     pub fn is_clean(&self) -> bool {
         self.violations.is_empty()
+    }
+
+    /// How many violations of each kind, in the order kinds first appear.
+    pub fn counts(&self) -> Vec<(&'static str, usize)> {
+        let mut out: Vec<(&'static str, usize)> = Vec::new();
+        for v in &self.violations {
+            match out.iter_mut().find(|(k, _)| *k == v.kind.as_str()) {
+                Some((_, n)) => *n += 1,
+                None => out.push((v.kind.as_str(), 1)),
+            }
+        }
+        out
     }
 
     /// The violations of one kind.
@@ -116,10 +131,18 @@ impl CheckReport {
 /// The summary line.
 impl fmt::Display for CheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.within {
+            None => write!(f, "checked {} items", self.items)?,
+            Some(rcu) => write!(
+                f,
+                "checked {} items, the first {rcu} read capacity units of the table (--max-rcu; each item alone: what it is, its keys and attributes)",
+                self.items
+            )?,
+        }
         match self.violations.len() {
-            0 => write!(f, "checked {} items: no violations", self.items),
-            1 => write!(f, "checked {} items: 1 violation", self.items),
-            n => write!(f, "checked {} items: {n} violations", self.items),
+            0 => write!(f, ": no violations"),
+            1 => write!(f, ": 1 violation"),
+            n => write!(f, ": {n} violations"),
         }
     }
 }
@@ -141,7 +164,11 @@ fn report(items: usize, mut violations: Vec<Violation>) -> CheckReport {
             &b.message,
         ))
     });
-    CheckReport { items, violations }
+    CheckReport {
+        items,
+        within: None,
+        violations,
+    }
 }
 
 fn violation(kind: ViolationKind, entity: &str, key: &PrimaryKey, message: String) -> Violation {

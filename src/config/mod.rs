@@ -74,7 +74,7 @@ pub enum Command {
     Token(TokenArgs),
     /// Verify the table's invariants (keys, counters, references, markers): prints one
     /// line per violation, then a summary; exits 1 when there is any violation.
-    Check(StoreArgs),
+    Check(CheckArgs),
     /// Move a table written by an earlier version to today's keys (email markers keyed
     /// per organization); safe to run again. Prints what it moved.
     Migrate(MigrateArgs),
@@ -178,6 +178,20 @@ pub enum CheckFormat {
 pub enum ExplainFormat {
     Markdown,
     Json,
+}
+
+/// `check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Read at most this many read capacity units of the table (strongly consistent: one a
+    /// 4 KB read), then stop: a table being adopted is checked item by item as far as
+    /// that reads (what each item is, its keys and attributes), not as a whole
+    /// (references, counts and markers need every item).
+    #[arg(long, value_name = "RCU", env = "ITEMGRAPH_CHECK_MAX_RCU",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_rcu: Option<u64>,
 }
 
 /// `health`.
@@ -1158,7 +1172,13 @@ mod tests {
         let Command::Check(args) = parse(&["check", "--data", "/tmp/x.redb"]) else {
             panic!("check")
         };
-        assert_eq!(args.data, PathBuf::from("/tmp/x.redb"));
+        assert_eq!(args.store.data, PathBuf::from("/tmp/x.redb"));
+        assert_eq!(args.max_rcu, None);
+        let Command::Check(args) = parse(&["check", "--max-rcu", "50"]) else {
+            panic!("check")
+        };
+        assert_eq!(args.max_rcu, Some(50));
+        assert!(Cli::try_parse_from(["itemgraph", "check", "--max-rcu", "0"]).is_err());
         assert!(Cli::try_parse_from(["itemgraph", "check", "--listen", "127.0.0.1:1"]).is_err());
     }
 

@@ -743,3 +743,86 @@ fn workbench_models_go_in_and_out() {
     // The 7 and the chart recorded in the table `seed` created.
     assert!(out.contains("checked 8 items: no violations"), "{out}");
 }
+
+/// `check --max-rcu` on a table being adopted: it reads the table as far as the budget
+/// takes it, checks each item read alone (what it is, its keys, its attributes), counts
+/// what does not conform by kind, and writes nothing.
+#[test]
+fn check_within_a_read_budget_counts_what_does_not_conform() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("shop.redb");
+    let chart = dir.path().join("shop.toml");
+    let (code, _, err) = chart_command(
+        "import",
+        &[
+            "examples/models/shop.json",
+            "--output",
+            chart.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    // The model's items, and one the chart's entities do not have: a stray cart.
+    let odd = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/models/shop.json"),
+    )
+    .unwrap()
+    .replace(
+        r#"{ "PK": { "S": "p#SHEARS" }"#,
+        r#"{ "PK": { "S": "cart#1" }, "SK": { "S": "cart#1" }, "EntityType": { "S": "cart" } },
+            { "PK": { "S": "p#SHEARS" }"#,
+    );
+    let model = dir.path().join("odd.json");
+    std::fs::write(&model, odd).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, _) = run(&[
+        "seed",
+        "--chart",
+        chart.to_str().unwrap(),
+        "--workbench",
+        model.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0);
+    // The whole table within the budget: every check.
+    let (code, out) = run(&[
+        "check",
+        "--chart",
+        chart.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "--max-rcu",
+        "1000",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "undecodable cart (cart#1 | cart#1): does not decode: an item of unknown type `cart`"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("by kind: undecodable 1"), "{out}");
+    assert!(out.contains("checked 9 items: 1 violation"), "{out}");
+    // A budget of one unit: one page read (the embedded engine's pages are 100 items).
+    let (_, out) = run(&[
+        "check",
+        "--chart",
+        chart.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "--max-rcu",
+        "1",
+    ]);
+    assert!(out.contains("checked 9 items"), "{out}");
+}

@@ -520,3 +520,45 @@ on_every_engine!(store:
     an_order_disagreeing_with_its_lines_is_reported,
     shards_tokens_and_duplicates_are_reported,
 );
+
+/// Within a read budget the checker reads the table as far as the budget takes it, page by
+/// page, and says so; within a budget that takes it all, it checks as a whole.
+#[tokio::test]
+async fn a_read_budget_stops_the_check_after_the_page_that_reaches_it() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts/auth-sessions.toml");
+    let chart = itemgraph::chart::load(&path).unwrap();
+    let store = EmbeddedStore::in_memory(&chart.table.name, chart.table_schema()).unwrap();
+    store.create_table().await.unwrap();
+    for n in 0..1100u32 {
+        let item: itemgraph::store::Item = [
+            ("SessionToken", AttributeValue::S(format!("01JE{n:022}"))),
+            ("Username", AttributeValue::S("ada-l".into())),
+            ("Device", AttributeValue::S("Laptop".into())),
+            (
+                "CreatedAt",
+                AttributeValue::S("2026-12-01T08:00:00Z".into()),
+            ),
+            ("TTL", AttributeValue::N("4102444800".into())),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        store.put_item(Put::new(item)).await.unwrap();
+    }
+    let store =
+        itemgraph::store::stored::wrap(std::sync::Arc::new(store), &std::sync::Arc::new(chart));
+    let chart = itemgraph::chart::load(&path).unwrap();
+    let r = itemgraph::check::check_chart_within(store.as_ref(), &chart, 1)
+        .await
+        .unwrap();
+    assert_eq!(r.items, itemgraph::store::SCAN_PAGE_SIZE as usize, "{r}");
+    assert!(r.within.is_some_and(|rcu| rcu >= 1), "{r}");
+    assert!(r.is_clean(), "{:?}", r.violations);
+    assert!(r.to_string().contains("read capacity units"), "{r}");
+    let r = itemgraph::check::check_chart_within(store.as_ref(), &chart, 1_000_000)
+        .await
+        .unwrap();
+    assert_eq!((r.items, r.within), (1100, None), "{r}");
+    assert!(r.is_clean(), "{:?}", r.violations);
+}
