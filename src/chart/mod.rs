@@ -216,9 +216,7 @@ pub struct Index {
 impl Table {
     /// Its key attributes' names: the partition key, and the sort key where it has one.
     pub fn key_names(&self) -> Vec<&str> {
-        std::iter::once(self.partition_key.as_str())
-            .chain(self.sort_key.as_deref())
-            .collect()
+        key_names(&self.partition_key, self.sort_key.as_deref())
     }
 
     /// A rendered primary key as the item's key attributes, each of its type (no sort key
@@ -254,9 +252,7 @@ impl Index {
 
     /// Its key attributes' names.
     pub fn key_names(&self) -> Vec<&str> {
-        std::iter::once(self.partition_key.as_str())
-            .chain(self.sort_key.as_deref())
-            .collect()
+        key_names(&self.partition_key, self.sort_key.as_deref())
     }
 
     /// A rendered index key as the item's key attributes, each of its type.
@@ -272,6 +268,10 @@ impl Index {
             sk,
         )
     }
+}
+
+fn key_names<'a>(pk: &'a str, sk: Option<&'a str>) -> Vec<&'a str> {
+    std::iter::once(pk).chain(sk).collect()
 }
 
 fn key_attributes(

@@ -1,0 +1,529 @@
+//! `itemgraph chart import MODEL.json`: a chart drafted from a NoSQL Workbench data model.
+//!
+//! Each facet becomes an entity (a model without facets: one per value of its type
+//! attribute, or one for the whole table). Its key templates are inferred from its sample
+//! items' keys: split at `#`, a segment every sample holds alike is literal text, one that
+//! varies is a variable, after the literal prefix its values share; a variable whose values
+//! are another attribute's is that attribute, one that is no other attribute's lives only
+//! in the key (`key_only`), named after the key alias (`USER#<id>`) where the alias names
+//! it. Every inferred template is checked against every sample: it renders each one's key
+//! back. The other attributes come with their types (a string of digits as a number stored
+//! as a string, an RFC 3339 string as a timestamp), optional where a sample lacks them,
+//! under their stored names. The type attribute is the one whose value is constant within
+//! each facet and differs between them; without one the entities are told by their keys.
+//! Access patterns: a GetItem per entity (a root field), the nodes' BatchGetItem, and a
+//! Query for each item collection the samples show (a facet whose items share another's
+//! partition, read by its own sort-key prefix; a facet an index gathers under another's
+//! key). What could not be inferred is left as a `# TODO:` comment that `chart check` names.
+
+mod keys;
+mod names;
+mod patterns;
+mod types;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+
+use keys::VarNames;
+use names::{attribute_name, bare, chart_name, key_attr, quote};
+use types::{attribute_type, groups, time_form, type_attribute, values};
+
+use super::{Model, TableModel};
+use crate::store::{AttributeValue, Item};
+
+/// The drafted chart's text, and the TODOs it holds.
+pub struct Drafted {
+    pub text: String,
+    pub todos: Vec<String>,
+}
+
+/// A chart drafted from `model`.
+pub fn import(model: &Model) -> Result<Drafted, String> {
+    let Some(table) = model.data_model.first() else {
+        return Err("the model has no table".into());
+    };
+    let mut d = Draft::default();
+    if model.data_model.len() > 1 {
+        let line = d.todo(format!(
+            "the model has {} tables; this chart is drafted from the first, `{}` (import the \
+             others one at a time)",
+            model.data_model.len(),
+            table.table_name
+        ));
+        d.out.push_str(&line);
+    }
+    d.table(model, table);
+    Ok(Drafted {
+        text: d.out,
+        todos: d.todos,
+    })
+}
+
+#[derive(Default)]
+struct Draft {
+    out: String,
+    todos: Vec<String>,
+    /// Kinds the variables need: name to (pattern, max length).
+    kinds: BTreeMap<String, (String, usize)>,
+    /// TODO lines of the entity being drafted, not yet placed.
+    pending: String,
+    /// Variables that are numbers (of `N` keys): ints.
+    ints: HashSet<String>,
+    /// Entities' partition-key templates of one variable, and that variable: what a value
+    /// in another's key may be named after.
+    keys_seen: Vec<(String, String)>,
+    /// The attribute taken for the table's time to live (epoch seconds named so).
+    time_to_live: Option<String>,
+}
+
+/// One entity being drafted: its name, type value and sample items.
+struct Group<'m> {
+    name: String,
+    type_value: Option<String>,
+    items: Vec<Item>,
+    alias: Option<&'m super::KeyAlias>,
+    facet_attributes: Option<&'m [String]>,
+}
+
+/// An entity drafted: its name, its primary key's templates, and each index it joins with
+/// its templates there.
+type DraftedEntity = (
+    String,
+    Inferred,
+    Option<Inferred>,
+    Vec<(String, Inferred, Option<Inferred>)>,
+);
+
+/// A key template inferred: its text, and its variables with where their values come from.
+#[derive(Clone)]
+struct Inferred {
+    template: String,
+    /// Each variable: its name and its values, one a sample.
+    vars: Vec<(String, Vec<String>)>,
+}
+
+impl Draft {
+    /// A TODO: kept, and its comment line, for wherever it belongs in the draft.
+    fn todo(&mut self, what: String) -> String {
+        let line = format!("# TODO: {what}\n");
+        self.todos.push(what);
+        line
+    }
+
+    fn table(&mut self, model: &Model, t: &TableModel) {
+        let items = t.items();
+        let pk = &t.key_attributes.partition_key;
+        let sk = t.key_attributes.sort_key.as_ref();
+        let key_names: Vec<&str> = std::iter::once(pk.attribute_name.as_str())
+            .chain(sk.map(|s| s.attribute_name.as_str()))
+            .chain(t.global_secondary_indexes.iter().flat_map(|i| {
+                std::iter::once(i.key_attributes.partition_key.attribute_name.as_str()).chain(
+                    i.key_attributes
+                        .sort_key
+                        .as_ref()
+                        .map(|s| s.attribute_name.as_str()),
+                )
+            }))
+            .collect();
+        let type_attribute = type_attribute(t, &items, &key_names);
+        let groups = groups(t, &items, type_attribute.as_deref());
+
+        let _ = writeln!(
+            self.out,
+            "# Drafted by `itemgraph chart import` from the NoSQL Workbench model `{}`.\n\
+             # Check it with `itemgraph chart check`; each `TODO` names what the model could not tell.\n",
+            model.model_name
+        );
+        let _ = writeln!(
+            self.out,
+            "format = 1\nname = {}",
+            quote(&chart_name(&model.model_name))
+        );
+        if !model.model_metadata.description.is_empty() {
+            let _ = writeln!(
+                self.out,
+                "description = {}",
+                quote(&model.model_metadata.description)
+            );
+        }
+        let _ = writeln!(self.out, "\n[table]\nname = {}", quote(&t.table_name));
+        let _ = writeln!(
+            self.out,
+            "partition_key = {}",
+            key_attr(&pk.attribute_name, &pk.attribute_type)
+        );
+        if let Some(sk) = sk {
+            let _ = writeln!(
+                self.out,
+                "sort_key = {}",
+                key_attr(&sk.attribute_name, &sk.attribute_type)
+            );
+        }
+        self.out.push_str("@TIME_TO_LIVE@");
+        match &type_attribute {
+            Some(a) => {
+                let _ = writeln!(self.out, "type_attribute = {}", quote(a));
+            }
+            None => {
+                let _ = writeln!(
+                    self.out,
+                    "# No attribute names each item's facet: the entities are told by their keys.\ntype_attribute = false"
+                );
+            }
+        }
+        for i in &t.global_secondary_indexes {
+            let k = &i.key_attributes;
+            let _ = writeln!(self.out, "\n[indexes.{}]", bare(&i.index_name));
+            let _ = writeln!(
+                self.out,
+                "partition_key = {}",
+                key_attr(
+                    &k.partition_key.attribute_name,
+                    &k.partition_key.attribute_type
+                )
+            );
+            if let Some(s) = &k.sort_key {
+                let _ = writeln!(
+                    self.out,
+                    "sort_key = {}",
+                    key_attr(&s.attribute_name, &s.attribute_type)
+                );
+            }
+            let projection = match i.projection.projection_type.as_str() {
+                "INCLUDE" => format!(
+                    "[{}]",
+                    i.projection
+                        .non_key_attributes
+                        .iter()
+                        .flatten()
+                        .map(|a| quote(a))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                other => quote(other),
+            };
+            let _ = writeln!(self.out, "projection = {projection}");
+        }
+
+        // Each entity's partition key first, so that a value of one in another's key is
+        // named after it.
+        let mut dry = Draft::default();
+        for g in &groups {
+            if g.items.is_empty() {
+                continue;
+            }
+            let alias = g
+                .alias
+                .map(|a| a.partition_key_alias.as_str())
+                .unwrap_or(&pk.attribute_name);
+            if let Some(t) = dry.infer(
+                &g.name,
+                &values(&g.items, &pk.attribute_name),
+                pk.attribute_type == "N",
+                Some(alias),
+                &mut VarNames::default(),
+                &[],
+            ) {
+                if let [(var, _)] = t.vars.as_slice() {
+                    self.keys_seen.push((t.template.clone(), var.clone()));
+                }
+            }
+        }
+        // Entities, their keys inferred from their samples.
+        let mut entity_text = String::new();
+        let mut entities: Vec<DraftedEntity> = Vec::new();
+        for g in &groups {
+            let flushed = std::mem::take(&mut self.pending);
+            entity_text.push_str(&flushed);
+            let mut e = String::new();
+            let _ = writeln!(e, "\n[entities.{}]", g.name);
+            if g.items.is_empty() {
+                let line = self.todo(format!(
+                    "facet {}: no sample items, so its keys could not be inferred: declare it by hand",
+                    g.name
+                ));
+                entity_text.push_str(&format!("\n{line}"));
+                continue;
+            }
+            let pk_values = values(&g.items, &pk.attribute_name);
+            let sk_values = sk.map(|s| values(&g.items, &s.attribute_name));
+            let mut names = VarNames::default();
+            // The facet's key aliases, else the key attributes' own names.
+            let aliases = g
+                .alias
+                .map(|a| (a.partition_key_alias.as_str(), a.sort_key_alias.as_deref()))
+                .unwrap_or((
+                    pk.attribute_name.as_str(),
+                    sk.map(|s| s.attribute_name.as_str()),
+                ));
+            let aliases = Some(aliases);
+            let pk_t = match self.infer(
+                &g.name,
+                &pk_values,
+                pk.attribute_type == "N",
+                aliases.map(|a| a.0),
+                &mut names,
+                &[],
+            ) {
+                Some(t) => t,
+                None => continue,
+            };
+            let sk_t = match (&sk, &sk_values) {
+                (Some(s), Some(v)) => match self.infer(
+                    &g.name,
+                    v,
+                    s.attribute_type == "N",
+                    aliases.and_then(|a| a.1),
+                    &mut names,
+                    std::slice::from_ref(&pk_t),
+                ) {
+                    Some(t) => Some(t),
+                    None => continue,
+                },
+                _ => None,
+            };
+            let mut key_line = vec![quote(&pk_t.template)];
+            if let Some(s) = &sk_t {
+                key_line.push(quote(&s.template));
+            }
+            let _ = writeln!(e, "key = [{}]", key_line.join(", "));
+            if let (Some(_), Some(v)) = (&type_attribute, &g.type_value) {
+                if *v != g.name {
+                    let _ = writeln!(e, "type_value = {}", quote(v));
+                }
+            }
+            // The indexes every item of it carries keys in.
+            let mut joined = Vec::new();
+            for i in &t.global_secondary_indexes {
+                let k = &i.key_attributes;
+                let carried = g
+                    .items
+                    .iter()
+                    .filter(|it| it.contains_key(&k.partition_key.attribute_name))
+                    .count();
+                if carried == 0 {
+                    continue;
+                }
+                if carried < g.items.len() {
+                    e += &self.todo(format!(
+                        "entity {}: only some samples carry index {}'s keys; declare its templates there with an optional part if it joins it",
+                        g.name, i.index_name
+                    ));
+                    continue;
+                }
+                let known = [pk_t.clone()]
+                    .into_iter()
+                    .chain(sk_t.clone())
+                    .collect::<Vec<_>>();
+                let Some(ipk) = self.infer(
+                    &g.name,
+                    &values(&g.items, &k.partition_key.attribute_name),
+                    k.partition_key.attribute_type == "N",
+                    Some(&k.partition_key.attribute_name),
+                    &mut names,
+                    &known,
+                ) else {
+                    continue;
+                };
+                let isk = match &k.sort_key {
+                    Some(s) => {
+                        let mut known = known.clone();
+                        known.push(ipk.clone());
+                        match self.infer(
+                            &g.name,
+                            &values(&g.items, &s.attribute_name),
+                            s.attribute_type == "N",
+                            Some(&s.attribute_name),
+                            &mut names,
+                            &known,
+                        ) {
+                            Some(t) => Some(t),
+                            None => continue,
+                        }
+                    }
+                    None => None,
+                };
+                let mut line = vec![quote(&ipk.template)];
+                if let Some(s) = &isk {
+                    line.push(quote(&s.template));
+                }
+                let _ = writeln!(e, "indexes.{} = [{}]", bare(&i.index_name), line.join(", "));
+                joined.push((i.index_name.clone(), ipk, isk));
+            }
+
+            // Attributes: every variable, then every other attribute the samples hold.
+            let _ = writeln!(e, "\n[entities.{}.attributes]", g.name);
+            let mut stored_vars: HashSet<String> = HashSet::new();
+            let all_vars: Vec<&(String, Vec<String>)> = std::iter::once(&pk_t)
+                .chain(sk_t.iter())
+                .chain(
+                    joined
+                        .iter()
+                        .flat_map(|(_, p, s)| std::iter::once(p).chain(s.iter())),
+                )
+                .flat_map(|t| t.vars.iter())
+                .collect();
+            let mut declared: HashSet<String> = HashSet::new();
+            let in_primary: HashSet<String> = std::iter::once(&pk_t)
+                .chain(sk_t.iter())
+                .flat_map(|t| t.vars.iter().map(|(n, _)| n.clone()))
+                .collect();
+            for (var, vals) in all_vars {
+                if !declared.insert(var.clone()) {
+                    continue;
+                }
+                let kind = if self.ints.contains(var) {
+                    "int".to_owned()
+                } else {
+                    self.kind_for(vals)
+                };
+                // The attribute the values are, where the samples hold one.
+                let source = g.items[0]
+                    .iter()
+                    .filter(|(n, _)| !key_names.contains(&n.as_str()) && Some(n.as_str()) != type_attribute.as_deref())
+                    .find(|(n, _)| {
+                        g.items.iter().zip(vals).all(|(it, v)| matches!(it.get(*n), Some(AttributeValue::S(s) | AttributeValue::N(s)) if s == v))
+                    })
+                    .map(|(n, _)| n.clone());
+                // A whole index key that is the variable's value: the attribute is that key.
+                let whole_index_key = joined.iter().find_map(|(i, p, s)| {
+                    let idx = t
+                        .global_secondary_indexes
+                        .iter()
+                        .find(|x| x.index_name == *i)?;
+                    if p.template == format!("{{{var}}}") {
+                        return Some(idx.key_attributes.partition_key.attribute_name.clone());
+                    }
+                    let s = s.as_ref()?;
+                    (s.template == format!("{{{var}}}")).then(|| {
+                        idx.key_attributes
+                            .sort_key
+                            .as_ref()
+                            .map(|k| k.attribute_name.clone())
+                    })?
+                });
+                let ty = if kind == "int" {
+                    "type = \"int\", min = 0, max = 999999999".to_owned()
+                } else if let Some(form) = time_form(vals.iter().map(String::as_str)) {
+                    format!("type = \"timestamp\", form = {}", quote(form.name()))
+                } else {
+                    format!("type = {}", quote(&kind))
+                };
+                match (source, whole_index_key) {
+                    (Some(src), _) => {
+                        stored_vars.insert(src.clone());
+                        let stored = if src != *var {
+                            format!(", stored = {}", quote(&src))
+                        } else {
+                            String::new()
+                        };
+                        let _ = writeln!(e, "{} = {{ {ty}{stored} }}", var);
+                    }
+                    (None, Some(key)) if !in_primary.contains(var) => {
+                        let _ = writeln!(e, "{} = {{ {ty}, stored = {} }}", var, quote(&key));
+                    }
+                    _ if in_primary.contains(var)
+                        || joined.iter().any(|(_, p, s)| {
+                            p.vars.len() == 1 && p.vars[0].0 == *var
+                                || s.as_ref()
+                                    .is_some_and(|s| s.vars.len() == 1 && s.vars[0].0 == *var)
+                        }) =>
+                    {
+                        let _ = writeln!(e, "{} = {{ {ty}, key_only = true }}", var);
+                    }
+                    _ => {
+                        e += &self.todo(format!(
+                            "entity {}: `{var}` is part of an index key and of no attribute the samples hold, so it could not be read back: store it beside the key",
+                            g.name
+                        ));
+                        let _ = writeln!(e, "{} = {{ {ty} }}", var);
+                    }
+                }
+            }
+            let mut others: Vec<&String> = match g.facet_attributes {
+                Some(list) => list.iter().collect(),
+                None => {
+                    let mut seen: Vec<&String> = Vec::new();
+                    for it in &g.items {
+                        for n in it.keys() {
+                            if !seen.contains(&n) {
+                                seen.push(n);
+                            }
+                        }
+                    }
+                    seen.sort();
+                    seen
+                }
+            };
+            others.retain(|n| {
+                !key_names.contains(&n.as_str())
+                    && Some(n.as_str()) != type_attribute.as_deref()
+                    && !stored_vars.contains(*n)
+            });
+            for stored in others {
+                let mut name = attribute_name(stored);
+                while declared.contains(&name) {
+                    name.push('_');
+                }
+                declared.insert(name.clone());
+                let vals: Vec<&AttributeValue> =
+                    g.items.iter().filter_map(|it| it.get(stored)).collect();
+                let declared_type = t
+                    .non_key_attributes
+                    .iter()
+                    .find(|a| a.attribute_name == *stored)
+                    .map(|a| a.attribute_type.as_str());
+                let (mut ty, note) = attribute_type(declared_type, &vals);
+                // Epoch seconds under a name that says they end the item: its time to live.
+                let lower = stored.to_lowercase();
+                let epoch = !vals.is_empty() && vals.iter().all(|v| matches!(v, AttributeValue::N(n) if n.len() == 10 && n.bytes().all(|b| b.is_ascii_digit())));
+                if epoch
+                    && (lower == "ttl"
+                        || lower.starts_with("expire")
+                        || lower.starts_with("expiry"))
+                {
+                    ty = "type = \"expiry\"".into();
+                    if self.time_to_live.is_none() {
+                        self.time_to_live = Some(name.clone());
+                    }
+                }
+                let optional = if vals.len() < g.items.len() {
+                    ", optional = true"
+                } else {
+                    ""
+                };
+                let stored_name = if name != *stored {
+                    format!(", stored = {}", quote(stored))
+                } else {
+                    String::new()
+                };
+                if let Some(note) = note {
+                    e += &self.todo(format!("entity {}: `{name}`: {note}", g.name));
+                }
+                let _ = writeln!(e, "{name} = {{ {ty}{optional}{stored_name} }}");
+            }
+            entity_text.push_str(&e);
+            entities.push((g.name.clone(), pk_t, sk_t, joined));
+        }
+        let flushed = std::mem::take(&mut self.pending);
+        entity_text.push_str(&flushed);
+        // The kinds the variables need, before the entities that use them.
+        for (name, (pattern, max)) in std::mem::take(&mut self.kinds) {
+            let _ = writeln!(
+                self.out,
+                "\n[kinds.{name}]\npattern = {}\nmax_length = {max}",
+                quote(&pattern)
+            );
+        }
+        self.out.push_str(&entity_text);
+        self.patterns(t, &entities);
+        let ttl = match &self.time_to_live {
+            Some(a) => format!(
+                "# `{a}` holds epoch seconds and is named as an expiry: taken for DynamoDB's Time to Live.\ntime_to_live = {}\n",
+                quote(a)
+            ),
+            None => String::new(),
+        };
+        self.out = self.out.replacen("@TIME_TO_LIVE@", &ttl, 1);
+    }
+}
