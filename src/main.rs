@@ -439,6 +439,8 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
             )
         }
     };
+    // The table as the chart says it stores its items (names, forms, keys), as serve has it.
+    let store = itemgraph::store::stored::wrap(store, &chart);
     let started_ms = itemgraph::clock::now_ms();
     store.create_table().await.context("creating the table")?;
     let empty = data::is_empty(store.as_ref()).await?;

@@ -20,6 +20,12 @@ pub(super) fn parse_condition(
         .split_once(" = ")
         .ok_or("a key condition starts `<partition key> = <template>`")?;
     let pk_attr = pk_attr.trim();
+    if indexes
+        .values()
+        .any(|i| i.multi && i.partition_key == pk_attr)
+    {
+        return parse_multi(text, indexes);
+    }
     // The sort key the condition names, if any: it tells a local index (the table's
     // partition key, a sort key of its own) from the table.
     let named_sort = rest.map(|r| {
@@ -55,11 +61,74 @@ pub(super) fn parse_condition(
             Some(parse_sort(r, &sk_attr)?)
         }
     };
+    Ok(KeyCondition::new(index, partition, sort))
+}
+
+/// A condition on a multi-attribute key: `A = T AND B = T` for each partition attribute,
+/// then, for the sort attributes in order, `=` on each but the last given, which may be
+/// any sort condition (DynamoDB's rule: no attribute skipped, a range on the last only).
+fn parse_multi(text: &str, indexes: &IndexMap<String, Index>) -> Result<KeyCondition, String> {
+    let mut terms: Vec<String> = Vec::new();
+    for piece in text.split(" AND ") {
+        match terms.last_mut() {
+            Some(last) if pending_between(last) => {
+                last.push_str(" AND ");
+                last.push_str(piece.trim());
+            }
+            _ => terms.push(piece.trim().to_owned()),
+        }
+    }
+    let named = |t: &str| -> String {
+        let t = t.strip_prefix("begins_with(").unwrap_or(t);
+        t.split([' ', ',']).next().unwrap_or("").trim().to_owned()
+    };
+    let names: Vec<String> = terms.iter().map(|t| named(t)).collect();
+    let index = indexes
+        .values()
+        .filter(|i| i.multi)
+        .find(|i| {
+            let keys = i.key_names();
+            names.len() <= keys.len() && names.iter().zip(&keys).all(|(n, k)| n == k)
+                && names.len() >= i.partition_len()
+        })
+        .ok_or_else(|| {
+            format!("`{text}` names the key attributes of no index in their order: a multi-attribute key's partition attributes all, then its sort attributes from the first, none skipped")
+        })?;
+    let mut partition = Vec::new();
+    for t in &terms[..index.partition_len()] {
+        let (_, v) = t
+            .split_once(" = ")
+            .ok_or_else(|| format!("`{t}`: each partition attribute is given by `=`"))?;
+        partition.push(Template::parse(v.trim())?);
+    }
+    let sorts = index.sort_names();
+    let rest = &terms[index.partition_len()..];
+    let mut sort_prefix = Vec::new();
+    let mut sort = None;
+    for (j, t) in rest.iter().enumerate() {
+        if j + 1 < rest.len() {
+            let (_, v) = t.split_once(" = ").ok_or_else(|| {
+                format!("`{t}`: a sort attribute before the last one given is given by `=`")
+            })?;
+            sort_prefix.push(Template::parse(v.trim())?);
+        } else {
+            sort = Some(parse_sort(t, sorts[j])?);
+        }
+    }
+    let mut partition = partition.into_iter();
     Ok(KeyCondition {
-        index,
-        partition,
+        index: Some(index.name.clone()),
+        partition: partition.next().ok_or("no partition")?,
+        partition_more: partition.collect(),
+        sort_prefix,
         sort,
     })
+}
+
+/// Whether a term is `X BETWEEN a` still waiting for its ` AND b`.
+fn pending_between(term: &str) -> bool {
+    term.split_once(" BETWEEN ")
+        .is_some_and(|(_, bounds)| !bounds.contains(" AND "))
 }
 
 fn parse_sort(text: &str, sk_attr: &str) -> Result<SortCondition, String> {

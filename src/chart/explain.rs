@@ -54,6 +54,12 @@ pub struct IndexShown {
     pub partition_key: String,
     /// `null`: keyed by its partition key alone.
     pub sort_key: Option<String>,
+    /// A multi-attribute key's further partition attributes, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more_partition_keys: Vec<String>,
+    /// A multi-attribute key's further sort attributes, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more_sort_keys: Vec<String>,
     pub projection: String,
 }
 
@@ -230,6 +236,8 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
             name: i.name.clone(),
             partition_key: i.partition_key.clone(),
             sort_key: i.sort_key.clone(),
+            more_partition_keys: i.pk_more.iter().map(|(n, _)| n.clone()).collect(),
+            more_sort_keys: i.sk_more.iter().map(|(n, _)| n.clone()).collect(),
             projection: match &i.projection {
                 super::Projection::All => "ALL".into(),
                 super::Projection::KeysOnly => "KEYS_ONLY".into(),
@@ -244,6 +252,12 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
             let mut keys = vec![(chart.table.partition_key.clone(), shown(&e.key.pk))];
             if let Some(sk) = &chart.table.sort_key {
                 keys.push((sk.clone(), shown(&e.key.sk)));
+            }
+            // A multi-attribute key: the entity's own attributes, each under its name.
+            for (index, attrs) in &e.multi {
+                for (key, a) in chart.indexes[index].key_names().into_iter().zip(attrs) {
+                    keys.push((key.to_owned(), format!("<{a}>")));
+                }
             }
             for (index, k) in &e.indexes {
                 let i = &chart.indexes[index];
@@ -303,12 +317,28 @@ pub fn condition_text(
     c: &KeyCondition,
     render: &dyn Fn(&Template) -> String,
 ) -> String {
-    let (pk, sk) = match &c.index {
-        None => (&chart.table.partition_key, &chart.table.sort_key),
-        Some(i) => (&chart.indexes[i].partition_key, &chart.indexes[i].sort_key),
+    let (pk, sorts) = match &c.index {
+        None => (
+            vec![chart.table.partition_key.as_str()],
+            chart.table.sort_key.as_deref().into_iter().collect(),
+        ),
+        Some(i) => {
+            let i = &chart.indexes[i];
+            let names = i.key_names();
+            (names[..i.partition_len()].to_vec(), i.sort_names())
+        }
     };
-    let sk = sk.as_deref().unwrap_or("");
-    let mut out = format!("{pk} = {}", render(&c.partition));
+    let values = std::iter::once(&c.partition).chain(&c.partition_more);
+    let mut terms: Vec<String> = pk
+        .iter()
+        .zip(values)
+        .map(|(k, t)| format!("{k} = {}", render(t)))
+        .collect();
+    for (k, t) in sorts.iter().zip(&c.sort_prefix) {
+        terms.push(format!("{k} = {}", render(t)));
+    }
+    let mut out = terms.join(" AND ");
+    let sk = sorts.get(c.sort_prefix.len()).copied().unwrap_or("");
     match &c.sort {
         None => {}
         Some(SortCondition::Eq(t)) => out.push_str(&format!(" AND {sk} = {}", render(t))),
@@ -782,6 +812,24 @@ pub fn entity_table(x: &Explained) -> String {
         out.push_str(&format!(", sort key `{sk}`"));
     }
     for i in &x.indexes {
+        if !i.more_partition_keys.is_empty() || !i.more_sort_keys.is_empty() {
+            let list = |first: Option<&String>, more: &[String]| {
+                first
+                    .into_iter()
+                    .chain(more)
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(" + ")
+            };
+            out.push_str(&format!(
+                "; {} (multi-attribute: {} / {}, {})",
+                i.name,
+                list(Some(&i.partition_key), &i.more_partition_keys),
+                list(i.sort_key.as_ref(), &i.more_sort_keys),
+                i.projection
+            ));
+            continue;
+        }
         match &i.sort_key {
             Some(sk) => out.push_str(&format!(
                 "; {} (`{}`, `{sk}`, {})",

@@ -76,10 +76,10 @@ pub enum TypeAttribute {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Index {
-    pub partition_key: KeyAttribute,
+    pub partition_key: IndexKeyAttributes,
     /// None: keyed by its partition key alone.
     #[serde(default)]
-    pub sort_key: Option<KeyAttribute>,
+    pub sort_key: Option<IndexKeyAttributes>,
     pub projection: Projection,
     /// A local secondary index: the table's partition key and a sort key of its own.
     #[serde(default)]
@@ -102,6 +102,26 @@ pub struct TypedKey {
     /// `S` (a string) or `N` (a number).
     #[serde(rename = "type")]
     pub ty: String,
+}
+
+/// An index's partition or sort key: one key attribute, or a list of them (a
+/// multi-attribute key: attributes the items store, each of its own type).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum IndexKeyAttributes {
+    // A list first: serde would take two strings for a `TypedKey`'s fields.
+    Many(Vec<KeyAttribute>),
+    One(KeyAttribute),
+}
+
+impl IndexKeyAttributes {
+    /// Its attributes, in order.
+    pub fn attributes(&self) -> &[KeyAttribute] {
+        match self {
+            IndexKeyAttributes::One(k) => std::slice::from_ref(k),
+            IndexKeyAttributes::Many(k) => k,
+        }
+    }
 }
 
 impl KeyAttribute {

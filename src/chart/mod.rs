@@ -211,6 +211,13 @@ pub struct Index {
     pub projection: Projection,
     /// A local secondary index (the table's partition key, a sort key of its own).
     pub local: bool,
+    /// A multi-attribute key: its partition and sort attributes are attributes the
+    /// entities in it store (each of its own type), not keys rendered from templates.
+    pub multi: bool,
+    /// A multi-attribute key's partition attributes after `partition_key`, in order.
+    pub pk_more: Vec<(String, crate::store::KeyType)>,
+    /// A multi-attribute key's sort attributes after `sort_key`, in order.
+    pub sk_more: Vec<(String, crate::store::KeyType)>,
 }
 
 impl Table {
@@ -236,23 +243,46 @@ impl Table {
 }
 
 impl Index {
-    /// The index key of an item, if it carries the index's key attributes of their types.
+    /// The index key of an item, if it carries the index's key attributes of their types
+    /// (an index keyed by rendered templates; a multi-attribute key's values are the
+    /// item's own: [`Entity::multi_key`]).
     pub fn key_of(&self, item: &crate::store::Item) -> Option<crate::store::IndexKey> {
-        Some(crate::store::IndexKey {
-            pk: self
-                .pk_type
-                .text(item.get(&self.partition_key)?)?
-                .to_owned(),
-            sk: match &self.sort_key {
-                Some(sk) => self.sk_type.text(item.get(sk)?)?.to_owned(),
-                None => String::new(),
+        Some(crate::store::IndexKey::new(
+            self.pk_type.text(item.get(&self.partition_key)?)?,
+            match &self.sort_key {
+                Some(sk) => self.sk_type.text(item.get(sk)?)?,
+                None => "",
             },
-        })
+        ))
     }
 
-    /// Its key attributes' names.
+    /// Its key attributes' names: every partition attribute, then every sort attribute.
     pub fn key_names(&self) -> Vec<&str> {
-        key_names(&self.partition_key, self.sort_key.as_deref())
+        self.typed_keys().into_iter().map(|(n, _)| n).collect()
+    }
+
+    /// Its key attributes with their types: every partition attribute, then every sort
+    /// attribute.
+    pub fn typed_keys(&self) -> Vec<(&str, crate::store::KeyType)> {
+        std::iter::once((self.partition_key.as_str(), self.pk_type))
+            .chain(self.pk_more.iter().map(|(n, t)| (n.as_str(), *t)))
+            .chain(self.sort_key.as_deref().map(|n| (n, self.sk_type)))
+            .chain(self.sk_more.iter().map(|(n, t)| (n.as_str(), *t)))
+            .collect()
+    }
+
+    /// How many partition attributes its key has.
+    pub fn partition_len(&self) -> usize {
+        1 + self.pk_more.len()
+    }
+
+    /// Its sort attributes' names, in order.
+    pub fn sort_names(&self) -> Vec<&str> {
+        self.sort_key
+            .as_deref()
+            .into_iter()
+            .chain(self.sk_more.iter().map(|(n, _)| n.as_str()))
+            .collect()
     }
 
     /// A rendered index key as the item's key attributes, each of its type.
@@ -318,6 +348,9 @@ pub struct Entity {
     pub description: Option<String>,
     pub key: Keys,
     pub indexes: IndexMap<String, Keys>,
+    /// The multi-attribute indexes it is in, each with the attributes whose values are
+    /// the index key, in the key's order (partition attributes, then sort attributes).
+    pub multi: IndexMap<String, Vec<String>>,
     pub attributes: IndexMap<String, Attribute>,
     /// The attribute naming its tenant.
     pub tenant: Option<String>,
@@ -383,6 +416,37 @@ impl Entity {
     }
 
     /// Its keys in `index` (`None`: the base table).
+    /// Its index key in a multi-attribute index, from its key values (`vars`, as a
+    /// template renders them, so as the table stores them).
+    pub fn multi_key(
+        &self,
+        index: &Index,
+        vars: &std::collections::HashMap<String, template::Value>,
+    ) -> Option<crate::store::IndexKey> {
+        let attrs = self.multi.get(&index.name)?;
+        let mut values = attrs
+            .iter()
+            .map(|a| {
+                Some(match vars.get(a)? {
+                    template::Value::Text(t) => t.clone(),
+                    template::Value::Int(n) => n.to_string(),
+                })
+            })
+            .collect::<Option<Vec<String>>>()?
+            .into_iter();
+        let mut take = |n: usize| values.by_ref().take(n).collect::<Vec<String>>();
+        let partition = take(index.partition_len());
+        let sort = take(index.sort_names().len());
+        let mut p = partition.into_iter();
+        let mut s = sort.into_iter();
+        Some(crate::store::IndexKey {
+            pk: p.next()?,
+            pk_more: p.collect(),
+            sk: s.next().unwrap_or_default(),
+            sk_more: s.collect(),
+        })
+    }
+
     pub fn keys_in(&self, index: Option<&str>) -> Option<&Keys> {
         match index {
             None => Some(&self.key),
@@ -746,13 +810,31 @@ pub struct KeyCondition {
     /// `None`: the base table.
     pub index: Option<String>,
     pub partition: Template,
+    /// A multi-attribute key's further partition attributes' values, in order.
+    pub partition_more: Vec<Template>,
+    /// A multi-attribute key's sort attributes held equal, in order, before the one
+    /// `sort` compares.
+    pub sort_prefix: Vec<Template>,
     pub sort: Option<SortCondition>,
 }
 
 impl KeyCondition {
+    /// On the table or an index keyed by one partition and one sort attribute.
+    pub fn new(index: Option<String>, partition: Template, sort: Option<SortCondition>) -> Self {
+        KeyCondition {
+            index,
+            partition,
+            partition_more: Vec::new(),
+            sort_prefix: Vec::new(),
+            sort,
+        }
+    }
+
     /// Its templates: the partition's, then the sort condition's.
     pub fn templates(&self) -> Vec<&Template> {
         let mut out = vec![&self.partition];
+        out.extend(&self.partition_more);
+        out.extend(&self.sort_prefix);
         match &self.sort {
             None => {}
             Some(SortCondition::Between(a, b)) => out.extend([a, b]),
@@ -824,6 +906,8 @@ impl Chart {
                     pk_type: i.pk_type,
                     sk: i.sort_key.clone(),
                     sk_type: i.sk_type,
+                    pk_more: i.pk_more.clone(),
+                    sk_more: i.sk_more.clone(),
                     local: i.local,
                     projection: match &i.projection {
                         Projection::All => crate::store::IndexProjection::All,

@@ -59,6 +59,9 @@ pub(super) fn sort_templates(s: &SortCondition) -> Vec<&Template> {
 /// Which attribute of which entity a condition's variable meets, segment by segment: in
 /// the partition, or in a sort template of an entity in that partition.
 pub(super) fn alignments(cond: &KeyCondition, e: &Entity) -> Vec<(String, String)> {
+    if let Some(attrs) = cond.index.as_ref().and_then(|i| e.multi.get(i)) {
+        return multi_alignments(cond, attrs);
+    }
     let Some(keys) = e.keys_in(cond.index.as_deref()) else {
         return Vec::new();
     };
@@ -87,6 +90,26 @@ pub(super) fn alignments(cond: &KeyCondition, e: &Entity) -> Vec<(String, String
         }
     }
     out
+}
+
+/// On a multi-attribute key each of the condition's values meets one attribute: the
+/// partition's, then the sort values held equal, then the sort condition's.
+fn multi_alignments(cond: &KeyCondition, attrs: &[String]) -> Vec<(String, String)> {
+    let mut given: Vec<&Template> = std::iter::once(&cond.partition)
+        .chain(&cond.partition_more)
+        .chain(&cond.sort_prefix)
+        .collect();
+    let at = given.len();
+    given.extend(cond.sort.iter().flat_map(sort_templates));
+    given
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let attr = attrs.get(i.min(at))?;
+            let v = t.vars().next()?;
+            Some((v.name.clone(), attr.clone()))
+        })
+        .collect()
 }
 
 /// The type of a condition's variable: the attribute it meets in an entity the condition
@@ -150,6 +173,16 @@ pub(super) fn reachable(
     entities: &IndexMap<String, Entity>,
 ) -> IndexMap<String, Included> {
     let mut out = IndexMap::new();
+    // A multi-attribute key holds the items' own values, no literal tells one entity's
+    // from another's: a condition on it may return every entity in the index.
+    if let Some(index) = &cond.index {
+        if entities.values().any(|e| e.multi.contains_key(index)) {
+            for e in entities.values().filter(|e| e.multi.contains_key(index)) {
+                out.insert(e.name.clone(), Included::Maybe);
+            }
+            return out;
+        }
+    }
     for e in entities.values() {
         let Some(keys) = e.keys_in(cond.index.as_deref()) else {
             continue;

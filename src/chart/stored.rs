@@ -61,7 +61,14 @@ impl Forms {
             .table
             .key_names()
             .into_iter()
-            .chain(chart.indexes.values().flat_map(|i| i.key_names()))
+            // A multi-attribute key's attributes are the items' own, stored by their names.
+            .chain(
+                chart
+                    .indexes
+                    .values()
+                    .filter(|i| !i.multi)
+                    .flat_map(|i| i.key_names()),
+            )
             .collect();
         for (name, e) in &chart.entities {
             any |= e.type_value != e.name;

@@ -123,10 +123,17 @@ impl CursorCodec {
 
     /// The cursor of `key` in `connection` (e.g. `stores:CHAIN#bean-there`).
     pub fn encode(&self, connection: &str, key: &PageKey) -> String {
-        let mut parts = vec![key.table.pk.as_str(), key.table.sk.as_str()];
+        let mut parts = vec![key.table.pk.clone(), key.table.sk.clone()];
         if let Some(ik) = &key.index {
-            parts.push(&ik.pk);
-            parts.push(&ik.sk);
+            parts.push(ik.pk.clone());
+            parts.push(ik.sk.clone());
+            // A multi-attribute key's further values: how many are partition values, then
+            // them all (a cursor of a single-attribute index is as it always was).
+            if !ik.pk_more.is_empty() || !ik.sk_more.is_empty() {
+                parts.push(ik.pk_more.len().to_string());
+                parts.extend(ik.pk_more.iter().cloned());
+                parts.extend(ik.sk_more.iter().cloned());
+            }
         }
         let payload = serde_json::to_vec(&parts).expect("strings serialize");
         self.sign(connection, &payload)
@@ -271,7 +278,21 @@ impl CursorCodec {
         };
         let index = match (parts.next(), parts.next(), parts.next()) {
             (None, None, None) => None,
-            (Some(pk), Some(sk), None) => Some(IndexKey { pk, sk }),
+            (Some(pk), Some(sk), None) => Some(IndexKey::new(pk, sk)),
+            (Some(pk), Some(sk), Some(n)) => {
+                let n: usize = n.parse().map_err(|_| InvalidCursor)?;
+                let rest: Vec<String> = parts.collect();
+                if n > rest.len() || rest.len() > 2 * crate::store::schema::MAX_KEY_ATTRIBUTES {
+                    return Err(InvalidCursor);
+                }
+                let (pk_more, sk_more) = rest.split_at(n);
+                Some(IndexKey {
+                    pk,
+                    sk,
+                    pk_more: pk_more.to_vec(),
+                    sk_more: sk_more.to_vec(),
+                })
+            }
             _ => return Err(InvalidCursor),
         };
         Ok(PageKey {
@@ -291,10 +312,7 @@ mod tests {
     fn key() -> PageKey {
         PageKey {
             table: PrimaryKey::new("TICKET#1", "TICKET#1"),
-            index: Some(IndexKey {
-                pk: "ORG#acme#USER#bob".into(),
-                sk: "TICKET#1".into(),
-            }),
+            index: Some(IndexKey::new("ORG#acme#USER#bob", "TICKET#1")),
         }
     }
 

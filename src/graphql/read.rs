@@ -70,6 +70,7 @@ pub fn query(
 ) -> Result<(Query, bool), ApiError> {
     let plan = chart.pages.get(&pattern.number).ok_or(ApiError::Internal)?;
     let partition = render(&plan.condition.partition, vars)?;
+    let (partition_more, sort_prefix) = multi_values(&plan.condition, vars)?;
     let size = page.size.clamp(1, MAX_PAGE_SIZE);
     let carries_parent = plan.carries_parent(page.forward, page.start.is_none());
     // A collection's later pages query its whole range from the last-seen key (its kinds
@@ -87,11 +88,18 @@ pub fn query(
     };
     if let Some(start) = &page.start {
         check_cursor(plan, &partition, &sort, start)?;
+        if !multi_within(start, &partition_more, &sort_prefix) {
+            return Err(ApiError::InvalidCursor(
+                "the cursor does not belong to this connection",
+            ));
+        }
     }
     Ok((
         Query {
             index: plan.condition.index.clone(),
             partition,
+            partition_more,
+            sort_prefix,
             sort,
             forward: page.forward == plan.forward,
             limit: Some(plan.limit(size, carries_parent)),
@@ -100,6 +108,35 @@ pub fn query(
         },
         carries_parent,
     ))
+}
+
+/// A multi-attribute key's further partition values and the sort values held equal, as
+/// the condition's templates render them from `vars` (none on any other key).
+fn multi_values(
+    cond: &crate::chart::KeyCondition,
+    vars: &Vars,
+) -> Result<(Vec<String>, Vec<String>), ApiError> {
+    let all = |ts: &[Template]| {
+        ts.iter()
+            .map(|t| render(t, vars))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok((all(&cond.partition_more)?, all(&cond.sort_prefix)?))
+}
+
+/// Whether a cursor's index key lies where a multi-attribute key's condition reads: its
+/// further partition values and its first sort values are those given.
+fn multi_within(start: &PageKey, partition_more: &[String], sort_prefix: &[String]) -> bool {
+    if partition_more.is_empty() && sort_prefix.is_empty() {
+        return true;
+    }
+    start.index.as_ref().is_some_and(|ik| {
+        ik.pk_more == partition_more
+            && ik
+                .sort_values()
+                .take(sort_prefix.len())
+                .eq(sort_prefix.iter().map(String::as_str))
+    })
 }
 
 /// What a connection's cursors are signed for: the chart's `cursor`, else `Owner.field`.
@@ -152,6 +189,15 @@ pub fn connection_name(pattern: &Pattern, name: &str, vars: &Vars) -> Result<Str
         return Err(ApiError::Internal);
     };
     let mut out = format!("{name}:{}", render(&condition.partition, vars)?);
+    // A multi-attribute key's every value given is the connection's.
+    for t in condition
+        .partition_more
+        .iter()
+        .chain(&condition.sort_prefix)
+    {
+        out.push('|');
+        out.push_str(&render(t, vars)?);
+    }
     if let Some(ChartSort::BeginsWith(t)) = &condition.sort {
         if t.vars().next().is_some() {
             out.push('|');
@@ -237,16 +283,23 @@ fn check_cursor(
     sort: &Option<SortCondition>,
     start: &PageKey,
 ) -> Result<(), ApiError> {
+    // On a multi-attribute key, the sort value the condition compares follows those it
+    // holds equal.
     let key = match (&plan.condition.index, &start.index) {
-        (None, None) => Some((&start.table.pk, &start.table.sk)),
-        (Some(_), Some(ik)) => Some((&ik.pk, &ik.sk)),
+        (None, None) => Some((start.table.pk.as_str(), start.table.sk.as_str())),
+        (Some(_), Some(ik)) => Some((
+            ik.pk.as_str(),
+            ik.sort_values()
+                .nth(plan.condition.sort_prefix.len())
+                .unwrap_or(""),
+        )),
         _ => None,
     };
     let prefix = match sort {
         Some(SortCondition::BeginsWith(p)) => p.as_str(),
         // A collection's page of every kind: the key of one of them.
         _ if !plan.kinds.is_empty() => {
-            let sk = key.map(|(_, sk)| sk.as_str()).unwrap_or_default();
+            let sk = key.map(|(_, sk)| sk).unwrap_or_default();
             plan.kinds
                 .values()
                 .map(Template::source)
@@ -372,6 +425,8 @@ pub async fn kind_page(
     let query = Query {
         index: plan.condition.index.clone(),
         partition,
+        partition_more: Vec::new(),
+        sort_prefix: Vec::new(),
         sort,
         forward: page.forward == plan.forward,
         limit: Some(size + 1),
@@ -498,9 +553,12 @@ pub async fn with_counts(
 ) -> Result<Option<Arc<Record>>, ApiError> {
     // The entity and every shard: the Limit says how many items that is.
     let shards = chart.shards_of(entity).map_or(0, |(_, n)| n);
+    let (partition_more, sort_prefix) = multi_values(cond, vars)?;
     let query = Query {
         index: cond.index.clone(),
         partition: render(&cond.partition, vars)?,
+        partition_more,
+        sort_prefix,
         sort: sort_of(&cond.sort, vars)?,
         forward: true,
         limit: Some(1 + shards),

@@ -123,9 +123,15 @@ impl Record {
     /// Where a page that ended on this item resumes, for a query on `index`.
     pub fn page_key(&self, chart: &Chart, index: Option<&str>) -> Option<PageKey> {
         let table = self.primary_key(chart)?;
-        let index = match index {
+        let index = match index.map(|i| chart.indexes.get(i)) {
             None => None,
-            Some(i) => Some(chart.indexes.get(i)?.key_of(&self.item)?),
+            Some(None) => return None,
+            // A multi-attribute key is the item's own values, as a key holds them.
+            Some(Some(i)) if i.multi => {
+                let entity = chart.entities.get(&*self.entity)?;
+                Some(entity.multi_key(i, self.vars(entity))?)
+            }
+            Some(Some(i)) => Some(i.key_of(&self.item)?),
         };
         Some(PageKey { table, index })
     }

@@ -58,11 +58,40 @@ impl PrimaryKey {
     }
 }
 
-/// A secondary-index key (its partition and sort attribute values).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A secondary-index key (its partition and sort attribute values). A multi-attribute
+/// key's further values follow the first of each, in the order its schema names them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct IndexKey {
     pub pk: String,
     pub sk: String,
+    /// A multi-attribute key's partition values after `pk` ([`IndexSchema::pk_more`]).
+    pub pk_more: Vec<String>,
+    /// A multi-attribute key's sort values after `sk` ([`IndexSchema::sk_more`]).
+    pub sk_more: Vec<String>,
+}
+
+impl IndexKey {
+    /// The key of an index keyed by one partition and (unless `sk` is empty) one sort attribute.
+    pub fn new(pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        IndexKey {
+            pk: pk.into(),
+            sk: sk.into(),
+            ..IndexKey::default()
+        }
+    }
+
+    /// Its partition values, in order.
+    pub fn partition_values(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.pk.as_str()).chain(self.pk_more.iter().map(String::as_str))
+    }
+
+    /// Its sort values, in order (none for an index keyed by its partition key alone).
+    pub fn sort_values(&self) -> impl Iterator<Item = &str> {
+        let first = (!self.sk.is_empty() || !self.sk_more.is_empty()).then_some(self.sk.as_str());
+        first
+            .into_iter()
+            .chain(self.sk_more.iter().map(String::as_str))
+    }
 }
 
 /// Where a Query page stopped (`LastEvaluatedKey`) or resumes (`ExclusiveStartKey`).
@@ -112,6 +141,13 @@ pub struct Query {
     /// `None` queries the base table, `Some(name)` a global secondary index.
     pub index: Option<String>,
     pub partition: String,
+    /// On an index of a multi-attribute partition key: the values of its partition
+    /// attributes after the first, in order (every one is required, as DynamoDB's are).
+    pub partition_more: Vec<String>,
+    /// On an index of a multi-attribute sort key: equalities on its first sort attributes,
+    /// in order; `sort` then applies to the attribute after them (DynamoDB's rule: a
+    /// condition on a sort attribute needs equalities on every one before it).
+    pub sort_prefix: Vec<String>,
     pub sort: Option<SortCondition>,
     /// `ScanIndexForward`: ascending by sort key when true.
     pub forward: bool,
@@ -128,6 +164,8 @@ impl Query {
         Query {
             index: None,
             partition: partition.into(),
+            partition_more: Vec::new(),
+            sort_prefix: Vec::new(),
             sort: None,
             forward: true,
             limit: None,

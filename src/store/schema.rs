@@ -122,12 +122,22 @@ pub struct IndexSchema {
     /// `None`: keyed by its partition key alone (its keys' [`IndexKey::sk`] is empty).
     pub sk: Option<String>,
     pub sk_type: KeyType,
+    /// A multi-attribute key (global indexes only): its partition attributes after `pk`,
+    /// in order, each of its own type. DynamoDB allows four partition and four sort
+    /// attributes ([`MAX_KEY_ATTRIBUTES`]).
+    pub pk_more: Vec<(String, KeyType)>,
+    /// A multi-attribute key's sort attributes after `sk`, in order.
+    pub sk_more: Vec<(String, KeyType)>,
     /// A local secondary index: the table's partition key and a sort key of its own,
     /// created with the table only.
     pub local: bool,
     /// The attributes a Query of the index answers with.
     pub projection: IndexProjection,
 }
+
+/// How many partition attributes, and how many sort attributes, a multi-attribute index
+/// key may have.
+pub const MAX_KEY_ATTRIBUTES: usize = 4;
 
 /// What an index copies of each item, as CreateTable is told: every attribute, the keys
 /// (the table's and the index's) only, or the keys and the attributes named.
@@ -160,10 +170,7 @@ impl TableSchema {
     pub fn is_key_attribute(&self, attr: &str) -> bool {
         attr == self.pk
             || self.sk.as_deref() == Some(attr)
-            || self
-                .indexes
-                .iter()
-                .any(|i| i.pk == attr || i.sk.as_deref() == Some(attr))
+            || self.indexes.iter().any(|i| i.key_names().contains(&attr))
     }
 
     /// The primary key of an item, if it carries its key attributes of their types.
@@ -195,36 +202,91 @@ impl TableSchema {
             IndexProjection::KeysOnly => &[],
             IndexProjection::Include(a) => a,
         };
+        let index_keys = index.key_names();
         item.retain(|name, _| {
             *name == self.pk
                 || self.sk.as_ref() == Some(name)
-                || *name == index.pk
-                || index.sk.as_ref() == Some(name)
+                || index_keys.contains(&name.as_str())
                 || keep.contains(name)
         });
         item
     }
 
-    /// The index key of an item for one index, if the item appears in it.
+    /// The index key of an item for one index, if the item appears in it: it carries
+    /// every key attribute of the index, each of its type (an index is sparse).
     pub fn index_key_of(&self, index: &IndexSchema, item: &Item) -> Option<IndexKey> {
+        let text = |(name, ty): &(String, KeyType)| Some(ty.text(item.get(name)?)?.to_owned());
         Some(IndexKey {
             pk: index.pk_type.text(item.get(&index.pk)?)?.to_owned(),
             sk: match &index.sk {
                 Some(sk) => index.sk_type.text(item.get(sk)?)?.to_owned(),
                 None => String::new(),
             },
+            pk_more: index.pk_more.iter().map(text).collect::<Option<_>>()?,
+            sk_more: index.sk_more.iter().map(text).collect::<Option<_>>()?,
         })
     }
 }
 
 impl IndexSchema {
+    /// An index keyed by one string partition attribute and, where given, one string
+    /// sort attribute, projecting every attribute.
+    pub fn new(name: &str, pk: &str, sk: Option<&str>) -> IndexSchema {
+        IndexSchema {
+            name: name.to_owned(),
+            pk: pk.to_owned(),
+            pk_type: KeyType::S,
+            sk: sk.map(str::to_owned),
+            sk_type: KeyType::S,
+            pk_more: Vec::new(),
+            sk_more: Vec::new(),
+            local: false,
+            projection: IndexProjection::All,
+        }
+    }
+
+    /// Whether its key has more than one partition or sort attribute.
+    pub fn multi_attribute(&self) -> bool {
+        !self.pk_more.is_empty() || !self.sk_more.is_empty()
+    }
+
+    /// Its partition attributes, in order, with their types.
+    pub fn partition_attributes(&self) -> Vec<(&str, KeyType)> {
+        std::iter::once((self.pk.as_str(), self.pk_type))
+            .chain(self.pk_more.iter().map(|(n, t)| (n.as_str(), *t)))
+            .collect()
+    }
+
+    /// Its sort attributes, in order, with their types (none: keyed by its partition).
+    pub fn sort_attributes(&self) -> Vec<(&str, KeyType)> {
+        self.sk
+            .as_deref()
+            .map(|sk| (sk, self.sk_type))
+            .into_iter()
+            .chain(self.sk_more.iter().map(|(n, t)| (n.as_str(), *t)))
+            .collect()
+    }
+
+    /// Every key attribute's name: the partition attributes, then the sort attributes.
+    pub fn key_names(&self) -> Vec<&str> {
+        self.partition_attributes()
+            .into_iter()
+            .chain(self.sort_attributes())
+            .map(|(n, _)| n)
+            .collect()
+    }
+
     /// An index key as the item's key attributes.
     pub fn key_attributes(&self, key: &IndexKey) -> Vec<(&str, AttributeValue)> {
-        let mut out = vec![(self.pk.as_str(), self.pk_type.value(&key.pk))];
-        if let Some(sk) = &self.sk {
-            out.push((sk.as_str(), self.sk_type.value(&key.sk)));
-        }
-        out
+        let partition = self
+            .partition_attributes()
+            .into_iter()
+            .zip(key.partition_values());
+        let sort = self.sort_attributes().into_iter().zip(key.sort_values());
+        partition
+            .chain(sort)
+            .map(|((name, ty), v)| (name, ty.value(v)))
+            .collect()
     }
 }
 

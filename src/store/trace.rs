@@ -175,11 +175,36 @@ fn key_equals(schema: &TableSchema, key: &PrimaryKey) -> Described {
 }
 
 fn describe_query(schema: &TableSchema, q: &Query) -> Described {
-    let (pk, sk) = match q.index.as_deref().and_then(|i| schema.index(i)) {
-        Some(index) => (index.pk.as_str(), index.sk.as_deref().unwrap_or("")),
-        None => (schema.pk.as_str(), schema.sk.as_deref().unwrap_or("")),
+    let index = q.index.as_deref().and_then(|i| schema.index(i));
+    let (partition, sorts): (Vec<&str>, Vec<&str>) = match index {
+        Some(index) => (
+            index
+                .partition_attributes()
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect(),
+            index
+                .sort_attributes()
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect(),
+        ),
+        None => (
+            vec![schema.pk.as_str()],
+            schema.sk.as_deref().into_iter().collect(),
+        ),
     };
-    let mut cond = format!("{pk} = {:?}", q.partition);
+    let values = std::iter::once(&q.partition).chain(&q.partition_more);
+    let mut terms: Vec<String> = partition
+        .iter()
+        .zip(values)
+        .map(|(pk, v)| format!("{pk} = {v:?}"))
+        .collect();
+    for (sk, v) in sorts.iter().zip(&q.sort_prefix) {
+        terms.push(format!("{sk} = {v:?}"));
+    }
+    let mut cond = terms.join(" AND ");
+    let sk = sorts.get(q.sort_prefix.len()).copied().unwrap_or("");
     if let Some(sort) = &q.sort {
         let _ = match sort {
             SortCondition::Eq(v) => write!(cond, " AND {sk} = {v:?}"),
@@ -192,7 +217,11 @@ fn describe_query(schema: &TableSchema, q: &Query) -> Described {
         };
     }
     if let Some(start) = &q.start {
-        let at = start.index.as_ref().map_or(&start.table.sk, |i| &i.sk);
+        let at = match &start.index {
+            None => start.table.sk.clone(),
+            Some(ik) => ik.sort_values().collect::<Vec<_>>().join(", "),
+        };
+        let sk = sorts.join(", ");
         let _ = write!(cond, " (after {sk} {at:?})");
     }
     Described {

@@ -193,12 +193,16 @@ pub fn item(schema: &TableSchema, item: &Item) -> StoreResult<()> {
 /// Index key attributes, where present, are non-empty strings within the key limits.
 pub fn index_keys(schema: &TableSchema, item: &Item) -> StoreResult<()> {
     for index in &schema.indexes {
-        let keys = std::iter::once((&index.pk, index.pk_type, MAX_PARTITION_KEY_BYTES)).chain(
-            index
-                .sk
-                .as_ref()
-                .map(|sk| (sk, index.sk_type, MAX_SORT_KEY_BYTES)),
-        );
+        let keys = index
+            .partition_attributes()
+            .into_iter()
+            .map(|(a, t)| (a, t, MAX_PARTITION_KEY_BYTES))
+            .chain(
+                index
+                    .sort_attributes()
+                    .into_iter()
+                    .map(|(a, t)| (a, t, MAX_SORT_KEY_BYTES)),
+            );
         for (attr, ty, max) in keys {
             match item.get(attr) {
                 None => {}
@@ -367,10 +371,15 @@ pub fn batch_write(schema: &TableSchema, req: &BatchWrite) -> StoreResult<()> {
 }
 
 pub fn query(schema: &TableSchema, q: &Query) -> StoreResult<()> {
-    let (pk_attr, sk_attr) = match &q.index {
+    let (partition, sorts) = match &q.index {
         None => (
-            (schema.pk.as_str(), schema.pk_type),
-            schema.sk.as_deref().map(|sk| (sk, schema.sk_type)),
+            vec![(schema.pk.as_str(), schema.pk_type)],
+            schema
+                .sk
+                .as_deref()
+                .map(|sk| (sk, schema.sk_type))
+                .into_iter()
+                .collect::<Vec<_>>(),
         ),
         Some(name) => {
             let Some(index) = schema.index(name) else {
@@ -383,16 +392,39 @@ pub fn query(schema: &TableSchema, q: &Query) -> StoreResult<()> {
                     "Consistent reads are not supported on global secondary indexes",
                 ));
             }
-            (
-                (index.pk.as_str(), index.pk_type),
-                index.sk.as_deref().map(|sk| (sk, index.sk_type)),
-            )
+            (index.partition_attributes(), index.sort_attributes())
         }
     };
+    // A multi-attribute key: every partition attribute equal, and a condition on a sort
+    // attribute only after equalities on each one before it.
+    if q.partition_more.len() + 1 != partition.len() {
+        let missing: Vec<&str> = partition
+            .iter()
+            .skip(q.partition_more.len() + 1)
+            .map(|(a, _)| *a)
+            .collect();
+        return Err(invalid(format!(
+            "HASH key attributes {} must have equality conditions specified in the query",
+            missing.join(", ")
+        )));
+    }
+    let conditioned = q.sort_prefix.len() + usize::from(q.sort.is_some());
+    if q.sort_prefix.len() > sorts.len() || (conditioned > sorts.len() && !sorts.is_empty()) {
+        return Err(invalid(
+            "Query condition missed key schema element: more sort conditions than the key has sort attributes",
+        ));
+    }
+    let values = std::iter::once(&q.partition).chain(&q.partition_more);
+    for ((attr, ty), v) in partition.iter().zip(values) {
+        typed_key_value(attr, *ty, v, MAX_PARTITION_KEY_BYTES)?;
+    }
+    for ((attr, ty), v) in sorts.iter().zip(&q.sort_prefix) {
+        typed_key_value(attr, *ty, v, MAX_SORT_KEY_BYTES)?;
+    }
+    let sk_attr = sorts.get(q.sort_prefix.len()).copied();
     if q.limit == Some(0) {
         return Err(invalid("1 validation error detected: Value '0' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1"));
     }
-    typed_key_value(pk_attr.0, pk_attr.1, &q.partition, MAX_PARTITION_KEY_BYTES)?;
     if let Some(sort) = &q.sort {
         let Some((sk_attr, sk_type)) = sk_attr else {
             return Err(invalid(
@@ -472,24 +504,52 @@ fn start_key(schema: &TableSchema, q: &Query, start: &PageKey) -> StoreResult<()
         invalid("The provided starting key is invalid: The provided key element does not match the schema")
     };
     primary_key(schema, &start.table.pk, &start.table.sk).map_err(|_| bad())?;
-    let (partition, sort, sk_type) = match (&q.index, &start.index) {
-        (None, None) => (&start.table.pk, &start.table.sk, schema.sk_type),
+    let outside = || {
+        invalid(
+            "The provided starting key is outside query boundaries based on provided conditions",
+        )
+    };
+    let (sort, sk_type) = match (&q.index, &start.index) {
+        (None, None) => {
+            if start.table.pk != q.partition {
+                return Err(outside());
+            }
+            (start.table.sk.clone(), schema.sk_type)
+        }
         (Some(name), Some(ik)) => {
             let Some(index) = schema.index(name) else {
                 return Err(bad());
             };
-            if ik.pk.is_empty() || (index.sk.is_some() == ik.sk.is_empty()) {
+            let sorts = index.sort_attributes();
+            if ik.pk.is_empty()
+                || ik.pk_more.len() != index.pk_more.len()
+                || ik.sort_values().count() != sorts.len()
+            {
                 return Err(bad());
             }
-            (&ik.pk, &ik.sk, index.sk_type)
+            let given = std::iter::once(&q.partition).chain(&q.partition_more);
+            if !ik.partition_values().eq(given.map(String::as_str)) {
+                return Err(outside());
+            }
+            // Equal on the sort prefix the query fixes, then the condition on the next.
+            let values: Vec<&str> = ik.sort_values().collect();
+            let n = q.sort_prefix.len();
+            let prefix_equal = sorts
+                .iter()
+                .zip(values.iter().zip(&q.sort_prefix))
+                .all(|((_, ty), (v, want))| ty.sortable(v) == ty.sortable(want));
+            if !prefix_equal {
+                return Err(invalid(
+                    "The provided starting key does not match the range key predicate",
+                ));
+            }
+            match sorts.get(n) {
+                Some((_, ty)) => (values[n].to_owned(), *ty),
+                None => (String::new(), KeyType::S),
+            }
         }
         _ => return Err(bad()),
     };
-    if *partition != q.partition {
-        return Err(invalid(
-            "The provided starting key is outside query boundaries based on provided conditions",
-        ));
-    }
     if let Some(cond) = &q.sort {
         let typed = |v: &str| sk_type.sortable(v).map(|t| t.into_owned());
         let cond = match cond {
@@ -503,7 +563,7 @@ fn start_key(schema: &TableSchema, q: &Query, start: &PageKey) -> StoreResult<()
                 .map(|(a, b)| SortCondition::Between(a, b)),
             SortCondition::BeginsWith(v) => Some(SortCondition::BeginsWith(v.clone())),
         };
-        let sort = typed(sort);
+        let sort = typed(&sort);
         if !cond.zip(sort).is_some_and(|(c, s)| sort_matches(&c, &s)) {
             return Err(invalid(
                 "The provided starting key does not match the range key predicate",

@@ -34,12 +34,7 @@ async fn the_index_answers_with_the_keys_only(api: &Api) {
         .store
         .query(itemgraph::store::Query {
             index: Some("ByAccount".into()),
-            partition: "ACCOUNT#harbor#ada-l".into(),
-            sort: None,
-            forward: true,
-            limit: None,
-            start: None,
-            consistent_read: false,
+            ..itemgraph::store::Query::partition("ACCOUNT#harbor#ada-l")
         })
         .await
         .unwrap();

@@ -18,6 +18,7 @@ mod chart_expiry;
 mod chart_keys_only;
 mod chart_links;
 mod chart_maps;
+mod chart_multi_key;
 mod chart_ranges;
 mod chart_scan;
 mod chart_simple_keys;

@@ -259,10 +259,7 @@ async fn sparse_global_secondary_index(store: &dyn Store) {
         first.last_evaluated_key,
         Some(PageKey {
             table: key("B", "1"),
-            index: Some(IndexKey {
-                pk: "G".into(),
-                sk: "x1".into()
-            })
+            index: Some(IndexKey::new("G", "x1"))
         })
     );
     query.start = first.last_evaluated_key;

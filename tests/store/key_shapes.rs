@@ -178,6 +178,8 @@ fn sessions() -> TableSchema {
             pk_type: KeyType::S,
             sk: None,
             sk_type: KeyType::S,
+            pk_more: Vec::new(),
+            sk_more: Vec::new(),
             local: false,
             projection: IndexProjection::KeysOnly,
         }],
@@ -251,6 +253,8 @@ fn with_local_index() -> TableSchema {
             pk_type: KeyType::S,
             sk: Some("Score".into()),
             sk_type: KeyType::N,
+            pk_more: Vec::new(),
+            sk_more: Vec::new(),
             local: true,
             projection: IndexProjection::All,
         }],
@@ -280,6 +284,156 @@ async fn a_local_index_sorts_a_partition_otherwise_on_both_engines() {
             [&s("GAME#c"), &s("GAME#a"), &s("GAME#b")],
             "{engine}"
         );
+        finish(store).await;
+    }
+}
+
+/// A shop's stock: items keyed by their SKU alone, and an index of a multi-attribute key:
+/// partition `Region` (S) and `Shelf` (N), sort `Status` (S) then `Qty` (N).
+fn stock() -> TableSchema {
+    TableSchema {
+        pk: "Sku".into(),
+        pk_type: KeyType::S,
+        sk: None,
+        sk_type: KeyType::S,
+        indexes: vec![IndexSchema {
+            pk_type: KeyType::S,
+            pk_more: vec![("Shelf".into(), KeyType::N)],
+            sk_more: vec![("Qty".into(), KeyType::N)],
+            projection: IndexProjection::All,
+            ..IndexSchema::new("ByPlace", "Region", Some("Status"))
+        }],
+        time_to_live: None,
+    }
+}
+
+fn skus(items: &[Item]) -> Vec<String> {
+    items
+        .iter()
+        .map(|i| match &i["Sku"] {
+            V::S(s) => s.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_multi_attribute_index_key_is_queried_by_its_rules_on_both_engines() {
+    for store in engines(stock(), "multi-key").await {
+        let engine = store.engine_name();
+        let rows = [
+            ("a", "eu", "4", "OPEN", Some("10")),
+            ("b", "eu", "4", "OPEN", Some("9")),
+            ("c", "eu", "4", "SHUT", Some("1")),
+            ("d", "eu", "4", "OPEN", Some("-2.5")),
+            ("e", "eu", "5", "OPEN", Some("3")),
+            ("f", "us", "4", "OPEN", Some("3")),
+            // No `Qty`: not in the index (it is sparse on every key attribute).
+            ("g", "eu", "4", "OPEN", None),
+            ("h", "eu", "4", "OLD", Some("7")),
+        ];
+        for (sku, region, shelf, status, qty) in rows {
+            let mut it = item(&[
+                ("Sku", s(sku)),
+                ("Region", s(region)),
+                ("Shelf", n(shelf)),
+                ("Status", s(status)),
+            ]);
+            if let Some(q) = qty {
+                it.insert("Qty".into(), n(q));
+            }
+            store.put_item(Put::new(it)).await.unwrap();
+        }
+        let on =
+            |partition_more: &[&str], sort_prefix: &[&str], sort: Option<SortCondition>| Query {
+                index: Some("ByPlace".into()),
+                partition_more: partition_more.iter().map(|v| (*v).to_owned()).collect(),
+                sort_prefix: sort_prefix.iter().map(|v| (*v).to_owned()).collect(),
+                sort,
+                ..Query::partition("eu")
+            };
+        // The whole partition, by `Status`, then `Qty` by value.
+        let all = store.query(on(&["4"], &[], None)).await.unwrap();
+        assert_eq!(skus(&all.items), ["h", "d", "b", "a", "c"], "{engine}");
+        // `Status = OPEN`, then a range on `Qty`.
+        let open = store
+            .query(on(&["4"], &["OPEN"], Some(SortCondition::Ge("0".into()))))
+            .await
+            .unwrap();
+        assert_eq!(skus(&open.items), ["b", "a"], "{engine}");
+        let between = store
+            .query(on(
+                &["4"],
+                &["OPEN"],
+                Some(SortCondition::Between("-3".into(), "9".into())),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(skus(&between.items), ["d", "b"], "{engine}");
+        // A condition on the first sort attribute alone.
+        let starts = store
+            .query(on(&["4"], &[], Some(SortCondition::BeginsWith("O".into()))))
+            .await
+            .unwrap();
+        assert_eq!(skus(&starts.items), ["h", "d", "b", "a"], "{engine}");
+        let gt = store
+            .query(on(&["4"], &[], Some(SortCondition::Gt("OPEN".into()))))
+            .await
+            .unwrap();
+        assert_eq!(skus(&gt.items), ["c"], "{engine}");
+        // Both sort attributes equal.
+        let one = store
+            .query(on(&["4"], &["OPEN"], Some(SortCondition::Eq("9.0".into()))))
+            .await
+            .unwrap();
+        assert_eq!(skus(&one.items), ["b"], "{engine}");
+        // Pages: backward, two at a time, each resuming from the last key.
+        let mut q = Query {
+            forward: false,
+            limit: Some(2),
+            ..on(&["4"], &["OPEN"], None)
+        };
+        let mut seen = Vec::new();
+        loop {
+            let page = store.query(q.clone()).await.unwrap();
+            seen.extend(skus(&page.items));
+            match page.last_evaluated_key {
+                Some(k) => {
+                    let ik = k.index.as_ref().expect("an index key");
+                    assert_eq!(ik.pk_more, ["4"], "{engine}");
+                    assert_eq!(ik.sort_values().count(), 2, "{engine}");
+                    q.start = Some(k);
+                }
+                None => break,
+            }
+        }
+        assert_eq!(seen, ["a", "b", "d"], "{engine}");
+        // DynamoDB's rules: every partition attribute, no sort attribute skipped.
+        refused(store.query(on(&[], &[], None)).await, engine);
+        refused(
+            store.query(on(&["4"], &["OPEN", "1", "x"], None)).await,
+            engine,
+        );
+        refused(
+            store
+                .query(on(
+                    &["4"],
+                    &["OPEN", "1"],
+                    Some(SortCondition::Eq("1".into())),
+                ))
+                .await,
+            engine,
+        );
+        refused(store.query(on(&["four"], &[], None)).await, engine);
+        // A key attribute of the wrong type is refused on write.
+        let bad = item(&[
+            ("Sku", s("z")),
+            ("Region", s("eu")),
+            ("Shelf", s("4")),
+            ("Status", s("OPEN")),
+            ("Qty", n("1")),
+        ]);
+        refused(store.put_item(Put::new(bad)).await, engine);
         finish(store).await;
     }
 }

@@ -33,8 +33,45 @@ impl Checker {
                 }
                 format::Projection::Include(a) => Projection::Include(a.clone()),
             };
-            let pk = i.partition_key.name().to_owned();
-            let sk = i.sort_key.as_ref().map(|k| k.name().to_owned());
+            let multi = matches!(i.partition_key, format::IndexKeyAttributes::Many(_))
+                || matches!(i.sort_key, Some(format::IndexKeyAttributes::Many(_)));
+            let typed = |this: &mut Self, keys: &[format::KeyAttribute]| {
+                keys.iter()
+                    .map(|k| (k.name().to_owned(), this.key_type(name, k)))
+                    .collect::<Vec<_>>()
+            };
+            let mut partition = typed(self, i.partition_key.attributes()).into_iter();
+            let mut sort = typed(
+                self,
+                i.sort_key.as_ref().map_or(&[][..], |k| k.attributes()),
+            )
+            .into_iter();
+            let Some((pk, pk_type)) = partition.next() else {
+                self.refuse(
+                    "indexes",
+                    format!("index {name}: its partition key names no attribute"),
+                );
+                continue;
+            };
+            let pk_more: Vec<_> = partition.collect();
+            let (sk, sk_type) = match sort.next() {
+                Some((n, t)) => (Some(n), t),
+                None => (None, KeyType::S),
+            };
+            let sk_more: Vec<_> = sort.collect();
+            let max = crate::store::schema::MAX_KEY_ATTRIBUTES;
+            if pk_more.len() >= max || sk_more.len() >= max {
+                self.refuse(
+                    "indexes",
+                    format!("index {name}: a multi-attribute key has at most {max} partition and {max} sort attributes"),
+                );
+            }
+            if multi && i.local {
+                self.refuse(
+                    "indexes",
+                    format!("index {name}: a multi-attribute key is a global index's only"),
+                );
+            }
             if i.local {
                 // A local index keeps the table's partition key and sorts it otherwise.
                 if pk != table.partition_key {
@@ -58,6 +95,9 @@ impl Checker {
             }
             let own: Vec<&String> = if i.local {
                 sk.iter().collect()
+            } else if multi {
+                // The items' own attributes, which other multi-attribute keys may share.
+                Vec::new()
             } else {
                 std::iter::once(&pk).chain(sk.iter()).collect()
             };
@@ -74,19 +114,93 @@ impl Checker {
                 name.clone(),
                 Index {
                     name: name.clone(),
-                    pk_type: self.key_type(name, &i.partition_key),
-                    sk_type: i
-                        .sort_key
-                        .as_ref()
-                        .map_or(KeyType::S, |k| self.key_type(name, k)),
+                    pk_type,
+                    sk_type,
                     partition_key: pk,
                     sort_key: sk,
                     projection,
                     local: i.local,
+                    multi,
+                    pk_more,
+                    sk_more,
                 },
             );
         }
         out
+    }
+
+    /// An entity's place in a multi-attribute index: one `{attribute}` per key attribute,
+    /// in the key's order, each an attribute of a type a key holds, stored under the key
+    /// attribute's name as its type: the item's own value is the key, rendered nowhere.
+    fn multi_key(
+        &mut self,
+        index: &Index,
+        templates: &[String],
+        attributes: &IndexMap<String, Attribute>,
+    ) -> Option<Vec<String>> {
+        let keys = index.typed_keys();
+        let name = &index.name;
+        if templates.len() != keys.len() {
+            self.refuse("indexes", format!("index {name} is keyed by {} attributes (`{}`): give one `{{attribute}}` for each, in order", keys.len(), keys.iter().map(|(n, _)| *n).collect::<Vec<_>>().join("`, `")));
+            return None;
+        }
+        let mut out = Vec::new();
+        for ((key, _), text) in keys.into_iter().zip(templates) {
+            let var = text
+                .strip_prefix('{')
+                .and_then(|t| t.strip_suffix('}'))
+                .filter(|v| !v.contains(['{', '}', '?']));
+            let Some(var) = var else {
+                self.refuse("indexes", format!("index {name}: `{text}` is not one `{{attribute}}`: a multi-attribute key holds the item's own attributes, no text around them"));
+                return None;
+            };
+            let Some(a) = attributes.get(var) else {
+                self.refuse("indexes", format!("index {name}: `{var}` is no attribute"));
+                return None;
+            };
+            let stored = a.stored.as_deref().unwrap_or(var);
+            if stored != key {
+                self.refuse("indexes", format!("index {name}: its key attribute `{key}` is `{var}` as the items store it, which they store as `{stored}`: set `stored = \"{key}\"` on it"));
+            }
+            if key_type_of(a).is_none() {
+                self.refuse("indexes", format!("index {name}: `{var}` is {}, which a key does not hold (an identifier kind, an enum, an integer or a time of one width does)", crate::chart::one(&a.ty.describe())));
+            }
+            if a.key_only {
+                self.refuse("indexes", format!("index {name}: `{var}` is `key_only`: an item is in the index by its key attributes, which it stores beside its primary key"));
+            }
+            out.push(var.to_owned());
+        }
+        Some(out)
+    }
+
+    /// What an entity stores under a multi-attribute key's attribute names: values of the
+    /// key's types (or every write of it would be refused), and, where it stores them
+    /// all, a place in the index it declares (its items are in it whatever it says).
+    fn multi_members(
+        &mut self,
+        indexes: &IndexMap<String, Index>,
+        joined: &IndexMap<String, Vec<String>>,
+        attributes: &IndexMap<String, Attribute>,
+    ) {
+        for index in indexes.values().filter(|i| i.multi) {
+            let keys = index.typed_keys();
+            let mut held = 0;
+            for (name, a) in attributes {
+                let stored = a.stored.as_deref().unwrap_or(name);
+                let Some((key, ty)) = keys.iter().find(|(k, _)| *k == stored) else {
+                    continue;
+                };
+                if !a.optional {
+                    held += 1;
+                }
+                if key_type_of(a) != Some(*ty) {
+                    self.refuse("indexes", format!("`{name}` is stored as `{key}`, a key attribute of index {} of type {}: store it as that type, or under another name", index.name, ty.as_str()));
+                }
+            }
+            if held == keys.len() && !joined.contains_key(&index.name) {
+                self.refuse("indexes", format!("its items store every key attribute of index {}, so they are in it: join it with `indexes.{} = [\"{{attribute}}\", …]`", index.name, index.name));
+            }
+        }
     }
 
     /// A key attribute's type: `S` unless it says `N`.
@@ -417,7 +531,7 @@ impl Checker {
                 || table.sort_key.as_ref() == Some(a)
                 || indexes
                     .values()
-                    .any(|i| &i.partition_key == a || i.sort_key.as_ref() == Some(a))
+                    .any(|i| !i.multi && (&i.partition_key == a || i.sort_key.as_ref() == Some(a)))
             {
                 self.refuse(
                     "names",
@@ -433,12 +547,19 @@ impl Checker {
         }
         let key = self.keys(&e.key, KeyShape::of_table(table), &attributes, true);
         let mut entity_indexes = IndexMap::new();
+        let mut multi = IndexMap::new();
         for (index, pair) in &e.indexes {
             if !indexes.contains_key(index) {
                 self.refuse(
                     "indexes",
                     format!("joins index `{index}`, which the chart does not declare"),
                 );
+                continue;
+            }
+            if indexes[index].multi {
+                if let Some(attrs) = self.multi_key(&indexes[index], pair, &attributes) {
+                    multi.insert(index.clone(), attrs);
+                }
                 continue;
             }
             if let Some(k) = self.keys(
@@ -450,6 +571,7 @@ impl Checker {
                 entity_indexes.insert(index.clone(), k);
             }
         }
+        self.multi_members(indexes, &multi, &attributes);
         let shards_of = match (&e.shards_of, e.shards) {
             (Some(of), Some(n)) if (1..=1000).contains(&n) => Some((of.clone(), n)),
             (None, None) => None,
@@ -473,6 +595,7 @@ impl Checker {
             description: e.description.clone(),
             key: key.unwrap_or_else(placeholder_keys),
             indexes: entity_indexes,
+            multi,
             attributes,
             tenant: e.tenant.clone(),
             // Resolved once every entity is read (`Checker::bind`).
@@ -671,6 +794,19 @@ fn placeholder_keys() -> Keys {
     }
 }
 
+/// The type a key holds an attribute's value as, where a key can hold it: an identifier
+/// kind, an enum or a time of one width as a string, an integer as a number (or as its
+/// digits, where the table stores it so).
+fn key_type_of(a: &Attribute) -> Option<KeyType> {
+    match &a.ty {
+        Type::Int { .. } if a.as_string => Some(KeyType::S),
+        Type::Int { .. } => Some(KeyType::N),
+        Type::Kind(_) | Type::Enum { .. } => Some(KeyType::S),
+        Type::Timestamp(f) if f.width().is_some() => Some(KeyType::S),
+        _ => None,
+    }
+}
+
 /// The server's own items, in every table whatever the chart: their keys are reserved.
 pub(super) fn system_entities() -> Vec<Entity> {
     let e = |name: &str, pk: &str, sk: &str, attrs: &[(&str, Type)]| Entity {
@@ -682,6 +818,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
             sk: Template::parse(sk).expect("system keys parse"),
         },
         indexes: IndexMap::new(),
+        multi: IndexMap::new(),
         attributes: attrs
             .iter()
             .map(|(n, t)| {

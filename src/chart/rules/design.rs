@@ -94,6 +94,35 @@ impl Checker {
             }
         }
         self.at(None, None);
+        // A multi-attribute key has no literal to hold a tenant in: a Query of one is
+        // bound by the tenant attribute being one of its partition's values.
+        for (n, p) in patterns {
+            let Request::Query {
+                condition,
+                children,
+                ..
+            } = &p.request
+            else {
+                continue;
+            };
+            let Some(index) = &condition.index else {
+                continue;
+            };
+            let e = &entities[children];
+            if !e.multi.contains_key(index) {
+                continue;
+            }
+            let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
+            let bound = std::iter::once(&condition.partition)
+                .chain(&condition.partition_more)
+                .flat_map(|t| t.vars())
+                .any(|v| v.name == attr);
+            if e.attributes.contains_key(&attr) && !bound {
+                self.at(None, Some(*n));
+                self.refuse("tenant", format!("its Query of {index} has no `{attr}` among the partition's values: it would read every tenant's {}; make `{attr}` one of the index's partition attributes", super::super::plural(children)));
+                self.at(None, None);
+            }
+        }
         if let Some(v) = &file.viewer {
             match entities.get(&v.entity) {
                 None => self.refuse(

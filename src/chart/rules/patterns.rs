@@ -259,6 +259,18 @@ impl Checker {
                 }
                 let forward = p.forward.unwrap_or(true);
                 let index = condition.index.as_deref();
+                if index.and_then(|i| indexes.get(i)).is_some_and(|i| i.multi) {
+                    return self.multi_query(
+                        p,
+                        n,
+                        condition,
+                        children,
+                        parent.is_some() || !beside.is_empty(),
+                        table,
+                        entities,
+                        indexes,
+                    );
+                }
                 for e in parent
                     .iter()
                     .chain(beside.iter())
@@ -337,6 +349,65 @@ impl Checker {
         })
     }
 
+    /// A Query of a multi-attribute key: its children alone (their values are the key,
+    /// no parent sorts beside them), the only entity in the index, later pages on the
+    /// same condition from the last key.
+    #[allow(clippy::too_many_arguments)]
+    fn multi_query(
+        &mut self,
+        p: &format::Pattern,
+        n: u32,
+        condition: KeyCondition,
+        children: String,
+        with_others: bool,
+        table: &Table,
+        entities: &IndexMap<String, Entity>,
+        indexes: &IndexMap<String, Index>,
+    ) -> Option<Pattern> {
+        let index = condition.index.clone().unwrap_or_default();
+        if with_others {
+            self.refuse(
+                "one-request",
+                format!("index {index} has a multi-attribute key, the items' own values: a Query of it pages its children alone, with no parent or counters beside them"),
+            );
+            return None;
+        }
+        if !entities[&children].multi.contains_key(&index) {
+            self.refuse(
+                "indexes",
+                format!("`{children}` is not in {index}, which the pattern reads: join it with `indexes.{index} = [\"{{attribute}}\", …]`"),
+            );
+            return None;
+        }
+        let then_get = self.then_get(p, indexes, Some(&index));
+        if !then_get {
+            self.projected(&children, table, entities, indexes, Some(&index));
+        }
+        self.reads_only(&condition, entities, std::slice::from_ref(&children), &[]);
+        for v in crate::chart::reach::condition_vars(&condition) {
+            if crate::chart::reach::var_type(&condition, entities, &v.name).is_none() {
+                self.refuse(
+                    "indexes",
+                    format!("`{}` meets no attribute of {children} in {index}'s key: each value of a multi-attribute key is one `{{attribute}}` of the key's", v.name),
+                );
+            }
+        }
+        Some(Pattern {
+            number: n,
+            name: p.name.clone(),
+            request: Request::Query {
+                condition,
+                forward: p.forward.unwrap_or(true),
+                parent: None,
+                beside: Vec::new(),
+                children,
+                children_prefix: Template::none(),
+                then_get,
+            },
+            field: p.field.clone(),
+        })
+    }
+
     /// Parses `PK = … [AND <sort condition>]`, naming the index by its key attributes.
     /// `?` marks a level of a `begins_with` or an end of a range a caller may leave open:
     /// never a part of the partition, nor of an `=`.
@@ -349,7 +420,8 @@ impl Checker {
         match parse_condition(text, table, indexes) {
             Ok(c) => {
                 let eq = matches!(&c.sort, Some(SortCondition::Eq(t)) if t.has_open());
-                if c.partition.has_open() || eq {
+                let fixed = c.partition_more.iter().chain(&c.sort_prefix);
+                if c.partition.has_open() || eq || fixed.into_iter().any(Template::has_open) {
                     self.refuse(
                         "format",
                         format!("`{text}`: `?` marks a level of a `begins_with` or an end of a range a caller may leave open, not a part of a partition or of an `=`"),
@@ -398,14 +470,24 @@ impl Checker {
         let reads = reachable(cond, entities);
         for (e, inc) in &reads {
             if *inc == Included::Maybe && !expected.iter().any(|x| x == e) {
-                let keys = entities[e]
-                    .keys_in(cond.index.as_deref())
-                    .expect("reachable entities have keys");
+                let keys = match entities[e].keys_in(cond.index.as_deref()) {
+                    Some(keys)
+                        if !entities[e]
+                            .multi
+                            .contains_key(cond.index.as_deref().unwrap_or("")) =>
+                    {
+                        format!("`{}` / `{}`", keys.pk, keys.sk)
+                    }
+                    // A multi-attribute key: the entity's own values, in the index too.
+                    _ => format!(
+                        "in {} by its own values",
+                        cond.index.as_deref().unwrap_or("the table")
+                    ),
+                };
                 self.refuse(
                     "one-request",
                     format!(
-                        "its key condition can also return {e} (`{}` / `{}`), which the pattern does not declare: one request would not return only what it serves",
-                        keys.pk, keys.sk
+                        "its key condition can also return {e} ({keys}), which the pattern does not declare: one request would not return only what it serves"
                     ),
                 );
             }
@@ -439,11 +521,11 @@ impl Checker {
         let prefix = keys.sk.literal_prefix().to_owned();
         let prefix_t = Template::parse(if prefix.is_empty() { "~" } else { &prefix })
             .expect("a literal parses");
-        let later = KeyCondition {
-            index: cond.index.clone(),
-            partition: cond.partition.clone(),
-            sort: (!prefix.is_empty()).then(|| SortCondition::BeginsWith(prefix_t.clone())),
-        };
+        let later = KeyCondition::new(
+            cond.index.clone(),
+            cond.partition.clone(),
+            (!prefix.is_empty()).then(|| SortCondition::BeginsWith(prefix_t.clone())),
+        );
         for (e, inc) in reachable(&later, entities) {
             if inc == Included::Maybe && e != children {
                 self.refuse(

@@ -47,7 +47,8 @@ impl Checker {
                 );
             }
             let mut keys: Vec<&str> = table.key_names();
-            for i in indexes.values() {
+            // A multi-attribute key's attributes are the items' own ([`Checker::multi_key`]).
+            for i in indexes.values().filter(|i| !i.multi) {
                 keys.extend(i.key_names());
             }
             if table.types_stored {

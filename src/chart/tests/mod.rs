@@ -4,6 +4,7 @@
 //! holds `chart check`'s advice to each of its rules.
 
 mod advice;
+mod multi_key;
 mod refusals;
 mod stored;
 mod tenant;
@@ -39,10 +40,7 @@ fn keys_of(
         .map(|(i, k)| {
             (
                 i.clone(),
-                IndexKey {
-                    pk: render(&k.pk, vars),
-                    sk: render(&k.sk, vars),
-                },
+                IndexKey::new(render(&k.pk, vars), render(&k.sk, vars)),
             )
         })
         .collect();

@@ -3,7 +3,7 @@
 //! attribute its items hold (as the table stores them: stored names, numbers as strings),
 //! a facet per entity with its key templates as aliases and its samples as the table holds
 //! them, and its global secondary indexes. What the format cannot hold (a local secondary
-//! index) is named in the answer's notes.
+//! index, a multi-attribute key) is named in the answer's notes.
 
 use serde_json::{Map, Value};
 
@@ -112,6 +112,14 @@ pub fn export(chart: &Chart) -> Exported {
                 "index {}: a local secondary index, which a NoSQL Workbench model cannot hold: \
                  left out",
                 i.name
+            ));
+            continue;
+        }
+        if i.multi {
+            notes.push(format!(
+                "index {}: a multi-attribute key ({}), which a NoSQL Workbench model's `KeyAttributes` (one partition and one sort attribute) cannot hold: left out; its attributes are in the facets, as the items' own",
+                i.name,
+                i.key_names().join(", ")
             ));
             continue;
         }

@@ -168,39 +168,44 @@ impl Expressions {
         (!clauses.is_empty()).then(|| clauses.join(" "))
     }
 
-    /// A key condition on a partition key of type `pk_type` and a sort key (where the
-    /// table or index has one) of type `sk_type`.
+    /// A key condition: each partition attribute (name, type) equal to its value; each
+    /// sort attribute of `sorts` equal to its value of `sort_prefix`, then `sort` on the
+    /// one after them (the table's or a single-attribute index's sort key when the prefix
+    /// is empty).
     pub(super) fn key_condition(
         &mut self,
-        pk: (&str, KeyType),
-        partition: &str,
-        sk: Option<(&str, KeyType)>,
+        partition: &[((&str, KeyType), &str)],
+        sorts: &[(&str, KeyType)],
+        sort_prefix: &[String],
         sort: Option<&SortCondition>,
     ) -> String {
-        let (pk_attr, pk_type) = pk;
-        let partition = format!(
-            "{} = {}",
-            self.name(pk_attr),
-            self.value(&pk_type.value(partition))
-        );
-        let (Some(sort), Some((sk_attr, sk_type))) = (sort, sk) else {
-            return partition;
+        let mut terms = Vec::new();
+        let equal = |this: &mut Self, (attr, ty): (&str, KeyType), v: &str| {
+            format!("{} = {}", this.name(attr), this.value(&ty.value(v)))
         };
-        let sk = self.name(sk_attr);
-        let mut v = |x: &str| self.value(&sk_type.value(x));
-        let sort = match sort {
-            SortCondition::Eq(x) => format!("{sk} = {}", v(x)),
-            SortCondition::Lt(x) => format!("{sk} < {}", v(x)),
-            SortCondition::Le(x) => format!("{sk} <= {}", v(x)),
-            SortCondition::Gt(x) => format!("{sk} > {}", v(x)),
-            SortCondition::Ge(x) => format!("{sk} >= {}", v(x)),
-            SortCondition::Between(lo, hi) => {
-                let lo = v(lo);
-                format!("{sk} BETWEEN {lo} AND {}", v(hi))
-            }
-            SortCondition::BeginsWith(p) => format!("begins_with({sk}, {})", v(p)),
-        };
-        format!("{partition} AND {sort}")
+        for (key, v) in partition {
+            terms.push(equal(self, *key, v));
+        }
+        for (key, v) in sorts.iter().zip(sort_prefix) {
+            terms.push(equal(self, *key, v));
+        }
+        if let (Some(sort), Some((sk_attr, sk_type))) = (sort, sorts.get(sort_prefix.len())) {
+            let sk = self.name(sk_attr);
+            let mut v = |x: &str| self.value(&sk_type.value(x));
+            terms.push(match sort {
+                SortCondition::Eq(x) => format!("{sk} = {}", v(x)),
+                SortCondition::Lt(x) => format!("{sk} < {}", v(x)),
+                SortCondition::Le(x) => format!("{sk} <= {}", v(x)),
+                SortCondition::Gt(x) => format!("{sk} > {}", v(x)),
+                SortCondition::Ge(x) => format!("{sk} >= {}", v(x)),
+                SortCondition::Between(lo, hi) => {
+                    let lo = v(lo);
+                    format!("{sk} BETWEEN {lo} AND {}", v(hi))
+                }
+                SortCondition::BeginsWith(p) => format!("begins_with({sk}, {})", v(p)),
+            });
+        }
+        terms.join(" AND ")
     }
 
     /// The two maps, each `None` when empty: DynamoDB rejects an empty

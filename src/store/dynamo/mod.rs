@@ -314,18 +314,22 @@ impl Store for DynamoEngine {
             .as_deref()
             .and_then(|name| self.schema.index(name));
         let s = &self.schema;
-        let (pk, sk) = match index {
-            Some(i) => (
-                (i.pk.as_str(), i.pk_type),
-                i.sk.as_deref().map(|sk| (sk, i.sk_type)),
-            ),
+        let (partition, sorts) = match index {
+            Some(i) => (i.partition_attributes(), i.sort_attributes()),
             None => (
-                (s.pk.as_str(), s.pk_type),
-                s.sk.as_deref().map(|sk| (sk, s.sk_type)),
+                vec![(s.pk.as_str(), s.pk_type)],
+                s.sk.as_deref()
+                    .map(|sk| (sk, s.sk_type))
+                    .into_iter()
+                    .collect(),
             ),
         };
+        let values = std::iter::once(req.partition.as_str())
+            .chain(req.partition_more.iter().map(String::as_str));
+        let partition: Vec<_> = partition.into_iter().zip(values).collect();
         let mut ex = Expressions::default();
-        let key_condition = ex.key_condition(pk, &req.partition, sk, req.sort.as_ref());
+        let key_condition =
+            ex.key_condition(&partition, &sorts, &req.sort_prefix, req.sort.as_ref());
         let (names, values) = ex.into_maps();
         let call = self
             .client

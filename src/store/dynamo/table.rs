@@ -31,16 +31,32 @@ pub(super) fn stream_specification() -> StoreResult<sdk::StreamSpecification> {
 
 /// A key of a partition key `pk` and a sort key `sk`.
 fn key_schema(pk: &str, sk: Option<&str>) -> StoreResult<Vec<KeySchemaElement>> {
-    std::iter::once((pk, KeyType::Hash))
-        .chain(sk.map(|sk| (sk, KeyType::Range)))
-        .map(|(attr, kind)| {
-            KeySchemaElement::builder()
-                .attribute_name(attr)
-                .key_type(kind)
-                .build()
-                .map_err(build_error)
-        })
-        .collect()
+    elements(std::iter::once((pk, KeyType::Hash)).chain(sk.map(|sk| (sk, KeyType::Range))))
+}
+
+/// An index's key: each partition attribute (`HASH`), then each sort attribute (`RANGE`),
+/// in order (a multi-attribute key has up to four of each).
+fn index_key_schema(index: &IndexSchema) -> StoreResult<Vec<KeySchemaElement>> {
+    let partition = index.partition_attributes().into_iter();
+    let sort = index.sort_attributes().into_iter();
+    elements(
+        partition
+            .map(|(a, _)| (a, KeyType::Hash))
+            .chain(sort.map(|(a, _)| (a, KeyType::Range))),
+    )
+}
+
+fn elements<'a>(
+    keys: impl Iterator<Item = (&'a str, KeyType)>,
+) -> StoreResult<Vec<KeySchemaElement>> {
+    keys.map(|(attr, kind)| {
+        KeySchemaElement::builder()
+            .attribute_name(attr)
+            .key_type(kind)
+            .build()
+            .map_err(build_error)
+    })
+    .collect()
 }
 
 /// Attribute definitions of key attributes, each of its type, each once.
@@ -73,13 +89,16 @@ fn keys_of<'a>(
     s: &'a crate::store::TableSchema,
     index: Option<&'a IndexSchema>,
 ) -> Vec<(&'a str, crate::store::KeyType)> {
-    let (pk, pk_type, sk, sk_type) = match index {
-        None => (&s.pk, s.pk_type, &s.sk, s.sk_type),
-        Some(i) => (&i.pk, i.pk_type, &i.sk, i.sk_type),
-    };
-    std::iter::once((pk.as_str(), pk_type))
-        .chain(sk.as_deref().map(|sk| (sk, sk_type)))
-        .collect()
+    match index {
+        None => std::iter::once((s.pk.as_str(), s.pk_type))
+            .chain(s.sk.as_deref().map(|sk| (sk, s.sk_type)))
+            .collect(),
+        Some(i) => i
+            .partition_attributes()
+            .into_iter()
+            .chain(i.sort_attributes())
+            .collect(),
+    }
 }
 
 impl DynamoEngine {
@@ -174,7 +193,7 @@ impl DynamoEngine {
             .map(|index| {
                 GlobalSecondaryIndex::builder()
                     .index_name(&index.name)
-                    .set_key_schema(Some(key_schema(&index.pk, index.sk.as_deref())?))
+                    .set_key_schema(Some(index_key_schema(index)?))
                     .projection(projection(index))
                     .build()
                     .map_err(build_error)
@@ -187,7 +206,7 @@ impl DynamoEngine {
             .map(|index| {
                 sdk::LocalSecondaryIndex::builder()
                     .index_name(&index.name)
-                    .set_key_schema(Some(key_schema(&index.pk, index.sk.as_deref())?))
+                    .set_key_schema(Some(index_key_schema(index)?))
                     .projection(projection(index))
                     .build()
                     .map_err(build_error)
@@ -244,7 +263,7 @@ impl DynamoEngine {
         let definitions = key_attributes(keys_of(&self.schema, Some(index)))?;
         let create = sdk::CreateGlobalSecondaryIndexAction::builder()
             .index_name(name)
-            .set_key_schema(Some(key_schema(&index.pk, index.sk.as_deref())?))
+            .set_key_schema(Some(index_key_schema(index)?))
             .projection(projection(index))
             .build()
             .map_err(build_error)?;

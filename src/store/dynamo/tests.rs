@@ -184,9 +184,9 @@ fn key_conditions_render_partition_equality_and_each_sort_condition() {
         let mut ex = Expressions::default();
         assert_eq!(
             ex.key_condition(
-                ("GSI1PK", crate::store::KeyType::S),
-                "ORG#o",
-                Some(("GSI1SK", crate::store::KeyType::S)),
+                &[(("GSI1PK", crate::store::KeyType::S), "ORG#o")],
+                &[("GSI1SK", crate::store::KeyType::S)],
+                &[],
                 sort.as_ref()
             ),
             want
@@ -194,6 +194,21 @@ fn key_conditions_render_partition_equality_and_each_sort_condition() {
         assert_eq!(ex.names["#n0"], "GSI1PK");
         assert_eq!(ex.values[":v0"], SdkValue::S("ORG#o".into()));
     }
+}
+
+#[test]
+fn a_multi_attribute_key_condition_names_every_attribute_in_order() {
+    use crate::store::KeyType::{N, S};
+    let mut ex = Expressions::default();
+    let cond = ex.key_condition(
+        &[(("Region", S), "eu"), (("Shelf", N), "4")],
+        &[("Status", S), ("Placed", S), ("Qty", N)],
+        &["OPEN".to_owned()],
+        Some(&SortCondition::Ge("2026".into())),
+    );
+    assert_eq!(cond, "#n0 = :v0 AND #n1 = :v1 AND #n2 = :v2 AND #n3 >= :v3");
+    assert_eq!(ex.names["#n3"], "Placed");
+    assert_eq!(ex.values[":v1"], SdkValue::N("4".into()));
 }
 
 #[test]

@@ -67,19 +67,35 @@ pub(super) fn row_key(schema: &TableSchema, k: &PrimaryKey) -> Vec<u8> {
     ])
 }
 
-/// The row key of an index row: the index key, then the table key, as their types sort.
+/// The row key of an index row: the index key (every partition value, then every sort
+/// value), then the table key, as their types sort.
 pub(super) fn index_row_key(
     schema: &TableSchema,
     index: &IndexSchema,
     ik: &IndexKey,
     k: &PrimaryKey,
 ) -> Vec<u8> {
-    encode_key(&[
-        &sorted(index.pk_type, &ik.pk),
-        &sorted(index.sk_type, &ik.sk),
-        &sorted(schema.pk_type, &k.pk),
-        &sorted(schema.sk_type, &k.sk),
-    ])
+    let mut parts: Vec<std::borrow::Cow<'_, str>> = index
+        .partition_attributes()
+        .into_iter()
+        .zip(ik.partition_values())
+        .map(|((_, ty), v)| sorted(ty, v))
+        .collect();
+    let sorts = index.sort_attributes();
+    if sorts.is_empty() {
+        // Keyed by its partition alone: an empty sort component, as it always was.
+        parts.push(std::borrow::Cow::Borrowed(""));
+    }
+    parts.extend(
+        sorts
+            .into_iter()
+            .zip(ik.sort_values())
+            .map(|((_, ty), v)| sorted(ty, v)),
+    );
+    parts.push(sorted(schema.pk_type, &k.pk));
+    parts.push(sorted(schema.sk_type, &k.sk));
+    let parts: Vec<&str> = parts.iter().map(|p| p.as_ref()).collect();
+    encode_key(&parts)
 }
 
 /// [`key_range`] of a partition and sort condition whose values are of these types.
@@ -89,8 +105,42 @@ pub(super) fn typed_key_range(
     partition: &str,
     sort: Option<&SortCondition>,
 ) -> (Vec<u8>, Vec<u8>) {
+    key_range(
+        &[&sorted(pk_type, partition)],
+        typed_sort(sk_type, sort).as_ref(),
+    )
+}
+
+/// The range of an index of a multi-attribute key a Query reads: its partition values,
+/// the sort values it holds equal, then its condition on the next sort attribute.
+pub(super) fn multi_key_range(
+    index: &IndexSchema,
+    partition: &[&str],
+    sort_prefix: &[String],
+    sort: Option<&SortCondition>,
+) -> (Vec<u8>, Vec<u8>) {
+    let sorts = index.sort_attributes();
+    let fixed: Vec<std::borrow::Cow<'_, str>> = index
+        .partition_attributes()
+        .into_iter()
+        .zip(partition)
+        .map(|((_, ty), v)| sorted(ty, v))
+        .chain(
+            sorts
+                .iter()
+                .zip(sort_prefix)
+                .map(|((_, ty), v)| sorted(*ty, v)),
+        )
+        .collect();
+    let fixed: Vec<&str> = fixed.iter().map(|p| p.as_ref()).collect();
+    let next = sorts.get(sort_prefix.len()).map_or(KeyType::S, |(_, t)| *t);
+    key_range(&fixed, typed_sort(next, sort).as_ref())
+}
+
+/// A sort condition's values as their type sorts.
+fn typed_sort(sk_type: KeyType, sort: Option<&SortCondition>) -> Option<SortCondition> {
     let s = |v: &str| sorted(sk_type, v).into_owned();
-    let sort = sort.map(|c| match c {
+    sort.map(|c| match c {
         SortCondition::Eq(x) => SortCondition::Eq(s(x)),
         SortCondition::Lt(x) => SortCondition::Lt(s(x)),
         SortCondition::Le(x) => SortCondition::Le(s(x)),
@@ -98,8 +148,7 @@ pub(super) fn typed_key_range(
         SortCondition::Ge(x) => SortCondition::Ge(s(x)),
         SortCondition::Between(a, b) => SortCondition::Between(s(a), s(b)),
         SortCondition::BeginsWith(x) => SortCondition::BeginsWith(x.clone()),
-    });
-    key_range(&sorted(pk_type, partition), sort.as_ref())
+    })
 }
 
 /// Decodes the components of an encoded key.
@@ -130,9 +179,10 @@ pub(super) fn decode_key(mut bytes: &[u8]) -> StoreResult<Vec<String>> {
     Ok(parts)
 }
 
-/// The byte range of one partition under a sort-key condition.
-pub(super) fn key_range(partition: &str, sort: Option<&SortCondition>) -> (Vec<u8>, Vec<u8>) {
-    let p = encode_key(&[partition]);
+/// The byte range of one partition (and, on a multi-attribute key, of the sort values held
+/// equal: the components `fixed`) under a condition on the next sort component.
+pub(super) fn key_range(fixed: &[&str], sort: Option<&SortCondition>) -> (Vec<u8>, Vec<u8>) {
+    let p = encode_key(fixed);
     let with = |s: &str, tail: &[u8]| {
         let mut v = p.clone();
         push_escaped(&mut v, s);

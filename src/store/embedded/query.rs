@@ -7,7 +7,9 @@ use crate::store::validate::MAX_QUERY_PAGE_BYTES;
 use crate::store::value::item_size;
 use crate::store::{PageKey, Query, QueryOutput, Scan, SortCondition, StoreResult};
 
-use super::codec::{decode_item, index_row_key, row_key, typed_key_range, PROJECTED};
+use super::codec::{
+    decode_item, index_row_key, multi_key_range, row_key, typed_key_range, PROJECTED,
+};
 use super::expr::eval;
 use super::{internal, Inner};
 
@@ -20,11 +22,21 @@ pub(super) fn query(inner: &Inner, req: &Query) -> StoreResult<QueryOutput> {
     let items = tx.open_table(inner.items_def()).map_err(internal)?;
     let index = index_position(inner, req.index.as_deref())?;
     let schema = &inner.schema;
-    let (pk_type, sk_type) = match index {
-        Some(i) => (schema.indexes[i].pk_type, schema.indexes[i].sk_type),
-        None => (schema.pk_type, schema.sk_type),
+    let (mut lo, mut hi) = match index.map(|i| &schema.indexes[i]) {
+        Some(i) if i.multi_attribute() => {
+            let partition: Vec<&str> = std::iter::once(req.partition.as_str())
+                .chain(req.partition_more.iter().map(String::as_str))
+                .collect();
+            multi_key_range(i, &partition, &req.sort_prefix, req.sort.as_ref())
+        }
+        Some(i) => typed_key_range(i.pk_type, i.sk_type, &req.partition, req.sort.as_ref()),
+        None => typed_key_range(
+            schema.pk_type,
+            schema.sk_type,
+            &req.partition,
+            req.sort.as_ref(),
+        ),
     };
-    let (mut lo, mut hi) = typed_key_range(pk_type, sk_type, &req.partition, req.sort.as_ref());
     let mut lo_bound_excluded = false;
     let mut hi_bound_excluded = true;
     if let Some(start) = &req.start {

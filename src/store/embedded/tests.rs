@@ -314,7 +314,7 @@ fn encoded_keys_decode_back() {
 
 #[test]
 fn begins_with_range_holds_exactly_the_prefixed_keys() {
-    let (lo, hi) = key_range("p", Some(&SortCondition::BeginsWith("ab".into())));
+    let (lo, hi) = key_range(&["p"], Some(&SortCondition::BeginsWith("ab".into())));
     for (sk, inside) in [
         ("ab", true),
         ("ab\0", true),

@@ -501,6 +501,8 @@ async fn locate(
                 index: Some(index.clone()),
                 partition: partition.clone(),
                 sort: Some(crate::store::SortCondition::Eq(sort.clone())),
+                partition_more: Vec::new(),
+                sort_prefix: Vec::new(),
                 forward: true,
                 limit: Some(1),
                 start: None,

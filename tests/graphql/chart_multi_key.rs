@@ -1,0 +1,124 @@
+//! An index of a multi-attribute key (`examples/charts/corner-shop.toml`'s
+//! `ByProductStatus`: the orders' own `ProductSku`, then `Status` and `PlacedAt`), served
+//! on both engines: nothing but the items' own attributes is written for it, a Query of a
+//! product and a status (and a time from which) is one request, its pages resume by
+//! cursor in both directions, and the chart's rules refuse what DynamoDB's would.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use itemgraph::store::{Query, SortCondition};
+
+use crate::common::graphql::{error_codes, example_chart, requests, Api};
+
+fn chart() -> Arc<itemgraph::chart::Chart> {
+    example_chart("corner-shop")
+}
+
+on_both_engines_of!(chart;
+    the_items_own_attributes_are_the_key,
+    a_product_and_a_status_are_one_query_paged_both_ways,
+);
+
+async fn the_items_own_attributes_are_the_key(api: &Api) {
+    // The order's stored attributes (`tests/graphql/chart_stored.rs` holds them: no
+    // synthetic key beside `ProductSku`, `Status` and `PlacedAt`) are the index's key.
+    let out = api
+        .raw
+        .query(Query {
+            index: Some("ByProductStatus".into()),
+            sort: Some(SortCondition::Eq("DELIVERED".into())),
+            ..Query::partition("BK-100")
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.items.len(), 1, "{out:?}");
+}
+
+async fn a_product_and_a_status_are_one_query_paged_both_ways(api: &Api) {
+    for (id, at) in [
+        ("300001", "2026-12-01T09:00:00Z"),
+        ("300002", "2026-12-02T09:00:00Z"),
+        ("300003", "2026-12-03T09:00:00Z"),
+    ] {
+        let r = api
+            .run_with(
+                "mutation($input: CreateOrderInput!) { createOrder(input: $input) { order { orderId } } }",
+                json!({ "input": { "customerId": "10002", "orderId": id, "sku": "BK-100",
+                    "quantity": 1, "total": "1250", "status": "PLACED", "placedAt": at } }),
+            )
+            .await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+    }
+    let page = |args: &str| {
+        format!(
+            r#"{{ product(sku: "BK-100") {{ ordersIn({args}) {{ nodes {{ orderId placedAt }}
+                pageInfo {{ hasNextPage hasPreviousPage startCursor endCursor }} }} }} }}"#
+        )
+    };
+    let ids = |r: &Value| -> Vec<String> {
+        r["data"]["product"]["ordersIn"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["orderId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // Newest first, two a page: one Query of the index, by product and status.
+    let first = api.run(&page("status: PLACED, first: 2")).await;
+    assert!(first.get("errors").is_none(), "{first:#}");
+    assert_eq!(ids(&first), ["300003", "300002"]);
+    let info = &first["data"]["product"]["ordersIn"]["pageInfo"];
+    assert_eq!(info["hasNextPage"], true);
+    let sent = requests(&first);
+    assert_eq!(sent.len(), 2, "{sent:#?}");
+    let query = sent.iter().find(|r| r["operation"] == "Query").unwrap();
+    assert_eq!(query["index"], "ByProductStatus");
+    assert_eq!(
+        query["keyCondition"],
+        "ProductSku = \"BK-100\" AND Status = \"PLACED\""
+    );
+    // The next page, from the cursor: the rest.
+    let end = info["endCursor"].as_str().unwrap();
+    let next = api
+        .run(&page(&format!(
+            r#"status: PLACED, first: 2, after: "{end}""#
+        )))
+        .await;
+    assert!(next.get("errors").is_none(), "{next:#}");
+    assert_eq!(ids(&next), ["300001"]);
+    assert_eq!(
+        next["data"]["product"]["ordersIn"]["pageInfo"]["hasNextPage"],
+        false
+    );
+    // Backward from the last page's start: the two before it, in the connection's order.
+    let start = next["data"]["product"]["ordersIn"]["pageInfo"]["startCursor"]
+        .as_str()
+        .unwrap();
+    let back = api
+        .run(&page(&format!(
+            r#"status: PLACED, last: 2, before: "{start}""#
+        )))
+        .await;
+    assert!(back.get("errors").is_none(), "{back:#}");
+    assert_eq!(ids(&back), ["300003", "300002"]);
+    // A range on the last sort attribute given: placed at `since` or after.
+    let since = api
+        .run(&page(
+            r#"status: PLACED, since: "2026-12-02T00:00:00Z", first: 5"#,
+        ))
+        .await;
+    assert!(since.get("errors").is_none(), "{since:#}");
+    assert_eq!(ids(&since), ["300003", "300002"]);
+    // Another status: the samples' one delivered order; a cursor of PLACED reads nothing
+    // of it.
+    let delivered = api.run(&page("status: DELIVERED, first: 5")).await;
+    assert_eq!(ids(&delivered), ["200001"]);
+    let crossed = api
+        .run(&page(&format!(
+            r#"status: DELIVERED, first: 2, after: "{end}""#
+        )))
+        .await;
+    assert_eq!(error_codes(&crossed), ["INVALID_CURSOR"], "{crossed:#}");
+}
