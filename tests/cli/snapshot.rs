@@ -97,7 +97,7 @@ async fn the_session_stores_operations_match_their_snapshots_on_both_engines() {
 /// snapshots and request budgets on both engines.
 #[tokio::test]
 async fn the_stored_tables_operations_match_their_snapshots_on_both_engines() {
-    charts_operations_match("corner-shop", 3).await;
+    charts_operations_match("corner-shop", 4).await;
     charts_operations_match("auth-sessions", 2).await;
     charts_operations_match("device-log", 3).await;
 }
