@@ -437,3 +437,89 @@ async fn a_multi_attribute_index_key_is_queried_by_its_rules_on_both_engines() {
         finish(store).await;
     }
 }
+
+/// What the port refuses of a multi-attribute key, DynamoDB Local refuses too, sent raw:
+/// a partition attribute missing, a sort attribute skipped, a range before the last sort
+/// attribute given, a value of the wrong type.
+#[tokio::test]
+async fn dynamodb_local_refuses_what_the_port_refuses_of_a_multi_attribute_key() {
+    use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    let Some(endpoint) = crate::common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let table = crate::common::dynamo_local::unique_table_name("multi-raw");
+    let store = crate::common::dynamo_local::connect_with(&endpoint, &table, stock()).await;
+    assert!(store.create_table().await.unwrap());
+    let c = store.client();
+    // Every attribute by a name placeholder (`Region` and `Status` are reserved words),
+    // each placeholder named only where it is used, as DynamoDB asks.
+    let query = |cond: &str, values: &[(&str, A)]| {
+        let names: std::collections::HashMap<String, String> = [
+            ("#r", "Region"),
+            ("#s", "Shelf"),
+            ("#t", "Status"),
+            ("#q", "Qty"),
+        ]
+        .into_iter()
+        .filter(|(k, _)| cond.contains(k))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        c.query()
+            .table_name(&table)
+            .index_name("ByPlace")
+            .key_condition_expression(cond)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(
+                values
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                    .collect(),
+            ))
+            .send()
+    };
+    let (eu, four) = (A::S("eu".into()), A::N("4".into()));
+    let cases = [
+        ("#r = :r", vec![(":r", eu.clone())]),
+        (
+            "#r = :r AND #s = :s AND #q = :q",
+            vec![
+                (":r", eu.clone()),
+                (":s", four.clone()),
+                (":q", A::N("1".into())),
+            ],
+        ),
+        (
+            "#r = :r AND #s = :s AND #t > :t AND #q = :q",
+            vec![
+                (":r", eu.clone()),
+                (":s", four.clone()),
+                (":t", A::S("OPEN".into())),
+                (":q", A::N("1".into())),
+            ],
+        ),
+        (
+            "#r = :r AND #s = :s",
+            vec![(":r", eu.clone()), (":s", A::S("4".into()))],
+        ),
+    ];
+    for (cond, values) in cases {
+        let code = match query(cond, &values).await {
+            Ok(_) => "accepted".to_owned(),
+            Err(e) => e.code().unwrap_or("no code").to_owned(),
+        };
+        assert_eq!(code, "ValidationException", "{cond}");
+    }
+    let ok = query(
+        "#r = :r AND #s = :s AND #t = :t AND #q >= :q",
+        &[
+            (":r", eu),
+            (":s", four),
+            (":t", A::S("OPEN".into())),
+            (":q", A::N("1".into())),
+        ],
+    )
+    .await;
+    assert!(ok.is_ok(), "{ok:?}");
+    store.delete_table().await.unwrap();
+}
