@@ -349,6 +349,20 @@ fn builtin_chart(args: &StoreArgs) -> anyhow::Result<bool> {
 async fn run_check(args: &StoreArgs, max_rcu: Option<u64>) -> anyhow::Result<()> {
     let store = args.open().await?;
     let chart = args.load_chart()?;
+    // The table's keys and indexes first, as DynamoDB describes them: items of a table
+    // keyed otherwise are not read against the chart.
+    if let Some(shape) = store.describe_table().await?.and_then(|d| d.shape) {
+        let differences = chart.table_schema().differences(&shape);
+        let mut out = std::io::stdout().lock();
+        for d in &differences {
+            writeln!(out, "table: {}", d.text)?;
+        }
+        anyhow::ensure!(
+            differences.iter().all(|d| !d.fatal),
+            "{}: the table is not as the chart says (above); its items were not read",
+            args.describe()
+        );
+    }
     let report = match max_rcu {
         Some(rcu) => check::check_chart_within(store.as_ref(), &chart, rcu).await,
         None if std::sync::Arc::ptr_eq(&chart, &itemgraph::chart::builtin()) => {

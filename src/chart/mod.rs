@@ -932,6 +932,13 @@ impl Chart {
         reach::var_type(cond, &self.entities, var)
     }
 
+    /// The attribute of `e` a key condition's variable meets, where it meets one.
+    pub fn var_attribute(&self, cond: &KeyCondition, e: &Entity, var: &str) -> Option<String> {
+        reach::alignments(cond, e)
+            .into_iter()
+            .find_map(|(v, attr)| (v == var).then_some(attr))
+    }
+
     /// The attribute naming an entity's tenant, where it has one.
     pub fn tenant_attribute(&self, e: &Entity) -> Option<String> {
         let t = self.tenant.as_ref()?;

@@ -443,6 +443,39 @@ impl ServeArgs {
 }
 
 impl ServeArgs {
+    /// A table that exists is served only where it is keyed and indexed as the chart says:
+    /// DynamoDB's description of it compared with the chart's schema, what would make its
+    /// requests fail refused with every difference named, an index it lacks warned of
+    /// (`migrate` creates it). A table not made yet, or one the engine does not describe,
+    /// is served as the chart says; a description refused (its permission) is warned of.
+    async fn table_as_charted(&self, store: &dyn crate::store::Store) -> anyhow::Result<()> {
+        let shape = match store.describe_table().await {
+            Ok(Some(d)) => d.shape,
+            Ok(None) => None,
+            Err(error) => {
+                tracing::warn!(%error, "the table could not be described: not compared with the chart");
+                None
+            }
+        };
+        let Some(shape) = shape else { return Ok(()) };
+        let differences = self.store.load_chart()?.table_schema().differences(&shape);
+        for d in differences.iter().filter(|d| !d.fatal) {
+            tracing::warn!(table = %store.table_name(), "{}", d.text);
+        }
+        let fatal: Vec<&str> = differences
+            .iter()
+            .filter(|d| d.fatal)
+            .map(|d| d.text.as_str())
+            .collect();
+        anyhow::ensure!(
+            fatal.is_empty(),
+            "{}: the table is not as the chart says, and its requests would fail:\n  {}",
+            self.store.describe(),
+            fatal.join("\n  ")
+        );
+        Ok(())
+    }
+
     /// What serves the API, as `serve` and the Lambda function build it: the authenticator,
     /// the cursor codec and the opened store, with `options` (from [`ServeArgs::options`],
     /// adjusted to where it runs). The configuration is refused before the store is opened.
@@ -467,6 +500,7 @@ impl ServeArgs {
         };
         let store = self.store.open().await?;
         tracing::info!(store = %self.store.describe(), "store opened");
+        self.table_as_charted(store.as_ref()).await?;
         // The relay's keys are named after the table's ARN unless `--relay-prefix` names
         // them; with no ARN to read (the embedded engine, or a table not created yet),
         // after the table's name, as before that flag.

@@ -689,8 +689,13 @@ fn connection_args(chart: &Chart, owner: &Entity, p: &Pattern, child: &Entity) -
         }
         seen.push(v.name.clone());
         let ty = chart.var_type(condition, &v.name);
+        // The sample's value of the attribute it meets (an end left open is left out).
+        let attr = (!v.optional)
+            .then(|| chart.var_attribute(condition, child, &v.name))
+            .flatten()
+            .unwrap_or_else(|| v.name.clone());
         if let (Some(ty), Some(item)) = (ty, &item) {
-            let _ = write!(out, ", {}: {}", v.name, literal(&ty, item.get(&v.name)));
+            let _ = write!(out, ", {}: {}", v.name, literal(&ty, item.get(&attr)));
         }
     }
     out

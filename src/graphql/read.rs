@@ -87,7 +87,7 @@ pub fn query(
         sort_of(&plan.condition.sort, vars)?
     };
     if let Some(start) = &page.start {
-        check_cursor(plan, &partition, &sort, start)?;
+        check_cursor(chart, plan, &partition, &sort, start)?;
         if !multi_within(start, &partition_more, &sort_prefix) {
             return Err(ApiError::InvalidCursor(
                 "the cursor does not belong to this connection",
@@ -278,6 +278,7 @@ fn field_of(e: &crate::chart::template::Unrendered) -> String {
 /// A cursor must be a child of this very connection: anything else would make the store
 /// reject the request, or read another collection.
 fn check_cursor(
+    chart: &Chart,
     plan: &PagePlan,
     partition: &str,
     sort: &Option<SortCondition>,
@@ -310,9 +311,22 @@ fn check_cursor(
     };
     // A page of a range starts within it: a cursor of another range (its connection's
     // arguments are not what it is signed for) reads nothing of this one.
+    // Compared as the sort attribute's type orders them (a number by value).
+    let cond = &plan.condition;
+    let ty = match &cond.index {
+        None => chart.table.sk_type,
+        Some(i) => chart
+            .indexes
+            .get(i)
+            .and_then(|i| {
+                let at = i.partition_len() + cond.sort_prefix.len();
+                i.typed_keys().get(at).map(|(_, t)| *t)
+            })
+            .unwrap_or_default(),
+    };
     let within = |sk: &str| {
         sort.as_ref()
-            .is_none_or(|s| crate::store::validate::sort_matches(s, sk))
+            .is_none_or(|s| crate::store::validate::sort_matches_typed(s, sk, ty))
     };
     match key {
         Some((pk, sk)) if pk == partition && sk.starts_with(prefix) && within(sk) => Ok(()),
@@ -419,7 +433,7 @@ pub async fn kind_page(
     let partition = render(&plan.condition.partition, vars)?;
     let sort = Some(SortCondition::BeginsWith(prefix.source().to_owned()));
     if let Some(start) = &page.start {
-        check_cursor(plan, &partition, &sort, start)?;
+        check_cursor(chart, plan, &partition, &sort, start)?;
     }
     let size = page.size.clamp(1, MAX_PAGE_SIZE);
     let query = Query {

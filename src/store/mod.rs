@@ -402,6 +402,9 @@ pub struct TableDescription {
     pub status: String,
     pub indexes: Vec<String>,
     pub item_count: Option<u64>,
+    /// Its keys and indexes as the service describes them (DynamoDB); `None` where the
+    /// engine's table is always the schema it was opened with (the embedded engine).
+    pub shape: Option<TableSchema>,
 }
 
 /// Every failure of the port. The GraphQL layer maps each to an error code.

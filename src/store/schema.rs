@@ -290,6 +290,181 @@ impl IndexSchema {
     }
 }
 
+/// How a table as it is differs from the schema a chart gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// Whether requests of the chart would fail on the table as it is (its keys, an
+    /// index's keys or a projection that holds less): serving it is refused.
+    pub fatal: bool,
+    pub text: String,
+}
+
+impl TableSchema {
+    /// How `actual`, the table as DynamoDB describes it, differs from this schema (the
+    /// chart's): its primary key; each index of this schema, missing from the table, of
+    /// other keys, global where it is local, or projecting less than the chart reads. An
+    /// index the table has beyond the chart's, or one projecting more, is no difference.
+    pub fn differences(&self, actual: &TableSchema) -> Vec<Difference> {
+        let mut out = Vec::new();
+        let mut fatal = |text: String| out.push(Difference { fatal: true, text });
+        let keys = |k: &[(&str, KeyType)]| {
+            k.iter()
+                .map(|(n, t)| format!("`{n}` ({})", t.as_str()))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        };
+        type Keys<'a> = (Vec<(&'a str, KeyType)>, Vec<(&'a str, KeyType)>);
+        fn table(s: &TableSchema) -> Keys<'_> {
+            (
+                vec![(s.pk.as_str(), s.pk_type)],
+                s.sk.as_deref()
+                    .map(|n| (n, s.sk_type))
+                    .into_iter()
+                    .collect(),
+            )
+        }
+        fn shape(i: &IndexSchema) -> Keys<'_> {
+            (i.partition_attributes(), i.sort_attributes())
+        }
+        let (want, have) = (table(self), table(actual));
+        if want != have {
+            let describe = |(p, s): &Keys| match s.is_empty() {
+                true => format!("partition key {}", keys(p)),
+                false => format!("partition key {}, sort key {}", keys(p), keys(s)),
+            };
+            fatal(format!(
+                "the table is keyed by {}; the chart says {}",
+                describe(&have),
+                describe(&want)
+            ));
+        }
+        for index in &self.indexes {
+            let Some(found) = actual.index(&index.name) else {
+                out.push(Difference {
+                    fatal: false,
+                    text: format!(
+                        "index {}: the table has none (`itemgraph migrate --chart FILE` creates it); its patterns fail until it does",
+                        index.name
+                    ),
+                });
+                continue;
+            };
+            let mut fatal = |text: String| out.push(Difference { fatal: true, text });
+            if shape(index) != shape(found) {
+                let describe = |i: &IndexSchema| match i.sort_attributes().is_empty() {
+                    true => format!("partition {}", keys(&i.partition_attributes())),
+                    false => format!(
+                        "partition {}, sort {}",
+                        keys(&i.partition_attributes()),
+                        keys(&i.sort_attributes())
+                    ),
+                };
+                fatal(format!(
+                    "index {}: the table keys it by {}; the chart says {}",
+                    index.name,
+                    describe(found),
+                    describe(index)
+                ));
+            }
+            if index.local != found.local {
+                let kind = |local: bool| if local { "local" } else { "global" };
+                fatal(format!(
+                    "index {}: the table's is {}; the chart's {}",
+                    index.name,
+                    kind(found.local),
+                    kind(index.local)
+                ));
+            }
+            let missing: Vec<&String> = match (&index.projection, &found.projection) {
+                (_, IndexProjection::All) | (IndexProjection::KeysOnly, _) => Vec::new(),
+                (IndexProjection::Include(want), IndexProjection::Include(have)) => {
+                    want.iter().filter(|a| !have.contains(a)).collect()
+                }
+                (IndexProjection::Include(want), IndexProjection::KeysOnly) => {
+                    want.iter().collect()
+                }
+                (IndexProjection::All, _) => {
+                    fatal(format!(
+                        "index {}: the table's projects {}; the chart reads every attribute of it (ALL)",
+                        index.name,
+                        match &found.projection {
+                            IndexProjection::KeysOnly => "its keys only".to_owned(),
+                            IndexProjection::Include(a) => format!("its keys and {}", a.join(", ")),
+                            IndexProjection::All => unreachable!("matched above"),
+                        }
+                    ));
+                    Vec::new()
+                }
+            };
+            if !missing.is_empty() {
+                fatal(format!(
+                    "index {}: the table's does not project {}, which the chart reads of it",
+                    index.name,
+                    missing
+                        .iter()
+                        .map(|a| format!("`{a}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod differences {
+    use super::*;
+
+    fn chart() -> TableSchema {
+        TableSchema {
+            indexes: vec![
+                IndexSchema::new("GSI1", "GSI1PK", Some("GSI1SK")),
+                IndexSchema {
+                    projection: IndexProjection::Include(vec!["Name".into(), "Email".into()]),
+                    ..IndexSchema::new("ByEmail", "Email", None)
+                },
+            ],
+            ..TableSchema::composite("PK", "SK")
+        }
+    }
+
+    #[test]
+    fn the_same_table_and_one_holding_more_differ_in_nothing() {
+        assert_eq!(chart().differences(&chart()), []);
+        let mut more = chart();
+        more.indexes[1].projection = IndexProjection::All;
+        more.indexes.push(IndexSchema::new("Other", "X", None));
+        assert_eq!(chart().differences(&more), []);
+    }
+
+    #[test]
+    fn keys_indexes_and_projections_that_would_fail_are_fatal() {
+        let mut table = chart();
+        table.pk_type = KeyType::N;
+        table.indexes[0].sk = None;
+        table.indexes[1].projection = IndexProjection::Include(vec!["Name".into()]);
+        let d = chart().differences(&table);
+        let texts: Vec<&str> = d.iter().map(|d| d.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "the table is keyed by partition key `PK` (N), sort key `SK` (S); the chart says partition key `PK` (S), sort key `SK` (S)",
+                "index GSI1: the table keys it by partition `GSI1PK` (S); the chart says partition `GSI1PK` (S), sort `GSI1SK` (S)",
+                "index ByEmail: the table's does not project `Email`, which the chart reads of it",
+            ]
+        );
+        assert!(d.iter().all(|d| d.fatal));
+        let mut keys_only = chart();
+        keys_only.indexes[0].projection = IndexProjection::KeysOnly;
+        keys_only.indexes.remove(1);
+        let d = chart().differences(&keys_only);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].fatal && d[0].text.contains("projects its keys only"));
+        assert!(!d[1].fatal && d[1].text.starts_with("index ByEmail: the table has none"));
+    }
+}
+
 #[cfg(test)]
 mod number_order {
     use proptest::prelude::*;

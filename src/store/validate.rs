@@ -408,8 +408,9 @@ pub fn query(schema: &TableSchema, q: &Query) -> StoreResult<()> {
             missing.join(", ")
         )));
     }
-    let conditioned = q.sort_prefix.len() + usize::from(q.sort.is_some());
-    if q.sort_prefix.len() > sorts.len() || (conditioned > sorts.len() && !sorts.is_empty()) {
+    // Equalities before the sort attribute `sort` compares: fewer than the key's sort
+    // attributes (the last one given is `sort`'s, so none on a key of one sort attribute).
+    if !q.sort_prefix.is_empty() && q.sort_prefix.len() >= sorts.len() {
         return Err(invalid(
             "Query condition missed key schema element: more sort conditions than the key has sort attributes",
         ));
@@ -528,7 +529,12 @@ fn start_key(schema: &TableSchema, q: &Query, start: &PageKey) -> StoreResult<()
                 return Err(bad());
             }
             let given = std::iter::once(&q.partition).chain(&q.partition_more);
-            if !ik.partition_values().eq(given.map(String::as_str)) {
+            let same = index
+                .partition_attributes()
+                .iter()
+                .zip(ik.partition_values().zip(given))
+                .all(|((_, ty), (have, want))| ty.sortable(have) == ty.sortable(want));
+            if !same {
                 return Err(outside());
             }
             // Equal on the sort prefix the query fixes, then the condition on the next.
@@ -551,26 +557,34 @@ fn start_key(schema: &TableSchema, q: &Query, start: &PageKey) -> StoreResult<()
         _ => return Err(bad()),
     };
     if let Some(cond) = &q.sort {
-        let typed = |v: &str| sk_type.sortable(v).map(|t| t.into_owned());
-        let cond = match cond {
-            SortCondition::Eq(v) => typed(v).map(SortCondition::Eq),
-            SortCondition::Lt(v) => typed(v).map(SortCondition::Lt),
-            SortCondition::Le(v) => typed(v).map(SortCondition::Le),
-            SortCondition::Gt(v) => typed(v).map(SortCondition::Gt),
-            SortCondition::Ge(v) => typed(v).map(SortCondition::Ge),
-            SortCondition::Between(a, b) => typed(a)
-                .zip(typed(b))
-                .map(|(a, b)| SortCondition::Between(a, b)),
-            SortCondition::BeginsWith(v) => Some(SortCondition::BeginsWith(v.clone())),
-        };
-        let sort = typed(&sort);
-        if !cond.zip(sort).is_some_and(|(c, s)| sort_matches(&c, &s)) {
+        if !sort_matches_typed(cond, &sort, sk_type) {
             return Err(invalid(
                 "The provided starting key does not match the range key predicate",
             ));
         }
     }
     Ok(())
+}
+
+/// Whether a sort key value of type `ty` satisfies a key condition, values compared as
+/// that type orders them (a number by value; `begins_with` on the text).
+pub fn sort_matches_typed(cond: &SortCondition, sk: &str, ty: KeyType) -> bool {
+    let typed = |v: &str| ty.sortable(v).map(|t| t.into_owned());
+    let cond = match cond {
+        SortCondition::Eq(v) => typed(v).map(SortCondition::Eq),
+        SortCondition::Lt(v) => typed(v).map(SortCondition::Lt),
+        SortCondition::Le(v) => typed(v).map(SortCondition::Le),
+        SortCondition::Gt(v) => typed(v).map(SortCondition::Gt),
+        SortCondition::Ge(v) => typed(v).map(SortCondition::Ge),
+        SortCondition::Between(a, b) => typed(a)
+            .zip(typed(b))
+            .map(|(a, b)| SortCondition::Between(a, b)),
+        SortCondition::BeginsWith(v) => {
+            return sk.starts_with(v.as_str());
+        }
+    };
+    cond.zip(typed(sk))
+        .is_some_and(|(c, s)| sort_matches(&c, &s))
 }
 
 /// Whether a sort key value satisfies a key condition (UTF-8 byte order).

@@ -541,3 +541,92 @@ async fn serving_a_table_that_holds_items_writes_no_samples_into_it() {
     }
     server.stop().await;
 }
+
+/// A table served as a chart says it is: `serve` on a DynamoDB table keyed otherwise (a
+/// session store's `SessionToken` alone, under the corner shop's chart of `PK` and `SK`)
+/// refuses to start, naming the difference, before answering anything.
+#[tokio::test]
+async fn a_table_keyed_otherwise_than_its_chart_is_refused_at_start() {
+    let Some(endpoint) = common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let table = common::dynamo_local::unique_table_name("cli-shape");
+    let run = |args: Vec<String>| {
+        Command::new(BIN)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .env_remove("ITEMGRAPH_JWT_SECRET")
+            .output()
+    };
+    let store = |chart: &str| -> Vec<String> {
+        [
+            "--chart",
+            root.join(chart).to_str().unwrap(),
+            "--store",
+            "dynamodb",
+            "--endpoint",
+            &endpoint,
+            "--region",
+            "us-east-1",
+            "--table",
+            &table,
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
+    };
+    let mut create = vec!["create-table".to_owned()];
+    create.extend(store("examples/charts/auth-sessions.toml"));
+    let out = run(create).await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut serve = vec![
+        "serve".to_owned(),
+        "--auth".to_owned(),
+        "off".to_owned(),
+        "--listen".to_owned(),
+        "127.0.0.1:0".to_owned(),
+    ];
+    serve.extend(store("examples/charts/corner-shop.toml"));
+    let out = tokio::time::timeout(Duration::from_secs(60), run(serve))
+        .await
+        .expect("refused at once")
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = plain(&format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ));
+    assert!(
+        stderr.contains(
+            "the table is keyed by partition key `SessionToken` (S); the chart says partition key `PK` (S), sort key `SK` (S)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("index GSI1: the table has none"),
+        "{stderr}"
+    );
+    // `check` says so too, and reads no item against the chart.
+    let mut check = vec!["check".to_owned()];
+    check.extend(store("examples/charts/corner-shop.toml"));
+    let out = run(check).await.unwrap();
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("table: the table is keyed by partition key `SessionToken` (S);"),
+        "{stdout}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("its items were not read"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = common::dynamo_local::connect(&endpoint, &table).await;
+    common::dynamo_local::drop_table(&store).await;
+}

@@ -21,6 +21,70 @@ on_both_engines_of!(chart;
     a_product_and_a_status_are_one_query_paged_both_ways,
 );
 
+/// The shop with its index sorted by a number after the status: `Qty`, stored as a number.
+fn by_quantity() -> Arc<itemgraph::chart::Chart> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts/corner-shop.toml");
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace(
+            "quantity = { type = \"int\", min = 1, max = 99, stored = \"Qty\", stored_as = \"string\" }",
+            "quantity = { type = \"int\", min = 1, max = 99, stored = \"Qty\" }",
+        )
+        .replace(
+            r#"sort_key = ["Status", "PlacedAt"]"#,
+            r#"sort_key = ["Status", { name = "Qty", type = "N" }]"#,
+        )
+        .replace("\"{placedAt}\"]", "\"{quantity}\"]")
+        .replace("PlacedAt >= {since?}", "Qty >= {least}")
+        .replace("forward = false\nchildren = \"Order\"\nfield = \"Product.ordersIn\"", "forward = true\nchildren = \"Order\"\nfield = \"Product.ordersIn\"");
+    Arc::new(itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")))
+}
+
+mod numbered {
+    use super::*;
+    on_both_engines_of!(by_quantity;
+        a_number_in_the_key_pages_by_value,
+    );
+}
+
+/// Quantities 9, 10 and 12 read from 9 up, two a page: `10` follows `9` by value (not by
+/// text, where it would come first), and the cursor at `10` is within `Qty >= 9`.
+async fn a_number_in_the_key_pages_by_value(api: &Api) {
+    for (id, qty) in [("300001", 10), ("300002", 9), ("300003", 12), ("300004", 8)] {
+        let r = api
+            .run_with(
+                "mutation($input: CreateOrderInput!) { createOrder(input: $input) { order { orderId } } }",
+                json!({ "input": { "customerId": "10002", "orderId": id, "sku": "BK-100",
+                    "quantity": qty, "total": "1250", "status": "PLACED",
+                    "placedAt": "2026-12-01T09:00:00Z" } }),
+            )
+            .await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+    }
+    let page = |after: &str| {
+        format!(
+            r#"{{ product(sku: "BK-100") {{ ordersIn(status: PLACED, least: 9, first: 2{after}) {{
+                nodes {{ quantity }} pageInfo {{ hasNextPage endCursor }} }} }} }}"#
+        )
+    };
+    let first = api.run(&page("")).await;
+    assert!(first.get("errors").is_none(), "{first:#}");
+    let conn = &first["data"]["product"]["ordersIn"];
+    assert_eq!(
+        conn["nodes"],
+        json!([{ "quantity": 9 }, { "quantity": 10 }])
+    );
+    assert_eq!(conn["pageInfo"]["hasNextPage"], true);
+    let end = conn["pageInfo"]["endCursor"].as_str().unwrap();
+    let next = api.run(&page(&format!(r#", after: "{end}""#))).await;
+    assert!(next.get("errors").is_none(), "{next:#}");
+    assert_eq!(
+        next["data"]["product"]["ordersIn"]["nodes"],
+        json!([{ "quantity": 12 }])
+    );
+}
+
 async fn the_items_own_attributes_are_the_key(api: &Api) {
     // The order's stored attributes (`tests/graphql/chart_stored.rs` holds them: no
     // synthetic key beside `ProductSku`, `Status` and `PlacedAt`) are the index's key.

@@ -20,6 +20,8 @@ impl Checker {
         let mut key_attrs: Vec<String> = std::iter::once(table.partition_key.clone())
             .chain(table.sort_key.clone())
             .collect();
+        // Multi-attribute keys' attributes, which no other key may name.
+        let mut multi_attrs: Vec<String> = Vec::new();
         for (name, i) in &file.indexes {
             let projection = match &i.projection {
                 format::Projection::Named(p) if p == "ALL" => Projection::All,
@@ -93,6 +95,30 @@ impl Checker {
                     );
                 }
             }
+            if multi {
+                // The items' own attributes: each once, and none another key's (an item
+                // holding that key would be in this index unasked).
+                let names: Vec<&String> = std::iter::once(&pk)
+                    .chain(pk_more.iter().map(|(n, _)| n))
+                    .chain(sk.iter())
+                    .chain(sk_more.iter().map(|(n, _)| n))
+                    .collect();
+                for (at, k) in names.iter().enumerate() {
+                    if names[..at].contains(k) {
+                        self.refuse(
+                            "indexes",
+                            format!("index {name}: key attribute `{k}` is named twice"),
+                        );
+                    }
+                    if key_attrs.contains(k) {
+                        self.refuse(
+                            "indexes",
+                            format!("index {name}: key attribute `{k}` is already another key's"),
+                        );
+                    }
+                }
+                multi_attrs.extend(names.into_iter().cloned());
+            }
             let own: Vec<&String> = if i.local {
                 sk.iter().collect()
             } else if multi {
@@ -102,7 +128,7 @@ impl Checker {
                 std::iter::once(&pk).chain(sk.iter()).collect()
             };
             for k in own {
-                if key_attrs.contains(k) {
+                if key_attrs.contains(k) || multi_attrs.contains(k) {
                     self.refuse(
                         "indexes",
                         format!("index {name}: key attribute `{k}` is already another key's"),
@@ -190,15 +216,14 @@ impl Checker {
                 let Some((key, ty)) = keys.iter().find(|(k, _)| *k == stored) else {
                     continue;
                 };
-                if !a.optional {
-                    held += 1;
-                }
+                // An optional one too: an item that holds it is in the index.
+                held += 1;
                 if key_type_of(a) != Some(*ty) {
                     self.refuse("indexes", format!("`{name}` is stored as `{key}`, a key attribute of index {} of type {}: store it as that type, or under another name", index.name, ty.as_str()));
                 }
             }
             if held == keys.len() && !joined.contains_key(&index.name) {
-                self.refuse("indexes", format!("its items store every key attribute of index {}, so they are in it: join it with `indexes.{} = [\"{{attribute}}\", …]`", index.name, index.name));
+                self.refuse("indexes", format!("its items may store every key attribute of index {}, and are then in it: join it with `indexes.{} = [\"{{attribute}}\", …]`", index.name, index.name));
             }
         }
     }

@@ -113,10 +113,15 @@ impl Checker {
                 continue;
             }
             let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
-            let bound = std::iter::once(&condition.partition)
+            // The tenant attribute is one of the index's partition attributes, and the
+            // condition gives it the tenant's own value there (`{tenant}`), by position.
+            let partition: Vec<&Template> = std::iter::once(&condition.partition)
                 .chain(&condition.partition_more)
-                .flat_map(|t| t.vars())
-                .any(|v| v.name == attr);
+                .collect();
+            let bound = e.multi[index]
+                .iter()
+                .zip(&partition)
+                .any(|(a, t)| *a == attr && t.source() == format!("{{{attr}}}"));
             if e.attributes.contains_key(&attr) && !bound {
                 self.at(None, Some(*n));
                 self.refuse("tenant", format!("its Query of {index} has no `{attr}` among the partition's values: it would read every tenant's {}; make `{attr}` one of the index's partition attributes", super::super::plural(children)));

@@ -384,6 +384,24 @@ impl Checker {
             self.projected(&children, table, entities, indexes, Some(&index));
         }
         self.reads_only(&condition, entities, std::slice::from_ref(&children), &[]);
+        // A number compared: by value, so neither a prefix of its text nor an end left
+        // open (which reads from the text before it) has a meaning DynamoDB takes.
+        let i = &indexes[&index];
+        let compared = i
+            .typed_keys()
+            .get(i.partition_len() + condition.sort_prefix.len())
+            .map(|(name, t)| ((*name).to_owned(), *t));
+        if let (Some((name, crate::store::KeyType::N)), Some(sort)) = (&compared, &condition.sort) {
+            let open = crate::chart::reach::sort_templates(sort)
+                .iter()
+                .any(|t| t.has_open());
+            if matches!(sort, SortCondition::BeginsWith(_)) || open {
+                self.refuse(
+                    "indexes",
+                    format!("`{name}` is a number (N): compare it by `=`, `<`, `<=`, `>`, `>=` or `BETWEEN` with every end given, not `begins_with` or an end left open (`?`)"),
+                );
+            }
+        }
         for v in crate::chart::reach::condition_vars(&condition) {
             if crate::chart::reach::var_type(&condition, entities, &v.name).is_none() {
                 self.refuse(

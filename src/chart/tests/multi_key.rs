@@ -17,6 +17,14 @@ fn refused(from: &str, to: &str) -> Refused {
     }
 }
 
+/// The shop with its customers as tenants.
+fn with_tenant() -> String {
+    SHOP.replace(
+        "[kinds.customerId]",
+        "[tenant]\nentity = \"Customer\"\nattribute = \"customerId\"\n\n[kinds.customerId]",
+    )
+}
+
 #[test]
 fn the_index_and_its_query_resolve_to_the_items_own_attributes() {
     let chart = accepted(SHOP);
@@ -104,7 +112,7 @@ fn an_entity_that_stores_every_key_attribute_is_in_the_index_and_says_so() {
         r#"indexes.ByProductStatus = ["{sku}", "{status}", "{placedAt}"]"#,
         "",
     );
-    refuses(&r, "indexes", Some("Order"), None, "so they are in it");
+    refuses(&r, "indexes", Some("Order"), None, "and are then in it");
     // Under a key attribute's name, a value of another type is refused on every write.
     let r = refused(
         r#"title = { type = "string", max_length = 100, stored = "Title" }"#,
@@ -156,15 +164,99 @@ fn a_query_reads_its_children_alone() {
 
 #[test]
 fn a_query_that_would_cross_tenants_is_refused() {
-    let r = refused(
-        "[kinds.customerId]",
-        "[tenant]\nentity = \"Customer\"\nattribute = \"customerId\"\n\n[kinds.customerId]",
-    );
+    let r = parse(&with_tenant()).expect_err("refused");
     refuses(
         &r,
         "tenant",
         None,
         Some(10),
         "would read every tenant's orders",
+    );
+}
+
+#[test]
+fn the_tenant_is_bound_by_its_own_attribute_in_its_own_place() {
+    // `{customerId}` in `ProductSku`'s place names no tenant: it would read any customer's.
+    let text = with_tenant().replace(
+        "ProductSku = {sku} AND Status = {status} AND PlacedAt >= {since?}",
+        "ProductSku = {customerId} AND Status = {status} AND PlacedAt >= {since?}",
+    );
+    let r = parse(&text).expect_err("refused");
+    refuses(
+        &r,
+        "tenant",
+        None,
+        Some(10),
+        "would read every tenant's orders",
+    );
+}
+
+#[test]
+fn a_number_is_compared_by_value_with_every_end_given() {
+    let numbered = SHOP
+        .replace(
+            "quantity = { type = \"int\", min = 1, max = 99, stored = \"Qty\", stored_as = \"string\" }",
+            "quantity = { type = \"int\", min = 1, max = 99, stored = \"Qty\" }",
+        )
+        .replace(
+            r#"sort_key = ["Status", "PlacedAt"]"#,
+            r#"sort_key = ["Status", { name = "Qty", type = "N" }]"#,
+        )
+        .replace("\"{placedAt}\"]", "\"{quantity}\"]")
+        .replace("PlacedAt >= {since?}", "Qty >= {least}");
+    accepted(&numbered);
+    for (from, to) in [
+        ("Qty >= {least}", "Qty >= {least?}"),
+        ("Qty >= {least}", "begins_with(Qty, {least})"),
+    ] {
+        let r = parse(&numbered.replace(from, to)).expect_err("refused");
+        refuses(&r, "indexes", None, Some(10), "is a number (N)");
+    }
+}
+
+#[test]
+fn an_entity_that_may_store_every_key_attribute_joins_the_index() {
+    let text = SHOP
+        .replace(
+            r#"indexes.ByProductStatus = ["{sku}", "{status}", "{placedAt}"]"#,
+            "",
+        )
+        .replace(
+            r#"placedAt = { type = "timestamp", form = "seconds", stored = "PlacedAt","#,
+            r#"placedAt = { type = "timestamp", form = "seconds", optional = true, stored = "PlacedAt","#,
+        );
+    let r = parse(&text).expect_err("refused");
+    refuses(
+        &r,
+        "indexes",
+        Some("Order"),
+        None,
+        "may store every key attribute",
+    );
+}
+
+#[test]
+fn a_key_attribute_is_named_once_and_by_no_other_key() {
+    let r = refused(
+        r#"partition_key = ["ProductSku"]"#,
+        r#"partition_key = ["GSI1-PK"]"#,
+    );
+    refuses(
+        &r,
+        "indexes",
+        None,
+        None,
+        "key attribute `GSI1-PK` is already another key's",
+    );
+    let r = refused(
+        r#"sort_key = ["Status", "PlacedAt"]"#,
+        r#"sort_key = ["Status", "Status"]"#,
+    );
+    refuses(
+        &r,
+        "indexes",
+        None,
+        None,
+        "key attribute `Status` is named twice",
     );
 }

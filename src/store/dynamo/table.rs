@@ -377,8 +377,98 @@ impl DynamoEngine {
                 .filter_map(|i| i.index_name().map(str::to_owned))
                 .collect(),
             item_count: t.item_count().and_then(|n| u64::try_from(n).ok()),
+            shape: shape_of(&t),
         }))
     }
+}
+
+/// The keys and indexes a DescribeTable answer gives, in the port's terms; `None` when it
+/// says too little (no key schema, a key of a type the port does not have).
+fn shape_of(t: &sdk::TableDescription) -> Option<crate::store::TableSchema> {
+    use crate::store::{IndexProjection, KeyType as Kt};
+    let types = t.attribute_definitions();
+    let type_of = |name: &str| -> Option<Kt> {
+        let def = types.iter().find(|d| d.attribute_name() == name)?;
+        match def.attribute_type() {
+            ScalarAttributeType::S => Some(Kt::S),
+            ScalarAttributeType::N => Some(Kt::N),
+            _ => None,
+        }
+    };
+    // Each key's attributes, partition then sort, with their types.
+    type Keys = (Vec<(String, Kt)>, Vec<(String, Kt)>);
+    let keys = |schema: &[KeySchemaElement]| -> Option<Keys> {
+        let mut out: Keys = (Vec::new(), Vec::new());
+        for k in schema {
+            let name = k.attribute_name().to_owned();
+            let ty = type_of(&name)?;
+            match k.key_type() {
+                KeyType::Hash => out.0.push((name, ty)),
+                _ => out.1.push((name, ty)),
+            }
+        }
+        Some(out)
+    };
+    let projection = |p: Option<&Projection>| match p.and_then(|p| p.projection_type()) {
+        Some(ProjectionType::KeysOnly) => IndexProjection::KeysOnly,
+        Some(ProjectionType::Include) => IndexProjection::Include(
+            p.map(|p| p.non_key_attributes().to_vec())
+                .unwrap_or_default(),
+        ),
+        _ => IndexProjection::All,
+    };
+    let index = |name: &str, schema: &[KeySchemaElement], p: Option<&Projection>, local: bool| {
+        let (partition, sort) = keys(schema)?;
+        let mut partition = partition.into_iter();
+        let mut sort = sort.into_iter();
+        let (pk, pk_type) = partition.next()?;
+        let (sk, sk_type) = match sort.next() {
+            Some((n, t)) => (Some(n), t),
+            None => (None, Kt::S),
+        };
+        Some(IndexSchema {
+            name: name.to_owned(),
+            pk,
+            pk_type,
+            sk,
+            sk_type,
+            pk_more: partition.collect(),
+            sk_more: sort.collect(),
+            local,
+            projection: projection(p),
+        })
+    };
+    let (partition, sort) = keys(t.key_schema())?;
+    let (pk, pk_type) = partition.into_iter().next()?;
+    let (sk, sk_type) = match sort.into_iter().next() {
+        Some((n, t)) => (Some(n), t),
+        None => (None, Kt::S),
+    };
+    let mut indexes = Vec::new();
+    for i in t.global_secondary_indexes() {
+        indexes.push(index(
+            i.index_name()?,
+            i.key_schema(),
+            i.projection(),
+            false,
+        )?);
+    }
+    for i in t.local_secondary_indexes() {
+        indexes.push(index(
+            i.index_name()?,
+            i.key_schema(),
+            i.projection(),
+            true,
+        )?);
+    }
+    Some(crate::store::TableSchema {
+        pk,
+        pk_type,
+        sk,
+        sk_type,
+        indexes,
+        time_to_live: None,
+    })
 }
 
 /// An index's projection as CreateTable and UpdateTable are told of it.

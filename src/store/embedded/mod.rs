@@ -604,6 +604,7 @@ impl Store for EmbeddedEngine {
                 // created by `create_index` (a write may have opened its table before).
                 indexes: inner.filled_indexes(&tx)?,
                 item_count: Some(count),
+                shape: None,
             }))
         })
         .await
