@@ -245,9 +245,12 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
             },
         })
         .collect();
+    // The server's own items only where the table can hold them (keyed by two strings).
+    let own = crate::store::own::holds_own_items(&chart.table_schema());
     let entities = chart
         .entities
         .values()
+        .filter(|e| own || !e.system)
         .map(|e| {
             let mut keys = vec![(chart.table.partition_key.clone(), shown(&e.key.pk))];
             if let Some(sk) = &chart.table.sort_key {

@@ -41,6 +41,55 @@ fn by_quantity() -> Arc<itemgraph::chart::Chart> {
     Arc::new(itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")))
 }
 
+/// The shop with a Scan of its multi-attribute index: every order in it, in its key order.
+fn scanned() -> Arc<itemgraph::chart::Chart> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts/corner-shop.toml");
+    let text = std::fs::read_to_string(path).unwrap().replace(
+        "[mutations.createCustomer]",
+        "[query.everyOrder]\nentity = \"Order\"\npattern = 11\n\n[patterns.11]\nname = \"Every order\"\nrequest = \"Scan\"\nindex = \"ByProductStatus\"\nchildren = \"Order\"\nfield = \"Query.everyOrder\"\n\n[mutations.createCustomer]",
+    );
+    Arc::new(itemgraph::chart::parse(&text).unwrap_or_else(|e| panic!("{e}")))
+}
+
+mod scan {
+    use super::*;
+    on_both_engines_of!(scanned;
+        a_scan_of_the_index_pages_by_its_last_key,
+    );
+}
+
+/// The three sample orders, one a page: each page one Scan, the next from the last key.
+async fn a_scan_of_the_index_pages_by_its_last_key(api: &Api) {
+    let mut seen = Vec::new();
+    let mut after = String::new();
+    loop {
+        let r = api
+            .run(&format!(
+                r#"{{ everyOrder(first: 1{after}) {{ nodes {{ orderId }} pageInfo {{ hasNextPage endCursor }} }} }}"#
+            ))
+            .await;
+        assert!(r.get("errors").is_none(), "{r:#}");
+        let sent = requests(&r);
+        assert_eq!(sent.len(), 1, "{sent:#?}");
+        assert_eq!(sent[0]["operation"], "Scan");
+        let conn = &r["data"]["everyOrder"];
+        for n in conn["nodes"].as_array().unwrap() {
+            seen.push(n["orderId"].as_str().unwrap().to_owned());
+        }
+        if conn["pageInfo"]["hasNextPage"] != true {
+            break;
+        }
+        after = format!(
+            r#", after: "{}""#,
+            conn["pageInfo"]["endCursor"].as_str().unwrap()
+        );
+        assert!(seen.len() < 10, "{seen:?}");
+    }
+    seen.sort();
+    assert_eq!(seen, ["200001", "200002", "200003"]);
+}
+
 mod numbered {
     use super::*;
     on_both_engines_of!(by_quantity;

@@ -150,7 +150,10 @@ impl Checker {
             );
             return None;
         };
-        if e.keys_in(Some(&index)).is_none() {
+        // In the index: by keys rendered into it, or by its own values (a multi-attribute key).
+        let in_index =
+            |e: &Entity| e.keys_in(Some(&index)).is_some() || e.multi.contains_key(&index);
+        if !in_index(e) {
             self.refuse(
                 "indexes",
                 format!("`{children}` has no keys in {index}, which the Scan reads"),
@@ -159,7 +162,7 @@ impl Checker {
         }
         // Sparse: what else writes keys to the index would be read too.
         for other in entities.values() {
-            if other.name != children && other.keys_in(Some(&index)).is_some() {
+            if other.name != children && in_index(other) {
                 self.refuse("one-request", format!("{} carries keys in {index} too: a Scan of it would read them beside the {}; only the entity it lists may (a sparse index)", other.name, super::super::plural(&children)));
             }
         }

@@ -261,3 +261,23 @@ fn broken_locator(from: &str, to: &str) -> Refused {
         Err(r) => r,
     }
 }
+
+#[test]
+fn explain_lists_the_servers_own_items_only_where_the_table_holds_them() {
+    let own = |text: &str| -> Vec<String> {
+        let chart = parse(text).unwrap_or_else(|r| panic!("{r}"));
+        crate::chart::explain::explain(&chart, 1024)
+            .entities
+            .into_iter()
+            .filter(|e| e.system)
+            .map(|e| e.name)
+            .collect()
+    };
+    assert_eq!(
+        own(BUILTIN_SOURCE),
+        ["Chart", "Migration", "MigrationSegment", "Lease"]
+    );
+    // A table keyed by a token alone holds none of them.
+    let sessions = include_str!("../../../examples/charts/auth-sessions.toml");
+    assert_eq!(own(sessions), Vec::<String>::new());
+}
