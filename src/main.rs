@@ -67,9 +67,14 @@ async fn run() -> anyhow::Result<()> {
         // No log: stdout carries the tables, stderr a refusal.
         return explain_chart(file.as_deref(), *item_bytes, *format);
     }
-    if let Command::Chart(ChartCommand::Import { model, output }) = &command {
+    if let Command::Chart(ChartCommand::Import {
+        model,
+        output,
+        table,
+    }) = &command
+    {
         // No log: the chart goes to stdout (or the file), the TODOs to stderr.
-        return import_model(model, output.as_deref());
+        return import_model(model, output.as_deref(), table.as_deref());
     }
     if let Command::Chart(ChartCommand::Export { file, output }) = &command {
         return export_chart(file.as_deref(), output.as_deref());
@@ -721,12 +726,16 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
 
 /// `chart import`: the chart drafted from the model, on stdout or in `output`; its TODOs on
 /// stderr.
-fn import_model(model: &std::path::Path, output: Option<&std::path::Path>) -> anyhow::Result<()> {
+fn import_model(
+    model: &std::path::Path,
+    output: Option<&std::path::Path>,
+    table: Option<&str>,
+) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(model).with_context(|| format!("reading {}", model.display()))?;
     let model_data = itemgraph::chart::workbench::Model::parse(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", model.display()))?;
-    let drafted = itemgraph::chart::workbench::import::import(&model_data)
+    let drafted = itemgraph::chart::workbench::import::import_table(&model_data, table)
         .map_err(|e| anyhow::anyhow!("{}: {e}", model.display()))?;
     match output {
         Some(path) => std::fs::write(path, &drafted.text)

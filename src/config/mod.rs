@@ -151,6 +151,10 @@ pub enum ChartCommand {
         /// Where to write the chart; standard output when not given.
         #[arg(long, short, env = "ITEMGRAPH_CHART_IMPORT_OUTPUT")]
         output: Option<std::path::PathBuf>,
+        /// The table of the model to draft the chart of, by its name; the model's first
+        /// when not given (a chart describes one table).
+        #[arg(long, env = "ITEMGRAPH_CHART_IMPORT_TABLE")]
+        table: Option<String>,
     },
     /// Write a chart as a NoSQL Workbench data model: its table, a facet per entity with
     /// its key templates as aliases and its samples as the table stores them, its global

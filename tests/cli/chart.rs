@@ -826,3 +826,58 @@ fn check_within_a_read_budget_counts_what_does_not_conform() {
     ]);
     assert!(out.contains("checked 9 items"), "{out}");
 }
+
+/// A model of several tables drafts a chart per table: the first by default (a TODO names
+/// the others and `--table`), any other by `--table NAME`; a name it does not have is
+/// refused with those it has.
+#[test]
+fn a_model_of_two_tables_is_drafted_a_table_at_a_time() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(root.join(name)).unwrap()).unwrap()
+    };
+    let mut model = read("examples/models/shop.json");
+    let sessions = read("examples/models/sessions.json");
+    let more = sessions["DataModel"].as_array().unwrap().clone();
+    model["DataModel"].as_array_mut().unwrap().extend(more);
+    let dir = tempfile::tempdir().unwrap();
+    let both = dir.path().join("both.json");
+    std::fs::write(&both, serde_json::to_string_pretty(&model).unwrap()).unwrap();
+    let both = both.to_str().unwrap();
+
+    let (code, drafted, err) = chart_command("import", &[both]);
+    assert_eq!(code, 0, "{err}");
+    assert!(drafted.contains("name = \"GardenShop\""), "{drafted}");
+    assert!(
+        err.contains("the model has 2 tables (`GardenShop`, `Sessions`)")
+            && err.contains("`--table NAME`"),
+        "{err}"
+    );
+
+    let chart = dir.path().join("sessions.toml");
+    let (code, _, err) = chart_command(
+        "import",
+        &[
+            both,
+            "--table",
+            "Sessions",
+            "--output",
+            chart.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("TODO"), "{err}");
+    let (code, out, err) = chart_check(&[chart.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("every rule holds"), "{out}");
+    assert!(std::fs::read_to_string(&chart)
+        .unwrap()
+        .contains("partition_key = \"SessionToken\""),);
+
+    let (code, _, err) = chart_command("import", &[both, "--table", "Orders"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("the model has no table `Orders` (it has `GardenShop`, `Sessions`)"),
+        "{err}"
+    );
+}

@@ -37,17 +37,38 @@ pub struct Drafted {
     pub todos: Vec<String>,
 }
 
-/// A chart drafted from `model`.
+/// A chart drafted from `model`'s first table.
 pub fn import(model: &Model) -> Result<Drafted, String> {
-    let Some(table) = model.data_model.first() else {
-        return Err("the model has no table".into());
+    import_table(model, None)
+}
+
+/// A chart drafted from `model`'s table of that name (`None`: its first).
+pub fn import_table(model: &Model, name: Option<&str>) -> Result<Drafted, String> {
+    let tables = || {
+        model
+            .data_model
+            .iter()
+            .map(|t| format!("`{}`", t.table_name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let table = match name {
+        None => model.data_model.first(),
+        Some(n) => model.data_model.iter().find(|t| t.table_name == n),
+    };
+    let Some(table) = table else {
+        return Err(match name {
+            None => "the model has no table".into(),
+            Some(n) => format!("the model has no table `{n}` (it has {})", tables()),
+        });
     };
     let mut d = Draft::default();
-    if model.data_model.len() > 1 {
+    if model.data_model.len() > 1 && name.is_none() {
         let line = d.todo(format!(
-            "the model has {} tables; this chart is drafted from the first, `{}` (import the \
-             others one at a time)",
+            "the model has {} tables ({}); this chart is drafted from the first, `{}` (draft \
+             each of the others with `--table NAME`)",
             model.data_model.len(),
+            tables(),
             table.table_name
         ));
         d.out.push_str(&line);
