@@ -206,3 +206,101 @@ async fn an_exported_chart_is_drafted_back_and_serves_its_samples_alike() {
         r["data"]["customer"]["orders"]["nodes"][0]["status"]
     );
 }
+
+/// A model of one table with `items` as its table-level samples and `facets` (name, key
+/// aliases, attributes), keyed by `pk` / `sk` of type `key_type`.
+fn odd_model(pk: &str, sk: &str, key_type: &str, facets: Value, items: Value) -> Model {
+    let m = json!({
+        "ModelName": "Odd", "ModelMetadata": { "Author": "itemgraph tests",
+            "DateCreated": "Dec 7, 2026, 9:00 AM", "DateLastModified": "Dec 7, 2026, 9:00 AM",
+            "Description": "", "AWSService": "Amazon DynamoDB", "Version": "3.0" },
+        "DataModel": [{ "TableName": "Odd",
+            "KeyAttributes": {
+                "PartitionKey": { "AttributeName": pk, "AttributeType": key_type },
+                "SortKey": { "AttributeName": sk, "AttributeType": key_type } },
+            "NonKeyAttributes": [], "TableFacets": facets, "GlobalSecondaryIndexes": [],
+            "TableData": items, "DataAccess": { "MySql": {} }, "BillingMode": "PAY_PER_REQUEST" }]
+    });
+    Model::parse(&m.to_string()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Models as others write them: samples kept in the table rather than in each facet (each
+/// item given to the facet whose attributes hold its own), keys of other separators
+/// (`ACCT|a1`, `LINE:0001`), a `kind` attribute that does not tell items apart by their
+/// keys (one entity, not one per kind), number keys named in lowercase (their variables
+/// named apart from the key attributes), and a model with no sample at all (refused, with
+/// what to do).
+#[test]
+fn models_as_others_write_them_are_drafted_into_charts_the_check_passes() {
+    let facet = |name: &str, pk: &str, sk: &str, attrs: &[&str]| {
+        json!({ "FacetName": name,
+            "KeyAttributeAlias": { "PartitionKeyAlias": pk, "SortKeyAlias": sk },
+            "NonKeyAttributes": attrs, "TableData": [], "DataAccess": { "MySql": {} } })
+    };
+    let shop = odd_model(
+        "PK",
+        "SK",
+        "S",
+        json!([
+            facet("Account", "AccountId", "Profile", &["name", "vip"]),
+            facet("Cart Line", "AccountId", "LineId", &["qty"]),
+        ]),
+        json!([
+            { "PK": { "S": "ACCT|a1" }, "SK": { "S": "PROFILE" }, "name": { "S": "Ann" }, "vip": { "BOOL": true } },
+            { "PK": { "S": "ACCT|a1" }, "SK": { "S": "LINE:0001" }, "qty": { "N": "2" } },
+            { "PK": { "S": "ACCT|a2" }, "SK": { "S": "PROFILE" }, "name": { "S": "Bo" }, "vip": { "BOOL": false } },
+            { "PK": { "S": "ACCT|a2" }, "SK": { "S": "LINE:0002" }, "qty": { "N": "1" } }
+        ]),
+    );
+    let chart = drafted(&shop);
+    let keys = |e: &str| {
+        let k = &chart.entities[e].key;
+        (k.pk.source().to_owned(), k.sk.source().to_owned())
+    };
+    assert_eq!(
+        keys("Account"),
+        ("ACCT|{accountId}".into(), "PROFILE".into())
+    );
+    assert_eq!(
+        keys("CartLine"),
+        ("ACCT|{accountId}".into(), "LINE:{lineId}".into())
+    );
+
+    let readings = odd_model(
+        "device",
+        "ts",
+        "N",
+        json!([]),
+        json!([
+            { "device": { "N": "1" }, "ts": { "N": "1700000000" }, "kind": { "S": "temp" }, "value": { "N": "21" } },
+            { "device": { "N": "1" }, "ts": { "N": "1700000060" }, "kind": { "S": "temp" }, "value": { "N": "22" } },
+            { "device": { "N": "2" }, "ts": { "N": "1700000000" }, "kind": { "S": "hum" }, "value": { "N": "40" } }
+        ]),
+    );
+    let chart = drafted(&readings);
+    let names: Vec<&String> = chart
+        .entities
+        .keys()
+        .filter(|n| !chart.entities[*n].system)
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let e = &chart.entities[names[0]];
+    assert_eq!(e.key.pk.source(), "{deviceValue}");
+    assert_eq!(e.key.sk.source(), "{tsValue}");
+    assert!(e.attributes.contains_key("kind"));
+
+    let empty = odd_model(
+        "PK",
+        "SK",
+        "S",
+        json!([facet("Book", "BookId", "Detail", &["title"])]),
+        json!([]),
+    );
+    let refused = import::import(&empty)
+        .err()
+        .expect("no chart without samples");
+    assert!(
+        refused.contains("no sample item to infer an entity's keys from"),
+        "{refused}"
+    );
+}

@@ -163,10 +163,24 @@ impl Draft {
 
 /// Variable names taken so far in one entity.
 #[derive(Default)]
-pub(super) struct VarNames(HashSet<String>);
+pub(super) struct VarNames(HashSet<String>, HashSet<String>);
 
 impl VarNames {
+    /// Names no variable may take (the table's key attributes, its type attribute): a
+    /// variable that would is named `…Value`.
+    pub(super) fn reserving<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        VarNames(
+            HashSet::new(),
+            names.into_iter().map(str::to_owned).collect(),
+        )
+    }
+
     pub(super) fn take(&mut self, base: String) -> String {
+        let base = if self.1.contains(&base) {
+            format!("{base}Value")
+        } else {
+            base
+        };
         let mut name = base.clone();
         let mut n = 2;
         while !self.0.insert(name.clone()) {

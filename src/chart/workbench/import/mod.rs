@@ -74,15 +74,113 @@ pub fn import_table(model: &Model, name: Option<&str>) -> Result<Drafted, String
         d.out.push_str(&line);
     }
     d.table(model, table);
+    // No entity at all is no chart: nothing told its keys.
+    if d.drafted == 0 {
+        return Err(format!(
+            "table `{}`: no sample item to infer an entity's keys from ({}); add sample data to the model (NoSQL Workbench's \"Add data\") or write the chart by hand",
+            table.table_name,
+            d.todos.join("; ")
+        ));
+    }
     Ok(Drafted {
         text: d.out,
         todos: d.todos,
     })
 }
 
+impl Draft {
+    /// The table's own sample items, where its facets hold none: each given to the one
+    /// facet whose attributes hold all of its own (a model may keep its samples in the
+    /// table rather than in each facet); an item no facet, or more than one, could hold is
+    /// left out, and a TODO says how many.
+    fn give_to_facets<'m>(
+        &mut self,
+        t: &'m TableModel,
+        items: Vec<(Option<&'m str>, Item)>,
+        keys: &[&str],
+    ) -> Vec<(Option<&'m str>, Item)> {
+        let facets_hold_items = t.table_facets.iter().any(|f| !f.table_data.is_empty());
+        if t.table_facets.is_empty() || facets_hold_items {
+            return items;
+        }
+        let mut left = 0;
+        let mut out = Vec::new();
+        for (_, item) in items {
+            let own: Vec<&String> = item
+                .keys()
+                .filter(|n| !keys.contains(&n.as_str()))
+                .collect();
+            let mut fits = t
+                .table_facets
+                .iter()
+                .filter(|f| own.iter().all(|a| f.non_key_attributes.contains(a)));
+            match (fits.next(), fits.next()) {
+                (Some(f), None) => out.push((Some(f.facet_name.as_str()), item)),
+                _ => left += 1,
+            }
+        }
+        if left > 0 {
+            let line = self.todo(format!(
+                "{left} of the table's sample items fit no one facet by their attributes: left out of the draft"
+            ));
+            self.out.push_str(&line);
+        }
+        out
+    }
+}
+
+/// Whether two of the entities `groups` would draft have keys of one shape (their
+/// templates alike but for their variables' names), so that no key tells them apart.
+fn keys_alike(groups: &[Group<'_>], t: &TableModel) -> bool {
+    let pk = &t.key_attributes.partition_key;
+    let sk = t.key_attributes.sort_key.as_ref();
+    let shape = |g: &Group<'_>, attr: &str, number: bool| -> Option<String> {
+        let mut dry = Draft::default();
+        let inferred = dry.infer(
+            &g.name,
+            &values(&g.items, attr),
+            number,
+            None,
+            &mut VarNames::default(),
+            &[],
+        )?;
+        // `{name}` to `{}`: the shape of the template alone.
+        let mut out = String::new();
+        let mut in_var = false;
+        for c in inferred.template.chars() {
+            match c {
+                '{' => {
+                    in_var = true;
+                    out.push_str("{}");
+                }
+                '}' => in_var = false,
+                c if !in_var => out.push(c),
+                _ => {}
+            }
+        }
+        Some(out)
+    };
+    let shapes: Vec<_> = groups
+        .iter()
+        .filter(|g| !g.items.is_empty())
+        .map(|g| {
+            (
+                shape(g, &pk.attribute_name, pk.attribute_type == "N"),
+                sk.map(|s| shape(g, &s.attribute_name, s.attribute_type == "N")),
+            )
+        })
+        .collect();
+    shapes
+        .iter()
+        .enumerate()
+        .any(|(i, a)| shapes[..i].contains(a))
+}
+
 #[derive(Default)]
 struct Draft {
     out: String,
+    /// How many entities the draft holds.
+    drafted: usize,
     todos: Vec<String>,
     /// Kinds the variables need: name to (pattern, max length).
     kinds: BTreeMap<String, (String, usize)>,
@@ -146,7 +244,17 @@ impl Draft {
                 )
             }))
             .collect();
-        let type_attribute = type_attribute(t, &items, &key_names);
+        let items = self.give_to_facets(t, items, &key_names);
+        let mut type_attribute = type_attribute(t, &items, &key_names);
+        // Without facets, an attribute of kinds (`kind`) splits the items into entities
+        // only where their keys tell them apart: kinds keyed alike are one entity, the
+        // attribute one of its own (a chart's entities are told by their keys too).
+        if t.table_facets.is_empty() && type_attribute.is_some() {
+            let split = groups(t, &items, type_attribute.as_deref());
+            if keys_alike(&split, t) {
+                type_attribute = None;
+            }
+        }
         let groups = groups(t, &items, type_attribute.as_deref());
 
         let _ = writeln!(
@@ -268,7 +376,13 @@ impl Draft {
             }
             let pk_values = values(&g.items, &pk.attribute_name);
             let sk_values = sk.map(|s| values(&g.items, &s.attribute_name));
-            let mut names = VarNames::default();
+            let mut names = VarNames::reserving(
+                key_names
+                    .iter()
+                    .copied()
+                    .chain(type_attribute.as_deref())
+                    .chain(["Type"]),
+            );
             // The facet's key aliases, else the key attributes' own names.
             let aliases = g
                 .alias
@@ -537,6 +651,7 @@ impl Draft {
             );
         }
         self.out.push_str(&entity_text);
+        self.drafted = entities.len();
         self.patterns(t, &entities);
         let ttl = match &self.time_to_live {
             Some(a) => format!(

@@ -207,7 +207,14 @@ pub(super) fn attribute_type(
         ),
         "L" | "SS" | "NS" => (
             "type = \"list\", of = \"string\"".into(),
-            Some(format!("a {descriptor}: declare its elements' type")),
+            Some(format!(
+                "{}: declare its elements' type",
+                match descriptor {
+                    "L" => "a list",
+                    "SS" => "a set of strings",
+                    _ => "a set of numbers",
+                }
+            )),
         ),
         other => (
             "type = \"string\"".into(),
