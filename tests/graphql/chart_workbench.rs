@@ -265,6 +265,18 @@ fn models_as_others_write_them_are_drafted_into_charts_the_check_passes() {
         keys("CartLine"),
         ("ACCT|{accountId}".into(), "LINE:{lineId}".into())
     );
+    // The lines share the account's partition, whose own sort key is a constant: an item
+    // collection, read by the lines' prefix.
+    let lines = &chart.entities["Account"].connections["cartLines"];
+    let Some(itemgraph::chart::Request::Query { condition, .. }) =
+        chart.patterns.get(&lines.pattern).map(|p| &p.request)
+    else {
+        panic!("a Query of the account's lines");
+    };
+    assert!(
+        matches!(&condition.sort, Some(itemgraph::chart::SortCondition::BeginsWith(t)) if t.source() == "LINE:"),
+        "{condition:?}"
+    );
 
     let readings = odd_model(
         "device",

@@ -48,8 +48,11 @@ impl Draft {
         // Item collections: a child sharing a parent's partition, by its sort-key prefix.
         for (parent, ppk, psk, _) in entities {
             // The head of an item collection: keyed by its partition alone (its sort key
-            // the same).
-            if psk.as_ref().is_some_and(|s| s.template != ppk.template) {
+            // the same, or a constant such as `PROFILE`).
+            if psk
+                .as_ref()
+                .is_some_and(|s| s.template != ppk.template && !s.vars.is_empty())
+            {
                 continue;
             }
             for (child, cpk, csk, _) in entities {
