@@ -90,6 +90,66 @@ async fn a_scan_of_the_index_pages_by_its_last_key(api: &Api) {
     assert_eq!(seen, ["200001", "200002", "200003"]);
 }
 
+/// A chess league: an index keyed by two partition attributes (`Season`, `Division`) and
+/// two number sort attributes (`Round`, `Board`).
+fn chess() -> Arc<itemgraph::chart::Chart> {
+    let text = include_str!("../fixtures/charts/chess-league.toml");
+    Arc::new(itemgraph::chart::parse(text).unwrap_or_else(|e| panic!("{e}")))
+}
+
+mod two_partition_attributes {
+    use super::*;
+    on_both_engines_of!(chess;
+        a_season_and_a_division_are_one_query_by_round_and_board,
+    );
+}
+
+/// The division's games by round, then board (numbers by value), two a page, the second
+/// page from the cursor; a round's games from a board on; both partition values given.
+async fn a_season_and_a_division_are_one_query_by_round_and_board(api: &Api) {
+    let page = |after: &str| {
+        format!(
+            r#"{{ divisionGames(season: "2026", division: OPEN, first: 2{after}) {{
+                nodes {{ gameId }} pageInfo {{ hasNextPage endCursor }} }} }}"#
+        )
+    };
+    let ids = |r: &Value, field: &str| -> Vec<String> {
+        r["data"][field]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["gameId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let first = api.run(&page("")).await;
+    assert!(first.get("errors").is_none(), "{first:#}");
+    assert_eq!(ids(&first, "divisionGames"), ["1002", "1001"]);
+    let sent = requests(&first);
+    assert_eq!(sent.len(), 1, "{sent:#?}");
+    assert_eq!(
+        sent[0]["keyCondition"],
+        "Season = \"2026\" AND Division = \"OPEN\""
+    );
+    let end = first["data"]["divisionGames"]["pageInfo"]["endCursor"]
+        .as_str()
+        .unwrap();
+    let next = api.run(&page(&format!(r#", after: "{end}""#))).await;
+    assert!(next.get("errors").is_none(), "{next:#}");
+    assert_eq!(ids(&next, "divisionGames"), ["1003"]);
+    let round = api
+        .run(r#"{ roundGames(season: "2026", division: OPEN, round: 1, board: 2, first: 5) { nodes { gameId } } }"#)
+        .await;
+    assert!(round.get("errors").is_none(), "{round:#}");
+    assert_eq!(ids(&round, "roundGames"), ["1001"]);
+    // Another division's cursor reads nothing of this one.
+    let other = api
+        .run(&format!(
+            r#"{{ divisionGames(season: "2026", division: MAJOR, first: 2, after: "{end}") {{ nodes {{ gameId }} }} }}"#
+        ))
+        .await;
+    assert_eq!(error_codes(&other), ["INVALID_CURSOR"], "{other:#}");
+}
+
 mod numbered {
     use super::*;
     on_both_engines_of!(by_quantity;
