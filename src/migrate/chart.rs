@@ -190,9 +190,12 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
     let mut created: Vec<&String> = Vec::new();
     for (name, index) in &new.indexes {
         let before = old.and_then(|o| o.indexes.get(name));
-        if before.is_some_and(|b| {
-            (&b.partition_key, &b.sort_key) != (&index.partition_key, &index.sort_key)
-        }) {
+        // Every key attribute, of its type, in order, partition from sort (a
+        // multi-attribute key's too), and its kind.
+        fn shape(i: &crate::chart::Index) -> (usize, Vec<(&str, crate::store::KeyType)>, bool) {
+            (i.partition_len(), i.typed_keys(), i.local)
+        }
+        if before.is_some_and(|b| shape(b) != shape(index)) {
             refuse(
                 &mut steps,
                 format!("index {name}"),

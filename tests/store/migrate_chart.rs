@@ -424,3 +424,108 @@ async fn a_new_index_is_created_and_filled(store: &dyn Store) {
     let again = run_chart(store, &moved, &Options::default()).await.unwrap();
     assert_eq!((again.plan.len(), again.items_moved), (0, 0));
 }
+
+const SHOP: &str = include_str!("../../examples/charts/corner-shop.toml");
+
+/// The corner shop before its index of a multi-attribute key (`ByProductStatus`), its
+/// pattern and its field.
+fn shop_before_multi() -> String {
+    let cut = |text: &str, from: &str, to: &str| {
+        let (a, b) = (text.find(from).unwrap(), text.find(to).unwrap());
+        format!("{}{}", &text[..a], &text[b..])
+    };
+    let text = cut(SHOP, "[indexes.ByProductStatus]", "[kinds.customerId]");
+    let text = cut(&text, "[patterns.10]", "[mutations.createCustomer]");
+    let field = text.find("ordersIn = {").unwrap();
+    let end = field + text[field..].find('\n').unwrap() + 1;
+    format!("{}{}", &text[..field], &text[end..]).replace(
+        "indexes.ByProductStatus = [\"{sku}\", \"{status}\", \"{placedAt}\"]\n",
+        "",
+    )
+}
+
+/// The table made from the shop before the index: created, its samples written, that
+/// chart recorded in it.
+async fn made_before_multi(raw: &Arc<dyn Store>) {
+    let before = parse(&shop_before_multi());
+    assert!(raw.create_table().await.unwrap());
+    let store = itemgraph::store::stored::wrap(raw.clone(), &before);
+    itemgraph::chart::samples::seed(store.as_ref(), &before)
+        .await
+        .unwrap();
+    planned::record(store.as_ref(), &before, 0).await.unwrap();
+}
+
+/// `migrate` to a chart that adds an index of a multi-attribute key, through `raw` opened
+/// with that chart's schema: the index created (UpdateTable; the embedded engine's own),
+/// no key written (the items' own attributes are its key), the index answering a Query of
+/// them; a change of where its attributes are (partition or sort) refused.
+async fn a_multi_attribute_index_is_created(raw: Arc<dyn Store>) {
+    let after = parse(SHOP);
+    let store = itemgraph::store::stored::wrap(raw.clone(), &after);
+    let done = run_chart(store.as_ref(), &after, &Options::default())
+        .await
+        .unwrap();
+    assert_eq!(done.plan, ["index ByProductStatus: created (UpdateTable)"]);
+    assert_eq!(
+        (done.indexes_created, done.keys_rewritten),
+        (1, 0),
+        "{done}"
+    );
+    let page = raw
+        .query(itemgraph::store::Query {
+            index: Some("ByProductStatus".into()),
+            ..itemgraph::store::Query::partition("BK-100")
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 2, "{page:?}");
+    // The same attributes, `Status` moved from the sort key to the partition.
+    let changed = parse(&SHOP.replace(
+        "partition_key = [\"ProductSku\"]\nsort_key = [\"Status\", \"PlacedAt\"]",
+        "partition_key = [\"ProductSku\", \"Status\"]\nsort_key = [\"PlacedAt\"]",
+    ));
+    let refused = run_chart(store.as_ref(), &changed, &Options::default())
+        .await
+        .unwrap();
+    assert!(refused.refused);
+    assert!(
+        refused
+            .plan
+            .iter()
+            .any(|s| s.starts_with("refused index ByProductStatus: its key attributes change")),
+        "{:?}",
+        refused.plan
+    );
+}
+
+#[tokio::test]
+async fn a_multi_attribute_index_is_created_on_both_engines() {
+    let (before, after) = (
+        parse(&shop_before_multi()).table_schema(),
+        parse(SHOP).table_schema(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shop.redb");
+    {
+        let raw: Arc<dyn Store> = Arc::new(
+            itemgraph::store::embedded::EmbeddedStore::open(&path, "shop", before.clone()).unwrap(),
+        );
+        made_before_multi(&raw).await;
+    }
+    let raw: Arc<dyn Store> = Arc::new(
+        itemgraph::store::embedded::EmbeddedStore::open(&path, "shop", after.clone()).unwrap(),
+    );
+    a_multi_attribute_index_is_created(raw).await;
+
+    let Some(endpoint) = crate::common::dynamo_local::endpoint().await else {
+        return;
+    };
+    let table = crate::common::dynamo_local::unique_table_name("migrate_multi");
+    let raw: Arc<dyn Store> =
+        Arc::new(crate::common::dynamo_local::connect_with(&endpoint, &table, before).await);
+    made_before_multi(&raw).await;
+    let later = crate::common::dynamo_local::connect_with(&endpoint, &table, after).await;
+    a_multi_attribute_index_is_created(Arc::new(later)).await;
+    raw.delete_table().await.unwrap();
+}
