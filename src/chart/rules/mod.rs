@@ -15,6 +15,7 @@
 
 mod declared;
 mod design;
+mod indexes;
 mod names;
 mod patterns;
 mod special;
