@@ -805,12 +805,7 @@ async fn seed_workbench(
                 "{}: no table `{}` in the model (it has {})",
                 path.display(),
                 chart.table.name,
-                model
-                    .data_model
-                    .iter()
-                    .map(|t| format!("`{}`", t.table_name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                model.table_names()
             )
         })?;
     let items = table.items();

@@ -271,6 +271,16 @@ impl Index {
             .collect()
     }
 
+    /// The type of its key attribute at `at` (partition attributes first, then sort
+    /// attributes), without listing them.
+    pub fn key_type(&self, at: usize) -> Option<crate::store::KeyType> {
+        std::iter::once(self.pk_type)
+            .chain(self.pk_more.iter().map(|(_, t)| *t))
+            .chain(self.sort_key.as_ref().map(|_| self.sk_type))
+            .chain(self.sk_more.iter().map(|(_, t)| *t))
+            .nth(at)
+    }
+
     /// How many partition attributes its key has.
     pub fn partition_len(&self) -> usize {
         1 + self.pk_more.len()

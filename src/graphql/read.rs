@@ -318,10 +318,7 @@ fn check_cursor(
         Some(i) => chart
             .indexes
             .get(i)
-            .and_then(|i| {
-                let at = i.partition_len() + cond.sort_prefix.len();
-                i.typed_keys().get(at).map(|(_, t)| *t)
-            })
+            .and_then(|i| i.key_type(i.partition_len() + cond.sort_prefix.len()))
             .unwrap_or_default(),
     };
     let within = |sk: &str| {

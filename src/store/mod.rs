@@ -135,6 +135,24 @@ pub enum SortCondition {
     BeginsWith(String),
 }
 
+impl SortCondition {
+    /// The condition with its values as a key of type `ty` orders them
+    /// ([`KeyType::sortable`]), `begins_with`'s prefix as given; `None` when a value is no
+    /// number of a number key.
+    pub fn sortable(&self, ty: KeyType) -> Option<SortCondition> {
+        let s = |v: &str| ty.sortable(v).map(std::borrow::Cow::into_owned);
+        Some(match self {
+            SortCondition::Eq(x) => SortCondition::Eq(s(x)?),
+            SortCondition::Lt(x) => SortCondition::Lt(s(x)?),
+            SortCondition::Le(x) => SortCondition::Le(s(x)?),
+            SortCondition::Gt(x) => SortCondition::Gt(s(x)?),
+            SortCondition::Ge(x) => SortCondition::Ge(s(x)?),
+            SortCondition::Between(a, b) => SortCondition::Between(s(a)?, s(b)?),
+            SortCondition::BeginsWith(x) => SortCondition::BeginsWith(x.clone()),
+        })
+    }
+}
+
 /// Query: partition-key equality, an optional sort-key condition, direction and page size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {

@@ -569,21 +569,8 @@ fn start_key(schema: &TableSchema, q: &Query, start: &PageKey) -> StoreResult<()
 /// Whether a sort key value of type `ty` satisfies a key condition, values compared as
 /// that type orders them (a number by value; `begins_with` on the text).
 pub fn sort_matches_typed(cond: &SortCondition, sk: &str, ty: KeyType) -> bool {
-    let typed = |v: &str| ty.sortable(v).map(|t| t.into_owned());
-    let cond = match cond {
-        SortCondition::Eq(v) => typed(v).map(SortCondition::Eq),
-        SortCondition::Lt(v) => typed(v).map(SortCondition::Lt),
-        SortCondition::Le(v) => typed(v).map(SortCondition::Le),
-        SortCondition::Gt(v) => typed(v).map(SortCondition::Gt),
-        SortCondition::Ge(v) => typed(v).map(SortCondition::Ge),
-        SortCondition::Between(a, b) => typed(a)
-            .zip(typed(b))
-            .map(|(a, b)| SortCondition::Between(a, b)),
-        SortCondition::BeginsWith(v) => {
-            return sk.starts_with(v.as_str());
-        }
-    };
-    cond.zip(typed(sk))
+    cond.sortable(ty)
+        .zip(ty.sortable(sk))
         .is_some_and(|(c, s)| sort_matches(&c, &s))
 }
 

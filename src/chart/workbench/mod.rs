@@ -134,6 +134,15 @@ impl Model {
     pub fn parse(text: &str) -> Result<Model, String> {
         serde_json::from_str(text).map_err(|e| format!("not a NoSQL Workbench data model: {e}"))
     }
+
+    /// Its tables' names, for a message: `` `Shop`, `Sessions` ``.
+    pub fn table_names(&self) -> String {
+        self.data_model
+            .iter()
+            .map(|t| format!("`{}`", t.table_name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 impl TableModel {

@@ -166,16 +166,7 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
             })
         },
     );
-    // The connection's own arguments first, then the paging ones, as in every connection
-    // of the API.
-    for (name, ty, optional) in &extra {
-        f = f.argument(argument(name, ty, *optional));
-    }
-    f = f
-        .argument(InputValue::new("first", TypeRef::named(TypeRef::INT)))
-        .argument(InputValue::new("after", TypeRef::named(TypeRef::STRING)))
-        .argument(InputValue::new("last", TypeRef::named(TypeRef::INT)))
-        .argument(InputValue::new("before", TypeRef::named(TypeRef::STRING)));
+    f = paged(f, &extra);
     if let Some(d) = &c.description {
         f = f.description(d);
     }
@@ -249,7 +240,7 @@ pub fn query_field(chart: &Arc<Chart>, name: &str, pattern: u32, child: &str) ->
     let chart2 = chart.clone();
     let cursor = format!("Query.{name}");
     let extra2 = extra.clone();
-    let mut f = Field::new(
+    let f = Field::new(
         name,
         TypeRef::named_nn(format!("{child}Connection")),
         move |ctx| {
@@ -276,7 +267,13 @@ pub fn query_field(chart: &Arc<Chart>, name: &str, pattern: u32, child: &str) ->
             })
         },
     );
-    for (name, ty, optional) in &extra {
+    paged(f, &extra)
+}
+
+/// A connection field's arguments: its own first (`extra`), then the paging ones, as in
+/// every connection of the API.
+fn paged(mut f: Field, extra: &[(String, crate::chart::types::Type, bool)]) -> Field {
+    for (name, ty, optional) in extra {
         f = f.argument(argument(name, ty, *optional));
     }
     f.argument(InputValue::new("first", TypeRef::named(TypeRef::INT)))
@@ -683,11 +680,7 @@ pub fn collection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
         InputValue::new("kind", TypeRef::named(format!("{union}Kind")))
             .description("One kind alone: a Query of its items only."),
     );
-    f = f
-        .argument(InputValue::new("first", TypeRef::named(TypeRef::INT)))
-        .argument(InputValue::new("after", TypeRef::named(TypeRef::STRING)))
-        .argument(InputValue::new("last", TypeRef::named(TypeRef::INT)))
-        .argument(InputValue::new("before", TypeRef::named(TypeRef::STRING)));
+    f = paged(f, &[]);
     if let Some(d) = &c.description {
         f = f.description(d);
     }

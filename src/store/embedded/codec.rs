@@ -137,18 +137,10 @@ pub(super) fn multi_key_range(
     key_range(&fixed, typed_sort(next, sort).as_ref())
 }
 
-/// A sort condition's values as their type sorts.
+/// A sort condition's values as their type sorts (a value that is no number, refused
+/// before it gets here by validation, as itself).
 fn typed_sort(sk_type: KeyType, sort: Option<&SortCondition>) -> Option<SortCondition> {
-    let s = |v: &str| sorted(sk_type, v).into_owned();
-    sort.map(|c| match c {
-        SortCondition::Eq(x) => SortCondition::Eq(s(x)),
-        SortCondition::Lt(x) => SortCondition::Lt(s(x)),
-        SortCondition::Le(x) => SortCondition::Le(s(x)),
-        SortCondition::Gt(x) => SortCondition::Gt(s(x)),
-        SortCondition::Ge(x) => SortCondition::Ge(s(x)),
-        SortCondition::Between(a, b) => SortCondition::Between(s(a), s(b)),
-        SortCondition::BeginsWith(x) => SortCondition::BeginsWith(x.clone()),
-    })
+    sort.map(|c| c.sortable(sk_type).unwrap_or_else(|| c.clone()))
 }
 
 /// Decodes the components of an encoded key.

@@ -44,14 +44,6 @@ pub fn import(model: &Model) -> Result<Drafted, String> {
 
 /// A chart drafted from `model`'s table of that name (`None`: its first).
 pub fn import_table(model: &Model, name: Option<&str>) -> Result<Drafted, String> {
-    let tables = || {
-        model
-            .data_model
-            .iter()
-            .map(|t| format!("`{}`", t.table_name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let table = match name {
         None => model.data_model.first(),
         Some(n) => model.data_model.iter().find(|t| t.table_name == n),
@@ -59,7 +51,10 @@ pub fn import_table(model: &Model, name: Option<&str>) -> Result<Drafted, String
     let Some(table) = table else {
         return Err(match name {
             None => "the model has no table".into(),
-            Some(n) => format!("the model has no table `{n}` (it has {})", tables()),
+            Some(n) => format!(
+                "the model has no table `{n}` (it has {})",
+                model.table_names()
+            ),
         });
     };
     let mut d = Draft::default();
@@ -68,7 +63,7 @@ pub fn import_table(model: &Model, name: Option<&str>) -> Result<Drafted, String
             "the model has {} tables ({}); this chart is drafted from the first, `{}` (draft \
              each of the others with `--table NAME`)",
             model.data_model.len(),
-            tables(),
+            model.table_names(),
             table.table_name
         ));
         d.out.push_str(&line);
