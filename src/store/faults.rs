@@ -273,6 +273,11 @@ impl Injector {
         }
     }
 
+    /// The failure modes it injects.
+    pub fn faults(&self) -> Faults {
+        self.faults
+    }
+
     /// Takes `writes`' units (`factor` times each: 2 in a transaction) from their items'
     /// buckets, all or none; the index of the first write whose item has too few.
     fn take_units(&self, writes: &[ItemWrite], factor: f64) -> Result<(), usize> {

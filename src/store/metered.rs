@@ -18,9 +18,9 @@ use tracing::Instrument;
 use super::call_stats::{self, CallStats};
 use super::CancelReason;
 use super::{
-    BatchGet, BatchGetPage, BatchWrite, BatchWritePage, Delete, GetItem, Item, Put, Query,
-    QueryOutput, Scan, Store, StoreError, StoreResult, TableDescription, TableSchema,
-    TransactAction, Update,
+    BatchGet, BatchGetPage, BatchGetTables, BatchGetTablesPage, BatchWrite, BatchWritePage, Delete,
+    GetItem, Item, Put, Query, QueryOutput, Scan, Store, StoreError, StoreResult, TableAction,
+    TableDescription, TableSchema, TransactAction, Update,
 };
 use crate::metrics;
 use crate::telemetry;
@@ -278,12 +278,7 @@ impl Store for MeteredStore {
         self.call_described(
             "BatchGetItem",
             None,
-            || {
-                vec![
-                    KeyValue::new("itemgraph.dynamodb.key_count", keys as i64),
-                    KeyValue::new("aws.dynamodb.consistent_read", consistent),
-                ]
-            },
+            || batch_get_attributes(keys, consistent),
             self.inner.batch_get_page(req),
             |page| Some(page.items.len()),
         )
@@ -361,6 +356,39 @@ impl Store for MeteredStore {
         )
         .await
     }
+    fn sibling(&self, table: &str) -> Option<Arc<dyn Store>> {
+        Some(Arc::new(MeteredStore::new(self.inner.sibling(table)?)))
+    }
+    async fn batch_get_tables_page(&self, req: BatchGetTables) -> StoreResult<BatchGetTablesPage> {
+        let (keys, consistent) = (req.len(), req.consistent_read);
+        self.call_described(
+            "BatchGetItem",
+            None,
+            || batch_get_attributes(keys, consistent),
+            self.inner.batch_get_tables_page(req),
+            |page| Some(page.tables.iter().map(|(_, p)| p.items.len()).sum()),
+        )
+        .await
+    }
+    async fn transact_write_tables(&self, actions: Vec<TableAction>) -> StoreResult<()> {
+        let n = actions.len();
+        self.call_described(
+            "TransactWriteItems",
+            None,
+            || vec![KeyValue::new("itemgraph.dynamodb.action_count", n as i64)],
+            self.inner.transact_write_tables(actions),
+            |()| Some(n),
+        )
+        .await
+    }
+}
+
+/// A BatchGetItem's request attributes.
+fn batch_get_attributes(keys: usize, consistent: bool) -> Vec<KeyValue> {
+    vec![
+        KeyValue::new("itemgraph.dynamodb.key_count", keys as i64),
+        KeyValue::new("aws.dynamodb.consistent_read", consistent),
+    ]
 }
 
 /// A Query's or Scan's request attributes.

@@ -123,6 +123,43 @@ pub struct BatchGetPage {
     pub unprocessed: Vec<PrimaryKey>,
 }
 
+/// One BatchGetItem call over several tables of one connection (a store's own table and
+/// its siblings, [`Store::sibling`]): each table's keys, at most
+/// [`validate::MAX_BATCH_GET_KEYS`] in all, as DynamoDB counts them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BatchGetTables {
+    /// Each table's name and its keys, no table twice.
+    pub tables: Vec<(String, Vec<PrimaryKey>)>,
+    pub consistent_read: bool,
+}
+
+impl BatchGetTables {
+    /// How many keys it asks for, in all tables.
+    pub fn len(&self) -> usize {
+        self.tables.iter().map(|(_, keys)| keys.len()).sum()
+    }
+
+    /// Whether it asks for no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What one BatchGetItem call over several tables returned, table by table (a table
+/// with nothing found and nothing left is absent).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BatchGetTablesPage {
+    pub tables: Vec<(String, BatchGetPage)>,
+}
+
+/// One action of a TransactWriteItems over several tables of one connection: the table it
+/// writes and the action.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableAction {
+    pub table: String,
+    pub action: TransactAction,
+}
+
 /// The sort-key half of a key condition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SortCondition {
@@ -459,6 +496,14 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// DynamoDB's answer for a table it does not have: here, a table a call over several
+    /// names that the store was not opened with.
+    pub fn not_on_connection(table: &str) -> StoreError {
+        StoreError::TableNotFound(format!(
+            "Requested resource not found: table {table} is not on this store's connection"
+        ))
+    }
+
     /// The write's final error as its caller may read it, given whether an earlier attempt
     /// went unanswered (timed out or broken off after the store may have received it, or a
     /// 5xx, which DynamoDB documents as "may have succeeded"): a throttle or a conflict says
@@ -655,6 +700,45 @@ pub trait Store: Send + Sync + 'static {
     /// One BatchWriteItem call: may leave requests unprocessed.
     async fn batch_write_page(&self, req: BatchWrite) -> StoreResult<BatchWritePage>;
 
+    /// The store of another table on this store's connection (one DynamoDB client, one
+    /// embedded database), decorated as this one is: what a chart of several tables reads
+    /// each entity's table through. `None` for a table the connection was not opened with
+    /// ([`open::open_tables`]), and for this store's own table (the caller holds it).
+    fn sibling(&self, table: &str) -> Option<Arc<dyn Store>> {
+        let _ = table;
+        None
+    }
+
+    /// One BatchGetItem call over this table and its siblings: may leave keys unprocessed.
+    /// An engine without siblings answers for its own table alone.
+    async fn batch_get_tables_page(&self, req: BatchGetTables) -> StoreResult<BatchGetTablesPage> {
+        let own = self.table_name().to_owned();
+        let keys = own_table_only(&own, req.tables)?;
+        let page = self
+            .batch_get_page(BatchGet {
+                keys,
+                consistent_read: req.consistent_read,
+            })
+            .await?;
+        Ok(BatchGetTablesPage {
+            tables: vec![(own, page)],
+        })
+    }
+
+    /// One TransactWriteItems over this table and its siblings: all of it applied or none.
+    /// An engine without siblings takes actions on its own table alone.
+    async fn transact_write_tables(&self, actions: Vec<TableAction>) -> StoreResult<()> {
+        let own = self.table_name().to_owned();
+        let actions = own_table_only(
+            &own,
+            actions
+                .into_iter()
+                .map(|a| (a.table, vec![a.action]))
+                .collect(),
+        )?;
+        self.transact_write(actions).await
+    }
+
     /// The table's change stream, when this engine can follow one (see [`stream`]).
     fn change_stream(&self) -> Option<Arc<dyn stream::ChangeStream>> {
         None
@@ -731,6 +815,45 @@ pub trait Store: Send + Sync + 'static {
         }
     }
 
+    /// BatchGetItem over this table and its siblings, up to 100 keys in all, retrying
+    /// `UnprocessedKeys` as [`Store::batch_get_item`] does; each table's items, in no
+    /// particular order.
+    async fn batch_get_tables(&self, req: BatchGetTables) -> StoreResult<Vec<(String, Vec<Item>)>> {
+        let mut found: Vec<(String, Vec<Item>)> = Vec::new();
+        let mut pending = req.tables;
+        let mut waits = retry_schedule(BATCH_GET_MAX_ATTEMPTS - 1).build();
+        loop {
+            let page = self
+                .batch_get_tables_page(BatchGetTables {
+                    tables: pending,
+                    consistent_read: req.consistent_read,
+                })
+                .await?;
+            pending = Vec::new();
+            for (table, got) in page.tables {
+                match found.iter_mut().find(|(t, _)| *t == table) {
+                    Some((_, items)) => items.extend(got.items),
+                    None => found.push((table.clone(), got.items)),
+                }
+                if !got.unprocessed.is_empty() {
+                    pending.push((table, got.unprocessed));
+                }
+            }
+            if pending.is_empty() {
+                return Ok(found);
+            }
+            match waits.next() {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => {
+                    let left: usize = pending.iter().map(|(_, k)| k.len()).sum();
+                    return Err(StoreError::Throttled(format!(
+                        "BatchGetItem left {left} keys unprocessed after {BATCH_GET_MAX_ATTEMPTS} attempts"
+                    )));
+                }
+            }
+        }
+    }
+
     /// BatchWriteItem of up to 25 requests, sending `UnprocessedItems` again with jittered
     /// exponential backoff; how many calls it took. Never drops a request: when some are
     /// still unprocessed after [`BATCH_WRITE_MAX_ATTEMPTS`] calls, the whole call fails
@@ -760,6 +883,29 @@ pub trait Store: Send + Sync + 'static {
             }
         }
     }
+}
+
+/// The requests of a call over several tables, when every one is on `own` (a store
+/// without siblings): else DynamoDB's answer for a table it does not have.
+fn own_table_only<T>(own: &str, by_table: Vec<(String, Vec<T>)>) -> StoreResult<Vec<T>> {
+    let mut all = Vec::new();
+    for (table, requests) in by_table {
+        if table != own {
+            return Err(StoreError::not_on_connection(&table));
+        }
+        all.extend(requests);
+    }
+    Ok(all)
+}
+
+/// The store of `table`: `store` itself when it is its table, else its sibling.
+pub fn table_store(store: &Arc<dyn Store>, table: &str) -> StoreResult<Arc<dyn Store>> {
+    if store.table_name() == table {
+        return Ok(store.clone());
+    }
+    store
+        .sibling(table)
+        .ok_or_else(|| StoreError::not_on_connection(table))
 }
 
 /// The waits before a store call is sent again (keys left unprocessed, a transaction

@@ -35,6 +35,19 @@ pub async fn open(
     engine: &Engine,
     schema: crate::store::TableSchema,
 ) -> anyhow::Result<Arc<dyn Store>> {
+    open_tables(engine, schema, Vec::new()).await
+}
+
+/// Opens the engine for a table of `schema` (the engine's table: a chart's first) with
+/// `others` (each name and schema) beside it on the same connection, one DynamoDB client
+/// or one embedded database: each reached through [`Store::sibling`], all in one
+/// BatchGetItem or TransactWriteItems ([`Store::batch_get_tables`],
+/// [`Store::transact_write_tables`]).
+pub async fn open_tables(
+    engine: &Engine,
+    schema: crate::store::TableSchema,
+    others: Vec<(String, crate::store::TableSchema)>,
+) -> anyhow::Result<Arc<dyn Store>> {
     match engine {
         Engine::Embedded {
             table,
@@ -47,7 +60,9 @@ pub async fn open(
                 tracing::warn!(%faults, "injecting DynamoDB's failure modes");
             }
             let store = match data {
-                None => EmbeddedStore::in_memory_with_faults(table, schema, *faults)?,
+                None => EmbeddedStore::in_memory_with_faults(table, schema, *faults)?
+                    .with_change_log(*change_log)
+                    .with_siblings(others, None)?,
                 Some(path) => {
                     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                         std::fs::create_dir_all(dir)
@@ -55,10 +70,17 @@ pub async fn open(
                     }
                     EmbeddedStore::open_with(path, table, schema, *faults, *cache_mib)
                         .with_context(|| format!("opening {}", path.display()))?
+                        .with_change_log(*change_log)
+                        .with_siblings(others, Some(path))
+                        .with_context(|| format!("opening {}", path.display()))?
                 }
             };
-            Ok(Arc::new(store.with_change_log(*change_log)))
+            Ok(Arc::new(store))
         }
-        Engine::DynamoDb(opts) => Ok(Arc::new(DynamoStore::connect(opts.clone(), schema).await)),
+        Engine::DynamoDb(opts) => Ok(Arc::new(
+            DynamoStore::connect(opts.clone(), schema)
+                .await
+                .with_siblings(others),
+        )),
     }
 }

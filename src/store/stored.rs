@@ -12,9 +12,10 @@ use super::stream::{
     ChangeRecord, ChangeStream, RecordsPage, ShardInfo, StartAt, StreamError, StreamResult,
 };
 use super::{
-    BatchGet, BatchGetPage, BatchWrite, BatchWritePage, BatchWriteRequest, CancelReason,
-    ConditionCheck, Delete, GetItem, Item, Put, Query, QueryOutput, Scan, Store, StoreError,
-    StoreResult, TableDescription, TableSchema, TransactAction, Update,
+    BatchGet, BatchGetPage, BatchGetTables, BatchGetTablesPage, BatchWrite, BatchWritePage,
+    BatchWriteRequest, CancelReason, ConditionCheck, Delete, GetItem, Item, Put, Query,
+    QueryOutput, Scan, Store, StoreError, StoreResult, TableAction, TableDescription, TableSchema,
+    TransactAction, Update,
 };
 use crate::chart::stored::Forms;
 use crate::chart::Chart;
@@ -56,8 +57,13 @@ impl StoredStore {
         self.forms().stored(&self.chart, item)
     }
 
-    fn put(&self, mut p: Put) -> Put {
-        let key = self.inner.schema().key_of(&p.item);
+    fn put(&self, p: Put) -> Put {
+        self.put_in(self.inner.schema(), p)
+    }
+
+    /// A Put of a table of `schema` (this store's, or a sibling's in a transaction).
+    fn put_in(&self, schema: &TableSchema, mut p: Put) -> Put {
+        let key = schema.key_of(&p.item);
         p.condition = p
             .condition
             .map(|c| self.forms().condition(&self.chart, key.as_ref(), c));
@@ -78,6 +84,21 @@ impl StoredStore {
             .condition
             .map(|c| self.forms().condition(&self.chart, Some(&d.key), c));
         d
+    }
+
+    /// A transaction's action on a table of `schema`, in the table's form.
+    fn action(&self, schema: &TableSchema, a: TransactAction) -> TransactAction {
+        match a {
+            TransactAction::Put(p) => TransactAction::Put(self.put_in(schema, p)),
+            TransactAction::Update(u) => TransactAction::Update(self.update(u)),
+            TransactAction::Delete(d) => TransactAction::Delete(self.delete(d)),
+            TransactAction::ConditionCheck(c) => TransactAction::ConditionCheck(ConditionCheck {
+                condition: self
+                    .forms()
+                    .condition(&self.chart, Some(&c.key), c.condition),
+                ..c
+            }),
+        }
     }
 
     /// An error's items (a failed condition's current item) in the chart's form.
@@ -184,24 +205,45 @@ impl Store for StoredStore {
     }
 
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
+        let schema = self.inner.schema();
         let actions = actions
             .into_iter()
-            .map(|a| match a {
-                TransactAction::Put(p) => TransactAction::Put(self.put(p)),
-                TransactAction::Update(u) => TransactAction::Update(self.update(u)),
-                TransactAction::Delete(d) => TransactAction::Delete(self.delete(d)),
-                TransactAction::ConditionCheck(c) => {
-                    TransactAction::ConditionCheck(ConditionCheck {
-                        condition: self
-                            .forms()
-                            .condition(&self.chart, Some(&c.key), c.condition),
-                        ..c
-                    })
-                }
-            })
+            .map(|a| self.action(schema, a))
             .collect();
         self.inner
             .transact_write(actions)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    fn sibling(&self, table: &str) -> Option<Arc<dyn Store>> {
+        Some(Arc::new(StoredStore {
+            inner: self.inner.sibling(table)?,
+            chart: self.chart.clone(),
+        }))
+    }
+
+    async fn batch_get_tables_page(&self, req: BatchGetTables) -> StoreResult<BatchGetTablesPage> {
+        let mut page = self.inner.batch_get_tables_page(req).await?;
+        for (_, p) in &mut page.tables {
+            p.items = self.charted_all(std::mem::take(&mut p.items));
+        }
+        Ok(page)
+    }
+
+    async fn transact_write_tables(&self, actions: Vec<TableAction>) -> StoreResult<()> {
+        let mut stored = Vec::with_capacity(actions.len());
+        for a in actions {
+            let sibling = match a.table == self.inner.table_name() {
+                true => None,
+                false => self.inner.sibling(&a.table),
+            };
+            let schema = sibling.as_ref().map_or(self.inner.schema(), |s| s.schema());
+            let action = self.action(schema, a.action);
+            stored.push(TableAction { action, ..a });
+        }
+        self.inner
+            .transact_write_tables(stored)
             .await
             .map_err(|e| self.error(e))
     }

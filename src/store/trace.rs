@@ -10,9 +10,9 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::{
-    BatchGet, BatchGetPage, BatchWrite, BatchWritePage, Delete, GetItem, Item, PrimaryKey, Put,
-    Query, QueryOutput, Scan, SortCondition, Store, StoreResult, TableDescription, TableSchema,
-    TransactAction, Update,
+    BatchGet, BatchGetPage, BatchGetTables, BatchGetTablesPage, BatchWrite, BatchWritePage, Delete,
+    GetItem, Item, PrimaryKey, Put, Query, QueryOutput, Scan, SortCondition, Store, StoreResult,
+    TableAction, TableDescription, TableSchema, TransactAction, Update,
 };
 
 /// One store call as the trace extension shows it.
@@ -133,7 +133,9 @@ impl TracedStore {
         let (item_count, scanned_count) = result.as_ref().map_or((0, None), count);
         let entry = TraceEntry {
             operation,
-            table: self.inner.table_name().to_owned(),
+            table: describe
+                .tables
+                .unwrap_or_else(|| self.inner.table_name().to_owned()),
             index: describe.index,
             key_condition: describe.key_condition,
             scan_forward: describe.scan_forward,
@@ -157,6 +159,8 @@ impl TracedStore {
 
 #[derive(Default)]
 struct Described {
+    /// The tables of a call over several (`Shop, Orders`); `None`: the store's own.
+    tables: Option<String>,
     index: Option<String>,
     key_condition: Option<String>,
     scan_forward: Option<bool>,
@@ -229,7 +233,7 @@ fn describe_query(schema: &TableSchema, q: &Query) -> Described {
         key_condition: Some(cond),
         scan_forward: Some(q.forward),
         limit: q.limit,
-        filter: None,
+        ..Default::default()
     }
 }
 
@@ -358,4 +362,49 @@ impl Store for TracedStore {
         )
         .await
     }
+    fn sibling(&self, table: &str) -> Option<Arc<dyn Store>> {
+        let sibling = self.inner.sibling(table)?;
+        Some(Arc::new(TracedStore::new(sibling, self.trace.clone())))
+    }
+    async fn batch_get_tables_page(&self, req: BatchGetTables) -> StoreResult<BatchGetTablesPage> {
+        let d = Described {
+            key_condition: Some(format!("{} keys", req.len())),
+            tables: several(req.tables.iter().map(|(t, _)| t.as_str())),
+            ..Default::default()
+        };
+        self.record(
+            "BatchGetItem",
+            d,
+            self.inner.batch_get_tables_page(req),
+            |p| p.tables.iter().map(|(_, p)| p.items.len()).sum(),
+        )
+        .await
+    }
+    async fn transact_write_tables(&self, actions: Vec<TableAction>) -> StoreResult<()> {
+        let n = actions.len();
+        let d = Described {
+            key_condition: Some(format!("{n} actions")),
+            tables: several(actions.iter().map(|a| a.table.as_str())),
+            ..Default::default()
+        };
+        self.record(
+            "TransactWriteItems",
+            d,
+            self.inner.transact_write_tables(actions),
+            |_| n,
+        )
+        .await
+    }
+}
+
+/// The tables a call names, in first-named order, joined (`Shop, Orders`); `None` when it
+/// names one only (the store's own is then shown).
+fn several<'a>(tables: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for t in tables {
+        if !names.contains(&t) {
+            names.push(t);
+        }
+    }
+    (names.len() > 1).then(|| names.join(", "))
 }

@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use super::value::{check_number, compare, item_size, parse_number, type_name};
 use super::{
     AttributeValue, BatchGet, BatchWrite, BatchWriteRequest, CmpOp, Condition, Delete, GetItem,
-    Item, KeyType, PageKey, Put, Query, ReturnValues, Scan, ScanSegment, SetValue, SortCondition,
-    StoreError, StoreResult, TableSchema, TransactAction, Update,
+    Item, KeyType, PageKey, PrimaryKey, Put, Query, ReturnValues, Scan, ScanSegment, SetValue,
+    SortCondition, StoreError, StoreResult, TableSchema, TransactAction, Update,
 };
 
 /// DynamoDB's item size limit (400 KB).
@@ -313,19 +313,27 @@ pub fn get_item(schema: &TableSchema, req: &GetItem) -> StoreResult<()> {
 
 /// 1 to 100 keys, each valid, none repeated.
 pub fn batch_get(schema: &TableSchema, req: &BatchGet) -> StoreResult<()> {
-    if req.keys.is_empty() {
+    batch_get_tables(&[(schema, req.keys.as_slice())])
+}
+
+/// BatchGetItem over several tables (each table's schema and keys): 1 to 100 keys in all,
+/// each table's at least one, valid for its table, none twice.
+pub fn batch_get_tables(tables: &[(&TableSchema, &[PrimaryKey])]) -> StoreResult<()> {
+    if tables.is_empty() || tables.iter().any(|(_, keys)| keys.is_empty()) {
         return Err(invalid("1 validation error detected: Value at 'requestItems.1.member.keys' failed to satisfy constraint: Member must have length greater than or equal to 1"));
     }
-    if req.keys.len() > MAX_BATCH_GET_KEYS {
+    if tables.iter().map(|(_, keys)| keys.len()).sum::<usize>() > MAX_BATCH_GET_KEYS {
         return Err(invalid(
             "Too many items requested for the BatchGetItem call",
         ));
     }
-    let mut seen = HashSet::new();
-    for k in &req.keys {
-        primary_key(schema, &k.pk, &k.sk)?;
-        if !seen.insert(k) {
-            return Err(invalid("Provided list of item keys contains duplicates"));
+    for (schema, keys) in tables {
+        let mut seen = HashSet::new();
+        for k in *keys {
+            primary_key(schema, &k.pk, &k.sk)?;
+            if !seen.insert(k) {
+                return Err(invalid("Provided list of item keys contains duplicates"));
+            }
         }
     }
     Ok(())
@@ -687,6 +695,14 @@ pub fn delete(schema: &TableSchema, d: &Delete) -> StoreResult<()> {
 
 /// 1 to 100 actions, each valid, no two on the same item, at most 4 MB in all.
 pub fn transact(schema: &TableSchema, actions: &[TransactAction]) -> StoreResult<()> {
+    let on: Vec<_> = actions.iter().map(|a| (schema, "", a)).collect();
+    transact_tables(&on)
+}
+
+/// TransactWriteItems over several tables (each action with its table's schema and name):
+/// 1 to 100 actions in all, each valid for its table, no two on one item of one table, at
+/// most 4 MB of items.
+pub fn transact_tables(actions: &[(&TableSchema, &str, &TransactAction)]) -> StoreResult<()> {
     if actions.is_empty() {
         return Err(invalid("1 validation error detected: Value null at 'transactItems' failed to satisfy constraint: Member must have length greater than or equal to 1"));
     }
@@ -695,7 +711,7 @@ pub fn transact(schema: &TableSchema, actions: &[TransactAction]) -> StoreResult
     }
     let mut seen = HashSet::new();
     let mut bytes = 0;
-    for action in actions {
+    for (schema, table, action) in actions {
         match action {
             TransactAction::Put(p) => {
                 put(schema, p)?;
@@ -715,7 +731,7 @@ pub fn transact(schema: &TableSchema, actions: &[TransactAction]) -> StoreResult
             }
         }
         let key = action.key(schema).expect("validated above");
-        if !seen.insert(key) {
+        if !seen.insert((*table, key)) {
             return Err(invalid(
                 "Transaction request cannot include multiple operations on one item",
             ));

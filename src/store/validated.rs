@@ -12,8 +12,9 @@ use async_trait::async_trait;
 use super::stream::ChangeStream;
 use super::validate;
 use super::{
-    BatchGet, BatchGetPage, BatchWrite, BatchWritePage, Delete, GetItem, Item, Put, Query,
-    QueryOutput, Scan, Store, StoreResult, TableDescription, TableSchema, TransactAction, Update,
+    BatchGet, BatchGetPage, BatchGetTables, BatchGetTablesPage, BatchWrite, BatchWritePage, Delete,
+    GetItem, Item, Put, Query, QueryOutput, Scan, Store, StoreResult, TableAction,
+    TableDescription, TableSchema, TransactAction, Update,
 };
 
 /// Forwards every call to the engine `S` once it holds up against DynamoDB's rules. Derefs
@@ -24,6 +25,40 @@ pub struct Validated<S>(S);
 impl<S> Validated<S> {
     pub(crate) fn new(engine: S) -> Self {
         Validated(engine)
+    }
+}
+
+/// The tables a call over several names, each with its sibling store (`None`: this one's).
+type Named = Vec<(String, Option<Arc<dyn Store>>)>;
+
+impl<S: Store> Validated<S> {
+    /// The stores of the tables a call over several names, this one's own included (each
+    /// table's schema is what its requests are checked against).
+    fn tables<'a>(&self, names: impl Iterator<Item = &'a str>) -> StoreResult<Named> {
+        let mut stores: Named = Vec::new();
+        for name in names {
+            if stores.iter().any(|(n, _)| n == name) {
+                continue;
+            }
+            let store = if name == self.table_name() {
+                None
+            } else {
+                Some(
+                    self.0
+                        .sibling(name)
+                        .ok_or_else(|| super::StoreError::not_on_connection(name))?,
+                )
+            };
+            stores.push((name.to_owned(), store));
+        }
+        Ok(stores)
+    }
+
+    fn schema_in<'a>(&'a self, stores: &'a Named, table: &str) -> &'a TableSchema {
+        match stores.iter().find(|(n, _)| n == table) {
+            Some((_, Some(sibling))) => sibling.schema(),
+            _ => self.schema(),
+        }
     }
 }
 
@@ -114,5 +149,38 @@ impl<S: Store> Store for Validated<S> {
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         validate::transact(self.schema(), &actions)?;
         self.0.transact_write(actions).await
+    }
+    fn sibling(&self, table: &str) -> Option<Arc<dyn Store>> {
+        self.0.sibling(table)
+    }
+    async fn batch_get_tables_page(&self, req: BatchGetTables) -> StoreResult<BatchGetTablesPage> {
+        let stores = self.tables(req.tables.iter().map(|(t, _)| t.as_str()))?;
+        if stores.len() < req.tables.len() {
+            return Err(super::StoreError::Validation(
+                "Provided list of item keys contains duplicates".into(),
+            ));
+        }
+        let checked: Vec<(&TableSchema, &[super::PrimaryKey])> = req
+            .tables
+            .iter()
+            .map(|(t, keys)| (self.schema_in(&stores, t), keys.as_slice()))
+            .collect();
+        validate::batch_get_tables(&checked)?;
+        self.0.batch_get_tables_page(req).await
+    }
+    async fn transact_write_tables(&self, actions: Vec<TableAction>) -> StoreResult<()> {
+        let stores = self.tables(actions.iter().map(|a| a.table.as_str()))?;
+        let checked: Vec<(&TableSchema, &str, &TransactAction)> = actions
+            .iter()
+            .map(|a| {
+                (
+                    self.schema_in(&stores, &a.table),
+                    a.table.as_str(),
+                    &a.action,
+                )
+            })
+            .collect();
+        validate::transact_tables(&checked)?;
+        self.0.transact_write_tables(actions).await
     }
 }

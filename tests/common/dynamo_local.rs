@@ -125,6 +125,15 @@ pub async fn connect_with(
 ) -> DynamoStore {
     let opts = DynamoOptions {
         table: table.to_owned(),
+        ..options(endpoint)
+    };
+    DynamoStore::connect(opts, schema).await
+}
+
+/// The options the suites connect to DynamoDB Local at `endpoint` with (a table to be
+/// named).
+pub fn options(endpoint: &str) -> DynamoOptions {
+    DynamoOptions {
         endpoint: Some(endpoint.to_owned()),
         region: Some("us-east-1".into()),
         connect_timeout: Duration::from_secs(5),
@@ -135,8 +144,8 @@ pub async fn connect_with(
         // Local describes every stream on every request, in one SQLite thread, so streams
         // full of seeded items slow the whole run down.
         stream: false,
-    };
-    DynamoStore::connect(opts, schema).await
+        table: String::new(),
+    }
 }
 
 /// Deletes the store's table; tests call it last so one shared DynamoDB Local does not

@@ -18,4 +18,5 @@ mod fault_model;
 mod key_shapes;
 mod migrate_chart;
 mod relay;
+mod tables;
 mod validation_fidelity;

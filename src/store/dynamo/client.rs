@@ -185,7 +185,43 @@ impl DynamoStore {
             schema,
             changes: None,
             create_stream: true,
+            family: Arc::default(),
         })
+    }
+
+    /// The same store with `tables` (each name and schema) reached on its client beside its
+    /// own table, each through [`Store::sibling`] (following its own stream where this
+    /// store follows its), all by the calls over several tables.
+    pub fn with_siblings(mut self, tables: Vec<(String, TableSchema)>) -> Self {
+        let own = DynamoEngine {
+            family: Arc::default(),
+            ..(*self).clone()
+        };
+        let streams = self.changes.as_ref().map(|c| c.streams.clone());
+        let mut family = vec![own.clone()];
+        for (table, schema) in tables {
+            if family.iter().any(|m| m.table == table) {
+                continue;
+            }
+            let mut member = DynamoEngine {
+                table,
+                schema,
+                changes: None,
+                ..own.clone()
+            };
+            if let Some(streams) = &streams {
+                member.changes = Some(Arc::new(stream::DynamoChanges {
+                    client: member.client.clone(),
+                    streams: streams.clone(),
+                    table: member.table.clone(),
+                    schema: member.schema.clone(),
+                    arn: tokio::sync::Mutex::new(None),
+                }));
+            }
+            family.push(member);
+        }
+        self.family = Arc::new(family);
+        self
     }
 
     /// The raw SDK client: the contract tests send requests that bypass validation to prove

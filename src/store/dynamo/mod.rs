@@ -45,9 +45,10 @@ use crate::metrics;
 
 use crate::store::validated::Validated;
 use crate::store::{
-    BatchGet, BatchGetPage, BatchWrite, BatchWritePage, BatchWriteRequest, Delete, GetItem,
-    IndexSchema, Item, PageKey, PrimaryKey, Put, Query, QueryOutput, Scan, Store, StoreError,
-    StoreResult, TableDescription, TableSchema, TransactAction, Update,
+    BatchGet, BatchGetPage, BatchGetTables, BatchGetTablesPage, BatchWrite, BatchWritePage,
+    BatchWriteRequest, Delete, GetItem, IndexSchema, Item, PageKey, PrimaryKey, Put, Query,
+    QueryOutput, Scan, Store, StoreError, StoreResult, TableAction, TableDescription, TableSchema,
+    TransactAction, Update,
 };
 
 /// Sends one single-item write request (a fluent builder of the SDK) with [`send_write`]:
@@ -84,6 +85,9 @@ pub struct DynamoEngine {
     changes: Option<Arc<stream::DynamoChanges>>,
     /// Whether `create_table` turns the stream on.
     create_stream: bool,
+    /// Every table opened on this client ([`DynamoStore::with_siblings`]), this one's
+    /// included, each without siblings of its own (so none refers back to this list).
+    family: Arc<Vec<DynamoEngine>>,
 }
 
 impl DynamoEngine {
@@ -472,6 +476,97 @@ impl Store for DynamoEngine {
     /// TransactWriteItems ([`DynamoEngine::transact`]).
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         self.transact(actions).await
+    }
+
+    fn sibling(&self, table: &str) -> Option<Arc<dyn Store>> {
+        let member = self.member(table).filter(|m| m.table != self.table)?;
+        Some(Arc::new(Validated::new(member)))
+    }
+
+    async fn batch_get_tables_page(&self, req: BatchGetTables) -> StoreResult<BatchGetTablesPage> {
+        let members = req
+            .tables
+            .iter()
+            .map(|(table, _)| self.own_or_member(table))
+            .collect::<StoreResult<Vec<_>>>()?;
+        let mut call = self
+            .client
+            .batch_get_item()
+            .return_consumed_capacity(ReturnConsumedCapacity::Indexes);
+        for ((table, keys), member) in req.tables.iter().zip(&members) {
+            let keys = KeysAndAttributes::builder()
+                .set_keys(Some(keys.iter().map(|k| member.key(k)).collect()))
+                .consistent_read(req.consistent_read)
+                .build()
+                .map_err(build_error)?;
+            call = call.request_items(table, keys);
+        }
+        let (out, tapped) = tapped(Member::Responses, call.send()).await;
+        let out = out.map_err(|e| store_error(&self.table, e))?;
+        record_capacity("BatchGetItem", out.consumed_capacity());
+        let mut by_table = match tapped {
+            Some(Tapped::Responses(by_table)) => by_table,
+            _ => out
+                .responses
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(t, items)| {
+                    let items = items
+                        .into_iter()
+                        .map(from_sdk_item)
+                        .collect::<StoreResult<Vec<_>>>()?;
+                    Ok((t, items))
+                })
+                .collect::<StoreResult<HashMap<_, _>>>()?,
+        };
+        let mut unprocessed = out.unprocessed_keys.unwrap_or_default();
+        let mut page = BatchGetTablesPage::default();
+        for ((table, _), member) in req.tables.iter().zip(&members) {
+            let items = by_table.remove(table).unwrap_or_default();
+            let left = unprocessed
+                .remove(table)
+                .map(|k| k.keys)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|k| member.primary_key_of(k))
+                .collect::<StoreResult<Vec<_>>>()?;
+            page.tables.push((
+                table.clone(),
+                BatchGetPage {
+                    items,
+                    unprocessed: left,
+                },
+            ));
+        }
+        Ok(page)
+    }
+
+    async fn transact_write_tables(&self, actions: Vec<TableAction>) -> StoreResult<()> {
+        let items = actions
+            .into_iter()
+            .map(|a| self.own_or_member(&a.table)?.transact_item(a.action))
+            .collect::<StoreResult<Vec<_>>>()?;
+        self.transact_items(items).await
+    }
+}
+
+impl DynamoEngine {
+    /// The engine of `table` on this client, when it was opened with it.
+    fn member(&self, table: &str) -> Option<DynamoEngine> {
+        let member = self.family.iter().find(|m| m.table == table)?;
+        Some(DynamoEngine {
+            family: self.family.clone(),
+            ..member.clone()
+        })
+    }
+
+    /// The engine of `table`: this one, or a sibling.
+    fn own_or_member(&self, table: &str) -> StoreResult<DynamoEngine> {
+        if table == self.table {
+            return Ok(self.clone());
+        }
+        self.member(table)
+            .ok_or_else(|| StoreError::not_on_connection(table))
     }
 }
 

@@ -102,6 +102,11 @@ impl DynamoEngine {
             .into_iter()
             .map(|a| self.transact_item(a))
             .collect::<StoreResult<Vec<_>>>()?;
+        self.transact_items(items).await
+    }
+
+    /// TransactWriteItems of rendered actions (of this table or its siblings').
+    pub(super) async fn transact_items(&self, items: Vec<TransactWriteItem>) -> StoreResult<()> {
         let out = send_write("TransactWriteItems", || async {
             self.client
                 .transact_write_items()

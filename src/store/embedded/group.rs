@@ -75,6 +75,9 @@ pub(super) struct Batch {
     /// Client request tokens of the transactions applied in this group, remembered once
     /// it commits (a repeat within the group is answered from here).
     pub(super) tokens: Vec<(String, u64)>,
+    /// The other tables of the database a transaction over several wrote: their change
+    /// streams are woken once the group commits.
+    pub(super) touched: Vec<Arc<Inner>>,
     /// A write failed while applying its changes (after planning, which writes nothing):
     /// nothing of the group is committed. A refusal, or an error met while planning, fails
     /// that write alone.
@@ -207,6 +210,9 @@ impl Inner {
         };
         if committed.is_ok() {
             self.notify_changes();
+            for other in &batch.touched {
+                other.notify_changes();
+            }
             if !batch.tokens.is_empty() {
                 let now = Instant::now();
                 let mut tokens = self.tokens.lock().unwrap_or_else(|p| p.into_inner());

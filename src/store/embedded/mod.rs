@@ -60,13 +60,13 @@ use codec::{decode_item, meta_indexes, meta_row, meta_time_to_live, meta_with, r
 use group::{Batch, Group, Tokens};
 use query::{query, scan, MAX_BATCH_GET_BYTES};
 use stream::EmbeddedChanges;
-use write::{batch_in_group, digest, transact};
+use write::{batch_in_group, digest, transact, transact_across};
 
 use super::value::item_size;
 use super::{
-    retry_conflicts, BatchGet, BatchGetPage, BatchWrite, BatchWritePage, Delete, GetItem, Item,
-    Put, Query, QueryOutput, ReturnValues, Scan, Store, StoreError, StoreResult, TableDescription,
-    TableSchema, TransactAction, Update,
+    retry_conflicts, BatchGet, BatchGetPage, BatchGetTables, BatchGetTablesPage, BatchWrite,
+    BatchWritePage, Delete, GetItem, Item, Put, Query, QueryOutput, ReturnValues, Scan, Store,
+    StoreError, StoreResult, TableAction, TableDescription, TableSchema, TransactAction, Update,
 };
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
@@ -82,10 +82,16 @@ pub type EmbeddedStore = Validated<EmbeddedEngine>;
 #[derive(Clone)]
 pub struct EmbeddedEngine {
     inner: Arc<Inner>,
+    /// Every table opened on the same database ([`EmbeddedStore::with_siblings`]), this
+    /// one's included: what a call over several tables reaches. Its members hold no
+    /// reference back to it.
+    family: Arc<Vec<Arc<Inner>>>,
 }
 
 struct Inner {
-    db: Database,
+    /// Shared by the tables opened on one file ([`EmbeddedStore::with_siblings`]): their
+    /// transactions are this database's, so one spanning several is all or nothing.
+    db: Arc<Database>,
     table: String,
     schema: TableSchema,
     items_name: String,
@@ -179,11 +185,8 @@ impl EmbeddedStore {
             .set_cache_size(cache_bytes)
             .create(path)
             .map_err(internal)?;
-        let store = EmbeddedEngine::with_db(db, table, schema, faults);
-        // Index changes still waiting from the last run go in first, so the upgrade
-        // rewrites their item copies too.
-        store.inner.propagate(true)?;
-        store.inner.upgrade_format(path)?;
+        let store = EmbeddedEngine::with_db(Arc::new(db), table, schema, faults);
+        store.inner.open_in(path)?;
         Ok(Validated::new(store))
     }
 
@@ -202,13 +205,51 @@ impl EmbeddedStore {
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .map_err(internal)?;
         Ok(Validated::new(EmbeddedEngine::with_db(
-            db, table, schema, faults,
+            Arc::new(db),
+            table,
+            schema,
+            faults,
         )))
+    }
+
+    /// The same store with `tables` (each name and schema) opened beside its own on its
+    /// database, each reached through [`Store::sibling`], all reached by the calls over
+    /// several tables. Call it before the store is cloned; on a file, `path` is the file
+    /// (each table brought up to date as [`EmbeddedStore::open`] does), `None` in memory.
+    pub fn with_siblings(
+        mut self,
+        tables: Vec<(String, TableSchema)>,
+        path: Option<&Path>,
+    ) -> StoreResult<Self> {
+        if tables.is_empty() {
+            return Ok(self);
+        }
+        let own = self.inner.clone();
+        let faults = Faults {
+            gsi_lag: own.gsi_lag,
+            ..own.faults.as_ref().map(|i| i.faults()).unwrap_or_default()
+        };
+        let mut family = vec![own.clone()];
+        for (table, schema) in tables {
+            if family.iter().any(|i| i.table == table) {
+                continue;
+            }
+            let mut sibling = EmbeddedEngine::with_db(own.db.clone(), &table, schema, faults);
+            if let Some(inner) = Arc::get_mut(&mut sibling.inner) {
+                inner.change_log = own.change_log;
+            }
+            if let Some(path) = path {
+                sibling.inner.open_in(path)?;
+            }
+            family.push(sibling.inner);
+        }
+        self.family = Arc::new(family);
+        Ok(self)
     }
 }
 
 impl EmbeddedEngine {
-    fn with_db(db: Database, table: &str, schema: TableSchema, faults: Faults) -> Self {
+    fn with_db(db: Arc<Database>, table: &str, schema: TableSchema, faults: Faults) -> Self {
         let index_names = schema
             .indexes
             .iter()
@@ -230,7 +271,62 @@ impl EmbeddedEngine {
                 tokens: Mutex::new(Tokens::default()),
                 group: Mutex::new(Group::default()),
             }),
+            family: Arc::default(),
         }
+    }
+
+    /// The table `table` of this database: this one's, or a sibling's.
+    fn own_or_member(&self, table: &str) -> StoreResult<Arc<Inner>> {
+        if table == self.inner.table {
+            return Ok(self.inner.clone());
+        }
+        self.member(table)
+            .map(|m| m.inner)
+            .ok_or_else(|| StoreError::not_on_connection(table))
+    }
+
+    /// The engine of `table` on this one's database, when it was opened with it.
+    fn member(&self, table: &str) -> Option<EmbeddedEngine> {
+        let inner = self.family.iter().find(|i| i.table == table)?;
+        Some(EmbeddedEngine {
+            inner: inner.clone(),
+            family: self.family.clone(),
+        })
+    }
+}
+
+impl Inner {
+    /// BatchGetItem's reads of `keys` in a snapshot of now, the page cut once `bytes` (the
+    /// call's reads so far) reaches 16 MB: the keys past it come back unprocessed.
+    fn read_keys(
+        &self,
+        keys: &[super::PrimaryKey],
+        bytes: &mut usize,
+    ) -> StoreResult<BatchGetPage> {
+        let items = self.read_items()?;
+        let mut page = BatchGetPage::default();
+        for key in keys {
+            if *bytes >= MAX_BATCH_GET_BYTES {
+                page.unprocessed.push(key.clone());
+                continue;
+            }
+            if let Some(v) = items
+                .get(row_key(&self.schema, key).as_slice())
+                .map_err(internal)?
+            {
+                let item = decode_item(v.value())?;
+                *bytes += item_size(&item);
+                page.items.push(item);
+            }
+        }
+        Ok(page)
+    }
+
+    /// A table of the file at `path` made ready to serve: the index changes still waiting
+    /// from the last run go in first, so the format upgrade rewrites their item copies too.
+    fn open_in(&self, path: &Path) -> StoreResult<()> {
+        self.propagate(true)?;
+        self.upgrade_format(path)
     }
 }
 
@@ -627,27 +723,95 @@ impl Store for EmbeddedEngine {
     async fn batch_get_page(&self, req: BatchGet) -> StoreResult<BatchGetPage> {
         self.call(
             Call::Read,
-            Op::Read(Arc::new(move |inner| {
-                let items = inner.read_items()?;
-                let mut page = BatchGetPage::default();
+            Op::Read(Arc::new(move |inner| inner.read_keys(&req.keys, &mut 0))),
+        )
+        .await
+    }
+
+    fn sibling(&self, table: &str) -> Option<Arc<dyn Store>> {
+        let member = self
+            .member(table)
+            .filter(|m| m.inner.table != self.inner.table)?;
+        Some(Arc::new(Validated::new(member)))
+    }
+
+    /// Each table read in turn, the page cut at 16 MB read in all, as DynamoDB's is.
+    async fn batch_get_tables_page(&self, req: BatchGetTables) -> StoreResult<BatchGetTablesPage> {
+        let members = req
+            .tables
+            .iter()
+            .map(|(table, _)| self.own_or_member(table))
+            .collect::<StoreResult<Vec<_>>>()?;
+        self.call(
+            Call::Read,
+            Op::Read(Arc::new(move |_| {
                 let mut bytes = 0;
-                for key in &req.keys {
-                    if bytes >= MAX_BATCH_GET_BYTES {
-                        page.unprocessed.push(key.clone());
-                        continue;
-                    }
-                    if let Some(v) = items
-                        .get(row_key(&inner.schema, key).as_slice())
-                        .map_err(internal)?
-                    {
-                        let item = decode_item(v.value())?;
-                        bytes += item_size(&item);
-                        page.items.push(item);
-                    }
+                let mut out = BatchGetTablesPage::default();
+                for ((table, keys), inner) in req.tables.iter().zip(&members) {
+                    let page = inner.read_keys(keys, &mut bytes)?;
+                    out.tables.push((table.clone(), page));
                 }
-                Ok(page)
+                Ok(out)
             })),
         )
+        .await
+    }
+
+    /// One group commit's transaction over the tables of this database, all or nothing.
+    async fn transact_write_tables(&self, actions: Vec<TableAction>) -> StoreResult<()> {
+        if actions.iter().all(|a| a.table == self.inner.table) {
+            return self
+                .transact_write(actions.into_iter().map(|a| a.action).collect())
+                .await;
+        }
+        let on = actions
+            .into_iter()
+            .map(|a| Ok((self.own_or_member(&a.table)?, a.action)))
+            .collect::<StoreResult<Vec<_>>>()?;
+        let writes: Vec<faults::ItemWrite> = match self.inner.faults {
+            None => Vec::new(),
+            Some(_) => on
+                .iter()
+                .enumerate()
+                .map(
+                    |(i, (inner, a))| match faults::ItemWrite::of(&inner.schema, a) {
+                        Some(w) => faults::ItemWrite {
+                            key: format!("{}\u{0}{}", inner.table, w.key),
+                            ..w
+                        },
+                        None => faults::ItemWrite {
+                            key: format!("\u{0}action {i}"),
+                            units: 1.0,
+                        },
+                    },
+                )
+                .collect(),
+        };
+        let faulty = self.inner.faults.is_some();
+        let digest = faulty.then(|| {
+            let plain: Vec<TransactAction> = on.iter().map(|(_, a)| a.clone()).collect();
+            let tables: String = on.iter().map(|(i, _)| i.table.as_str()).collect();
+            digest(&plain) ^ crc32fast::hash(tables.as_bytes()) as u64
+        });
+        let on = Arc::new(on);
+        retry_conflicts("TransactWriteItems", || {
+            let on = on.clone();
+            let token = digest.map(|d| (ulid::Ulid::new().to_string(), d));
+            self.call(
+                Call::Transaction(writes.clone()),
+                Op::Write(Arc::new(move |inner, tx, batch| {
+                    let actions: Vec<(&Inner, &TransactAction)> =
+                        on.iter().map(|(i, a)| (i.as_ref(), a)).collect();
+                    transact_across(inner, tx, batch, &actions, token.as_ref())?;
+                    batch.touched.extend(
+                        on.iter()
+                            .filter(|(i, _)| i.table != inner.table)
+                            .map(|(i, _)| i.clone()),
+                    );
+                    Ok(())
+                })),
+            )
+        })
         .await
     }
 

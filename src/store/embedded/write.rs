@@ -359,7 +359,23 @@ pub(super) fn transact(
     actions: &[TransactAction],
     token: Option<&(String, u64)>,
 ) -> StoreResult<()> {
-    inner.write_exists(tx)?;
+    let on: Vec<(&Inner, &TransactAction)> = actions.iter().map(|a| (inner, a)).collect();
+    transact_across(inner, tx, batch, &on, token)
+}
+
+/// TransactWriteItems over several tables of one database (each action with its table) in
+/// `inner`'s group's transaction, its token kept by `inner`: every table checked to
+/// exist, every action planned, then all applied or none.
+pub(super) fn transact_across(
+    inner: &Inner,
+    tx: &redb::WriteTransaction,
+    batch: &mut Batch,
+    actions: &[(&Inner, &TransactAction)],
+    token: Option<&(String, u64)>,
+) -> StoreResult<()> {
+    for (table, _) in actions {
+        table.write_exists(tx)?;
+    }
     if let Some((token, digest)) = token {
         let tokens = inner.tokens.lock().unwrap_or_else(|p| p.into_inner());
         let in_group = batch
@@ -381,12 +397,26 @@ pub(super) fn transact(
             _ => {}
         }
     }
+    plan_and_apply(tx, batch, actions)?;
+    if let Some((token, digest)) = token {
+        batch.tokens.push((token.clone(), *digest));
+    }
+    Ok(())
+}
+
+/// A transaction's actions planned against the items as stored (and as the group's earlier
+/// writes left them), then all applied, or none with DynamoDB's reasons.
+fn plan_and_apply(
+    tx: &redb::WriteTransaction,
+    batch: &mut Batch,
+    actions: &[(&Inner, &TransactAction)],
+) -> StoreResult<()> {
     let mut planned = Vec::with_capacity(actions.len());
     let mut reasons = Vec::with_capacity(actions.len());
-    for action in actions {
+    for (inner, action) in actions {
         match plan(inner, tx, action)? {
             Ok(p) => {
-                planned.push(p);
+                planned.push((*inner, p));
                 reasons.push(CancelReason::None);
             }
             Err(Refused::Condition(item)) => {
@@ -399,11 +429,8 @@ pub(super) fn transact(
     if planned.len() < actions.len() {
         return Err(StoreError::TransactionCanceled { reasons });
     }
-    for p in &planned {
+    for (inner, p) in &planned {
         apply(inner, tx, p).inspect_err(|_| batch.unsound = true)?;
-    }
-    if let Some((token, digest)) = token {
-        batch.tokens.push((token.clone(), *digest));
     }
     Ok(())
 }
