@@ -145,10 +145,14 @@ async fn run() -> anyhow::Result<()> {
                     ),
                 }
             }
-            if args.store.load_chart()?.table.time_to_live.is_some() {
+            let chart = args.store.load_chart()?;
+            for t in 0..chart.tables.len() {
+                if chart.tables[t].time_to_live.is_none() {
+                    continue;
+                }
                 // DynamoDB deletes expired items on its own; the embedded engine does when
                 // asked, here every minute. Reads hide them meanwhile.
-                let store = state.store().clone();
+                let store = chart.store_of(state.store(), t)?;
                 tokio::spawn(itemgraph::store::expire_every(
                     store,
                     std::time::Duration::from_secs(60),
@@ -323,11 +327,30 @@ async fn run() -> anyhow::Result<()> {
 
 /// Creates the table where it is missing; one of another chart than the built-in is
 /// recorded in it, for `itemgraph migrate` to plan from. Whether it was missing.
-async fn create_table(
+/// Creates every table of the chart that is not there (the first, then the others on its
+/// connection); answers whether the first was created.
+async fn create_tables(
     store: &dyn itemgraph::store::Store,
     chart: &itemgraph::chart::Chart,
 ) -> anyhow::Result<bool> {
     let created = store.create_table().await.context("creating the table")?;
+    for t in &chart.tables[1..] {
+        let sibling = store
+            .sibling(&t.name)
+            .ok_or_else(|| itemgraph::store::StoreError::not_on_connection(&t.name))?;
+        sibling
+            .create_table()
+            .await
+            .with_context(|| format!("creating the table {}", t.name))?;
+    }
+    Ok(created)
+}
+
+async fn create_table(
+    store: &dyn itemgraph::store::Store,
+    chart: &itemgraph::chart::Chart,
+) -> anyhow::Result<bool> {
+    let created = create_tables(store, chart).await?;
     if created && !itemgraph::store::own::holds_own_items(store.schema()) {
         tracing::info!(
             "the table's keys cannot hold the server's own items: the chart is not recorded \
@@ -356,11 +379,26 @@ async fn run_check(args: &StoreArgs, max_rcu: Option<u64>) -> anyhow::Result<()>
     let chart = args.load_chart()?;
     // The table's keys and indexes first, as DynamoDB describes them: items of a table
     // keyed otherwise are not read against the chart.
-    if let Some(shape) = store.describe_table().await?.and_then(|d| d.shape) {
-        let differences = chart.table_schema().differences(&shape);
+    for t in 0..chart.tables.len() {
+        let sibling = match t {
+            0 => None,
+            _ => Some(store.sibling(&chart.tables[t].name).ok_or_else(|| {
+                itemgraph::store::StoreError::not_on_connection(&chart.tables[t].name)
+            })?),
+        };
+        let one = sibling.as_deref().unwrap_or(store.as_ref());
+        let Some(shape) = one.describe_table().await?.and_then(|d| d.shape) else {
+            continue;
+        };
+        let differences = chart.schema_of(t).differences(&shape);
         let mut out = std::io::stdout().lock();
+        // A chart of one table says `table:`, as it always has; of several, which.
+        let label = match chart.several_tables() {
+            false => "table".to_owned(),
+            true => format!("table {}", one.table_name()),
+        };
         for d in &differences {
-            writeln!(out, "table: {}", d.text)?;
+            writeln!(out, "{label}: {}", d.text)?;
         }
         anyhow::ensure!(
             differences.iter().all(|d| !d.fatal),
@@ -425,17 +463,22 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
         }
         (None, None) => Access::Unrestricted,
     };
-    let chart = itemgraph::config::load_chart(args.chart.as_deref())?;
+    let chart = itemgraph::config::named_as_stored(
+        itemgraph::config::load_chart(args.chart.as_deref())?,
+        args.table.as_deref(),
+        &args.table_names,
+    )?;
     let builtin = Arc::ptr_eq(&chart, &itemgraph::chart::builtin());
-    let table = args
-        .table
-        .clone()
-        .unwrap_or_else(|| chart.table.name.clone());
+    let table = args.table.clone().unwrap_or_else(|| {
+        itemgraph::config::renamed(&args.table_names, &chart.table.name)
+            .unwrap_or(&chart.table.name)
+            .to_owned()
+    });
     let store: Arc<dyn Store> = match args.store {
-        StoreKind::Embedded => Arc::new(itemgraph::store::embedded::EmbeddedStore::in_memory(
-            &table,
-            chart.table_schema(),
-        )?),
+        StoreKind::Embedded => Arc::new(
+            itemgraph::store::embedded::EmbeddedStore::in_memory(&table, chart.table_schema())?
+                .with_siblings(chart.other_tables(), None)?,
+        ),
         StoreKind::DynamoDb => {
             // Operations may be mutations: only a table named by an explicit endpoint
             // (DynamoDB Local, a test stack), never one reached through the environment.
@@ -454,14 +497,16 @@ async fn run_snapshot(args: &itemgraph::config::SnapshotArgs) -> anyhow::Result<
                 ..Default::default()
             };
             Arc::new(
-                itemgraph::store::dynamo::DynamoStore::connect(opts, chart.table_schema()).await,
+                itemgraph::store::dynamo::DynamoStore::connect(opts, chart.table_schema())
+                    .await
+                    .with_siblings(chart.other_tables()),
             )
         }
     };
     // The table as the chart says it stores its items (names, forms, keys), as serve has it.
     let store = itemgraph::store::stored::wrap(store, &chart);
     let started_ms = itemgraph::clock::now_ms();
-    store.create_table().await.context("creating the table")?;
+    create_tables(store.as_ref(), &chart).await?;
     let empty = data::is_empty(store.as_ref()).await?;
     anyhow::ensure!(
         empty || args.fixture.is_none(),
@@ -795,30 +840,47 @@ async fn seed_workbench(
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let model = itemgraph::chart::workbench::Model::parse(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let table = model
-        .data_model
-        .iter()
-        .find(|t| t.table_name == chart.table.name)
-        .or_else(|| (model.data_model.len() == 1).then(|| &model.data_model[0]))
-        .ok_or_else(|| {
-            anyhow::anyhow!(
+    let mut written = 0;
+    let mut of = 0;
+    for t in 0..chart.tables.len() {
+        // The model's table of the chart table's name; a model of one table is the
+        // chart's first, whatever its name.
+        let name = &chart.tables[t].name;
+        let table = model
+            .data_model
+            .iter()
+            .find(|m| m.table_name == *name)
+            .or_else(|| (t == 0 && model.data_model.len() == 1).then(|| &model.data_model[0]));
+        let Some(table) = table else {
+            anyhow::ensure!(
+                t > 0,
                 "{}: no table `{}` in the model (it has {})",
                 path.display(),
                 chart.table.name,
                 model.table_names()
-            )
-        })?;
-    let items = table.items();
-    let of = items.len();
-    let mut written = 0;
-    for (_, item) in items {
-        let put = itemgraph::store::Put::new(item).when(itemgraph::store::Condition::not_exists(
-            store.schema().pk.clone(),
-        ));
-        match store.put_item(put).await {
-            Ok(_) => written += 1,
-            Err(itemgraph::store::StoreError::ConditionFailed { .. }) => {}
-            Err(e) => return Err(e).context("writing the model's items"),
+            );
+            continue;
+        };
+        let sibling = match t {
+            0 => None,
+            _ => Some(
+                store
+                    .sibling(name)
+                    .ok_or_else(|| itemgraph::store::StoreError::not_on_connection(name))?,
+            ),
+        };
+        let store = sibling.as_deref().unwrap_or(store);
+        let items = table.items();
+        of += items.len();
+        for (_, item) in items {
+            let put = itemgraph::store::Put::new(item).when(
+                itemgraph::store::Condition::not_exists(store.schema().pk.clone()),
+            );
+            match store.put_item(put).await {
+                Ok(_) => written += 1,
+                Err(itemgraph::store::StoreError::ConditionFailed { .. }) => {}
+                Err(e) => return Err(e).context("writing the model's items"),
+            }
         }
     }
     Ok((written, of))
@@ -830,16 +892,28 @@ async fn holds_items(
     store: &dyn itemgraph::store::Store,
     chart: &itemgraph::chart::Chart,
 ) -> anyhow::Result<bool> {
-    let page = store
-        .scan(itemgraph::store::Scan {
-            limit: Some(100),
-            ..Default::default()
-        })
-        .await
-        .context("looking into the table")?;
     let own = |item: &itemgraph::store::Item| {
         matches!(item.get(&chart.table.type_attribute), Some(itemgraph::store::AttributeValue::S(t))
             if chart.entities.get(t).is_some_and(|e| e.system))
     };
-    Ok(page.items.iter().any(|i| !own(i)) || page.last_evaluated_key.is_some())
+    // Each table of the chart: one that holds items is enough.
+    for t in 0..chart.tables.len() {
+        let sibling = match t {
+            0 => None,
+            _ => store.sibling(&chart.tables[t].name),
+        };
+        let page = sibling
+            .as_deref()
+            .unwrap_or(store)
+            .scan(itemgraph::store::Scan {
+                limit: Some(100),
+                ..Default::default()
+            })
+            .await
+            .context("looking into the table")?;
+        if page.items.iter().any(|i| !own(i)) || page.last_evaluated_key.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

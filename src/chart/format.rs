@@ -15,7 +15,13 @@ pub struct File {
     pub name: String,
     #[serde(default)]
     pub description: Option<String>,
-    pub table: Table,
+    /// The table, for a chart of one.
+    #[serde(default)]
+    pub table: Option<Table>,
+    /// The tables, for a chart of several (`[[tables]]`): the first is the chart's own
+    /// (where the server keeps its items), each entity in the one it names.
+    #[serde(default)]
+    pub tables: Vec<Table>,
     #[serde(default)]
     pub indexes: IndexMap<String, Index>,
     pub tenant: Option<Tenant>,
@@ -76,6 +82,9 @@ pub enum TypeAttribute {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Index {
+    /// The table it indexes, in a chart of several (default: the first).
+    #[serde(default)]
+    pub table: Option<String>,
     pub partition_key: IndexKeyAttributes,
     /// None: keyed by its partition key alone.
     #[serde(default)]
@@ -196,6 +205,9 @@ pub struct Shape {
 pub struct Entity {
     #[serde(default)]
     pub description: Option<String>,
+    /// The table its items are in, in a chart of several (default: the first).
+    #[serde(default)]
+    pub table: Option<String>,
     /// The primary key's templates: `[PK, SK]`, or `[PK]` in a table with a simple key.
     pub key: Vec<String>,
     /// What its items hold in the table's type attribute (default: the entity's name),

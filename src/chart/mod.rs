@@ -85,6 +85,10 @@ pub fn parse(text: &str) -> Result<Chart, Refused> {
     chart.pages = plan::resolve_pages(&chart);
     chart.live = plan::resolve_subscriptions(&chart);
     chart.forms = stored::Forms::of(&chart);
+    let apart = rules::written_tables_apart(&chart);
+    if !apart.is_empty() {
+        return Err(Refused(apart));
+    }
     Ok(chart)
 }
 
@@ -154,7 +158,12 @@ pub struct Chart {
     pub source: String,
     pub name: String,
     pub description: Option<String>,
+    /// Its first table: the one the server keeps its own items in (the only one, in a
+    /// chart of one table), `tables[0]`.
     pub table: Table,
+    /// Every table, the first included (`[[tables]]`); each entity and index is in one
+    /// ([`Entity::table`], [`Index::table`]).
+    pub tables: Vec<Table>,
     pub indexes: IndexMap<String, Index>,
     pub tenant: Option<format::Tenant>,
     pub viewer: Option<format::Viewer>,
@@ -211,6 +220,8 @@ pub struct Index {
     pub projection: Projection,
     /// A local secondary index (the table's partition key, a sort key of its own).
     pub local: bool,
+    /// The table it indexes: its place in [`Chart::tables`].
+    pub table: usize,
     /// A multi-attribute key: its partition and sort attributes are attributes the
     /// entities in it store (each of its own type), not keys rendered from templates.
     pub multi: bool,
@@ -356,6 +367,9 @@ pub struct Entity {
     /// What its items hold in the table's type attribute (its name, unless the chart says).
     pub type_value: String,
     pub description: Option<String>,
+    /// The table its items are in: its place in [`Chart::tables`] (0, the first, in a
+    /// chart of one table; the server's own items are always there).
+    pub table: usize,
     pub key: Keys,
     pub indexes: IndexMap<String, Keys>,
     /// The multi-attribute indexes it is in, each with the attributes whose values are
@@ -390,6 +404,11 @@ pub struct Entity {
 }
 
 impl Entity {
+    /// Whether `key` fits its key templates (an item of it could be at `key`).
+    pub fn fits(&self, key: &crate::store::PrimaryKey) -> bool {
+        self.key.pk.read(&key.pk).is_some() && self.key.sk.read(&key.sk).is_some()
+    }
+
     /// The references no count of it verifies: a create (and a change of one) checks that
     /// the item each names exists, one ConditionCheck each.
     pub fn checked_references(&self) -> impl Iterator<Item = (&String, &format::Reference)> {
@@ -769,6 +788,48 @@ pub struct Pattern {
     pub name: String,
     pub request: Request,
     pub field: String,
+    /// The table it reads or writes: its place in [`Chart::tables`].
+    pub table: usize,
+}
+
+impl Pattern {
+    /// The entities it reads or writes.
+    pub fn entities(&self) -> Vec<&str> {
+        match &self.request {
+            Request::GetItem { entity, .. } | Request::Write { entity, .. } => vec![entity],
+            Request::Query {
+                parent,
+                beside,
+                children,
+                ..
+            } => parent
+                .iter()
+                .chain(beside)
+                .chain(std::iter::once(children))
+                .map(String::as_str)
+                .collect(),
+            Request::Collection { parent, kinds, .. } => {
+                parent.iter().chain(kinds).map(String::as_str).collect()
+            }
+            Request::Scan { children, .. } => vec![children],
+            Request::BatchGetItem => Vec::new(),
+        }
+    }
+
+    /// The index it reads, where it reads one.
+    pub fn index(&self) -> Option<&str> {
+        match &self.request {
+            Request::Query { condition, .. } | Request::Collection { condition, .. } => {
+                condition.index.as_deref()
+            }
+            Request::GetItem {
+                with_shards: Some(c),
+                ..
+            } => c.index.as_deref(),
+            Request::Scan { index, .. } => Some(index),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -890,7 +951,12 @@ impl Chart {
     /// The primary key of an item of the table, if it carries both key attributes as
     /// strings.
     pub fn key_of(&self, item: &crate::store::Item) -> Option<crate::store::PrimaryKey> {
-        let t = &self.table;
+        self.key_in(self.table_of_item(item), item)
+    }
+
+    /// The primary key of an item of its table `t` (its place in [`Chart::tables`]).
+    pub fn key_in(&self, t: usize, item: &crate::store::Item) -> Option<crate::store::PrimaryKey> {
+        let t = &self.tables[t];
         Some(crate::store::PrimaryKey::new(
             t.pk_type.text(item.get(&t.partition_key)?)?,
             match &t.sort_key {
@@ -900,16 +966,69 @@ impl Chart {
         ))
     }
 
+    /// The table of an item in the chart's form: its entity's, by the type attribute (the
+    /// first for an item of no entity, as the server's own are).
+    pub fn table_of_item(&self, item: &crate::store::Item) -> usize {
+        match item.get(&self.table.type_attribute) {
+            Some(crate::store::AttributeValue::S(name)) => {
+                self.entities.get(name).map_or(0, |e| e.table)
+            }
+            _ => 0,
+        }
+    }
+
     /// The table's schema as CreateTable is told of it and as both engines read items.
     pub fn table_schema(&self) -> crate::store::TableSchema {
+        self.schema_of(0)
+    }
+
+    /// Its tables after the first, each name and schema: what the store opens beside the
+    /// first ([`crate::store::open::open_tables`]).
+    pub fn other_tables(&self) -> Vec<(String, crate::store::TableSchema)> {
+        (1..self.tables.len())
+            .map(|t| (self.tables[t].name.clone(), self.schema_of(t)))
+            .collect()
+    }
+
+    /// The table `entity`'s items are in.
+    pub fn table_of(&self, entity: &Entity) -> &Table {
+        &self.tables[entity.table]
+    }
+
+    /// The store of its table `t` (its place in [`Chart::tables`]), given the store of its
+    /// first: that one, or its sibling of the table's name.
+    pub fn store_of(
+        &self,
+        first: &std::sync::Arc<dyn crate::store::Store>,
+        t: usize,
+    ) -> crate::store::StoreResult<std::sync::Arc<dyn crate::store::Store>> {
+        if t == 0 {
+            return Ok(first.clone());
+        }
+        let name = &self.tables[t].name;
+        first
+            .sibling(name)
+            .ok_or_else(|| crate::store::StoreError::not_on_connection(name))
+    }
+
+    /// Whether it has several tables.
+    pub fn several_tables(&self) -> bool {
+        self.tables.len() > 1
+    }
+
+    /// The schema of its table `t` (its place in [`Chart::tables`]), with that table's
+    /// indexes.
+    pub fn schema_of(&self, t: usize) -> crate::store::TableSchema {
+        let table = &self.tables[t];
         crate::store::TableSchema {
-            pk: self.table.partition_key.clone(),
-            pk_type: self.table.pk_type,
-            sk: self.table.sort_key.clone(),
-            sk_type: self.table.sk_type,
+            pk: table.partition_key.clone(),
+            pk_type: table.pk_type,
+            sk: table.sort_key.clone(),
+            sk_type: table.sk_type,
             indexes: self
                 .indexes
                 .values()
+                .filter(|i| i.table == t)
                 .map(|i| crate::store::IndexSchema {
                     name: i.name.clone(),
                     pk: i.partition_key.clone(),
@@ -927,9 +1046,10 @@ impl Chart {
                 })
                 .collect(),
             // As the items store it: under its stored name, where it has one.
-            time_to_live: self.table.time_to_live.as_ref().map(|a| {
+            time_to_live: table.time_to_live.as_ref().map(|a| {
                 self.entities
                     .values()
+                    .filter(|e| e.table == t)
                     .find_map(|e| e.attributes.get(a)?.stored.clone())
                     .unwrap_or_else(|| a.clone())
             }),

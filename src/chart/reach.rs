@@ -167,10 +167,27 @@ pub(super) fn condition_binder<'a>(
 /// Binds a template's variables for a comparison.
 pub(super) type Binder<'a> = Box<dyn Fn(&Var) -> Option<Bound> + 'a>;
 
+/// Whether an item of `a` and one of `b` can have equal primary keys (each template pair
+/// compared for any values their attributes take).
+pub(super) fn keys_may_equal(a: &Entity, b: &Entity) -> bool {
+    let (ba, bb) = (entity_binder(a, "a"), entity_binder(b, "b"));
+    let la = |t| Laid {
+        template: t,
+        bind: &ba,
+    };
+    let lb = |t| Laid {
+        template: t,
+        bind: &bb,
+    };
+    template::may_equal(&la(&a.key.pk), &lb(&b.key.pk))
+        && template::may_equal(&la(&a.key.sk), &lb(&b.key.sk))
+}
+
 /// Every entity of the index a condition reads, with whether the condition can return it.
 pub(super) fn reachable(
     cond: &KeyCondition,
     entities: &IndexMap<String, Entity>,
+    table: usize,
 ) -> IndexMap<String, Included> {
     let mut out = IndexMap::new();
     // A multi-attribute key holds the items' own values, no literal tells one entity's
@@ -183,7 +200,8 @@ pub(super) fn reachable(
             return out;
         }
     }
-    for e in entities.values() {
+    // A request of one table meets its items alone.
+    for e in entities.values().filter(|e| e.table == table) {
         let Some(keys) = e.keys_in(cond.index.as_deref()) else {
             continue;
         };

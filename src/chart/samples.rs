@@ -198,12 +198,21 @@ fn plain(v: &toml::Value) -> Option<AttributeValue> {
 pub async fn seed(store: &dyn Store, chart: &super::Chart) -> Result<usize, StoreError> {
     let mut written = 0;
     for item in &chart.samples {
+        let at = chart.table_of_item(item);
+        let table = &chart.tables[at];
         let put = Put {
             item: item.clone(),
-            condition: Some(Condition::not_exists(chart.table.partition_key.clone())),
+            condition: Some(Condition::not_exists(table.partition_key.clone())),
             return_old_on_condition_failure: false,
         };
-        match store.put_item(put).await {
+        let put = match at {
+            0 => store.put_item(put).await,
+            _ => match store.sibling(&table.name) {
+                Some(sibling) => sibling.put_item(put).await,
+                None => return Err(StoreError::not_on_connection(&table.name)),
+            },
+        };
+        match put {
             Ok(_) => written += 1,
             Err(StoreError::ConditionFailed { .. }) => {}
             Err(e) => return Err(e),

@@ -57,20 +57,21 @@ impl Forms {
             !chart.table.types_stored || chart.table.type_attribute != crate::store::own::TYPE;
         let mut forms = HashMap::new();
         let mut by_type_value = HashMap::new();
-        let key_attributes: Vec<&str> = chart
-            .table
-            .key_names()
-            .into_iter()
-            // A multi-attribute key's attributes are the items' own, stored by their names.
-            .chain(
-                chart
-                    .indexes
-                    .values()
-                    .filter(|i| !i.multi)
-                    .flat_map(|i| i.key_names()),
-            )
-            .collect();
         for (name, e) in &chart.entities {
+            let key_attributes: Vec<&str> = chart
+                .table_of(e)
+                .key_names()
+                .into_iter()
+                // A multi-attribute key's attributes are the items' own, stored by their
+                // names.
+                .chain(
+                    chart
+                        .indexes
+                        .values()
+                        .filter(|i| !i.multi && i.table == e.table)
+                        .flat_map(|i| i.key_names()),
+                )
+                .collect();
             any |= e.type_value != e.name;
             by_type_value.insert(e.type_value.clone(), name.clone());
             let mut form = Form::default();
@@ -125,14 +126,21 @@ impl Forms {
             };
             return chart.entities.get(self.by_type_value.get(v)?);
         }
-        self.entity_of_key(chart, &chart.key_of(item)?)
+        self.entity_of_key(chart, 0, &chart.key_in(0, item)?)
     }
 
-    /// The entity whose key templates `key` fits.
-    pub fn entity_of_key<'c>(&self, chart: &'c Chart, key: &PrimaryKey) -> Option<&'c Entity> {
+    /// The entity of table `table` (its place in [`Chart::tables`]) whose key templates
+    /// `key` fits.
+    pub fn entity_of_key<'c>(
+        &self,
+        chart: &'c Chart,
+        table: usize,
+        key: &PrimaryKey,
+    ) -> Option<&'c Entity> {
         self.entities
             .iter()
             .map(|n| &chart.entities[n])
+            .filter(|e| e.table == table)
             .find(|e| read_key(e, key).is_some())
     }
 
@@ -235,7 +243,7 @@ impl Forms {
                 }
             }
             if !form.key_only.is_empty() {
-                if let Some(values) = chart.key_of(&item).and_then(|k| read_key(e, &k)) {
+                if let Some(values) = chart.key_in(e.table, &item).and_then(|k| read_key(e, &k)) {
                     for a in &form.key_only {
                         if let Some(v) = values.get(a.as_str()) {
                             item.insert(a.clone(), v.clone());
@@ -251,8 +259,14 @@ impl Forms {
     /// A condition on the item at `key` as the table can evaluate it: names as stored,
     /// numbers as stored, and a comparison of a value that lives only in the key decided
     /// from the key itself (an item at this key holds exactly the values it renders).
-    pub fn condition(&self, chart: &Chart, key: Option<&PrimaryKey>, c: Condition) -> Condition {
-        let entity = key.and_then(|k| self.entity_of_key(chart, k));
+    pub fn condition(
+        &self,
+        chart: &Chart,
+        table: usize,
+        key: Option<&PrimaryKey>,
+        c: Condition,
+    ) -> Condition {
+        let entity = key.and_then(|k| self.entity_of_key(chart, table, k));
         self.turn_condition(chart, entity, key, c)
     }
 
@@ -263,7 +277,9 @@ impl Forms {
         key: Option<&PrimaryKey>,
         c: Condition,
     ) -> Condition {
-        let pk = &chart.table.partition_key;
+        let pk = &entity
+            .map_or(&chart.table, |e| chart.table_of(e))
+            .partition_key;
         let form = entity.and_then(|e| self.form(&e.name));
         let key_value = |a: &str| -> Option<AttributeValue> {
             if !form?.key_only.iter().any(|k| k == a) {
@@ -379,9 +395,15 @@ impl Forms {
 
     /// An update of the item at `key` as the table stores it. A value that lives only in
     /// the key is never set: the key already holds it.
-    pub fn update(&self, chart: &Chart, key: &PrimaryKey, mut u: UpdateExpr) -> UpdateExpr {
+    pub fn update(
+        &self,
+        chart: &Chart,
+        table: usize,
+        key: &PrimaryKey,
+        mut u: UpdateExpr,
+    ) -> UpdateExpr {
         let Some(form) = self
-            .entity_of_key(chart, key)
+            .entity_of_key(chart, table, key)
             .and_then(|e| self.form(&e.name))
         else {
             return u;

@@ -24,6 +24,7 @@
 //! users belong to it`, `its requester acme/alice does not exist`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::{report, scan_all, violation, CheckReport, Violation, ViolationKind};
 use crate::chart::samples::{key_of, key_values, marker, reference_key, reference_vars, set_keys};
@@ -32,28 +33,73 @@ use crate::chart::{list_child, plural, words, Action, Chart, Computed, Entity, R
 use crate::graphql::record::Record;
 use crate::store::{AttributeValue, Item, PrimaryKey, Store, StoreError};
 
-/// Scans the whole table and verifies what `chart` implies; fails only when the store
-/// does.
+/// Scans the whole table (every table of a chart of several) and verifies what `chart`
+/// implies; fails only when the store does.
 pub async fn check_chart(store: &dyn Store, chart: &Chart) -> Result<CheckReport, StoreError> {
-    let items = scan_all(store).await?;
+    let mut items = scan_all(store).await?;
+    for sibling in siblings(store, chart)? {
+        items.extend(scan_all(sibling.as_ref()).await?);
+    }
     let count = items.len();
     Ok(report(count, Checker::new(chart).run(items)))
+}
+
+/// The stores of the chart's tables after the first, on `store`'s connection.
+fn siblings(store: &dyn Store, chart: &Chart) -> Result<Vec<Arc<dyn Store>>, StoreError> {
+    chart.tables[1..]
+        .iter()
+        .map(|t| {
+            store
+                .sibling(&t.name)
+                .ok_or_else(|| StoreError::not_on_connection(&t.name))
+        })
+        .collect()
 }
 
 /// [`check_chart`] within a read budget, for a table being adopted: pages of a strongly
 /// consistent Scan until `max_rcu` read capacity units are read (one a 4 KB of a page's
 /// items, rounded up), each item checked alone: what entity it is, that it decodes, that
 /// its keys are what its templates render. What needs every item (references, counts,
-/// markers, lists) is left out unless the whole table was read within the budget.
+/// markers, lists) is left out unless the whole table was read within the budget. A chart
+/// of several tables reads them in turn, within the one budget.
 pub async fn check_chart_within(
     store: &dyn Store,
     chart: &Chart,
     max_rcu: u64,
 ) -> Result<CheckReport, StoreError> {
     let mut items = Vec::new();
-    let mut start = None;
     let mut rcu = 0u64;
-    let whole = loop {
+    let mut whole = scan_within(store, max_rcu, &mut rcu, &mut items).await?;
+    for sibling in siblings(store, chart)? {
+        if !whole {
+            break;
+        }
+        if rcu >= max_rcu {
+            whole = false;
+            break;
+        }
+        whole = scan_within(sibling.as_ref(), max_rcu, &mut rcu, &mut items).await?;
+    }
+    let count = items.len();
+    let mut checker = Checker::new(chart);
+    checker.whole = whole;
+    let mut r = report(count, checker.run(items));
+    if !whole {
+        r.within = Some(rcu);
+    }
+    Ok(r)
+}
+
+/// Pages of a strongly consistent Scan of `store` into `items` until it ends (true) or
+/// `rcu` reaches `max_rcu` (false).
+async fn scan_within(
+    store: &dyn Store,
+    max_rcu: u64,
+    rcu: &mut u64,
+    items: &mut Vec<Item>,
+) -> Result<bool, StoreError> {
+    let mut start = None;
+    loop {
         let page = store
             .scan(crate::store::Scan {
                 limit: Some(super::SCAN_PAGE_SIZE),
@@ -63,22 +109,14 @@ pub async fn check_chart_within(
             })
             .await?;
         let bytes: usize = page.items.iter().map(crate::store::value::item_size).sum();
-        rcu += (bytes as u64).div_ceil(4096).max(1);
+        *rcu += (bytes as u64).div_ceil(4096).max(1);
         items.extend(page.items);
         match page.last_evaluated_key {
-            None => break true,
-            Some(_) if rcu >= max_rcu => break false,
+            None => return Ok(true),
+            Some(_) if *rcu >= max_rcu => return Ok(false),
             Some(next) => start = Some(next),
         }
-    };
-    let count = items.len();
-    let mut checker = Checker::new(chart);
-    checker.whole = whole;
-    let mut r = report(count, checker.run(items));
-    if !whole {
-        r.within = Some(rcu);
     }
-    Ok(r)
 }
 
 struct Checker<'c> {
@@ -183,7 +221,7 @@ impl<'c> Checker<'c> {
             let item = rec.item;
             // An expired item is gone to every read and write, and DynamoDB deletes it, and
             // what expires with it, each in its own time: absent here too.
-            if entity.expired(&chart.table, &item, now) {
+            if entity.expired(chart.table_of(entity), &item, now) {
                 continue;
             }
             let Some(own) = self.keys_match(entity, &key, &item) else {
@@ -213,8 +251,8 @@ impl<'c> Checker<'c> {
     /// that differs is reported. Answers the primary key its templates render.
     fn keys_match(&mut self, e: &Entity, key: &PrimaryKey, item: &Item) -> Option<PrimaryKey> {
         let chart = self.chart;
-        let mut attrs = chart.table.key_names();
-        for i in chart.indexes.values() {
+        let mut attrs = chart.table_of(e).key_names();
+        for i in chart.indexes.values().filter(|i| i.table == e.table) {
             attrs.extend(i.key_names());
         }
         let mut expected = item.clone();
@@ -222,7 +260,7 @@ impl<'c> Checker<'c> {
             expected.remove(*a);
         }
         if let Err(why) = set_keys(
-            &chart.table,
+            chart.table_of(e),
             &chart.indexes,
             e,
             &mut expected,
@@ -543,7 +581,7 @@ impl<'c> Checker<'c> {
                 };
                 // Parent and children share the partition the list's pattern reads.
                 let partition = match &condition.index {
-                    None => &chart.table.partition_key,
+                    None => &chart.table_of(child).partition_key,
                     Some(i) => &chart.indexes[i].partition_key,
                 };
                 let position = child
@@ -671,9 +709,15 @@ impl<'c> Checker<'c> {
                 };
                 let marker_entity = &chart.entities[m];
                 let vars = key_values(marker_entity, &f.item);
-                let key = marker(&chart.table, &chart.indexes, marker_entity, &f.item, &vars)
-                    .ok()
-                    .and_then(|i| chart.key_of(&i));
+                let key = marker(
+                    chart.table_of(marker_entity),
+                    &chart.indexes,
+                    marker_entity,
+                    &f.item,
+                    &vars,
+                )
+                .ok()
+                .and_then(|i| chart.key_of(&i));
                 let message = match key.as_ref().and_then(|k| found.get(k)) {
                     None => format!("its {} {value} has no marker item", words(attr)),
                     Some(mk) => {
@@ -737,7 +781,7 @@ impl<'c> Checker<'c> {
 
     /// Whether items of `e` go: a mutation of the chart deletes them, or they expire.
     fn deletable(&self, e: &Entity) -> bool {
-        e.expiry(&self.chart.table).is_some()
+        e.expiry(self.chart.table_of(e)).is_some()
             || self
                 .chart
                 .mutations

@@ -33,7 +33,7 @@ pub use auth::{AuthArgs, AuthMode, JwtSecret, TokenArgs};
 pub use cursor::{CursorSecret, GraceEnd, GRACE_END_TOLERANCE, MIN_CURSOR_SECRET_LEN};
 pub use limits::{LimitArgs, OpsArgs};
 pub use live::LiveArgs;
-pub use store::{load_chart, StoreArgs, StoreKind};
+pub use store::{load_chart, named_as_stored, renamed, StoreArgs, StoreKind};
 pub use telemetry::{SamplerKind, TelemetryArgs};
 
 /// A GraphQL server whose resolvers map onto DynamoDB item collections.
@@ -278,6 +278,16 @@ pub struct SnapshotArgs {
     /// The table's name, with `--store dynamodb`; default: the chart's.
     #[arg(long, env = "ITEMGRAPH_SNAPSHOT_TABLE", value_parser = table_name)]
     pub table: Option<String>,
+    /// A chart table's name as stored, `CHART=STORED`, for a chart of several tables
+    /// (as `serve --table-name`); repeat it, or separate them with commas.
+    #[arg(
+        long = "table-name",
+        env = "ITEMGRAPH_SNAPSHOT_TABLE_NAMES",
+        value_name = "CHART=STORED",
+        value_delimiter = ',',
+        value_parser = table_rename
+    )]
+    pub table_names: Vec<(String, String)>,
     /// The chart whose API the operations run against (docs/CHART.md); the built-in one
     /// when absent. Another chart's data is its samples.
     #[arg(long, value_name = "FILE", env = "ITEMGRAPH_CHART")]
@@ -453,6 +463,27 @@ impl ServeArgs {
     /// (`migrate` creates it). A table not made yet, or one the engine does not describe,
     /// is served as the chart says; a description refused (its permission) is warned of.
     async fn table_as_charted(&self, store: &dyn crate::store::Store) -> anyhow::Result<()> {
+        let chart = self.store.load_chart()?;
+        self.one_table_as_charted(store, chart.table_schema(), true)
+            .await?;
+        for t in 1..chart.tables.len() {
+            let name = &chart.tables[t].name;
+            let sibling = store
+                .sibling(name)
+                .ok_or_else(|| crate::store::StoreError::not_on_connection(name))?;
+            self.one_table_as_charted(sibling.as_ref(), chart.schema_of(t), false)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// [`ServeArgs::table_as_charted`] of one of the chart's tables.
+    async fn one_table_as_charted(
+        &self,
+        store: &dyn crate::store::Store,
+        schema: crate::store::TableSchema,
+        first: bool,
+    ) -> anyhow::Result<()> {
         let shape = match store.describe_table().await {
             Ok(Some(d)) => d.shape,
             Ok(None) => None,
@@ -462,7 +493,7 @@ impl ServeArgs {
             }
         };
         let Some(shape) = shape else { return Ok(()) };
-        let differences = self.store.load_chart()?.table_schema().differences(&shape);
+        let differences = schema.differences(&shape);
         for d in differences.iter().filter(|d| !d.fatal) {
             tracing::warn!(table = %store.table_name(), "{}", d.text);
         }
@@ -474,7 +505,14 @@ impl ServeArgs {
         anyhow::ensure!(
             fatal.is_empty(),
             "{}: the table is not as the chart says, and its requests would fail:\n  {}",
-            self.store.describe(),
+            match first {
+                true => self.store.describe(),
+                false => format!(
+                    "{} (its table {})",
+                    self.store.describe(),
+                    store.table_name()
+                ),
+            },
             fatal.join("\n  ")
         );
         Ok(())
@@ -650,6 +688,18 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 /// A table name DynamoDB takes (refused at start, not at the first request).
 fn table_name(s: &str) -> Result<String, String> {
     crate::store::validate::table_or_index_name(s).map(|()| s.to_owned())
+}
+
+/// `CHART=STORED`: a chart table's name and the name it is stored under, each a table
+/// name DynamoDB takes.
+fn table_rename(s: &str) -> Result<(String, String), String> {
+    let (from, to) = s.split_once('=').ok_or_else(|| {
+        format!(
+            "`{}` is not CHART=STORED: write the chart's table name, `=`, the stored one",
+            s.escape_debug()
+        )
+    })?;
+    Ok((table_name(from.trim())?, table_name(to.trim())?))
 }
 
 /// An endpoint the SDK can call: `http://` or `https://`, a host, nothing after the port

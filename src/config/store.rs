@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use super::{endpoint_url, table_name};
+use super::{endpoint_url, table_name, table_rename};
 use crate::store::dynamo::DynamoOptions;
 use crate::store::embedded::ChangeLog;
 use crate::store::faults::Faults;
@@ -48,6 +48,17 @@ pub struct StoreArgs {
     /// Default: the chart's (`itemgraph` for the built-in chart).
     #[arg(long, env = "ITEMGRAPH_TABLE", value_parser = table_name)]
     pub table: Option<String>,
+    /// A chart table's name as stored, `CHART=STORED` (e.g. `orders=prod-orders`), for a
+    /// chart of several tables; repeat it (or separate them with commas) for each table
+    /// renamed. The first table's is `--table`'s. Default: each table's name in the chart.
+    #[arg(
+        long = "table-name",
+        env = "ITEMGRAPH_TABLE_NAMES",
+        value_name = "CHART=STORED",
+        value_delimiter = ',',
+        value_parser = table_rename
+    )]
+    pub table_names: Vec<(String, String)>,
     /// The chart to serve: a table design (its entity chart and access patterns) in a
     /// file, checked at start (docs/CHART.md). Without it, the built-in chart
     /// (`charts/itemgraph.toml`): organizations, users, tickets and orders.
@@ -125,6 +136,54 @@ pub struct StoreArgs {
 }
 
 /// The storage engines.
+/// `chart` with its tables after the first named as `names` (`--table-name CHART=STORED`)
+/// store them; refused when a name is not one of the chart's tables, or when `table`
+/// (`--table`) names the first too.
+pub fn named_as_stored(
+    chart: Arc<crate::chart::Chart>,
+    table: Option<&str>,
+    names: &[(String, String)],
+) -> anyhow::Result<Arc<crate::chart::Chart>> {
+    if names.is_empty() {
+        return Ok(chart);
+    }
+    let tables: Vec<&str> = chart.tables.iter().map(|t| t.name.as_str()).collect();
+    for (from, _) in names {
+        anyhow::ensure!(
+            tables.contains(&from.as_str()),
+            "--table-name {from}=…: the chart has no table `{from}` (its tables: {})",
+            tables.join(", ")
+        );
+        anyhow::ensure!(
+            *from != chart.table.name || table.is_none(),
+            "--table-name {from}=… and --table both name the first table: give one"
+        );
+    }
+    let renames: Vec<(usize, String)> = (1..chart.tables.len())
+        .filter_map(|t| Some((t, renamed(names, &chart.tables[t].name)?.to_owned())))
+        .collect();
+    if renames.is_empty() {
+        return Ok(chart);
+    }
+    // Just parsed, so held here alone: a chart of several tables is never the built-in
+    // one, which is shared.
+    let mut chart = Arc::try_unwrap(chart)
+        .map_err(|_| anyhow::anyhow!("--table-name: the chart is shared and cannot be renamed"))?;
+    for (t, to) in renames {
+        chart.tables[t].name = to;
+    }
+    Ok(Arc::new(chart))
+}
+
+/// The stored name `names` give the chart's table `name`, if any (the last given).
+pub fn renamed<'a>(names: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    names
+        .iter()
+        .rev()
+        .find(|(from, _)| from == name)
+        .map(|(_, to)| to.as_str())
+}
+
 /// The chart at `path`, read and checked (refused with every rule it breaks), or the
 /// built-in one. A file holding exactly the built-in chart is the built-in chart.
 pub fn load_chart(path: Option<&std::path::Path>) -> anyhow::Result<Arc<crate::chart::Chart>> {
@@ -159,27 +218,45 @@ impl StoreArgs {
     /// everything that meters or traces it ([`crate::store::stored`]).
     pub async fn open(&self) -> anyhow::Result<Arc<dyn Store>> {
         let chart = self.load_chart()?;
-        let opened = store::open(&self.engine()?, chart.table_schema()).await?;
+        let opened =
+            store::open_tables(&self.engine()?, chart.table_schema(), chart.other_tables()).await?;
         Ok(crate::store::stored::wrap(opened, &chart))
     }
 
     /// The store as the table stores items, the chart's forms not applied: for items that
     /// are already in the table's form (a NoSQL Workbench model's).
     pub async fn open_as_stored(&self) -> anyhow::Result<Arc<dyn Store>> {
-        store::open(&self.engine()?, self.load_chart()?.table_schema()).await
+        let chart = self.load_chart()?;
+        store::open_tables(&self.engine()?, chart.table_schema(), chart.other_tables()).await
     }
 
     /// The chart `--chart` names, read and checked (refused with every rule it breaks), or
     /// the built-in one. A file holding exactly the built-in chart is the built-in chart.
+    /// Its tables after the first are named as `--table-name` stores them.
     pub fn load_chart(&self) -> anyhow::Result<Arc<crate::chart::Chart>> {
-        load_chart(self.chart.as_deref())
+        named_as_stored(
+            load_chart(self.chart.as_deref())?,
+            self.table.as_deref(),
+            &self.table_names,
+        )
     }
 
-    /// The table's name: `--table`, else the chart's.
+    /// The stored name `--table-name` gives the chart's table `name`, if any.
+    fn renamed(&self, name: &str) -> Option<&str> {
+        renamed(&self.table_names, name)
+    }
+
+    /// The table's name: `--table`, else its `--table-name`, else the chart's.
     pub fn table_name(&self) -> String {
         self.table.clone().unwrap_or_else(|| {
-            self.load_chart()
-                .map_or_else(|_| "itemgraph".to_owned(), |c| c.table.name.clone())
+            self.load_chart().map_or_else(
+                |_| "itemgraph".to_owned(),
+                |c| {
+                    self.renamed(&c.table.name)
+                        .unwrap_or(&c.table.name)
+                        .to_owned()
+                },
+            )
         })
     }
 

@@ -9,8 +9,9 @@ use tokio::sync::{Mutex, OnceCell};
 
 use super::cursor::CursorCodec;
 use super::errors::ApiError;
+use super::read::ItemKey;
 use crate::auth::Access;
-use crate::store::{PrimaryKey, Store};
+use crate::store::Store;
 
 /// What every resolver of one request reaches through the context.
 pub struct RequestContext {
@@ -31,7 +32,7 @@ pub struct RequestContext {
 struct Reads {
     chart: Arc<crate::chart::Chart>,
     items: super::read::ItemLoader,
-    counted: Mutex<HashMap<PrimaryKey, Arc<OnceCell<CountedItem>>>>,
+    counted: Mutex<HashMap<ItemKey, Arc<OnceCell<CountedItem>>>>,
 }
 
 /// An item of a chart as read with its counter shards; `None` when it does not exist.
@@ -46,6 +47,25 @@ impl RequestContext {
             access,
             reads: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The store of `chart`'s table `t` (its place in the chart's tables): the request's
+    /// own for the first, else its sibling on the same connection, decorated alike.
+    pub fn store_in(
+        &self,
+        chart: &crate::chart::Chart,
+        t: usize,
+    ) -> Result<Arc<dyn Store>, ApiError> {
+        Ok(chart.store_of(&self.store, t)?)
+    }
+
+    /// The store of `e`'s table.
+    pub fn store_of(
+        &self,
+        chart: &crate::chart::Chart,
+        e: &crate::chart::Entity,
+    ) -> Result<Arc<dyn Store>, ApiError> {
+        self.store_in(chart, e.table)
     }
 
     fn reads(&self, chart: &Arc<crate::chart::Chart>) -> &Reads {
@@ -66,7 +86,7 @@ impl RequestContext {
     pub async fn counted_item(
         &self,
         chart: &Arc<crate::chart::Chart>,
-        key: PrimaryKey,
+        key: ItemKey,
         read: impl std::future::Future<Output = CountedItem>,
     ) -> CountedItem {
         let cell = self
@@ -95,7 +115,7 @@ impl RequestContext {
             .into_iter()
             .filter_map(|item| {
                 let rec = super::record::Record::decode(&c.chart, item).ok()?;
-                Some((rec.primary_key(&c.chart)?, Ok(Some(Arc::new(rec)))))
+                Some((rec.item_key(&c.chart)?, Ok(Some(Arc::new(rec)))))
             })
             .collect();
         c.items.prime_many(primed).await;

@@ -471,7 +471,7 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
                 head,
                 "# One Query, {}: {}{}.\n# Later pages (`after: <endCursor>`) query from the last-seen key.",
                 if *forward { "forward" } else { "backward" },
-                crate::chart::explain::condition_text(chart, condition, &|t| t.to_string()),
+                crate::chart::explain::condition_text(chart, p, condition, &|t| t.to_string()),
                 if *then_get { ", then a BatchGetItem of the keys it finds" } else { "" }
             )
             .ok()?;
@@ -504,7 +504,7 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
                 head,
                 "# One Query, {}: {}{}.",
                 if *forward { "forward" } else { "backward" },
-                crate::chart::explain::condition_text(chart, condition, &|t| t.to_string()),
+                crate::chart::explain::condition_text(chart, p, condition, &|t| t.to_string()),
                 if carried {
                     format!(
                         ", which reads the {} and the first page together",
@@ -553,7 +553,7 @@ fn example(chart: &Chart, p: &Pattern) -> Option<String> {
                 head,
                 "# One Query, {}: {}{}: its {} in sort order, each kind typed on the page.\n# `kind` narrows it to one kind: a Query of that kind's prefix alone.",
                 if *forward { "forward" } else { "backward" },
-                crate::chart::explain::condition_text(chart, condition, &|t| t.to_string()),
+                crate::chart::explain::condition_text(chart, p, condition, &|t| t.to_string()),
                 if carried {
                     format!(", which reads the {} too", owner.name)
                 } else {

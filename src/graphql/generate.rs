@@ -88,7 +88,7 @@ impl<'c> Generator<'c> {
             return;
         };
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        if e.expired(&self.chart.table, &item, now) {
+        if e.expired(self.chart.table_of(e), &item, now) {
             return;
         }
         for (name, v) in &item {

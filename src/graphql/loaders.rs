@@ -15,16 +15,15 @@ use opentelemetry::trace::SpanKind;
 use opentelemetry::KeyValue;
 
 use super::errors::ApiError;
-use crate::store::PrimaryKey;
 use crate::telemetry;
 
 /// Reads one batch of `keys` with `read`, in a `DataLoader batch` span: every key gets
 /// its own answer, the item read, `None` when absent, or the error of the read that
 /// should have brought it.
-pub(super) async fn answer_batch<T>(
-    keys: &[PrimaryKey],
-    read: impl std::future::Future<Output = Result<HashMap<PrimaryKey, T>, ApiError>>,
-) -> HashMap<PrimaryKey, Result<Option<T>, Arc<ApiError>>> {
+pub(super) async fn answer_batch<K: Clone + Eq + std::hash::Hash, T>(
+    keys: &[K],
+    read: impl std::future::Future<Output = Result<HashMap<K, T>, ApiError>>,
+) -> HashMap<K, Result<Option<T>, Arc<ApiError>>> {
     let otel = telemetry::child("DataLoader batch", SpanKind::Internal, || {
         vec![KeyValue::new(
             "itemgraph.dataloader.keys",

@@ -87,7 +87,7 @@ pub fn query(
         sort_of(&plan.condition.sort, vars)?
     };
     if let Some(start) = &page.start {
-        check_cursor(chart, plan, &partition, &sort, start)?;
+        check_cursor(chart, pattern, plan, &partition, &sort, start)?;
         if !multi_within(start, &partition_more, &sort_prefix) {
             return Err(ApiError::InvalidCursor(
                 "the cursor does not belong to this connection",
@@ -279,6 +279,7 @@ fn field_of(e: &crate::chart::template::Unrendered) -> String {
 /// reject the request, or read another collection.
 fn check_cursor(
     chart: &Chart,
+    pattern: &Pattern,
     plan: &PagePlan,
     partition: &str,
     sort: &Option<SortCondition>,
@@ -314,7 +315,7 @@ fn check_cursor(
     // Compared as the sort attribute's type orders them (a number by value).
     let cond = &plan.condition;
     let ty = match &cond.index {
-        None => chart.table.sk_type,
+        None => chart.tables[pattern.table].sk_type,
         Some(i) => chart
             .indexes
             .get(i)
@@ -335,12 +336,15 @@ fn check_cursor(
 
 /// Reads one page of a Query pattern: one Query.
 pub async fn page(
-    store: &dyn Store,
+    store: &Arc<dyn Store>,
     chart: &Chart,
     pattern: &Pattern,
     vars: &Vars,
     page: &Resolved,
 ) -> Result<Fetched, ApiError> {
+    let store = chart.store_of(store, pattern.table)?;
+    let store = store.as_ref();
+    let table = &chart.tables[pattern.table];
     let (query, carries_parent) = query(chart, pattern, vars, page)?;
     let plan = chart.pages.get(&pattern.number).ok_or(ApiError::Internal)?;
     let children = &plan.children;
@@ -372,7 +376,7 @@ pub async fn page(
         );
     }
     let mut out = out?;
-    if chart.table.time_to_live.is_some() {
+    if table.time_to_live.is_some() {
         read_past_expired(store, chart, children, again, &mut out).await?;
     }
     let read = out.items.len();
@@ -388,7 +392,7 @@ pub async fn page(
     for item in out.items {
         let rec = Record::decode(chart, item)?;
         let entity = rec.entity(chart);
-        if entity.expired(&chart.table, &rec.item, now) {
+        if entity.expired(table, &rec.item, now) {
             expired += 1;
             continue;
         }
@@ -418,19 +422,22 @@ pub async fn page(
 /// Reads one page of one kind of a collection pattern: one Query of that kind's sort-key
 /// prefix in the collection's partition, from `page.start`, `size + 1` items.
 pub async fn kind_page(
-    store: &dyn Store,
+    store: &Arc<dyn Store>,
     chart: &Chart,
     pattern: &Pattern,
     kind: &str,
     vars: &Vars,
     page: &Resolved,
 ) -> Result<Fetched, ApiError> {
+    let store = chart.store_of(store, pattern.table)?;
+    let store = store.as_ref();
+    let table = &chart.tables[pattern.table];
     let plan = chart.pages.get(&pattern.number).ok_or(ApiError::Internal)?;
     let prefix = plan.kinds.get(kind).ok_or(ApiError::Internal)?;
     let partition = render(&plan.condition.partition, vars)?;
     let sort = Some(SortCondition::BeginsWith(prefix.source().to_owned()));
     if let Some(start) = &page.start {
-        check_cursor(chart, plan, &partition, &sort, start)?;
+        check_cursor(chart, pattern, plan, &partition, &sort, start)?;
     }
     let size = page.size.clamp(1, MAX_PAGE_SIZE);
     let query = Query {
@@ -445,7 +452,7 @@ pub async fn kind_page(
         consistent_read: false,
     };
     let mut out = store.query(query.clone()).await?;
-    if chart.table.time_to_live.is_some() {
+    if table.time_to_live.is_some() {
         read_past_expired(store, chart, kind, query, &mut out).await?;
     }
     let (now, mut fetched) = (crate::chart::epoch_now(), Fetched::default());
@@ -456,7 +463,7 @@ pub async fn kind_page(
             tracing::error!(entity = %rec.entity, pattern = pattern.number, "a page of one kind read another");
             return Err(ApiError::Internal);
         }
-        if !rec.entity(chart).expired(&chart.table, &rec.item, now) {
+        if !rec.entity(chart).expired(table, &rec.item, now) {
             fetched.children.push(Arc::new(rec));
         }
     }
@@ -471,7 +478,7 @@ pub async fn kind_page(
 /// keeps what it keeps of what was read: a page may hold fewer, and `more` holds while
 /// the index has more to read.
 pub async fn scan_page(
-    store: &dyn Store,
+    store: &Arc<dyn Store>,
     chart: &Chart,
     pattern: &Pattern,
     tenant: Option<&str>,
@@ -481,6 +488,7 @@ pub async fn scan_page(
         return Err(ApiError::Internal);
     };
     let e = &chart.entities[children];
+    let store = chart.store_of(store, pattern.table)?;
     let filter = match (e.binding.condition_or_key(), tenant) {
         (Some(attr), Some(t)) => Some(Condition::eq(attr, AttributeValue::S(t.to_owned()))),
         _ => None,
@@ -502,7 +510,7 @@ pub async fn scan_page(
             tracing::error!(entity = %rec.entity, pattern = pattern.number, "a Scan read an item its pattern does not declare");
             return Err(ApiError::Internal);
         }
-        if !e.expired(&chart.table, &rec.item, now) {
+        if !e.expired(chart.table_of(e), &rec.item, now) {
             fetched.children.push(Arc::new(rec));
         }
     }
@@ -583,7 +591,7 @@ pub async fn with_counts(
     for item in out.items {
         let rec = Record::decode(chart, item)?;
         let entity = rec.entity(chart);
-        if entity.expired(&chart.table, &rec.item, now) {
+        if entity.expired(chart.table_of(entity), &rec.item, now) {
             continue;
         }
         if entity.shards_of.is_some() {
@@ -598,8 +606,16 @@ pub async fn with_counts(
 /// What the loader answers for one key.
 pub type Loaded = Result<Option<Arc<Record>>, Arc<ApiError>>;
 
-/// The per-request loader of a chart's items by primary key, with its cache.
-pub type ItemLoader = dataloader::cached::Loader<PrimaryKey, Loaded, ItemBatch>;
+/// An item's place in a chart's tables: its table's place in [`Chart::tables`] and its
+/// primary key (what the request's loader knows items by).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ItemKey {
+    pub table: usize,
+    pub key: PrimaryKey,
+}
+
+/// The per-request loader of a chart's items by table and primary key, with its cache.
+pub type ItemLoader = dataloader::cached::Loader<ItemKey, Loaded, ItemBatch>;
 
 /// A fresh loader reading `chart`'s items from `store`.
 pub fn item_loader(store: Arc<dyn Store>, chart: Arc<Chart>) -> ItemLoader {
@@ -608,45 +624,74 @@ pub fn item_loader(store: Arc<dyn Store>, chart: Arc<Chart>) -> ItemLoader {
         .with_custom_wait_for_work(loader_wait::wait_once)
 }
 
-/// The batch read behind [`ItemLoader`]: GetItem for one key, BatchGetItem for more.
+/// The batch read behind [`ItemLoader`]: GetItem for one key, BatchGetItem for more (one
+/// call over every table they are in).
 pub struct ItemBatch {
     store: Arc<dyn Store>,
     chart: Arc<Chart>,
 }
 
-impl BatchFn<PrimaryKey, Loaded> for ItemBatch {
-    async fn load(&mut self, keys: &[PrimaryKey]) -> HashMap<PrimaryKey, Loaded> {
+impl ItemBatch {
+    /// The items at `keys`, in one request.
+    async fn read(&self, keys: &[ItemKey]) -> Result<Vec<Item>, ApiError> {
+        let first = keys.first().map_or(0, |k| k.table);
+        if keys.iter().any(|k| k.table != first) {
+            // Each table by its name on the connection: the first by the store's own.
+            let mut tables: Vec<(String, Vec<PrimaryKey>)> = Vec::new();
+            for k in keys {
+                let name = match k.table {
+                    0 => self.store.table_name(),
+                    t => self.chart.tables[t].name.as_str(),
+                };
+                match tables.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, keys)) => keys.push(k.key.clone()),
+                    None => tables.push((name.to_owned(), vec![k.key.clone()])),
+                }
+            }
+            let got = self
+                .store
+                .batch_get_tables(crate::store::BatchGetTables {
+                    tables,
+                    consistent_read: false,
+                })
+                .await?;
+            return Ok(got.into_iter().flat_map(|(_, items)| items).collect());
+        }
+        let store = self.chart.store_of(&self.store, first)?;
+        Ok(if let [key] = keys {
+            store
+                .get_item(GetItem {
+                    key: key.key.clone(),
+                    consistent_read: false,
+                })
+                .await?
+                .into_iter()
+                .collect()
+        } else {
+            store
+                .batch_get_item(BatchGet {
+                    keys: keys.iter().map(|k| k.key.clone()).collect(),
+                    consistent_read: false,
+                })
+                .await?
+        })
+    }
+}
+
+impl BatchFn<ItemKey, Loaded> for ItemBatch {
+    async fn load(&mut self, keys: &[ItemKey]) -> HashMap<ItemKey, Loaded> {
         answer_batch(keys, async {
-            let items: Vec<Item> = if let [key] = keys {
-                self.store
-                    .get_item(GetItem {
-                        key: key.clone(),
-                        consistent_read: false,
-                    })
-                    .await?
-                    .into_iter()
-                    .collect()
-            } else {
-                self.store
-                    .batch_get_item(BatchGet {
-                        keys: keys.to_vec(),
-                        consistent_read: false,
-                    })
-                    .await?
-            };
+            let items = self.read(keys).await?;
             let mut found = HashMap::new();
             let now = crate::chart::epoch_now();
             for item in items {
                 let rec = Record::decode(&self.chart, item)?;
-                let expiring = self.chart.table.time_to_live.is_some();
-                if expiring
-                    && rec
-                        .entity(&self.chart)
-                        .expired(&self.chart.table, &rec.item, now)
-                {
+                let e = rec.entity(&self.chart);
+                let table = self.chart.table_of(e);
+                if table.time_to_live.is_some() && e.expired(table, &rec.item, now) {
                     continue;
                 }
-                if let Some(key) = rec.primary_key(&self.chart) {
+                if let Some(key) = rec.item_key(&self.chart) {
                     found.insert(key, Arc::new(rec));
                 }
             }
@@ -676,7 +721,7 @@ async fn read_past_expired(
         chart
             .entities
             .get(children)
-            .is_some_and(|e| e.expired(t, i, now))
+            .is_some_and(|e| e.expired(chart.table_of(e), i, now))
     };
     for _ in 0..EXPIRED_READ_ON {
         let stalled = out.items.iter().any(|i| child(i) && expired(i))

@@ -120,6 +120,15 @@ impl Record {
         chart.key_of(&self.item)
     }
 
+    /// Its place: its entity's table and its primary key (what the request's DataLoader
+    /// knows it by).
+    pub fn item_key(&self, chart: &Chart) -> Option<super::read::ItemKey> {
+        Some(super::read::ItemKey {
+            table: self.entity(chart).table,
+            key: self.primary_key(chart)?,
+        })
+    }
+
     /// Where a page that ended on this item resumes, for a query on `index`.
     pub fn page_key(&self, chart: &Chart, index: Option<&str>) -> Option<PageKey> {
         let table = self.primary_key(chart)?;

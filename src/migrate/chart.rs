@@ -80,6 +80,8 @@ pub async fn record(store: &dyn Store, chart: &Chart, plans: u32) -> StoreResult
 pub enum Step {
     /// The table's Time to Live turned on for the attribute.
     TimeToLive(String),
+    /// Another of the chart's tables' Time to Live turned on for the attribute.
+    TimeToLiveOf { table: String, attribute: String },
     /// A global secondary index the table does not have, created.
     Index(String),
     /// Every item of the entity given the keys its templates render for the index.
@@ -126,6 +128,12 @@ impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Step::TimeToLive(a) => write!(f, "time-to-live: turned on for `{a}`"),
+            Step::TimeToLiveOf { table, attribute } => {
+                write!(
+                    f,
+                    "time-to-live of table {table}: turned on for `{attribute}`"
+                )
+            }
             Step::Index(name) => write!(f, "index {name}: created (UpdateTable)"),
             Step::IndexKeys { entity, index } => {
                 write!(
@@ -186,6 +194,29 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
             "items already expiring would stay: turn it off with UpdateTimeToLive if that is meant",
         ),
         _ => {}
+    }
+    // The chart's other tables', each compared with the table of its name before.
+    for t in 1..new.tables.len() {
+        let table = &new.tables[t];
+        let before = old.and_then(|o| o.tables.iter().position(|x| x.name == table.name));
+        let old_ttl = before.and_then(|b| old.and_then(|o| o.schema_of(b).time_to_live));
+        match (old_ttl.as_deref(), new.schema_of(t).time_to_live.as_deref()) {
+            (Some(a), Some(b)) if a != b => refuse(
+                &mut steps,
+                format!("time to live of table {} `{a}` to `{b}`", table.name),
+                "DynamoDB turns a table's Time to Live to another attribute only once it is off, and items expiring by the old one would stay: turn it off with UpdateTimeToLive first if that is meant",
+            ),
+            (a, Some(b)) if before.is_none() || a != Some(b) => steps.push(Step::TimeToLiveOf {
+                table: table.name.clone(),
+                attribute: b.to_owned(),
+            }),
+            (Some(a), None) => refuse(
+                &mut steps,
+                format!("time to live of table {} `{a}` off", table.name),
+                "items already expiring would stay: turn it off with UpdateTimeToLive if that is meant",
+            ),
+            _ => {}
+        }
     }
     let mut created: Vec<&String> = Vec::new();
     for (name, index) in &new.indexes {
@@ -319,6 +350,29 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
             }
         }
     }
+    // Its items are read and rewritten in the first table alone: a step on the items of
+    // another is named, not made.
+    for step in &mut steps {
+        let entity = match &*step {
+            Step::IndexKeys { entity, .. }
+            | Step::Markers { entity, .. }
+            | Step::Versions { entity, .. }
+            | Step::Counts { entity, .. }
+            | Step::Rekey { entity } => entity.clone(),
+            Step::Shards { owner } => owner.clone(),
+            _ => continue,
+        };
+        let Some(e) = new.entities.get(&entity).filter(|e| e.table != 0) else {
+            continue;
+        };
+        *step = Step::Refused {
+            what: step.to_string(),
+            why: format!(
+                "{entity} is in the table {}, and migrate rewrites the items of the chart's first table only",
+                new.tables[e.table].name
+            ),
+        };
+    }
     steps
 }
 
@@ -419,7 +473,7 @@ async fn index_keys(
         expected.remove(a);
     }
     if set_keys(
-        &chart.table,
+        chart.table_of(e),
         &chart.indexes,
         e,
         &mut expected,
@@ -497,8 +551,13 @@ async fn put_marker(
         return Ok(());
     }
     let m = &chart.entities[&e.writes.unique[attribute]];
-    let Ok(marker_item) = marker(&chart.table, &chart.indexes, m, item, &key_values(m, item))
-    else {
+    let Ok(marker_item) = marker(
+        chart.table_of(m),
+        &chart.indexes,
+        m,
+        item,
+        &key_values(m, item),
+    ) else {
         return Ok(());
     };
     let Some(at) = ctx.store.schema().key_of(&marker_item) else {

@@ -266,6 +266,23 @@ pub async fn run(store: &dyn Store, options: &Options) -> StoreResult<MigrateRep
 /// done, in order, then the plan from the chart recorded in the table to `chart`
 /// ([`chart::plan`]), which is recorded once done. A plan with a refused step writes
 /// nothing ([`MigrateReport::refused`]).
+/// The store of the chart's table `t` after the first (its sibling on `store`'s
+/// connection); none for the first, which is `store` itself.
+fn table_store(
+    store: &dyn Store,
+    chart: &crate::chart::Chart,
+    t: usize,
+) -> StoreResult<Option<std::sync::Arc<dyn Store>>> {
+    if t == 0 {
+        return Ok(None);
+    }
+    let name = &chart.tables[t].name;
+    store
+        .sibling(name)
+        .map(Some)
+        .ok_or_else(|| crate::store::StoreError::not_on_connection(name))
+}
+
 pub async fn run_chart(
     store: &dyn Store,
     given: &crate::chart::Chart,
@@ -304,11 +321,14 @@ pub async fn run_chart(
     };
     // A table without a record of the built-in chart was made from it.
     let old = old.as_ref().or(builtin.then_some(given));
-    let indexes = store
-        .describe_table()
-        .await?
-        .map(|d| d.indexes)
-        .unwrap_or_default();
+    // Every table's indexes (their names are the chart's, one namespace).
+    let mut indexes = Vec::new();
+    for t in 0..given.tables.len() {
+        let one = table_store(store, given, t)?;
+        if let Some(d) = one.as_deref().unwrap_or(store).describe_table().await? {
+            indexes.extend(d.indexes);
+        }
+    }
     let steps = chart::plan(old, given, &indexes);
     report.plan = notes
         .into_iter()
@@ -325,9 +345,28 @@ pub async fn run_chart(
                     .enable_time_to_live(attribute, options.dry_run)
                     .await?;
             }
+            chart::Step::TimeToLiveOf { table, attribute } => {
+                let t = given
+                    .tables
+                    .iter()
+                    .position(|x| x.name == *table)
+                    .unwrap_or(0);
+                let one = table_store(store, given, t)?;
+                report.time_to_live_enabled |= one
+                    .as_deref()
+                    .unwrap_or(store)
+                    .enable_time_to_live(attribute, options.dry_run)
+                    .await?;
+            }
             chart::Step::Index(name) => {
-                report.indexes_created +=
-                    usize::from(store.create_index(name, options.dry_run).await?);
+                let t = given.indexes.get(name).map_or(0, |i| i.table);
+                let one = table_store(store, given, t)?;
+                report.indexes_created += usize::from(
+                    one.as_deref()
+                        .unwrap_or(store)
+                        .create_index(name, options.dry_run)
+                        .await?,
+                );
             }
             _ => {}
         }
@@ -596,7 +635,8 @@ mod tests {
         let chart = crate::chart::builtin();
         let e = &chart.entities[text(&item, "Type")];
         let vars = crate::chart::samples::key_values(e, &item);
-        crate::chart::samples::set_keys(&chart.table, &chart.indexes, e, &mut item, &vars).unwrap();
+        crate::chart::samples::set_keys(chart.table_of(e), &chart.indexes, e, &mut item, &vars)
+            .unwrap();
         item
     }
 

@@ -28,6 +28,7 @@ pub fn wrap(store: Arc<dyn Store>, chart: &Arc<Chart>) -> Arc<dyn Store> {
     Arc::new(StoredStore {
         inner: store,
         chart: chart.clone(),
+        table: 0,
     })
 }
 
@@ -35,6 +36,8 @@ pub fn wrap(store: Arc<dyn Store>, chart: &Arc<Chart>) -> Arc<dyn Store> {
 pub struct StoredStore {
     inner: Arc<dyn Store>,
     chart: Arc<Chart>,
+    /// Its table's place in the chart's tables.
+    table: usize,
 }
 
 impl StoredStore {
@@ -58,47 +61,60 @@ impl StoredStore {
     }
 
     fn put(&self, p: Put) -> Put {
-        self.put_in(self.inner.schema(), p)
+        self.put_in(self.table, self.inner.schema(), p)
     }
 
-    /// A Put of a table of `schema` (this store's, or a sibling's in a transaction).
-    fn put_in(&self, schema: &TableSchema, mut p: Put) -> Put {
+    /// A Put of table `t` of `schema` (this store's, or a sibling's in a transaction).
+    fn put_in(&self, t: usize, schema: &TableSchema, mut p: Put) -> Put {
         let key = schema.key_of(&p.item);
         p.condition = p
             .condition
-            .map(|c| self.forms().condition(&self.chart, key.as_ref(), c));
+            .map(|c| self.forms().condition(&self.chart, t, key.as_ref(), c));
         p.item = self.stored(p.item);
         p
     }
 
-    fn update(&self, mut u: Update) -> Update {
+    fn update(&self, t: usize, mut u: Update) -> Update {
         u.condition = u
             .condition
-            .map(|c| self.forms().condition(&self.chart, Some(&u.key), c));
-        u.update = self.forms().update(&self.chart, &u.key, u.update);
+            .map(|c| self.forms().condition(&self.chart, t, Some(&u.key), c));
+        u.update = self.forms().update(&self.chart, t, &u.key, u.update);
         u
     }
 
-    fn delete(&self, mut d: Delete) -> Delete {
+    fn delete(&self, t: usize, mut d: Delete) -> Delete {
         d.condition = d
             .condition
-            .map(|c| self.forms().condition(&self.chart, Some(&d.key), c));
+            .map(|c| self.forms().condition(&self.chart, t, Some(&d.key), c));
         d
     }
 
-    /// A transaction's action on a table of `schema`, in the table's form.
-    fn action(&self, schema: &TableSchema, a: TransactAction) -> TransactAction {
+    /// A transaction's action on table `t` of `schema`, in the table's form.
+    fn action(&self, t: usize, schema: &TableSchema, a: TransactAction) -> TransactAction {
         match a {
-            TransactAction::Put(p) => TransactAction::Put(self.put_in(schema, p)),
-            TransactAction::Update(u) => TransactAction::Update(self.update(u)),
-            TransactAction::Delete(d) => TransactAction::Delete(self.delete(d)),
+            TransactAction::Put(p) => TransactAction::Put(self.put_in(t, schema, p)),
+            TransactAction::Update(u) => TransactAction::Update(self.update(t, u)),
+            TransactAction::Delete(d) => TransactAction::Delete(self.delete(t, d)),
             TransactAction::ConditionCheck(c) => TransactAction::ConditionCheck(ConditionCheck {
                 condition: self
                     .forms()
-                    .condition(&self.chart, Some(&c.key), c.condition),
+                    .condition(&self.chart, t, Some(&c.key), c.condition),
                 ..c
             }),
         }
+    }
+
+    /// The place in the chart's tables of the table named `name` on this store's
+    /// connection (this store's own, else a sibling's by the chart's name).
+    fn table_at(&self, name: &str) -> usize {
+        if name == self.inner.table_name() {
+            return self.table;
+        }
+        self.chart
+            .tables
+            .iter()
+            .position(|t| t.name == name)
+            .unwrap_or(self.table)
     }
 
     /// An error's items (a failed condition's current item) in the chart's form.
@@ -189,7 +205,7 @@ impl Store for StoredStore {
     }
 
     async fn update_item(&self, req: Update) -> StoreResult<Option<Item>> {
-        let req = self.update(req);
+        let req = self.update(self.table, req);
         match self.inner.update_item(req).await {
             Ok(item) => Ok(item.map(|i| self.charted(i))),
             Err(e) => Err(self.error(e)),
@@ -197,7 +213,7 @@ impl Store for StoredStore {
     }
 
     async fn delete_item(&self, req: Delete) -> StoreResult<Option<Item>> {
-        let req = self.delete(req);
+        let req = self.delete(self.table, req);
         match self.inner.delete_item(req).await {
             Ok(old) => Ok(old.map(|i| self.charted(i))),
             Err(e) => Err(self.error(e)),
@@ -208,7 +224,7 @@ impl Store for StoredStore {
         let schema = self.inner.schema();
         let actions = actions
             .into_iter()
-            .map(|a| self.action(schema, a))
+            .map(|a| self.action(self.table, schema, a))
             .collect();
         self.inner
             .transact_write(actions)
@@ -220,6 +236,7 @@ impl Store for StoredStore {
         Some(Arc::new(StoredStore {
             inner: self.inner.sibling(table)?,
             chart: self.chart.clone(),
+            table: self.table_at(table),
         }))
     }
 
@@ -239,7 +256,7 @@ impl Store for StoredStore {
                 false => self.inner.sibling(&a.table),
             };
             let schema = sibling.as_ref().map_or(self.inner.schema(), |s| s.schema());
-            let action = self.action(schema, a.action);
+            let action = self.action(self.table_at(&a.table), schema, a.action);
             stored.push(TableAction { action, ..a });
         }
         self.inner

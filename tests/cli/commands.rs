@@ -630,3 +630,159 @@ async fn a_table_keyed_otherwise_than_its_chart_is_refused_at_start() {
     let store = common::dynamo_local::connect(&endpoint, &table).await;
     common::dynamo_local::drop_table(&store).await;
 }
+
+/// A chart of two tables (`examples/charts/box-office.toml`) is made, seeded and checked
+/// table by table: `create-table` creates both, `seed` puts each sample in its entity's
+/// table, `check` reads both clean and reports a booking gone wrong in the second; on
+/// DynamoDB Local each table under a name of its own (`--table`, `--table-name`). A
+/// `--table-name` of a table the chart lacks is refused.
+#[tokio::test]
+async fn a_chart_of_two_tables_is_created_seeded_and_checked_table_by_table() {
+    use itemgraph::store::open::{open_tables, Engine};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let chart_path = root.join("examples/charts/box-office.toml");
+    let chart = itemgraph::config::load_chart(Some(&chart_path)).unwrap();
+    let run = |args: Vec<String>| {
+        Command::new(BIN)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .env_remove("ITEMGRAPH_JWT_SECRET")
+            .output()
+    };
+    let ok = |out: &std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let with = |cmd: &str, store: &[String]| -> Vec<String> {
+        let mut v = vec![
+            cmd.to_owned(),
+            "--chart".to_owned(),
+            chart_path.to_str().unwrap().to_owned(),
+        ];
+        v.extend(store.iter().cloned());
+        v
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("box.redb");
+    let mut engines: Vec<(Vec<String>, Engine, String)> = vec![(
+        vec!["--data".to_owned(), data.to_str().unwrap().to_owned()],
+        Engine::Embedded {
+            table: "box-office".into(),
+            data: Some(data.clone()),
+            cache_mib: 16,
+            faults: Default::default(),
+            change_log: Default::default(),
+        },
+        "box-office-bookings".to_owned(),
+    )];
+    if let Some(endpoint) = common::dynamo_local::endpoint().await {
+        let first = common::dynamo_local::unique_table_name("box-office");
+        let bookings = common::dynamo_local::unique_table_name("box-office-bookings");
+        let mut opts = common::dynamo_local::options(&endpoint);
+        opts.table = first.clone();
+        engines.push((
+            vec![
+                "--store".to_owned(),
+                "dynamodb".to_owned(),
+                "--endpoint".to_owned(),
+                endpoint.clone(),
+                "--region".to_owned(),
+                "us-east-1".to_owned(),
+                "--table".to_owned(),
+                first,
+                "--table-name".to_owned(),
+                format!("box-office-bookings={bookings}"),
+            ],
+            Engine::DynamoDb(opts),
+            bookings,
+        ));
+    }
+    for (store_args, engine, bookings) in engines {
+        ok(&run(with("create-table", &store_args)).await.unwrap());
+        ok(&run(with("seed", &store_args)).await.unwrap());
+        let out = run(with("check", &store_args)).await.unwrap();
+        ok(&out);
+        // Each sample in its entity's table: three bookings in theirs, none in the first.
+        let store = open_tables(
+            &engine,
+            chart.table_schema(),
+            vec![(bookings.clone(), chart.schema_of(1))],
+        )
+        .await
+        .unwrap();
+        let sibling = store.sibling(&bookings).expect("the bookings table");
+        let in_bookings = itemgraph::store::scan_all(sibling.as_ref()).await.unwrap();
+        assert_eq!(in_bookings.len(), 3, "{in_bookings:?}");
+        assert!(in_bookings.iter().all(|i| i.contains_key("BookingNo")));
+        let in_first = itemgraph::store::scan_all(store.as_ref()).await.unwrap();
+        assert!(
+            in_first.iter().all(|i| !i.contains_key("BookingNo")),
+            "{in_first:?}"
+        );
+        // A booking of an event that is not there: named by the check of both tables.
+        let mut stray = in_bookings[0].clone();
+        for number in ["BookingNo", "bookingNo"] {
+            stray.insert(
+                number.into(),
+                itemgraph::store::AttributeValue::N("9999".into()),
+            );
+        }
+        stray.insert(
+            "eventId".into(),
+            itemgraph::store::AttributeValue::S("no-such-event".into()),
+        );
+        stray.insert(
+            "EventRef".into(),
+            itemgraph::store::AttributeValue::S("EVENT#harbour-hall#no-such-event".into()),
+        );
+        sibling
+            .put_item(itemgraph::store::Put::new(stray))
+            .await
+            .unwrap();
+        drop((store, sibling));
+        let out = run(with("check", &store_args)).await.unwrap();
+        assert!(!out.status.success());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("no-such-event"), "{stdout}");
+        if let Engine::DynamoDb(opts) = &engine {
+            let first = common::dynamo_local::connect_with(
+                opts.endpoint.as_deref().unwrap(),
+                &opts.table,
+                chart.table_schema(),
+            )
+            .await;
+            common::dynamo_local::drop_table(&first).await;
+            let second = common::dynamo_local::connect_with(
+                opts.endpoint.as_deref().unwrap(),
+                &bookings,
+                chart.schema_of(1),
+            )
+            .await;
+            common::dynamo_local::drop_table(&second).await;
+        }
+    }
+    // A name the chart does not have.
+    let out = run(with(
+        "check",
+        &[
+            "--data".to_owned(),
+            data.to_str().unwrap().to_owned(),
+            "--table-name".to_owned(),
+            "tickets=prod-tickets".to_owned(),
+        ],
+    ))
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "the chart has no table `tickets` (its tables: box-office, box-office-bookings)"
+        ),
+        "{stderr}"
+    );
+}

@@ -84,9 +84,10 @@ fn sent(found: Option<String>, verb: Verb, c: Option<&Condition>, update: Option
 struct Recording {
     inner: Arc<dyn Store>,
     type_attribute: String,
-    calls: Mutex<Vec<Vec<Sent>>>,
+    /// Shared with the recordings of its sibling tables: one list of calls.
+    calls: Arc<Mutex<Vec<Vec<Sent>>>>,
     /// Each Query sent, with the type of each item it read.
-    queries: Mutex<Vec<(Query, Call)>>,
+    queries: Arc<Mutex<Vec<(Query, Call)>>>,
 }
 
 impl Recording {
@@ -106,6 +107,33 @@ impl Recording {
         match item.get(&self.type_attribute) {
             Some(AttributeValue::S(t)) => Some(t.clone()),
             _ => None,
+        }
+    }
+
+    /// What a transaction's action `a` on this table sends.
+    async fn sent(&self, a: &TransactAction) -> Sent {
+        match a {
+            TransactAction::Put(p) => {
+                sent(self.type_of(&p.item), Verb::Put, p.condition.as_ref(), None)
+            }
+            TransactAction::Update(u) => sent(
+                self.type_at(&u.key).await,
+                Verb::Update,
+                u.condition.as_ref(),
+                Some(u),
+            ),
+            TransactAction::Delete(d) => sent(
+                self.type_at(&d.key).await,
+                Verb::Delete,
+                d.condition.as_ref(),
+                None,
+            ),
+            TransactAction::ConditionCheck(c) => sent(
+                self.type_at(&c.key).await,
+                Verb::Check,
+                Some(&c.condition),
+                None,
+            ),
         }
     }
 
@@ -174,32 +202,42 @@ impl Store for Recording {
         )]);
         self.inner.delete_item(req).await
     }
+    fn sibling(&self, table: &str) -> Option<Arc<dyn Store>> {
+        Some(Arc::new(Recording {
+            inner: self.inner.sibling(table)?,
+            type_attribute: self.type_attribute.clone(),
+            calls: self.calls.clone(),
+            queries: self.queries.clone(),
+        }))
+    }
+    async fn batch_get_tables_page(
+        &self,
+        req: itemgraph::store::BatchGetTables,
+    ) -> StoreResult<itemgraph::store::BatchGetTablesPage> {
+        self.inner.batch_get_tables_page(req).await
+    }
+    async fn transact_write_tables(
+        &self,
+        actions: Vec<itemgraph::store::TableAction>,
+    ) -> StoreResult<()> {
+        let mut call = Vec::with_capacity(actions.len());
+        for a in &actions {
+            let store = itemgraph::store::table_store(&self.inner, &a.table)?;
+            let at = Recording {
+                inner: store,
+                type_attribute: self.type_attribute.clone(),
+                calls: self.calls.clone(),
+                queries: self.queries.clone(),
+            };
+            call.push(at.sent(&a.action).await);
+        }
+        self.record(call);
+        self.inner.transact_write_tables(actions).await
+    }
     async fn transact_write(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
         let mut call = Vec::with_capacity(actions.len());
         for a in &actions {
-            call.push(match a {
-                TransactAction::Put(p) => {
-                    sent(self.type_of(&p.item), Verb::Put, p.condition.as_ref(), None)
-                }
-                TransactAction::Update(u) => sent(
-                    self.type_at(&u.key).await,
-                    Verb::Update,
-                    u.condition.as_ref(),
-                    Some(u),
-                ),
-                TransactAction::Delete(d) => sent(
-                    self.type_at(&d.key).await,
-                    Verb::Delete,
-                    d.condition.as_ref(),
-                    None,
-                ),
-                TransactAction::ConditionCheck(c) => sent(
-                    self.type_at(&c.key).await,
-                    Verb::Check,
-                    Some(&c.condition),
-                    None,
-                ),
-            });
+            call.push(self.sent(a).await);
         }
         self.record(call);
         self.inner.transact_write(actions).await
@@ -366,8 +404,8 @@ fn recording(store: Arc<dyn Store>, chart: &Chart) -> Arc<Recording> {
     Arc::new(Recording {
         inner: store,
         type_attribute: chart.table.type_attribute.clone(),
-        calls: Mutex::new(Vec::new()),
-        queries: Mutex::new(Vec::new()),
+        calls: Arc::new(Mutex::new(Vec::new())),
+        queries: Arc::new(Mutex::new(Vec::new())),
     })
 }
 
@@ -390,9 +428,18 @@ async fn example_charts() -> Vec<(Arc<Chart>, Arc<dyn Store>)> {
                 &chart.table.name,
                 chart.table_schema(),
             )
+            .unwrap()
+            .with_siblings(chart.other_tables(), None)
             .unwrap(),
         );
-        store.create_table().await.unwrap();
+        for t in 0..chart.tables.len() {
+            chart
+                .store_of(&store, t)
+                .unwrap()
+                .create_table()
+                .await
+                .unwrap();
+        }
         let store = itemgraph::store::stored::wrap(store, &chart);
         itemgraph::chart::samples::seed(store.as_ref(), &chart)
             .await

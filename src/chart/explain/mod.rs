@@ -222,9 +222,9 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
     let page_size = super::DEFAULT_PAGE_SIZE;
     let mut key_attributes: Vec<String> = Vec::new();
     for a in chart
-        .table
-        .key_names()
-        .into_iter()
+        .tables
+        .iter()
+        .flat_map(|t| t.key_names())
         .chain(chart.indexes.values().flat_map(|i| i.key_names()))
     {
         // A local index shares the table's partition key: named once.
@@ -255,8 +255,9 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
         .values()
         .filter(|e| own || !e.system)
         .map(|e| {
-            let mut keys = vec![(chart.table.partition_key.clone(), shown(&e.key.pk))];
-            if let Some(sk) = &chart.table.sort_key {
+            let t = chart.table_of(e);
+            let mut keys = vec![(t.partition_key.clone(), shown(&e.key.pk))];
+            if let Some(sk) = &t.sort_key {
                 keys.push((sk.clone(), shown(&e.key.sk)));
             }
             // A multi-attribute key: the entity's own attributes, each under its name.
@@ -320,13 +321,15 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
 /// written by `render` (the chart's own form, or [`shown`]'s).
 pub fn condition_text(
     chart: &Chart,
+    p: &super::Pattern,
     c: &KeyCondition,
     render: &dyn Fn(&Template) -> String,
 ) -> String {
+    let table = &chart.tables[p.table];
     let (pk, sorts) = match &c.index {
         None => (
-            vec![chart.table.partition_key.as_str()],
-            chart.table.sort_key.as_deref().into_iter().collect(),
+            vec![table.partition_key.as_str()],
+            table.sort_key.as_deref().into_iter().collect(),
         ),
         Some(i) => {
             let i = &chart.indexes[i];
@@ -376,14 +379,15 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
             with_shards,
         } => {
             let e = &chart.entities[entity];
-            let key = match &chart.table.sort_key {
+            let t = chart.table_of(e);
+            let key = match &t.sort_key {
                 Some(sk) => format!(
                     "{} = {}, {sk} = {}",
-                    chart.table.partition_key,
+                    t.partition_key,
                     shown(&e.key.pk),
                     shown(&e.key.sk)
                 ),
-                None => format!("{} = {}", chart.table.partition_key, shown(&e.key.pk)),
+                None => format!("{} = {}", t.partition_key, shown(&e.key.pk)),
             };
             let one = read_units(item);
             match with_shards {
@@ -408,7 +412,7 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
                         c.index.clone(),
                         Some(format!(
                             "{key}; with its counts: Query {}",
-                            condition_text(chart, c, &shown)
+                            condition_text(chart, p, c, &shown)
                         )),
                         None,
                         format!(
@@ -475,7 +479,7 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
             (
                 request.to_owned(),
                 plan.condition.index.clone(),
-                Some(condition_text(chart, &plan.condition, &shown)),
+                Some(condition_text(chart, p, &plan.condition, &shown)),
                 Some(plan.forward),
                 returns,
                 cost,
@@ -498,7 +502,7 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
             (
                 "Query".to_owned(),
                 plan.condition.index.clone(),
-                Some(condition_text(chart, &plan.condition, &shown)),
+                Some(condition_text(chart, p, &plan.condition, &shown)),
                 Some(plan.forward),
                 returns,
                 Cost {
@@ -564,7 +568,7 @@ fn pattern(chart: &Chart, p: &super::Pattern, item: u64, page: u32) -> PatternSh
             (
                 format!("Query + {}", request.name()),
                 query.condition.index.clone(),
-                Some(condition_text(chart, &query.condition, &shown)),
+                Some(condition_text(chart, &chart.patterns[&every.pattern], &query.condition, &shown)),
                 Some(query.forward),
                 format!(
                     "{verb} the {} pattern {} finds, {max} at most a call",

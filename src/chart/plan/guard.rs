@@ -221,23 +221,23 @@ impl Guard {
 /// `e`'s key free for a new item.
 pub(super) fn free(chart: &Chart, e: &Entity) -> Guard {
     Guard::Free {
-        key: chart.table.partition_key.clone(),
-        expiry: e.expiry(&chart.table).map(str::to_owned),
+        key: chart.table_of(e).partition_key.clone(),
+        expiry: e.expiry(chart.table_of(e)).map(str::to_owned),
     }
 }
 
-/// Nothing at the key.
-pub(super) fn absent(chart: &Chart) -> Guard {
+/// Nothing at the key of an item of `e`.
+pub(super) fn absent(chart: &Chart, e: &Entity) -> Guard {
     Guard::Absent {
-        key: chart.table.partition_key.clone(),
+        key: chart.table_of(e).partition_key.clone(),
     }
 }
 
 /// An item of `e` there.
 pub(super) fn present(chart: &Chart, e: &Entity) -> Guard {
     Guard::Present {
-        key: chart.table.partition_key.clone(),
-        expiry: e.expiry(&chart.table).map(str::to_owned),
+        key: chart.table_of(e).partition_key.clone(),
+        expiry: e.expiry(chart.table_of(e)).map(str::to_owned),
     }
 }
 
@@ -263,8 +263,9 @@ pub(super) fn referenced(chart: &Chart, writer: &Entity, at: &Entity) -> Vec<Gua
     when
 }
 
-/// A marker of `owner`'s dropped or renewed only where it names the owner.
-pub(super) fn names_owner(chart: &Chart, owner: &Entity) -> Guard {
+/// A marker (an item of `marker`) of `owner`'s dropped or renewed only where it names
+/// the owner.
+pub(super) fn names_owner(chart: &Chart, owner: &Entity, marker: &Entity) -> Guard {
     let mut values: Vec<String> = Vec::new();
     for v in owner.key.pk.vars().chain(owner.key.sk.vars()) {
         if !values.contains(&v.name) {
@@ -272,7 +273,7 @@ pub(super) fn names_owner(chart: &Chart, owner: &Entity) -> Guard {
         }
     }
     Guard::NamesOwner {
-        key: chart.table.partition_key.clone(),
+        key: chart.table_of(marker).partition_key.clone(),
         values,
     }
 }

@@ -99,6 +99,60 @@ pub struct MutationPlan {
     pub in_place: Option<Act>,
 }
 
+impl MutationPlan {
+    /// The entities whose items it writes: its own, and each step's (markers, children,
+    /// the items it counts on or checks, their counter shards).
+    pub fn written<'c>(&self, chart: &'c Chart) -> Vec<&'c Entity> {
+        let mut names: Vec<&str> = std::iter::once(self.entity.as_str())
+            .chain(self.steps.iter().map(|s| s.entity.as_str()))
+            .collect();
+        let shards: Vec<&str> = chart
+            .entities
+            .values()
+            .filter(|x| {
+                x.shards_of
+                    .as_ref()
+                    .is_some_and(|(of, _)| names.contains(&of.as_str()))
+            })
+            .map(|x| x.name.as_str())
+            .collect();
+        names.extend(shards);
+        let mut out: Vec<&Entity> = Vec::new();
+        for n in names {
+            if let Some(e) = chart.entities.get(n) {
+                if !out.iter().any(|o| o.name == e.name) {
+                    out.push(e);
+                }
+            }
+        }
+        out
+    }
+
+    /// The table (its place in the chart's tables) of each of its actions: a put's by the
+    /// entity its item names, an action by key by the one entity it writes whose key
+    /// templates the key fits (rule `tables` proves no two of its entities in different
+    /// tables have keys that can be equal).
+    pub fn tables_of(&self, chart: &Chart, actions: &[crate::store::TransactAction]) -> Vec<usize> {
+        use crate::store::TransactAction;
+        if !chart.several_tables() {
+            return vec![0; actions.len()];
+        }
+        let written = self.written(chart);
+        actions
+            .iter()
+            .map(|a| {
+                let key = match a {
+                    TransactAction::Put(p) => return chart.table_of_item(&p.item),
+                    TransactAction::Update(u) => &u.key,
+                    TransactAction::Delete(d) => &d.key,
+                    TransactAction::ConditionCheck(c) => &c.key,
+                };
+                written.iter().find(|e| e.fits(key)).map_or(0, |e| e.table)
+            })
+            .collect()
+    }
+}
+
 /// When a mutation named by its key reads the item before it writes: a create never; a
 /// delete when its plan writes more than the item (its markers freed, its counts
 /// uncounted: what it holds must be known); a change by what it changes.
@@ -253,7 +307,7 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
             // A unique value changed: its old marker deleted, its new one put.
             // A change that moves the item's expiry: each marker of a value it keeps
             // takes the new expiry too.
-            let renews = e.expiry(&chart.table).is_some_and(|t| {
+            let renews = e.expiry(chart.table_of(e)).is_some_and(|t| {
                 changes(&t.to_owned()) || e.attributes[t].auto == Some(super::Auto::Updated)
             });
             for (attr, marker) in &e.writes.unique {
@@ -300,7 +354,7 @@ fn plan(chart: &Chart, m: &Mutation) -> MutationPlan {
         Action::Update => change_reads_first(chart, e),
     };
     let renews = m.action == Action::Update
-        && e.expiry(&chart.table).is_some_and(|t| {
+        && e.expiry(chart.table_of(e)).is_some_and(|t| {
             m.fields.iter().any(|f| f == t) || e.attributes[t].auto == Some(super::Auto::Updated)
         });
     for s in &mut steps {
@@ -440,7 +494,9 @@ fn acts(chart: &Chart, m: &Mutation, e: &Entity, s: &mut Step, renews: bool) {
         (Action::Create, Role::Item) => {
             vec![Act::new(Verb::Put, vec![free(chart, e)])]
         }
-        (_, Role::Children | Role::Shards) => vec![Act::new(Verb::Put, vec![absent(chart)])],
+        (_, Role::Children | Role::Shards) => {
+            vec![Act::new(Verb::Put, vec![absent(chart, target)])]
+        }
         (_, Role::Check) => vec![Act::new(Verb::Check, referenced(chart, e, target))],
         (Action::Create, Role::Counter) => {
             vec![Act::new(Verb::Update, referenced(chart, e, target))]
@@ -456,11 +512,11 @@ fn acts(chart: &Chart, m: &Mutation, e: &Entity, s: &mut Step, renews: bool) {
             let moves = m.fields.iter().any(|f| Some(f.as_str()) == s.of.as_deref());
             let mut acts = Vec::new();
             if moves {
-                acts.push(Act::new(Verb::Delete, vec![names_owner(chart, e)]));
+                acts.push(Act::new(Verb::Delete, vec![names_owner(chart, e, target)]));
                 acts.push(Act::new(Verb::Put, vec![free(chart, target)]));
             }
             if renews {
-                acts.push(Act::new(Verb::Update, vec![names_owner(chart, e)]));
+                acts.push(Act::new(Verb::Update, vec![names_owner(chart, e, target)]));
             }
             acts
         }
@@ -473,7 +529,7 @@ fn acts(chart: &Chart, m: &Mutation, e: &Entity, s: &mut Step, renews: bool) {
             vec![Act::new(Verb::Delete, when)]
         }
         (Action::Delete, Role::Marker) => {
-            vec![Act::new(Verb::Delete, vec![names_owner(chart, e)])]
+            vec![Act::new(Verb::Delete, vec![names_owner(chart, e, target)])]
         }
         // A change and a delete send no client token.
         (_, Role::Token) => Vec::new(),
@@ -512,7 +568,7 @@ fn change_reads_first(chart: &Chart, e: &Entity) -> ReadFirst {
             any_of.push(a.to_owned());
         }
     };
-    if let Some(t) = e.expiry(&chart.table) {
+    if let Some(t) = e.expiry(chart.table_of(e)) {
         if !e.writes.unique.is_empty() {
             add(t);
         }

@@ -313,16 +313,20 @@ impl Checker {
         file: &File,
         kinds: &HashMap<String, Kind>,
         indexes: &IndexMap<String, Index>,
-        table: &Table,
+        tables: &[Table],
     ) -> Entity {
         self.graphql_name("names", name);
+        let table = self.table_named(e.table.as_deref(), tables);
+        let (table, at) = (&tables[table], table);
         let mut attributes = IndexMap::new();
         for (a, spec) in &e.attributes {
             if [&table.partition_key, &table.type_attribute].contains(&a)
                 || table.sort_key.as_ref() == Some(a)
-                || indexes
-                    .values()
-                    .any(|i| !i.multi && (&i.partition_key == a || i.sort_key.as_ref() == Some(a)))
+                || indexes.values().any(|i| {
+                    i.table == at
+                        && !i.multi
+                        && (&i.partition_key == a || i.sort_key.as_ref() == Some(a))
+                })
             {
                 self.refuse(
                     "names",
@@ -344,6 +348,16 @@ impl Checker {
                 self.refuse(
                     "indexes",
                     format!("joins index `{index}`, which the chart does not declare"),
+                );
+                continue;
+            }
+            if indexes[index].table != at {
+                self.refuse(
+                    "tables",
+                    format!(
+                        "joins index `{index}`, which is on table {}: an entity's indexes are its own table's",
+                        tables[indexes[index].table].name
+                    ),
                 );
                 continue;
             }
@@ -384,6 +398,7 @@ impl Checker {
             name: name.to_owned(),
             type_value: e.type_value.clone().unwrap_or_else(|| name.to_owned()),
             description: e.description.clone(),
+            table: at,
             key: key.unwrap_or_else(placeholder_keys),
             indexes: entity_indexes,
             multi,
@@ -591,6 +606,7 @@ pub(super) fn system_entities() -> Vec<Entity> {
         name: name.to_owned(),
         type_value: name.to_owned(),
         description: None,
+        table: 0,
         key: Keys {
             pk: Template::parse(pk).expect("system keys parse"),
             sk: Template::parse(sk).expect("system keys parse"),

@@ -4,8 +4,8 @@
 use indexmap::IndexMap;
 
 use super::super::format::{self, File};
-use super::super::reach::{condition_vars, entity_binder, var_type};
-use super::super::template::{self, Laid, Template};
+use super::super::reach::{condition_vars, var_type};
+use super::super::template::{self, Template};
 use super::super::types::Type;
 use super::super::{Binding, Entity, KeyCondition, Pattern, Request};
 use super::*;
@@ -14,19 +14,9 @@ impl Checker {
     pub(super) fn keys_distinct(&mut self, entities: &IndexMap<String, Entity>) {
         let list: Vec<&Entity> = entities.values().collect();
         for (i, a) in list.iter().enumerate() {
-            for b in &list[i + 1..] {
-                let (ba, bb) = (entity_binder(a, "a"), entity_binder(b, "b"));
-                let la = |t| Laid {
-                    template: t,
-                    bind: &ba,
-                };
-                let lb = |t| Laid {
-                    template: t,
-                    bind: &bb,
-                };
-                if template::may_equal(&la(&a.key.pk), &lb(&b.key.pk))
-                    && template::may_equal(&la(&a.key.sk), &lb(&b.key.sk))
-                {
+            // Keys in different tables never meet.
+            for b in list[i + 1..].iter().filter(|b| b.table == a.table) {
+                if crate::chart::reach::keys_may_equal(a, b) {
                     self.at(Some(&a.name), None);
                     self.refuse(
                         "keys-distinct",

@@ -11,14 +11,23 @@ use super::*;
 use crate::store::KeyType;
 
 impl Checker {
-    pub(super) fn indexes(&mut self, file: &File, table: &Table) -> IndexMap<String, Index> {
+    pub(super) fn indexes(&mut self, file: &File, tables: &[Table]) -> IndexMap<String, Index> {
         let mut out = IndexMap::new();
-        let mut key_attrs: Vec<String> = std::iter::once(table.partition_key.clone())
-            .chain(table.sort_key.clone())
+        // Each table's key attributes, and its multi-attribute keys' attributes, which no
+        // other key of its may name.
+        let mut keys_of: Vec<(Vec<String>, Vec<String>)> = tables
+            .iter()
+            .map(|t| {
+                let keys = std::iter::once(t.partition_key.clone())
+                    .chain(t.sort_key.clone())
+                    .collect();
+                (keys, Vec::new())
+            })
             .collect();
-        // Multi-attribute keys' attributes, which no other key may name.
-        let mut multi_attrs: Vec<String> = Vec::new();
         for (name, i) in &file.indexes {
+            let at = self.table_named(i.table.as_deref(), tables);
+            let table = &tables[at];
+            let (key_attrs, multi_attrs) = &mut keys_of[at];
             let projection = match &i.projection {
                 format::Projection::Named(p) if p == "ALL" => Projection::All,
                 format::Projection::Named(p) if p == "KEYS_ONLY" => Projection::KeysOnly,
@@ -136,6 +145,7 @@ impl Checker {
                 name.clone(),
                 Index {
                     name: name.clone(),
+                    table: at,
                     pk_type,
                     sk_type,
                     partition_key: pk,

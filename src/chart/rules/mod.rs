@@ -21,7 +21,10 @@ mod patterns;
 mod special;
 mod stored;
 mod subscriptions;
+mod tables;
 mod writes;
+
+pub(super) use tables::written_tables_apart;
 
 use declared::system_entities;
 
@@ -33,6 +36,7 @@ use super::{Chart, Refusal, Refused, Table};
 /// Every rule, by the name a refusal gives, and what it asks.
 pub const RULES: &[(&str, &str)] = &[
     ("format", "the file is TOML of this format, every table and field known"),
+    ("tables", "each entity and index is in one declared table, the chart's tables each named once and naming their items' entity alike"),
     ("names", "every name is a GraphQL name, unique where it must be"),
     ("types", "every attribute's type is known"),
     ("key-values", "every key value is an attribute of a type that cannot forge a key"),
@@ -66,6 +70,8 @@ struct Checker {
     refusals: Vec<Refusal>,
     entity: Option<String>,
     pattern: Option<u32>,
+    /// The table the pattern being checked reads (its place among the chart's tables).
+    table: usize,
 }
 
 impl Checker {
@@ -98,35 +104,9 @@ impl Checker {
                 ),
             );
         }
-        let table = Table {
-            name: file.table.name.clone(),
-            partition_key: file.table.partition_key.name().to_owned(),
-            pk_type: self.key_type("table", &file.table.partition_key),
-            sort_key: file.table.sort_key.as_ref().map(|k| k.name().to_owned()),
-            sk_type: file
-                .table
-                .sort_key
-                .as_ref()
-                .map_or(crate::store::KeyType::S, |k| self.key_type("table", k)),
-            type_attribute: match &file.table.type_attribute {
-                format::TypeAttribute::Named(name) => name.clone(),
-                format::TypeAttribute::Stored(_) => "Type".to_owned(),
-            },
-            types_stored: match file.table.type_attribute {
-                format::TypeAttribute::Named(_) => true,
-                format::TypeAttribute::Stored(stored) => {
-                    if stored {
-                        self.refuse(
-                            "format",
-                            "`type_attribute` is the attribute's name, or `false` for none",
-                        );
-                    }
-                    false
-                }
-            },
-            time_to_live: file.table.time_to_live.clone(),
-        };
-        let indexes = self.indexes(&file, &table);
+        let tables = self.tables(&file);
+        let table = tables[0].clone();
+        let indexes = self.indexes(&file, &tables);
         let kinds = self.kinds(&file);
         for (name, e) in &file.enums {
             self.graphql_name("names", name);
@@ -156,7 +136,7 @@ impl Checker {
         let mut entities = IndexMap::new();
         for (name, e) in &file.entities {
             self.at(Some(name), None);
-            let entity = self.entity(name, e, &file, &kinds, &indexes, &table);
+            let entity = self.entity(name, e, &file, &kinds, &indexes, &tables);
             entities.insert(name.clone(), entity);
         }
         self.at(None, None);
@@ -186,7 +166,21 @@ impl Checker {
                 continue;
             };
             self.at(None, Some(n));
-            if let Some(pattern) = self.pattern(n, p, &table, &entities, &indexes) {
+            // Read in the table of the entities it names, with that table's indexes.
+            let at = tables::pattern_table(p, &entities, &indexes);
+            if !self.names_one_table(p, at, &tables, &entities) {
+                continue;
+            }
+            let on_table: IndexMap<String, super::Index> = indexes
+                .iter()
+                .filter(|(_, i)| i.table == at)
+                .map(|(n, i)| (n.clone(), i.clone()))
+                .collect();
+            // What a request of this table can meet: its entities alone.
+            self.table = at;
+            if let Some(mut pattern) = self.pattern(n, p, &tables[at], &entities, &on_table) {
+                pattern.table = at;
+                self.one_table(&pattern, &tables, &entities);
                 patterns.insert(n, pattern);
             }
         }
@@ -195,12 +189,13 @@ impl Checker {
         self.bind(&file, &mut entities);
         self.fields(&file, &entities, &patterns);
         self.links(&entities, &patterns);
-        self.time_to_live(&table, &entities, &patterns);
-        self.stored_forms(&table, &indexes, &entities, &patterns);
+        self.time_to_live(&tables, &entities, &patterns);
+        self.stored_forms(&tables, &indexes, &entities, &patterns);
         self.invariants(&entities, &patterns);
         self.referrers(&entities);
         let mutations = self.mutations(&file, &entities, &patterns, &kinds);
         self.subscriptions(&file, &entities);
+        self.shards_in_owners_table(&tables, &entities);
         let mut samples = Vec::new();
         for (entity, items) in &file.samples {
             self.at(Some(entity), None);
@@ -209,7 +204,7 @@ impl Checker {
                 continue;
             };
             for (i, item) in items.iter().enumerate() {
-                match super::samples::item(&table, &indexes, e, item) {
+                match super::samples::item(&tables[e.table], &indexes, e, item) {
                     Ok(item) => {
                         // The markers of its unique values, as a create would write them.
                         for (attr, marker) in &e.writes.unique {
@@ -220,7 +215,13 @@ impl Checker {
                                 continue;
                             }
                             let vars = super::samples::key_values(m, &item);
-                            match super::samples::marker(&table, &indexes, m, &item, &vars) {
+                            match super::samples::marker(
+                                &tables[m.table],
+                                &indexes,
+                                m,
+                                &item,
+                                &vars,
+                            ) {
                                 Ok(marker) => samples.push(marker),
                                 Err(why) => self.refuse(
                                     "samples",
@@ -240,6 +241,7 @@ impl Checker {
             name: file.name,
             description: file.description,
             table,
+            tables,
             indexes,
             tenant: file.tenant,
             viewer: file.viewer,

@@ -349,6 +349,7 @@ impl Checker {
             name: p.name.clone(),
             request,
             field: p.field.clone(),
+            table: 0,
         })
     }
 
@@ -426,6 +427,7 @@ impl Checker {
                 then_get,
             },
             field: p.field.clone(),
+            table: 0,
         })
     }
 
@@ -488,7 +490,7 @@ impl Checker {
         expected: &[String],
         must: &[&str],
     ) {
-        let reads = reachable(cond, entities);
+        let reads = reachable(cond, entities, self.table);
         for (e, inc) in &reads {
             if *inc == Included::Maybe && !expected.iter().any(|x| x == e) {
                 let keys = match entities[e].keys_in(cond.index.as_deref()) {
@@ -547,7 +549,7 @@ impl Checker {
             cond.partition.clone(),
             (!prefix.is_empty()).then(|| SortCondition::BeginsWith(prefix_t.clone())),
         );
-        for (e, inc) in reachable(&later, entities) {
+        for (e, inc) in reachable(&later, entities, self.table) {
             if inc == Included::Maybe && e != children {
                 self.refuse(
                     "one-request",

@@ -19,13 +19,14 @@ const MAX_NAME_BYTES: usize = 255;
 impl Checker {
     pub(super) fn stored_forms(
         &mut self,
-        table: &Table,
+        tables: &[Table],
         indexes: &IndexMap<String, Index>,
         entities: &IndexMap<String, Entity>,
         patterns: &IndexMap<u32, Pattern>,
     ) {
         let mut values: HashMap<&str, &str> = HashMap::new();
         for e in entities.values() {
+            let table = &tables[e.table];
             self.at(Some(&e.name), None);
             if !table.types_stored && e.type_value != e.name {
                 self.refuse(
@@ -48,7 +49,7 @@ impl Checker {
             }
             let mut keys: Vec<&str> = table.key_names();
             // A multi-attribute key's attributes are the items' own ([`Checker::multi_key`]).
-            for i in indexes.values().filter(|i| !i.multi) {
+            for i in indexes.values().filter(|i| !i.multi && i.table == e.table) {
                 keys.extend(i.key_names());
             }
             if table.types_stored {

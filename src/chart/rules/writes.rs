@@ -47,12 +47,13 @@ impl Checker {
     /// unique markers expiring with it.
     pub(super) fn time_to_live(
         &mut self,
-        table: &Table,
+        tables: &[Table],
         entities: &IndexMap<String, Entity>,
         patterns: &IndexMap<u32, Pattern>,
     ) {
-        let ttl = table.time_to_live.as_deref();
         for e in entities.values().filter(|e| !e.system) {
+            let table = &tables[e.table];
+            let ttl = table.time_to_live.as_deref();
             self.at(Some(&e.name), None);
             for (name, a) in &e.attributes {
                 let expiry = matches!(a.ty, Type::Expiry);
@@ -81,7 +82,10 @@ impl Checker {
                 );
             }
             for (attr, m) in &e.writes.unique {
-                if entities.get(m).is_some_and(|m| m.expiry(table).is_none()) {
+                if entities
+                    .get(m)
+                    .is_some_and(|m| m.expiry(&tables[m.table]).is_none())
+                {
                     self.refuse(
                         "time-to-live",
                         format!("the marker {m} of `{attr}` must expire with its owner: it declares `{}` too", ttl.unwrap_or_default()),
@@ -109,7 +113,7 @@ impl Checker {
                     }
                 }
                 for (r, reference) in &other.references {
-                    if reference.entity == e.name && other.expiry(table).is_none() {
+                    if reference.entity == e.name && other.expiry(&tables[other.table]).is_none() {
                         self.at(Some(&other.name), None);
                         self.refuse(
                             "time-to-live",

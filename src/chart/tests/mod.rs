@@ -7,6 +7,7 @@ mod advice;
 mod multi_key;
 mod refusals;
 mod stored;
+mod tables;
 mod tenant;
 mod writes;
 

@@ -88,7 +88,7 @@ fn a_condition_on_a_value_only_in_the_key_is_decided_by_the_key() {
         Condition::Cmp("status".into(), CmpOp::Ne, s("DELIVERED")),
     ]);
     assert_eq!(
-        forms.condition(&chart, Some(&key), c),
+        forms.condition(&chart, 0, Some(&key), c),
         Condition::And(vec![
             Condition::exists("PK"),
             Condition::exists("PK"),
@@ -98,13 +98,18 @@ fn a_condition_on_a_value_only_in_the_key_is_decided_by_the_key() {
     );
     // Another customer's number at this key can never hold.
     assert_eq!(
-        forms.condition(&chart, Some(&key), Condition::eq("customerId", s("10002"))),
+        forms.condition(
+            &chart,
+            0,
+            Some(&key),
+            Condition::eq("customerId", s("10002"))
+        ),
         Condition::And(vec![Condition::exists("PK"), Condition::not_exists("PK")])
     );
     let u = UpdateExpr::default()
         .set("quantity", n("3"))
         .set("orderId", s("200001"));
-    let turned = forms.update(&chart, &key, u);
+    let turned = forms.update(&chart, 0, &key, u);
     assert_eq!(turned.set, [("Qty".to_owned(), SetValue::Value(s("3")))]);
 }
 
@@ -196,7 +201,7 @@ fn forms_that_cannot_be_turned_one_way_only_are_refused() {
     assert_eq!(forms.charted(&chart, stored)["sku"], s("BK-100"));
     let key = crate::store::PrimaryKey::new("c#10001", "o#200001");
     assert_eq!(
-        forms.condition(&chart, Some(&key), Condition::eq("sku", s("LT-200"))),
+        forms.condition(&chart, 0, Some(&key), Condition::eq("sku", s("LT-200"))),
         Condition::eq("GSI1-PK", s("p#LT-200"))
     );
     let r = refused(

@@ -21,15 +21,45 @@ pub struct Exported {
     pub notes: Vec<String>,
 }
 
-/// `chart` as a data model.
+/// `chart` as a data model: a table model for each of its tables.
 pub fn export(chart: &Chart) -> Exported {
-    let t = &chart.table;
     let mut notes = Vec::new();
+    let tables = (0..chart.tables.len())
+        .map(|t| table_model(chart, t, &mut notes))
+        .collect();
+    let now = model_date();
+    Exported {
+        model: Model {
+            model_name: chart.name.clone(),
+            model_metadata: Metadata {
+                author: String::new(),
+                date_created: now.clone(),
+                date_last_modified: now,
+                description: chart.description.clone().unwrap_or_default(),
+                aws_service: "Amazon DynamoDB".into(),
+                version: "3.0".into(),
+                other: Map::new(),
+            },
+            data_model: tables,
+            other: Map::new(),
+        },
+        notes,
+    }
+}
+
+/// The chart's table `at` (its place in [`Chart::tables`]) as a table model: its
+/// entities' facets, its indexes.
+fn table_model(chart: &Chart, at: usize, notes: &mut Vec<String>) -> TableModel {
+    let t = &chart.tables[at];
     let key = |name: &str, ty: KeyType| AttributeDef {
         attribute_name: name.to_owned(),
         attribute_type: ty.as_str().to_owned(),
     };
-    let entities: Vec<&Entity> = chart.entities.values().filter(|e| !e.system).collect();
+    let entities: Vec<&Entity> = chart
+        .entities
+        .values()
+        .filter(|e| !e.system && e.table == at)
+        .collect();
     let key_names: Vec<&str> = t.key_names();
     // Every other attribute an item holds, once, with its type as stored.
     let mut non_key: Vec<AttributeDef> = Vec::new();
@@ -106,7 +136,7 @@ pub fn export(chart: &Chart) -> Exported {
         });
     }
     let mut indexes = Vec::new();
-    for i in chart.indexes.values() {
+    for i in chart.indexes.values().filter(|i| i.table == at) {
         if i.local {
             notes.push(format!(
                 "index {}: a local secondary index, which a NoSQL Workbench model cannot hold: \
@@ -146,8 +176,7 @@ pub fn export(chart: &Chart) -> Exported {
             other: Map::new(),
         });
     }
-    let now = model_date();
-    let table = TableModel {
+    TableModel {
         table_name: t.name.clone(),
         key_attributes: KeyAttributes {
             partition_key: key(&t.partition_key, t.pk_type),
@@ -160,23 +189,6 @@ pub fn export(chart: &Chart) -> Exported {
         data_access: Some(mysql()),
         billing_mode: Some("PAY_PER_REQUEST".into()),
         other: Map::new(),
-    };
-    Exported {
-        model: Model {
-            model_name: chart.name.clone(),
-            model_metadata: Metadata {
-                author: String::new(),
-                date_created: now.clone(),
-                date_last_modified: now,
-                description: chart.description.clone().unwrap_or_default(),
-                aws_service: "Amazon DynamoDB".into(),
-                version: "3.0".into(),
-                other: Map::new(),
-            },
-            data_model: vec![table],
-            other: Map::new(),
-        },
-        notes,
     }
 }
 

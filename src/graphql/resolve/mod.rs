@@ -21,7 +21,7 @@ use std::sync::Arc;
 use async_graphql::dynamic::{Field, FieldFuture, FieldValue, ResolverContext, TypeRef};
 use async_graphql::{ErrorExtensions, Value};
 
-use super::read::{self, Fetched};
+use super::read::{self, Fetched, ItemKey};
 use super::record::{render, Record, Vars};
 use super::type_ref;
 use crate::auth::Access;
@@ -164,19 +164,19 @@ fn key_visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> O
     }
 }
 
-/// An entity's primary key from its key variables.
-fn primary_key(e: &Entity, vars: &Vars) -> std::result::Result<PrimaryKey, ApiError> {
-    Ok(PrimaryKey::new(
-        render(&e.key.pk, vars)?,
-        render(&e.key.sk, vars)?,
-    ))
+/// An entity's item's place from its key variables: its table and primary key.
+fn primary_key(e: &Entity, vars: &Vars) -> std::result::Result<ItemKey, ApiError> {
+    Ok(ItemKey {
+        table: e.table,
+        key: PrimaryKey::new(render(&e.key.pk, vars)?, render(&e.key.sk, vars)?),
+    })
 }
 
 /// Loads an item by key through the DataLoader, as the caller may see it.
 async fn load(
     rc: &RequestContext,
     chart: &Arc<Chart>,
-    key: PrimaryKey,
+    key: ItemKey,
 ) -> std::result::Result<Option<Arc<Record>>, Arc<ApiError>> {
     let read = rc.items(chart).try_load(key).await.unwrap_or_else(|e| {
         tracing::error!(error = %e, "the DataLoader lost a key's answer");
@@ -190,7 +190,7 @@ async fn load(
 async fn prime(rc: &RequestContext, chart: &Arc<Chart>, fetched: &Fetched) {
     let recs = fetched.parent.iter().chain(fetched.children.iter());
     let primed: Vec<_> = recs
-        .filter_map(|r| Some((r.primary_key(chart)?, Ok(Some(r.clone())))))
+        .filter_map(|r| Some((r.item_key(chart)?, Ok(Some(r.clone())))))
         .collect();
     if !primed.is_empty() {
         rc.items(chart).prime_many(primed).await;
@@ -198,7 +198,7 @@ async fn prime(rc: &RequestContext, chart: &Arc<Chart>, fetched: &Fetched) {
 }
 
 /// The key a reference of `rec` names, when every part of it is there.
-fn reference_key(chart: &Chart, rec: &Record, r: &Reference) -> Option<PrimaryKey> {
+fn reference_key(chart: &Chart, rec: &Record, r: &Reference) -> Option<ItemKey> {
     let source = rec.vars(rec.entity(chart));
     let mut vars = Vars::new();
     for (to, from) in &r.key {
@@ -226,7 +226,7 @@ async fn preload(
             }
         }
     }
-    keys.sort_by(|a, b| (&a.pk, &a.sk).cmp(&(&b.pk, &b.sk)));
+    keys.sort();
     keys.dedup();
     if keys.len() > 1 {
         let _ = rc.items(chart).try_load_many(keys).await;
@@ -306,11 +306,13 @@ async fn counted(
         } if *e == entity.name => Some(c.clone()),
         _ => None,
     });
-    let (Some(cond), Some(key)) = (cond, rec.primary_key(chart)) else {
+    let (Some(cond), Some(key)) = (cond, rec.item_key(chart)) else {
         return Ok(rec.clone());
     };
     let vars = rec.vars(entity).clone();
-    let store = rc.store.clone();
+    let store = chart
+        .store_of(&rc.store, entity.table)
+        .map_err(|e| Arc::new(e.into()))?;
     let chart2 = chart.clone();
     let entity_name = entity.name.clone();
     rc.counted_item(chart, key, async move {

@@ -133,7 +133,7 @@ pub fn connection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                 let fetched = match obj.pages.get(&slot) {
                     Some(Ok(f)) => f.clone(),
                     Some(Err(e)) => return Err(err(e)),
-                    None => read::page(rc.store.as_ref(), &chart, p, &vars, &resolved)
+                    None => read::page(&rc.store, &chart, p, &vars, &resolved)
                         .await
                         .map_err(|e| e.extend())?,
                 };
@@ -208,7 +208,7 @@ pub fn scan_field(chart: &Arc<Chart>, name: &str, pattern: u32, child: &str) -> 
                 };
                 let tenant = rc.access.org().map(|t| t.as_str().to_owned());
                 let fetched =
-                    read::scan_page(rc.store.as_ref(), &chart, p, tenant.as_deref(), &resolved)
+                    read::scan_page(&rc.store, &chart, p, tenant.as_deref(), &resolved)
                         .await
                         .map_err(|e| e.extend())?;
                 let page = conn(
@@ -258,7 +258,7 @@ pub fn query_field(chart: &Arc<Chart>, name: &str, pattern: u32, child: &str) ->
                 let resolved = args
                     .resolve(&rc.cursors, &connection)
                     .map_err(|e| e.extend())?;
-                let fetched = read::page(rc.store.as_ref(), &chart, p, &vars, &resolved)
+                let fetched = read::page(&rc.store, &chart, p, &vars, &resolved)
                     .await
                     .map_err(|e| e.extend())?;
                 let index = index_of(p);
@@ -374,7 +374,7 @@ pub fn list_field(chart: &Arc<Chart>, e: &Entity, name: &str, l: &List) -> Field
                 None => {
                     let vars = obj.rec.vars(&chart.entities[&owner]);
                     let p = &chart.patterns[&pattern];
-                    let f = read::page(rc(&ctx).store.as_ref(), &chart, p, vars, &whole_list(max))
+                    let f = read::page(&rc(&ctx).store, &chart, p, vars, &whole_list(max))
                         .await
                         .map_err(|e| e.extend())?;
                     prime(rc(&ctx), &chart, &f).await;
@@ -653,12 +653,10 @@ pub fn collection_field(chart: &Arc<Chart>, e: &Entity, name: &str, c: &Connecti
                 let fetched = match (obj.pages.get(&slot), &kind) {
                     (Some(Ok(f)), None) => f.clone(),
                     (Some(Err(e)), None) => return Err(err(e)),
-                    (_, Some(k)) => {
-                        read::kind_page(rc.store.as_ref(), &chart, p, k, vars, &resolved)
-                            .await
-                            .map_err(|e| e.extend())?
-                    }
-                    (None, None) => read::page(rc.store.as_ref(), &chart, p, vars, &resolved)
+                    (_, Some(k)) => read::kind_page(&rc.store, &chart, p, k, vars, &resolved)
+                        .await
+                        .map_err(|e| e.extend())?,
+                    (None, None) => read::page(&rc.store, &chart, p, vars, &resolved)
                         .await
                         .map_err(|e| e.extend())?,
                 };

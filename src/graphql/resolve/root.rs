@@ -22,7 +22,6 @@ use crate::chart::types::Type;
 use crate::chart::{Chart, Entity, Request};
 use crate::graphql::connection::{PageArgs, Resolved};
 use crate::graphql::errors::ApiError;
-use crate::store::PrimaryKey;
 
 /// `Viewer`: the tenant and the member the token names, and its role.
 pub fn viewer_type(chart: &Arc<Chart>) -> Object {
@@ -252,7 +251,7 @@ pub fn query_type(chart: Arc<Chart>) -> Object {
 }
 
 /// The keys of what `viewer` selects: the token's tenant and the member its subject names.
-fn viewer_keys(ctx: &ResolverContext<'_>, chart: &Chart) -> Vec<PrimaryKey> {
+fn viewer_keys(ctx: &ResolverContext<'_>, chart: &Chart) -> Vec<ItemKey> {
     let (Some(t), Access::Tenant { org, subject, .. }) = (&chart.tenant, &rc(ctx).access) else {
         return Vec::new();
     };
@@ -516,10 +515,15 @@ async fn root_field(
             return Ok((None, false));
         }
         match (&sharded, counts) {
-            (Some(cond), true) => read::with_counts(rc.store.as_ref(), chart, entity, cond, &vars)
-                .await
-                .map(|r| (r, true))
-                .map_err(Arc::new),
+            (Some(cond), true) => {
+                let store = chart
+                    .store_of(&rc.store, e.table)
+                    .map_err(|e| Arc::new(e.into()))?;
+                read::with_counts(store.as_ref(), chart, entity, cond, &vars)
+                    .await
+                    .map(|r| (r, true))
+                    .map_err(Arc::new)
+            }
             _ => {
                 let pk = primary_key(e, &vars).map_err(Arc::new)?;
                 load(rc, chart, pk).await.map(|r| (r, false))
@@ -528,7 +532,7 @@ async fn root_field(
     };
     let reads = jobs.iter().map(|j| {
         read::page(
-            rc.store.as_ref(),
+            &rc.store,
             chart,
             &chart.patterns[&j.pattern],
             &j.vars,

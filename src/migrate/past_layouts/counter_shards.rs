@@ -67,8 +67,14 @@ pub(in crate::migrate) async fn migrate_item(
         item.insert("shard".into(), AttributeValue::N(shard.to_string()));
         let mut vars = vars(&[("org", slug)]);
         vars.insert("shard".into(), Value::Int(i64::from(shard)));
-        if crate::chart::samples::set_keys(&chart.table, &chart.indexes, shards, &mut item, &vars)
-            .is_err()
+        if crate::chart::samples::set_keys(
+            chart.table_of(shards),
+            &chart.indexes,
+            shards,
+            &mut item,
+            &vars,
+        )
+        .is_err()
         {
             return Ok(());
         }

@@ -45,7 +45,8 @@ impl Marker {
         let vars = vars(&[("org", org), ("email", email)]);
         let key = key_of(e, &vars)?;
         let mut moved = item.clone();
-        crate::chart::samples::set_keys(&chart.table, &chart.indexes, e, &mut moved, &vars).ok()?;
+        crate::chart::samples::set_keys(chart.table_of(e), &chart.indexes, e, &mut moved, &vars)
+            .ok()?;
         let marker = Marker {
             org: org.to_owned(),
             email: email.to_owned(),

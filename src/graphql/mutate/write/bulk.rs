@@ -66,7 +66,7 @@ pub(super) async fn delete_every(
                         Ok(TransactAction::Update(u))
                     })
                     .collect::<Result<Vec<_>>>()?;
-                match rc.store.transact_write(actions).await {
+                match rc.store_of(chart, e)?.transact_write(actions).await {
                     Ok(()) => {
                         count += pending.len();
                         pending.clear();
@@ -109,7 +109,9 @@ pub(super) async fn delete_every(
                     .cloned()
                     .map(BatchWriteRequest::Delete)
                     .collect();
-                rc.store.batch_write(BatchWrite { requests }).await?;
+                rc.store_of(chart, e)?
+                    .batch_write(BatchWrite { requests })
+                    .await?;
             }
             return Ok(Deleted { count, more });
         }
@@ -122,7 +124,7 @@ pub(super) async fn delete_every(
                 Ok(TransactAction::Delete(d))
             })
             .collect::<Result<Vec<_>>>()?;
-        match rc.store.transact_write(actions).await {
+        match rc.store_of(chart, e)?.transact_write(actions).await {
             Ok(()) => return Ok(Deleted { count, more }),
             // One was deleted (or expired) since the Query found it: find them again.
             Err(err) if failed(&err).is_some() => continue,
@@ -205,7 +207,7 @@ async fn find(
             forward: true,
         };
         let (query, _) = read::query(chart, pattern, vars, &page)?;
-        let out = rc.store.query(query).await?;
+        let out = rc.store_in(chart, pattern.table)?.query(query).await?;
         for item in &out.items {
             let child = page_plan.then_get
                 || (matches!(item.get(&chart.table.type_attribute), Some(AttributeValue::S(t)) if *t == e.name)

@@ -113,7 +113,7 @@ pub(super) async fn create(
         sharded = touches.into_actions(&mut actions, &mut meanings);
     }
     within_transaction_limits(chart, e, &actions, &meanings)?;
-    match send(rc, actions, sharded).await {
+    match send(rc, chart, &chart.plans[&m.name], actions, sharded).await {
         Ok(_) => Ok(Written {
             item,
             lists,
@@ -402,7 +402,7 @@ pub(super) async fn replay(
     if m.with.is_empty() {
         let key = PrimaryKey::new(render(&e.key.pk, &vars)?, render(&e.key.sk, &vars)?);
         return match rc
-            .store
+            .store_of(chart, e)?
             .get_item(GetItem {
                 key,
                 consistent_read: true,
@@ -432,8 +432,7 @@ pub(super) async fn replay(
         };
         let read = || async {
             let fetched =
-                super::super::super::read::page(rc.store.as_ref(), chart, pattern, &vars, &whole)
-                    .await?;
+                super::super::super::read::page(&rc.store, chart, pattern, &vars, &whole).await?;
             if fetched.parent.is_none() {
                 return Err(gone());
             }
@@ -453,7 +452,7 @@ pub(super) async fn replay(
             Err(ApiError::Missing { .. }) => {
                 let key = PrimaryKey::new(render(&e.key.pk, &vars)?, render(&e.key.sk, &vars)?);
                 let there = rc
-                    .store
+                    .store_of(chart, e)?
                     .get_item(GetItem {
                         key,
                         consistent_read: true,

@@ -54,7 +54,7 @@ pub(super) async fn delete(
         );
         d.returns = ReturnValues::AllOld;
         d.return_old_on_condition_failure = true;
-        return match rc.store.delete_item(d).await {
+        return match rc.store_of(chart, e)?.delete_item(d).await {
             Ok(Some(item)) => Ok(Written {
                 item,
                 lists: Vec::new(),
@@ -77,7 +77,7 @@ pub(super) async fn delete(
     }
     let mut current = match found {
         Some(found) => found,
-        None => read(rc, e, &key).await?,
+        None => read(rc, chart, e, &key).await?,
     };
     if !visible_item(rc, chart, e, &current) {
         return Err(ApiError::Missing {
@@ -126,7 +126,7 @@ pub(super) async fn delete(
         }
         let sharded = touches.into_actions(&mut actions, &mut meanings);
         within_transaction_limits(chart, e, &actions, &meanings)?;
-        match send(rc, actions, sharded).await {
+        match send(rc, chart, plan, actions, sharded).await {
             Ok(_) => {
                 return Ok(Written {
                     item: current,

@@ -57,7 +57,7 @@ pub(super) async fn write(
         let mut req = Update::new(at.clone(), kept(e, u)).returning(ReturnValues::AllNew);
         req.condition = conditions::condition(&first.when, &values);
         req.return_old_on_condition_failure = true;
-        let found = match rc.store.update_item(req).await {
+        let found = match rc.store_of(chart, e)?.update_item(req).await {
             Ok(Some(item)) => return Ok(written(item)),
             Ok(None) => return Err(ApiError::Internal),
             Err(StoreError::ConditionFailed { item: Some(found) })
@@ -93,7 +93,7 @@ pub(super) async fn write(
                 let mut req = Update::new(at.clone(), u).returning(ReturnValues::AllNew);
                 req.condition = conditions::condition(&act.when, &values);
                 req.return_old_on_condition_failure = true;
-                match rc.store.update_item(req).await {
+                match rc.store_of(chart, e)?.update_item(req).await {
                     Ok(Some(item)) => return Ok(written(item)),
                     Ok(None) => return Err(ApiError::Internal),
                     // Changed since: built again from the top.

@@ -29,6 +29,7 @@ use super::super::record::{id_vars, key_value, render, Vars};
 use super::input::stored;
 use crate::auth::{Access, Role};
 use crate::chart::kinds::{Id, Tenant};
+use crate::chart::plan::MutationPlan;
 use crate::chart::template::Value as KeyValue;
 use crate::chart::types::Type;
 use crate::chart::{Action, Auto, Chart, Computed, Count, Entity, Mutation};
@@ -38,7 +39,7 @@ use crate::store::failed_condition as failed;
 use crate::store::shards::ShardLease;
 use crate::store::{
     AttributeValue, CancelReason, CmpOp, Condition, ConditionCheck, Delete, GetItem, Item,
-    PrimaryKey, Put, ReturnValues, StoreError, TransactAction, Update, UpdateExpr,
+    PrimaryKey, Put, ReturnValues, StoreError, TableAction, TransactAction, Update, UpdateExpr,
 };
 
 mod bulk;
@@ -263,12 +264,11 @@ fn with_keys(chart: &Chart, e: &Entity, item: Item) -> Result<Item> {
 
 /// [`with_keys`], with the item's key values `vars` already read.
 fn with_keys_of(chart: &Chart, e: &Entity, mut item: Item, vars: &Vars) -> Result<Item> {
-    crate::chart::samples::set_keys(&chart.table, &chart.indexes, e, &mut item, vars).map_err(
-        |why| {
+    crate::chart::samples::set_keys(chart.table_of(e), &chart.indexes, e, &mut item, vars)
+        .map_err(|why| {
             tracing::error!(entity = %e.name, %why, "a written item's keys could not be rendered");
             ApiError::Internal
-        },
-    )?;
+        })?;
     Ok(item)
 }
 
@@ -301,25 +301,53 @@ fn visible(rc: &RequestContext, chart: &Chart, e: &Entity, vars: &Vars) -> Resul
     }
 }
 
-/// Runs the actions: one conditional write alone, else one TransactWriteItems.
+/// Runs the actions: one conditional write alone, else one TransactWriteItems. Each goes
+/// to the table of the item it writes ([`MutationPlan::tables_of`]): actions all on one
+/// table to that table's store, actions on several to one TransactWriteItems across them.
 async fn send_once(
     rc: &RequestContext,
+    chart: &Chart,
+    plan: &MutationPlan,
     actions: Vec<TransactAction>,
 ) -> std::result::Result<Option<Item>, StoreError> {
+    let tables = plan.tables_of(chart, &actions);
+    let first = tables.first().copied().unwrap_or(0);
+    if tables.iter().any(|t| *t != first) {
+        let named = tables
+            .into_iter()
+            .zip(actions)
+            .map(|(t, action)| TableAction {
+                table: table_name(rc, chart, t),
+                action,
+            })
+            .collect();
+        return rc.store.transact_write_tables(named).await.map(|()| None);
+    }
+    let store = chart.store_of(&rc.store, first)?;
     if actions.len() > 1 {
-        return rc.store.transact_write(actions).await.map(|()| None);
+        return store.transact_write(actions).await.map(|()| None);
     }
     match actions.into_iter().next() {
-        Some(TransactAction::Put(p)) => rc.store.put_item(p).await.map(|_| None),
+        Some(TransactAction::Put(p)) => store.put_item(p).await.map(|_| None),
         Some(TransactAction::Update(mut u)) => {
             u.returns = ReturnValues::AllNew;
-            rc.store.update_item(u).await
+            store.update_item(u).await
         }
         Some(TransactAction::Delete(mut d)) => {
             d.returns = ReturnValues::AllOld;
-            rc.store.delete_item(d).await
+            store.delete_item(d).await
         }
         Some(TransactAction::ConditionCheck(_)) | None => Ok(None),
+    }
+}
+
+/// The name of the chart's table `t` as the store knows it: the first is the store's own
+/// (whatever name it was opened under), the others their siblings'.
+fn table_name(rc: &RequestContext, chart: &Chart, t: usize) -> String {
+    if t == 0 {
+        rc.store.table_name().to_owned()
+    } else {
+        chart.tables[t].name.clone()
     }
 }
 
@@ -483,7 +511,7 @@ async fn locate(
 ) -> Result<Item> {
     use backon::Retryable;
     let (index, partition, sort, young) = match place {
-        Place::Key(key) => return read(rc, e, key).await,
+        Place::Key(key) => return read(rc, chart, e, key).await,
         Place::Index {
             index,
             partition,
@@ -496,7 +524,7 @@ async fn locate(
     };
     let on_index = || async {
         let out = rc
-            .store
+            .store_of(chart, e)?
             .query(crate::store::Query {
                 index: Some(index.clone()),
                 partition: partition.clone(),
@@ -534,7 +562,7 @@ async fn locate(
             (Some(v), Some(attr)) if number(indexed.get(attr)) < v);
     let current = if stale {
         let key = chart.key_of(&indexed).ok_or(ApiError::Internal)?;
-        read(rc, e, &key).await?
+        read(rc, chart, e, &key).await?
     } else {
         indexed
     };
@@ -554,8 +582,8 @@ fn key_of(e: &Entity, vars: &Vars) -> Result<PrimaryKey> {
 
 /// A strongly consistent read of the item a write changes; `NOT_FOUND` when it is not
 /// there.
-async fn read(rc: &RequestContext, e: &Entity, key: &PrimaryKey) -> Result<Item> {
-    rc.store
+async fn read(rc: &RequestContext, chart: &Chart, e: &Entity, key: &PrimaryKey) -> Result<Item> {
+    rc.store_of(chart, e)?
         .get_item(GetItem {
             key: key.clone(),
             consistent_read: true,
@@ -621,7 +649,7 @@ fn visible_item(rc: &RequestContext, chart: &Chart, e: &Entity, item: &Item) -> 
         }
         _ => visible(rc, chart, e, &vars_of(e, item)).is_ok(),
     };
-    theirs && !e.expired(&chart.table, item, crate::chart::epoch_now())
+    theirs && !e.expired(chart.table_of(e), item, crate::chart::epoch_now())
 }
 
 #[cfg(test)]

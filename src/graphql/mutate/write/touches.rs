@@ -28,12 +28,17 @@ pub(super) fn marker_item(
         }
     }
     let vars = vars_of(marker, &source);
-    crate::chart::samples::marker(&chart.table, &chart.indexes, marker, &source, &vars).map_err(
-        |why| {
-            tracing::error!(marker = %marker.name, %why, "a marker's keys could not be rendered");
-            ApiError::Internal
-        },
+    crate::chart::samples::marker(
+        chart.table_of(marker),
+        &chart.indexes,
+        marker,
+        &source,
+        &vars,
     )
+    .map_err(|why| {
+        tracing::error!(marker = %marker.name, %why, "a marker's keys could not be rendered");
+        ApiError::Internal
+    })
 }
 
 /// What one write does to the items its references name, merged by item (an item
@@ -271,6 +276,8 @@ fn add(update: &mut UpdateExpr, counter: &str, by: i64) {
 /// first attempt.
 pub(super) async fn send(
     rc: &RequestContext,
+    chart: &Chart,
+    plan: &MutationPlan,
     actions: Vec<TransactAction>,
     sharded: Sharded,
 ) -> std::result::Result<Option<Item>, StoreError> {
@@ -280,10 +287,10 @@ pub(super) async fn send(
     } = sharded;
     if fallbacks.is_empty() {
         drop(leases);
-        return send_once(rc, actions).await;
+        return send_once(rc, chart, plan, actions).await;
     }
     let mut actions = actions;
-    let mut result = send_once(rc, actions.clone()).await;
+    let mut result = send_once(rc, chart, plan, actions.clone()).await;
     drop(leases);
     loop {
         let at = match &result {
@@ -295,21 +302,25 @@ pub(super) async fn send(
         };
         let (i, action) = fallbacks.swap_remove(pos);
         actions[i] = action;
-        result = send_once(rc, actions.clone()).await;
+        result = send_once(rc, chart, plan, actions.clone()).await;
     }
 }
 
 /// [`send`], a single action too as a TransactWriteItems (for its client request token).
 pub(super) async fn send_transaction(
     rc: &RequestContext,
+    chart: &Chart,
+    plan: &MutationPlan,
     actions: Vec<TransactAction>,
     sharded: Sharded,
 ) -> std::result::Result<Option<Item>, StoreError> {
     if actions.len() == 1 {
         drop(sharded);
-        return rc.store.transact_write(actions).await.map(|()| None);
+        let t = plan.tables_of(chart, &actions)[0];
+        let store = chart.store_of(&rc.store, t)?;
+        return store.transact_write(actions).await.map(|()| None);
     }
-    send(rc, actions, sharded).await
+    send(rc, chart, plan, actions, sharded).await
 }
 
 /// The entity a reference of `item` names, and its key values (none when the reference

@@ -52,9 +52,9 @@ pub(super) async fn update(
             changed_item(chart, plan, e, &current, expected, &change).await?;
         within_transaction_limits(chart, e, &actions, &meanings)?;
         let sent = if versioned {
-            send_transaction(rc, actions, sharded).await
+            send_transaction(rc, chart, plan, actions, sharded).await
         } else {
-            send(rc, actions, sharded).await
+            send(rc, chart, plan, actions, sharded).await
         };
         match sent {
             Ok(Some(item)) => {
@@ -168,7 +168,7 @@ pub(super) async fn update_in_place(
     }
     let mut update = Update::new(key, u).returning(ReturnValues::AllNew);
     update.condition = when;
-    match rc.store.update_item(update).await {
+    match rc.store_of(chart, e)?.update_item(update).await {
         Ok(Some(item)) => Ok(Written {
             item,
             lists: Vec::new(),
@@ -244,7 +244,7 @@ pub(super) async fn changed_item(
     // were built from still so).
     let mut u = UpdateExpr::default();
     for (name, v) in &next {
-        if chart.table.key_names().contains(&name.as_str()) {
+        if chart.table_of(e).key_names().contains(&name.as_str()) {
             continue;
         }
         if current.get(name) != Some(v) {
@@ -270,7 +270,7 @@ pub(super) async fn changed_item(
     let mut own = Some(own);
     let mut actions = Vec::new();
     let mut meanings = Vec::new();
-    let expiry = e.expiry(&chart.table);
+    let expiry = e.expiry(chart.table_of(e));
     let mut touches = Touches::default();
     // The mutation's resolved plan, step by step: the item, then what any change of its
     // fields may move, each written when this change's values move it.
