@@ -61,6 +61,9 @@ pub struct Api {
     design: itemgraph::live::Design,
     /// DynamoDB Local tables are dropped by [`Api::finish`]; embedded ones just vanish.
     drop_table: bool,
+    /// A chart of several tables as served: its tables after the first under this test's
+    /// names on DynamoDB Local (what [`Api::assert_clean`] reads and [`Api::finish`] drops).
+    served: Option<Arc<itemgraph::chart::Chart>>,
 }
 
 impl Api {
@@ -97,6 +100,7 @@ impl Api {
             store,
             schema: graphql::schema_with(&limits()),
             drop_table: false,
+            served: None,
         }
     }
 
@@ -121,6 +125,24 @@ impl Api {
         stored: Option<Vec<itemgraph::store::Item>>,
         dynamodb: Option<&str>,
     ) -> Option<Api> {
+        // On DynamoDB Local, a chart's other tables under names of this test's too.
+        let chart = match dynamodb {
+            Some(prefix) if chart.several_tables() => {
+                let renames: Vec<(String, String)> = chart.tables[1..]
+                    .iter()
+                    .map(|t| {
+                        let name = format!("{prefix}-{}", t.name);
+                        (
+                            t.name.clone(),
+                            super::dynamo_local::unique_table_name(&name),
+                        )
+                    })
+                    .collect();
+                let fresh = Arc::new(itemgraph::chart::parse(&chart.source).expect("reparse"));
+                itemgraph::config::named_as_stored(fresh, None, &renames).expect("renamed")
+            }
+            _ => chart,
+        };
         let (store, drop_table): (Arc<dyn Store>, bool) = match dynamodb {
             None => (
                 Arc::new(
@@ -128,7 +150,9 @@ impl Api {
                         &chart.table.name,
                         chart.table_schema(),
                     )
-                    .expect("open"),
+                    .expect("open")
+                    .with_siblings(chart.other_tables(), None)
+                    .expect("open its other tables"),
                 ),
                 false,
             ),
@@ -138,19 +162,35 @@ impl Api {
                 (
                     Arc::new(
                         super::dynamo_local::connect_with(&endpoint, &table, chart.table_schema())
-                            .await,
+                            .await
+                            .with_siblings(chart.other_tables()),
                     ),
                     true,
                 )
             }
         };
-        assert!(store.create_table().await.expect("create table"));
+        for t in 0..chart.tables.len() {
+            let one = chart.store_of(&store, t).expect("its table");
+            assert!(one.create_table().await.expect("create table"));
+        }
         let raw = store.clone();
         let store = itemgraph::store::stored::wrap(store, &chart);
         match stored {
             Some(items) => {
                 for item in items {
-                    raw.put_item(itemgraph::store::Put::new(item))
+                    // The table whose key attributes the item holds.
+                    let t = chart
+                        .tables
+                        .iter()
+                        .position(|t| {
+                            item.contains_key(&t.partition_key)
+                                && t.sort_key.as_ref().is_none_or(|s| item.contains_key(s))
+                        })
+                        .unwrap_or(0);
+                    chart
+                        .store_of(&raw, t)
+                        .expect("its table")
+                        .put_item(itemgraph::store::Put::new(item))
                         .await
                         .expect("put an item as stored");
                 }
@@ -162,9 +202,11 @@ impl Api {
                 assert_eq!(written, chart.samples.len());
             }
         }
+        let served = chart.several_tables().then(|| chart.clone());
         Some(Api {
             drop_table,
             raw,
+            served,
             ..Api::chart_over(chart, store)
         })
     }
@@ -185,6 +227,7 @@ impl Api {
             raw: store.clone(),
             store,
             drop_table: false,
+            served: None,
         }
     }
 
@@ -199,11 +242,13 @@ impl Api {
             store,
             schema: graphql::schema_with(&limits()),
             drop_table,
+            served: None,
         }
     }
 
     /// The table holds what `chart` implies (`itemgraph check`).
     pub async fn assert_clean(&self, chart: &itemgraph::chart::Chart) {
+        let chart = self.served.as_deref().unwrap_or(chart);
         let report = itemgraph::check::check_chart(self.store.as_ref(), chart)
             .await
             .unwrap();
@@ -214,6 +259,13 @@ impl Api {
     /// test's table for the rest of the run.
     pub async fn finish(self) {
         if self.drop_table {
+            if let Some(chart) = &self.served {
+                for t in &chart.tables[1..] {
+                    if let Some(sibling) = self.store.sibling(&t.name) {
+                        let _ = sibling.delete_table().await;
+                    }
+                }
+            }
             let _ = self.store.delete_table().await;
         }
     }

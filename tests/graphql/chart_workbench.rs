@@ -33,10 +33,12 @@ fn drafted(model: &Model) -> Arc<itemgraph::chart::Chart> {
     Arc::new(chart)
 }
 
+/// The model's sample items, of every table (each put in the table whose keys it holds).
 fn items(model: &Model) -> Vec<Item> {
-    model.data_model[0]
-        .items()
-        .into_iter()
+    model
+        .data_model
+        .iter()
+        .flat_map(|t| t.items())
         .map(|(_, i)| i)
         .collect()
 }
@@ -158,6 +160,84 @@ async fn a_device_log_model_is_served_by_its_attribute_named_keys() {
         json!({ "notes": "Pressure high", "operator": "Tomas" })
     );
     assert_eq!(ops.len(), 2, "{ops:?}");
+}
+
+/// A model of two tables (a clinic's patients and prescriptions in one, its visits keyed
+/// by number in another, indexed by patient) drafts one chart of both, with no TODO, that
+/// serves a patient, the prescriptions in their item collection and the visits the other
+/// table's index gathers under the patient, each one request.
+#[tokio::test]
+async fn a_model_of_two_tables_is_drafted_and_served_as_one_chart() {
+    let m = model("clinic");
+    let chart = drafted(&m);
+    assert_eq!(chart.tables.len(), 2);
+    assert_eq!(chart.tables[1].name, "ClinicVisits");
+    assert_eq!(chart.tables[1].pk_type, itemgraph::store::KeyType::N);
+    assert_eq!(chart.entities["Visit"].table, 1);
+    assert_eq!(chart.indexes["ByPatient"].table, 1);
+    let out = served(
+        &m,
+        &chart,
+        r#"{ patient(patientId: "ana") { fullName prescriptions { nodes { rxId drug dose } } visits { nodes { visitNo reason visitedAt } } } }"#,
+        "wb-clinic",
+    )
+    .await;
+    let (data, ops) = &out[0];
+    assert_eq!(
+        data["patient"],
+        json!({ "fullName": "Ana Ruiz",
+            "prescriptions": { "nodes": [
+                { "rxId": "1", "drug": "Amoxicillin", "dose": "500 mg" },
+                { "rxId": "2", "drug": "Ibuprofen", "dose": "200 mg" }
+            ] },
+            "visits": { "nodes": [
+                { "visitNo": 7001, "reason": "Sore throat", "visitedAt": "2026-11-02T09:15:00Z" },
+                { "visitNo": 7003, "reason": "Follow-up", "visitedAt": "2026-11-20T11:00:00Z" }
+            ] } })
+    );
+    assert_eq!(ops, &["GetItem", "Query", "Query"], "{ops:?}");
+    // A visit, by its number, in its own table.
+    let out = served(
+        &m,
+        &chart,
+        r#"{ visit(visitNo: 7002) { reason patientId } }"#,
+        "wb-clinic-2",
+    )
+    .await;
+    assert_eq!(
+        out[0].0["visit"],
+        json!({ "reason": "Hay fever", "patientId": "ben" })
+    );
+    assert_eq!(out[0].1, ["GetItem"]);
+    // A chart of two tables exports as a model of two, each with its facets.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/charts/box-office.toml");
+    let exported = export::export(&itemgraph::chart::load(&path).unwrap());
+    let tables: Vec<(&str, Vec<&str>)> = exported
+        .model
+        .data_model
+        .iter()
+        .map(|t| {
+            (
+                t.table_name.as_str(),
+                t.table_facets
+                    .iter()
+                    .map(|f| f.facet_name.as_str())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tables,
+        [
+            ("box-office", vec!["Venue", "Event"]),
+            ("box-office-bookings", vec!["Booking"])
+        ]
+    );
+    assert_eq!(
+        exported.model.data_model[1].global_secondary_indexes[0].index_name,
+        "ByEvent"
+    );
 }
 
 #[tokio::test]

@@ -91,12 +91,14 @@ impl Draft {
                     let base = alias_parts
                         .as_ref()
                         .and_then(|p| placeholder(p[j]).or_else(|| word(p[j])))
+                        // Another entity's key it renders the same (a patient's key in a
+                        // visit's index), before the key attribute's own name.
+                        .or_else(|| own_key(others, &split[0][..j]))
                         .or_else(|| {
                             (vars.is_empty() && var_segments(&split) == 1)
                                 .then(|| alias_name(alias))
                                 .flatten()
                         })
-                        .or_else(|| own_key(others, &split[0][..j]))
                         .or_else(|| {
                             (j > 0
                                 && split[0][j - 1].chars().all(|c| c.is_ascii_alphabetic())

@@ -37,18 +37,24 @@ pub struct Drafted {
     pub todos: Vec<String>,
 }
 
-/// A chart drafted from `model`'s first table.
+/// A chart drafted from `model`: of its one table, or of every table of a model of
+/// several (`[[tables]]`).
 pub fn import(model: &Model) -> Result<Drafted, String> {
     import_table(model, None)
 }
 
-/// A chart drafted from `model`'s table of that name (`None`: its first).
+/// A chart drafted from `model`'s table of that name (`None`: every table).
 pub fn import_table(model: &Model, name: Option<&str>) -> Result<Drafted, String> {
-    let table = match name {
-        None => model.data_model.first(),
-        Some(n) => model.data_model.iter().find(|t| t.table_name == n),
+    let tables: Vec<&TableModel> = match name {
+        None => model.data_model.iter().collect(),
+        Some(n) => model
+            .data_model
+            .iter()
+            .filter(|t| t.table_name == n)
+            .take(1)
+            .collect(),
     };
-    let Some(table) = table else {
+    if tables.is_empty() {
         return Err(match name {
             None => "the model has no table".into(),
             Some(n) => format!(
@@ -56,31 +62,56 @@ pub fn import_table(model: &Model, name: Option<&str>) -> Result<Drafted, String
                 model.table_names()
             ),
         });
-    };
-    let mut d = Draft::default();
-    if model.data_model.len() > 1 && name.is_none() {
-        let line = d.todo(format!(
-            "the model has {} tables ({}); this chart is drafted from the first, `{}` (draft \
-             each of the others with `--table NAME`)",
-            model.data_model.len(),
-            model.table_names(),
-            table.table_name
-        ));
-        d.out.push_str(&line);
     }
-    d.table(model, table);
-    // No entity at all is no chart: nothing told its keys.
-    if d.drafted == 0 {
-        return Err(format!(
-            "table `{}`: no sample item to infer an entity's keys from ({}); add sample data to the model (NoSQL Workbench's \"Add data\") or write the chart by hand",
-            table.table_name,
-            d.todos.join("; ")
-        ));
+    let mut d = Draft {
+        several: tables.len() > 1,
+        ..Draft::default()
+    };
+    for (at, table) in tables.iter().enumerate() {
+        let before = d.drafted;
+        d.at = at;
+        d.table(model, table);
+        // No entity at all is no table of a chart: nothing told its keys.
+        if d.drafted == before {
+            return Err(format!(
+                "table `{}`: no sample item to infer an entity's keys from ({}); add sample data to the model (NoSQL Workbench's \"Add data\") or write the chart by hand",
+                table.table_name,
+                d.todos.join("; ")
+            ));
+        }
+    }
+    d.connections();
+    if d.several {
+        d.one_type_attribute(&tables);
     }
     Ok(Drafted {
         text: d.out,
         todos: d.todos,
     })
+}
+
+impl Draft {
+    /// In a chart of several tables every table names its items' entity in one attribute:
+    /// where the tables' differ (or one has none), a TODO says so.
+    fn one_type_attribute(&mut self, tables: &[&TableModel]) {
+        let chosen: Vec<Option<String>> = std::mem::take(&mut self.type_attributes);
+        if chosen.windows(2).all(|w| w[0] == w[1]) && chosen.first().is_some_and(Option::is_some) {
+            return;
+        }
+        let said: Vec<String> = tables
+            .iter()
+            .zip(&chosen)
+            .map(|(t, a)| match a {
+                Some(a) => format!("`{}` in `{a}`", t.table_name),
+                None => format!("`{}` in none", t.table_name),
+            })
+            .collect();
+        let line = self.todo(format!(
+            "the tables name their items' entity apart ({}): a chart of several tables needs every item to name it in one attribute; store it so in each table",
+            said.join(", ")
+        ));
+        self.out.push_str(&line);
+    }
 }
 
 impl Draft {
@@ -188,6 +219,20 @@ struct Draft {
     keys_seen: Vec<(String, String)>,
     /// The attribute taken for the table's time to live (epoch seconds named so).
     time_to_live: Option<String>,
+    /// A draft of several tables (`[[tables]]`), and the place of the one being drafted.
+    several: bool,
+    at: usize,
+    /// Patterns numbered so far (by earlier tables).
+    patterns_drafted: u32,
+    /// Connections by owner, written once every table is drafted.
+    connections: BTreeMap<String, Vec<String>>,
+    /// Entities of earlier tables and their partition-key templates: what an index of a
+    /// later one may gather its items under.
+    earlier: Vec<(String, String)>,
+    /// Kinds already written (a later table needing one too uses it).
+    kinds_written: HashSet<String>,
+    /// Each table's type attribute, in order.
+    type_attributes: Vec<Option<String>>,
 }
 
 /// One entity being drafted: its name, type value and sample items.
@@ -240,7 +285,9 @@ impl Draft {
             }))
             .collect();
         let items = self.give_to_facets(t, items, &key_names);
-        let mut type_attribute = type_attribute(t, &items, &key_names);
+        // A later table takes the first's where its items hold it so.
+        let prefer = self.type_attributes.first().cloned().flatten();
+        let mut type_attribute = type_attribute(t, &items, &key_names, prefer.as_deref());
         // Without facets, an attribute of kinds (`kind`) splits the items into entities
         // only where their keys tell them apart: kinds keyed alike are one entity, the
         // attribute one of its own (a chart's entities are told by their keys too).
@@ -251,7 +298,18 @@ impl Draft {
             }
         }
         let groups = groups(t, &items, type_attribute.as_deref());
+        self.type_attributes.push(type_attribute.clone());
+        // Each table's time to live its own.
+        self.time_to_live = None;
+        if self.at == 0 {
+            self.header(model);
+        }
+        self.table_head(t, type_attribute.as_deref());
+        self.gather(t, &groups, &key_names, type_attribute.as_deref());
+    }
 
+    /// The chart's name and description, once.
+    fn header(&mut self, model: &Model) {
         let _ = writeln!(
             self.out,
             "# Drafted by `itemgraph chart import` from the NoSQL Workbench model `{}`.\n\
@@ -270,7 +328,18 @@ impl Draft {
                 quote(&model.model_metadata.description)
             );
         }
-        let _ = writeln!(self.out, "\n[table]\nname = {}", quote(&t.table_name));
+    }
+
+    /// The table's keys, type attribute (its time to live placed later) and indexes.
+    fn table_head(&mut self, t: &TableModel, type_attribute: Option<&str>) {
+        let pk = &t.key_attributes.partition_key;
+        let sk = t.key_attributes.sort_key.as_ref();
+        let head = if self.several {
+            "[[tables]]"
+        } else {
+            "[table]"
+        };
+        let _ = writeln!(self.out, "\n{head}\nname = {}", quote(&t.table_name));
         let _ = writeln!(
             self.out,
             "partition_key = {}",
@@ -284,7 +353,7 @@ impl Draft {
             );
         }
         self.out.push_str("@TIME_TO_LIVE@");
-        match &type_attribute {
+        match type_attribute {
             Some(a) => {
                 let _ = writeln!(self.out, "type_attribute = {}", quote(a));
             }
@@ -298,6 +367,9 @@ impl Draft {
         for i in &t.global_secondary_indexes {
             let k = &i.key_attributes;
             let _ = writeln!(self.out, "\n[indexes.{}]", bare(&i.index_name));
+            if self.at > 0 {
+                let _ = writeln!(self.out, "table = {}", quote(&t.table_name));
+            }
             let _ = writeln!(
                 self.out,
                 "partition_key = {}",
@@ -328,11 +400,22 @@ impl Draft {
             };
             let _ = writeln!(self.out, "projection = {projection}");
         }
+    }
 
+    /// The table's entities, their kinds and its patterns, from its samples' `groups`.
+    fn gather(
+        &mut self,
+        t: &TableModel,
+        groups: &[Group<'_>],
+        key_names: &[&str],
+        type_attribute: Option<&str>,
+    ) {
+        let pk = &t.key_attributes.partition_key;
+        let sk = t.key_attributes.sort_key.as_ref();
         // Each entity's partition key first, so that a value of one in another's key is
         // named after it.
         let mut dry = Draft::default();
-        for g in &groups {
+        for g in groups {
             if g.items.is_empty() {
                 continue;
             }
@@ -356,11 +439,14 @@ impl Draft {
         // Entities, their keys inferred from their samples.
         let mut entity_text = String::new();
         let mut entities: Vec<DraftedEntity> = Vec::new();
-        for g in &groups {
+        for g in groups {
             let flushed = std::mem::take(&mut self.pending);
             entity_text.push_str(&flushed);
             let mut e = String::new();
             let _ = writeln!(e, "\n[entities.{}]", g.name);
+            if self.at > 0 {
+                let _ = writeln!(e, "table = {}", quote(&t.table_name));
+            }
             if g.items.is_empty() {
                 let line = self.todo(format!(
                     "facet {}: no sample items, so its keys could not be inferred: declare it by hand",
@@ -375,7 +461,7 @@ impl Draft {
                 key_names
                     .iter()
                     .copied()
-                    .chain(type_attribute.as_deref())
+                    .chain(type_attribute)
                     .chain(["Type"]),
             );
             // The facet's key aliases, else the key attributes' own names.
@@ -510,7 +596,7 @@ impl Draft {
                 // The attribute the values are, where the samples hold one.
                 let source = g.items[0]
                     .iter()
-                    .filter(|(n, _)| !key_names.contains(&n.as_str()) && Some(n.as_str()) != type_attribute.as_deref())
+                    .filter(|(n, _)| !key_names.contains(&n.as_str()) && Some(n.as_str()) != type_attribute)
                     .find(|(n, _)| {
                         g.items.iter().zip(vals).all(|(it, v)| matches!(it.get(*n), Some(AttributeValue::S(s) | AttributeValue::N(s)) if s == v))
                     })
@@ -587,7 +673,7 @@ impl Draft {
             };
             others.retain(|n| {
                 !key_names.contains(&n.as_str())
-                    && Some(n.as_str()) != type_attribute.as_deref()
+                    && Some(n.as_str()) != type_attribute
                     && !stored_vars.contains(*n)
             });
             for stored in others {
@@ -639,6 +725,9 @@ impl Draft {
         entity_text.push_str(&flushed);
         // The kinds the variables need, before the entities that use them.
         for (name, (pattern, max)) in std::mem::take(&mut self.kinds) {
+            if !self.kinds_written.insert(name.clone()) {
+                continue;
+            }
             let _ = writeln!(
                 self.out,
                 "\n[kinds.{name}]\npattern = {}\nmax_length = {max}",
@@ -646,7 +735,7 @@ impl Draft {
             );
         }
         self.out.push_str(&entity_text);
-        self.drafted = entities.len();
+        self.drafted += entities.len();
         self.patterns(t, &entities);
         let ttl = match &self.time_to_live {
             Some(a) => format!(

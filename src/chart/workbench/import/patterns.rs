@@ -2,7 +2,6 @@
 //! BatchGetItem, a Query for each item collection the samples show and for each index an
 //! entity joins (a connection of the entity whose key its partition is, or a root field).
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::keys::literal_prefix;
@@ -20,9 +19,10 @@ impl Draft {
             .sort_key
             .as_ref()
             .map(|s| s.attribute_name.clone());
-        let mut n = 0;
+        // Numbered on from an earlier table's, in a model of several.
+        let mut n = self.patterns_drafted;
         let mut text = String::new();
-        let mut connections: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut connections = std::mem::take(&mut self.connections);
         let mut query = String::new();
         for (name, _, _, _) in entities {
             n += 1;
@@ -40,11 +40,14 @@ impl Draft {
                 quote(&format!("Query.{field}"))
             );
         }
-        n += 1;
-        let _ = writeln!(
-            text,
-            "\n[patterns.{n}]\nname = \"Any entity by global id (`node`, `nodes`), references\"\nrequest = \"BatchGetItem\"\nfield = \"Query.nodes\""
-        );
+        // Once, whatever the tables: one BatchGetItem reads them all.
+        if self.patterns_drafted == 0 {
+            n += 1;
+            let _ = writeln!(
+                text,
+                "\n[patterns.{n}]\nname = \"Any entity by global id (`node`, `nodes`), references\"\nrequest = \"BatchGetItem\"\nfield = \"Query.nodes\""
+            );
+        }
         // Item collections: a child sharing a parent's partition, by its sort-key prefix.
         for (parent, ppk, psk, _) in entities {
             // The head of an item collection: keyed by its partition alone (its sort key
@@ -88,9 +91,18 @@ impl Draft {
         // An index gathering an entity under another's key.
         for (child, _, _, joined) in entities {
             for (index, ipk, isk) in joined {
+                // Of this table, else of an earlier one (an index of this table may gather
+                // an entity under the key of one in another).
                 let owner = entities
                     .iter()
-                    .find(|(o, opk, _, _)| o != child && opk.template == ipk.template);
+                    .find(|(o, opk, _, _)| o != child && opk.template == ipk.template)
+                    .map(|(o, ..)| o.clone())
+                    .or_else(|| {
+                        self.earlier
+                            .iter()
+                            .find(|(o, opk)| o != child && *opk == ipk.template)
+                            .map(|(o, _)| o.clone())
+                    });
                 let idx = t
                     .global_secondary_indexes
                     .iter()
@@ -117,8 +129,8 @@ impl Draft {
                 };
                 match owner {
                     // Under the entity whose key the index's partition is: a connection.
-                    Some((owner, ..)) => {
-                        let field = if connections.get(owner).is_some_and(|c| {
+                    Some(owner) => {
+                        let field = if connections.get(&owner).is_some_and(|c| {
                             c.iter().any(|x| x.starts_with(&format!("{children} ")))
                         }) {
                             format!("{children}By{}", bare(index))
@@ -160,13 +172,25 @@ impl Draft {
                 }
             }
         }
-        for (owner, list) in connections {
+        // Written once every table is drafted: an entity's connections may be of several.
+        self.connections = connections;
+        self.patterns_drafted = n;
+        self.earlier.extend(
+            entities
+                .iter()
+                .map(|(name, pk, _, _)| (name.clone(), pk.template.clone())),
+        );
+        self.out.push_str(&query);
+        self.out.push_str(&text);
+    }
+
+    /// Every entity's connections, after the tables that declare them.
+    pub(super) fn connections(&mut self) {
+        for (owner, list) in std::mem::take(&mut self.connections) {
             let _ = writeln!(self.out, "\n[entities.{owner}.connections]");
             for c in list {
                 let _ = writeln!(self.out, "{c}");
             }
         }
-        self.out.push_str(&query);
-        self.out.push_str(&text);
     }
 }

@@ -15,10 +15,18 @@ pub(super) fn type_attribute(
     t: &TableModel,
     items: &[(Option<&str>, Item)],
     keys: &[&str],
+    prefer: Option<&str>,
 ) -> Option<String> {
     let mut names: Vec<&String> = items.iter().flat_map(|(_, i)| i.keys()).collect();
     names.sort();
     names.dedup();
+    // `prefer` (another table's) first, where it is one here.
+    if let Some(p) = prefer {
+        if let Some(at) = names.iter().position(|n| *n == p) {
+            let n = names.remove(at);
+            names.insert(0, n);
+        }
+    }
     let facets = !t.table_facets.is_empty();
     names
         .into_iter()
