@@ -180,7 +180,7 @@ async fn run() -> anyhow::Result<()> {
             let shutdown = shutdown_signal();
             let relayer = state.relay().and_then(|log| {
                 let store = state.store().clone();
-                let stream = store.change_stream()?;
+                let stream = state.change_stream()?;
                 let relayer = itemgraph::live::relayer::Relayer {
                     lease: itemgraph::live::lease::Lease::new(
                         itemgraph::live::relayer::LEASE_NAME,

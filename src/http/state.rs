@@ -112,6 +112,9 @@ pub struct AppState(pub(super) Arc<Inner>);
 #[derive(Clone)]
 pub(super) struct Inner {
     pub(super) store: Arc<dyn Store>,
+    /// The change stream subscriptions follow: the table's, or each table's of a chart of
+    /// several read as one ([`crate::store::merged_stream::MergedStream`]).
+    stream: Option<Arc<dyn crate::store::stream::ChangeStream>>,
     /// Built once: building it walks every type of the schema.
     pub(super) schema: ItemgraphSchema,
     /// Signs the cursors this server hands out and checks those it gets back.
@@ -140,8 +143,10 @@ impl AppState {
     /// State enforcing `options` (the schema is built from its limits). Subscriptions
     /// follow the store's change stream, if it has one.
     pub fn with_options(store: Arc<dyn Store>, cursors: CursorCodec, options: Options) -> Self {
+        let stream = store.change_stream();
         AppState(Arc::new(Inner {
-            hub: Hub::new(store.change_stream(), options.live),
+            hub: Hub::new(stream.clone(), options.live),
+            stream,
             design: crate::live::Design::builtin(),
             // Here, so every server (the tests' too) counts and spans its store calls.
             store: Arc::new(MeteredStore::new(store)),
@@ -166,8 +171,10 @@ impl AppState {
         let tabs: Vec<&str> = examples.iter().map(String::as_str).collect();
         inner.playground = Some(Arc::new(super::playground_pages(&tabs, &chart)));
         inner.design = crate::live::Design::of(chart.clone());
+        inner.stream =
+            crate::store::merged_stream::MergedStream::of_chart(inner.store.as_ref(), &chart);
         inner.hub = Hub::for_design(
-            inner.store.change_stream(),
+            inner.stream.clone(),
             inner.hub.relay_log(),
             inner.options.live,
             inner.design.clone(),
@@ -193,12 +200,17 @@ impl AppState {
         };
         let mut inner = Arc::unwrap_or_clone(self.0);
         inner.hub = Hub::for_design(
-            inner.store.change_stream(),
+            inner.stream.clone(),
             Some(relay),
             inner.options.live,
             inner.design.clone(),
         );
         AppState(Arc::new(inner))
+    }
+
+    /// The change stream subscriptions follow (what a relayer reads), if the store has one.
+    pub fn change_stream(&self) -> Option<Arc<dyn crate::store::stream::ChangeStream>> {
+        self.0.stream.clone()
     }
 
     /// Which items are the served design's entities (what a relayer relays).

@@ -80,7 +80,6 @@ impl Design {
     /// the counter shards that are part of their owner's counters) whose stored keys are
     /// those its templates render from the item's own values, with the tenant it names.
     pub fn of(chart: Arc<Chart>) -> Design {
-        let schema = chart.table_schema();
         Design::new(move |item| {
             let Some(AttributeValue::S(ty)) = item.get(&chart.table.type_attribute) else {
                 return None;
@@ -90,7 +89,8 @@ impl Design {
                 return None;
             }
             let vars = crate::chart::samples::key_values(e, item);
-            if crate::chart::samples::key_of(e, &vars)? != schema.key_of(item)? {
+            // Its key as its table holds it (a chart of several: its entity's table).
+            if crate::chart::samples::key_of(e, &vars)? != chart.key_of(item)? {
                 return None;
             }
             Some(chart.tenant_attribute(e).and_then(|a| match item.get(&a) {

@@ -16,6 +16,7 @@ pub mod dynamo;
 pub mod embedded;
 mod expr;
 pub mod faults;
+pub mod merged_stream;
 pub mod metered;
 pub mod open;
 pub mod own;

@@ -217,7 +217,8 @@ impl Api {
         let design = itemgraph::live::Design::of(chart.clone());
         Api {
             hub: Hub::for_design(
-                store.change_stream(),
+                // Each table's of a chart of several, read as one.
+                itemgraph::store::merged_stream::MergedStream::of_chart(store.as_ref(), &chart),
                 None,
                 super::changes::test_options(),
                 design.clone(),
@@ -243,6 +244,14 @@ impl Api {
             schema: graphql::schema_with(&limits()),
             drop_table,
             served: None,
+        }
+    }
+
+    /// The names the served chart's tables are stored under (the first's is the store's).
+    pub fn served_tables(&self) -> Vec<String> {
+        match &self.served {
+            Some(chart) => chart.tables.iter().map(|t| t.name.clone()).collect(),
+            None => vec![self.store.table_name().to_owned()],
         }
     }
 
@@ -421,4 +430,17 @@ pub fn error_codes(response: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A subscription's events, as [`Api::subscribe`] gives them.
+pub type Events = Box<dyn Stream<Item = Value> + Send + Unpin>;
+
+/// The next event of `events` within 20 s, without errors: its `field`.
+pub async fn next_event(events: &mut Events, field: &str) -> Value {
+    let r = tokio::time::timeout(std::time::Duration::from_secs(20), events.next())
+        .await
+        .expect("an event in time")
+        .expect("the subscription goes on");
+    assert!(r.get("errors").is_none(), "{r:#}");
+    r["data"][field].clone()
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use itemgraph::auth::{Access, Role};
 use serde_json::{json, Value};
 
-use crate::common::graphql::{error_codes, request_count, requests, Api};
+use crate::common::graphql::{error_codes, request_count, requests, Api, Events};
 
 const CHART: &str = "examples/charts/store-locator.toml";
 
@@ -492,16 +492,8 @@ async fn a_random_workload_answers_the_same_on_both_engines() {
 const EVENTS: &str = r#"subscription($chain: String!, $city: String, $after: String) {
     storeEvents(chain: $chain, city: $city, after: $after) { kind changed cursor store { name chain { slug } } } }"#;
 
-type Events = Box<dyn futures::Stream<Item = Value> + Send + Unpin>;
-
 async fn next_event(events: &mut Events) -> Value {
-    use futures::StreamExt;
-    let r = tokio::time::timeout(std::time::Duration::from_secs(20), events.next())
-        .await
-        .expect("an event in time")
-        .expect("the subscription goes on");
-    assert!(r.get("errors").is_none(), "{r:#}");
-    r["data"]["storeEvents"].clone()
+    crate::common::graphql::next_event(events, "storeEvents").await
 }
 
 /// Polls `subs` until the hub has `n` listeners (a subscription listens once polled).

@@ -23,6 +23,7 @@ mod chart_ranges;
 mod chart_scan;
 mod chart_simple_keys;
 mod chart_stored;
+mod chart_tables;
 mod chart_tenant_kinds;
 mod chart_tenant_reads;
 mod chart_tenants;

@@ -30,16 +30,6 @@ impl Checker {
                 );
                 continue;
             };
-            if e.table != 0 {
-                self.refuse(
-                    "tables",
-                    format!(
-                        "subscription `{name}` streams {}, which is in table {}: live updates follow the change stream of the chart's first table only",
-                        e.name,
-                        file.tables.get(e.table).map_or("?", |t| t.name.as_str())
-                    ),
-                );
-            }
             let tenant = file.tenant.as_ref().and_then(|t| {
                 let attr = e.tenant.clone().unwrap_or_else(|| t.attribute.clone());
                 e.attributes.contains_key(&attr).then_some(attr)
