@@ -82,35 +82,22 @@ pub fn entity_table(x: &Explained) -> String {
     if let Some(sk) = &x.sort_key {
         out.push_str(&format!(", sort key `{sk}`"));
     }
-    for i in &x.indexes {
-        if !i.more_partition_keys.is_empty() || !i.more_sort_keys.is_empty() {
-            let list = |first: Option<&String>, more: &[String]| {
-                first
-                    .into_iter()
-                    .chain(more)
-                    .map(|k| format!("`{k}`"))
-                    .collect::<Vec<_>>()
-                    .join(" + ")
-            };
-            out.push_str(&format!(
-                "; {} (multi-attribute: {} / {}, {})",
-                i.name,
-                list(Some(&i.partition_key), &i.more_partition_keys),
-                list(i.sort_key.as_ref(), &i.more_sort_keys),
-                i.projection
-            ));
-            continue;
+    // Each table, then its indexes.
+    let indexes_of = |out: &mut String, table: Option<&str>| {
+        for i in x.indexes.iter().filter(|i| i.table.as_deref() == table) {
+            out.push_str(&index_text(i));
         }
-        match &i.sort_key {
-            Some(sk) => out.push_str(&format!(
-                "; {} (`{}`, `{sk}`, {})",
-                i.name, i.partition_key, i.projection
-            )),
-            None => out.push_str(&format!(
-                "; {} (`{}`, {})",
-                i.name, i.partition_key, i.projection
-            )),
+    };
+    indexes_of(&mut out, None);
+    for t in &x.other_tables {
+        out.push_str(&format!(
+            "; table `{}`: partition key `{}`",
+            t.name, t.partition_key
+        ));
+        if let Some(sk) = &t.sort_key {
+            out.push_str(&format!(", sort key `{sk}`"));
         }
+        indexes_of(&mut out, Some(&t.name));
     }
     out.push_str(".\n\n| Entity |");
     for a in &x.key_attributes {
@@ -180,4 +167,32 @@ pub fn pattern_table(x: &Explained) -> String {
         ));
     }
     out
+}
+
+/// An index as the entity chart's line names it (`; GSI1 (`GSI1PK`, `GSI1SK`, ALL)`).
+fn index_text(i: &super::IndexShown) -> String {
+    if !i.more_partition_keys.is_empty() || !i.more_sort_keys.is_empty() {
+        let list = |first: Option<&String>, more: &[String]| {
+            first
+                .into_iter()
+                .chain(more)
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        };
+        return format!(
+            "; {} (multi-attribute: {} / {}, {})",
+            i.name,
+            list(Some(&i.partition_key), &i.more_partition_keys),
+            list(i.sort_key.as_ref(), &i.more_sort_keys),
+            i.projection
+        );
+    }
+    match &i.sort_key {
+        Some(sk) => format!(
+            "; {} (`{}`, `{sk}`, {})",
+            i.name, i.partition_key, i.projection
+        ),
+        None => format!("; {} (`{}`, {})", i.name, i.partition_key, i.projection),
+    }
 }

@@ -41,6 +41,10 @@ pub struct Explained {
     /// The table's sort key (`None`: a simple primary key), for the entity chart's line.
     #[serde(skip)]
     pub sort_key: Option<String>,
+    /// A chart of several tables: those after the first, each with its keys (its indexes
+    /// name it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub other_tables: Vec<TableShown>,
     pub indexes: Vec<IndexShown>,
     pub entities: Vec<EntityShown>,
     pub patterns: Vec<PatternShown>,
@@ -50,10 +54,23 @@ pub struct Explained {
     pub page_size: u32,
 }
 
+/// A table of a chart of several, after the first.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TableShown {
+    pub name: String,
+    pub partition_key: String,
+    /// `null`: a simple primary key.
+    pub sort_key: Option<String>,
+}
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IndexShown {
     pub name: String,
+    /// The table it indexes, when not the first (a chart of several).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
     pub partition_key: String,
     /// `null`: keyed by its partition key alone.
     pub sort_key: Option<String>,
@@ -237,6 +254,7 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
         .values()
         .map(|i| IndexShown {
             name: i.name.clone(),
+            table: (i.table > 0).then(|| chart.tables[i.table].name.clone()),
             partition_key: i.partition_key.clone(),
             sort_key: i.sort_key.clone(),
             more_partition_keys: i.pk_more.iter().map(|(n, _)| n.clone()).collect(),
@@ -309,6 +327,14 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
         table: chart.table.name.clone(),
         key_attributes,
         sort_key: chart.table.sort_key.clone(),
+        other_tables: chart.tables[1..]
+            .iter()
+            .map(|t| TableShown {
+                name: t.name.clone(),
+                partition_key: t.partition_key.clone(),
+                sort_key: t.sort_key.clone(),
+            })
+            .collect(),
         indexes,
         entities,
         patterns,

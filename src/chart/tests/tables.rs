@@ -45,6 +45,14 @@ fn each_entity_index_and_pattern_is_in_its_table() {
         .unwrap();
     assert_eq!(chart.table_of_item(booking), 1);
     assert_eq!(chart.key_of(booking).map(|k| k.pk), Some("1001".to_owned()));
+    // `chart explain` names each table with its own indexes.
+    let shown = crate::chart::explain::markdown(&crate::chart::explain::explain(&chart, 1024));
+    assert!(
+        shown.contains(
+            "table `box-office`: partition key `PK`, sort key `SK`; table `box-office-bookings`: partition key `BookingNo`; ByEvent (`EventRef`, `BookedAt`, ALL)."
+        ),
+        "{shown}"
+    );
 }
 
 #[test]
