@@ -9,7 +9,7 @@ use tokio::sync::{Mutex, OnceCell};
 
 use super::cursor::CursorCodec;
 use super::errors::ApiError;
-use super::read::ItemKey;
+use super::record::ItemKey;
 use crate::auth::Access;
 use crate::store::Store;
 

@@ -15,7 +15,7 @@ use super::connection::Resolved;
 use super::errors::ApiError;
 use super::loader_wait;
 use super::loaders::answer_batch;
-use super::record::{render, Record, Vars};
+use super::record::{render, ItemKey, Record, Vars};
 use crate::chart::format::Connection;
 use crate::chart::plan::{PagePlan, Read};
 use crate::chart::template::Template;
@@ -605,14 +605,6 @@ pub async fn with_counts(
 
 /// What the loader answers for one key.
 pub type Loaded = Result<Option<Arc<Record>>, Arc<ApiError>>;
-
-/// An item's place in a chart's tables: its table's place in [`Chart::tables`] and its
-/// primary key (what the request's loader knows items by).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ItemKey {
-    pub table: usize,
-    pub key: PrimaryKey,
-}
 
 /// The per-request loader of a chart's items by table and primary key, with its cache.
 pub type ItemLoader = dataloader::cached::Loader<ItemKey, Loaded, ItemBatch>;

@@ -29,6 +29,14 @@ pub type Vars = HashMap<String, KeyValue>;
 /// Longest global id accepted; anything longer is not one of ours.
 const MAX_ID_LEN: usize = 512;
 
+/// An item's place in a chart's tables: its table's place in [`Chart::tables`] and its
+/// primary key (what the request's loader knows items by).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ItemKey {
+    pub table: usize,
+    pub key: PrimaryKey,
+}
+
 impl Record {
     /// Decodes an item: its `Type` names an entity of the chart, every required
     /// attribute is there with its type's shape, every key value passes its kind. An item
@@ -122,8 +130,8 @@ impl Record {
 
     /// Its place: its entity's table and its primary key (what the request's DataLoader
     /// knows it by).
-    pub fn item_key(&self, chart: &Chart) -> Option<super::read::ItemKey> {
-        Some(super::read::ItemKey {
+    pub fn item_key(&self, chart: &Chart) -> Option<ItemKey> {
+        Some(ItemKey {
             table: self.entity(chart).table,
             key: self.primary_key(chart)?,
         })

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use async_graphql::dynamic::{Field, FieldFuture, FieldValue, ResolverContext, TypeRef};
 use async_graphql::{ErrorExtensions, Value};
 
-use super::read::{self, Fetched, ItemKey};
-use super::record::{render, Record, Vars};
+use super::read::{self, Fetched};
+use super::record::{render, ItemKey, Record, Vars};
 use super::type_ref;
 use crate::auth::Access;
 use crate::chart::format::Reference;
