@@ -31,6 +31,7 @@ pub mod chart;
 mod past_layouts;
 pub mod progress;
 pub mod records;
+mod steps;
 
 use std::fmt;
 
