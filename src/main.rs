@@ -343,14 +343,7 @@ async fn run_check(args: &StoreArgs, max_rcu: Option<u64>) -> anyhow::Result<()>
     let chart = args.load_chart()?;
     // The table's keys and indexes first, as DynamoDB describes them: items of a table
     // keyed otherwise are not read against the chart.
-    for t in 0..chart.tables.len() {
-        let sibling = match t {
-            0 => None,
-            _ => Some(store.sibling(&chart.tables[t].name).ok_or_else(|| {
-                itemgraph::store::StoreError::not_on_connection(&chart.tables[t].name)
-            })?),
-        };
-        let one = sibling.as_deref().unwrap_or(store.as_ref());
+    for (t, one) in chart.stores(store.as_ref())?.iter() {
         let Some(shape) = one.describe_table().await?.and_then(|d| d.shape) else {
             continue;
         };

@@ -9,15 +9,12 @@ pub(crate) async fn create_tables(
     store: &dyn itemgraph::store::Store,
     chart: &itemgraph::chart::Chart,
 ) -> anyhow::Result<bool> {
+    let tables = chart.stores(store)?;
     let created = store.create_table().await.context("creating the table")?;
-    for t in &chart.tables[1..] {
-        let sibling = store
-            .sibling(&t.name)
-            .ok_or_else(|| itemgraph::store::StoreError::not_on_connection(&t.name))?;
-        sibling
-            .create_table()
+    for (_, one) in tables.iter().skip(1) {
+        one.create_table()
             .await
-            .with_context(|| format!("creating the table {}", t.name))?;
+            .with_context(|| format!("creating the table {}", one.table_name()))?;
     }
     Ok(created)
 }
@@ -54,6 +51,7 @@ pub(crate) async fn seed_workbench(
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let model = itemgraph::chart::workbench::Model::parse(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let tables = chart.stores(store)?;
     let mut written = 0;
     let mut of = 0;
     for t in 0..chart.tables.len() {
@@ -75,15 +73,7 @@ pub(crate) async fn seed_workbench(
             );
             continue;
         };
-        let sibling = match t {
-            0 => None,
-            _ => Some(
-                store
-                    .sibling(name)
-                    .ok_or_else(|| itemgraph::store::StoreError::not_on_connection(name))?,
-            ),
-        };
-        let store = sibling.as_deref().unwrap_or(store);
+        let store = tables.get(t);
         let items = table.items();
         of += items.len();
         for (_, item) in items {
@@ -111,14 +101,8 @@ pub(crate) async fn holds_items(
             if chart.entities.get(t).is_some_and(|e| e.system))
     };
     // Each table of the chart: one that holds items is enough.
-    for t in 0..chart.tables.len() {
-        let sibling = match t {
-            0 => None,
-            _ => store.sibling(&chart.tables[t].name),
-        };
-        let page = sibling
-            .as_deref()
-            .unwrap_or(store)
+    for (_, one) in chart.stores(store)?.iter() {
+        let page = one
             .scan(itemgraph::store::Scan {
                 limit: Some(100),
                 ..Default::default()

@@ -192,6 +192,30 @@ pub struct Chart {
     pub forms: Option<stored::Forms>,
 }
 
+/// The stores of a chart's tables on one connection ([`Chart::stores`]): its first
+/// table's, and its siblings'.
+pub struct TableStores<'s> {
+    first: &'s dyn crate::store::Store,
+    others: Vec<std::sync::Arc<dyn crate::store::Store>>,
+}
+
+impl TableStores<'_> {
+    /// The store of table `t` (its place in [`Chart::tables`]).
+    pub fn get(&self, t: usize) -> &dyn crate::store::Store {
+        match t {
+            0 => self.first,
+            _ => self.others[t - 1].as_ref(),
+        }
+    }
+
+    /// Each table's store, with its place, the first first.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &dyn crate::store::Store)> {
+        std::iter::once(self.first)
+            .chain(self.others.iter().map(|s| s.as_ref()))
+            .enumerate()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Table {
     pub name: String,
@@ -1009,6 +1033,23 @@ impl Chart {
         first
             .sibling(name)
             .ok_or_else(|| crate::store::StoreError::not_on_connection(name))
+    }
+
+    /// Every one of its tables' stores, given the store of its first: that one and its
+    /// siblings on the same connection, in the chart's order.
+    pub fn stores<'s>(
+        &self,
+        first: &'s dyn crate::store::Store,
+    ) -> crate::store::StoreResult<TableStores<'s>> {
+        let others = self.tables[1..]
+            .iter()
+            .map(|t| {
+                first
+                    .sibling(&t.name)
+                    .ok_or_else(|| crate::store::StoreError::not_on_connection(&t.name))
+            })
+            .collect::<crate::store::StoreResult<_>>()?;
+        Ok(TableStores { first, others })
     }
 
     /// Whether it has several tables.

@@ -196,23 +196,18 @@ fn plain(v: &toml::Value) -> Option<AttributeValue> {
 /// Writes the chart's samples into `store`, each only where its key is free; how many it
 /// wrote. Nothing is overwritten: a sample already there is skipped.
 pub async fn seed(store: &dyn Store, chart: &super::Chart) -> Result<usize, StoreError> {
+    let tables = chart.stores(store)?;
     let mut written = 0;
     for item in &chart.samples {
         let at = chart.table_of_item(item);
-        let table = &chart.tables[at];
         let put = Put {
             item: item.clone(),
-            condition: Some(Condition::not_exists(table.partition_key.clone())),
+            condition: Some(Condition::not_exists(
+                chart.tables[at].partition_key.clone(),
+            )),
             return_old_on_condition_failure: false,
         };
-        let put = match at {
-            0 => store.put_item(put).await,
-            _ => match store.sibling(&table.name) {
-                Some(sibling) => sibling.put_item(put).await,
-                None => return Err(StoreError::not_on_connection(&table.name)),
-            },
-        };
-        match put {
+        match tables.get(at).put_item(put).await {
             Ok(_) => written += 1,
             Err(StoreError::ConditionFailed { .. }) => {}
             Err(e) => return Err(e),

@@ -24,7 +24,6 @@
 //! users belong to it`, `its requester acme/alice does not exist`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use super::{report, scan_all, violation, CheckReport, Violation, ViolationKind};
 use crate::chart::samples::{key_of, key_values, marker, reference_key, reference_vars, set_keys};
@@ -36,24 +35,12 @@ use crate::store::{AttributeValue, Item, PrimaryKey, Store, StoreError};
 /// Scans the whole table (every table of a chart of several) and verifies what `chart`
 /// implies; fails only when the store does.
 pub async fn check_chart(store: &dyn Store, chart: &Chart) -> Result<CheckReport, StoreError> {
-    let mut items = scan_all(store).await?;
-    for sibling in siblings(store, chart)? {
-        items.extend(scan_all(sibling.as_ref()).await?);
+    let mut items = Vec::new();
+    for (_, one) in chart.stores(store)?.iter() {
+        items.extend(scan_all(one).await?);
     }
     let count = items.len();
     Ok(report(count, Checker::new(chart).run(items)))
-}
-
-/// The stores of the chart's tables after the first, on `store`'s connection.
-fn siblings(store: &dyn Store, chart: &Chart) -> Result<Vec<Arc<dyn Store>>, StoreError> {
-    chart.tables[1..]
-        .iter()
-        .map(|t| {
-            store
-                .sibling(&t.name)
-                .ok_or_else(|| StoreError::not_on_connection(&t.name))
-        })
-        .collect()
 }
 
 /// [`check_chart`] within a read budget, for a table being adopted: pages of a strongly
@@ -69,16 +56,16 @@ pub async fn check_chart_within(
 ) -> Result<CheckReport, StoreError> {
     let mut items = Vec::new();
     let mut rcu = 0u64;
-    let mut whole = scan_within(store, max_rcu, &mut rcu, &mut items).await?;
-    for sibling in siblings(store, chart)? {
+    let mut whole = true;
+    for (t, one) in chart.stores(store)?.iter() {
+        // A table after the first is read only while the budget lasts.
+        if t > 0 && rcu >= max_rcu {
+            whole = false;
+        }
         if !whole {
             break;
         }
-        if rcu >= max_rcu {
-            whole = false;
-            break;
-        }
-        whole = scan_within(sibling.as_ref(), max_rcu, &mut rcu, &mut items).await?;
+        whole = scan_within(one, max_rcu, &mut rcu, &mut items).await?;
     }
     let count = items.len();
     let mut checker = Checker::new(chart);

@@ -464,14 +464,8 @@ impl ServeArgs {
     /// is served as the chart says; a description refused (its permission) is warned of.
     async fn table_as_charted(&self, store: &dyn crate::store::Store) -> anyhow::Result<()> {
         let chart = self.store.load_chart()?;
-        self.one_table_as_charted(store, chart.table_schema(), true)
-            .await?;
-        for t in 1..chart.tables.len() {
-            let name = &chart.tables[t].name;
-            let sibling = store
-                .sibling(name)
-                .ok_or_else(|| crate::store::StoreError::not_on_connection(name))?;
-            self.one_table_as_charted(sibling.as_ref(), chart.schema_of(t), false)
+        for (t, one) in chart.stores(store)?.iter() {
+            self.one_table_as_charted(one, chart.schema_of(t), t == 0)
                 .await?;
         }
         Ok(())

@@ -267,23 +267,6 @@ pub async fn run(store: &dyn Store, options: &Options) -> StoreResult<MigrateRep
 /// done, in order, then the plan from the chart recorded in the table to `chart`
 /// ([`chart::plan`]), which is recorded once done. A plan with a refused step writes
 /// nothing ([`MigrateReport::refused`]).
-/// The store of the chart's table `t` after the first (its sibling on `store`'s
-/// connection); none for the first, which is `store` itself.
-fn table_store(
-    store: &dyn Store,
-    chart: &crate::chart::Chart,
-    t: usize,
-) -> StoreResult<Option<std::sync::Arc<dyn Store>>> {
-    if t == 0 {
-        return Ok(None);
-    }
-    let name = &chart.tables[t].name;
-    store
-        .sibling(name)
-        .map(Some)
-        .ok_or_else(|| crate::store::StoreError::not_on_connection(name))
-}
-
 pub async fn run_chart(
     store: &dyn Store,
     given: &crate::chart::Chart,
@@ -323,10 +306,10 @@ pub async fn run_chart(
     // A table without a record of the built-in chart was made from it.
     let old = old.as_ref().or(builtin.then_some(given));
     // Every table's indexes (their names are the chart's, one namespace).
+    let tables = given.stores(store)?;
     let mut indexes = Vec::new();
-    for t in 0..given.tables.len() {
-        let one = table_store(store, given, t)?;
-        if let Some(d) = one.as_deref().unwrap_or(store).describe_table().await? {
+    for (_, one) in tables.iter() {
+        if let Some(d) = one.describe_table().await? {
             indexes.extend(d.indexes);
         }
     }
@@ -352,22 +335,15 @@ pub async fn run_chart(
                     .iter()
                     .position(|x| x.name == *table)
                     .unwrap_or(0);
-                let one = table_store(store, given, t)?;
-                report.time_to_live_enabled |= one
-                    .as_deref()
-                    .unwrap_or(store)
+                report.time_to_live_enabled |= tables
+                    .get(t)
                     .enable_time_to_live(attribute, options.dry_run)
                     .await?;
             }
             chart::Step::Index(name) => {
                 let t = given.indexes.get(name).map_or(0, |i| i.table);
-                let one = table_store(store, given, t)?;
-                report.indexes_created += usize::from(
-                    one.as_deref()
-                        .unwrap_or(store)
-                        .create_index(name, options.dry_run)
-                        .await?,
-                );
+                report.indexes_created +=
+                    usize::from(tables.get(t).create_index(name, options.dry_run).await?);
             }
             _ => {}
         }
