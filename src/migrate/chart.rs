@@ -75,7 +75,22 @@ pub async fn record(store: &dyn Store, chart: &Chart, plans: u32) -> StoreResult
     .await
 }
 
-/// The item steps of a plan for one item of the table.
+/// The tables whose items a plan's item steps read (their places in the chart's tables),
+/// the first first.
+pub(super) fn tables_scanned(chart: &Chart, steps: &[Step]) -> Vec<usize> {
+    let mut tables: Vec<usize> = steps
+        .iter()
+        .filter(|s| s.scans_items())
+        .filter_map(|s| chart.entities.get(s.entity()?))
+        .map(|e| e.table)
+        .collect();
+    tables.sort_unstable();
+    tables.dedup();
+    tables
+}
+
+/// The item steps of a plan for one item of the table `ctx` migrates: an item of an
+/// entity of another table is not this table's, and left.
 pub(super) async fn migrate_item(
     ctx: &Ctx<'_>,
     chart: &Chart,
@@ -83,12 +98,17 @@ pub(super) async fn migrate_item(
     item: &Item,
     report: &mut MigrateReport,
 ) -> StoreResult<()> {
-    let Some(AttributeValue::S(ty)) = item.get(&chart.table.type_attribute) else {
+    let Some(AttributeValue::S(ty)) = item.get(&chart.tables[ctx.table].type_attribute) else {
         return Ok(());
     };
-    let Some(e) = chart.entities.get(ty).filter(|e| !e.system) else {
+    let Some(e) = chart
+        .entities
+        .get(ty)
+        .filter(|e| !e.system && e.table == ctx.table)
+    else {
         return Ok(());
     };
+    let pk = chart.table_of(e).partition_key.clone();
     let Some(key) = ctx.store.schema().key_of(item) else {
         return Ok(());
     };
@@ -131,7 +151,7 @@ pub(super) async fn migrate_item(
                     UpdateExpr::default().set(attribute.clone(), AttributeValue::N("1".into())),
                 )
                 .when(Condition::And(vec![
-                    Condition::exists(chart.table.partition_key.clone()),
+                    Condition::exists(pk.clone()),
                     Condition::not_exists(attribute.clone()),
                 ]));
                 match ctx.update(u).await {
@@ -189,7 +209,7 @@ async fn index_keys(
         return Ok(());
     }
     let mut u = UpdateExpr::default();
-    let mut when = vec![Condition::exists(chart.table.partition_key.clone())];
+    let mut when = vec![Condition::exists(chart.table_of(e).partition_key.clone())];
     // What the keys are rendered from, as read: a writer that changes it meanwhile wrote
     // its own keys.
     if let Some(k) = e.indexes.get(index) {
@@ -230,8 +250,8 @@ async fn index_keys(
     Ok(())
 }
 
-/// The marker of `item`'s value of `attribute`, put where none is; a value another item
-/// holds is left, and named.
+/// The marker of `item`'s value of `attribute`, put where none is (in the marker's table,
+/// which may be another than its owner's); a value another item holds is left, and named.
 async fn put_marker(
     ctx: &Ctx<'_>,
     chart: &Chart,
@@ -254,10 +274,11 @@ async fn put_marker(
     ) else {
         return Ok(());
     };
-    let Some(at) = ctx.store.schema().key_of(&marker_item) else {
+    let marker_ctx = ctx.on(m.table);
+    let Some(at) = marker_ctx.store.schema().key_of(&marker_item) else {
         return Ok(());
     };
-    let existing = ctx
+    let existing = marker_ctx
         .store
         .get_item(crate::store::GetItem {
             key: at,
@@ -282,21 +303,26 @@ async fn put_marker(
     }
     // The marker, and its owner still there with the value read: a marker never names an
     // owner that changed or went meanwhile.
-    let pk = chart.table.partition_key.clone();
     let actions = vec![
-        crate::store::TransactAction::Put(
-            Put::new(marker_item).when(Condition::not_exists(pk.clone())),
+        (
+            m.table,
+            crate::store::TransactAction::Put(Put::new(marker_item).when(Condition::not_exists(
+                chart.table_of(m).partition_key.clone(),
+            ))),
         ),
-        crate::store::TransactAction::ConditionCheck(crate::store::ConditionCheck {
-            key: key.clone(),
-            condition: Condition::And(vec![
-                Condition::exists(pk),
-                Condition::eq(attribute.to_owned(), item[attribute].clone()),
-            ]),
-            return_old_on_condition_failure: false,
-        }),
+        (
+            e.table,
+            crate::store::TransactAction::ConditionCheck(crate::store::ConditionCheck {
+                key: key.clone(),
+                condition: Condition::And(vec![
+                    Condition::exists(chart.table_of(e).partition_key.clone()),
+                    Condition::eq(attribute.to_owned(), item[attribute].clone()),
+                ]),
+                return_old_on_condition_failure: false,
+            }),
+        ),
     ];
-    match ctx.transact(actions).await {
+    match ctx.transact_in(actions).await {
         Ok(()) => report.markers_put += 1,
         Err(StoreError::TransactionCanceled { .. }) => report.skipped.push(format!(
             "{} ({} | {}): its {attribute} was taken, or changed, while being migrated",
@@ -330,7 +356,8 @@ async fn shard(
     let Some(shards) = crate::graphql::shard_items(chart, owner, item) else {
         return Ok(());
     };
-    let pk = chart.table.partition_key.clone();
+    // Shards are in their owner's table (rule `tables`).
+    let pk = chart.table_of(owner).partition_key.clone();
     if layout.is_empty() {
         for s in shards {
             if ctx.dry_run {
@@ -392,9 +419,10 @@ async fn shard(
     Ok(())
 }
 
-/// The plan's counts, recounted: the whole table read (strongly consistent), each item
-/// counted on what its reference names, then each count set where the counter is not there
-/// yet (`attribute_not_exists`: no write has started it). A counter a writer started
+/// The plan's counts, recounted: the tables of the counting entities read whole (strongly
+/// consistent), each item counted on what its reference names (in its own table, or
+/// another), then each count set where the counter is not there yet
+/// (`attribute_not_exists`: no write has started it). A counter a writer started
 /// meanwhile is left, and named, unless it holds the count already: recounting it needs
 /// the writers stopped.
 pub(super) async fn recount(
@@ -407,7 +435,47 @@ pub(super) async fn recount(
     if !steps.iter().any(|s| matches!(s, Step::Counts { .. })) {
         return Ok(());
     }
-    let mut tally: BTreeMap<(String, String, String), i64> = BTreeMap::new();
+    // By the counted item's table, key, and counter.
+    let mut tally: BTreeMap<(usize, String, String, String), i64> = BTreeMap::new();
+    let counting: Vec<usize> = {
+        let mut t: Vec<usize> = steps
+            .iter()
+            .filter(|s| matches!(s, Step::Counts { .. }))
+            .filter_map(|s| chart.entities.get(s.entity()?))
+            .map(|e| e.table)
+            .collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    };
+    for t in counting {
+        tally_table(&ctx.on(t), chart, steps, &mut tally).await?;
+    }
+    for ((t, tpk, tsk, counter), n) in tally {
+        if ctx.dry_run {
+            report.counts_set += 1;
+            continue;
+        }
+        set_count(
+            &ctx.on(t),
+            chart,
+            PrimaryKey::new(tpk, tsk),
+            counter,
+            n,
+            report,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Counts the items of the table `ctx` migrates on what their references name.
+async fn tally_table(
+    ctx: &Ctx<'_>,
+    chart: &Chart,
+    steps: &[Step],
+    tally: &mut std::collections::BTreeMap<(usize, String, String, String), i64>,
+) -> StoreResult<()> {
     let mut start = None;
     loop {
         let page = ctx
@@ -421,10 +489,11 @@ pub(super) async fn recount(
             })
             .await?;
         for item in &page.items {
-            let Some(AttributeValue::S(ty)) = item.get(&chart.table.type_attribute) else {
+            let Some(AttributeValue::S(ty)) = item.get(&chart.tables[ctx.table].type_attribute)
+            else {
                 continue;
             };
-            let Some(e) = chart.entities.get(ty) else {
+            let Some(e) = chart.entities.get(ty).filter(|e| e.table == ctx.table) else {
                 continue;
             };
             for step in steps {
@@ -447,63 +516,76 @@ pub(super) async fn recount(
                 else {
                     continue;
                 };
+                let Some(at) = e
+                    .references
+                    .get(reference)
+                    .and_then(|r| chart.entities.get(&r.entity))
+                    .map(|t| t.table)
+                else {
+                    continue;
+                };
                 for counter in c.of_item(item).into_iter().filter(|n| counters.contains(n)) {
                     *tally
-                        .entry((target.pk.clone(), target.sk.clone(), counter))
+                        .entry((at, target.pk.clone(), target.sk.clone(), counter))
                         .or_default() += 1;
                 }
             }
         }
         match page.last_evaluated_key {
             Some(next) => start = Some(next),
-            None => break,
+            None => return Ok(()),
         }
     }
-    let pk = chart.table.partition_key.clone();
-    for ((tpk, tsk, counter), n) in tally {
-        if ctx.dry_run {
-            report.counts_set += 1;
-            continue;
-        }
-        let key = PrimaryKey::new(tpk, tsk);
-        let set = Update::new(
-            key.clone(),
-            UpdateExpr::default().set(counter.clone(), AttributeValue::N(n.to_string())),
-        )
-        .when(Condition::And(vec![
-            Condition::exists(pk.clone()),
-            Condition::not_exists(counter.clone()),
-        ]));
-        match ctx.update(set).await {
-            Ok(_) => report.counts_set += 1,
-            Err(StoreError::ConditionFailed { .. }) => {
-                let now = ctx
-                    .store
-                    .get_item(crate::store::GetItem {
-                        key: key.clone(),
-                        consistent_read: true,
-                    })
-                    .await?;
-                let holds = now.as_ref().and_then(|i| match i.get(&counter) {
-                    Some(AttributeValue::N(v)) => v.parse::<i64>().ok(),
-                    _ => None,
-                });
-                match (now, holds) {
-                    (None, _) => report.skipped.push(format!(
-                        "({} | {}): counted on by {n} items, and not there",
-                        key.pk, key.sk
-                    )),
-                    (Some(_), Some(v)) if v == n => {}
-                    (Some(_), v) => report.skipped.push(format!(
-                        "({} | {}): {counter} is {} and {n} items count on it: a writer started it; recount it with the writers stopped",
-                        key.pk,
-                        key.sk,
-                        v.map_or_else(|| "absent".to_owned(), |v| v.to_string())
-                    )),
-                }
+}
+
+/// Sets `counter` of the item at `key` in the table `ctx` migrates to `n`, where no
+/// writer has started it.
+async fn set_count(
+    ctx: &Ctx<'_>,
+    chart: &Chart,
+    key: PrimaryKey,
+    counter: String,
+    n: i64,
+    report: &mut MigrateReport,
+) -> StoreResult<()> {
+    let pk = chart.tables[ctx.table].partition_key.clone();
+    let set = Update::new(
+        key.clone(),
+        UpdateExpr::default().set(counter.clone(), AttributeValue::N(n.to_string())),
+    )
+    .when(Condition::And(vec![
+        Condition::exists(pk),
+        Condition::not_exists(counter.clone()),
+    ]));
+    match ctx.update(set).await {
+        Ok(_) => report.counts_set += 1,
+        Err(StoreError::ConditionFailed { .. }) => {
+            let now = ctx
+                .store
+                .get_item(crate::store::GetItem {
+                    key: key.clone(),
+                    consistent_read: true,
+                })
+                .await?;
+            let holds = now.as_ref().and_then(|i| match i.get(&counter) {
+                Some(AttributeValue::N(v)) => v.parse::<i64>().ok(),
+                _ => None,
+            });
+            match (now, holds) {
+                (None, _) => report.skipped.push(format!(
+                    "({} | {}): counted on by {n} items, and not there",
+                    key.pk, key.sk
+                )),
+                (Some(_), Some(v)) if v == n => {}
+                (Some(_), v) => report.skipped.push(format!(
+                    "({} | {}): {counter} is {} and {n} items count on it: a writer started it; recount it with the writers stopped",
+                    key.pk,
+                    key.sk,
+                    v.map_or_else(|| "absent".to_owned(), |v| v.to_string())
+                )),
             }
-            Err(err) => return Err(err),
         }
+        Err(err) => return Err(err),
     }
     Ok(())
 }
@@ -521,9 +603,9 @@ async fn rekey(
     item: &Item,
     report: &mut MigrateReport,
 ) -> StoreResult<Option<(PrimaryKey, Item)>> {
-    let t = &chart.table;
+    let t = chart.table_of(e);
     let mut key_attrs: Vec<String> = t.key_names().into_iter().map(str::to_owned).collect();
-    for i in chart.indexes.values() {
+    for i in chart.indexes.values().filter(|i| i.table == e.table) {
         key_attrs.extend(i.key_names().into_iter().map(str::to_owned));
     }
     let mut next = item.clone();
@@ -546,7 +628,7 @@ async fn rekey(
         ));
         return Ok(None);
     }
-    let Some(to) = chart.key_of(&next) else {
+    let Some(to) = chart.key_in(e.table, &next) else {
         return Ok(None);
     };
     if to == *key {

@@ -28,6 +28,7 @@
 
 pub mod budget;
 pub mod chart;
+mod ctx;
 mod past_layouts;
 pub mod progress;
 pub mod records;
@@ -37,12 +38,11 @@ use std::fmt;
 
 use futures::future::try_join_all;
 
-use crate::store::own::{migration_key, segment_key, OwnRecord};
-use crate::store::{
-    call_stats, Delete, Item, Scan, ScanSegment, Store, StoreResult, TransactAction,
-};
+use crate::store::own::{migration_key, segment_key};
+use crate::store::{Scan, ScanSegment, Store, StoreResult};
 
 use budget::WriteBudget;
+pub(crate) use ctx::Ctx;
 use progress::Progress;
 use records::{MigrationRecord, MigrationState, SegmentCheckpoint};
 
@@ -274,15 +274,29 @@ pub async fn run_chart(
 ) -> StoreResult<MigrateReport> {
     let builtin = std::ptr::eq(given, &*crate::chart::builtin());
     let budget = WriteBudget::new(options.max_wcu);
+    // Every table's store; the first keeps the records.
+    let tables = given.stores(store)?;
+    let names: Vec<String> = given
+        .tables
+        .iter()
+        .enumerate()
+        .map(|(t, x)| match t {
+            0 => store.table_name().to_owned(),
+            _ => x.name.clone(),
+        })
+        .collect();
     let ctx = Ctx {
         store,
+        table: 0,
+        tables: &tables,
+        names: &names,
         dry_run: options.dry_run,
         budget: &budget,
     };
     let mut report = MigrateReport::default();
     if builtin {
         for migration in MIGRATIONS {
-            let outcome = run_one(&ctx, migration, options, &mut report, None).await?;
+            let outcome = run_one(&ctx, migration, options, &mut report, None, &[0]).await?;
             report.migrations.push(outcome);
         }
     }
@@ -306,7 +320,6 @@ pub async fn run_chart(
     // A table without a record of the built-in chart was made from it.
     let old = old.as_ref().or(builtin.then_some(given));
     // Every table's indexes (their names are the chart's, one namespace).
-    let tables = given.stores(store)?;
     let mut indexes = Vec::new();
     for (_, one) in tables.iter() {
         if let Some(d) = one.describe_table().await? {
@@ -356,7 +369,16 @@ pub async fn run_chart(
             name: "chart",
             scans_items: true,
         };
-        let outcome = run_one(&ctx, migration, options, &mut report, Some((given, &steps))).await?;
+        let scanned = chart::tables_scanned(given, &steps);
+        let outcome = run_one(
+            &ctx,
+            migration,
+            options,
+            &mut report,
+            Some((given, &steps)),
+            &scanned,
+        )
+        .await?;
         report.migrations.push(outcome);
         after += 1;
     }
@@ -373,71 +395,16 @@ pub async fn run_chart(
     Ok(report)
 }
 
-/// What every migration's writes go through: the store, the budget, the dry run.
-pub(crate) struct Ctx<'a> {
-    pub store: &'a dyn Store,
-    pub dry_run: bool,
-    budget: &'a WriteBudget,
-}
-
-impl Ctx<'_> {
-    /// A TransactWriteItems, once its units fit in the budget. Every attempt is charged:
-    /// one the store sent again (a conflict, a throttle) cost units too, so those are
-    /// taken from the budget after it, before the next write goes.
-    async fn transact(&self, actions: Vec<TransactAction>) -> StoreResult<()> {
-        let units = budget::units(self.store.schema(), &actions, true);
-        self.budget.spend(units).await;
-        let (result, stats) = call_stats::measured(self.store.transact_write(actions)).await;
-        self.budget.charge(units * f64::from(stats.retries));
-        result
-    }
-
-    /// An UpdateItem, once its unit fits in the budget (and its attempts charged).
-    async fn update(&self, update: crate::store::Update) -> StoreResult<Option<Item>> {
-        self.budget.spend(1.0).await;
-        let (result, stats) = call_stats::measured(self.store.update_item(update)).await;
-        self.budget.charge(f64::from(stats.retries));
-        result
-    }
-
-    /// A PutItem, once its unit fits in the budget (and its attempts charged).
-    async fn put(&self, put: crate::store::Put) -> StoreResult<Option<Item>> {
-        self.budget.spend(1.0).await;
-        let (result, stats) = call_stats::measured(self.store.put_item(put)).await;
-        self.budget.charge(f64::from(stats.retries));
-        result
-    }
-
-    /// A DeleteItem, once its unit fits in the budget (and its attempts charged).
-    async fn delete(&self, delete: Delete) -> StoreResult<Option<Item>> {
-        self.budget.spend(1.0).await;
-        let (result, stats) = call_stats::measured(self.store.delete_item(delete)).await;
-        self.budget.charge(f64::from(stats.retries));
-        result
-    }
-
-    /// A checkpoint or a migration's record, once its unit fits in the budget.
-    async fn record<R: OwnRecord>(&self, record: &R) -> StoreResult<()> {
-        self.budget.spend(1.0).await;
-        records::write(self.store, record).await
-    }
-
-    /// A migration's record where none is yet; false when another run wrote it first.
-    async fn create<R: OwnRecord>(&self, record: &R) -> StoreResult<bool> {
-        self.budget.spend(1.0).await;
-        records::create(self.store, record).await
-    }
-}
-
 async fn run_one(
     ctx: &Ctx<'_>,
     migration: Migration,
     options: &Options,
     report: &mut MigrateReport,
     plan: Option<(&crate::chart::Chart, &[chart::Step])>,
+    scanned: &[usize],
 ) -> StoreResult<MigrationOutcome> {
     let key = migration_key(migration.version);
-    let mut existing: Option<MigrationRecord> = records::read(ctx.store, key.clone()).await?;
+    let mut existing: Option<MigrationRecord> = records::read(ctx.home(), key.clone()).await?;
     let mut outcome = MigrationOutcome {
         migration,
         outcome: if ctx.dry_run {
@@ -480,7 +447,7 @@ async fn run_one(
         if !ctx.dry_run && existing.is_none() && !ctx.create(&record).await? {
             // Another run started it in between: this one joins it with its segment
             // count, so every checkpoint names a position of one split of the table.
-            existing = records::read(ctx.store, key.clone()).await?;
+            existing = records::read(ctx.home(), key.clone()).await?;
             if let Some(theirs) = &existing {
                 if theirs.state == MigrationState::Done {
                     outcome.outcome = Outcome::AlreadyDone;
@@ -490,21 +457,32 @@ async fn run_one(
                 outcome.outcome = Outcome::Resumed;
             }
         }
+        // Each table's segments, each from its checkpoint.
         let mut checkpoints = Vec::new();
-        for segment in 0..record.segments {
-            let fresh = SegmentCheckpoint::new(migration.version, segment, record.segments);
-            checkpoints.push(match existing {
-                // A dry run counts everything still to do, so it reads from the start.
-                Some(_) if !ctx.dry_run => {
-                    records::read(ctx.store, segment_key(migration.version, segment))
-                        .await?
-                        .filter(|c: &SegmentCheckpoint| c.of(record.segments))
-                        .unwrap_or(fresh)
-                }
-                _ => fresh,
-            });
+        let mut total = Some(0);
+        for &t in scanned {
+            for segment in 0..record.segments {
+                let fresh =
+                    SegmentCheckpoint::of_table(migration.version, t, segment, record.segments);
+                checkpoints.push(match existing {
+                    // A dry run counts everything still to do, so it reads from the start.
+                    Some(_) if !ctx.dry_run => {
+                        records::read(ctx.home(), segment_key(migration.version, fresh.segment))
+                            .await?
+                            .filter(|c: &SegmentCheckpoint| c.of(record.segments))
+                            .unwrap_or(fresh)
+                    }
+                    _ => fresh,
+                });
+            }
+            let count = ctx
+                .on(t)
+                .store
+                .describe_table()
+                .await?
+                .and_then(|d| d.item_count);
+            total = total.zip(count).map(|(a, b)| a + b);
         }
-        let total = ctx.store.describe_table().await?.and_then(|d| d.item_count);
         let done_before = checkpoints.iter().map(|c| c.scanned).sum();
         let progress = Progress::start(
             &format!("{} {}", migration.version, migration.name),
@@ -548,6 +526,7 @@ async fn scan_segment(
     plan: Option<(&crate::chart::Chart, &[chart::Step])>,
 ) -> StoreResult<MigrateReport> {
     let mut part = MigrateReport::default();
+    let ctx = &ctx.on(checkpoint.table());
     while !checkpoint.done {
         let page = ctx
             .store
@@ -556,7 +535,7 @@ async fn scan_segment(
                 start: checkpoint.start(),
                 consistent_read: true,
                 segment: Some(ScanSegment {
-                    index: checkpoint.segment,
+                    index: checkpoint.scan_segment(),
                     total: segments,
                 }),
                 ..Default::default()
@@ -593,7 +572,8 @@ fn now() -> String {
 mod tests {
     use super::*;
     use crate::store::embedded::EmbeddedStore;
-    use crate::store::{AttributeValue, GetItem, PrimaryKey, Put};
+    use crate::store::own::OwnRecord;
+    use crate::store::{call_stats, AttributeValue, Delete, GetItem, Item, PrimaryKey, Put};
     use std::time::Duration;
 
     fn text<'a>(item: &'a Item, attribute: &str) -> &'a str {

@@ -72,17 +72,43 @@ impl Record for SegmentCheckpoint {
     }
 }
 
+/// The checkpoints of one table's Scan are numbered from its place in the chart's tables
+/// times this (DynamoDB's most segments of a Scan): the first table's from 0, as before
+/// charts had several; the `MigrationSegment` key holds ten tables' (`SEGMENT#1000003` is
+/// the second table's segment 3).
+pub const TABLE_SEGMENTS: u32 = crate::store::ScanSegment::MAX_TOTAL;
+
+/// The most tables whose items one migration reads: their checkpoints' numbers fit the
+/// `MigrationSegment` key's seven digits.
+pub const MAX_TABLES: usize = 10;
+
 impl SegmentCheckpoint {
     pub fn new(version: u32, segment: u32, segments: u32) -> Self {
+        Self::of_table(version, 0, segment, segments)
+    }
+
+    /// The checkpoint of segment `segment` of the Scan of table `table` (its place in the
+    /// chart's tables, under [`MAX_TABLES`]).
+    pub fn of_table(version: u32, table: usize, segment: u32, segments: u32) -> Self {
         SegmentCheckpoint {
             version,
-            segment,
+            segment: table as u32 * TABLE_SEGMENTS + segment,
             next_pk: None,
             next_sk: None,
             done: false,
             scanned: 0,
             segments: Some(segments),
         }
+    }
+
+    /// The table whose Scan it belongs to (its place in the chart's tables).
+    pub fn table(&self) -> usize {
+        (self.segment / TABLE_SEGMENTS) as usize
+    }
+
+    /// Its segment of that table's Scan.
+    pub fn scan_segment(&self) -> u32 {
+        self.segment % TABLE_SEGMENTS
     }
 
     /// Whether it belongs to a Scan of `segments` segments.
@@ -160,4 +186,32 @@ fn own(store: &dyn Store) -> StoreResult<&crate::store::TableSchema> {
         )));
     }
     Ok(schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_tables_checkpoints_have_numbers_of_their_own_that_the_key_holds() {
+        let second = SegmentCheckpoint::of_table(101, 1, 3, 4);
+        assert_eq!(
+            second.key(),
+            PrimaryKey::new("MIGRATION#101", "SEGMENT#1000003")
+        );
+        assert_eq!((second.table(), second.scan_segment()), (1, 3));
+        let first = SegmentCheckpoint::new(101, 3, 4);
+        assert_eq!(first.key(), segment_key(101, 3));
+        assert_eq!((first.table(), first.scan_segment()), (0, 3));
+        // The last table's last segment is the most the `MigrationSegment` key's seven
+        // digits hold (its `segment` attribute's maximum).
+        let last = SegmentCheckpoint::of_table(
+            101,
+            MAX_TABLES - 1,
+            crate::store::ScanSegment::MAX_TOTAL - 1,
+            crate::store::ScanSegment::MAX_TOTAL,
+        );
+        assert_eq!(last.segment, 9_999_999);
+        assert_eq!(last.key().sk, "SEGMENT#9999999");
+    }
 }

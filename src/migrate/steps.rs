@@ -43,7 +43,21 @@ impl Step {
         matches!(self, Step::Refused { .. })
     }
 
-    fn scans_items(&self) -> bool {
+    /// The entity whose items it reads or writes, for a step on items.
+    pub fn entity(&self) -> Option<&str> {
+        match self {
+            Step::IndexKeys { entity, .. }
+            | Step::Markers { entity, .. }
+            | Step::Versions { entity, .. }
+            | Step::Counts { entity, .. }
+            | Step::Rekey { entity } => Some(entity),
+            Step::Shards { owner } => Some(owner),
+            _ => None,
+        }
+    }
+
+    /// Whether it reads every item of its entity's table (a Scan).
+    pub fn scans_items(&self) -> bool {
         matches!(
             self,
             Step::IndexKeys { .. }
@@ -281,26 +295,23 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
             }
         }
     }
-    // Its items are read and rewritten in the first table alone: a step on the items of
-    // another is named, not made.
+    // Each table's Scan keeps its checkpoints under numbers of its own, for the first
+    // ten tables: a step on the items of a later one is named, not made.
     for step in &mut steps {
-        let entity = match &*step {
-            Step::IndexKeys { entity, .. }
-            | Step::Markers { entity, .. }
-            | Step::Versions { entity, .. }
-            | Step::Counts { entity, .. }
-            | Step::Rekey { entity } => entity.clone(),
-            Step::Shards { owner } => owner.clone(),
-            _ => continue,
-        };
-        let Some(e) = new.entities.get(&entity).filter(|e| e.table != 0) else {
+        let Some(e) = step
+            .entity()
+            .and_then(|n| new.entities.get(n))
+            .filter(|e| e.table >= super::records::MAX_TABLES)
+        else {
             continue;
         };
         *step = Step::Refused {
             what: step.to_string(),
             why: format!(
-                "{entity} is in the table {}, and migrate rewrites the items of the chart's first table only",
-                new.tables[e.table].name
+                "{} is in the table {}, and migrate reads the items of a chart's first {} tables",
+                e.name,
+                new.tables[e.table].name,
+                super::records::MAX_TABLES
             ),
         };
     }
@@ -325,4 +336,57 @@ pub(super) fn digest(steps: &[Step]) -> String {
         .take(8)
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOX: &str = include_str!("../../examples/charts/box-office.toml");
+
+    /// The box office with `more` tables of nothing between its two, so the bookings'
+    /// table is the `more + 2`th.
+    fn box_office_after(more: usize) -> Chart {
+        let empty: String = (0..more)
+            .map(|i| format!("[[tables]]\nname = \"spare-{i}\"\npartition_key = \"PK\"\nsort_key = \"SK\"\ntype_attribute = \"Type\"\n\n"))
+            .collect();
+        let text = BOX.replacen(
+            "[[tables]]\nname = \"box-office-bookings\"",
+            &format!("{empty}[[tables]]\nname = \"box-office-bookings\""),
+            1,
+        );
+        crate::chart::parse(&text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn item_steps_are_made_in_every_table_a_migration_can_checkpoint() {
+        // Planned from nothing: the bookings' index keys and counts, in the second table.
+        let chart = box_office_after(0);
+        let steps = plan(None, &chart, &[]);
+        assert!(
+            steps
+                .iter()
+                .any(|s| matches!(s, Step::IndexKeys { entity, .. } if entity == "Booking")),
+            "{steps:?}"
+        );
+        assert!(!steps.iter().any(Step::is_refused), "{steps:?}");
+        // The tenth table is the last whose checkpoints the key numbers.
+        let tenth = box_office_after(super::super::records::MAX_TABLES - 2);
+        assert_eq!(tenth.entities["Booking"].table, 9);
+        assert!(!plan(None, &tenth, &[]).iter().any(Step::is_refused));
+        let eleventh = box_office_after(super::super::records::MAX_TABLES - 1);
+        let steps = plan(None, &eleventh, &[]);
+        let refused: Vec<String> = steps
+            .iter()
+            .filter(|s| s.is_refused())
+            .map(ToString::to_string)
+            .collect();
+        assert!(!refused.is_empty(), "{steps:?}");
+        assert!(
+            refused.iter().all(|r| r.contains(
+                "Booking is in the table box-office-bookings, and migrate reads the items of a chart's first 10 tables"
+            )),
+            "{refused:?}"
+        );
+    }
 }

@@ -638,7 +638,7 @@ async fn a_table_keyed_otherwise_than_its_chart_is_refused_at_start() {
 /// `--table-name` of a table the chart lacks is refused.
 #[tokio::test]
 async fn a_chart_of_two_tables_is_created_seeded_and_checked_table_by_table() {
-    use itemgraph::store::open::{open_tables, Engine};
+    use itemgraph::store::open::open_tables;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let chart_path = root.join("examples/charts/box-office.toml");
     let chart = itemgraph::config::load_chart(Some(&chart_path)).unwrap();
@@ -668,39 +668,7 @@ async fn a_chart_of_two_tables_is_created_seeded_and_checked_table_by_table() {
     };
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("box.redb");
-    let mut engines: Vec<(Vec<String>, Engine, String)> = vec![(
-        vec!["--data".to_owned(), data.to_str().unwrap().to_owned()],
-        Engine::Embedded {
-            table: "box-office".into(),
-            data: Some(data.clone()),
-            cache_mib: 16,
-            faults: Default::default(),
-            change_log: Default::default(),
-        },
-        "box-office-bookings".to_owned(),
-    )];
-    if let Some(endpoint) = common::dynamo_local::endpoint().await {
-        let first = common::dynamo_local::unique_table_name("box-office");
-        let bookings = common::dynamo_local::unique_table_name("box-office-bookings");
-        let mut opts = common::dynamo_local::options(&endpoint);
-        opts.table = first.clone();
-        engines.push((
-            vec![
-                "--store".to_owned(),
-                "dynamodb".to_owned(),
-                "--endpoint".to_owned(),
-                endpoint.clone(),
-                "--region".to_owned(),
-                "us-east-1".to_owned(),
-                "--table".to_owned(),
-                first,
-                "--table-name".to_owned(),
-                format!("box-office-bookings={bookings}"),
-            ],
-            Engine::DynamoDb(opts),
-            bookings,
-        ));
-    }
+    let engines = common::engines::box_office_tables(dir.path()).await;
     for (store_args, engine, bookings) in engines {
         ok(&run(with("create-table", &store_args)).await.unwrap());
         ok(&run(with("seed", &store_args)).await.unwrap());
@@ -748,22 +716,7 @@ async fn a_chart_of_two_tables_is_created_seeded_and_checked_table_by_table() {
         assert!(!out.status.success());
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("no-such-event"), "{stdout}");
-        if let Engine::DynamoDb(opts) = &engine {
-            let first = common::dynamo_local::connect_with(
-                opts.endpoint.as_deref().unwrap(),
-                &opts.table,
-                chart.table_schema(),
-            )
-            .await;
-            common::dynamo_local::drop_table(&first).await;
-            let second = common::dynamo_local::connect_with(
-                opts.endpoint.as_deref().unwrap(),
-                &bookings,
-                chart.schema_of(1),
-            )
-            .await;
-            common::dynamo_local::drop_table(&second).await;
-        }
+        common::engines::drop_box_office_tables(&engine, &bookings, &chart).await;
     }
     // A name the chart does not have.
     let out = run(with(

@@ -13,5 +13,6 @@ mod designing;
 mod features;
 mod image;
 mod migrate;
+mod migrate_tables;
 mod replicas;
 mod snapshot;

@@ -56,3 +56,78 @@ pub fn dynamodb_at(endpoint: &str) -> DynamoStore {
         itemgraph::chart::builtin().table_schema(),
     )
 }
+
+/// The box office's two tables (`examples/charts/box-office.toml`) as the commands are
+/// given them, on each engine: the store flags a command takes, the engine to open them
+/// with, and the bookings table's name. On a file in `dir`, under the chart's names; on
+/// DynamoDB Local where it is available, each under a name of its own (`--table`,
+/// `--table-name`).
+pub async fn box_office_tables(
+    dir: &std::path::Path,
+) -> Vec<(Vec<String>, itemgraph::store::open::Engine, String)> {
+    use itemgraph::store::open::Engine;
+    let data = dir.join("box.redb");
+    let mut engines = vec![(
+        vec!["--data".to_owned(), data.to_str().unwrap().to_owned()],
+        Engine::Embedded {
+            table: "box-office".into(),
+            data: Some(data.clone()),
+            cache_mib: 16,
+            faults: Default::default(),
+            change_log: Default::default(),
+        },
+        "box-office-bookings".to_owned(),
+    )];
+    if let Some(endpoint) = super::dynamo_local::endpoint().await {
+        let first = super::dynamo_local::unique_table_name("box-office");
+        let bookings = super::dynamo_local::unique_table_name("box-office-bookings");
+        let mut opts = super::dynamo_local::options(&endpoint);
+        opts.table = first.clone();
+        engines.push((
+            vec![
+                "--store".to_owned(),
+                "dynamodb".to_owned(),
+                "--endpoint".to_owned(),
+                endpoint.clone(),
+                "--region".to_owned(),
+                "us-east-1".to_owned(),
+                "--table".to_owned(),
+                first,
+                "--table-name".to_owned(),
+                format!("box-office-bookings={bookings}"),
+            ],
+            Engine::DynamoDb(opts),
+            bookings,
+        ));
+    }
+    engines
+}
+
+/// Drops the tables of [`box_office_tables`] on DynamoDB Local (a file goes with its
+/// directory).
+pub async fn drop_box_office_tables(
+    engine: &itemgraph::store::open::Engine,
+    bookings: &str,
+    chart: &itemgraph::chart::Chart,
+) {
+    let itemgraph::store::open::Engine::DynamoDb(opts) = engine else {
+        return;
+    };
+    let endpoint = opts.endpoint.as_deref().unwrap();
+    let first =
+        super::dynamo_local::connect_with(endpoint, &opts.table, chart.table_schema()).await;
+    super::dynamo_local::drop_table(&first).await;
+    let second = super::dynamo_local::connect_with(endpoint, bookings, chart.schema_of(1)).await;
+    super::dynamo_local::drop_table(&second).await;
+}
+
+/// The item at `pk`, `sk` (`""` in a table without a sort key), read strongly consistent.
+pub async fn get(store: &dyn Store, pk: &str, sk: &str) -> Option<itemgraph::store::Item> {
+    store
+        .get_item(itemgraph::store::GetItem {
+            key: itemgraph::store::PrimaryKey::new(pk, sk),
+            consistent_read: true,
+        })
+        .await
+        .unwrap()
+}

@@ -7,11 +7,12 @@
 
 use std::sync::Arc;
 
+use crate::common::engines::get;
 use itemgraph::store::open::{open_tables, Engine};
 use itemgraph::store::{
     table_store, AttributeValue as V, BatchGetTables, CancelReason, CmpOp, Condition,
-    ConditionCheck, GetItem, Item, KeyType, PrimaryKey, Put, Store, StoreError, TableAction,
-    TableSchema, TransactAction,
+    ConditionCheck, Item, KeyType, PrimaryKey, Put, Store, StoreError, TableAction, TableSchema,
+    TransactAction,
 };
 
 fn shop() -> TableSchema {
@@ -108,16 +109,6 @@ fn customer(id: &str) -> TransactAction {
 
 fn order(id: &str, by: &str) -> TransactAction {
     TransactAction::Put(Put::new(item(&[("OrderId", n(id)), ("Customer", s(by))])))
-}
-
-async fn get(store: &dyn Store, pk: &str, sk: &str) -> Option<Item> {
-    store
-        .get_item(GetItem {
-            key: PrimaryKey::new(pk, sk),
-            consistent_read: true,
-        })
-        .await
-        .unwrap()
 }
 
 #[tokio::test]
