@@ -122,6 +122,28 @@ struct Found<'c> {
 
 type Vars = HashMap<String, Value>;
 
+/// Where a record is: its table (its place in the chart's tables) and the primary key its
+/// templates render. Two tables may hold equal keys.
+type At = (usize, PrimaryKey);
+
+/// The records found, by where they are.
+struct Records<'c>(HashMap<At, Found<'c>>);
+
+impl<'c> Records<'c> {
+    /// The record at `key` in the table of `e`.
+    fn at(&self, e: &Entity, key: &PrimaryKey) -> Option<&Found<'c>> {
+        self.0.get(&(e.table, key.clone()))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Found<'c>> {
+        self.0.values()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&At, &Found<'c>)> {
+        self.0.iter()
+    }
+}
+
 fn text(item: &Item, attr: &str) -> Option<String> {
     match item.get(attr) {
         Some(AttributeValue::S(s)) => Some(s.clone()),
@@ -192,7 +214,7 @@ impl<'c> Checker<'c> {
             (a.0.pk.as_bytes(), a.0.sk.as_bytes()).cmp(&(b.0.pk.as_bytes(), b.0.sk.as_bytes()))
         });
         // By the primary key each record's templates render.
-        let mut found: HashMap<PrimaryKey, Found<'c>> = HashMap::new();
+        let mut found = Records(HashMap::new());
         let now = crate::chart::epoch_now();
         for (key, item) in keyed {
             let ty = text(&item, &t.type_attribute).unwrap_or_else(|| "?".into());
@@ -214,7 +236,7 @@ impl<'c> Checker<'c> {
             let Some(own) = self.keys_match(entity, &key, &item) else {
                 continue;
             };
-            if let Some(first) = found.get(&own) {
+            if let Some(first) = found.at(entity, &own) {
                 let message = format!(
                     "holds the same {} as the item ({} | {})",
                     entity.name, first.key.pk, first.key.sk
@@ -222,7 +244,9 @@ impl<'c> Checker<'c> {
                 self.report(ViolationKind::Duplicate, &entity.name, &key, message);
                 continue;
             }
-            found.insert(own, Found { key, entity, item });
+            found
+                .0
+                .insert((entity.table, own), Found { key, entity, item });
         }
         if self.whole {
             self.references(&found);
@@ -287,7 +311,7 @@ impl<'c> Checker<'c> {
         chart.key_of(&expected)
     }
 
-    fn references(&mut self, found: &HashMap<PrimaryKey, Found<'c>>) {
+    fn references(&mut self, found: &Records<'c>) {
         for f in found.values() {
             for (name, r) in &f.entity.references {
                 let target = &self.chart.entities[&r.entity];
@@ -295,7 +319,7 @@ impl<'c> Checker<'c> {
                     continue;
                 };
                 let ok = key_of(target, &vars)
-                    .and_then(|k| found.get(&k))
+                    .and_then(|k| found.at(target, &k))
                     .is_some_and(|t| t.entity.name == r.entity && self.same_tenant(f, t));
                 if !ok {
                     self.report(
@@ -378,30 +402,36 @@ impl<'c> Checker<'c> {
         out
     }
 
-    fn counts(&mut self, found: &HashMap<PrimaryKey, Found<'c>>) {
+    fn counts(&mut self, found: &Records<'c>) {
         let counted_as = self.counted_as();
         let mut counted: HashMap<&str, Vec<&str>> = HashMap::new();
         for (target, counter) in counted_as.keys() {
             counted.entry(target).or_default().push(counter);
         }
         // What each counted item should hold: the items found that count on it.
-        let mut expected: HashMap<(PrimaryKey, String), i64> = HashMap::new();
+        let mut expected: HashMap<(At, String), i64> = HashMap::new();
         for f in found.values() {
             for c in &f.entity.writes.counts {
                 let key = reference_key(&self.chart.entities, f.entity, &f.item, &c.reference);
-                if let Some(key) = key {
+                let table = f
+                    .entity
+                    .references
+                    .get(&c.reference)
+                    .and_then(|r| self.chart.entities.get(&r.entity))
+                    .map(|t| t.table);
+                if let (Some(key), Some(table)) = (key, table) {
                     for counter in c.of_item(&f.item) {
-                        *expected.entry((key.clone(), counter)).or_default() += 1;
+                        *expected.entry(((table, key.clone()), counter)).or_default() += 1;
                     }
                 }
             }
         }
         // What each holds: its own counter plus its shards'.
-        let mut held: HashMap<(PrimaryKey, String), i64> = HashMap::new();
-        for (own, f) in found {
+        let mut held: HashMap<(At, String), i64> = HashMap::new();
+        for (own, f) in found.iter() {
             let (owner_key, owner) = match self.shard_owner(f) {
                 Some((vars, owner)) => match key_of(owner, &vars) {
-                    Some(k) => (k, owner),
+                    Some(k) => ((owner.table, k), owner),
                     None => continue,
                 },
                 None => (own.clone(), f.entity),
@@ -412,7 +442,7 @@ impl<'c> Checker<'c> {
                     .or_default() += number(&f.item, counter);
             }
         }
-        for (own, f) in found {
+        for (own, f) in found.iter() {
             if f.entity.shards_of.is_some() {
                 continue;
             }
@@ -437,14 +467,14 @@ impl<'c> Checker<'c> {
 
     /// Each counter shard counts for an item that exists; an item has all its shards when
     /// it carries the layout its creates write (its `on_create` values), none otherwise.
-    fn shards(&mut self, found: &HashMap<PrimaryKey, Found<'c>>) {
-        let mut have: HashMap<PrimaryKey, Vec<i64>> = HashMap::new();
+    fn shards(&mut self, found: &Records<'c>) {
+        let mut have: HashMap<At, Vec<i64>> = HashMap::new();
         for f in found.values() {
             let Some((vars, owner)) = self.shard_owner(f) else {
                 continue;
             };
             let owner_key = key_of(owner, &vars);
-            match owner_key.as_ref().and_then(|k| found.get(k)) {
+            match owner_key.as_ref().and_then(|k| found.at(owner, k)) {
                 Some(o) if o.entity.name == owner.name => {
                     // The one key value a shard has of its own: its number.
                     let tenant = self.chart.tenant_attribute(f.entity);
@@ -458,9 +488,12 @@ impl<'c> Checker<'c> {
                                 !vars.contains_key(&v.name) && tenant.as_deref() != Some(&v.name)
                             });
                     let n = number_attr.map_or(0, |v| number(&f.item, &v.name));
-                    have.entry(owner_key.clone().unwrap_or_else(|| o.key.clone()))
-                        .or_default()
-                        .push(n);
+                    have.entry((
+                        owner.table,
+                        owner_key.clone().unwrap_or_else(|| o.key.clone()),
+                    ))
+                    .or_default()
+                    .push(n);
                 }
                 _ => self.report(
                     ViolationKind::CounterShards,
@@ -474,7 +507,7 @@ impl<'c> Checker<'c> {
                 ),
             }
         }
-        for (own, f) in found {
+        for (own, f) in found.iter() {
             let Some((shard, count)) = self.chart.shards_of(&f.entity.name) else {
                 continue;
             };
@@ -538,7 +571,7 @@ impl<'c> Checker<'c> {
 
     /// Every list agrees with its children, every child has its parent, every computed
     /// product holds.
-    fn lists(&mut self, found: &HashMap<PrimaryKey, Found<'c>>) {
+    fn lists(&mut self, found: &Records<'c>) {
         let chart = self.chart;
         for f in found.values() {
             for (attr, a) in &f.entity.attributes {
@@ -669,7 +702,7 @@ impl<'c> Checker<'c> {
         }
     }
 
-    fn markers(&mut self, found: &HashMap<PrimaryKey, Found<'c>>) {
+    fn markers(&mut self, found: &Records<'c>) {
         let chart = self.chart;
         // Marker entity → (owner, the attribute it keeps; none for a client token).
         let mut markers: HashMap<&str, (&Entity, Option<&str>)> = HashMap::new();
@@ -684,7 +717,7 @@ impl<'c> Checker<'c> {
             }
         }
         let viewer = chart.viewer.as_ref().map(|v| v.entity.as_str());
-        for (own, f) in found {
+        for ((_, own), f) in found.iter() {
             // Every unique value has its marker, naming this owner.
             for (attr, m) in &f.entity.writes.unique {
                 let Some(value) = f.item.get(attr) else {
@@ -705,7 +738,7 @@ impl<'c> Checker<'c> {
                 )
                 .ok()
                 .and_then(|i| chart.key_of(&i));
-                let message = match key.as_ref().and_then(|k| found.get(k)) {
+                let message = match key.as_ref().and_then(|k| found.at(marker_entity, k)) {
                     None => format!("its {} {value} has no marker item", words(attr)),
                     Some(mk) => {
                         let named = key_values(f.entity, &mk.item);
@@ -733,7 +766,7 @@ impl<'c> Checker<'c> {
             let named = key_values(owner, &f.item);
             let id = identity(owner, &named);
             let at = key_of(owner, &named)
-                .and_then(|k| found.get(&k))
+                .and_then(|k| found.at(owner, &k))
                 .filter(|o| o.entity.name == owner.name);
             let which = if Some(owner.name.as_str()) == viewer {
                 "who"
@@ -778,12 +811,7 @@ impl<'c> Checker<'c> {
 
     /// The tenant of an item of `e` with the plain id `named` holds, found in another
     /// tenant than the one `named` says.
-    fn elsewhere(
-        &self,
-        found: &HashMap<PrimaryKey, Found<'c>>,
-        e: &Entity,
-        named: &Vars,
-    ) -> Option<String> {
+    fn elsewhere(&self, found: &Records<'c>, e: &Entity, named: &Vars) -> Option<String> {
         let plain = e.plain_id.as_ref()?;
         let id = named.get(plain)?;
         let tenant = self.chart.tenant_attribute(e)?;

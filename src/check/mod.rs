@@ -242,4 +242,111 @@ mod tests {
             format!("checked {} items: 3 violations", report.items)
         );
     }
+
+    /// Two tables whose entities share a key shape: rule `keys-distinct` lets keys of
+    /// different tables be equal, so a record is where its table and key say.
+    const TWINS: &str = r#"
+format = 1
+name = "twins"
+
+[[tables]]
+name = "shelves"
+partition_key = "PK"
+sort_key = "SK"
+type_attribute = "Type"
+
+[[tables]]
+name = "crates"
+partition_key = "PK"
+sort_key = "SK"
+type_attribute = "Type"
+
+[entities.Shelf]
+key = ["ITEM#{slug}", "ITEM#{slug}"]
+
+[entities.Shelf.attributes]
+slug = "slug"
+crates = { type = "counter", referrers = "crates" }
+
+[entities.Crate]
+table = "crates"
+key = ["ITEM#{slug}", "ITEM#{slug}"]
+counts = { shelf = "crates" }
+
+[entities.Crate.attributes]
+slug = "slug"
+shelfId = "slug"
+
+[entities.Crate.references]
+shelf = { entity = "Shelf", key = { slug = "shelfId" } }
+
+[query.shelf]
+entity = "Shelf"
+pattern = 1
+
+[query.crate]
+entity = "Crate"
+pattern = 2
+
+[patterns.1]
+name = "Shelf by id"
+request = "GetItem"
+entity = "Shelf"
+field = "Query.shelf"
+
+[patterns.2]
+name = "Crate by id"
+request = "GetItem"
+entity = "Crate"
+field = "Query.crate"
+
+[[samples.Shelf]]
+slug = "a"
+crates = 1
+
+[[samples.Crate]]
+slug = "a"
+shelfId = "a"
+"#;
+
+    #[tokio::test]
+    async fn equal_keys_in_two_tables_are_two_records() {
+        let chart =
+            std::sync::Arc::new(crate::chart::parse(TWINS).unwrap_or_else(|e| panic!("{e}")));
+        let engine = crate::store::open::Engine::Embedded {
+            table: "shelves".into(),
+            data: None,
+            cache_mib: 16,
+            faults: Default::default(),
+            change_log: Default::default(),
+        };
+        let store =
+            crate::store::open::open_tables(&engine, chart.table_schema(), chart.other_tables())
+                .await
+                .unwrap();
+        for (_, one) in chart.stores(store.as_ref()).unwrap().iter() {
+            assert!(one.create_table().await.unwrap());
+        }
+        crate::chart::samples::seed(store.as_ref(), &chart)
+            .await
+            .unwrap();
+        let report = check_chart(store.as_ref(), &chart).await.unwrap();
+        assert_eq!(report.items, 2, "{report:?}");
+        assert!(report.violations.is_empty(), "{:?}", report.violations);
+        // The crate's count is held by the shelf of the other table: a wrong one is named.
+        store
+            .update_item(crate::store::Update::new(
+                PrimaryKey::new("ITEM#a", "ITEM#a"),
+                crate::store::UpdateExpr::default().set("crates", AttributeValue::N("2".into())),
+            ))
+            .await
+            .unwrap();
+        let report = check_chart(store.as_ref(), &chart).await.unwrap();
+        assert_eq!(report.violations.len(), 1, "{:?}", report.violations);
+        assert!(
+            report.violations[0].message.contains("crates is 2, but 1"),
+            "{:?}",
+            report.violations
+        );
+    }
 }
