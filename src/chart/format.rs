@@ -93,6 +93,10 @@ pub struct Index {
     /// A local secondary index: the table's partition key and a sort key of its own.
     #[serde(default)]
     pub local: bool,
+    /// The name the table knows it by, where the chart names it otherwise (two tables
+    /// each with a `GSI1`: `[indexes.OrdersGSI1] table = "orders", stored = "GSI1"`).
+    #[serde(default)]
+    pub stored: Option<String>,
 }
 
 /// A key attribute: its name (a string key), or its name and type (`{ name = "OrderId",

@@ -235,7 +235,11 @@ pub struct Table {
 
 #[derive(Debug, Clone)]
 pub struct Index {
+    /// Its name in the chart: what entities, patterns and `explain` call it.
     pub name: String,
+    /// Its name in its table, as every request and the table's description name it (the
+    /// chart's name unless `stored =` says otherwise).
+    pub stored: String,
     pub partition_key: String,
     pub pk_type: crate::store::KeyType,
     /// `None`: keyed by its partition key alone; its entities' sort-key templates are empty.
@@ -1071,7 +1075,7 @@ impl Chart {
                 .values()
                 .filter(|i| i.table == t)
                 .map(|i| crate::store::IndexSchema {
-                    name: i.name.clone(),
+                    name: i.stored.clone(),
                     pk: i.partition_key.clone(),
                     pk_type: i.pk_type,
                     sk: i.sort_key.clone(),

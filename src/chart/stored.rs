@@ -55,6 +55,8 @@ impl Forms {
         // elsewhere has them told apart here too.
         let mut any =
             !chart.table.types_stored || chart.table.type_attribute != crate::store::own::TYPE;
+        // An index its table knows by another name than the chart's.
+        any |= chart.indexes.values().any(|i| i.stored != i.name);
         let mut forms = HashMap::new();
         let mut by_type_value = HashMap::new();
         for (name, e) in &chart.entities {

@@ -321,9 +321,16 @@ pub async fn run_chart(
     let old = old.as_ref().or(builtin.then_some(given));
     // Every table's indexes (their names are the chart's, one namespace).
     let mut indexes = Vec::new();
-    for (_, one) in tables.iter() {
+    for (t, one) in tables.iter() {
         if let Some(d) = one.describe_table().await? {
-            indexes.extend(d.indexes);
+            // Each by the chart's name for it (a table's own names may be another's too).
+            indexes.extend(d.indexes.into_iter().map(|n| {
+                given
+                    .indexes
+                    .values()
+                    .find(|i| i.table == t && i.stored == n)
+                    .map_or(n, |i| i.name.clone())
+            }));
         }
     }
     let steps = chart::plan(old, given, &indexes);
@@ -354,9 +361,12 @@ pub async fn run_chart(
                     .await?;
             }
             chart::Step::Index(name) => {
-                let t = given.indexes.get(name).map_or(0, |i| i.table);
+                let (t, stored) = given
+                    .indexes
+                    .get(name)
+                    .map_or((0, name), |i| (i.table, &i.stored));
                 report.indexes_created +=
-                    usize::from(tables.get(t).create_index(name, options.dry_run).await?);
+                    usize::from(tables.get(t).create_index(stored, options.dry_run).await?);
             }
             _ => {}
         }

@@ -60,6 +60,14 @@ impl StoredStore {
         self.forms().stored(&self.chart, item)
     }
 
+    /// A request's index as its table knows it ([`crate::chart::Index::stored`]).
+    fn index_stored(&self, index: Option<String>) -> Option<String> {
+        index.map(|i| match self.chart.indexes.get(&i) {
+            Some(x) => x.stored.clone(),
+            None => i,
+        })
+    }
+
     fn put(&self, p: Put) -> Put {
         self.put_in(self.table, self.inner.schema(), p)
     }
@@ -172,7 +180,8 @@ impl Store for StoredStore {
         Ok(page)
     }
 
-    async fn query(&self, req: Query) -> StoreResult<QueryOutput> {
+    async fn query(&self, mut req: Query) -> StoreResult<QueryOutput> {
+        req.index = self.index_stored(req.index);
         let mut out = self.inner.query(req).await?;
         out.items = self.charted_all(out.items);
         Ok(out)
@@ -191,6 +200,7 @@ impl Store for StoredStore {
             });
             req.filter = Some(self.forms().filter(&self.chart, entity, f));
         }
+        req.index = self.index_stored(req.index);
         let mut out = self.inner.scan(req).await?;
         out.items = self.charted_all(out.items);
         Ok(out)

@@ -240,6 +240,65 @@ async fn a_model_of_two_tables_is_drafted_and_served_as_one_chart() {
     );
 }
 
+/// Two tables that each have an index named `GSI1` (as tables made apart often do): the
+/// chart names the later one after its table (`ClinicVisitsGSI1`, `stored = "GSI1"`), every
+/// request and the table's description name it `GSI1`, and the visits it gathers under a
+/// patient are served as before, one Query, on both engines; exported, it is `GSI1` again.
+#[tokio::test]
+async fn indexes_of_one_name_in_two_tables_are_drafted_apart_and_served() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/models/clinic.json");
+    let mut m: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    m["DataModel"][1]["GlobalSecondaryIndexes"][0]["IndexName"] = json!("GSI1");
+    m["DataModel"][0]["GlobalSecondaryIndexes"] = json!([{
+        "IndexName": "GSI1",
+        "KeyAttributes": {
+            "PartitionKey": { "AttributeName": "DrugRef", "AttributeType": "S" },
+            "SortKey": { "AttributeName": "DrugSince", "AttributeType": "S" } },
+        "Projection": { "ProjectionType": "ALL" } }]);
+    let m = Model::parse(&m.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let chart = drafted(&m);
+    let names: Vec<(&str, &str, usize)> = chart
+        .indexes
+        .values()
+        .map(|i| (i.name.as_str(), i.stored.as_str(), i.table))
+        .collect();
+    assert_eq!(
+        names,
+        [("GSI1", "GSI1", 0), ("ClinicVisitsGSI1", "GSI1", 1)]
+    );
+    assert_eq!(chart.schema_of(1).indexes[0].name, "GSI1");
+    let shown =
+        itemgraph::chart::explain::markdown(&itemgraph::chart::explain::explain(&chart, 1024));
+    assert!(
+        shown.contains("ClinicVisitsGSI1 (stored `GSI1`)"),
+        "{shown}"
+    );
+    let out = served(
+        &m,
+        &chart,
+        r#"{ patient(patientId: "ana") { visits { nodes { visitNo } } } }"#,
+        "wb-gsi1",
+    )
+    .await;
+    assert_eq!(
+        out[0].0["patient"],
+        json!({ "visits": { "nodes": [ { "visitNo": 7001 }, { "visitNo": 7003 } ] } })
+    );
+    assert_eq!(out[0].1, ["GetItem", "Query"]);
+    let exported = export::export(&chart);
+    let names: Vec<&str> = exported
+        .model
+        .data_model
+        .iter()
+        .flat_map(|t| {
+            t.global_secondary_indexes
+                .iter()
+                .map(|i| i.index_name.as_str())
+        })
+        .collect();
+    assert_eq!(names, ["GSI1", "GSI1"]);
+}
+
 #[tokio::test]
 async fn an_exported_chart_is_drafted_back_and_serves_its_samples_alike() {
     let path =
@@ -357,6 +416,24 @@ fn models_as_others_write_them_are_drafted_into_charts_the_check_passes() {
         matches!(&condition.sort, Some(itemgraph::chart::SortCondition::BeginsWith(t)) if t.source() == "LINE:"),
         "{condition:?}"
     );
+
+    // Two facets one entity name would name: the later named after its table too.
+    let twins = odd_model(
+        "PK",
+        "SK",
+        "S",
+        json!([
+            facet("Account", "AccountId", "Profile", &["name"]),
+            facet("account", "AccountId", "Settings", &["theme"]),
+        ]),
+        json!([
+            { "PK": { "S": "ACCT|a1" }, "SK": { "S": "PROFILE" }, "name": { "S": "Ann" } },
+            { "PK": { "S": "ACCT|a1" }, "SK": { "S": "SETTINGS" }, "theme": { "S": "dark" } }
+        ]),
+    );
+    let chart = drafted(&twins);
+    let names: Vec<&String> = chart.declared().map(|e| &e.name).collect();
+    assert_eq!(names, ["Account", "OddAccount"]);
 
     let readings = odd_model(
         "device",

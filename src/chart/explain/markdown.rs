@@ -171,6 +171,10 @@ pub fn pattern_table(x: &Explained) -> String {
 
 /// An index as the entity chart's line names it (`; GSI1 (`GSI1PK`, `GSI1SK`, ALL)`).
 fn index_text(i: &super::IndexShown) -> String {
+    let named = match &i.stored {
+        Some(s) => format!("{} (stored `{s}`)", i.name),
+        None => i.name.clone(),
+    };
     if !i.more_partition_keys.is_empty() || !i.more_sort_keys.is_empty() {
         let list = |first: Option<&String>, more: &[String]| {
             first
@@ -182,7 +186,7 @@ fn index_text(i: &super::IndexShown) -> String {
         };
         return format!(
             "; {} (multi-attribute: {} / {}, {})",
-            i.name,
+            named,
             list(Some(&i.partition_key), &i.more_partition_keys),
             list(i.sort_key.as_ref(), &i.more_sort_keys),
             i.projection
@@ -191,8 +195,8 @@ fn index_text(i: &super::IndexShown) -> String {
     match &i.sort_key {
         Some(sk) => format!(
             "; {} (`{}`, `{sk}`, {})",
-            i.name, i.partition_key, i.projection
+            named, i.partition_key, i.projection
         ),
-        None => format!("; {} (`{}`, {})", i.name, i.partition_key, i.projection),
+        None => format!("; {} (`{}`, {})", named, i.partition_key, i.projection),
     }
 }

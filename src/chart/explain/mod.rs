@@ -68,6 +68,9 @@ pub struct TableShown {
 #[serde(rename_all = "camelCase")]
 pub struct IndexShown {
     pub name: String,
+    /// Its name in its table, where not the chart's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored: Option<String>,
     /// The table it indexes, when not the first (a chart of several).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
@@ -254,6 +257,7 @@ pub fn explain(chart: &Chart, item_bytes: u64) -> Explained {
         .values()
         .map(|i| IndexShown {
             name: i.name.clone(),
+            stored: (i.stored != i.name).then(|| i.stored.clone()),
             table: (i.table > 0).then(|| chart.tables[i.table].name.clone()),
             partition_key: i.partition_key.clone(),
             sort_key: i.sort_key.clone(),

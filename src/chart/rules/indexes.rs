@@ -141,10 +141,29 @@ impl Checker {
                 }
                 key_attrs.push(k.clone());
             }
+            let stored = i.stored.clone().unwrap_or_else(|| name.clone());
+            if let Some(s) = &i.stored {
+                if let Err(why) = crate::store::validate::table_or_index_name(s) {
+                    self.refuse("indexes", format!("index {name}: `stored`: {why}"));
+                }
+            }
+            if let Some(other) = out
+                .values()
+                .find(|o: &&Index| o.table == at && o.stored == stored)
+            {
+                self.refuse(
+                    "indexes",
+                    format!(
+                        "index {name}: table {} knows index {} by the name `{stored}` already: an index's name in its table is its own",
+                        table.name, other.name
+                    ),
+                );
+            }
             out.insert(
                 name.clone(),
                 Index {
                     name: name.clone(),
+                    stored,
                     table: at,
                     pk_type,
                     sk_type,

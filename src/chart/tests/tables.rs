@@ -166,3 +166,34 @@ fn a_one_table_chart_is_as_before() {
     assert!(chart.other_tables().is_empty());
     assert!(chart.entities.values().all(|e| e.table == 0));
 }
+
+#[test]
+fn an_index_is_known_to_its_table_by_its_stored_name_once() {
+    // Another table's index may share its table's name for it: `stored` names it apart
+    // in the chart.
+    let both = BOX.replace(
+        "[indexes.ByEvent]\ntable = \"box-office-bookings\"",
+        "[indexes.VenuesByEvent]\nstored = \"ByEvent\"\npartition_key = \"VenueRef\"\nsort_key = \"VenueSince\"\nprojection = \"ALL\"\n\n[indexes.ByEvent]\ntable = \"box-office-bookings\"",
+    );
+    let chart = accepted(&both);
+    assert_eq!(chart.indexes["VenuesByEvent"].stored, "ByEvent");
+    assert_eq!(chart.table_schema().indexes[0].name, "ByEvent");
+    assert_eq!(chart.schema_of(1).indexes[0].name, "ByEvent");
+    // Not twice in one table, and only as DynamoDB names an index.
+    let r = refused(
+        "[indexes.ByEvent]\ntable = \"box-office-bookings\"\npartition_key = \"EventRef\"\nsort_key = \"BookedAt\"\nprojection = \"ALL\"",
+        "[indexes.ByEvent]\ntable = \"box-office-bookings\"\npartition_key = \"EventRef\"\nsort_key = \"BookedAt\"\nprojection = \"ALL\"\n\n[indexes.Again]\ntable = \"box-office-bookings\"\nstored = \"ByEvent\"\npartition_key = \"AgainRef\"\nprojection = \"ALL\"",
+    );
+    refuses(
+        &r,
+        "indexes",
+        None,
+        None,
+        "table box-office-bookings knows index ByEvent by the name `ByEvent` already",
+    );
+    let r = refused(
+        "[indexes.ByEvent]\ntable = \"box-office-bookings\"",
+        "[indexes.ByEvent]\ntable = \"box-office-bookings\"\nstored = \"by event\"",
+    );
+    refuses(&r, "indexes", None, None, "index ByEvent: `stored`");
+}

@@ -154,7 +154,7 @@ fn table_model(chart: &Chart, at: usize, notes: &mut Vec<String>) -> TableModel 
             continue;
         }
         indexes.push(Index {
-            index_name: i.name.clone(),
+            index_name: i.stored.clone(),
             key_attributes: KeyAttributes {
                 partition_key: key(&i.partition_key, i.pk_type),
                 sort_key: i.sort_key.as_deref().map(|s| key(s, i.sk_type)),

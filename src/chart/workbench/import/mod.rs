@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
 use keys::VarNames;
-use names::{attribute_name, bare, chart_name, key_attr, quote};
+use names::{attribute_name, bare, chart_name, entity_name, key_attr, quote};
 use types::{attribute_type, groups, time_form, type_attribute, values};
 
 use super::{Model, TableModel};
@@ -233,6 +233,9 @@ struct Draft {
     kinds_written: HashSet<String>,
     /// Each table's type attribute, in order.
     type_attributes: Vec<Option<String>>,
+    /// Each index drafted: its table's place, its name there, and its name in the chart
+    /// (another where an earlier table has an index of that name: `OrdersGSI1`).
+    index_names: Vec<(usize, String, String)>,
 }
 
 /// One entity being drafted: its name, type value and sample items.
@@ -297,7 +300,23 @@ impl Draft {
                 type_attribute = None;
             }
         }
-        let groups = groups(t, &items, type_attribute.as_deref());
+        let mut groups = groups(t, &items, type_attribute.as_deref());
+        // A facet named as an earlier table's entity (or as another facet, once named as
+        // entities are): the table's name before it.
+        let mut taken: Vec<String> = self.earlier.iter().map(|(n, _)| n.clone()).collect();
+        for g in &mut groups {
+            if taken.contains(&g.name) {
+                let base = format!("{}{}", entity_name(&t.table_name), g.name);
+                let mut name = base.clone();
+                let mut n = 2;
+                while taken.contains(&name) {
+                    name = format!("{base}{n}");
+                    n += 1;
+                }
+                g.name = name;
+            }
+            taken.push(g.name.clone());
+        }
         self.type_attributes.push(type_attribute.clone());
         // Each table's time to live its own.
         self.time_to_live = None;
@@ -306,6 +325,33 @@ impl Draft {
         }
         self.table_head(t, type_attribute.as_deref());
         self.gather(t, &groups, &key_names, type_attribute.as_deref());
+    }
+
+    /// The chart's name for index `stored` of table `t` (the one being drafted): its own,
+    /// unless an earlier table's index has it; then the table's name before it.
+    fn chart_index_name(&mut self, t: &TableModel, stored: &str) -> String {
+        let taken =
+            |n: &str, names: &[(usize, String, String)]| names.iter().any(|(_, _, c)| c == n);
+        let mut name = stored.to_owned();
+        if taken(&name, &self.index_names) {
+            name = format!("{}{stored}", entity_name(&t.table_name));
+            let mut n = 2;
+            while taken(&name, &self.index_names) {
+                name = format!("{}{stored}{n}", entity_name(&t.table_name));
+                n += 1;
+            }
+        }
+        self.index_names
+            .push((self.at, stored.to_owned(), name.clone()));
+        name
+    }
+
+    /// The chart's name for the drafted table's index `stored`.
+    fn index_named(&self, stored: &str) -> String {
+        self.index_names
+            .iter()
+            .find(|(t, s, _)| *t == self.at && s == stored)
+            .map_or_else(|| stored.to_owned(), |(_, _, c)| c.clone())
     }
 
     /// The chart's name and description, once.
@@ -366,9 +412,18 @@ impl Draft {
         }
         for i in &t.global_secondary_indexes {
             let k = &i.key_attributes;
-            let _ = writeln!(self.out, "\n[indexes.{}]", bare(&i.index_name));
+            let name = self.chart_index_name(t, &i.index_name);
+            let _ = writeln!(self.out, "\n[indexes.{}]", bare(&name));
             if self.at > 0 {
                 let _ = writeln!(self.out, "table = {}", quote(&t.table_name));
+            }
+            if name != i.index_name {
+                let _ = writeln!(
+                    self.out,
+                    "# The table's own name for it: another table's index is {} in this chart.\nstored = {}",
+                    i.index_name,
+                    quote(&i.index_name)
+                );
             }
             let _ = writeln!(
                 self.out,
@@ -563,7 +618,8 @@ impl Draft {
                 if let Some(s) = &isk {
                     line.push(quote(&s.template));
                 }
-                let _ = writeln!(e, "indexes.{} = [{}]", bare(&i.index_name), line.join(", "));
+                let name = self.index_named(&i.index_name);
+                let _ = writeln!(e, "indexes.{} = [{}]", bare(&name), line.join(", "));
                 joined.push((i.index_name.clone(), ipk, isk));
             }
 
