@@ -1,6 +1,7 @@
 //! `itemgraph migrate` of a chart of two tables, on both engines: the box office's bookings
-//! (the second table, keyed by a number) gain an index, a version, a holder's marker (kept
-//! in the first table) and their count on their event (in the first table). The plan names
+//! (the second table, keyed by a number) gain an index (`ByHolder` in its table,
+//! `HolderIndex` in the chart), a version, a holder's marker (kept in the first table) and
+//! their count on their event (in the first table). The plan names
 //! each step; a dry run counts and writes nothing; the run reads the bookings table alone,
 //! checkpointed under the second table's segment numbers, writes each step where its item
 //! is (a marker and the check of its owner in one TransactWriteItems of both tables), and
@@ -75,11 +76,11 @@ fn now_chart() -> String {
         &[
             (
                 "[entities.Venue]",
-                "[indexes.ByHolder]\ntable = \"box-office-bookings\"\npartition_key = \"HolderRef\"\nsort_key = \"HeldSince\"\nprojection = \"ALL\"\n\n[entities.Venue]",
+                "[indexes.HolderIndex]\ntable = \"box-office-bookings\"\nstored = \"ByHolder\"\npartition_key = \"HolderRef\"\nsort_key = \"HeldSince\"\nprojection = \"ALL\"\n\n[entities.Venue]",
             ),
             (
                 "counts = { event = \"bookingCount\" }\n",
-                "indexes.ByHolder = [\"HOLDER#{holder}\", \"{bookedAt}\"]\ncounts = { event = \"bookingCount\" }\nversion = \"version\"\nunique = { holder = \"HolderMark\" }\n",
+                "indexes.HolderIndex = [\"HOLDER#{holder}\", \"{bookedAt}\"]\ncounts = { event = \"bookingCount\" }\nversion = \"version\"\nunique = { holder = \"HolderMark\" }\n",
             ),
             (
                 "[query.venue]",
@@ -159,8 +160,8 @@ async fn a_change_of_the_second_tables_entities_is_migrated_on_both_engines() {
         // The plan, counted by a dry run that writes nothing.
         let planned = stdout(&run(&with("migrate", &now_path, &["--dry-run"])).await);
         for line in [
-            "plan: index ByHolder: created (UpdateTable)",
-            "plan: index-keys Booking ByHolder: the keys its templates render",
+            "plan: index HolderIndex: created (UpdateTable)",
+            "plan: index-keys Booking HolderIndex: the keys its templates render",
             "plan: markers Booking.holder: one for every value",
             "plan: versions Booking.version: 1 where there is none",
             "plan: counts Booking.event: bookingCount recounted",
@@ -197,6 +198,13 @@ async fn a_change_of_the_second_tables_entities_is_migrated_on_both_engines() {
         assert!(!done.contains("left:"), "{done}");
         {
             let (store, sibling) = open(&engine, &now, &bookings).await;
+            // Created under the table's name for it.
+            let described = sibling.describe_table().await.unwrap().unwrap();
+            assert!(
+                described.indexes.contains(&"ByHolder".to_owned()),
+                "{:?}",
+                described.indexes
+            );
             for (no, holder) in [("1001", "ada-l"), ("1002", "grace-h"), ("1003", "alan-t")] {
                 let booking = get(sibling.as_ref(), no, "").await.unwrap();
                 assert_eq!(
