@@ -282,7 +282,12 @@ impl CursorCodec {
             (Some(pk), Some(sk), Some(n)) => {
                 let n: usize = n.parse().map_err(|_| InvalidCursor)?;
                 let rest: Vec<String> = parts.collect();
-                if n > rest.len() || rest.len() > 2 * crate::store::schema::MAX_KEY_ATTRIBUTES {
+                // As `encode` writes one: a count only before further values, so each key
+                // has one cursor.
+                if rest.is_empty()
+                    || n > rest.len()
+                    || rest.len() > 2 * crate::store::schema::MAX_KEY_ATTRIBUTES
+                {
                     return Err(InvalidCursor);
                 }
                 let (pk_more, sk_more) = rest.split_at(n);
@@ -496,6 +501,11 @@ mod tests {
                 "{payload}"
             );
         }
+        // A count of further values with none after it is no cursor `encode` writes.
+        assert_eq!(
+            codec.decode("c", &signed(&codec, "c", br#"["","","","","0"]"#)),
+            Err(InvalidCursor)
+        );
         assert_eq!(
             codec.decode("c", &signed(&codec, "c", br#"["a","b"]"#)),
             Ok(PageKey {
