@@ -42,8 +42,9 @@ struct Form {
 #[derive(Debug)]
 pub struct Forms {
     forms: HashMap<String, Form>,
-    /// The entity each stored type value names.
-    by_type_value: HashMap<String, String>,
+    /// The entity each stored type value names in each table (its place in the chart's
+    /// tables): two tables' items may say one type value of different entities.
+    by_type_value: HashMap<(usize, String), String>,
     /// Entities in the order their keys are tried, when items hold no type attribute.
     entities: Vec<String>,
 }
@@ -75,7 +76,7 @@ impl Forms {
                 )
                 .collect();
             any |= e.type_value != e.name;
-            by_type_value.insert(e.type_value.clone(), name.clone());
+            by_type_value.insert((e.table, e.type_value.clone()), name.clone());
             let mut form = Form::default();
             for (a, attr) in &e.attributes {
                 match attr.stored.as_ref().filter(|s| *s != a) {
@@ -118,17 +119,20 @@ impl Forms {
         self.forms.get(entity)
     }
 
-    /// The entity of an item as stored: by its type attribute's value, or, where the items
-    /// hold none, by the one entity whose key templates its keys fit.
-    pub fn entity_of<'c>(&self, chart: &'c Chart, item: &Item) -> Option<&'c Entity> {
-        let t = &chart.table;
+    /// The entity of an item of table `table` (its place in the chart's tables) as stored:
+    /// by its type attribute's value there, or, where the items hold none, by the one
+    /// entity whose key templates its keys fit.
+    pub fn entity_of<'c>(&self, chart: &'c Chart, table: usize, item: &Item) -> Option<&'c Entity> {
+        let t = &chart.tables[table];
         if t.types_stored {
             let AttributeValue::S(v) = item.get(&t.type_attribute)? else {
                 return None;
             };
-            return chart.entities.get(self.by_type_value.get(v)?);
+            return chart
+                .entities
+                .get(self.by_type_value.get(&(table, v.clone()))?);
         }
-        self.entity_of_key(chart, 0, &chart.key_in(0, item)?)
+        self.entity_of_key(chart, table, &chart.key_in(table, item)?)
     }
 
     /// The entity of table `table` (its place in [`Chart::tables`]) whose key templates
@@ -182,12 +186,13 @@ impl Forms {
         item
     }
 
-    /// An item as the table stores it in the chart's form. An item of no entity comes back
-    /// as it is, without the chart's type attribute (it then decodes as of none).
-    pub fn charted(&self, chart: &Chart, mut item: Item) -> Item {
-        let t = &chart.table;
+    /// An item as table `table` (its place in the chart's tables) stores it, in the
+    /// chart's form. An item of no entity comes back as it is, without the chart's type
+    /// attribute (it then decodes as of none).
+    pub fn charted(&self, chart: &Chart, table: usize, mut item: Item) -> Item {
+        let t = &chart.tables[table];
         let Some(e) = self
-            .entity_of(chart, &item)
+            .entity_of(chart, table, &item)
             .or_else(|| own_item(chart, &item))
         else {
             if !t.types_stored {

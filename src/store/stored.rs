@@ -49,7 +49,7 @@ impl StoredStore {
     }
 
     fn charted(&self, item: Item) -> Item {
-        self.forms().charted(&self.chart, item)
+        self.forms().charted(&self.chart, self.table, item)
     }
 
     fn charted_all(&self, items: Vec<Item>) -> Vec<Item> {
@@ -252,8 +252,13 @@ impl Store for StoredStore {
 
     async fn batch_get_tables_page(&self, req: BatchGetTables) -> StoreResult<BatchGetTablesPage> {
         let mut page = self.inner.batch_get_tables_page(req).await?;
-        for (_, p) in &mut page.tables {
-            p.items = self.charted_all(std::mem::take(&mut p.items));
+        // Each table's items as that table stores them.
+        for (name, p) in &mut page.tables {
+            let t = self.table_at(name);
+            p.items = std::mem::take(&mut p.items)
+                .into_iter()
+                .map(|i| self.forms().charted(&self.chart, t, i))
+                .collect();
         }
         Ok(page)
     }
@@ -302,6 +307,7 @@ impl Store for StoredStore {
         Some(Arc::new(StoredStream {
             inner,
             chart: self.chart.clone(),
+            table: self.table,
         }))
     }
 
@@ -326,6 +332,8 @@ impl Store for StoredStore {
 struct StoredStream {
     inner: Arc<dyn ChangeStream>,
     chart: Arc<Chart>,
+    /// Its table's place in the chart's tables.
+    table: usize,
 }
 
 #[async_trait]
@@ -353,7 +361,7 @@ impl ChangeStream for StoredStream {
         {
             for image in [old_image, new_image] {
                 if let Some(i) = image.take() {
-                    *image = Some(forms.charted(&self.chart, i));
+                    *image = Some(forms.charted(&self.chart, self.table, i));
                 }
             }
         }

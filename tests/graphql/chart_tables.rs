@@ -3,7 +3,9 @@
 //! made a tenant's (each venue its own) and followed live. A booking and the count it
 //! keeps on its event are one TransactWriteItems across the tables, all or nothing; `nodes`
 //! reads both tables in one BatchGetItem; a subscription of the bookings follows the
-//! bookings table's change stream, read with the first's as one.
+//! bookings table's change stream, read with the first's as one. An event and a booking
+//! store one type value (`row`), each in its table: an item is its table's entity of that
+//! value, read alone, in a batch of both tables, or from the stream.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -33,6 +35,14 @@ fn chart() -> Arc<itemgraph::chart::Chart> {
         (
             "bookingNo = { type = \"int\", min = 1, description",
             "bookingNo = { type = \"int\", min = 1, max = 999999, description",
+        ),
+        (
+            "key = [\"VENUE#{venue}\", \"EVENT#{eventId}\"]\n",
+            "key = [\"VENUE#{venue}\", \"EVENT#{eventId}\"]\ntype_value = \"row\"\n",
+        ),
+        (
+            "table = \"box-office-bookings\"\nkey = ",
+            "table = \"box-office-bookings\"\ntype_value = \"row\"\nkey = ",
         ),
     ];
     let mut text = text;

@@ -24,7 +24,8 @@ impl Checker {
         entities: &IndexMap<String, Entity>,
         patterns: &IndexMap<u32, Pattern>,
     ) {
-        let mut values: HashMap<&str, &str> = HashMap::new();
+        // Per table: an item's table is known where it is read.
+        let mut values: HashMap<(usize, &str), &str> = HashMap::new();
         for e in entities.values() {
             let table = &tables[e.table];
             self.at(Some(&e.name), None);
@@ -38,7 +39,7 @@ impl Checker {
                     ),
                 );
             }
-            if let Some(other) = values.insert(&e.type_value, &e.name) {
+            if let Some(other) = values.insert((e.table, &e.type_value), &e.name) {
                 self.refuse(
                     "stored",
                     format!(

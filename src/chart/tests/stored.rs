@@ -73,7 +73,7 @@ fn an_item_turns_to_the_tables_form_and_back() {
             ("PlacedAt", s("2026-11-02T10:00:00Z")),
         ])
     );
-    assert_eq!(forms.charted(&chart, stored), charted);
+    assert_eq!(forms.charted(&chart, 0, stored), charted);
 }
 
 #[test]
@@ -128,14 +128,14 @@ fn with_no_type_attribute_items_are_told_by_their_keys() {
         ("Title", s("A bell")),
         ("Price", s("1250")),
     ]);
-    let charted = forms.charted(&chart, stored.clone());
+    let charted = forms.charted(&chart, 0, stored.clone());
     assert_eq!(charted["Type"], s("Product"));
     assert_eq!(charted["sku"], s("BK-100"));
     assert_eq!(charted["price"], n("1250"));
     assert_eq!(forms.stored(&chart, charted), stored);
     // Keys no entity renders: of none.
     let odd = item(&[("PK", s("c#10001")), ("SK", s("cart#1"))]);
-    assert!(!forms.charted(&chart, odd).contains_key("Type"));
+    assert!(!forms.charted(&chart, 0, odd).contains_key("Type"));
 }
 
 #[test]
@@ -198,7 +198,7 @@ fn forms_that_cannot_be_turned_one_way_only_are_refused() {
         ("GSI1-SK", s("o#200001")),
         ("EntityType", s("order")),
     ]);
-    assert_eq!(forms.charted(&chart, stored)["sku"], s("BK-100"));
+    assert_eq!(forms.charted(&chart, 0, stored)["sku"], s("BK-100"));
     let key = crate::store::PrimaryKey::new("c#10001", "o#200001");
     assert_eq!(
         forms.condition(&chart, 0, Some(&key), Condition::eq("sku", s("LT-200"))),

@@ -197,3 +197,23 @@ fn an_index_is_known_to_its_table_by_its_stored_name_once() {
     );
     refuses(&r, "indexes", None, None, "index ByEvent: `stored`");
 }
+
+#[test]
+fn a_type_value_names_one_entity_of_a_table() {
+    let event = "key = [\"VENUE#{venue}\", \"EVENT#{eventId}\"]\n";
+    let booking = "key = [\"{bookingNo}\"]\n";
+    let venue = "key = [\"VENUE#{slug}\", \"#VENUE\"]\n";
+    let with = |text: &str, at: &str| {
+        assert_eq!(text.matches(at).count(), 1, "{at}");
+        text.replacen(at, &format!("{at}type_value = \"row\"\n"), 1)
+    };
+    // Of two tables: each item is its own table's entity of that value.
+    let chart = accepted(&with(&with(BOX, event), booking));
+    assert_eq!(chart.entities["Event"].type_value, "row");
+    assert_eq!(chart.entities["Booking"].type_value, "row");
+    // Of one table: its items could not be told apart.
+    match parse(&with(&with(BOX, event), venue)) {
+        Ok(_) => panic!("two entities of one table store one type value"),
+        Err(r) => refuses(&r, "stored", None, None, "its type value `row` is"),
+    }
+}
