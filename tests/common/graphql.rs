@@ -110,11 +110,12 @@ impl Api {
         Api::chart_holding(chart, None, dynamodb).await
     }
 
-    /// `chart`'s API over a fresh table holding `items` as the table stores them (a NoSQL
-    /// Workbench model's sample items), not the chart's samples.
+    /// `chart`'s API over fresh tables holding `items` as the tables store them (a NoSQL
+    /// Workbench model's sample items), each with its table's place in the chart's tables,
+    /// not the chart's samples.
     pub async fn chart_with_stored(
         chart: Arc<itemgraph::chart::Chart>,
-        items: Vec<itemgraph::store::Item>,
+        items: Vec<(usize, itemgraph::store::Item)>,
         dynamodb: Option<&str>,
     ) -> Option<Api> {
         Api::chart_holding(chart, Some(items), dynamodb).await
@@ -122,7 +123,7 @@ impl Api {
 
     async fn chart_holding(
         chart: Arc<itemgraph::chart::Chart>,
-        stored: Option<Vec<itemgraph::store::Item>>,
+        stored: Option<Vec<(usize, itemgraph::store::Item)>>,
         dynamodb: Option<&str>,
     ) -> Option<Api> {
         // On DynamoDB Local, a chart's other tables under names of this test's too.
@@ -177,16 +178,7 @@ impl Api {
         let store = itemgraph::store::stored::wrap(store, &chart);
         match stored {
             Some(items) => {
-                for item in items {
-                    // The table whose key attributes the item holds.
-                    let t = chart
-                        .tables
-                        .iter()
-                        .position(|t| {
-                            item.contains_key(&t.partition_key)
-                                && t.sort_key.as_ref().is_none_or(|s| item.contains_key(s))
-                        })
-                        .unwrap_or(0);
+                for (t, item) in items {
                     chart
                         .store_of(&raw, t)
                         .expect("its table")

@@ -33,13 +33,19 @@ fn drafted(model: &Model) -> Arc<itemgraph::chart::Chart> {
     Arc::new(chart)
 }
 
-/// The model's sample items, of every table (each put in the table whose keys it holds).
-fn items(model: &Model) -> Vec<Item> {
+/// The model's sample items, of every table, each with its table's place in `chart`'s.
+fn items(model: &Model, chart: &itemgraph::chart::Chart) -> Vec<(usize, Item)> {
     model
         .data_model
         .iter()
-        .flat_map(|t| t.items())
-        .map(|(_, i)| i)
+        .flat_map(|t| {
+            let at = chart
+                .tables
+                .iter()
+                .position(|x| x.name == t.table_name)
+                .unwrap_or(0);
+            t.items().into_iter().map(move |(_, i)| (at, i))
+        })
         .collect()
 }
 
@@ -52,7 +58,8 @@ async fn served(
 ) -> Vec<(Value, Vec<String>)> {
     let mut out = Vec::new();
     for dynamodb in [None, Some(prefix)] {
-        let Some(api) = Api::chart_with_stored(chart.clone(), items(model), dynamodb).await else {
+        let Some(api) = Api::chart_with_stored(chart.clone(), items(model, chart), dynamodb).await
+        else {
             continue;
         };
         let r = api.run(query).await;
@@ -297,6 +304,54 @@ async fn indexes_of_one_name_in_two_tables_are_drafted_apart_and_served() {
         })
         .collect();
     assert_eq!(names, ["GSI1", "GSI1"]);
+}
+
+/// Two tables made apart, each of orders: the same facet name, the same type value
+/// (`Order`), keys of one shape. The later table's entity is named after it
+/// (`ArchiveOrder`, `type_value = "Order"`), and each table's items are its own entity's,
+/// equal keys and all, on both engines.
+#[tokio::test]
+async fn tables_that_say_one_type_are_drafted_apart_and_served() {
+    let table = |name: &str, items: Value| {
+        json!({ "TableName": name,
+            "KeyAttributes": {
+                "PartitionKey": { "AttributeName": "PK", "AttributeType": "S" },
+                "SortKey": { "AttributeName": "SK", "AttributeType": "S" } },
+            "NonKeyAttributes": [],
+            "TableFacets": [{ "FacetName": "Order",
+                "KeyAttributeAlias": { "PartitionKeyAlias": "ORDER#<orderId>", "SortKeyAlias": "ORDER#<orderId>" },
+                "NonKeyAttributes": ["Type", "Total"], "TableData": items, "DataAccess": { "MySql": {} } }],
+            "GlobalSecondaryIndexes": [], "DataAccess": { "MySql": {} }, "BillingMode": "PAY_PER_REQUEST" })
+    };
+    let order = |id: &str, total: &str| {
+        json!({ "PK": { "S": format!("ORDER#{id}") }, "SK": { "S": format!("ORDER#{id}") },
+            "Type": { "S": "Order" }, "Total": { "N": total } })
+    };
+    let m = json!({
+        "ModelName": "Orders", "ModelMetadata": { "Author": "itemgraph tests",
+            "DateCreated": "Dec 7, 2026, 9:00 AM", "DateLastModified": "Dec 7, 2026, 9:00 AM",
+            "Description": "", "AWSService": "Amazon DynamoDB", "Version": "3.0" },
+        "DataModel": [
+            table("Orders", json!([order("k1", "12"), order("m2", "30")])),
+            table("Archive", json!([order("k1", "99"), order("z9", "5")]))
+        ]
+    });
+    let m = Model::parse(&m.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let chart = drafted(&m);
+    assert_eq!(chart.entities["Order"].table, 0);
+    assert_eq!(chart.entities["ArchiveOrder"].table, 1);
+    assert_eq!(chart.entities["ArchiveOrder"].type_value, "Order");
+    let out = served(
+        &m,
+        &chart,
+        r#"{ order(orderId: "k1") { total } archiveOrder(orderId: "k1") { total } }"#,
+        "wb-twins",
+    )
+    .await;
+    assert_eq!(
+        out[0].0,
+        json!({ "order": { "total": 12 }, "archiveOrder": { "total": 99 } })
+    );
 }
 
 #[tokio::test]
