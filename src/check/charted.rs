@@ -35,9 +35,10 @@ use crate::store::{AttributeValue, Item, PrimaryKey, Store, StoreError};
 /// Scans the whole table (every table of a chart of several) and verifies what `chart`
 /// implies; fails only when the store does.
 pub async fn check_chart(store: &dyn Store, chart: &Chart) -> Result<CheckReport, StoreError> {
+    // Each item with the table it was read from.
     let mut items = Vec::new();
-    for (_, one) in chart.stores(store)?.iter() {
-        items.extend(scan_all(one).await?);
+    for (t, one) in chart.stores(store)?.iter() {
+        items.extend(scan_all(one).await?.into_iter().map(|i| (t, i)));
     }
     let count = items.len();
     Ok(report(count, Checker::new(chart).run(items)))
@@ -65,7 +66,7 @@ pub async fn check_chart_within(
         if !whole {
             break;
         }
-        whole = scan_within(one, max_rcu, &mut rcu, &mut items).await?;
+        whole = scan_within(t, one, max_rcu, &mut rcu, &mut items).await?;
     }
     let count = items.len();
     let mut checker = Checker::new(chart);
@@ -77,13 +78,14 @@ pub async fn check_chart_within(
     Ok(r)
 }
 
-/// Pages of a strongly consistent Scan of `store` into `items` until it ends (true) or
-/// `rcu` reaches `max_rcu` (false).
+/// Pages of a strongly consistent Scan of `store`, the chart's table `t`, into `items`
+/// until it ends (true) or `rcu` reaches `max_rcu` (false).
 async fn scan_within(
+    t: usize,
     store: &dyn Store,
     max_rcu: u64,
     rcu: &mut u64,
-    items: &mut Vec<Item>,
+    items: &mut Vec<(usize, Item)>,
 ) -> Result<bool, StoreError> {
     let mut start = None;
     loop {
@@ -97,7 +99,7 @@ async fn scan_within(
             .await?;
         let bytes: usize = page.items.iter().map(crate::store::value::item_size).sum();
         *rcu += (bytes as u64).div_ceil(4096).max(1);
-        items.extend(page.items);
+        items.extend(page.items.into_iter().map(|i| (t, i)));
         match page.last_evaluated_key {
             None => return Ok(true),
             Some(_) if *rcu >= max_rcu => return Ok(false),
@@ -197,16 +199,17 @@ impl<'c> Checker<'c> {
         self.violations.push(violation(kind, entity, key, message));
     }
 
-    fn run(mut self, items: Vec<Item>) -> Vec<Violation> {
+    /// Checks `items`, each with the table it was read from.
+    fn run(mut self, items: Vec<(usize, Item)>) -> Vec<Violation> {
         let chart = self.chart;
         let t = &chart.table;
-        let mut keyed: Vec<(PrimaryKey, Item)> = items
+        let mut keyed: Vec<(PrimaryKey, usize, Item)> = items
             .into_iter()
-            .map(|item| {
+            .map(|(at, item)| {
                 let key = chart
-                    .key_of(&item)
+                    .key_in(at, &item)
                     .unwrap_or_else(|| PrimaryKey::new("?", "?"));
-                (key, item)
+                (key, at, item)
             })
             .collect();
         // In key order, so the first of two items holding one record is the one kept.
@@ -216,7 +219,7 @@ impl<'c> Checker<'c> {
         // By the primary key each record's templates render.
         let mut found = Records(HashMap::new());
         let now = crate::chart::epoch_now();
-        for (key, item) in keyed {
+        for (key, at, item) in keyed {
             let ty = text(&item, &t.type_attribute).unwrap_or_else(|| "?".into());
             let rec = match Record::read(chart, item) {
                 Ok(rec) => rec,
@@ -228,6 +231,17 @@ impl<'c> Checker<'c> {
             };
             let entity = rec.entity(chart);
             let item = rec.item;
+            // Only its own table's reads find it.
+            if entity.table != at {
+                let message = format!(
+                    "is in table {}, and the items of {} are in table {}: no read finds it here",
+                    chart.tables[at].name,
+                    entity.name,
+                    chart.table_of(entity).name
+                );
+                self.report(ViolationKind::Undecodable, &entity.name, &key, message);
+                continue;
+            }
             // An expired item is gone to every read and write, and DynamoDB deletes it, and
             // what expires with it, each in its own time: absent here too.
             if entity.expired(chart.table_of(entity), &item, now) {

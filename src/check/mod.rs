@@ -348,5 +348,25 @@ shelfId = "a"
             "{:?}",
             report.violations
         );
+        // A shelf in the crates' table: no read of a shelf finds it there.
+        let crates = chart.store_of(&store, 1).unwrap();
+        let mut stray = std::collections::HashMap::new();
+        for (a, v) in [
+            ("PK", "ITEM#b"),
+            ("SK", "ITEM#b"),
+            ("Type", "Shelf"),
+            ("slug", "b"),
+        ] {
+            stray.insert(a.to_owned(), AttributeValue::S(v.to_owned()));
+        }
+        stray.insert("crates".to_owned(), AttributeValue::N("0".into()));
+        crates.put_item(Put::new(stray)).await.unwrap();
+        let report = check_chart(store.as_ref(), &chart).await.unwrap();
+        assert!(
+            report.violations.iter().any(|v| v.message
+                == "is in table crates, and the items of Shelf are in table shelves: no read finds it here"),
+            "{:?}",
+            report.violations
+        );
     }
 }

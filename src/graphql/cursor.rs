@@ -280,7 +280,11 @@ impl CursorCodec {
             (None, None, None) => None,
             (Some(pk), Some(sk), None) => Some(IndexKey::new(pk, sk)),
             (Some(pk), Some(sk), Some(n)) => {
-                let n: usize = n.parse().map_err(|_| InvalidCursor)?;
+                let n: usize = match n.parse() {
+                    // Written as `encode` writes it (`+1`, `01` are no cursor's).
+                    Ok(count) if usize::to_string(&count) == n => count,
+                    _ => return Err(InvalidCursor),
+                };
                 let rest: Vec<String> = parts.collect();
                 // As `encode` writes one: a count only before further values, so each key
                 // has one cursor.
@@ -506,6 +510,16 @@ mod tests {
             codec.decode("c", &signed(&codec, "c", br#"["","","","","0"]"#)),
             Err(InvalidCursor)
         );
+        for count in ["+1", "01"] {
+            let payload = format!(r#"["a","b","c","d","{count}","e"]"#);
+            assert_eq!(
+                codec.decode("c", &signed(&codec, "c", payload.as_bytes())),
+                Err(InvalidCursor)
+            );
+        }
+        assert!(codec
+            .decode("c", &signed(&codec, "c", br#"["a","b","c","d","1","e"]"#))
+            .is_ok());
         assert_eq!(
             codec.decode("c", &signed(&codec, "c", br#"["a","b"]"#)),
             Ok(PageKey {

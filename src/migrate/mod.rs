@@ -323,13 +323,16 @@ pub async fn run_chart(
     let mut indexes = Vec::new();
     for (t, one) in tables.iter() {
         if let Some(d) = one.describe_table().await? {
-            // Each by the chart's name for it (a table's own names may be another's too).
-            indexes.extend(d.indexes.into_iter().map(|n| {
+            // Each by the chart's name for it, the given chart's or the recorded one's (an
+            // index an entity leaves); one neither declares in this table is no chart's
+            // (its name may be another table's index, or one the given chart renames).
+            indexes.extend(d.indexes.into_iter().filter_map(|n| {
                 given
                     .indexes
                     .values()
+                    .chain(old.iter().flat_map(|o| o.indexes.values()))
                     .find(|i| i.table == t && i.stored == n)
-                    .map_or(n, |i| i.name.clone())
+                    .map(|i| i.name.clone())
             }));
         }
     }

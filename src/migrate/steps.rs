@@ -177,6 +177,12 @@ pub fn plan(old: Option<&Chart>, new: &Chart, indexes: &[String]) -> Vec<Step> {
                 format!("index {name}"),
                 "its key attributes change, and DynamoDB cannot change an index: give the new one another name",
             );
+        } else if before.is_some_and(|b| (b.table, &b.stored) != (index.table, &index.stored)) {
+            refuse(
+                &mut steps,
+                format!("index {name}"),
+                "its table or its stored name changes, and DynamoDB cannot move or rename an index: give the new one another name",
+            );
         } else if before.is_some_and(|b| b.projection != index.projection) {
             refuse(
                 &mut steps,
@@ -374,6 +380,18 @@ mod tests {
         let tenth = box_office_after(super::super::records::MAX_TABLES - 2);
         assert_eq!(tenth.entities["Booking"].table, 9);
         assert!(!plan(None, &tenth, &[]).iter().any(Step::is_refused));
+        // An index renamed in its table is another index: named, not made.
+        let renamed = crate::chart::parse(&BOX.replace(
+            "[indexes.ByEvent]\ntable = \"box-office-bookings\"",
+            "[indexes.ByEvent]\ntable = \"box-office-bookings\"\nstored = \"ByEventV2\"",
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let steps = plan(Some(&chart), &renamed, &["ByEvent".to_owned()]);
+        assert!(
+            steps.iter().any(|s| s.to_string().contains("index ByEvent")
+                && s.to_string().contains("stored name changes")),
+            "{steps:?}"
+        );
         let eleventh = box_office_after(super::super::records::MAX_TABLES - 1);
         let steps = plan(None, &eleventh, &[]);
         let refused: Vec<String> = steps

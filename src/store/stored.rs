@@ -25,11 +25,7 @@ pub fn wrap(store: Arc<dyn Store>, chart: &Arc<Chart>) -> Arc<dyn Store> {
     if chart.forms.is_none() {
         return store;
     }
-    Arc::new(StoredStore {
-        inner: store,
-        chart: chart.clone(),
-        table: 0,
-    })
+    Arc::new(StoredStore::new(store, chart.clone(), 0))
 }
 
 /// The decorator: see the module.
@@ -38,9 +34,31 @@ pub struct StoredStore {
     chart: Arc<Chart>,
     /// Its table's place in the chart's tables.
     table: usize,
+    /// The table's schema as the chart names it: each index under its chart name, as the
+    /// requests above name it (a trace describes them by it).
+    schema: TableSchema,
 }
 
 impl StoredStore {
+    fn new(inner: Arc<dyn Store>, chart: Arc<Chart>, table: usize) -> Self {
+        let mut schema = inner.schema().clone();
+        for index in &mut schema.indexes {
+            if let Some(i) = chart
+                .indexes
+                .values()
+                .find(|i| i.table == table && i.stored == index.name)
+            {
+                index.name = i.name.clone();
+            }
+        }
+        StoredStore {
+            inner,
+            chart,
+            table,
+            schema,
+        }
+    }
+
     fn forms(&self) -> &Forms {
         self.chart
             .forms
@@ -127,6 +145,12 @@ impl StoredStore {
 
     /// An error's items (a failed condition's current item) in the chart's form.
     fn error(&self, e: StoreError) -> StoreError {
+        self.error_in(e, &[])
+    }
+
+    /// [`Self::error`] of a transaction whose action `i` is in table `tables[i]` (this
+    /// store's where not given).
+    fn error_in(&self, e: StoreError, tables: &[usize]) -> StoreError {
         match e {
             StoreError::ConditionFailed { item } => StoreError::ConditionFailed {
                 item: item.map(|i| Box::new(self.charted(*i))),
@@ -134,10 +158,12 @@ impl StoredStore {
             StoreError::TransactionCanceled { reasons } => StoreError::TransactionCanceled {
                 reasons: reasons
                     .into_iter()
-                    .map(|r| match r {
+                    .enumerate()
+                    .map(|(at, r)| match r {
                         CancelReason::ConditionalCheckFailed { item } => {
+                            let t = tables.get(at).copied().unwrap_or(self.table);
                             CancelReason::ConditionalCheckFailed {
-                                item: item.map(|i| self.charted(i)),
+                                item: item.map(|i| self.forms().charted(&self.chart, t, i)),
                             }
                         }
                         other => other,
@@ -155,7 +181,7 @@ impl Store for StoredStore {
         self.inner.table_name()
     }
     fn schema(&self) -> &TableSchema {
-        self.inner.schema()
+        &self.schema
     }
     fn engine_name(&self) -> &'static str {
         self.inner.engine_name()
@@ -243,11 +269,11 @@ impl Store for StoredStore {
     }
 
     fn sibling(&self, table: &str) -> Option<Arc<dyn Store>> {
-        Some(Arc::new(StoredStore {
-            inner: self.inner.sibling(table)?,
-            chart: self.chart.clone(),
-            table: self.table_at(table),
-        }))
+        Some(Arc::new(StoredStore::new(
+            self.inner.sibling(table)?,
+            self.chart.clone(),
+            self.table_at(table),
+        )))
     }
 
     async fn batch_get_tables_page(&self, req: BatchGetTables) -> StoreResult<BatchGetTablesPage> {
@@ -265,19 +291,23 @@ impl Store for StoredStore {
 
     async fn transact_write_tables(&self, actions: Vec<TableAction>) -> StoreResult<()> {
         let mut stored = Vec::with_capacity(actions.len());
+        // Each action's table: a cancellation's item is turned as its table stores it.
+        let mut tables = Vec::with_capacity(actions.len());
         for a in actions {
             let sibling = match a.table == self.inner.table_name() {
                 true => None,
                 false => self.inner.sibling(&a.table),
             };
             let schema = sibling.as_ref().map_or(self.inner.schema(), |s| s.schema());
-            let action = self.action(self.table_at(&a.table), schema, a.action);
+            let t = self.table_at(&a.table);
+            tables.push(t);
+            let action = self.action(t, schema, a.action);
             stored.push(TableAction { action, ..a });
         }
         self.inner
             .transact_write_tables(stored)
             .await
-            .map_err(|e| self.error(e))
+            .map_err(|e| self.error_in(e, &tables))
     }
 
     async fn batch_write_page(&self, req: BatchWrite) -> StoreResult<BatchWritePage> {

@@ -292,6 +292,26 @@ async fn indexes_of_one_name_in_two_tables_are_drafted_apart_and_served() {
         json!({ "visits": { "nodes": [ { "visitNo": 7001 }, { "visitNo": 7003 } ] } })
     );
     assert_eq!(out[0].1, ["GetItem", "Query"]);
+    // The trace names the index as the chart does, and its key condition by its keys.
+    let api = Api::chart_with_stored(chart.clone(), items(&m, &chart), None)
+        .await
+        .unwrap();
+    let r = api
+        .run(r#"{ patient(patientId: "ana") { visits { nodes { visitNo } } } }"#)
+        .await;
+    let query = requests(&r)
+        .iter()
+        .find(|q| q["operation"] == "Query")
+        .unwrap();
+    assert_eq!(query["index"], "ClinicVisitsGSI1", "{query:#}");
+    assert!(
+        query["keyCondition"]
+            .as_str()
+            .unwrap()
+            .starts_with("PatientRef = \"PATIENT#ana\""),
+        "{query:#}"
+    );
+    api.finish().await;
     let exported = export::export(&chart);
     let names: Vec<&str> = exported
         .model
