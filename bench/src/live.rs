@@ -124,6 +124,13 @@ pub async fn run(
     }
     let deadline = Instant::now() + Duration::from_secs(120);
     while open_on_server(&client, &base).await? < subscriptions {
+        // A subscription that could not be opened never will be: said at once, with why.
+        let failed = tally.errors.load(Ordering::Relaxed);
+        anyhow::ensure!(
+            failed == 0,
+            "{failed} of {subscriptions} subscriptions could not be opened ({OPEN_ATTEMPTS} attempts each): {}",
+            tally.why.lock().unwrap().clone().unwrap_or_default()
+        );
         anyhow::ensure!(
             Instant::now() < deadline,
             "the server did not report {subscriptions} open subscriptions within 2 minutes"
@@ -181,7 +188,12 @@ pub struct Tally {
     pub stopping: AtomicBool,
     /// Write-to-event times, µs.
     pub samples: Mutex<Vec<u32>>,
+    /// Why the last subscription that could not be opened was not.
+    pub why: Mutex<Option<String>>,
 }
+
+/// Attempts at opening one subscription before it counts as an error.
+const OPEN_ATTEMPTS: u32 = 5;
 
 impl Tally {
     /// Waits up to 10 s for stragglers, until `expected` events came.
@@ -209,18 +221,31 @@ pub fn spawn_subscriber(
             "query": "subscription($org: String!) { ticketEvents(org: $org) { kind ticket { title } } }",
             "variables": { "org": org },
         });
-        let mut resp = match client
-            .post(&url)
-            .header("accept", "text/event-stream")
-            .json(&body)
-            .send()
-            .await
-        {
-            Ok(r) if r.status().is_success() => r,
-            _ => {
-                tally.errors.fetch_add(1, Ordering::Relaxed);
-                return;
+        // Opened as a client does: a refused or dropped attempt is tried again, a few
+        // times, before it counts as an error (with why, for the report).
+        let mut why = String::new();
+        let mut opened = None;
+        for attempt in 0..OPEN_ATTEMPTS {
+            match client
+                .post(&url)
+                .header("accept", "text/event-stream")
+                .json(&body)
+                .send()
+                .await
+            {
+                Ok(r) if r.status().is_success() => {
+                    opened = Some(r);
+                    break;
+                }
+                Ok(r) => why = format!("status {}", r.status()),
+                Err(e) => why = e.to_string(),
             }
+            tokio::time::sleep(Duration::from_millis(200 * (u64::from(attempt) + 1))).await;
+        }
+        let Some(mut resp) = opened else {
+            tally.errors.fetch_add(1, Ordering::Relaxed);
+            *tally.why.lock().unwrap() = Some(why);
+            return;
         };
         let mut buf = String::new();
         let mut mine = Vec::new();

@@ -185,6 +185,12 @@ pub async fn run(
             if open >= subscriptions {
                 break;
             }
+            let failed = tally.errors.load(std::sync::atomic::Ordering::Relaxed);
+            anyhow::ensure!(
+                failed == 0,
+                "{failed} of {subscriptions} subscriptions could not be opened: {}",
+                tally.why.lock().unwrap().clone().unwrap_or_default()
+            );
             anyhow::ensure!(
                 Instant::now() < deadline,
                 "{open} of {subscriptions} subscriptions open after 2 minutes"
