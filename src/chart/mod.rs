@@ -1023,6 +1023,16 @@ impl Chart {
         &self.tables[entity.table]
     }
 
+    /// The name of its table `t` as a TransactWriteItems of several tables on `first`'s
+    /// connection names it: the first's as its store was opened (whatever `--table` says),
+    /// the others' as the chart names them (their siblings' names).
+    pub fn table_name_on(&self, first: &dyn crate::store::Store, t: usize) -> String {
+        match t {
+            0 => first.table_name().to_owned(),
+            _ => self.tables[t].name.clone(),
+        }
+    }
+
     /// The store of its table `t` (its place in [`Chart::tables`]), given the store of its
     /// first: that one, or its sibling of the table's name.
     pub fn store_of(

@@ -78,9 +78,14 @@ pub async fn record(store: &dyn Store, chart: &Chart, plans: u32) -> StoreResult
 /// The tables whose items a plan's item steps read (their places in the chart's tables),
 /// the first first.
 pub(super) fn tables_scanned(chart: &Chart, steps: &[Step]) -> Vec<usize> {
+    tables_of(chart, steps, Step::scans_items)
+}
+
+/// The tables of the entities of the steps `which` picks, each once, the first first.
+fn tables_of(chart: &Chart, steps: &[Step], which: impl Fn(&Step) -> bool) -> Vec<usize> {
     let mut tables: Vec<usize> = steps
         .iter()
-        .filter(|s| s.scans_items())
+        .filter(|s| which(s))
         .filter_map(|s| chart.entities.get(s.entity()?))
         .map(|e| e.table)
         .collect();
@@ -437,18 +442,7 @@ pub(super) async fn recount(
     }
     // By the counted item's table, key, and counter.
     let mut tally: BTreeMap<(usize, String, String, String), i64> = BTreeMap::new();
-    let counting: Vec<usize> = {
-        let mut t: Vec<usize> = steps
-            .iter()
-            .filter(|s| matches!(s, Step::Counts { .. }))
-            .filter_map(|s| chart.entities.get(s.entity()?))
-            .map(|e| e.table)
-            .collect();
-        t.sort_unstable();
-        t.dedup();
-        t
-    };
-    for t in counting {
+    for t in tables_of(chart, steps, |s| matches!(s, Step::Counts { .. })) {
         tally_table(&ctx.on(t), chart, steps, &mut tally).await?;
     }
     for ((t, tpk, tsk, counter), n) in tally {

@@ -276,14 +276,8 @@ pub async fn run_chart(
     let budget = WriteBudget::new(options.max_wcu);
     // Every table's store; the first keeps the records.
     let tables = given.stores(store)?;
-    let names: Vec<String> = given
-        .tables
-        .iter()
-        .enumerate()
-        .map(|(t, x)| match t {
-            0 => store.table_name().to_owned(),
-            _ => x.name.clone(),
-        })
+    let names: Vec<String> = (0..given.tables.len())
+        .map(|t| given.table_name_on(store, t))
         .collect();
     let ctx = Ctx {
         store,

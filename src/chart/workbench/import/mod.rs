@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
 use keys::VarNames;
-use names::{attribute_name, bare, chart_name, entity_name, key_attr, quote};
+use names::{attribute_name, bare, chart_name, entity_name, free_name, key_attr, quote};
 use types::{attribute_type, groups, time_form, type_attribute, values};
 
 use super::{Model, TableModel};
@@ -305,16 +305,9 @@ impl Draft {
         // entities are): the table's name before it.
         let mut taken: Vec<String> = self.earlier.iter().map(|(n, _)| n.clone()).collect();
         for g in &mut groups {
-            if taken.contains(&g.name) {
-                let base = format!("{}{}", entity_name(&t.table_name), g.name);
-                let mut name = base.clone();
-                let mut n = 2;
-                while taken.contains(&name) {
-                    name = format!("{base}{n}");
-                    n += 1;
-                }
-                g.name = name;
-            }
+            g.name = free_name(&g.name, &entity_name(&t.table_name), |n| {
+                taken.iter().any(|x| x == n)
+            });
             taken.push(g.name.clone());
         }
         self.type_attributes.push(type_attribute.clone());
@@ -330,17 +323,9 @@ impl Draft {
     /// The chart's name for index `stored` of table `t` (the one being drafted): its own,
     /// unless an earlier table's index has it; then the table's name before it.
     fn chart_index_name(&mut self, t: &TableModel, stored: &str) -> String {
-        let taken =
-            |n: &str, names: &[(usize, String, String)]| names.iter().any(|(_, _, c)| c == n);
-        let mut name = stored.to_owned();
-        if taken(&name, &self.index_names) {
-            name = format!("{}{stored}", entity_name(&t.table_name));
-            let mut n = 2;
-            while taken(&name, &self.index_names) {
-                name = format!("{}{stored}{n}", entity_name(&t.table_name));
-                n += 1;
-            }
-        }
+        let name = free_name(stored, &entity_name(&t.table_name), |n| {
+            self.index_names.iter().any(|(_, _, c)| c == n)
+        });
         self.index_names
             .push((self.at, stored.to_owned(), name.clone()));
         name

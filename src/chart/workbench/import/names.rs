@@ -100,3 +100,20 @@ pub(super) fn singular(s: &str) -> String {
         .or_else(|| s.strip_suffix('s').map(str::to_owned))
         .unwrap_or_else(|| s.to_owned())
 }
+
+/// `name` where nothing has it, else `prefix` before it, then a number after that
+/// (`Order`, `ArchiveOrder`, `ArchiveOrder2`): a later table's name for what an earlier
+/// one named so already.
+pub(super) fn free_name(name: &str, prefix: &str, taken: impl Fn(&str) -> bool) -> String {
+    if !taken(name) {
+        return name.to_owned();
+    }
+    let base = format!("{prefix}{name}");
+    let mut free = base.clone();
+    let mut n = 2;
+    while taken(&free) {
+        free = format!("{base}{n}");
+        n += 1;
+    }
+    free
+}

@@ -317,7 +317,7 @@ async fn send_once(
             .into_iter()
             .zip(actions)
             .map(|(t, action)| TableAction {
-                table: table_name(rc, chart, t),
+                table: chart.table_name_on(rc.store.as_ref(), t),
                 action,
             })
             .collect();
@@ -338,16 +338,6 @@ async fn send_once(
             store.delete_item(d).await
         }
         Some(TransactAction::ConditionCheck(_)) | None => Ok(None),
-    }
-}
-
-/// The name of the chart's table `t` as the store knows it: the first is the store's own
-/// (whatever name it was opened under), the others their siblings'.
-fn table_name(rc: &RequestContext, chart: &Chart, t: usize) -> String {
-    if t == 0 {
-        rc.store.table_name().to_owned()
-    } else {
-        chart.tables[t].name.clone()
     }
 }
 
